@@ -1,0 +1,41 @@
+"""The one exception tree of clusterloom.
+
+    ClusterloomError             root: every error the library raises on purpose
+    ├── SpecError                a cluster spec that cannot be used (parse, schema, semantics,
+    │                            impossible fabric); carries one Problem per thing to fix
+    └── OutputError              an artifact could not be written
+
+Foreign exceptions (pydantic, yaml, OSError) are translated at the boundary with
+``raise ... from exc`` so that the command line can print them as one line per problem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an input: where (a dotted field path or 'line N') and what to do."""
+
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}" if self.where else self.message
+
+
+class ClusterloomError(Exception):
+    """Root of every error clusterloom raises on purpose."""
+
+
+class SpecError(ClusterloomError):
+    """A cluster spec that cannot be used. ``problems`` lists every problem found, not just one."""
+
+    def __init__(self, problems: list[Problem] | tuple[Problem, ...]) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems) or "invalid spec")
+
+
+class OutputError(ClusterloomError):
+    """An output could not be written (permissions, disk full, a path that is a file...)."""

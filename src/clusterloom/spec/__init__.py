@@ -1,0 +1,33 @@
+"""The cluster spec: the one input document, its models, loading and the equipment catalog."""
+
+from clusterloom.spec.catalog import Catalog, MediaModel, SwitchModel, builtin_catalog
+from clusterloom.spec.load import check_spec, load_spec, parse_spec, spec_hash
+from clusterloom.spec.models import (
+    LINK_TIERS,
+    SPEC_VERSION,
+    SWITCH_ROLES,
+    ClusterSpec,
+    ComputeSpec,
+    FabricSpec,
+    LinkTier,
+    SwitchRole,
+)
+
+__all__ = [
+    "LINK_TIERS",
+    "SPEC_VERSION",
+    "SWITCH_ROLES",
+    "Catalog",
+    "ClusterSpec",
+    "ComputeSpec",
+    "FabricSpec",
+    "LinkTier",
+    "MediaModel",
+    "SwitchModel",
+    "SwitchRole",
+    "builtin_catalog",
+    "check_spec",
+    "load_spec",
+    "parse_spec",
+    "spec_hash",
+]

@@ -1,0 +1,105 @@
+"""Equipment catalog: switches and link media (optics and cables).
+
+The built-in catalog (``catalog.yaml`` beside this file) holds public, indicative figures; a spec's
+``catalog`` section overrides entries by name or adds new ones. Costs are indicative list prices in
+US dollars, meant for comparing options, not for quoting.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+
+from clusterloom.spec._base import SpecModel
+
+MediaKind = Literal["dac", "aec", "aoc", "mmf", "smf"]
+OPTICAL_KINDS: frozenset[str] = frozenset({"mmf", "smf"})
+
+
+class SwitchModel(SpecModel):
+    """A switch: native ports and the speeds each port can be broken out to."""
+
+    vendor: str
+    asic: str = ""
+    ports: PositiveInt = Field(description="native (cage) ports")
+    port_speed_gbps: PositiveInt = Field(description="native speed of one cage")
+    breakouts_gbps: tuple[PositiveInt, ...] = Field(
+        default=(), description="lower speeds one cage can be split into (native speed implied)"
+    )
+    power_w: PositiveFloat = Field(description="typical system power without optics, watts")
+    rack_units: PositiveInt = 1
+    cost_usd: float = Field(default=0.0, ge=0)
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _breakouts_divide(self) -> SwitchModel:
+        for speed in self.breakouts_gbps:
+            if self.port_speed_gbps % speed:
+                raise ValueError(
+                    f"breakout speed {speed}G does not divide the native {self.port_speed_gbps}G"
+                )
+        return self
+
+    @property
+    def speeds_gbps(self) -> tuple[int, ...]:
+        """Every port speed this switch offers, fastest first."""
+        return tuple(sorted({self.port_speed_gbps, *self.breakouts_gbps}, reverse=True))
+
+    def breakout_factor(self, speed_gbps: int) -> int | None:
+        """Logical ports per cage at ``speed_gbps``; None when that speed is not offered."""
+        if speed_gbps not in self.speeds_gbps:
+            return None
+        return self.port_speed_gbps // speed_gbps
+
+    def radix(self, speed_gbps: int) -> int | None:
+        """Logical ports at ``speed_gbps``; None when that speed is not offered."""
+        factor = self.breakout_factor(speed_gbps)
+        return None if factor is None else self.ports * factor
+
+    @property
+    def capacity_gbps(self) -> int:
+        return self.ports * self.port_speed_gbps
+
+
+class MediaModel(SpecModel):
+    """A link medium: a cable assembly (dac, aec, aoc) or a pair of transceivers and fibre."""
+
+    kind: MediaKind
+    speed_gbps: PositiveInt
+    reach_m: PositiveFloat
+    fibers: int = Field(default=0, ge=0, description="fibres per link (0 for copper)")
+    power_w_per_end: float = Field(default=0.0, ge=0)
+    cost_usd_per_end: float = Field(default=0.0, ge=0, description="transceiver or cable end")
+    cable_cost_usd: float = Field(default=0.0, ge=0, description="cable or patch cord per link")
+    source: str = ""
+
+    @property
+    def optical(self) -> bool:
+        """True when the link is two pluggable transceivers joined by fibre."""
+        return self.kind in OPTICAL_KINDS
+
+
+class Catalog(SpecModel):
+    switches: dict[str, SwitchModel] = Field(default_factory=dict)
+    media: dict[str, MediaModel] = Field(default_factory=dict)
+
+    def merged(self, override: Catalog | None) -> Catalog:
+        """This catalog with ``override``'s entries replacing or adding by name."""
+        if override is None:
+            return self
+        return Catalog(
+            switches={**self.switches, **override.switches},
+            media={**self.media, **override.media},
+        )
+
+
+@cache
+def builtin_catalog() -> Catalog:
+    """The catalog shipped with clusterloom."""
+    text = resources.files("clusterloom.spec").joinpath("catalog.yaml").read_text("utf-8")
+    data: Any = yaml.safe_load(text)
+    return Catalog.model_validate(data)

@@ -1,0 +1,245 @@
+"""Reading a cluster spec: YAML text to a checked ``ClusterSpec``, or a ``SpecError`` that lists
+every problem with the path of the field and what would fix it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from clusterloom.errors import Problem, SpecError
+from clusterloom.spec.models import LINK_TIERS, SWITCH_ROLES, ClusterSpec, FabricSpec
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)  # type: ignore[no-untyped-call]
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key '{key}' is given twice", key_node.start_mark
+            )
+        seen.add(key)
+    loader.flatten_mapping(node)
+    return dict(loader.construct_pairs(node))  # type: ignore[no-untyped-call]
+
+
+_UniqueKeyLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    _construct_mapping,  # type: ignore[arg-type]
+)
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(document)"
+
+
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The pydantic model that holds the field at ``loc`` (to list allowed fields)."""
+    model: Any = ClusterSpec
+    for part in loc[:-1]:
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return None
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        model = _pick_model(field.annotation)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _pick_model(annotation: Any) -> Any:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            picked = _pick_model(arg)
+            if isinstance(picked, type) and issubclass(picked, BaseModel):
+                return picked
+        return None
+    return annotation
+
+
+def _problems_from_validation(exc: ValidationError) -> list[Problem]:
+    problems: list[Problem] = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in {"str", "int"}))
+        # union members appear in loc as class names: drop them from the path we show
+        loc = tuple(p for p in loc if not (isinstance(p, str) and p[:1].isupper()))
+        where = _where(loc)
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            model = _model_at(loc)
+            allowed = ", ".join(model.model_fields) if model else ""
+            msg = "unknown field" + (f"; allowed here: {allowed}" if allowed else "")
+        elif kind == "missing":
+            msg = "required field is missing"
+        else:
+            msg = str(err["msg"])
+            if msg.startswith("Value error, "):
+                msg = msg[len("Value error, ") :]
+            if kind not in {"model_type", "dict_type"} and "input" in err:
+                msg += f" (got {err['input']!r})"
+        if (where, msg) not in {(p.where, p.message) for p in problems}:
+            problems.append(Problem(where, msg))
+    return problems
+
+
+def _check_fabric(spec: ClusterSpec, name: str, fabric: FabricSpec) -> list[Problem]:
+    """Cross-field checks of one fabric against the compute section and the catalog."""
+    catalog = spec.resolved_catalog()
+    base = f"fabrics.{name}"
+    problems: list[Problem] = []
+    if name == "backend":
+        ports, speed = spec.compute.nic.scale_out, spec.compute.nic.port_speed_gbps
+        ports_field = "compute.nic.scale_out_ports"
+    else:
+        fnic = spec.compute.frontend_nic
+        if fnic is None:
+            return [Problem("compute.frontend_nic", "a frontend fabric needs compute.frontend_nic")]
+        ports, speed = fnic.ports_per_node, fnic.port_speed_gbps
+        ports_field = "compute.frontend_nic.ports_per_node"
+    planes = fabric.planes or ports
+    if ports % planes:
+        problems.append(
+            Problem(
+                f"{base}.planes",
+                f"{ports} host ports ({ports_field}) do not divide over {planes} planes; "
+                f"use a divisor of {ports}",
+            )
+        )
+    for role in SWITCH_ROLES:
+        model_name = fabric.switch_for(role)
+        field = f"{base}.switch" + ("" if isinstance(fabric.switch, str) else f".{role}")
+        model = catalog.switches.get(model_name)
+        if model is None:
+            known = ", ".join(sorted(catalog.switches))
+            problem = Problem(field, f"unknown switch '{model_name}'; known: {known}")
+            if problem not in problems:
+                problems.append(problem)
+            continue
+        if model.radix(speed) is None:
+            offered = ", ".join(f"{s}G" for s in model.speeds_gbps)
+            problem = Problem(
+                field,
+                f"switch '{model_name}' cannot break out to {speed}G host ports; it offers "
+                f"{offered}; pick another switch or port speed",
+            )
+            if problem not in problems:
+                problems.append(problem)
+    for tier in LINK_TIERS:
+        media_name = getattr(fabric.media, tier)
+        if media_name is None:
+            continue
+        media = catalog.media.get(media_name)
+        if media is None:
+            known = ", ".join(sorted(catalog.media))
+            problems.append(
+                Problem(f"{base}.media.{tier}", f"unknown media '{media_name}'; known: {known}")
+            )
+        elif media.speed_gbps != speed:
+            problems.append(
+                Problem(
+                    f"{base}.media.{tier}",
+                    f"media '{media_name}' runs at {media.speed_gbps}G but links run at {speed}G",
+                )
+            )
+    if fabric.family == "fat-tree" and fabric.scalable_unit_nodes is not None:
+        problems.append(
+            Problem(
+                f"{base}.scalable_unit_nodes",
+                "scalable units apply to rail-optimized fabrics only; remove it or use "
+                "family: rail-optimized",
+            )
+        )
+    return problems
+
+
+def check_spec(spec: ClusterSpec) -> list[Problem]:
+    """Semantic checks that the schema alone cannot express."""
+    c = spec.compute
+    problems: list[Problem] = []
+    if c.accelerators % c.accelerators_per_node:
+        problems.append(
+            Problem(
+                "compute.accelerators",
+                f"{c.accelerators} accelerators do not fill whole nodes of "
+                f"{c.accelerators_per_node}; use a multiple of {c.accelerators_per_node}",
+            )
+        )
+    domain = c.scale_up.domain_size
+    if domain % c.accelerators_per_node:
+        problems.append(
+            Problem(
+                "compute.scale_up.domain_size",
+                f"a scale-up domain of {domain} is not whole nodes of {c.accelerators_per_node} "
+                "accelerators; use a multiple of accelerators_per_node",
+            )
+        )
+    elif c.accelerators % domain:
+        problems.append(
+            Problem(
+                "compute.accelerators",
+                f"{c.accelerators} accelerators do not fill whole scale-up domains of {domain}; "
+                f"use a multiple of {domain}",
+            )
+        )
+    problems += _check_fabric(spec, "backend", spec.fabrics.backend)
+    if spec.fabrics.frontend is not None:
+        problems += _check_fabric(spec, "frontend", spec.fabrics.frontend)
+    return problems
+
+
+def parse_spec(text: str, source: str = "<spec>") -> ClusterSpec:
+    """Parse and check a spec given as YAML text; raise ``SpecError`` listing every problem."""
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{source} line {mark.line + 1}, column {mark.column + 1}" if mark else source
+        raise SpecError([Problem(where, f"not valid YAML: {exc.problem or exc}")]) from exc
+    except yaml.YAMLError as exc:
+        raise SpecError([Problem(source, f"not valid YAML: {exc}")]) from exc
+    if not isinstance(data, dict):
+        raise SpecError([Problem(source, "a spec is a YAML mapping with version, name, ...")])
+    if data.get("version") != 1:
+        raise SpecError(
+            [Problem("version", f"this clusterloom reads spec version 1, got {data.get('version')!r}")]
+        )
+    try:
+        spec = ClusterSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(_problems_from_validation(exc)) from exc
+    problems = check_spec(spec)
+    if problems:
+        raise SpecError(problems)
+    return spec
+
+
+def load_spec(path: str | Path) -> ClusterSpec:
+    """Read and check the spec at ``path``."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError([Problem(str(p), f"cannot read: {exc.strerror or exc}")]) from exc
+    except UnicodeDecodeError as exc:
+        raise SpecError([Problem(str(p), "not UTF-8 text")]) from exc
+    return parse_spec(text, source=str(p))
+
+
+def spec_hash(spec: ClusterSpec) -> str:
+    """SHA-256 of the spec's canonical JSON form (key order and formatting do not matter)."""
+    canonical = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()

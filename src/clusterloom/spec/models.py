@@ -1,0 +1,170 @@
+"""The cluster spec: one versioned YAML document, parsed into frozen pydantic models.
+
+Sections (later stages add theirs): ``compute`` (accelerators, nodes, scale-up domain, NIC ports
+and which of them serve scale-up or scale-out), ``fabrics`` (a backend scale-out fabric and an
+optional frontend fabric) and ``catalog`` (overrides of the built-in equipment catalog).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, Field, PositiveInt, model_validator
+
+from clusterloom.spec._base import SpecModel
+from clusterloom.spec.catalog import Catalog, builtin_catalog
+
+SPEC_VERSION = 1
+
+SwitchRole = Literal["leaf", "spine", "core"]
+LinkTier = Literal["host_leaf", "leaf_spine", "spine_core"]
+SWITCH_ROLES: tuple[SwitchRole, ...] = ("leaf", "spine", "core")
+LINK_TIERS: tuple[LinkTier, ...] = ("host_leaf", "leaf_spine", "spine_core")
+
+
+def _parse_ratio(value: object) -> object:
+    """Accept an oversubscription as a number (3, 1.5) or as a ratio string ('3:1')."""
+    if isinstance(value, str) and ":" in value:
+        left, _, right = value.partition(":")
+        try:
+            return float(left) / float(right)
+        except (ValueError, ZeroDivisionError):
+            raise ValueError(f"'{value}' is not a ratio like '3:1'") from None
+    return value
+
+
+#: Downlink to uplink bandwidth ratio of a switch tier; 1 is non-blocking.
+Ratio = Annotated[float, BeforeValidator(_parse_ratio), Field(ge=1.0, le=64.0)]
+
+
+class ScaleUpSpec(SpecModel):
+    """The scale-up domain: accelerators joined by a memory-semantic fabric (NVLink, UALink...)."""
+
+    domain_size: PositiveInt = Field(
+        default=8, description="accelerators per scale-up domain (8 for an HGX node, 72 for NVL72)"
+    )
+    technology: Literal["nvlink", "ualink", "ethernet"] = "nvlink"
+    bandwidth_gbps: float = Field(
+        default=0.0, ge=0, description="scale-up bandwidth per accelerator, one direction"
+    )
+
+
+class NicSpec(SpecModel):
+    """Accelerator NIC ports. Each port serves scale-out or scale-up ("network fungibility")."""
+
+    ports_per_accelerator: PositiveInt = 1
+    port_speed_gbps: PositiveInt = 400
+    scale_out_ports: PositiveInt | None = Field(
+        default=None, description="ports per accelerator on the backend fabric (default: all)"
+    )
+
+    @model_validator(mode="after")
+    def _split_fits(self) -> NicSpec:
+        if self.scale_out_ports is not None and self.scale_out_ports > self.ports_per_accelerator:
+            raise ValueError(
+                f"scale_out_ports ({self.scale_out_ports}) exceeds ports_per_accelerator "
+                f"({self.ports_per_accelerator})"
+            )
+        return self
+
+    @property
+    def scale_out(self) -> int:
+        return self.ports_per_accelerator if self.scale_out_ports is None else self.scale_out_ports
+
+    @property
+    def scale_up(self) -> int:
+        """Ports given to the scale-up domain instead of the scale-out fabric."""
+        return self.ports_per_accelerator - self.scale_out
+
+
+class FrontendNicSpec(SpecModel):
+    """Host (CPU) NIC ports per node on the frontend fabric."""
+
+    ports_per_node: PositiveInt = 1
+    port_speed_gbps: PositiveInt = 200
+
+
+class ComputeSpec(SpecModel):
+    accelerators: PositiveInt
+    accelerators_per_node: PositiveInt = 8
+    accelerator_model: str = "generic"
+    scale_up: ScaleUpSpec = ScaleUpSpec()
+    nic: NicSpec = NicSpec()
+    frontend_nic: FrontendNicSpec | None = None
+
+    @property
+    def nodes(self) -> int:
+        return self.accelerators // self.accelerators_per_node
+
+
+class SwitchChoice(SpecModel):
+    """Switch model per tier; spine and core default to the leaf's model."""
+
+    leaf: str
+    spine: str | None = None
+    core: str | None = None
+
+
+class Oversubscription(SpecModel):
+    """Downlink:uplink bandwidth per switch tier (the top tier has no uplinks)."""
+
+    leaf: Ratio = 1.0
+    spine: Ratio = 1.0
+
+
+class LinkLatency(SpecModel):
+    """One-way latency per link tier in nanoseconds (propagation, ~4.9 ns per metre of fibre)."""
+
+    host_leaf: float = Field(default=150.0, ge=0)
+    leaf_spine: float = Field(default=500.0, ge=0)
+    spine_core: float = Field(default=1500.0, ge=0)
+
+
+class LinkMedia(SpecModel):
+    """Catalog media name per link tier; unset tiers get a default by family and tier."""
+
+    host_leaf: str | None = None
+    leaf_spine: str | None = None
+    spine_core: str | None = None
+
+
+class FabricSpec(SpecModel):
+    family: Literal["rail-optimized", "fat-tree"] = "rail-optimized"
+    planes: PositiveInt | None = Field(
+        default=None, description="independent planes; default: one per host port"
+    )
+    tiers: Literal[2, 3, "auto"] = "auto"
+    switch: str | SwitchChoice
+    oversubscription: Oversubscription = Oversubscription()
+    scalable_unit_nodes: PositiveInt | None = Field(
+        default=None, description="nodes per scalable unit (rail-optimized); default: fill a leaf"
+    )
+    pod_leaves: PositiveInt | None = Field(
+        default=None, description="leaves per pod in a 3-tier fabric; default: the most that fit"
+    )
+    link_latency_ns: LinkLatency = LinkLatency()
+    media: LinkMedia = LinkMedia()
+
+    def switch_for(self, role: SwitchRole) -> str:
+        if isinstance(self.switch, str):
+            return self.switch
+        chosen = getattr(self.switch, role)
+        return self.switch.leaf if chosen is None else str(chosen)
+
+
+class FabricsSpec(SpecModel):
+    backend: FabricSpec
+    frontend: FabricSpec | None = None
+
+
+class ClusterSpec(SpecModel):
+    version: Literal[1]
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=64)
+    description: str = ""
+    compute: ComputeSpec
+    fabrics: FabricsSpec
+    catalog: Catalog | None = None
+
+    def resolved_catalog(self) -> Catalog:
+        """The built-in catalog with this spec's overrides applied."""
+        return builtin_catalog().merged(self.catalog)
