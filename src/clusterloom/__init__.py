@@ -1,0 +1,35 @@
+"""clusterloom: networks of frontier AI training clusters, from intent to a buildable, verified
+fabric. The public surface is re-exported here; everything else lives in domain packages."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("clusterloom")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0+unknown"
+
+from clusterloom.errors import ClusterloomError, OutputError, Problem, SpecError  # noqa: E402
+from clusterloom.fabric import FabricDesign, FabricPlan, Topology, design_fabric, plan_fabric  # noqa: E402
+from clusterloom.findings import Finding, Severity  # noqa: E402
+from clusterloom.pipeline import Design, run_design  # noqa: E402
+from clusterloom.spec import ClusterSpec, load_spec, parse_spec  # noqa: E402
+
+__all__ = [
+    "ClusterSpec",
+    "ClusterloomError",
+    "Design",
+    "FabricDesign",
+    "FabricPlan",
+    "Finding",
+    "OutputError",
+    "Problem",
+    "Severity",
+    "SpecError",
+    "Topology",
+    "__version__",
+    "design_fabric",
+    "load_spec",
+    "parse_spec",
+    "plan_fabric",
+    "run_design",
+]

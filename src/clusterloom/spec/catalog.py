@@ -25,6 +25,7 @@ class SwitchModel(SpecModel):
 
     vendor: str
     asic: str = ""
+    technology: Literal["ethernet", "infiniband"] = "ethernet"
     ports: PositiveInt = Field(description="native (cage) ports")
     port_speed_gbps: PositiveInt = Field(description="native speed of one cage")
     breakouts_gbps: tuple[PositiveInt, ...] = Field(

@@ -1,0 +1,69 @@
+"""Runs the stages that exist, in order, and records what ran (provenance) and how long it took.
+
+Stages today: one ``fabric`` stage per fabric in the spec. A stage is a pure function of the
+spec (and of earlier artifacts); the pipeline only sequences them, times them and reports
+progress through a callback so that the library never prints.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from clusterloom import __version__
+from clusterloom.fabric import FabricDesign, design_fabric, fabric_names
+from clusterloom.findings import Finding
+from clusterloom.spec import ClusterSpec, spec_hash
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What produced a design: enough to reproduce it byte for byte."""
+
+    spec_name: str
+    spec_hash: str
+    clusterloom_version: str
+
+
+@dataclass(frozen=True, eq=False)
+class Design:
+    """The artifact of a whole run: the spec and each stage's result."""
+
+    spec: ClusterSpec
+    fabrics: tuple[FabricDesign, ...]
+    provenance: Provenance
+    timings_s: tuple[tuple[str, float], ...]
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return tuple(f for fd in self.fabrics for f in fd.findings)
+
+    def fabric(self, name: str) -> FabricDesign:
+        for fd in self.fabrics:
+            if fd.name == name:
+                return fd
+        raise KeyError(name)
+
+
+def stage_names(spec: ClusterSpec) -> tuple[str, ...]:
+    """The stages ``run_design`` will run for ``spec``, in order."""
+    return tuple(f"fabric:{name}" for name in fabric_names(spec))
+
+
+def run_design(
+    spec: ClusterSpec, *, compare: bool = True, progress: Progress | None = None
+) -> Design:
+    """Run every stage for ``spec``. ``progress`` is called with each stage's name as it starts."""
+    fabrics: list[FabricDesign] = []
+    timings: list[tuple[str, float]] = []
+    for stage in stage_names(spec):
+        if progress is not None:
+            progress(stage)
+        start = time.perf_counter()
+        fabrics.append(design_fabric(spec, stage.split(":", 1)[1], compare=compare))
+        timings.append((stage, time.perf_counter() - start))
+    provenance = Provenance(spec.name, spec_hash(spec), __version__)
+    return Design(spec, tuple(fabrics), provenance, tuple(timings))

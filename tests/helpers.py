@@ -1,0 +1,129 @@
+"""Shared builders of cluster specs for the tests.
+
+Specs are built as plain dicts and dumped to YAML so that every test goes through the same
+``parse_spec`` path a user's file does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from clusterloom.fabric.sizing import FabricPlan, plan_fabric
+from clusterloom.spec import ClusterSpec, parse_spec
+
+#: A small valid spec: two 8-GPU nodes on one InfiniBand leaf pair.
+MINIMAL_SPEC = """\
+version: 1
+name: tiny
+compute:
+  accelerators: 16
+  accelerators_per_node: 8
+fabrics:
+  backend:
+    switch: qm9700
+"""
+
+
+def switch_entry(
+    ports: int, speed_gbps: int = 100, breakouts: tuple[int, ...] = ()
+) -> dict[str, Any]:
+    """A catalog switch with ``ports`` native ports at ``speed_gbps``."""
+    entry: dict[str, Any] = {
+        "vendor": "test",
+        "ports": ports,
+        "port_speed_gbps": speed_gbps,
+        "power_w": 100,
+    }
+    if breakouts:
+        entry["breakouts_gbps"] = list(breakouts)
+    return entry
+
+
+def spec_dict(
+    *,
+    accelerators: int,
+    accelerators_per_node: int = 8,
+    ports_per_accelerator: int = 1,
+    port_speed_gbps: int = 400,
+    scale_out_ports: int | None = None,
+    switch: str | dict[str, str] = "qm9700",
+    family: str = "rail-optimized",
+    planes: int | None = None,
+    tiers: int | str = "auto",
+    leaf_oversubscription: float | str = 1,
+    spine_oversubscription: float | str = 1,
+    scalable_unit_nodes: int | None = None,
+    pod_leaves: int | None = None,
+    catalog_switches: dict[str, dict[str, Any]] | None = None,
+    name: str = "test-cluster",
+) -> dict[str, Any]:
+    """A spec as a dict; the scale-up domain is one node so any whole number of nodes is valid."""
+    nic: dict[str, Any] = {
+        "ports_per_accelerator": ports_per_accelerator,
+        "port_speed_gbps": port_speed_gbps,
+    }
+    if scale_out_ports is not None:
+        nic["scale_out_ports"] = scale_out_ports
+    backend: dict[str, Any] = {
+        "family": family,
+        "switch": switch,
+        "tiers": tiers,
+        "oversubscription": {"leaf": leaf_oversubscription, "spine": spine_oversubscription},
+    }
+    if planes is not None:
+        backend["planes"] = planes
+    if scalable_unit_nodes is not None:
+        backend["scalable_unit_nodes"] = scalable_unit_nodes
+    if pod_leaves is not None:
+        backend["pod_leaves"] = pod_leaves
+    doc: dict[str, Any] = {
+        "version": 1,
+        "name": name,
+        "compute": {
+            "accelerators": accelerators,
+            "accelerators_per_node": accelerators_per_node,
+            "scale_up": {"domain_size": accelerators_per_node},
+            "nic": nic,
+        },
+        "fabrics": {"backend": backend},
+    }
+    if catalog_switches:
+        doc["catalog"] = {"switches": catalog_switches}
+    return doc
+
+
+def spec_yaml(**kwargs: Any) -> str:
+    return yaml.safe_dump(spec_dict(**kwargs), sort_keys=False)
+
+
+def build_spec(**kwargs: Any) -> ClusterSpec:
+    """Parse (and check) the spec ``spec_dict(**kwargs)`` describes."""
+    return parse_spec(spec_yaml(**kwargs))
+
+
+def build_plan(**kwargs: Any) -> FabricPlan:
+    """Size the backend fabric of ``build_spec(**kwargs)``."""
+    return plan_fabric(build_spec(**kwargs))
+
+
+def kport_plan(
+    hosts: int,
+    radix: int,
+    *,
+    family: str = "fat-tree",
+    accelerators_per_node: int = 1,
+    speed_gbps: int = 100,
+    **kwargs: Any,
+) -> FabricPlan:
+    """A plan on a custom ``radix``-port switch running at ``speed_gbps`` (no breakout)."""
+    return build_plan(
+        accelerators=hosts,
+        accelerators_per_node=accelerators_per_node,
+        port_speed_gbps=speed_gbps,
+        switch="kport",
+        family=family,
+        catalog_switches={"kport": switch_entry(radix, speed_gbps)},
+        **kwargs,
+    )
