@@ -313,7 +313,18 @@ def plan_fabric(
         down1 = nodes_per_leaf
         leaves = (nodes // su_nodes) * rails * leaves_per_rail
     else:
-        nodes_per_leaf = d1_max // rails
+        nodes_per_leaf = fs.nodes_per_leaf or d1_max // rails
+        if nodes_per_leaf * rails > d1_max:
+            raise SpecError(
+                [
+                    Problem(
+                        f"{base}.nodes_per_leaf",
+                        f"{nodes_per_leaf} nodes x {rails} ports need {nodes_per_leaf * rails} "
+                        f"downlinks; a leaf has {d1_max} at {o1:g}:1; use at most "
+                        f"{d1_max // rails}",
+                    )
+                ]
+            )
         if nodes_per_leaf == 0:
             raise SpecError(
                 [

@@ -163,6 +163,14 @@ def _check_fabric(spec: ClusterSpec, name: str, fabric: FabricSpec) -> list[Prob
                 "family: rail-optimized",
             )
         )
+    if fabric.family == "rail-optimized" and fabric.nodes_per_leaf is not None:
+        problems.append(
+            Problem(
+                f"{base}.nodes_per_leaf",
+                "nodes_per_leaf applies to fat-tree fabrics; a rail-optimized fabric sets "
+                "scalable_unit_nodes instead",
+            )
+        )
     return problems
 
 

@@ -139,6 +139,9 @@ class FabricSpec(SpecModel):
     scalable_unit_nodes: PositiveInt | None = Field(
         default=None, description="nodes per scalable unit (rail-optimized); default: fill a leaf"
     )
+    nodes_per_leaf: PositiveInt | None = Field(
+        default=None, description="nodes on one top-of-rack leaf (fat-tree); default: fill it"
+    )
     pod_leaves: PositiveInt | None = Field(
         default=None, description="leaves per pod in a 3-tier fabric; default: the most that fit"
     )
