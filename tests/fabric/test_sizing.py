@@ -124,16 +124,17 @@ def test_131k_gpus_fit_two_tiers_with_eight_100g_planes() -> None:
     assert_radix_respected(plan)
 
 
-def test_131k_gpus_on_one_800g_port_need_three_tiers() -> None:
-    """The same bandwidth in one 800G port per GPU (radix 64) does not fit two tiers."""
-    plan = build_plan(
-        accelerators=131_072,
-        accelerators_per_node=8,
-        ports_per_accelerator=1,
-        port_speed_gbps=800,
-        switch="tomahawk5-64x800g",
-    )
-    assert plan.tiers == 3
+def test_131k_gpus_on_one_800g_port_do_not_fit_three_tiers() -> None:
+    """The same bandwidth as one 800G port per GPU (radix 64): 3 tiers reach 64^3/4 = 65,536."""
+    with pytest.raises(SpecError) as info:
+        build_plan(
+            accelerators=131_072,
+            accelerators_per_node=8,
+            ports_per_accelerator=1,
+            port_speed_gbps=800,
+            switch="tomahawk5-64x800g",
+        )
+    assert "65536" in str(info.value)
 
 
 # --- tier limits ------------------------------------------------------------------------------
@@ -213,10 +214,13 @@ def test_leaf_oversubscription_on_rail_optimized_fabric() -> None:
 
 
 def test_spine_oversubscription_three_to_one() -> None:
-    plan = kport_plan(16**3 // 4, 16, family="fat-tree", spine_oversubscription=3)
+    # 16-port switches: leaves 8 down / 8 up; spines 12 down / 4 up, so pods of 12 leaves
+    # (96 hosts); 16 whole pods reach the 16-port cores' limit.
+    plan = kport_plan(16 * 96, 16, family="fat-tree", spine_oversubscription=3)
     spine = plan.tier("spine")
     assert plan.tiers == 3
     assert (spine.down, spine.up) == (12, 4)
+    assert (plan.pod_leaves, plan.pods, plan.spines_per_pod) == (12, 16, 8)
     assert plan.bisection_bps * 3 == plan.full_bisection_bps
     assert_radix_respected(plan)
 

@@ -9,10 +9,10 @@ Model (per plane; every plane of a fabric is an identical, independent Clos):
   takes port ``r`` of every node of that SU (``leaves_per_rail`` leaves per rail when an SU has more
   nodes than a leaf has downlinks). Fat-tree (ToR): a leaf takes all ports of ``nodes_per_leaf``
   consecutive nodes. Uplinks per leaf ``u1 = ceil(down / o1)``.
-- 2 tiers: ``S`` spines, ``S`` the smallest divisor of ``u1`` with ``S * R2 >= leaves * u1``; every
-  leaf sends ``u1 / S`` links to every spine.
+- 2 tiers: ``S`` spines, ``S`` the smallest divisor of ``u1`` with ``S * R2 >= leaves * u1`` and
+  ``S >= 2`` (no single spine); every leaf sends ``u1 / S`` links to every spine.
 - 3 tiers: pods of ``pod_leaves`` leaves (whole SUs when rail-optimized), ``S`` spines per pod with
-  ``S | u1``; spine uplinks ``u2 = ceil(down2 / o2)``; core group ``j`` serves spine ``j`` of every
+  ``S | u1`` and ``S >= 2``; spine uplinks ``u2 = ceil(down2 / o2)``; core group ``j`` serves spine ``j`` of every
   pod, with ``C`` cores, ``C`` the smallest divisor of ``u2`` with ``C * R3 >= pods * u2``.
 
 Choosing divisors keeps the stripes even: each lower switch connects to each upper switch it
@@ -341,8 +341,11 @@ def plan_fabric(
     up1 = _up_for(down1, o1)
 
     # --- tiers ----------------------------------------------------------------------------
+    # at least two spines per leaf when it has two uplinks: one spine would be a single point
+    # of failure with no path diversity
+    min_fan = min(2, up1)
     want = fs.tiers if tiers is None else tiers
-    two = _smallest_divisor_at_least(up1, math.ceil(leaves * up1 / radix["spine"]))
+    two = _smallest_divisor_at_least(up1, max(min_fan, math.ceil(leaves * up1 / radix["spine"])))
     endpoints = hs.hosts * p
     two_max = radix["spine"] * down1
     if want == 2 and two is None:
@@ -403,7 +406,9 @@ def plan_fabric(
                 ]
             )
         pod_leaves = min(pod_leaves, math.ceil(leaves / leaves_per_su) * leaves_per_su)
-    spines_per_pod = _smallest_divisor_at_least(up1, math.ceil(pod_leaves * up1 / d2_max))
+    spines_per_pod = _smallest_divisor_at_least(
+        up1, max(min_fan, math.ceil(pod_leaves * up1 / d2_max))
+    )
     assert spines_per_pod is not None  # pod_leaves <= d2_max guarantees a divisor
     down2 = pod_leaves * up1 // spines_per_pod
     up2 = _up_for(down2, o2)

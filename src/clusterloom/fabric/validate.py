@@ -99,7 +99,7 @@ def check_host_ports(t: Topology, fs: FabricSpec, catalog: Catalog) -> list[Find
                            f"once, {wrong_plane} in the wrong plane", _where(t)))
     else:
         out.append(Finding(Severity.INFO, "host-ports",
-                           f"all {p.hosts * per_host} {p.host_kind} ports connected once "
+                           f"all {p.hosts * per_host:,} {p.host_kind} ports connected once "
                            f"({p.ports_per_host} per plane x {p.planes} planes)", _where(t)))
     return out
 
@@ -176,9 +176,9 @@ def check_bisection(t: Topology, fs: FabricSpec, catalog: Catalog) -> list[Findi
     ratio = fs.oversubscription.leaf * (fs.oversubscription.spine if p.tiers == 3 else 1.0)
     asked = p.full_bisection_bps / ratio
     tbps = 1e12
-    msg = (f"bisection {achieved / tbps:.4g} Tb/s per plane ({achieved * p.planes / tbps:.4g} Tb/s "
-           f"over {p.planes} planes), asked {asked / tbps:.4g} Tb/s per plane, full "
-           f"{p.full_bisection_bps / tbps:.4g}")
+    msg = (f"bisection {achieved / tbps:,.1f} Tb/s per plane ({achieved * p.planes / tbps:,.1f} "
+           f"Tb/s over {p.planes} planes), asked {asked / tbps:,.1f}, full "
+           f"{p.full_bisection_bps / tbps:,.1f} Tb/s per plane")
     if achieved + 1 < asked:
         return [Finding(Severity.ERROR, "bisection", msg, _where(t))]
     return [Finding(Severity.INFO, "bisection", msg, _where(t))]
@@ -226,6 +226,11 @@ def check_ecmp(t: Topology, fs: FabricSpec, catalog: Catalog) -> list[Finding]:
         return [Finding(Severity.ERROR, "ecmp-paths",
                         f"equal-cost leaf-to-leaf paths per plane {sorted(set(found))}, "
                         f"expected {expected} in every plane", _where(t))]
+    if expected == 1:
+        return [Finding(Severity.WARNING, "ecmp-paths",
+                        "one path between the farthest leaves of a plane: a single spine per "
+                        "plane is a single point of failure; use more spines (e.g. a smaller "
+                        "pod or more uplinks)", _where(t))]
     return [Finding(Severity.INFO, "ecmp-paths",
                     f"{expected} equal-cost paths between the farthest leaves in each of "
                     f"{p.planes} planes", _where(t))]

@@ -1,0 +1,1 @@
+"""The ``clusterloom`` command line (Typer + Rich); thin over the library."""

@@ -1,0 +1,193 @@
+"""The command line: parse, call the library, print with Rich. Nothing else lives here.
+
+Exit codes: 0 done; 1 the design was written but has error findings; 2 bad input (a spec that
+does not parse or cannot be built, an unknown example, an output path that cannot be written).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TypeVar
+
+import typer
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from clusterloom.pipeline import Design
+    from clusterloom.spec import ClusterSpec
+
+app = typer.Typer(
+    name="clusterloom",
+    help="Networks of AI training clusters: from a cluster spec to a sized, verified fabric.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+_state = {"debug": False}
+
+T = TypeVar("T")
+
+SpecArg = Annotated[
+    Path | None, typer.Argument(help="cluster spec (YAML); or use --example", show_default=False)
+]
+ExampleOpt = Annotated[
+    str | None, typer.Option("--example", "-e", help="a built-in example by name")
+]
+
+
+def _guard(fn: Callable[[], T]) -> T:
+    """Run ``fn``; a clusterloom error becomes one line per problem and exit code 2."""
+    from clusterloom.errors import ClusterloomError, SpecError
+
+    try:
+        return fn()
+    except ClusterloomError as exc:
+        if _state["debug"]:
+            raise
+        problems = exc.problems if isinstance(exc, SpecError) else (str(exc),)
+        for problem in problems:
+            err.print(f"[bold red]error[/]: {problem}", markup=True, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def _load(spec: Path | None, example: str | None) -> ClusterSpec:
+    from clusterloom.errors import Problem, SpecError
+    from clusterloom.examples import example_text
+    from clusterloom.spec import load_spec, parse_spec
+
+    if (spec is None) == (example is None):
+        raise SpecError([Problem("SPEC", "give a spec file or --example NAME (one of the two)")])
+    if example is not None:
+        return parse_spec(example_text(example), source=f"example {example}")
+    assert spec is not None
+    return load_spec(spec)
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="show tracebacks on errors")] = False,
+) -> None:
+    _state["debug"] = debug
+
+
+@app.command()
+def examples() -> None:
+    """List the built-in example specs."""
+    from clusterloom.examples import example_names, example_text
+
+    for name in example_names():
+        first = example_text(name).splitlines()[0].lstrip("# ")
+        out.print(f"{name:<14} {first}")
+
+
+@app.command()
+def init(
+    path: Annotated[Path, typer.Argument(help="where to write the spec")] = Path("cluster.yaml"),
+    example: ExampleOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing file")] = False,
+) -> None:
+    """Write a commented example spec to start from."""
+
+    def run() -> None:
+        from clusterloom.errors import Problem, SpecError
+        from clusterloom.examples import DEFAULT_EXAMPLE, example_text
+        from clusterloom.export.atomic import atomic_write
+
+        if path.exists() and not force:
+            raise SpecError([Problem(str(path), "exists; pass --force to overwrite it")])
+        atomic_write(path, example_text(example or DEFAULT_EXAMPLE))
+        out.print(f"wrote {path}; next: clusterloom design {path} -o out/")
+
+    _guard(run)
+
+
+@app.command()
+def validate(spec: SpecArg = None, example: ExampleOpt = None) -> None:
+    """Check a spec and the fabric it asks for; print the findings."""
+
+    def run() -> int:
+        from clusterloom.cli import render
+        from clusterloom.findings import Severity
+        from clusterloom.pipeline import run_design
+
+        design = run_design(_load(spec, example), compare=False)
+        render.findings(out, design.findings)
+        bad = [f for f in design.findings if f.severity is Severity.ERROR]
+        out.print(f"{len(design.findings)} findings, {len(bad)} errors")
+        return 1 if bad else 0
+
+    raise typer.Exit(_guard(run))
+
+
+@app.command()
+def fabric(spec: SpecArg = None, example: ExampleOpt = None) -> None:
+    """Size every fabric of a spec; print the plan, bill of materials and the options compared."""
+
+    def run() -> Design:
+        from clusterloom.cli import render
+        from clusterloom.pipeline import run_design
+
+        design = run_design(_load(spec, example))
+        render.design_summary(out, design)
+        return design
+
+    design = _guard(run)
+    raise typer.Exit(1 if _has_errors(design) else 0)
+
+
+@app.command()
+def design(
+    spec: SpecArg = None,
+    example: ExampleOpt = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="output directory")] = Path("out"),
+) -> None:
+    """Run every stage and write the artifacts and report.html to the output directory."""
+
+    def run() -> Design:
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        from clusterloom.cli import render
+        from clusterloom.export import write_design
+        from clusterloom.pipeline import run_design, stage_names
+
+        cluster = _load(spec, example)
+        stages = stage_names(cluster)
+        with Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+            console=err, transient=True,
+        ) as progress:
+            task = progress.add_task("design", total=len(stages) + 1)
+
+            def step(stage: str) -> None:
+                progress.update(task, description=stage, advance=0 if stage == stages[0] else 1)
+
+            result = run_design(cluster, progress=step)
+            progress.update(task, description="writing artifacts", advance=1)
+            written = write_design(result, output)
+        render.design_summary(out, result)
+        render.timings(out, result)
+        out.print(f"wrote {len(written)} files to {output}/: " + ", ".join(
+            str(p.relative_to(output)) for p in written))
+        return result
+
+    result = _guard(run)
+    raise typer.Exit(1 if _has_errors(result) else 0)
+
+
+def _has_errors(design: Design) -> bool:
+    from clusterloom.findings import Severity
+
+    return any(f.severity is Severity.ERROR for f in design.findings)
+
+
+def main() -> None:
+    """Entry point of the ``clusterloom`` command."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
