@@ -44,8 +44,18 @@ def _child(n: int, what: str) -> None:
         assert not [f for f in design.findings if f.severity.value == "error"]
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-    print(json.dumps({"accelerators": n, "what": what, "seconds": round(seconds, 2),
-                      "peak_gb": round(peak / 1e9, 2), "nodes": nodes, "links": links}))
+    print(
+        json.dumps(
+            {
+                "accelerators": n,
+                "what": what,
+                "seconds": round(seconds, 2),
+                "peak_gb": round(peak / 1e9, 2),
+                "nodes": nodes,
+                "links": links,
+            }
+        )
+    )
 
 
 def main(argv: list[str]) -> None:
@@ -53,17 +63,27 @@ def main(argv: list[str]) -> None:
         _child(int(argv[1]), argv[2])
         return
     sizes = [int(a) for a in argv] or [131_072, 1_048_576]
-    print(f"# {platform.platform()}, {platform.processor() or platform.machine()}, "
-          f"python {platform.python_version()}")
-    print(f"{'accelerators':>12} {'stage':>9} {'seconds':>8} {'peak GB':>8} {'nodes':>10} "
-          f"{'links':>11}")
+    print(
+        f"# {platform.platform()}, {platform.processor() or platform.machine()}, "
+        f"python {platform.python_version()}"
+    )
+    print(
+        f"{'accelerators':>12} {'stage':>9} {'seconds':>8} {'peak GB':>8} {'nodes':>10} "
+        f"{'links':>11}"
+    )
     for n in sizes:
         for what in ("generate", "design"):
-            res = subprocess.run([sys.executable, __file__, "--child", str(n), what],
-                                 check=True, capture_output=True, text=True)
+            res = subprocess.run(
+                [sys.executable, __file__, "--child", str(n), what],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
             r = json.loads(res.stdout.strip().splitlines()[-1])
-            print(f"{r['accelerators']:>12,} {what:>9} {r['seconds']:>8.2f} {r['peak_gb']:>8.2f} "
-                  f"{r['nodes']:>10,} {r['links']:>11,}")
+            print(
+                f"{r['accelerators']:>12,} {what:>9} {r['seconds']:>8.2f} {r['peak_gb']:>8.2f} "
+                f"{r['nodes']:>10,} {r['links']:>11,}"
+            )
 
 
 if __name__ == "__main__":

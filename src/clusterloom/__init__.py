@@ -8,11 +8,11 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
-from clusterloom.errors import ClusterloomError, OutputError, Problem, SpecError  # noqa: E402
-from clusterloom.fabric import FabricDesign, FabricPlan, Topology, design_fabric, plan_fabric  # noqa: E402
-from clusterloom.findings import Finding, Severity  # noqa: E402
-from clusterloom.pipeline import Design, run_design  # noqa: E402
-from clusterloom.spec import ClusterSpec, load_spec, parse_spec  # noqa: E402
+from clusterloom.errors import ClusterloomError, OutputError, Problem, SpecError
+from clusterloom.fabric import FabricDesign, FabricPlan, Topology, design_fabric, plan_fabric
+from clusterloom.findings import Finding, Severity
+from clusterloom.pipeline import Design, run_design
+from clusterloom.spec import ClusterSpec, load_spec, parse_spec
 
 __all__ = [
     "ClusterSpec",

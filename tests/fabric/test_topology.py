@@ -69,15 +69,20 @@ def cases(draw: st.DrawFn) -> Case:
     max_nodes = max(1, max_hosts // apn)
     su_nodes = None
     if family == "rail-optimized" and draw(st.booleans()):
-        leaves_per_rail = draw(st.sampled_from([1, 1, 2]))
-        su_nodes = leaves_per_rail * draw(st.integers(1, max(1, d1_max)))
-        units = draw(st.integers(1, max(1, min(8, max_nodes // su_nodes))))
+        # explicit scalable units, half of them spread over two leaves per rail
+        if d1_max >= 2 and draw(st.booleans()):
+            su_nodes = 2 * draw(st.integers(d1_max // 2 + 1, d1_max))
+        else:
+            su_nodes = draw(st.integers(1, max(1, d1_max)))
+        units = draw(st.integers(1, max(1, min(16, max_nodes // su_nodes))))
         nodes = su_nodes * units
     else:
         leaf_nodes = d1_max if family == "rail-optimized" else max(1, d1_max // rails)
-        # up to a few leaves' worth on two tiers, up to a few pods' worth on three
-        scale = draw(st.sampled_from([1, 2, 4, radix // 2, radix]))
-        nodes = draw(st.integers(1, max(1, min(max_nodes, leaf_nodes * scale))))
+        # from one leaf's worth, through a full two-tier plane (~radix leaves), to several
+        # three-tier pods of ~radix/2 leaves each
+        scale = draw(st.sampled_from([1, 2, 3, radix // 4, radix // 2, radix, 2 * radix]))
+        upper = max(1, min(max_nodes, leaf_nodes * scale))
+        nodes = draw(st.integers(max(1, upper // 2), upper))
 
     kwargs: dict[str, Any] = dict(
         accelerators=nodes * apn,

@@ -6,7 +6,6 @@ does not parse or cannot be built, an unknown example, an output path that canno
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
@@ -157,8 +156,11 @@ def design(
         cluster = _load(spec, example)
         stages = stage_names(cluster)
         with Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-            console=err, transient=True,
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
         ) as progress:
             task = progress.add_task("design", total=len(stages) + 1)
 
@@ -170,8 +172,10 @@ def design(
             written = write_design(result, output)
         render.design_summary(out, result)
         render.timings(out, result)
-        out.print(f"wrote {len(written)} files to {output}/: " + ", ".join(
-            str(p.relative_to(output)) for p in written))
+        out.print(
+            f"wrote {len(written)} files to {output}/: "
+            + ", ".join(str(p.relative_to(output)) for p in written)
+        )
         return result
 
     result = _guard(run)
@@ -190,4 +194,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

@@ -23,16 +23,33 @@ def findings(console: Console, items: Iterable[Finding]) -> None:
 
 def _plan(console: Console, fd: FabricDesign) -> None:
     p = fd.plan
-    table = Table("tier", "model", "per plane", "total", "down", "up", "radix",
-                  title=f"{p.fabric} fabric: {p.family}, {p.tiers} tiers, {p.planes} plane(s) of "
-                        f"{p.ports_per_host} x {p.speed_gbps}G per {p.host_kind}",
-                  title_justify="left")
+    table = Table(
+        "tier",
+        "model",
+        "per plane",
+        "total",
+        "down",
+        "up",
+        "radix",
+        title=f"{p.fabric} fabric: {p.family}, {p.tiers} tiers, {p.planes} plane(s) of "
+        f"{p.ports_per_host} x {p.speed_gbps}G per {p.host_kind}",
+        title_justify="left",
+    )
     for t in p.switch_tiers:
-        table.add_row(t.role, t.model, f"{t.count:,}", f"{t.count * p.planes:,}", str(t.down),
-                      str(t.up), str(t.radix))
+        table.add_row(
+            t.role,
+            t.model,
+            f"{t.count:,}",
+            f"{t.count * p.planes:,}",
+            str(t.down),
+            str(t.up),
+            str(t.radix),
+        )
     console.print(table)
-    links = ", ".join(f"{name.split('.')[-1]} {n:,} ({m})"
-                      for (name, n), m in zip(fd.bom.links_per_tier, p.media, strict=True))
+    links = ", ".join(
+        f"{name.split('.')[-1]} {n:,} ({m})"
+        for (name, n), m in zip(fd.bom.links_per_tier, p.media, strict=True)
+    )
     bis = p.bisection_bps * p.planes / 1e12
     console.print(
         f"links: {links}\n"
@@ -46,17 +63,35 @@ def _plan(console: Console, fd: FabricDesign) -> None:
 def _options(console: Console, fd: FabricDesign) -> None:
     if not fd.options:
         return
-    table = Table("option", "switches", "links", "power kW", "cost $M", "bisection/host",
-                  "paths", title=f"{fd.name}: options compared", title_justify="left")
+    table = Table(
+        "option",
+        "switches",
+        "links",
+        "power kW",
+        "cost $M",
+        "bisection/host",
+        "paths",
+        title=f"{fd.name}: options compared",
+        title_justify="left",
+    )
     infeasible = []
     for o in fd.options:
         if o.infeasible:
             infeasible.append(o)
             continue
-        label = f"{o.label} ({o.tiers} tiers, {o.planes} x {o.speed_gbps}G)" if o.chosen else o.label
-        table.add_row(label, f"{o.switches:,}", f"{o.links:,}", f"{o.power_w / 1e3:,.0f}",
-                      f"{o.cost_usd / 1e6:,.1f}", f"{o.bisection_per_host_gbps:g}G",
-                      str(o.ecmp_paths), style="bold" if o.chosen else "")
+        label = (
+            f"{o.label} ({o.tiers} tiers, {o.planes} x {o.speed_gbps}G)" if o.chosen else o.label
+        )
+        table.add_row(
+            label,
+            f"{o.switches:,}",
+            f"{o.links:,}",
+            f"{o.power_w / 1e3:,.0f}",
+            f"{o.cost_usd / 1e6:,.1f}",
+            f"{o.bisection_per_host_gbps:g}G",
+            str(o.ecmp_paths),
+            style="bold" if o.chosen else "",
+        )
     console.print(table)
     for o in infeasible:
         console.print(f"  [dim]{o.label}: not buildable: {o.infeasible}[/]")
@@ -64,8 +99,10 @@ def _options(console: Console, fd: FabricDesign) -> None:
 
 def design_summary(console: Console, design: Design) -> None:
     c = design.spec.compute
-    console.print(f"[bold]{design.spec.name}[/]: {c.accelerators:,} accelerators in "
-                  f"{c.nodes:,} nodes, scale-up domain {c.scale_up.domain_size}")
+    console.print(
+        f"[bold]{design.spec.name}[/]: {c.accelerators:,} accelerators in "
+        f"{c.nodes:,} nodes, scale-up domain {c.scale_up.domain_size}"
+    )
     for fd in design.fabrics:
         _plan(console, fd)
         _options(console, fd)

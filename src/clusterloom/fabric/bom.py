@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from clusterloom.fabric.sizing import FabricPlan
-from clusterloom.spec import Catalog
+from clusterloom.spec import SWITCH_ROLES, Catalog
 
 LINK_TIER_NAMES = ("host_leaf", "leaf_spine", "spine_core")
 
@@ -103,7 +103,7 @@ def bill_of_materials(plan: FabricPlan, catalog: Catalog) -> Bom:
     links_per_tier: list[tuple[str, int]] = []
     cages: list[tuple[str, int]] = []
     fibers = 0
-    roles = ("leaf", "spine", "core")
+    roles = SWITCH_ROLES
     for i, (tier_name, per_plane, media_name) in enumerate(
         zip(LINK_TIER_NAMES, plan.links_per_tier, plan.media, strict=False)
     ):
@@ -112,18 +112,39 @@ def bill_of_materials(plan: FabricPlan, catalog: Catalog) -> Bom:
         media = catalog.media[media_name]
         if media.optical:
             lines.append(
-                BomLine(f, tier_name, "transceiver", media_name, 2 * links,
-                        media.power_w_per_end, media.cost_usd_per_end)
+                BomLine(
+                    f,
+                    tier_name,
+                    "transceiver",
+                    media_name,
+                    2 * links,
+                    media.power_w_per_end,
+                    media.cost_usd_per_end,
+                )
             )
             lines.append(
-                BomLine(f, tier_name, "patch-cord", f"{media_name} fibre ({media.fibers}f)", links,
-                        0.0, media.cable_cost_usd)
+                BomLine(
+                    f,
+                    tier_name,
+                    "patch-cord",
+                    f"{media_name} fibre ({media.fibers}f)",
+                    links,
+                    0.0,
+                    media.cable_cost_usd,
+                )
             )
             fibers += links * media.fibers
         else:
             lines.append(
-                BomLine(f, tier_name, "cable", media_name, links,
-                        2 * media.power_w_per_end, media.cable_cost_usd)
+                BomLine(
+                    f,
+                    tier_name,
+                    "cable",
+                    media_name,
+                    links,
+                    2 * media.power_w_per_end,
+                    media.cable_cost_usd,
+                )
             )
         # cages occupied: downlinks of the upper switch tier, uplinks of the lower one
         ends = [(plan.tier(roles[i]), plan.tier(roles[i]).down)]

@@ -28,7 +28,9 @@ class FabricDesign:
         return self.plan.fabric
 
 
-def design_fabric(spec: ClusterSpec, fabric: str = "backend", *, compare: bool = True) -> FabricDesign:
+def design_fabric(
+    spec: ClusterSpec, fabric: str = "backend", *, compare: bool = True
+) -> FabricDesign:
     """Size, generate, price and validate ``fabric``; ``compare`` also prices the alternatives."""
     catalog = spec.resolved_catalog()
     plan = plan_fabric(spec, fabric)

@@ -41,9 +41,16 @@ class FabricOption:
 def _priced(spec: ClusterSpec, plan: FabricPlan, label: str, chosen: bool) -> FabricOption:
     bom = bill_of_materials(plan, spec.resolved_catalog())
     return FabricOption(
-        label=label, tiers=plan.tiers, planes=plan.planes, speed_gbps=plan.speed_gbps,
-        host_ports=plan.ports_per_host * plan.planes, chosen=chosen, switches=bom.switches,
-        links=bom.links, transceivers=bom.transceivers, power_w=bom.power_w,
+        label=label,
+        tiers=plan.tiers,
+        planes=plan.planes,
+        speed_gbps=plan.speed_gbps,
+        host_ports=plan.ports_per_host * plan.planes,
+        chosen=chosen,
+        switches=bom.switches,
+        links=bom.links,
+        transceivers=bom.transceivers,
+        power_w=bom.power_w,
         cost_usd=bom.cost_usd,
         bisection_per_host_gbps=2 * plan.bisection_bps * plan.planes / plan.hosts / 1e9,
         ecmp_paths=plan.ecmp_paths(),
@@ -82,8 +89,17 @@ def compare_options(spec: ClusterSpec, fabric: str, chosen: FabricPlan) -> tuple
             plan = plan_fabric(spec, fabric, **kwargs)
         except SpecError as exc:
             speed = kwargs.get("speed_gbps", hs.speed_gbps)
-            out.append(FabricOption(label, kwargs.get("tiers", 0), planes, speed, ports, False,
-                                    infeasible=exc.problems[0].message))
+            out.append(
+                FabricOption(
+                    label,
+                    kwargs.get("tiers", 0),
+                    planes,
+                    speed,
+                    ports,
+                    False,
+                    infeasible=exc.problems[0].message,
+                )
+            )
             continue
         key = (plan.tiers, plan.speed_gbps, plan.planes, plan.ports_per_host * plan.planes)
         if key in seen:

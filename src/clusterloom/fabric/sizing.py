@@ -11,9 +11,10 @@ Model (per plane; every plane of a fabric is an identical, independent Clos):
   consecutive nodes. Uplinks per leaf ``u1 = ceil(down / o1)``.
 - 2 tiers: ``S`` spines, ``S`` the smallest divisor of ``u1`` with ``S * R2 >= leaves * u1`` and
   ``S >= 2`` (no single spine); every leaf sends ``u1 / S`` links to every spine.
-- 3 tiers: pods of ``pod_leaves`` leaves (whole SUs when rail-optimized), ``S`` spines per pod with
-  ``S | u1`` and ``S >= 2``; spine uplinks ``u2 = ceil(down2 / o2)``; core group ``j`` serves spine ``j`` of every
-  pod, with ``C`` cores, ``C`` the smallest divisor of ``u2`` with ``C * R3 >= pods * u2``.
+- 3 tiers: pods of ``pod_leaves`` leaves (whole SUs when rail-optimized), ``S`` spines per pod
+  with ``S | u1`` and ``S >= 2``; spine uplinks ``u2 = ceil(down2 / o2)``; core group ``j`` serves
+  spine ``j`` of every pod, with ``C`` cores, ``C`` the smallest divisor of ``u2`` with
+  ``C * R3 >= pods * u2``.
 
 Choosing divisors keeps the stripes even: each lower switch connects to each upper switch it
 reaches with the same number of links, and no switch exceeds its radix.
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from clusterloom.errors import Problem, SpecError
-from clusterloom.spec import ClusterSpec, FabricSpec, SwitchRole
+from clusterloom.spec import LINK_TIERS, SWITCH_ROLES, ClusterSpec, FabricSpec, SwitchRole
 from clusterloom.units import PS_PER_NS
 
 HostKind = Literal["accelerator", "node"]
@@ -136,7 +137,7 @@ class FabricPlan:
     @property
     def bisection_bps(self) -> int:
         """Bisection bandwidth of one plane under a leaf-aligned (3 tiers: pod-aligned) split:
-        half of the smallest aggregate a tier can carry (host links, leaf uplinks, spine uplinks)."""
+        half of the smallest aggregate a tier carries (host links, leaf or spine uplinks)."""
         speed = self.speed_gbps * 1_000_000_000
         return min(self.links_per_tier) * speed // 2
 
@@ -177,6 +178,10 @@ def _up_for(down: int, ratio: float) -> int:
     return math.ceil(down / ratio - 1e-9)
 
 
+def _refuse(where: str, message: str) -> SpecError:
+    return SpecError([Problem(where, message)])
+
+
 @dataclass(frozen=True)
 class HostSide:
     """What the compute section puts on one fabric."""
@@ -191,25 +196,31 @@ class HostSide:
 def host_side(spec: ClusterSpec, fabric: str) -> HostSide:
     c = spec.compute
     if fabric == "backend":
+        nic = c.nic
         return HostSide(
-            "accelerator", c.accelerators, c.accelerators_per_node, c.nic.scale_out,
-            c.nic.port_speed_gbps,
+            "accelerator",
+            c.accelerators,
+            c.accelerators_per_node,
+            nic.scale_out,
+            nic.port_speed_gbps,
         )
     if c.frontend_nic is None:
-        raise SpecError([Problem("compute.frontend_nic", "a frontend fabric needs host ports")])
-    return HostSide("node", c.nodes, 1, c.frontend_nic.ports_per_node, c.frontend_nic.port_speed_gbps)
+        raise _refuse("compute.frontend_nic", "a frontend fabric needs host ports")
+    fnic = c.frontend_nic
+    return HostSide("node", c.nodes, 1, fnic.ports_per_node, fnic.port_speed_gbps)
 
 
 def fabric_spec(spec: ClusterSpec, fabric: str) -> FabricSpec:
     fs = spec.fabrics.backend if fabric == "backend" else spec.fabrics.frontend
     if fs is None:
-        raise SpecError([Problem(f"fabrics.{fabric}", "this spec has no such fabric")])
+        raise _refuse(f"fabrics.{fabric}", "this spec has no such fabric")
     return fs
 
 
-def choose_media(spec: ClusterSpec, fs: FabricSpec, tier: str, speed_gbps: int) -> str:
-    """The medium named in the spec for ``tier``, else the cheapest one at ``speed_gbps`` that
-    covers the tier's assumed reach (ties broken by name)."""
+def choose_media(spec: ClusterSpec, fabric: str, tier: str, speed_gbps: int) -> str:
+    """The medium named in the spec for ``tier`` (when it runs at ``speed_gbps``), else the
+    cheapest one at that speed that covers the tier's assumed reach (ties broken by name)."""
+    fs = fabric_spec(spec, fabric)
     catalog = spec.resolved_catalog()
     named = getattr(fs.media, tier)
     if named is not None and catalog.media[named].speed_gbps == speed_gbps:
@@ -221,16 +232,162 @@ def choose_media(spec: ClusterSpec, fs: FabricSpec, tier: str, speed_gbps: int) 
         if m.speed_gbps == speed_gbps and m.reach_m >= reach
     ]
     if not fits:
-        raise SpecError(
-            [
-                Problem(
-                    f"fabrics.{'backend' if fs is spec.fabrics.backend else 'frontend'}.media.{tier}",
-                    f"the catalog has no {speed_gbps}G medium reaching {reach:g} m; add one under "
-                    "catalog.media or name one here",
-                )
-            ]
+        raise _refuse(
+            f"fabrics.{fabric}.media.{tier}",
+            f"the catalog has no {speed_gbps}G medium reaching {reach:g} m; add one under "
+            "catalog.media or name one here",
         )
     return min(fits)[1]
+
+
+@dataclass(frozen=True)
+class _Hosts:
+    """The host side of one sizing: ``p`` ports per host in each of ``planes`` planes."""
+
+    side: HostSide
+    p: int
+    planes: int
+    speed: int
+
+    @property
+    def nodes(self) -> int:
+        return self.side.hosts // self.side.hosts_per_node
+
+    @property
+    def rails(self) -> int:
+        return self.side.hosts_per_node * self.p
+
+    @property
+    def endpoints(self) -> int:
+        return self.side.hosts * self.p
+
+
+def _resolve_hosts(
+    spec: ClusterSpec, fabric: str, speed_gbps: int | None, host_ports: int | None
+) -> _Hosts:
+    fs, side = fabric_spec(spec, fabric), host_side(spec, fabric)
+    base = f"fabrics.{fabric}"
+    ports, planes = side.ports, fs.planes or side.ports
+    if host_ports is not None and host_ports != ports:
+        ports = host_ports
+        planes = fs.planes if fs.planes and ports % fs.planes == 0 else ports
+    speed = side.speed_gbps
+    if speed_gbps is not None and speed_gbps != speed:
+        bandwidth = ports * speed
+        if bandwidth % speed_gbps:
+            raise _refuse(base, f"{bandwidth}G per host does not split into {speed_gbps}G ports")
+        ports = planes = bandwidth // speed_gbps
+        speed = speed_gbps
+    if ports % planes:
+        raise _refuse(f"{base}.planes", f"{ports} host ports do not divide over {planes} planes")
+    return _Hosts(side, ports // planes, planes, speed)
+
+
+@dataclass(frozen=True)
+class _Leaves:
+    su_nodes: int
+    leaves_per_rail: int
+    nodes_per_leaf: int
+    count: int
+    down: int
+    up: int
+
+    def per_su(self, family: str, rails: int) -> int:
+        """Leaves of one scalable unit (pods hold whole ones); 1 for a fat-tree."""
+        return rails * self.leaves_per_rail if family == "rail-optimized" else 1
+
+
+def _size_leaves(fs: FabricSpec, base: str, h: _Hosts, d1_max: int) -> _Leaves:
+    o1 = fs.oversubscription.leaf
+    nodes, rails = h.nodes, h.rails
+    if fs.family == "fat-tree":
+        per_leaf = fs.nodes_per_leaf or d1_max // rails
+        if per_leaf == 0:
+            raise _refuse(
+                f"{base}.switch",
+                f"a node has {rails} ports per plane but a leaf has only {d1_max} downlinks; "
+                "use more planes or a larger switch",
+            )
+        if per_leaf * rails > d1_max:
+            raise _refuse(
+                f"{base}.nodes_per_leaf",
+                f"{per_leaf} nodes x {rails} ports need {per_leaf * rails} downlinks; a leaf has "
+                f"{d1_max} at {o1:g}:1; use at most {d1_max // rails}",
+            )
+        down = per_leaf * rails
+        return _Leaves(per_leaf, 1, per_leaf, math.ceil(nodes / per_leaf), down, _up_for(down, o1))
+
+    problems: list[Problem] = []
+    su_nodes = fs.scalable_unit_nodes or _largest_divisor_at_most(nodes, d1_max)
+    if nodes % su_nodes:
+        problems.append(
+            Problem(
+                f"{base}.scalable_unit_nodes",
+                f"{nodes} nodes do not form whole scalable units of {su_nodes}; "
+                f"use a divisor of {nodes}",
+            )
+        )
+    per_rail = math.ceil(su_nodes / d1_max)
+    if su_nodes % per_rail:
+        problems.append(
+            Problem(
+                f"{base}.scalable_unit_nodes",
+                f"a scalable unit of {su_nodes} nodes needs {per_rail} leaves per rail (a leaf "
+                f"has {d1_max} downlinks) but does not split evenly over them; use a multiple "
+                f"of {per_rail} nodes",
+            )
+        )
+    if problems:
+        raise SpecError(problems)
+    per_leaf = su_nodes // per_rail
+    count = (nodes // su_nodes) * rails * per_rail
+    return _Leaves(su_nodes, per_rail, per_leaf, count, per_leaf, _up_for(per_leaf, o1))
+
+
+@dataclass(frozen=True)
+class _Upper:
+    """Spine and core layers of one plane."""
+
+    pod_leaves: int
+    pods: int
+    spines_per_pod: int
+    spine_down: int
+    spine_up: int
+    cores_per_group: int = 0
+    core_down: int = 0
+
+
+def _pod_leaves(fs: FabricSpec, base: str, leaves: _Leaves, h: _Hosts, d2_max: int) -> int:
+    per_su = leaves.per_su(fs.family, h.rails)
+    if fs.pod_leaves is None:
+        most = (d2_max // per_su) * per_su
+        if most == 0:
+            raise _refuse(
+                f"{base}.scalable_unit_nodes",
+                f"a scalable unit has {per_su} leaves but a spine has only {d2_max} downlinks; "
+                "use smaller scalable units",
+            )
+        return min(most, math.ceil(leaves.count / per_su) * per_su)
+    problems = []
+    if fs.pod_leaves > d2_max:
+        problems.append(
+            Problem(
+                f"{base}.pod_leaves",
+                f"a pod of {fs.pod_leaves} leaves exceeds the {d2_max} downlinks of a spine; "
+                f"use at most {d2_max}",
+            )
+        )
+    if fs.pod_leaves % per_su:
+        problems.append(
+            Problem(
+                f"{base}.pod_leaves",
+                f"a pod must hold whole scalable units of {per_su} leaves; use a multiple "
+                f"of {per_su}",
+            )
+        )
+    if problems:
+        raise SpecError(problems)
+    return fs.pod_leaves
 
 
 def plan_fabric(
@@ -249,241 +406,100 @@ def plan_fabric(
     Raises ``SpecError`` naming the field to change when the fabric cannot be built.
     """
     fs = fabric_spec(spec, fabric)
-    hs = host_side(spec, fabric)
     base = f"fabrics.{fabric}"
+    h = _resolve_hosts(spec, fabric, speed_gbps, host_ports)
     catalog = spec.resolved_catalog()
-    ports, planes = hs.ports, fs.planes or hs.ports
-    if host_ports is not None and host_ports != ports:
-        ports = host_ports
-        planes = fs.planes if fs.planes and ports % fs.planes == 0 else ports
-    speed = hs.speed_gbps
-    if speed_gbps is not None and speed_gbps != speed:
-        bandwidth = ports * hs.speed_gbps
-        if bandwidth % speed_gbps:
-            raise SpecError([Problem(base, f"{bandwidth}G per host does not split into {speed_gbps}G ports")])
-        ports = planes = bandwidth // speed_gbps
-        speed = speed_gbps
-    if ports % planes:
-        raise SpecError([Problem(f"{base}.planes", f"{ports} host ports do not divide over {planes} planes")])
-    p = ports // planes
-    nodes = hs.hosts // hs.hosts_per_node
-    rails = hs.hosts_per_node * p
-
-    models = {role: catalog.switches[fs.switch_for(role)] for role in ("leaf", "spine", "core")}
     radix: dict[SwitchRole, int] = {}
-    for role, model in models.items():
-        r = model.radix(speed)
+    for role in SWITCH_ROLES:
+        r = catalog.switches[fs.switch_for(role)].radix(h.speed)
         if r is None:
-            raise SpecError(
-                [Problem(f"{base}.switch", f"switch '{fs.switch_for(role)}' cannot run {speed}G ports")]  # type: ignore[arg-type]
-            )
-        radix[role] = r  # type: ignore[index]
-
-    o1, o2 = fs.oversubscription.leaf, fs.oversubscription.spine
-    d1_max = _max_down(radix["leaf"], o1)
-    problems: list[Problem] = []
-
-    # --- leaves -----------------------------------------------------------------------------
-    if fs.family == "rail-optimized":
-        if fs.scalable_unit_nodes is None:
-            su_nodes = _largest_divisor_at_most(nodes, d1_max)
-        else:
-            su_nodes = fs.scalable_unit_nodes
-            if nodes % su_nodes:
-                problems.append(
-                    Problem(
-                        f"{base}.scalable_unit_nodes",
-                        f"{nodes} nodes do not form whole scalable units of {su_nodes}; "
-                        f"use a divisor of {nodes}",
-                    )
-                )
-        leaves_per_rail = math.ceil(su_nodes / d1_max)
-        if su_nodes % leaves_per_rail:
-            problems.append(
-                Problem(
-                    f"{base}.scalable_unit_nodes",
-                    f"a scalable unit of {su_nodes} nodes needs {leaves_per_rail} leaves per rail "
-                    f"(a leaf has {d1_max} downlinks) but does not split evenly over them; use a "
-                    f"multiple of {leaves_per_rail} nodes",
-                )
-            )
-        if problems:
-            raise SpecError(problems)
-        nodes_per_leaf = su_nodes // leaves_per_rail
-        down1 = nodes_per_leaf
-        leaves = (nodes // su_nodes) * rails * leaves_per_rail
-    else:
-        nodes_per_leaf = fs.nodes_per_leaf or d1_max // rails
-        if nodes_per_leaf * rails > d1_max:
-            raise SpecError(
-                [
-                    Problem(
-                        f"{base}.nodes_per_leaf",
-                        f"{nodes_per_leaf} nodes x {rails} ports need {nodes_per_leaf * rails} "
-                        f"downlinks; a leaf has {d1_max} at {o1:g}:1; use at most "
-                        f"{d1_max // rails}",
-                    )
-                ]
-            )
-        if nodes_per_leaf == 0:
-            raise SpecError(
-                [
-                    Problem(
-                        f"{base}.switch",
-                        f"a node has {rails} ports per plane but a leaf has only {d1_max} "
-                        "downlinks; use more planes or a larger switch",
-                    )
-                ]
-            )
-        su_nodes, leaves_per_rail = nodes_per_leaf, 1
-        down1 = nodes_per_leaf * rails
-        leaves = math.ceil(nodes / nodes_per_leaf)
-    up1 = _up_for(down1, o1)
-
-    # --- tiers ----------------------------------------------------------------------------
-    # at least two spines per leaf when it has two uplinks: one spine would be a single point
-    # of failure with no path diversity
-    min_fan = min(2, up1)
+            raise _refuse(f"{base}.switch", f"'{fs.switch_for(role)}' has no {h.speed}G ports")
+        radix[role] = r
+    o2 = fs.oversubscription.spine
+    leaves = _size_leaves(fs, base, h, _max_down(radix["leaf"], fs.oversubscription.leaf))
+    # at least two spines per leaf when it has two uplinks: a single spine would be a single
+    # point of failure with no path diversity
+    min_fan = min(2, leaves.up)
     want = fs.tiers if tiers is None else tiers
-    two = _smallest_divisor_at_least(up1, max(min_fan, math.ceil(leaves * up1 / radix["spine"])))
-    endpoints = hs.hosts * p
-    two_max = radix["spine"] * down1
+
+    two = _smallest_divisor_at_least(
+        leaves.up, max(min_fan, math.ceil(leaves.count * leaves.up / radix["spine"]))
+    )
     if want == 2 and two is None:
-        raise SpecError(
-            [
-                Problem(
-                    f"{base}.tiers",
-                    f"2 tiers reach at most {radix['spine']} leaves ({two_max} host ports per "
-                    f"plane at {speed}G); this plane has {endpoints} host ports in {leaves} leaves; "
-                    "use tiers: 3 (or auto), more planes or a larger switch",
-                )
-            ]
+        raise _refuse(
+            f"{base}.tiers",
+            f"2 tiers reach at most {radix['spine']} leaves ({radix['spine'] * leaves.down} host "
+            f"ports per plane at {h.speed}G); this plane has {h.endpoints} host ports in "
+            f"{leaves.count} leaves; use tiers: 3 (or auto), more planes or a larger switch",
         )
     if two is not None and want in (2, "auto"):
-        spines = two
-        switch_tiers = (
-            SwitchTier("leaf", fs.switch_for("leaf"), leaves, radix["leaf"], down1, up1),
-            SwitchTier("spine", fs.switch_for("spine"), spines, radix["spine"], leaves * up1 // spines, 0),
-        )
-        return _finish(
-            spec, fs, fabric, hs, p, planes, speed, 2, su_nodes, leaves_per_rail, nodes_per_leaf,
-            leaves, leaves, 1, spines, 0, switch_tiers,
-        )
-
-    # --- three tiers: pods ---------------------------------------------------------------------
-    d2_max = _max_down(radix["spine"], o2)
-    leaves_per_su = rails * leaves_per_rail if fs.family == "rail-optimized" else 1
-    if fs.pod_leaves is not None:
-        pod_leaves = fs.pod_leaves
-        if pod_leaves > d2_max:
-            problems.append(
-                Problem(
-                    f"{base}.pod_leaves",
-                    f"a pod of {pod_leaves} leaves exceeds the {d2_max} downlinks of a spine; "
-                    f"use at most {d2_max}",
-                )
-            )
-        if pod_leaves % leaves_per_su:
-            problems.append(
-                Problem(
-                    f"{base}.pod_leaves",
-                    f"a pod must hold whole scalable units of {leaves_per_su} leaves; use a "
-                    f"multiple of {leaves_per_su}",
-                )
-            )
-        if problems:
-            raise SpecError(problems)
+        upper = _Upper(leaves.count, 1, two, leaves.count * leaves.up // two, 0)
     else:
-        pod_leaves = (d2_max // leaves_per_su) * leaves_per_su
-        if pod_leaves == 0:
-            raise SpecError(
-                [
-                    Problem(
-                        f"{base}.scalable_unit_nodes",
-                        f"a scalable unit has {leaves_per_su} leaves but a spine has only "
-                        f"{d2_max} downlinks; use smaller scalable units",
-                    )
-                ]
+        d2_max = _max_down(radix["spine"], o2)
+        pod_leaves = _pod_leaves(fs, base, leaves, h, d2_max)
+        spines = _smallest_divisor_at_least(
+            leaves.up, max(min_fan, math.ceil(pod_leaves * leaves.up / d2_max))
+        )
+        assert spines is not None  # pod_leaves <= d2_max guarantees a divisor
+        down2 = pod_leaves * leaves.up // spines
+        up2 = _up_for(down2, o2)
+        pods = math.ceil(leaves.count / pod_leaves)
+        cores = _smallest_divisor_at_least(up2, math.ceil(pods * up2 / radix["core"]))
+        if cores is None:
+            raise _refuse(
+                f"{base}.tiers" if want == 3 else base,
+                f"3 tiers reach at most {radix['core']} pods of {pod_leaves} leaves "
+                f"({radix['core'] * pod_leaves * leaves.down} host ports per plane at "
+                f"{h.speed}G); this plane has {h.endpoints} host ports needing {pods} pods; use "
+                "more planes, a larger switch or oversubscription",
             )
-        pod_leaves = min(pod_leaves, math.ceil(leaves / leaves_per_su) * leaves_per_su)
-    spines_per_pod = _smallest_divisor_at_least(
-        up1, max(min_fan, math.ceil(pod_leaves * up1 / d2_max))
-    )
-    assert spines_per_pod is not None  # pod_leaves <= d2_max guarantees a divisor
-    down2 = pod_leaves * up1 // spines_per_pod
-    up2 = _up_for(down2, o2)
-    if down2 + up2 > radix["spine"]:
-        raise SpecError(
-            [Problem(f"{base}.oversubscription.spine", f"a spine needs {down2 + up2} ports, has {radix['spine']}")]
-        )
-    pods = math.ceil(leaves / pod_leaves)
-    cores_per_group = _smallest_divisor_at_least(up2, math.ceil(pods * up2 / radix["core"]))
-    if cores_per_group is None:
-        three_max = radix["core"] * pod_leaves * down1
-        raise SpecError(
-            [
-                Problem(
-                    f"{base}.tiers" if want != "auto" else f"{base}",
-                    f"3 tiers reach at most {radix['core']} pods of {pod_leaves} leaves "
-                    f"({three_max} host ports per plane at {speed}G); this plane has {endpoints} "
-                    f"host ports needing {pods} pods; use more planes, a larger switch or "
-                    "oversubscription",
-                )
-            ]
-        )
-    core_down = pods * up2 // cores_per_group
-    switch_tiers = (
-        SwitchTier("leaf", fs.switch_for("leaf"), leaves, radix["leaf"], down1, up1),
-        SwitchTier("spine", fs.switch_for("spine"), pods * spines_per_pod, radix["spine"], down2, up2),
-        SwitchTier("core", fs.switch_for("core"), spines_per_pod * cores_per_group, radix["core"], core_down, 0),
-    )
-    return _finish(
-        spec, fs, fabric, hs, p, planes, speed, 3, su_nodes, leaves_per_rail, nodes_per_leaf,
-        leaves, pod_leaves, pods, spines_per_pod, cores_per_group, switch_tiers,
-    )
+        upper = _Upper(pod_leaves, pods, spines, down2, up2, cores, pods * up2 // cores)
 
-
-def _finish(
-    spec: ClusterSpec,
-    fs: FabricSpec,
-    fabric: str,
-    hs: HostSide,
-    p: int,
-    planes: int,
-    speed: int,
-    tiers: int,
-    su_nodes: int,
-    leaves_per_rail: int,
-    nodes_per_leaf: int,
-    leaves: int,
-    pod_leaves: int,
-    pods: int,
-    spines_per_pod: int,
-    cores_per_group: int,
-    switch_tiers: tuple[SwitchTier, ...],
-) -> FabricPlan:
-    link_tiers = ("host_leaf", "leaf_spine", "spine_core")[:tiers]
-    media = tuple(choose_media(spec, fs, t, speed) for t in link_tiers)
-    latency = tuple(round(getattr(fs.link_latency_ns, t) * PS_PER_NS) for t in link_tiers)
+    n_tiers = 3 if upper.cores_per_group else 2
+    switch_tiers = [
+        SwitchTier(
+            "leaf", fs.switch_for("leaf"), leaves.count, radix["leaf"], leaves.down, leaves.up
+        ),
+        SwitchTier(
+            "spine",
+            fs.switch_for("spine"),
+            upper.pods * upper.spines_per_pod,
+            radix["spine"],
+            upper.spine_down,
+            upper.spine_up,
+        ),
+    ]
+    if n_tiers == 3:
+        switch_tiers.append(
+            SwitchTier(
+                "core",
+                fs.switch_for("core"),
+                upper.spines_per_pod * upper.cores_per_group,
+                radix["core"],
+                upper.core_down,
+                0,
+            )
+        )
+    link_tiers = LINK_TIERS[:n_tiers]
     return FabricPlan(
         fabric=fabric,
         family=fs.family,
-        host_kind=hs.kind,
-        hosts=hs.hosts,
-        hosts_per_node=hs.hosts_per_node,
-        ports_per_host=p,
-        planes=planes,
-        speed_gbps=speed,
-        tiers=tiers,
-        su_nodes=su_nodes,
-        leaves_per_rail=leaves_per_rail,
-        nodes_per_leaf=nodes_per_leaf,
-        leaves=leaves,
-        pod_leaves=pod_leaves,
-        pods=pods,
-        spines_per_pod=spines_per_pod,
-        cores_per_group=cores_per_group,
-        switch_tiers=switch_tiers,
-        media=media,
-        latency_ps=latency,
+        host_kind=h.side.kind,
+        hosts=h.side.hosts,
+        hosts_per_node=h.side.hosts_per_node,
+        ports_per_host=h.p,
+        planes=h.planes,
+        speed_gbps=h.speed,
+        tiers=n_tiers,
+        su_nodes=leaves.su_nodes,
+        leaves_per_rail=leaves.leaves_per_rail,
+        nodes_per_leaf=leaves.nodes_per_leaf,
+        leaves=leaves.count,
+        pod_leaves=upper.pod_leaves,
+        pods=upper.pods,
+        spines_per_pod=upper.spines_per_pod,
+        cores_per_group=upper.cores_per_group,
+        switch_tiers=tuple(switch_tiers),
+        media=tuple(choose_media(spec, fabric, t, h.speed) for t in link_tiers),
+        latency_ps=tuple(round(getattr(fs.link_latency_ns, t) * PS_PER_NS) for t in link_tiers),
     )

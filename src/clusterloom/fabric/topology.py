@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,8 +31,7 @@ class Role(IntEnum):
 ROLE_NAMES = {Role.HOST: "host", Role.LEAF: "leaf", Role.SPINE: "spine", Role.CORE: "core"}
 
 
-
-def _frozen(a: NDArray[np.generic]) -> NDArray[np.generic]:
+def _frozen(a: NDArray[Any]) -> NDArray[Any]:
     a.setflags(write=False)
     return a
 
@@ -75,11 +75,7 @@ class Topology:
 
     @cached_property
     def nbytes(self) -> int:
-        return sum(
-            getattr(self, f).nbytes
-            for f in self.__dataclass_fields__
-            if f != "plan"
-        )
+        return sum(getattr(self, f).nbytes for f in self.__dataclass_fields__ if f != "plan")
 
     def degree(self) -> NDArray[np.int64]:
         """Links touching each node."""
@@ -87,7 +83,7 @@ class Topology:
             self.link_dst, minlength=self.n_nodes
         )
 
-    def adjacency(self, plane: int | None = None) -> object:
+    def adjacency(self, plane: int | None = None) -> Any:
         """Symmetric scipy CSR adjacency with link multiplicities (optionally one plane only)."""
         from scipy import sparse
 
@@ -214,11 +210,20 @@ def generate(plan: FabricPlan) -> Topology:
     pod[hosts:] = np.tile(block_pod, planes)
     node_plane[hosts:] = np.repeat(np.arange(planes, dtype=np.int16), block)
 
-    arrays = dict(
-        node_role=role, node_plane=node_plane, node_pod=pod, node_index=index,
-        link_src=src, link_dst=dst, link_src_port=src_port, link_dst_port=dst_port,
-        link_plane=plane, link_tier=tier, link_capacity_bps=cap, link_latency_ps=lat,
+    arrays: dict[str, NDArray[Any]] = dict(
+        node_role=role,
+        node_plane=node_plane,
+        node_pod=pod,
+        node_index=index,
+        link_src=src,
+        link_dst=dst,
+        link_src_port=src_port,
+        link_dst_port=dst_port,
+        link_plane=plane,
+        link_tier=tier,
+        link_capacity_bps=cap,
+        link_latency_ps=lat,
     )
-    for a in arrays.values():
-        _frozen(a)
+    for arr in arrays.values():
+        _frozen(arr)
     return Topology(plan=plan, **arrays)  # type: ignore[arg-type]

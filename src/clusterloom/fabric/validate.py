@@ -34,14 +34,21 @@ def check_radix(t: Topology, fs: FabricSpec, catalog: Catalog) -> list[Finding]:
         mask = t.node_role == role
         worst = int(degree[mask].max()) if mask.any() else 0
         if worst > tier.radix:
-            out.append(Finding(Severity.ERROR, "radix",
-                               f"a {tier.role} uses {worst} ports, its radix at "
-                               f"{t.plan.speed_gbps}G is {tier.radix}", _where(t, "switch")))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "radix",
+                    f"a {tier.role} uses {worst} ports, its radix at "
+                    f"{t.plan.speed_gbps}G is {tier.radix}",
+                    _where(t, "switch"),
+                )
+            )
     # port reuse: number every (node, port) densely within a plane (hosts: the plane's own
     # ports; switches: their radix) and count with a bincount, linear in the number of links
     p = t.plan
-    block_radix = np.repeat([tier.radix for tier in p.switch_tiers],
-                            [tier.count for tier in p.switch_tiers])
+    block_radix = np.repeat(
+        [tier.radix for tier in p.switch_tiers], [tier.count for tier in p.switch_tiers]
+    )
     cap = np.concatenate([np.full(p.hosts, p.ports_per_host), block_radix]).astype(np.int64)
     offset = np.concatenate([[0], np.cumsum(cap)[:-1]])
     for plane in range(p.planes):
@@ -55,16 +62,27 @@ def check_radix(t: Topology, fs: FabricSpec, catalog: Catalog) -> list[Finding]:
         bad = (local < 0) | (local >= cap.size)
         bad[~bad] = (ports[~bad] < 0) | (ports[~bad] >= cap[local[~bad]])
         if bad.any():
-            out.append(Finding(Severity.ERROR, "radix",
-                               f"plane {plane}: {int(bad.sum())} link ends use a port beyond the "
-                               "node's radix or outside the plane", _where(t, "switch")))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "radix",
+                    f"plane {plane}: {int(bad.sum())} link ends use a port beyond the "
+                    "node's radix or outside the plane",
+                    _where(t, "switch"),
+                )
+            )
             continue
         counts = np.bincount(offset[local] + ports, minlength=int(cap.sum()))
         reused = int((counts > 1).sum())
         if reused:
-            out.append(Finding(Severity.ERROR, "port-reuse",
-                               f"plane {plane}: {reused} ports are used by more than one link",
-                               _where(t)))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "port-reuse",
+                    f"plane {plane}: {reused} ports are used by more than one link",
+                    _where(t),
+                )
+            )
     return out
 
 
@@ -74,10 +92,15 @@ def check_port_speed(t: Topology, fs: FabricSpec, catalog: Catalog) -> list[Find
     for tier in t.plan.switch_tiers:
         model = catalog.switches[tier.model]
         if model.breakout_factor(t.plan.speed_gbps) is None:
-            out.append(Finding(Severity.ERROR, "port-speed",
-                               f"{tier.role} switch {tier.model} cannot run {t.plan.speed_gbps}G "
-                               f"ports (offers {', '.join(map(str, model.speeds_gbps))}G)",
-                               _where(t, "switch")))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "port-speed",
+                    f"{tier.role} switch {tier.model} cannot run {t.plan.speed_gbps}G "
+                    f"ports (offers {', '.join(map(str, model.speeds_gbps))}G)",
+                    _where(t, "switch"),
+                )
+            )
     return out
 
 
@@ -94,13 +117,25 @@ def check_host_ports(t: Topology, fs: FabricSpec, catalog: Catalog) -> list[Find
     doubled = int((counts > 1).sum())
     wrong_plane = int((port // p.ports_per_host != t.link_plane[host_links]).sum())
     if missing or doubled or counts.size != p.hosts * per_host or wrong_plane:
-        out.append(Finding(Severity.ERROR, "host-ports",
-                           f"{missing} host ports unconnected, {doubled} connected more than "
-                           f"once, {wrong_plane} in the wrong plane", _where(t)))
+        out.append(
+            Finding(
+                Severity.ERROR,
+                "host-ports",
+                f"{missing} host ports unconnected, {doubled} connected more than "
+                f"once, {wrong_plane} in the wrong plane",
+                _where(t),
+            )
+        )
     else:
-        out.append(Finding(Severity.INFO, "host-ports",
-                           f"all {p.hosts * per_host:,} {p.host_kind} ports connected once "
-                           f"({p.ports_per_host} per plane x {p.planes} planes)", _where(t)))
+        out.append(
+            Finding(
+                Severity.INFO,
+                "host-ports",
+                f"all {p.hosts * per_host:,} {p.host_kind} ports connected once "
+                f"({p.ports_per_host} per plane x {p.planes} planes)",
+                _where(t),
+            )
+        )
     return out
 
 
@@ -122,13 +157,24 @@ def check_stripes(t: Topology, fs: FabricSpec, catalog: Catalog) -> list[Finding
         fan = np.bincount(lower)[np.unique(lower)]
         lo, hi = names[tier]
         if counts.min() != counts.max() or fan.min() != fan.max():
-            out.append(Finding(Severity.ERROR, "stripe",
-                               f"{lo}->{hi} uplinks uneven: {counts.min()}..{counts.max()} links "
-                               f"per pair, {fan.min()}..{fan.max()} {hi}s per {lo}", _where(t)))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "stripe",
+                    f"{lo}->{hi} uplinks uneven: {counts.min()}..{counts.max()} links "
+                    f"per pair, {fan.min()}..{fan.max()} {hi}s per {lo}",
+                    _where(t),
+                )
+            )
         else:
-            out.append(Finding(Severity.INFO, "stripe",
-                               f"every {lo} sends {counts[0]} link(s) to each of {fan[0]} {hi}s",
-                               _where(t)))
+            out.append(
+                Finding(
+                    Severity.INFO,
+                    "stripe",
+                    f"every {lo} sends {counts[0]} link(s) to each of {fan[0]} {hi}s",
+                    _where(t),
+                )
+            )
     return out
 
 
@@ -150,19 +196,35 @@ def check_oversubscription(t: Topology, fs: FabricSpec, catalog: Catalog) -> lis
             continue
         down, up = _down_up(t, role)
         if up.size == 0 or up.min() == 0:
-            out.append(Finding(Severity.ERROR, "oversubscription",
-                               f"a {ROLE_NAMES[role]} has no uplinks", _where(t)))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "oversubscription",
+                    f"a {ROLE_NAMES[role]} has no uplinks",
+                    _where(t),
+                )
+            )
             continue
         worst = float((down / up).max())
         name = ROLE_NAMES[role]
         if worst > asked[role] + 1e-9:
-            out.append(Finding(Severity.ERROR, "oversubscription",
-                               f"{name} oversubscription reaches {worst:.3g}:1, asked "
-                               f"{asked[role]:.3g}:1", _where(t, f"oversubscription.{name}")))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "oversubscription",
+                    f"{name} oversubscription reaches {worst:.3g}:1, asked {asked[role]:.3g}:1",
+                    _where(t, f"oversubscription.{name}"),
+                )
+            )
         else:
-            out.append(Finding(Severity.INFO, "oversubscription",
-                               f"{name} oversubscription at most {worst:.3g}:1 (asked "
-                               f"{asked[role]:.3g}:1)", _where(t, f"oversubscription.{name}")))
+            out.append(
+                Finding(
+                    Severity.INFO,
+                    "oversubscription",
+                    f"{name} oversubscription at most {worst:.3g}:1 (asked {asked[role]:.3g}:1)",
+                    _where(t, f"oversubscription.{name}"),
+                )
+            )
     return out
 
 
@@ -170,15 +232,18 @@ def check_bisection(t: Topology, fs: FabricSpec, catalog: Catalog) -> list[Findi
     """Bisection bandwidth per plane (from link counts) against what the oversubscription asks."""
     p = t.plan
     speed = p.speed_gbps * BPS_PER_GBPS
-    per_plane = np.bincount(t.link_tier.astype(np.int64) * p.planes + t.link_plane,
-                            minlength=(p.tiers + 1) * p.planes).reshape(p.tiers + 1, p.planes)[1:]
+    per_plane = np.bincount(
+        t.link_tier.astype(np.int64) * p.planes + t.link_plane, minlength=(p.tiers + 1) * p.planes
+    ).reshape(p.tiers + 1, p.planes)[1:]
     achieved = int(per_plane.min()) * speed // 2
     ratio = fs.oversubscription.leaf * (fs.oversubscription.spine if p.tiers == 3 else 1.0)
     asked = p.full_bisection_bps / ratio
     tbps = 1e12
-    msg = (f"bisection {achieved / tbps:,.1f} Tb/s per plane ({achieved * p.planes / tbps:,.1f} "
-           f"Tb/s over {p.planes} planes), asked {asked / tbps:,.1f}, full "
-           f"{p.full_bisection_bps / tbps:,.1f} Tb/s per plane")
+    msg = (
+        f"bisection {achieved / tbps:,.1f} Tb/s per plane ({achieved * p.planes / tbps:,.1f} "
+        f"Tb/s over {p.planes} planes), asked {asked / tbps:,.1f}, full "
+        f"{p.full_bisection_bps / tbps:,.1f} Tb/s per plane"
+    )
     if achieved + 1 < asked:
         return [Finding(Severity.ERROR, "bisection", msg, _where(t))]
     return [Finding(Severity.INFO, "bisection", msg, _where(t))]
@@ -187,10 +252,7 @@ def check_bisection(t: Topology, fs: FabricSpec, catalog: Catalog) -> list[Findi
 def count_shortest_paths(t: Topology, plane: int, source: int, target: int) -> tuple[int, int]:
     """Distance and number of distinct shortest node paths from ``source`` to ``target`` within one
     plane (parallel links count once), by breadth-first path counting on sparse adjacency."""
-    from scipy import sparse
-
     adj = t.adjacency(plane)
-    adj = sparse.csr_matrix(adj)  # type: ignore[call-overload]
     adj.data[:] = 1
     n = t.n_nodes
     counts = np.zeros(n, dtype=np.float64)
@@ -202,7 +264,7 @@ def count_shortest_paths(t: Topology, plane: int, source: int, target: int) -> t
         nxt = adj.T @ frontier
         nxt[seen] = 0.0
         if nxt[target] > 0:
-            return dist, int(round(nxt[target]))
+            return dist, int(nxt[target] + 0.5)
         if not nxt.any():
             break
         seen |= nxt > 0
@@ -223,17 +285,34 @@ def check_ecmp(t: Topology, fs: FabricSpec, catalog: Catalog) -> list[Finding]:
         b = t.switch_id(plane, Role.LEAF, p.leaves - 1)
         found.append(count_shortest_paths(t, plane, a, b)[1])
     if min(found) < expected or len(set(found)) > 1:
-        return [Finding(Severity.ERROR, "ecmp-paths",
-                        f"equal-cost leaf-to-leaf paths per plane {sorted(set(found))}, "
-                        f"expected {expected} in every plane", _where(t))]
+        return [
+            Finding(
+                Severity.ERROR,
+                "ecmp-paths",
+                f"equal-cost leaf-to-leaf paths per plane {sorted(set(found))}, "
+                f"expected {expected} in every plane",
+                _where(t),
+            )
+        ]
     if expected == 1:
-        return [Finding(Severity.WARNING, "ecmp-paths",
-                        "one path between the farthest leaves of a plane: a single spine per "
-                        "plane is a single point of failure; use more spines (e.g. a smaller "
-                        "pod or more uplinks)", _where(t))]
-    return [Finding(Severity.INFO, "ecmp-paths",
-                    f"{expected} equal-cost paths between the farthest leaves in each of "
-                    f"{p.planes} planes", _where(t))]
+        return [
+            Finding(
+                Severity.WARNING,
+                "ecmp-paths",
+                "one path between the farthest leaves of a plane: a single spine per "
+                "plane is a single point of failure; use more spines (e.g. a smaller "
+                "pod or more uplinks)",
+                _where(t),
+            )
+        ]
+    return [
+        Finding(
+            Severity.INFO,
+            "ecmp-paths",
+            f"{expected} equal-cost paths between the farthest leaves in each of {p.planes} planes",
+            _where(t),
+        )
+    ]
 
 
 def check_utilisation(t: Topology, fs: FabricSpec, catalog: Catalog) -> list[Finding]:
@@ -243,9 +322,15 @@ def check_utilisation(t: Topology, fs: FabricSpec, catalog: Catalog) -> list[Fin
     for tier in t.plan.switch_tiers:
         used = tier.ports_used / tier.radix
         if used < 0.5:
-            out.append(Finding(Severity.WARNING, "utilisation",
-                               f"{tier.role} switches use {tier.ports_used} of {tier.radix} ports "
-                               f"({used:.0%})", _where(t, "switch")))
+            out.append(
+                Finding(
+                    Severity.WARNING,
+                    "utilisation",
+                    f"{tier.role} switches use {tier.ports_used} of {tier.radix} ports "
+                    f"({used:.0%})",
+                    _where(t, "switch"),
+                )
+            )
     return out
 
 

@@ -24,19 +24,19 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"key '{key}' is given twice", key_node.start_mark
             )
         seen.add(key)
     loader.flatten_mapping(node)
-    return dict(loader.construct_pairs(node))  # type: ignore[no-untyped-call]
+    return dict(loader.construct_pairs(node))
 
 
 _UniqueKeyLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _construct_mapping,  # type: ignore[arg-type]
+    _construct_mapping,
 )
 
 
@@ -212,7 +212,7 @@ def check_spec(spec: ClusterSpec) -> list[Problem]:
 def parse_spec(text: str, source: str = "<spec>") -> ClusterSpec:
     """Parse and check a spec given as YAML text; raise ``SpecError`` listing every problem."""
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source} line {mark.line + 1}, column {mark.column + 1}" if mark else source
@@ -223,7 +223,11 @@ def parse_spec(text: str, source: str = "<spec>") -> ClusterSpec:
         raise SpecError([Problem(source, "a spec is a YAML mapping with version, name, ...")])
     if data.get("version") != 1:
         raise SpecError(
-            [Problem("version", f"this clusterloom reads spec version 1, got {data.get('version')!r}")]
+            [
+                Problem(
+                    "version", f"this clusterloom reads spec version 1, got {data.get('version')!r}"
+                )
+            ]
         )
     try:
         spec = ClusterSpec.model_validate(data)
