@@ -77,10 +77,11 @@ def _root(
 def examples() -> None:
     """List the built-in example specs."""
     from clusterloom.examples import example_names, example_text
+    from clusterloom.spec import parse_spec
 
     for name in example_names():
-        first = example_text(name).splitlines()[0].lstrip("# ")
-        out.print(f"{name:<14} {first}")
+        spec = parse_spec(example_text(name), source=f"example {name}")
+        out.print(f"{name:<14} {spec.description}", soft_wrap=True)
 
 
 @app.command()

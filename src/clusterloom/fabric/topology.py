@@ -226,4 +226,4 @@ def generate(plan: FabricPlan) -> Topology:
     )
     for arr in arrays.values():
         _frozen(arr)
-    return Topology(plan=plan, **arrays)  # type: ignore[arg-type]
+    return Topology(plan=plan, **arrays)

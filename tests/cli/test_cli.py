@@ -1,0 +1,123 @@
+"""The command line as a user meets it: exit codes, one line per problem, no tracebacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clusterloom.cli.main import app
+from clusterloom.errors import SpecError
+from clusterloom.examples import example_names, example_text
+
+runner = CliRunner()
+
+SMALL = """\
+version: 1
+name: small
+compute:
+  accelerators: 64
+  accelerators_per_node: 8
+  nic: {ports_per_accelerator: 1, port_speed_gbps: 400}
+fabrics:
+  backend: {switch: sn5600}
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_examples_lists_every_builtin() -> None:
+    result = runner.invoke(app, ["examples"])
+    assert result.exit_code == 0
+    listed = [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
+    assert listed == list(example_names())
+    assert {"hgx-1k-roce", "rail-16k", "nvl72-64k", "mrc-131k"} <= set(listed)
+
+
+def test_validate_good_spec_exits_zero(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["validate", str(_write(tmp_path, SMALL))])
+    assert result.exit_code == 0, result.output
+    assert "0 errors" in result.stdout
+
+
+def test_unknown_field_is_one_line_with_path_and_exit_2(tmp_path: Path) -> None:
+    bad = SMALL.replace("backend: {switch: sn5600}", "backend: {switch: sn5600, colour: red}")
+    result = runner.invoke(app, ["validate", str(_write(tmp_path, bad))])
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1
+    assert lines[0].startswith("error: fabrics.backend.colour: unknown field")
+    assert "Traceback" not in result.output
+
+
+def test_several_problems_one_line_each(tmp_path: Path) -> None:
+    bad = SMALL.replace("accelerators: 64", "accelerators: 65").replace(
+        "switch: sn5600", "switch: nosuch"
+    )
+    result = runner.invoke(app, ["fabric", str(_write(tmp_path, bad))])
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    wheres = [line.split(":")[1].strip() for line in lines]
+    assert "compute.accelerators" in wheres
+    assert "fabrics.backend.switch" in wheres
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, SMALL + "  broken: [\n")
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2
+    assert "line " in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_impossible_fabric_names_the_field(tmp_path: Path) -> None:
+    big = SMALL.replace("accelerators: 64", "accelerators: 65536").replace(
+        "backend: {switch: sn5600}", "backend: {switch: sn5600, tiers: 2}"
+    )
+    result = runner.invoke(app, ["fabric", str(_write(tmp_path, big))])
+    assert result.exit_code == 2
+    assert "error: fabrics.backend.tiers: 2 tiers reach at most" in result.stderr
+
+
+def test_missing_file_and_both_inputs_are_refused(tmp_path: Path) -> None:
+    missing = runner.invoke(app, ["validate", str(tmp_path / "nope.yaml")])
+    assert missing.exit_code == 2
+    assert "cannot read" in missing.stderr
+    both = runner.invoke(app, ["validate", str(_write(tmp_path, SMALL)), "--example", "rail-16k"])
+    assert both.exit_code == 2
+    unknown = runner.invoke(app, ["validate", "--example", "nosuch"])
+    assert unknown.exit_code == 2
+    assert "known: " in unknown.stderr
+
+
+def test_debug_lets_the_exception_through(tmp_path: Path) -> None:
+    bad = SMALL.replace("version: 1", "version: 7")
+    result = runner.invoke(app, ["--debug", "validate", str(_write(tmp_path, bad))])
+    assert isinstance(result.exception, SpecError)
+
+
+def test_init_writes_a_loadable_spec_and_refuses_to_overwrite(tmp_path: Path) -> None:
+    target = tmp_path / "cluster.yaml"
+    first = runner.invoke(app, ["init", str(target)])
+    assert first.exit_code == 0, first.output
+    assert target.read_text() == example_text("hgx-1k-roce")
+    target.write_text("mine")
+    second = runner.invoke(app, ["init", str(target)])
+    assert second.exit_code == 2
+    assert target.read_text() == "mine"
+    forced = runner.invoke(app, ["init", str(target), "--example", "rail-16k", "--force"])
+    assert forced.exit_code == 0
+    assert target.read_text() == example_text("rail-16k")
+    assert list(tmp_path.iterdir()) == [target]  # no temporary files left behind
+
+
+@pytest.mark.parametrize("name", ["hgx-1k-roce", "rail-16k", "nvl72-64k"])
+def test_fabric_on_examples(name: str) -> None:
+    result = runner.invoke(app, ["fabric", "--example", name])
+    assert result.exit_code == 0, result.output
+    assert "options compared" in result.stdout
