@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from helpers import build_plan, build_spec, kport_plan
 
 from clusterloom.errors import SpecError
 from clusterloom.fabric.sizing import FabricPlan, plan_fabric
+from clusterloom.fabric.topology import Role, generate
+from helpers import build_plan, build_spec, kport_plan
 
 GBPS = 1_000_000_000
 
@@ -267,9 +269,21 @@ def test_scalable_unit_larger_than_a_leaf_splits_over_leaves_per_rail() -> None:
     assert plan.leaves == 2 * 8 * 2
 
 
-def test_scalable_unit_not_dividing_nodes_is_refused() -> None:
+def test_partial_last_scalable_unit_gets_only_the_leaves_it_needs() -> None:
+    """40 nodes in SUs of 32: one full SU (8 rails x 1 leaf) and a partial one of 8 nodes."""
+    plan = build_plan(accelerators=40 * 8, switch="qm9700", scalable_unit_nodes=32)
+    assert plan.sus == 2
+    assert plan.leaves == 8 + 8
+    topo = generate(plan)
+    leaf_down = np.bincount(topo.link_dst[topo.link_tier == 1], minlength=topo.n_nodes)
+    leaves = leaf_down[topo.node_role == Role.LEAF]
+    assert sorted(leaves.tolist()) == [8] * 8 + [32] * 8
+
+
+def test_scalable_unit_not_splitting_over_leaves_per_rail_is_refused() -> None:
+    """An SU of 65 nodes needs 3 leaves per rail (a leaf has 32 downlinks); 65 is not 3 x n."""
     with pytest.raises(SpecError) as info:
-        build_plan(accelerators=40 * 8, switch="qm9700", scalable_unit_nodes=32)
+        build_plan(accelerators=65 * 8, switch="qm9700", scalable_unit_nodes=65)
     assert info.value.problems[0].where == "fabrics.backend.scalable_unit_nodes"
 
 

@@ -84,6 +84,7 @@ class FabricPlan:
     switch_tiers: tuple[SwitchTier, ...]
     media: tuple[str, ...]
     latency_ps: tuple[int, ...]
+    oversubscription: tuple[float, float] = (1.0, 1.0)
 
     @property
     def nodes(self) -> int:
@@ -101,7 +102,14 @@ class FabricPlan:
 
     @property
     def sus(self) -> int:
-        return self.nodes // self.su_nodes
+        """Scalable units, the last one possibly partial (rail-optimized)."""
+        return -(-self.nodes // self.su_nodes)
+
+    @property
+    def last_su_leaves_per_rail(self) -> int:
+        """Leaves per rail in the last scalable unit (fewer when it is partial)."""
+        rem = self.nodes - (self.sus - 1) * self.su_nodes
+        return -(-rem // self.nodes_per_leaf)
 
     @property
     def leaves_per_su(self) -> int:
@@ -134,12 +142,37 @@ class FabricPlan:
     def switches_per_plane(self) -> int:
         return sum(t.count for t in self.switch_tiers)
 
+    def _bisection_cut(self) -> tuple[int, int, int]:
+        """Host ports on each side of the bisection split and the links that limit crossing it.
+
+        The split takes the first half of the leaves (3 tiers with several pods: of the pods)
+        against the rest. With even stripes the flow spreads evenly, so the cut is the smallest
+        of, on either side, the host ports, the leaf uplinks and (across pods) the spine uplinks.
+        """
+        leaf, spine = self.tier("leaf"), self.tier("spine")
+        if self.tiers == 3 and self.pods > 1:
+            a_leaves = (self.pods // 2) * self.pod_leaves
+            a_spines = (self.pods // 2) * self.spines_per_pod
+            spine_ups = [a_spines * spine.up, (self.spines - a_spines) * spine.up]
+        else:
+            a_leaves, spine_ups = self.leaves // 2, []
+        hosts_a = min(a_leaves * leaf.down, self.endpoints)
+        hosts_b = self.endpoints - hosts_a
+        ups = [a_leaves * leaf.up, (self.leaves - a_leaves) * leaf.up, *spine_ups]
+        return hosts_a, hosts_b, min(hosts_a, hosts_b, *ups)
+
     @property
     def bisection_bps(self) -> int:
-        """Bisection bandwidth of one plane under a leaf-aligned (3 tiers: pod-aligned) split:
-        half of the smallest aggregate a tier carries (host links, leaf or spine uplinks)."""
-        speed = self.speed_gbps * 1_000_000_000
-        return min(self.links_per_tier) * speed // 2
+        """Bisection bandwidth of one plane: the most traffic that can cross the split."""
+        return self._bisection_cut()[2] * self.speed_gbps * 1_000_000_000
+
+    @property
+    def bisection_asked_bps(self) -> float:
+        """What the asked oversubscription allows across the same split: the smaller side's host
+        bandwidth over leaf times spine oversubscription (the spine's only across pods)."""
+        hosts_a, hosts_b, _ = self._bisection_cut()
+        ratio = self.oversubscription[0] * (self.oversubscription[1] if self.pods > 1 else 1.0)
+        return min(hosts_a, hosts_b) * self.speed_gbps * 1_000_000_000 / ratio
 
     @property
     def full_bisection_bps(self) -> int:
@@ -160,13 +193,6 @@ def _smallest_divisor_at_least(n: int, low: int) -> int | None:
         if n % d == 0:
             return d
     return None
-
-
-def _largest_divisor_at_most(n: int, high: int) -> int:
-    for d in range(min(n, high), 0, -1):
-        if n % d == 0:
-            return d
-    return 1
 
 
 def _max_down(radix: int, ratio: float) -> int:
@@ -317,30 +343,19 @@ def _size_leaves(fs: FabricSpec, base: str, h: _Hosts, d1_max: int) -> _Leaves:
         down = per_leaf * rails
         return _Leaves(per_leaf, 1, per_leaf, math.ceil(nodes / per_leaf), down, _up_for(down, o1))
 
-    problems: list[Problem] = []
-    su_nodes = fs.scalable_unit_nodes or _largest_divisor_at_most(nodes, d1_max)
-    if nodes % su_nodes:
-        problems.append(
-            Problem(
-                f"{base}.scalable_unit_nodes",
-                f"{nodes} nodes do not form whole scalable units of {su_nodes}; "
-                f"use a divisor of {nodes}",
-            )
-        )
+    su_nodes = fs.scalable_unit_nodes or min(nodes, d1_max)
     per_rail = math.ceil(su_nodes / d1_max)
     if su_nodes % per_rail:
-        problems.append(
-            Problem(
-                f"{base}.scalable_unit_nodes",
-                f"a scalable unit of {su_nodes} nodes needs {per_rail} leaves per rail (a leaf "
-                f"has {d1_max} downlinks) but does not split evenly over them; use a multiple "
-                f"of {per_rail} nodes",
-            )
+        raise _refuse(
+            f"{base}.scalable_unit_nodes",
+            f"a scalable unit of {su_nodes} nodes needs {per_rail} leaves per rail (a leaf has "
+            f"{d1_max} downlinks) but does not split evenly over them; use a multiple of "
+            f"{per_rail} nodes",
         )
-    if problems:
-        raise SpecError(problems)
     per_leaf = su_nodes // per_rail
-    count = (nodes // su_nodes) * rails * per_rail
+    # the last scalable unit may be partial: it gets only the leaves its nodes need
+    full, rem = divmod(nodes, su_nodes)
+    count = rails * (full * per_rail + math.ceil(rem / per_leaf))
     return _Leaves(su_nodes, per_rail, per_leaf, count, per_leaf, _up_for(per_leaf, o1))
 
 
@@ -367,7 +382,9 @@ def _pod_leaves(fs: FabricSpec, base: str, leaves: _Leaves, h: _Hosts, d2_max: i
                 f"a scalable unit has {per_su} leaves but a spine has only {d2_max} downlinks; "
                 "use smaller scalable units",
             )
-        return min(most, math.ceil(leaves.count / per_su) * per_su)
+        # as few pods as the spines allow, then leaves spread evenly over them (whole SUs)
+        pods = math.ceil(leaves.count / most)
+        return min(most, math.ceil(math.ceil(leaves.count / pods) / per_su) * per_su)
     problems = []
     if fs.pod_leaves > d2_max:
         problems.append(
@@ -502,4 +519,5 @@ def plan_fabric(
         switch_tiers=tuple(switch_tiers),
         media=tuple(choose_media(spec, fabric, t, h.speed) for t in link_tiers),
         latency_ps=tuple(round(getattr(fs.link_latency_ns, t) * PS_PER_NS) for t in link_tiers),
+        oversubscription=(fs.oversubscription.leaf, fs.oversubscription.spine),
     )

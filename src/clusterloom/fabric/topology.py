@@ -105,7 +105,9 @@ def _host_leaf(plan: FabricPlan) -> tuple[NDArray[np.int64], ...]:
     if plan.family == "rail-optimized":
         su, i = np.divmod(node, plan.su_nodes)
         within, leaf_port = np.divmod(i, plan.nodes_per_leaf)
-        leaf = su * plan.leaves_per_su + rail * plan.leaves_per_rail + within
+        # a partial last scalable unit has fewer leaves per rail
+        per_rail = np.where(su < plan.sus - 1, plan.leaves_per_rail, plan.last_su_leaves_per_rail)
+        leaf = su * plan.leaves_per_su + rail * per_rail + within
     else:
         leaf, slot = np.divmod(node, plan.nodes_per_leaf)
         leaf_port = slot * plan.rails + rail

@@ -49,31 +49,46 @@ def _where(loc: tuple[int | str, ...]) -> str:
 
 def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
     """The pydantic model that holds the field at ``loc`` (to list allowed fields)."""
-    model: Any = ClusterSpec
+    annotation: Any = ClusterSpec
     for part in loc[:-1]:
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        annotation = _pick(annotation)
+        if typing.get_origin(annotation) is dict:  # a name in a mapping: step into the values
+            annotation = typing.get_args(annotation)[1]
+            continue
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             return None
-        field = model.model_fields.get(str(part))
+        field = annotation.model_fields.get(str(part))
         if field is None:
             return None
-        model = _pick_model(field.annotation)
-    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+        annotation = field.annotation
+    annotation = _pick(annotation)
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
-def _pick_model(annotation: Any) -> Any:
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
+def _pick(annotation: Any) -> Any:
+    """The model (or mapping) member of an optional or union annotation."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         for arg in typing.get_args(annotation):
-            picked = _pick_model(arg)
-            if isinstance(picked, type) and issubclass(picked, BaseModel):
-                return picked
+            if typing.get_origin(arg) is dict or (
+                isinstance(arg, type) and issubclass(arg, BaseModel)
+            ):
+                return arg
         return None
     return annotation
 
 
 def _problems_from_validation(exc: ValidationError) -> list[Problem]:
     problems: list[Problem] = []
-    for err in exc.errors(include_url=False):
+    errors = exc.errors(include_url=False)
+    # a value given as a mapping for a field that may also be a plain value (switch: str | {...})
+    # fails both members of the union: keep only the errors from inside the mapping
+    deeper = {tuple(e["loc"][:i]) for e in errors for i in range(1, len(e["loc"]))}
+    errors = [
+        e for e in errors
+        if not (str(e["type"]).endswith("_type") and tuple(e["loc"][:-1]) in deeper
+                and isinstance(e["input"], dict))
+    ]
+    for err in errors:
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in {"str", "int"}))
         # union members appear in loc as class names: drop them from the path we show
         loc = tuple(p for p in loc if not (isinstance(p, str) and p[:1].isupper()))
@@ -187,7 +202,8 @@ def check_spec(spec: ClusterSpec) -> list[Problem]:
             )
         )
     domain = c.scale_up.domain_size
-    if domain % c.accelerators_per_node:
+    # domains only once nodes are whole: otherwise both checks would name the same count
+    if not problems and domain % c.accelerators_per_node:
         problems.append(
             Problem(
                 "compute.scale_up.domain_size",
@@ -195,7 +211,7 @@ def check_spec(spec: ClusterSpec) -> list[Problem]:
                 "accelerators; use a multiple of accelerators_per_node",
             )
         )
-    elif c.accelerators % domain:
+    elif not problems and c.accelerators % domain:
         problems.append(
             Problem(
                 "compute.accelerators",

@@ -24,6 +24,8 @@ LINK_TIERS: tuple[LinkTier, ...] = ("host_leaf", "leaf_spine", "spine_core")
 
 def _parse_ratio(value: object) -> object:
     """Accept an oversubscription as a number (3, 1.5) or as a ratio string ('3:1')."""
+    if isinstance(value, bool):
+        raise ValueError("an oversubscription is a number like 3 or a ratio like '3:1'")
     if isinstance(value, str) and ":" in value:
         left, _, right = value.partition(":")
         try:
