@@ -16,7 +16,6 @@ from numpy.typing import NDArray
 from clusterloom.fabric.topology import ROLE_NAMES, Role, Topology
 from clusterloom.findings import Finding, Severity
 from clusterloom.spec import Catalog, FabricSpec
-from clusterloom.units import BPS_PER_GBPS
 
 Check = Callable[[Topology, FabricSpec, Catalog], list[Finding]]
 
@@ -237,15 +236,23 @@ def check_bisection(t: Topology, fs: FabricSpec, catalog: Catalog) -> list[Findi
     ).reshape(p.tiers + 1, p.planes)[1:]
     expected = np.array(p.links_per_tier)[:, None]
     if (counts != expected).any():
-        return [Finding(Severity.ERROR, "bisection",
-                        f"links per tier and plane {counts.tolist()} differ from the design's "
-                        f"{p.links_per_tier}", _where(t))]
+        return [
+            Finding(
+                Severity.ERROR,
+                "bisection",
+                f"links per tier and plane {counts.tolist()} differ from the design's "
+                f"{p.links_per_tier}",
+                _where(t),
+            )
+        ]
     achieved = p.bisection_bps
     asked = p.bisection_asked_bps
     tbps = 1e12
-    msg = (f"bisection {achieved / tbps:,.1f} Tb/s per plane ({achieved * p.planes / tbps:,.1f} "
-           f"Tb/s over {p.planes} planes), asked {asked / tbps:,.1f}, full "
-           f"{p.full_bisection_bps / tbps:,.1f} Tb/s per plane")
+    msg = (
+        f"bisection {achieved / tbps:,.1f} Tb/s per plane ({achieved * p.planes / tbps:,.1f} "
+        f"Tb/s over {p.planes} planes), asked {asked / tbps:,.1f}, full "
+        f"{p.full_bisection_bps / tbps:,.1f} Tb/s per plane"
+    )
     if achieved < asked * (1 - 1e-9):
         return [Finding(Severity.ERROR, "bisection", msg, _where(t))]
     return [Finding(Severity.INFO, "bisection", msg, _where(t))]

@@ -62,7 +62,9 @@ def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
             return None
         annotation = field.annotation
     annotation = _pick(annotation)
-    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    return (
+        annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    )
 
 
 def _pick(annotation: Any) -> Any:
@@ -84,9 +86,13 @@ def _problems_from_validation(exc: ValidationError) -> list[Problem]:
     # fails both members of the union: keep only the errors from inside the mapping
     deeper = {tuple(e["loc"][:i]) for e in errors for i in range(1, len(e["loc"]))}
     errors = [
-        e for e in errors
-        if not (str(e["type"]).endswith("_type") and tuple(e["loc"][:-1]) in deeper
-                and isinstance(e["input"], dict))
+        e
+        for e in errors
+        if not (
+            str(e["type"]).endswith("_type")
+            and tuple(e["loc"][:-1]) in deeper
+            and isinstance(e["input"], dict)
+        )
     ]
     for err in errors:
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in {"str", "int"}))
