@@ -24,7 +24,15 @@ StrPath = str | os.PathLike[str]
 @cache
 def _file_mode() -> int:
     """Permissions a plain ``open(path, "w")`` would give: 0o666 minus the process umask
-    (``mkstemp`` creates 0o600 files, too strict for shared outputs)."""
+    (``mkstemp`` creates 0o600 files, too strict for shared outputs). Linux reports the umask
+    in ``/proc``; elsewhere it is read by setting and restoring it, once per process."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return 0o666 & ~mask
@@ -53,9 +61,7 @@ def _atomic(path: StrPath, mode: str, newline: str | None, encoding: str) -> Ite
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(
-            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
-        )
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise OutputError(f"{target}: cannot create a file here: {_reason(exc)}") from exc
     tmp = Path(tmp_name)

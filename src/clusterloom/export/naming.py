@@ -34,7 +34,9 @@ from clusterloom.spec import Catalog
 
 FABRIC_PREFIX: dict[str, str] = {"backend": "be", "frontend": "fe"}
 
-_SWITCH_RE = re.compile(r"^(?P<fab>[a-z]+)-p(?P<plane>\d+)-(?P<role>leaf|spine|core)(?P<index>\d{4,})$")
+_SWITCH_RE = re.compile(
+    r"^(?P<fab>[a-z]+)-p(?P<plane>\d+)-(?P<role>leaf|spine|core)(?P<index>\d{4,})$"
+)
 _SWITCH_PORT_RE = re.compile(r"^swp(?P<cage>[1-9]\d*)(?:s(?P<lane>[1-9]\d*))?$")
 _SERVER_RE = re.compile(r"^node(?P<node>\d{5,})$")
 _GPU_PORT_RE = re.compile(r"^gpu(?P<gpu>\d+)p(?P<port>\d+)$")
@@ -166,9 +168,7 @@ def topology_names(topology: Topology, catalog: Catalog) -> TopologyNames:
 
     # host ports: one block per accelerator of a node, each holding every host port index
     per_host = plan.ports_per_host * plan.planes
-    tables: list[str] = [
-        host_port_name(fab, g, k) for g in range(hpn) for k in range(per_host)
-    ]
+    tables: list[str] = [host_port_name(fab, g, k) for g in range(hpn) for k in range(per_host)]
     offset = np.empty(topology.n_nodes, dtype=np.int64)
     offset[:hosts] = (np.arange(hosts, dtype=np.int64) % hpn) * per_host
 

@@ -1,0 +1,73 @@
+"""Everything a design is written out as: ``design.json`` (the stable, versioned document),
+``bom.csv`` and ``options.csv``, NetBox bulk-import CSVs, graph files of small fabrics and the
+HTML report. Every file is written atomically; names are stable (``naming``) and outputs are
+byte-identical for the same spec.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clusterloom.export.atomic import StrPath, atomic_open, atomic_write
+from clusterloom.export.bom_csv import write_bom_csv, write_options_csv
+from clusterloom.export.design_json import design_document, design_schema, write_design_json
+from clusterloom.export.graph import (
+    GRAPH_LINK_LIMIT,
+    graphable,
+    to_networkx,
+    write_graphml,
+    write_node_link,
+)
+from clusterloom.export.netbox import write_devices, write_interfaces
+from clusterloom.pipeline import Design
+from clusterloom.report import render_report
+
+__all__ = [
+    "GRAPH_LINK_LIMIT",
+    "atomic_open",
+    "atomic_write",
+    "design_document",
+    "design_schema",
+    "graphable",
+    "to_networkx",
+    "write_bom_csv",
+    "write_design",
+    "write_design_json",
+    "write_devices",
+    "write_graphml",
+    "write_interfaces",
+    "write_node_link",
+    "write_options_csv",
+]
+
+
+def write_design(design: Design, out_dir: StrPath) -> list[Path]:
+    """Write every export of ``design`` into ``out_dir`` (created when missing), each file
+    atomically, and return the paths written in this order: ``design.json``, ``bom.csv``,
+    ``options.csv``, ``netbox/devices.csv``, ``netbox/interfaces.csv``, then per fabric
+    ``<fabric>.nodelink.json`` and ``<fabric>.graphml`` (only for fabrics of at most
+    ``GRAPH_LINK_LIMIT`` links), and ``report.html``.
+
+    Raises ``OutputError`` when a file cannot be written; files written before it stay.
+    """
+    out = Path(out_dir)
+    catalog = design.spec.resolved_catalog()
+    paths = [
+        write_design_json(design, out / "design.json"),
+        write_bom_csv(design, out / "bom.csv"),
+        write_options_csv(design, out / "options.csv"),
+        write_devices(design, out / "netbox" / "devices.csv"),
+        write_interfaces(design, out / "netbox" / "interfaces.csv"),
+    ]
+    for fd in design.fabrics:
+        if not graphable(fd.topology):
+            continue
+        graph = to_networkx(fd.topology, catalog=catalog)
+        for path, writer in (
+            (out / f"{fd.name}.nodelink.json", write_node_link),
+            (out / f"{fd.name}.graphml", write_graphml),
+        ):
+            if writer(fd.topology, path, catalog=catalog, graph=graph):
+                paths.append(path)
+    paths.append(atomic_write(out / "report.html", render_report(design)))
+    return paths

@@ -1,0 +1,364 @@
+"""``design.json``: the whole design as one versioned, stable JSON document.
+
+The document is described by the pydantic models below; ``design.schema.json`` beside this file is
+their JSON Schema (``design_schema()``), checked in so that consumers need not import
+clusterloom, and a test keeps the two equal. Rules:
+
+- ``schema`` and ``schema_version`` name the format; a change that removes or renames a field
+  bumps the version, adding a field does not;
+- no timings, dates or host names: the same spec gives the same bytes;
+- counts are integers; power totals are rounded to 0.1 W, cost totals to whole dollars, unit
+  figures a little finer (see ``_numbers``); bandwidths are integer bits per second.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clusterloom.export._numbers import dollars, ratio, unit_dollars, unit_watts, watts
+from clusterloom.export.atomic import StrPath, atomic_write
+from clusterloom.fabric import FabricDesign, FabricOption
+from clusterloom.fabric.bom import LINK_TIER_NAMES
+from clusterloom.findings import Finding
+from clusterloom.pipeline import Design
+from clusterloom.spec import ClusterSpec, LinkTier, SwitchRole
+from clusterloom.units import to_ns
+
+SCHEMA_NAME = "clusterloom.design"
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).with_name("design.schema.json")
+
+Category = Literal["switch", "transceiver", "cable", "patch-cord"]
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ProvenanceDoc(_Doc):
+    """What produced the design: enough to reproduce it byte for byte."""
+
+    spec_name: str
+    spec_hash: str = Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the canonical spec")
+    clusterloom_version: str
+
+
+class SwitchTierDoc(_Doc):
+    role: SwitchRole
+    model: str = Field(description="catalog switch model")
+    count_per_plane: int = Field(ge=0)
+    count: int = Field(ge=0, description="all planes")
+    radix: int = Field(ge=1, description="logical ports at the fabric's link speed")
+    down: int = Field(ge=0, description="downlinks used per switch")
+    up: int = Field(ge=0, description="uplinks used per switch")
+
+
+class LinkTierDoc(_Doc):
+    tier: LinkTier
+    media: str = Field(description="catalog media")
+    count_per_plane: int = Field(ge=0)
+    count: int = Field(ge=0, description="all planes")
+    latency_ns: float = Field(ge=0, description="one-way latency of one link")
+
+
+class BomLineDoc(_Doc):
+    tier: str = Field(description="switch role or link tier the line belongs to")
+    category: Category
+    item: str
+    quantity: int = Field(ge=0)
+    unit_power_w: float = Field(ge=0)
+    power_w: float = Field(ge=0)
+    unit_cost_usd: float = Field(ge=0)
+    cost_usd: int = Field(ge=0)
+
+
+class BomTotalsDoc(_Doc):
+    power_w: float = Field(ge=0, description="switches and optics, all planes")
+    cost_usd: int = Field(ge=0, description="indicative")
+    switches: int = Field(ge=0)
+    transceivers: int = Field(ge=0, description="link ends with a pluggable transceiver")
+    links: int = Field(ge=0)
+    fibers: int = Field(ge=0, description="fibres of optical links (input of cabling)")
+
+
+class BomDoc(_Doc):
+    lines: list[BomLineDoc]
+    totals: BomTotalsDoc
+    cages: dict[str, dict[str, int]] = Field(
+        description="switch cages occupied: link tier -> switch role -> cages (all planes)"
+    )
+
+
+class OptionDoc(_Doc):
+    """A variant of the fabric; the priced figures are null when it cannot be built."""
+
+    label: str
+    chosen: bool
+    feasible: bool
+    infeasible_reason: str | None
+    tiers: int | None
+    planes: int = Field(ge=1)
+    speed_gbps: int = Field(ge=1)
+    host_ports: int = Field(ge=1)
+    switches: int | None
+    links: int | None
+    transceivers: int | None
+    power_w: float | None
+    cost_usd: int | None
+    bisection_per_host_gbps: float | None
+    ecmp_paths: int | None
+
+
+class FindingDoc(_Doc):
+    severity: Literal["info", "warning", "error"]
+    code: str
+    message: str
+    where: str
+
+
+class FabricDoc(_Doc):
+    name: str
+    family: Literal["rail-optimized", "fat-tree"]
+    host_kind: Literal["accelerator", "node"]
+    tiers: int = Field(ge=2, le=3)
+    planes: int = Field(ge=1)
+    speed_gbps: int = Field(ge=1, description="every link of the fabric")
+    hosts: int = Field(ge=1)
+    hosts_per_node: int = Field(ge=1)
+    ports_per_host: int = Field(ge=1, description="host ports per plane")
+    nodes: int = Field(ge=1)
+    endpoints_per_plane: int = Field(ge=1, description="host ports in one plane")
+    su_nodes: int = Field(ge=1, description="nodes per scalable unit")
+    leaves_per_rail: int = Field(ge=1)
+    pods: int = Field(ge=1)
+    pod_leaves: int = Field(ge=1)
+    spines_per_pod: int = Field(ge=1)
+    cores_per_group: int = Field(ge=0)
+    switch_tiers: list[SwitchTierDoc]
+    links_per_tier: list[LinkTierDoc]
+    bisection_bps_per_plane: int = Field(ge=0)
+    full_bisection_bps_per_plane: int = Field(ge=0)
+    ecmp_paths: int = Field(ge=0)
+    bom: BomDoc
+    options: list[OptionDoc]
+    findings: list[FindingDoc]
+
+
+class DesignDoc(_Doc):
+    """A clusterloom design: the spec it came from and every fabric sized, priced and checked."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        title="clusterloom design",
+        json_schema_extra={"$schema": "https://json-schema.org/draft/2020-12/schema"},
+    )
+
+    schema_name: Literal["clusterloom.design"] = Field(alias="schema")
+    schema_version: Literal[1]
+    provenance: ProvenanceDoc
+    spec: ClusterSpec
+    fabrics: list[FabricDoc]
+    findings: list[FindingDoc] = Field(description="every fabric's findings, in fabric order")
+
+
+def _finding(f: Finding) -> FindingDoc:
+    return FindingDoc(severity=f.severity.value, code=f.code, message=f.message, where=f.where)
+
+
+def _option(o: FabricOption) -> OptionDoc:
+    ok = not o.infeasible
+    return OptionDoc(
+        label=o.label,
+        chosen=o.chosen,
+        feasible=ok,
+        infeasible_reason=None if ok else o.infeasible,
+        tiers=o.tiers or None,
+        planes=o.planes,
+        speed_gbps=o.speed_gbps,
+        host_ports=o.host_ports,
+        switches=o.switches if ok else None,
+        links=o.links if ok else None,
+        transceivers=o.transceivers if ok else None,
+        power_w=watts(o.power_w) if ok else None,
+        cost_usd=dollars(o.cost_usd) if ok else None,
+        bisection_per_host_gbps=ratio(o.bisection_per_host_gbps) if ok else None,
+        ecmp_paths=o.ecmp_paths if ok else None,
+    )
+
+
+def _cages(fd: FabricDesign) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for key, count in fd.bom.cages_per_tier:
+        _, tier, role = key.split(".")
+        out.setdefault(tier, {})[role] = count
+    return out
+
+
+def _bom(fd: FabricDesign) -> BomDoc:
+    bom = fd.bom
+    lines = [
+        BomLineDoc(
+            tier=line.tier,
+            category=line.category,
+            item=line.item,
+            quantity=line.quantity,
+            unit_power_w=unit_watts(line.unit_power_w),
+            power_w=watts(line.power_w),
+            unit_cost_usd=unit_dollars(line.unit_cost_usd),
+            cost_usd=dollars(line.cost_usd),
+        )
+        for line in bom.lines
+    ]
+    totals = BomTotalsDoc(
+        power_w=watts(bom.power_w),
+        cost_usd=dollars(bom.cost_usd),
+        switches=bom.switches,
+        transceivers=bom.transceivers,
+        links=bom.links,
+        fibers=bom.fibers,
+    )
+    return BomDoc(lines=lines, totals=totals, cages=_cages(fd))
+
+
+def _fabric(fd: FabricDesign) -> FabricDoc:
+    p = fd.plan
+    return FabricDoc(
+        name=p.fabric,
+        family=p.family,
+        host_kind=p.host_kind,
+        tiers=p.tiers,
+        planes=p.planes,
+        speed_gbps=p.speed_gbps,
+        hosts=p.hosts,
+        hosts_per_node=p.hosts_per_node,
+        ports_per_host=p.ports_per_host,
+        nodes=p.nodes,
+        endpoints_per_plane=p.endpoints,
+        su_nodes=p.su_nodes,
+        leaves_per_rail=p.leaves_per_rail,
+        pods=p.pods,
+        pod_leaves=p.pod_leaves,
+        spines_per_pod=p.spines_per_pod,
+        cores_per_group=p.cores_per_group,
+        switch_tiers=[
+            SwitchTierDoc(
+                role=t.role,
+                model=t.model,
+                count_per_plane=t.count,
+                count=t.count * p.planes,
+                radix=t.radix,
+                down=t.down,
+                up=t.up,
+            )
+            for t in p.switch_tiers
+        ],
+        links_per_tier=[
+            LinkTierDoc(
+                tier=tier,
+                media=media,
+                count_per_plane=count,
+                count=count * p.planes,
+                latency_ns=to_ns(latency),
+            )
+            for tier, media, count, latency in zip(
+                LINK_TIER_NAMES, p.media, p.links_per_tier, p.latency_ps, strict=False
+            )
+        ],
+        bisection_bps_per_plane=p.bisection_bps,
+        full_bisection_bps_per_plane=p.full_bisection_bps,
+        ecmp_paths=p.ecmp_paths(),
+        bom=_bom(fd),
+        options=[_option(o) for o in fd.options],
+        findings=[_finding(f) for f in fd.findings],
+    )
+
+
+def design_model(design: Design) -> DesignDoc:
+    """The design as the typed document model."""
+    prov = design.provenance
+    return DesignDoc(
+        schema=SCHEMA_NAME,
+        schema_version=SCHEMA_VERSION,
+        provenance=ProvenanceDoc(
+            spec_name=prov.spec_name,
+            spec_hash=prov.spec_hash,
+            clusterloom_version=prov.clusterloom_version,
+        ),
+        spec=design.spec,
+        fabrics=[_fabric(fd) for fd in design.fabrics],
+        findings=[_finding(f) for f in design.findings],
+    )
+
+
+def design_document(design: Design) -> dict[str, Any]:
+    """The design as plain JSON data (key order is the schema's field order)."""
+    return design_model(design).model_dump(mode="json", by_alias=True)
+
+
+def dumps(document: dict[str, Any]) -> str:
+    """The canonical text of a document: 2-space indent, field order kept, final newline."""
+    text = json.dumps(document, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False)
+    return text + "\n"
+
+
+def design_json(design: Design) -> str:
+    return dumps(design_document(design))
+
+
+def write_design_json(design: Design, path: StrPath) -> Path:
+    """Write ``design.json`` atomically; return its path."""
+    return atomic_write(path, design_json(design))
+
+
+#: pydantic keeps a constraint given as ``Field(ge=...)`` after a ``BeforeValidator`` in
+#: ``Annotated`` (the spec's ``Ratio``) under its Python name; JSON Schema spells it differently.
+_CONSTRAINT_KEYWORDS = {
+    "ge": "minimum",
+    "le": "maximum",
+    "gt": "exclusiveMinimum",
+    "lt": "exclusiveMaximum",
+}
+
+
+def _standard_keywords(node: Any) -> Any:
+    """``node`` with pydantic's constraint names turned into JSON Schema keywords (only in
+    schemas of numbers, so that a property that happens to be called ``ge`` is left alone)."""
+    if isinstance(node, list):
+        return [_standard_keywords(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    numeric = node.get("type") in ("number", "integer")
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("default", "const", "enum", "examples"):
+            out[key] = value
+        elif key in ("properties", "$defs"):
+            out[key] = {name: _standard_keywords(sub) for name, sub in value.items()}
+        elif numeric and key in _CONSTRAINT_KEYWORDS:
+            out[_CONSTRAINT_KEYWORDS[key]] = value
+        else:
+            out[key] = _standard_keywords(value)
+    return out
+
+
+def design_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of ``design.json``, generated from the models."""
+    schema = DesignDoc.model_json_schema(by_alias=True, mode="serialization")
+    return _standard_keywords(schema)  # type: ignore[no-any-return]
+
+
+def design_schema_json() -> str:
+    """The text of ``design.schema.json`` as it should be checked in."""
+    return dumps(design_schema())
+
+
+def write_design_schema(path: StrPath = SCHEMA_PATH) -> Path:
+    """Regenerate the checked-in schema after the document models or the spec models change
+    (a test fails until it is): ``python -c "from clusterloom.export.design_json import
+    write_design_schema; write_design_schema()"``."""
+    return atomic_write(path, design_schema_json())

@@ -1,0 +1,23 @@
+"""Designs shared by the export tests, built once per session."""
+
+from __future__ import annotations
+
+import pytest
+from export_specs import DEMO_SPEC, IB_SPEC, OPTIONS_SPEC, design_of
+
+from clusterloom import Design
+
+
+@pytest.fixture(scope="session")
+def demo() -> Design:
+    return design_of(DEMO_SPEC)
+
+
+@pytest.fixture(scope="session")
+def ib() -> Design:
+    return design_of(IB_SPEC)
+
+
+@pytest.fixture(scope="session")
+def options_design() -> Design:
+    return design_of(OPTIONS_SPEC)

@@ -1,0 +1,55 @@
+"""Specs of the report tests."""
+
+from __future__ import annotations
+
+from clusterloom import Design, parse_spec, run_design
+
+#: both fabrics, several planes on the frontend
+TWO_FABRIC_SPEC = """\
+version: 1
+name: demo-1k
+compute:
+  accelerators: 1024
+  accelerators_per_node: 8
+  nic: {ports_per_accelerator: 1, port_speed_gbps: 400}
+  frontend_nic: {ports_per_node: 2, port_speed_gbps: 200}
+fabrics:
+  backend: {switch: sn5600}
+  frontend: {family: fat-tree, switch: tomahawk4-64x400g}
+"""
+
+#: text from the spec and catalog that must be escaped; a tiny fabric that draws warnings
+HOSTILE_SPEC = """\
+version: 1
+name: hostile
+description: "<script>alert('x')</script> & <img src=https://example.com/x.png>"
+compute:
+  accelerators: 16
+  accelerators_per_node: 8
+fabrics:
+  backend:
+    switch: "<b>sw</b>"
+catalog:
+  switches:
+    "<b>sw</b>":
+      vendor: "Evil & Co <i>"
+      ports: 64
+      port_speed_gbps: 400
+      power_w: 500
+"""
+
+#: an option that cannot be built (1 x 800G in 2 tiers for 4,096 GPUs)
+OPTIONS_SPEC = """\
+version: 1
+name: options-4k
+compute:
+  accelerators: 4096
+  accelerators_per_node: 8
+  nic: {ports_per_accelerator: 2, port_speed_gbps: 400}
+fabrics:
+  backend: {switch: sn5600}
+"""
+
+
+def design_of(text: str) -> Design:
+    return run_design(parse_spec(text))
