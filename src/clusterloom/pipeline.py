@@ -1,8 +1,8 @@
 """Runs the stages that exist, in order, and records what ran (provenance) and how long it took.
 
-Stages today: one ``fabric`` stage per fabric in the spec. A stage is a pure function of the
-spec (and of earlier artifacts); the pipeline only sequences them, times them and reports
-progress through a callback so that the library never prints.
+Stages today: ``workload`` when the spec has a job, then one ``fabric`` stage per fabric. A stage
+is a pure function of the spec (and of earlier artifacts); the pipeline only sequences them,
+times them and reports progress through a callback so that the library never prints.
 """
 
 from __future__ import annotations
@@ -10,11 +10,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from clusterloom import __version__
 from clusterloom.fabric import FabricDesign, design_fabric, fabric_names
 from clusterloom.findings import Finding
 from clusterloom.spec import ClusterSpec, spec_hash
+
+if TYPE_CHECKING:
+    from clusterloom.workload import WorkloadDesign
 
 Progress = Callable[[str], None]
 
@@ -36,10 +40,12 @@ class Design:
     fabrics: tuple[FabricDesign, ...]
     provenance: Provenance
     timings_s: tuple[tuple[str, float], ...]
+    workload: WorkloadDesign | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
-        return tuple(f for fd in self.fabrics for f in fd.findings)
+        own = self.workload.findings if self.workload is not None else ()
+        return own + tuple(f for fd in self.fabrics for f in fd.findings)
 
     def fabric(self, name: str) -> FabricDesign:
         for fd in self.fabrics:
@@ -50,7 +56,8 @@ class Design:
 
 def stage_names(spec: ClusterSpec) -> tuple[str, ...]:
     """The stages ``run_design`` will run for ``spec``, in order."""
-    return tuple(f"fabric:{name}" for name in fabric_names(spec))
+    workload = ("workload",) if spec.job is not None else ()
+    return workload + tuple(f"fabric:{name}" for name in fabric_names(spec))
 
 
 def run_design(
@@ -59,11 +66,17 @@ def run_design(
     """Run every stage for ``spec``. ``progress`` is called with each stage's name as it starts."""
     fabrics: list[FabricDesign] = []
     timings: list[tuple[str, float]] = []
+    workload = None
     for stage in stage_names(spec):
         if progress is not None:
             progress(stage)
         start = time.perf_counter()
-        fabrics.append(design_fabric(spec, stage.split(":", 1)[1], compare=compare))
+        if stage == "workload":
+            from clusterloom.workload import design_workload
+
+            workload = design_workload(spec)
+        else:
+            fabrics.append(design_fabric(spec, stage.split(":", 1)[1], compare=compare))
         timings.append((stage, time.perf_counter() - start))
     provenance = Provenance(spec.name, spec_hash(spec), __version__)
-    return Design(spec, tuple(fabrics), provenance, tuple(timings))
+    return Design(spec, tuple(fabrics), provenance, tuple(timings), workload)

@@ -45,3 +45,11 @@ def to_ns(ps: int) -> float:
 def to_kbps(bps: int) -> int:
     """Bits per second to kilobits per second (NetBox's interface speed unit)."""
     return bps // 1000
+
+
+def fmt_bytes(n: float) -> str:
+    """Bytes for people: '1.5 GB' (decimal units)."""
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n:,.0f} B"

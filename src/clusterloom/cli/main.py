@@ -140,6 +140,23 @@ def fabric(spec: SpecArg = None, example: ExampleOpt = None) -> None:
 
 
 @app.command()
+def workload(spec: SpecArg = None, example: ExampleOpt = None) -> None:
+    """Derive a job's collectives and flows; print the breakdown and the predicted step time."""
+
+    def run() -> None:
+        from clusterloom.cli import render
+        from clusterloom.errors import Problem, SpecError
+        from clusterloom.workload import design_workload
+
+        cluster = _load(spec, example)
+        if cluster.job is None:
+            raise SpecError([Problem("job", "this spec has no job section to derive traffic from")])
+        render.workload(out, cluster, design_workload(cluster))
+
+    _guard(run)
+
+
+@app.command()
 def design(
     spec: SpecArg = None,
     example: ExampleOpt = None,

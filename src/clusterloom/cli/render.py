@@ -10,6 +10,14 @@ from rich.table import Table
 from clusterloom.fabric import FabricDesign
 from clusterloom.findings import Finding, Severity
 from clusterloom.pipeline import Design
+from clusterloom.spec import ClusterSpec
+from clusterloom.units import fmt_bytes as _bytes
+from clusterloom.workload import WorkloadDesign
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.1f}"
+
 
 _COLOUR = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "green"}
 
@@ -97,12 +105,79 @@ def _options(console: Console, fd: FabricDesign) -> None:
         console.print(f"  [dim]{o.label}: not buildable: {o.infeasible}[/]")
 
 
+def workload(console: Console, spec: ClusterSpec, w: WorkloadDesign) -> None:
+    assert spec.job is not None
+    job, t = spec.job, w.timing
+    sizes = ", ".join(f"{a} {w.layout.size(a)}" for a in w.layout.order)
+    console.print(
+        f"[bold]{job.model.name}[/]: {w.shape.parameters / 1e9:,.1f}B parameters "
+        f"({w.shape.active_parameters / 1e9:,.1f}B active), {w.layout.world:,} ranks ({sizes}; "
+        f"ZeRO {job.parallelism.zero}), {w.micro_batches} micro-batches of "
+        f"{job.batch.micro_batch}"
+    )
+    table = Table(
+        "dimension",
+        "bytes sent / step",
+        "time ms",
+        "exposed ms",
+        "bound ms",
+        title="Communication per step",
+        title_justify="left",
+    )
+    volume = w.volume_by("dim")
+    for dim, (total, exposed, bound) in t.by_dim().items():
+        table.add_row(dim, _bytes(volume[dim]), _ms(total), _ms(exposed), _ms(bound))
+    console.print(table)
+    links = ", ".join(f"{k} {_bytes(v)}" for k, v in w.volume_by("link").items())
+    console.print(f"by link class: {links}")
+    console.print(
+        f"scale-out per NIC port: up to {w.nic.flows_max:,} flows to {w.nic.peers_max} peers, "
+        f"{_bytes(w.nic.bytes_max)} per step; {len(w.flows):,} flows in one pass of the step's "
+        "collectives"
+    )
+    top = Table(
+        "collective",
+        "ranks",
+        "link",
+        "algorithm",
+        "size",
+        "per step",
+        "exposed ms",
+        "bound ms",
+        title="Biggest communication costs",
+        title_justify="left",
+    )
+    for o in w.top_costs(8):
+        op = o.op
+        top.add_row(
+            op.name,
+            str(op.group_size),
+            op.link.value,
+            op.algorithm.value,
+            _bytes(op.nbytes),
+            f"{op.per_step:g}",
+            _ms(o.exposed_s),
+            _ms(o.bound_step_s),
+        )
+    console.print(top)
+    console.print(
+        f"step time [bold]{t.step_s:.3f} s[/] = compute {t.compute_s:.3f} + bubble "
+        f"{t.bubble_s:.3f} + exposed communication {t.exposed_comm_s:.3f}; with every "
+        f"collective at its bandwidth bound {t.bound_step_s:.3f} s; MFU {t.mfu:.1%}"
+    )
+    problems = [f for f in w.findings if f.severity is not Severity.INFO]
+    if problems:
+        findings(console, problems)
+
+
 def design_summary(console: Console, design: Design) -> None:
     c = design.spec.compute
     console.print(
         f"[bold]{design.spec.name}[/]: {c.accelerators:,} accelerators in "
         f"{c.nodes:,} nodes, scale-up domain {c.scale_up.domain_size}"
     )
+    if design.workload is not None:
+        workload(console, design.spec, design.workload)
     for fd in design.fabrics:
         _plan(console, fd)
         _options(console, fd)

@@ -19,6 +19,11 @@ from clusterloom.export.graph import (
     write_node_link,
 )
 from clusterloom.export.netbox import write_devices, write_interfaces
+from clusterloom.export.workload_files import (
+    write_flows,
+    write_traffic_matrix,
+    write_workload_json,
+)
 from clusterloom.pipeline import Design
 from clusterloom.report import render_report
 
@@ -34,10 +39,13 @@ __all__ = [
     "write_design",
     "write_design_json",
     "write_devices",
+    "write_flows",
     "write_graphml",
     "write_interfaces",
     "write_node_link",
     "write_options_csv",
+    "write_traffic_matrix",
+    "write_workload_json",
 ]
 
 
@@ -46,7 +54,8 @@ def write_design(design: Design, out_dir: StrPath) -> list[Path]:
     atomically, and return the paths written in this order: ``design.json``, ``bom.csv``,
     ``options.csv``, ``netbox/devices.csv``, ``netbox/interfaces.csv``, then per fabric
     ``<fabric>.nodelink.json`` and ``<fabric>.graphml`` (only for fabrics of at most
-    ``GRAPH_LINK_LIMIT`` links), and ``report.html``.
+    ``GRAPH_LINK_LIMIT`` links), with a job ``workload.json``, ``traffic_matrix.csv`` and
+    ``flows.npz``, and ``report.html``.
 
     Raises ``OutputError`` when a file cannot be written; files written before it stay.
     """
@@ -69,5 +78,9 @@ def write_design(design: Design, out_dir: StrPath) -> list[Path]:
         ):
             if writer(fd.topology, path, catalog=catalog, graph=graph):
                 paths.append(path)
+    if design.workload is not None:
+        paths.append(write_workload_json(design, out / "workload.json"))
+        paths.append(write_traffic_matrix(design.workload, out / "traffic_matrix.csv"))
+        paths.append(write_flows(design.workload, out / "flows.npz"))
     paths.append(atomic_write(out / "report.html", render_report(design)))
     return paths

@@ -641,7 +641,12 @@ def render_report(design: Design) -> str:
         f"<dt>clusterloom</dt><dd>{esc(prov.clusterloom_version)}</dd>"
         "</dl>"
     )
-    sections = [_summary(design)] + [_fabric_section(fd) for fd in design.fabrics]
+    sections = [_summary(design)]
+    if design.workload is not None:
+        from clusterloom.report.workload import workload_section
+
+        sections.append(workload_section(design.spec, design.workload))
+    sections += [_fabric_section(fd) for fd in design.fabrics]
     sections.append(_findings_table(design.findings))
     body = "\n".join(sections)
     return (

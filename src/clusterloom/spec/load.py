@@ -195,6 +195,82 @@ def _check_fabric(spec: ClusterSpec, name: str, fabric: FabricSpec) -> list[Prob
     return problems
 
 
+def _check_job(spec: ClusterSpec) -> list[Problem]:
+    """The job against itself and the compute section: every number that must divide does."""
+    assert spec.job is not None
+    job, c = spec.job, spec.compute
+    par, model = job.parallelism, job.model
+    world = c.accelerators
+    problems: list[Problem] = []
+
+    def need(ok: bool, where: str, message: str) -> None:
+        if not ok:
+            problems.append(Problem(f"job.{where}", message))
+
+    inner = par.tp * par.pp * par.cp
+    dp = par.dp if par.dp is not None else world // inner
+    need(
+        (par.dp is None and world % inner == 0) or (par.dp is not None and inner * dp == world),
+        "parallelism",
+        f"tp {par.tp} x pp {par.pp} x cp {par.cp} x dp {par.dp or '?'} must equal the "
+        f"{world} accelerators of compute.accelerators",
+    )
+    need(dp % par.ep == 0, "parallelism.ep", f"ep {par.ep} must divide dp {dp}")
+    domain = c.scale_up.domain_size
+    need(
+        par.tp <= domain or par.tp_beyond_scale_up,
+        "parallelism.tp",
+        f"a TP group of {par.tp} exceeds the scale-up domain of {domain} accelerators; lower tp "
+        "or set tp_beyond_scale_up: true to run TP over the scale-out fabric",
+    )
+    need(
+        par.tp > domain or domain % par.tp == 0,
+        "parallelism.tp",
+        f"TP groups of {par.tp} straddle scale-up domains of {domain}; use a divisor of {domain}",
+    )
+    need(
+        model.heads % par.tp == 0,
+        "parallelism.tp",
+        f"tp {par.tp} must divide the {model.heads} attention heads",
+    )
+    stages = par.pp * par.virtual_stages
+    need(
+        model.layers % stages == 0,
+        "parallelism.pp",
+        f"{model.layers} layers do not split over pp {par.pp} x virtual_stages "
+        f"{par.virtual_stages} = {stages} stages",
+    )
+    need(
+        model.sequence_length % par.cp == 0,
+        "parallelism.cp",
+        f"sequence_length {model.sequence_length} does not split over cp {par.cp}",
+    )
+    per_step = job.batch.micro_batch * dp
+    need(
+        job.batch.global_batch % per_step == 0,
+        "batch.global_batch",
+        f"global_batch {job.batch.global_batch} is not a multiple of micro_batch "
+        f"{job.batch.micro_batch} x dp {dp} = {per_step}",
+    )
+    if model.moe is not None:
+        need(
+            model.moe.experts % par.ep == 0,
+            "model.moe.experts",
+            f"{model.moe.experts} experts do not divide over ep {par.ep} expert ranks",
+        )
+    elif par.ep > 1:
+        problems.append(Problem("job.parallelism.ep", f"ep {par.ep} needs model.moe"))
+    if domain > 1 and c.scale_up.bandwidth_gbps == 0:
+        problems.append(
+            Problem(
+                "compute.scale_up.bandwidth_gbps",
+                "a job needs the scale-up bandwidth per accelerator (e.g. 3600 for NVLink 4, "
+                "7200 for NVLink 5) to time the collectives inside a domain",
+            )
+        )
+    return problems
+
+
 def check_spec(spec: ClusterSpec) -> list[Problem]:
     """Semantic checks that the schema alone cannot express."""
     c = spec.compute
@@ -225,6 +301,8 @@ def check_spec(spec: ClusterSpec) -> list[Problem]:
                 f"use a multiple of {domain}",
             )
         )
+    if spec.job is not None:
+        problems += _check_job(spec)
     problems += _check_fabric(spec, "backend", spec.fabrics.backend)
     if spec.fabrics.frontend is not None:
         problems += _check_fabric(spec, "frontend", spec.fabrics.frontend)

@@ -2,7 +2,8 @@
 
 Sections (later stages add theirs): ``compute`` (accelerators, nodes, scale-up domain, NIC ports
 and which of them serve scale-up or scale-out), ``fabrics`` (a backend scale-out fabric and an
-optional frontend fabric) and ``catalog`` (overrides of the built-in equipment catalog).
+optional frontend fabric), ``job`` (a training job, optional: see ``job.py``) and ``catalog``
+(overrides of the built-in equipment catalog).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pydantic import BeforeValidator, Field, PositiveInt, model_validator
 
 from clusterloom.spec._base import SpecModel
 from clusterloom.spec.catalog import Catalog, builtin_catalog
+from clusterloom.spec.job import JobSpec
 
 SPEC_VERSION = 1
 
@@ -168,6 +170,7 @@ class ClusterSpec(SpecModel):
     description: str = ""
     compute: ComputeSpec
     fabrics: FabricsSpec
+    job: JobSpec | None = None
     catalog: Catalog | None = None
 
     def resolved_catalog(self) -> Catalog:

@@ -1,0 +1,102 @@
+"""The workload section of the report: step time, communication by dimension, the biggest
+costs and the traffic matrix as a heat map (an inline PNG)."""
+
+from __future__ import annotations
+
+import base64
+
+from clusterloom.report.html import _table as table
+from clusterloom.report.html import _td as td
+from clusterloom.report.html import esc
+from clusterloom.spec import ClusterSpec
+from clusterloom.units import fmt_bytes as _bytes
+from clusterloom.workload import WorkloadDesign
+from clusterloom.workload.heatmap import block_sums, heatmap_png
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.1f} ms"
+
+
+def workload_section(spec: ClusterSpec, w: WorkloadDesign) -> str:
+    assert spec.job is not None
+    job, t = spec.job, w.timing
+    sizes = ", ".join(f"{a} {w.layout.size(a)}" for a in w.layout.order)
+    lead = (
+        f"{job.model.name}: {w.shape.parameters / 1e9:,.1f}B parameters "
+        f"({w.shape.active_parameters / 1e9:,.1f}B active) on {w.layout.world:,} ranks ({sizes}; "
+        f"ZeRO {job.parallelism.zero}), {w.micro_batches} micro-batches of "
+        f"{job.batch.micro_batch} x {job.model.sequence_length} tokens. Predicted step "
+        f"{t.step_s:.3f} s = compute {t.compute_s:.3f} + pipeline bubble {t.bubble_s:.3f} + "
+        f"exposed communication {t.exposed_comm_s:.3f}; {t.bound_step_s:.3f} s with every "
+        f"collective at its bandwidth bound; MFU {t.mfu:.1%}."
+    )
+    volume = w.volume_by("dim")
+    dims = [
+        "<tr>"
+        + td(esc(dim))
+        + td(_bytes(volume[dim]), True)
+        + td(_ms(total), True)
+        + td(_ms(exposed), True)
+        + td(_ms(bound), True)
+        + "</tr>"
+        for dim, (total, exposed, bound) in t.by_dim().items()
+    ]
+    dim_table = table(
+        [
+            ("Dimension", False),
+            ("Bytes sent / step", True),
+            ("Time", True),
+            ("Exposed", True),
+            ("Bound", True),
+        ],
+        dims,
+        table_id="workload-dims",
+        css_class="workload",
+    )
+    tops = [
+        "<tr>"
+        + td(esc(o.op.name))
+        + td(str(o.op.group_size), True)
+        + td(esc(o.op.link.value))
+        + td(esc(o.op.algorithm.value))
+        + td(_bytes(o.op.nbytes), True)
+        + td(f"{o.op.per_step:g}", True)
+        + td(_ms(o.exposed_s), True)
+        + td(_ms(o.bound_step_s), True)
+        + "</tr>"
+        for o in w.top_costs(10)
+    ]
+    top_table = table(
+        [
+            ("Collective", False),
+            ("Ranks", True),
+            ("Link", False),
+            ("Algorithm", False),
+            ("Size", True),
+            ("Per step", True),
+            ("Exposed", True),
+            ("Bound", True),
+        ],
+        tops,
+        table_id="workload-top",
+        css_class="workload",
+    )
+    _, cell = block_sums(w.matrix, w.layout.world, 256)
+    picture = base64.b64encode(heatmap_png(w.matrix, w.layout.world)).decode("ascii")
+    caption = (
+        f"Bytes per step from rank (row) to rank (column), each cell {cell} consecutive rank(s), "
+        "log colour scale (dark: little, yellow: most; grey: none). Scale-out per NIC port: up "
+        f"to {w.nic.flows_max:,} flows to {w.nic.peers_max} peers, {_bytes(w.nic.bytes_max)} "
+        "per step."
+    )
+    return (
+        '<section id="workload"><h2>Workload</h2>\n'
+        f'<p class="lead">{esc(lead)}</p>\n'
+        f"<h3>Communication by dimension</h3>\n{dim_table}\n"
+        f"<h3>Biggest communication costs</h3>\n{top_table}\n"
+        '<h3>Traffic matrix</h3>\n<figure><img alt="rank-to-rank traffic heat map" '
+        f'style="width:512px;max-width:100%;image-rendering:pixelated" '
+        f'src="data:image/png;base64,{picture}"><figcaption>{esc(caption)}</figcaption>'
+        "</figure>\n</section>"
+    )
