@@ -23,17 +23,19 @@ when ``S`` is a multiple of ``n * chunks``. All-to-all rotates the remainder ins
 from position ``i`` to ``j`` gets the extra byte when ``(j - i) % n < s % n``) so that every rank
 sends and receives the same volume.
 
-Bytes sent per rank (S = nbytes, n = group size, m = nodes, L = ranks per node):
+Bytes sent per rank (S = nbytes, n = group size, m = nodes, L = ranks per node); up to the
+rounding above, with exact totals:
 
-========================== ============== ====================================================
-all-reduce ring            2(n-1)/n * S   2(n-1) steps; total exactly 2(n-1) * S
-all-reduce hierarchical    2(n-1)/n * S   of which 2(m-1)/n * S inter-node (same rail)
-all-reduce tree            sum_t H_t*deg_t  H_t: half t of each chunk; deg_t: the rank's number
-                                          of neighbours in tree t; total exactly 2(n-1) * S
-all-gather, reduce-scatter (n-1)/n * S    ring, hierarchical and pat; totals exactly (n-1) * S
-all-to-all direct          (n-1)/n * S    one step, no dependencies
-send-recv direct           S              for the sending rank of each pair
-========================== ============== ====================================================
+- all-reduce, ring and hierarchical: ``2(n-1)/n * S`` (total ``2(n-1) * S``); hierarchical
+  sends ``2(m-1)/n * S`` of it between nodes, always to the same local index (rail).
+- all-reduce, tree: ``H_0 * deg_0 + H_1 * deg_1``, with ``H_t`` the bytes of half t and
+  ``deg_t`` the rank's number of neighbours in tree t (1 for a leaf, up to 3), so between S and
+  2S per rank (2S for a leaf of one tree that is a full inner node of the other); the rank
+  receives as much; total ``2(n-1) * S``, the same as ring.
+- all-gather and reduce-scatter, ring, hierarchical and pat: ``(n-1)/n * S`` (total
+  ``(n-1) * S``). All-gather: every rank receives exactly S minus its own contribution.
+- all-to-all: ``(n-1)/n * S``, the same for every rank, sent and received.
+- send-recv: S from the first rank of each pair.
 
 The ``busbw`` factors of nccl-tests (``doc/PERFORMANCE.md``) are in :func:`bus_bandwidth_factor`.
 
@@ -48,6 +50,8 @@ tree (all-reduce)
     split into two halves (blocks 0 and 1); half ``t`` is reduced up tree ``t`` to its root and
     broadcast back down it. A rank's up-flow waits for its children's up-flows; a down-flow waits
     for the down-flow into its sender, or, from the root, for the root's children's up-flows.
+    Steps: the up-flow of a rank of height h (leaves 0) at step h, the down-flow into a rank of
+    depth d at step ``H + d - 1`` (H: the root's height); the two trees run side by side.
     Built over the group's ranks as NCCL builds it over nodes; ``ranks_per_node`` is not used.
 hierarchical (all-reduce, all-gather, reduce-scatter)
     Nodes are ``ranks_per_node`` consecutive positions; position ``p = node * L + local``. The
@@ -71,15 +75,19 @@ direct (all-to-all, send-recv)
     ``k = 1..n-1`` (NCCL's rotation, which spreads incast); a rank's share to itself is no flow.
 
 Dependencies, steps and chunks. ``dep_ptr``/``dep_idx`` are a CSR list: flow ``i`` may start once
-the flows ``dep_idx[dep_ptr[i]:dep_ptr[i+1]]`` have arrived. A flow depends on exactly the flows
-that bring it data: the flow into its sender at the previous step of a ring, the earlier inflows
-whose blocks it forwards (pat), and, at a phase boundary, the flows that made the sender's own
-data ready in the previous phase. With ``chunks > 1`` (NCCL slices on one channel) each chunk runs
-the same flows on its own part of the buffer, and a chunk's flow also depends on the same flow
-(same sender, receiver and algorithm step) of the previous chunk. ``step`` is the pipeline step:
-algorithm step ``k`` of chunk ``c`` has ``step == k + c``. Every dependency has a strictly smaller
-step, so flows of one step may run together, and flows are sorted by step (then chunk), so every
-dependency index is smaller than the flow's own index: index order is a topological order.
+the flows ``dep_idx[dep_ptr[i]:dep_ptr[i+1]]`` have arrived. A flow depends on the flows that
+brought its sender the data it sends: the flow into the sender at the previous step of a ring,
+the earlier inflows whose blocks it forwards (pat), the children's up-flows (tree), and the flows
+that made the sender's own data ready in the previous phase, where a phase sends that data (every
+reduce-scatter step; the first all-gather step). Own data is ready after a reduce-scatter phase
+once the last inflow arrived, after an all-gather phase once all inflows arrived.
+
+With ``chunks > 1`` (NCCL slices on one channel) each chunk runs the same flows on its own part
+of the buffer, and a chunk's flow also depends on the same flow (same sender, receiver and
+algorithm step) of the previous chunk. ``step`` is the pipeline step: algorithm step ``k`` of
+chunk ``c`` has ``step == k + c``. Every dependency has a strictly smaller step, so flows of one
+step may run together; flows are sorted by step (then chunk), so every dependency index is
+smaller than the flow's own index: index order is a topological order.
 
 Block annotations (for simulators and for the data-flow tests). Flow ``i`` carries chunk
 ``chunk[i]`` and, within it, the blocks ``(block[i] + k * block_stride[i]) % n_blocks`` for
@@ -110,7 +118,8 @@ __all__ = [
     "supported",
 ]
 
-I64 = NDArray[np.int64]
+_I64 = NDArray[np.int64]
+_Pos = NDArray[np.signedinteger[Any]]  # positions: int64, or int32 for the largest templates
 _E = TypeVar("_E", bound=StrEnum)
 _INT32_MAX = int(np.iinfo(np.int32).max)
 _INT64_MAX = int(np.iinfo(np.int64).max)
@@ -178,7 +187,10 @@ class Flows:
     ``chunk``, ``block``, ``block_count``, ``block_stride``, ``reduce`` and ``n_blocks`` annotate
     which part of the buffer a flow carries and what the receiver does with it (module docstring);
     :meth:`from_arrays` leaves them blank (``block == -1``, ``n_blocks == 0``).
-    Arrays built by this module are read-only.
+
+    Arrays built by this module are read-only. A column that is constant (``step``, ``dep_ptr``
+    or even ``nbytes`` of an all-to-all) may be a zero-stride broadcast view, which costs no
+    memory for millions of flows; ``np.ascontiguousarray`` gives a plain copy if one is needed.
     """
 
     src: NDArray[np.int32]
@@ -307,22 +319,22 @@ class Flows:
     def total_bytes(self) -> int:
         return int(self.nbytes.sum(dtype=np.int64))
 
-    def deps(self, i: int) -> I64:
+    def deps(self, i: int) -> _I64:
         """Indices of the flows flow ``i`` waits for."""
         return self.dep_idx[self.dep_ptr[i] : self.dep_ptr[i + 1]]
 
-    def blocks(self, i: int) -> I64:
+    def blocks(self, i: int) -> _I64:
         """The blocks (within chunk ``chunk[i]``) flow ``i`` carries; empty if not annotated."""
         if self.n_blocks <= 0 or self.block[i] < 0:
             return np.zeros(0, dtype=np.int64)
         k = np.arange(int(self.block_count[i]), dtype=np.int64)
         return (int(self.block[i]) + k * int(self.block_stride[i])) % self.n_blocks
 
-    def bytes_sent_per_rank(self, n_ranks: int) -> I64:
+    def bytes_sent_per_rank(self, n_ranks: int) -> _I64:
         """Bytes each rank ``0..n_ranks-1`` sends, summed exactly."""
         return _sum_by(self.src, self.nbytes, n_ranks)
 
-    def bytes_received_per_rank(self, n_ranks: int) -> I64:
+    def bytes_received_per_rank(self, n_ranks: int) -> _I64:
         """Bytes each rank ``0..n_ranks-1`` receives, summed exactly."""
         return _sum_by(self.dst, self.nbytes, n_ranks)
 
@@ -347,7 +359,7 @@ class Flows:
                 raise ValueError(f"flow {i} depends on a flow at the same or a later step")
 
 
-def _sum_by(key: NDArray[np.int32], weight: I64, n: int) -> I64:
+def _sum_by(key: NDArray[np.int32], weight: _I64, n: int) -> _I64:
     n = operator.index(n)
     if key.size and int(key.max()) >= n:
         raise ValueError(f"rank {int(key.max())} is outside 0..{n - 1}")
@@ -393,7 +405,7 @@ def double_binary_tree(n: int) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
     return _frozen(tree0.astype(np.int32)), _frozen(tree1.astype(np.int32))
 
 
-def _btree_parent(r: I64, n: int) -> I64:
+def _btree_parent(r: _I64, n: int) -> _I64:
     low = r & -r
     up = (r ^ low) | (low << 1)
     up = np.where(up >= n, r ^ low, up)
@@ -468,7 +480,7 @@ def _parse(kind: type[_E], value: _E | str, what: str) -> _E:
         raise ValueError(f"unknown {what} {value!r} (one of: {names})") from None
 
 
-def _check_ranks(ranks: Sequence[int] | NDArray[np.integer[Any]], *, distinct: bool) -> I64:
+def _check_ranks(ranks: Sequence[int] | NDArray[np.integer[Any]], *, distinct: bool) -> _I64:
     arr = np.asarray(ranks)
     if arr.ndim != 1:
         raise ValueError(f"ranks must be one-dimensional, got shape {arr.shape}")
@@ -484,7 +496,7 @@ def _check_ranks(ranks: Sequence[int] | NDArray[np.integer[Any]], *, distinct: b
     return out
 
 
-def _split(total: int, parts: int) -> I64:
+def _split(total: int, parts: int) -> _I64:
     """``total`` in ``parts`` integer parts, the first ``total % parts`` one larger."""
     q, r = divmod(total, parts)
     return q + (np.arange(parts, dtype=np.int64) < r)
@@ -495,17 +507,17 @@ class _Template:
     """The flows of one chunk over positions ``0..n-1``, sorted by step; ``sizes(s)`` gives
     their byte counts for a chunk of ``s`` bytes."""
 
-    src: I64
-    dst: I64
-    step: I64
-    dep_ptr: I64
-    dep_idx: I64
-    block: I64
-    count: I64
-    stride: I64
+    src: _Pos
+    dst: _Pos
+    step: _I64
+    dep_ptr: _I64
+    dep_idx: _I64
+    block: _Pos
+    count: _I64
+    stride: _I64
     reduce: NDArray[np.bool_]
     n_blocks: int
-    sizes: Callable[[int], I64]
+    sizes: Callable[[int], _I64]
 
 
 def _template(coll: Collective, algo: Algorithm, n: int, per_node: int) -> _Template:
@@ -525,20 +537,22 @@ def _template(coll: Collective, algo: Algorithm, n: int, per_node: int) -> _Temp
     return _hierarchical(coll, n, per_node)
 
 
-def _canonical_sizes(start: I64, count: I64, stride: I64, n_blocks: int) -> Callable[[int], I64]:
+def _canonical_sizes(
+    start: _I64, count: _I64, stride: _I64, n_blocks: int
+) -> Callable[[int], _I64]:
     """Byte counts of block sets ``{(start + k*stride) % P : k < count}`` for a chunk of ``s``
     bytes cut into ``P = n_blocks`` blocks by the ``array_split`` rule. Members reach at most
     ``2P - 1`` before the modulo (a wrapping run of stride 1, or a strided set that does not
     wrap)."""
 
-    def ap_count(lo: int, hi: int) -> I64:  # members of the progression in [lo, hi)
-        def below(x: int) -> I64:
-            k: I64 = -((start - x) // stride)
+    def ap_count(lo: int, hi: int) -> _I64:  # members of the progression in [lo, hi)
+        def below(x: int) -> _I64:
+            k: _I64 = -((start - x) // stride)
             return np.minimum(np.maximum(k, 0), count)
 
         return below(hi) - below(lo)
 
-    def sizes(s: int) -> I64:
+    def sizes(s: int) -> _I64:
         q, r = divmod(s, n_blocks)
         if single:
             return q + (start < r).astype(np.int64)
@@ -550,6 +564,7 @@ def _canonical_sizes(start: I64, count: I64, stride: I64, n_blocks: int) -> Call
 
 
 # --- ring phases (ring and hierarchical) ------------------------------------------------------
+
 
 class _Phases:
     """Ring phases run one after another over groups of positions.
@@ -569,7 +584,7 @@ class _Phases:
         self.ready = np.zeros((n, 0), dtype=np.int64)
 
     def ring(
-        self, groups: I64, *, reduce: bool, scale: int, offset: int, count: int, stride: int
+        self, groups: _I64, *, reduce: bool, scale: int, offset: int, count: int, stride: int
     ) -> None:
         """One ring reduce-scatter (``reduce``) or all-gather over each row of ``groups``.
 
@@ -678,9 +693,9 @@ def _pat_all_gather(n: int) -> _Template:
     """Bruck all-gather: step k, position i sends blocks i-c+1..i to i + 2^k (module doc)."""
     n_steps = (n - 1).bit_length()  # ceil(log2 n)
     i = np.arange(n, dtype=np.int64)
-    cols: dict[str, list[I64]] = {n_: [] for n_ in ("src", "dst", "step", "block", "count")}
-    deg: list[I64] = []
-    idx: list[I64] = []
+    cols: dict[str, list[_I64]] = {n_: [] for n_ in ("src", "dst", "step", "block", "count")}
+    deg: list[_I64] = []
+    idx: list[_I64] = []
     for k in range(n_steps):
         d = 1 << k
         c = min(d, n - d)
@@ -749,8 +764,8 @@ def _mirror(ag: _Template) -> _Template:
 
 def _tree(n: int) -> _Template:
     """Double binary tree all-reduce: half t up and down tree t (module docstring)."""
-    parts: list[tuple[I64, ...]] = []  # per tree: src, dst, step, tree, up flag
-    pairs: list[tuple[I64, I64]] = []  # (flow, prerequisite), indices before sorting
+    parts: list[tuple[_I64, ...]] = []  # per tree: src, dst, step, tree, up flag
+    pairs: list[tuple[_I64, _I64]] = []  # (flow, prerequisite), indices before sorting
     base = 0
     for t, parent32 in enumerate(double_binary_tree(n)):
         parent = parent32.astype(np.int64)
@@ -810,7 +825,7 @@ def _tree(n: int) -> _Template:
     )
 
 
-def _levels(parent: I64) -> tuple[I64, I64]:
+def _levels(parent: _I64) -> tuple[_I64, _I64]:
     """Height (leaves 0) and depth (root 0) of every node of a tree given by parents."""
     child = np.flatnonzero(parent >= 0)
     height = np.zeros(parent.shape[0], dtype=np.int64)
@@ -831,30 +846,43 @@ def _levels(parent: I64) -> tuple[I64, I64]:
 def _all_to_all(n: int) -> _Template:
     """Position i sends to i + k for k = 1..n-1, the share of block i + k, all at step 0."""
     f = n * (n - 1)
-    src = np.repeat(np.arange(n, dtype=np.int64), n - 1)
-    offset = np.tile(np.arange(1, n, dtype=np.int64), n)
-    dst = src + offset
-    dst[dst >= n] -= n
-    zeros = np.zeros(f, dtype=np.int64)
-    ones = np.ones(f, dtype=np.int64)
+    src = np.repeat(np.arange(n, dtype=np.int32), n - 1)  # int32: n(n-1) flows can be many
+    dst = np.arange(n, dtype=np.int32)[:, None] + np.arange(1, n, dtype=np.int32)[None, :]
+    np.subtract(dst, n, out=dst, where=dst >= n)
 
-    def sizes(s: int) -> I64:  # rotated remainder: offset d gets s//n + (d < s % n)
+    def sizes(s: int) -> _I64:  # rotated remainder: offset k gets s//n + (k < s % n)
         q, r = divmod(s, n)
-        return q + (offset < r).astype(np.int64)
+        if not r:
+            return _const(q, f)
+        out = np.full(f, q, dtype=np.int64)
+        out += np.tile(np.arange(1, n) < r, n)
+        return out
 
     return _Template(
         src=src,
-        dst=dst,
-        step=zeros,
-        dep_ptr=np.zeros(f + 1, dtype=np.int64),
+        dst=dst.reshape(-1),
+        step=_const(0, f),
+        dep_ptr=_const(0, f + 1),
         dep_idx=np.zeros(0, dtype=np.int64),
-        block=dst,
-        count=ones,
-        stride=ones,
-        reduce=np.zeros(f, dtype=np.bool_),
+        block=dst.reshape(-1),
+        count=_const(1, f),
+        stride=_const(1, f),
+        reduce=_const(False, f, np.bool_),
         n_blocks=n,
         sizes=sizes,
     )
+
+
+def _const(value: int | bool, size: int, dtype: type[np.generic] = np.int64) -> NDArray[Any]:
+    """A read-only constant column that takes no memory (a broadcast view of one value)."""
+    return np.broadcast_to(np.array(value, dtype=dtype), (size,))
+
+
+def _as32(a: NDArray[Any]) -> NDArray[np.int32]:
+    """``a`` as int32, keeping constant broadcast columns as views."""
+    if a.ndim == 1 and a.size and a.strides[0] == 0:
+        return np.broadcast_to(a[:1].astype(np.int32).reshape(()), a.shape)
+    return a.astype(np.int32, copy=False)
 
 
 def _send_recv(n: int) -> _Template:
@@ -879,25 +907,29 @@ def _send_recv(n: int) -> _Template:
 # --- chunks -----------------------------------------------------------------------------------
 
 
-def _assemble(t: _Template, ranks: I64, chunk_sizes: I64) -> Flows:
+def _assemble(t: _Template, ranks: _I64, chunk_sizes: _I64) -> Flows:
     """Replicate the template once per chunk, order flows by (step, chunk), map positions to
     ranks. Chunk c's copy of a flow also waits for chunk c-1's copy of the same flow."""
     f = t.src.shape[0]
     n_chunks = chunk_sizes.shape[0]
-    rank32 = ranks.astype(np.int32)
+    if np.array_equal(ranks, np.arange(ranks.shape[0])):  # positions are the ranks
+        src, dst = _as32(t.src), _as32(t.dst)
+    else:
+        rank32 = ranks.astype(np.int32)
+        src, dst = rank32[t.src], rank32[t.dst]
     cols: dict[str, NDArray[Any]] = dict(
-        src=rank32[t.src],
-        dst=rank32[t.dst],
-        block=t.block.astype(np.int32),
-        block_count=t.count.astype(np.int32),
-        block_stride=t.stride.astype(np.int32),
+        src=src,
+        dst=dst,
+        block=_as32(t.block),
+        block_count=_as32(t.count),
+        block_stride=_as32(t.stride),
         reduce=t.reduce,
     )
     if n_chunks == 1:
         cols.update(
             nbytes=t.sizes(int(chunk_sizes[0])),
-            step=t.step.astype(np.int32),
-            chunk=np.zeros(f, dtype=np.int32),
+            step=_as32(t.step),
+            chunk=_const(0, f, np.int32),
             dep_ptr=t.dep_ptr,
             dep_idx=t.dep_idx,
         )
@@ -909,7 +941,7 @@ def _assemble(t: _Template, ranks: I64, chunk_sizes: I64) -> Flows:
 
 
 def _pipeline(
-    t: _Template, cols: dict[str, NDArray[Any]], chunk_sizes: I64
+    t: _Template, cols: dict[str, NDArray[Any]], chunk_sizes: _I64
 ) -> dict[str, NDArray[Any]]:
     """The columns of one template copy per chunk, in (step, chunk) order.
 
@@ -928,7 +960,7 @@ def _pipeline(
     run_out[order] = np.concatenate([[0], np.cumsum(run_len)[:-1]])
     within = np.arange(f, dtype=np.int64) - bounds[t.step]
 
-    def stitch(per_chunk: list[NDArray[Any]], cuts: list[I64] | None = None) -> NDArray[Any]:
+    def stitch(per_chunk: list[NDArray[Any]], cuts: list[_I64] | None = None) -> NDArray[Any]:
         """Runs of the per-chunk arrays (template order); ``cuts[c]`` are their step bounds."""
         b = [bounds] * n_chunks if cuts is None else cuts
         return np.concatenate([per_chunk[c][b[c][k] : b[c][k + 1]] for c, k in runs])
@@ -948,8 +980,8 @@ def _pipeline(
     owner = np.repeat(np.arange(f, dtype=np.int64), t_deg)
     moved = np.arange(t.dep_idx.shape[0], dtype=np.int64) + owner + 1
     first = t.dep_ptr[:-1] + np.arange(f, dtype=np.int64)
-    entries: list[I64] = []
-    cuts: list[I64] = []
+    entries: list[_I64] = []
+    cuts: list[_I64] = []
     prev = np.zeros(0, dtype=np.int64)
     for c in range(n_chunks):
         pos = run_out[c * n_steps + t.step] + within  # output index of (c, x)
