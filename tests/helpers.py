@@ -127,3 +127,33 @@ def kport_plan(
         catalog_switches={"kport": switch_entry(radix, speed_gbps)},
         **kwargs,
     )
+
+
+def job_spec(accelerators: int = 16, per_node: int = 8, **job: object) -> str:
+    doc = {
+        "version": 1,
+        "name": "job",
+        "compute": {
+            "accelerators": accelerators,
+            "accelerators_per_node": per_node,
+            "scale_up": {"domain_size": per_node, "bandwidth_gbps": 3600},
+            "nic": {"ports_per_accelerator": 1, "port_speed_gbps": 400},
+        },
+        "fabrics": {"backend": {"switch": "sn5600"}},
+        "job": {
+            "model": {
+                "layers": 8,
+                "hidden": 1024,
+                "ffn_hidden": 4096,
+                "heads": 16,
+                "vocab": 32000,
+                "sequence_length": 2048,
+            },
+            "batch": {"global_batch": 64, "micro_batch": 1},
+            "parallelism": {"tp": 2, "pp": 4},
+            "compute": {"peak_tflops": 1000, "utilisation": 0.5},
+        },
+    }
+    for key, value in job.items():
+        doc["job"][key] = value  # type: ignore[index]
+    return yaml.safe_dump(doc)

@@ -121,3 +121,27 @@ def test_fabric_on_examples(name: str) -> None:
     result = runner.invoke(app, ["fabric", "--example", name])
     assert result.exit_code == 0, result.output
     assert "options compared" in result.stdout
+
+
+def test_workload_command_prints_the_step(tmp_path: Path) -> None:
+    from helpers import job_spec
+
+    result = runner.invoke(app, ["workload", str(_write(tmp_path, job_spec()))])
+    assert result.exit_code == 0, result.output
+    assert "step time" in result.stdout and "Biggest communication costs" in result.stdout
+    no_job = runner.invoke(app, ["workload", str(_write(tmp_path, SMALL, "nojob.yaml"))])
+    assert no_job.exit_code == 2
+    assert no_job.stderr.strip().splitlines() == [
+        "error: job: this spec has no job section to derive traffic from"
+    ]
+
+
+def test_bad_job_is_one_line_per_problem(tmp_path: Path) -> None:
+    from helpers import job_spec
+
+    bad = job_spec(parallelism={"tp": 2, "pp": 4, "dp": 4})
+    result = runner.invoke(app, ["workload", str(_write(tmp_path, bad))])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert any(line.startswith("error: job.parallelism: tp 2 x pp 4 x cp 1 x dp 4") for line in lines)
+    assert "Traceback" not in result.output

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,36 +23,7 @@ from clusterloom.workload import (
     training_flops_per_token,
 )
 from clusterloom.workload.timing import bandwidths, call_time
-
-
-def job_spec(accelerators: int = 16, per_node: int = 8, **job: object) -> str:
-    doc = {
-        "version": 1,
-        "name": "job",
-        "compute": {
-            "accelerators": accelerators,
-            "accelerators_per_node": per_node,
-            "scale_up": {"domain_size": per_node, "bandwidth_gbps": 3600},
-            "nic": {"ports_per_accelerator": 1, "port_speed_gbps": 400},
-        },
-        "fabrics": {"backend": {"switch": "sn5600"}},
-        "job": {
-            "model": {
-                "layers": 8,
-                "hidden": 1024,
-                "ffn_hidden": 4096,
-                "heads": 16,
-                "vocab": 32000,
-                "sequence_length": 2048,
-            },
-            "batch": {"global_batch": 64, "micro_batch": 1},
-            "parallelism": {"tp": 2, "pp": 4},
-            "compute": {"peak_tflops": 1000, "utilisation": 0.5},
-        },
-    }
-    for key, value in job.items():
-        doc["job"][key] = value  # type: ignore[index]
-    return yaml.safe_dump(doc)
+from helpers import job_spec
 
 
 def test_megatron_rank_groups_reference() -> None:
@@ -224,3 +194,24 @@ def test_examples_with_jobs_run_end_to_end() -> None:
     moe = design_workload(parse_spec(example_text("moe-2k")))
     ep = [op for op in moe.ops if op.dim == "ep"]
     assert ep and all(op.link is LinkClass.MIXED and op.group_size == 64 for op in ep)
+
+
+def test_zero_stages_change_the_data_parallel_traffic() -> None:
+    """ZeRO 0 all-reduces the gradients (2(n-1)/n S per rank); ZeRO 1 reduce-scatters gradients
+    and all-gathers weights (the same volume at equal precision); ZeRO 3 all-gathers weights
+    twice per micro-batch and reduce-scatters gradients once per micro-batch."""
+    volumes = {}
+    for zero in (0, 1, 3):
+        spec = parse_spec(job_spec(parallelism={"tp": 2, "pp": 4, "zero": zero}))
+        dp_ops = [op for op in step_ops(spec) if op.dim == "dp"]
+        volumes[zero] = sum(op.bytes_per_step for op in dp_ops)
+        if zero == 3:
+            micro = 32
+            names = {op.name: op.per_step for op in dp_ops}
+            assert names == {
+                "FSDP dense weight all-gather (forward)": micro,
+                "FSDP dense weight all-gather (backward)": micro,
+                "FSDP dense gradient reduce-scatter": micro,
+            }
+    assert volumes[0] == pytest.approx(volumes[1], rel=1e-6)
+    assert volumes[3] == pytest.approx(volumes[1] * 3 * 32 / 2, rel=1e-6)

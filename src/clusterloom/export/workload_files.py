@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -102,20 +103,25 @@ def write_traffic_matrix(w: WorkloadDesign, path: StrPath) -> Path:
 
 
 def write_flows(w: WorkloadDesign, path: StrPath) -> Path:
-    """All flow arrays of ``w.flows`` plus the op names, as an uncompressed ``.npz``."""
+    """All flow arrays of ``w.flows`` plus the op names, as an uncompressed ``.npz`` that
+    ``numpy.load`` reads. Written with fixed zip timestamps (``numpy.savez`` stamps the current
+    time) so that the same spec gives the same bytes."""
     f = w.flows
-    with atomic_open(path, "wb") as fh:
-        np.savez(
-            fh,
-            op=f.op,
-            src=f.src,
-            dst=f.dst,
-            nbytes=f.nbytes,
-            step=f.step,
-            port=f.port,
-            dep_ptr=f.dep_ptr,
-            dep_idx=f.dep_idx,
-            per_step=f.per_step,
-            op_name=np.array([op.name for op in w.ops]),
-        )
+    arrays = {
+        "op": f.op,
+        "src": f.src,
+        "dst": f.dst,
+        "nbytes": f.nbytes,
+        "step": f.step,
+        "port": f.port,
+        "dep_ptr": f.dep_ptr,
+        "dep_idx": f.dep_idx,
+        "per_step": f.per_step,
+        "op_name": np.array([op.name for op in w.ops]),
+    }
+    with atomic_open(path, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED) as zf:
+        for name, array in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with zf.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.ascontiguousarray(array))
     return Path(path)

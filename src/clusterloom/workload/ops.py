@@ -296,15 +296,16 @@ def step_ops(spec: ClusterSpec) -> tuple[CollectiveOp, ...]:
                 g,
             )
         else:
-            add(
-                dim,
-                f"FSDP {kind} weight all-gather",
-                "forward",
-                Collective.ALL_GATHER,
-                weights * param,
-                2 * micro,
-                g,
-            )
+            for phase in ("forward", "backward"):
+                add(
+                    dim,
+                    f"FSDP {kind} weight all-gather ({phase})",
+                    phase,
+                    Collective.ALL_GATHER,
+                    weights * param,
+                    micro,
+                    g,
+                )
             add(
                 dim,
                 f"FSDP {kind} gradient reduce-scatter",
