@@ -143,5 +143,7 @@ def test_bad_job_is_one_line_per_problem(tmp_path: Path) -> None:
     result = runner.invoke(app, ["workload", str(_write(tmp_path, bad))])
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
-    assert any(line.startswith("error: job.parallelism: tp 2 x pp 4 x cp 1 x dp 4") for line in lines)
+    assert any(
+        line.startswith("error: job.parallelism: tp 2 x pp 4 x cp 1 x dp 4") for line in lines
+    )
     assert "Traceback" not in result.output
