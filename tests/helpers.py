@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from clusterloom.fabric.sizing import FabricPlan, plan_fabric
+from clusterloom.pipeline import Design, run_design
 from clusterloom.spec import ClusterSpec, parse_spec
 
 #: A small valid spec: two 8-GPU nodes on one InfiniBand leaf pair.
@@ -157,3 +158,22 @@ def job_spec(accelerators: int = 16, per_node: int = 8, **job: object) -> str:
     for key, value in job.items():
         doc["job"][key] = value  # type: ignore[index]
     return yaml.safe_dump(doc)
+
+
+#: 4,096 GPUs with 2 x 400G: the 1 x 800G variant cannot be built in 2 tiers (an option shown
+#: as infeasible, with its reason)
+OPTIONS_SPEC = """\
+version: 1
+name: options-4k
+compute:
+  accelerators: 4096
+  accelerators_per_node: 8
+  nic: {ports_per_accelerator: 2, port_speed_gbps: 400}
+fabrics:
+  backend: {switch: sn5600}
+"""
+
+
+def design_of(text: str) -> Design:
+    """Run every stage on the spec ``text``."""
+    return run_design(parse_spec(text))

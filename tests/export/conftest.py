@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from export_specs import DEMO_SPEC, IB_SPEC, OPTIONS_SPEC, design_of
+from export_specs import DEMO_SPEC, IB_SPEC
 
 from clusterloom import Design
+from helpers import OPTIONS_SPEC, design_of
 
 
 @pytest.fixture(scope="session")

@@ -3,8 +3,6 @@ breakout and infeasible options. Each builds in well under a second."""
 
 from __future__ import annotations
 
-from clusterloom import Design, parse_spec, run_design
-
 #: 1,024 GPUs on a rail-optimized backend (sn5600 at 400G: breakout factor 2) and a fat-tree
 #: frontend of two planes (tomahawk4 at 200G).
 DEMO_SPEC = """\
@@ -31,20 +29,3 @@ compute:
 fabrics:
   backend: {switch: qm9700, tiers: 3}
 """
-
-#: 4,096 GPUs with 2 x 400G: the 1 x 800G variant cannot be built in 2 tiers (an infeasible
-#: option with its reason).
-OPTIONS_SPEC = """\
-version: 1
-name: options-4k
-compute:
-  accelerators: 4096
-  accelerators_per_node: 8
-  nic: {ports_per_accelerator: 2, port_speed_gbps: 400}
-fabrics:
-  backend: {switch: sn5600}
-"""
-
-
-def design_of(text: str) -> Design:
-    return run_design(parse_spec(text))

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from export_specs import DEMO_SPEC, design_of
+from export_specs import DEMO_SPEC
 from schema_check import validate
 
 from clusterloom import Design
@@ -22,6 +22,7 @@ from clusterloom.export.design_json import (
     design_schema_json,
     write_design_json,
 )
+from helpers import design_of
 
 
 def keys_of(node: Any) -> set[str]:

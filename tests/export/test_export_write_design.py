@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from export_specs import DEMO_SPEC, design_of
+from export_specs import DEMO_SPEC
 
 import clusterloom.export as export
 from clusterloom import Design
 from clusterloom.export import graph as graph_module
 from clusterloom.export import write_design
+from helpers import design_of
 
 EXPECTED = [
     "design.json",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from clusterloom import Design, parse_spec, run_design
-
 #: both fabrics, several planes on the frontend
 TWO_FABRIC_SPEC = """\
 version: 1
@@ -37,19 +35,3 @@ catalog:
       port_speed_gbps: 400
       power_w: 500
 """
-
-#: an option that cannot be built (1 x 800G in 2 tiers for 4,096 GPUs)
-OPTIONS_SPEC = """\
-version: 1
-name: options-4k
-compute:
-  accelerators: 4096
-  accelerators_per_node: 8
-  nic: {ports_per_accelerator: 2, port_speed_gbps: 400}
-fabrics:
-  backend: {switch: sn5600}
-"""
-
-
-def design_of(text: str) -> Design:
-    return run_design(parse_spec(text))

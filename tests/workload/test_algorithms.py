@@ -582,71 +582,47 @@ def test_direct_delivers_every_share_once(case: Case) -> None:
 # --- double binary tree -----------------------------------------------------------------------
 
 
-def nccl_btree(nranks: int, rank: int) -> tuple[int, int, int]:
-    """Parent and children of ``rank``: a line-by-line port of NCCL's ``ncclGetBtree``."""
-    bit = 1
-    while bit < nranks:
-        if bit & rank:
-            break
-        bit <<= 1
-    if rank == 0:
-        return -1, -1, (bit >> 1 if nranks > 1 else -1)
-    up = (rank ^ bit) | (bit << 1)
-    if up >= nranks:
-        up = rank ^ bit
-    lowbit = bit >> 1
-    down0 = -1 if lowbit == 0 else rank - lowbit
-    down1 = -1 if lowbit == 0 else rank + lowbit
-    while down1 >= nranks:
-        down1 = -1 if lowbit == 0 else rank + lowbit
-        lowbit >>= 1
-    return up, down0, down1
-
-
-def nccl_dtree(nranks: int, rank: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """Port of NCCL's ``ncclGetDtree``: tree 0 and the mirrored (even) or shifted (odd) tree 1."""
-    if nranks % 2:
-        u, d0, d1 = nccl_btree(nranks, (rank - 1 + nranks) % nranks)
-        tree1 = tuple(-1 if x == -1 else (x + 1) % nranks for x in (u, d0, d1))
-    else:
-        u, d0, d1 = nccl_btree(nranks, nranks - 1 - rank)
-        tree1 = tuple(-1 if x == -1 else nranks - 1 - x for x in (u, d0, d1))
-    return nccl_btree(nranks, rank), tree1  # type: ignore[return-value]
-
-
 def test_double_binary_tree_for_12_ranks() -> None:
-    """NCCL's picture (src/graph/trees.cc)::
-
-        0---------------8                   3----------------11
-                 ______/ \\                 / \\______
-                4         \\               /         7
-              /   \\        \\             /        /   \\
-            2       6       10         1        5      9
-           / \\     / \\     /  \\       / \\      / \\    / \\
-          1   3   5   7   9   11     0   2    4   6  8   10
-    """
+    """Tree 0 for 12 ranks: 0 -> 8; 8 -> 4, 10; 4 -> 2, 6; 2 -> 1, 3; 6 -> 5, 7; 10 -> 9, 11.
+    Tree 1 is its mirror image (r -> 11 - r): 11 -> 3; 3 -> 7, 1; and so on."""
     tree0, tree1 = double_binary_tree(12)
     assert tree0.tolist() == [-1, 2, 4, 2, 8, 6, 4, 6, 0, 10, 8, 10]
     assert tree1.tolist() == [1, 3, 1, 11, 5, 7, 5, 3, 9, 7, 9, -1]
 
 
+def _children(parent: np.ndarray, r: int) -> list[int]:
+    return sorted(np.flatnonzero(parent == r).tolist())
+
+
 @pytest.mark.parametrize("n", range(1, 130))
-def test_double_binary_tree_matches_nccl(n: int) -> None:
-    trees = double_binary_tree(n)
-    for t, parent in enumerate(trees):
-        for r in range(n):
-            up, d0, d1 = nccl_dtree(n, r)[t]
-            assert parent[r] == up
-            assert sorted(np.flatnonzero(parent == r).tolist()) == sorted({d0, d1} - {-1})
-        # a tree: one root that every rank reaches, at most two children each
+def test_double_binary_tree_structure(n: int) -> None:
+    """Properties that define the construction, checked independently of the formula:
+    tree 0 is rooted at 0 whose only child is the largest power of two below n, and below that
+    it is an in-order binary search tree over 1..n-1 (left child < parent < right child) of
+    logarithmic height; tree 1 is tree 0 mirrored (even n) or shifted by one (odd n); the two
+    are complementary (no rank is a leaf in both)."""
+    tree0, tree1 = double_binary_tree(n)
+    for parent in (tree0, tree1):
         assert np.count_nonzero(parent < 0) == 1
         assert np.bincount(parent[parent >= 0], minlength=n).max(initial=0) <= 2
-        for r in range(n):
-            x, steps = r, 0
-            while parent[x] >= 0:
-                x, steps = int(parent[x]), steps + 1
-                assert steps <= n
-    inner = [np.bincount(p[p >= 0], minlength=n) > 0 for p in trees]
+    if n > 1:
+        assert _children(tree0, 0) == [1 << (n - 1).bit_length() - 1]
+    height = 0
+    for r in range(1, n):
+        kids = _children(tree0, r)
+        if len(kids) == 2:
+            assert kids[0] < r < kids[1]
+        x, depth = r, 0
+        while tree0[x] >= 0:
+            x, depth = int(tree0[x]), depth + 1
+        assert x == 0
+        height = max(height, depth)
+    assert height <= max(1, (n - 1).bit_length())
+    map1 = (lambda r: n - 1 - r) if n % 2 == 0 else (lambda r: (r + 1) % n)
+    for r in range(n):
+        up = int(tree0[r])
+        assert tree1[map1(r)] == (-1 if up < 0 else map1(up))
+    inner = [np.bincount(p[p >= 0], minlength=n) > 0 for p in (tree0, tree1)]
     assert not np.any(~inner[0] & ~inner[1]) or n == 1  # no rank is a leaf in both
     both = np.flatnonzero(inner[0] & inner[1]).tolist()
     assert both == ([] if n % 2 == 0 or n == 1 else [0])

@@ -381,15 +381,8 @@ def double_binary_tree(n: int) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
     odd n too, except rank 0, inner in both (the root of tree 0 has a single child). Each node
     has at most two children.
 
-    For n = 12::
-
-        0---------------8                   3----------------11
-                 ______/ \\                 / \\______
-                4         \\               /         7
-              /   \\        \\             /        /   \\
-            2       6       10         1        5      9
-           / \\     / \\     /  \\       / \\      / \\    / \\
-          1   3   5   7   9   11     0   2    4   6  8   10
+    For n = 12, tree 0 is 0 -> 8; 8 -> 4, 10; 4 -> 2, 6; 2 -> 1, 3; 6 -> 5, 7; 10 -> 9, 11,
+    and tree 1 its mirror image rooted at 11.
     """
     n = operator.index(n)
     if n < 1:
