@@ -215,3 +215,28 @@ def test_zero_stages_change_the_data_parallel_traffic() -> None:
             }
     assert volumes[0] == pytest.approx(volumes[1], rel=1e-6)
     assert volumes[3] == pytest.approx(volumes[1] * 3 * 32 / 2, rel=1e-6)
+
+
+def test_expert_and_context_groups_follow_the_order() -> None:
+    """Order tp-cp-ep-dp-pp on 16 ranks with tp 2, cp 2, ep 2, edp 2 (dp 4): TP pairs are
+    consecutive; CP pairs 2 apart; EP pairs 4 apart (expert parallel inside data parallel);
+    expert-data-parallel pairs 8 apart; the dense gradient group (cp, ep, edp) spans every rank
+    of one TP index."""
+    from clusterloom.workload.layout import Layout
+
+    layout = Layout(("tp", "cp", "ep", "edp", "pp"), (2, 2, 2, 2, 1), 8)
+    assert layout.groups("tp")[:2].tolist() == [[0, 1], [2, 3]]
+    assert layout.groups("cp")[:2].tolist() == [[0, 2], [1, 3]]
+    assert layout.groups("ep")[:2].tolist() == [[0, 4], [1, 5]]
+    assert layout.groups("edp")[:2].tolist() == [[0, 8], [1, 9]]
+    assert sorted(layout.groups("cp", "ep", "edp").tolist()) == [
+        list(range(0, 16, 2)),
+        list(range(1, 16, 2)),
+    ]
+    # pp outermost in the default order: with pp 2 the second stage starts at rank 16
+    two_stages = Layout(("tp", "cp", "ep", "edp", "pp"), (2, 2, 2, 2, 2), 8)
+    assert two_stages.groups("pp")[0].tolist() == [0, 16]
+    # another order puts pp inside dp: tp-pp-cp-ep-dp
+    other = Layout(("tp", "pp", "cp", "ep", "edp"), (2, 2, 1, 1, 2), 8)
+    assert other.groups("pp")[0].tolist() == [0, 2]
+    assert other.groups("edp")[0].tolist() == [0, 4]
