@@ -15,6 +15,7 @@ from rich.console import Console
 
 if TYPE_CHECKING:
     from clusterloom.pipeline import Design
+    from clusterloom.sim.flow.traffic import Traffic
     from clusterloom.spec import ClusterSpec
 
 app = typer.Typer(
@@ -154,6 +155,104 @@ def workload(spec: SpecArg = None, example: ExampleOpt = None) -> None:
         render.workload(out, cluster, design_workload(cluster))
 
     _guard(run)
+
+
+@app.command()
+def simulate(
+    spec: SpecArg = None,
+    example: ExampleOpt = None,
+    traffic: Annotated[
+        str,
+        typer.Option(
+            help="permutation | all-to-all | incast | ring | step (the job's step) | htsim:FILE"
+        ),
+    ] = "permutation",
+    size: Annotated[
+        str,
+        typer.Option(
+            help="bytes per flow (permutation, all-to-all, incast) or per rank buffer (ring)"
+        ),
+    ] = "2MB",
+    transports: Annotated[
+        str, typer.Option("--transport", help="comma-separated transports to compare")
+    ] = "roce-ecmp,mrc-spray,receiver-driven,ideal",
+    fail: Annotated[
+        list[str] | None,
+        typer.Option(help="KIND:TARGET@START[-END][*FRACTION], e.g. link:17@1ms; repeatable"),
+    ] = None,
+    hosts: Annotated[int | None, typer.Option(help="hosts taking part (default: all)")] = None,
+    seed: Annotated[int, typer.Option(help="seed of random traffic and hashing")] = 0,
+) -> None:
+    """Simulate traffic on the backend fabric with each transport (flow level) and compare."""
+
+    def run_all() -> None:
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        from clusterloom.cli import render
+        from clusterloom.fabric import generate, plan_fabric
+        from clusterloom.sim.flow.paths import build_router
+        from clusterloom.sim.flow.run import parse_failure, parse_size, run, summarize
+        from clusterloom.sim.flow.transports import transport
+
+        cluster = _load(spec, example)
+        topology = generate(plan_fabric(cluster))
+        chosen = [transport(name.strip()) for name in transports.split(",") if name.strip()]
+        failures = tuple(parse_failure(f, topology) for f in fail or ())
+        load = _traffic(cluster, traffic, parse_size(size), hosts, seed, topology.plan.hosts)
+        router = build_router(topology)
+        summaries = []
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as progress:
+            for tr in chosen:
+                progress.add_task(f"{tr.name}: {len(load):,} flows", total=None)
+                result = run(topology, load, tr, failures, seed=seed, router=router)
+                summaries.append(summarize(tr.name, result))
+        render.simulation(out, summaries, traffic, len(load), failures)
+
+    _guard(run_all)
+
+
+def _traffic(
+    cluster: ClusterSpec, kind: str, nbytes: int, hosts: int | None, seed: int, fabric_hosts: int
+) -> Traffic:
+    from clusterloom.errors import Problem, SpecError
+    from clusterloom.sim.flow import traffic as tr
+    from clusterloom.sim.flow.htsim import read_htsim
+
+    n = hosts or fabric_hosts
+    if n > fabric_hosts or n < 2:
+        raise SpecError([Problem("--hosts", f"between 2 and the fabric's {fabric_hosts} hosts")])
+    if kind == "permutation":
+        return tr.permutation(n, nbytes, seed=seed)
+    if kind == "all-to-all":
+        return tr.all_to_all(n, nbytes)
+    if kind == "incast":
+        return tr.incast(n - 1, nbytes, receiver=n - 1, n_hosts=n)
+    if kind == "ring":
+        return tr.ring_all_reduce(n, nbytes)
+    if kind == "step":
+        from clusterloom.workload import design_workload
+
+        if cluster.job is None:
+            raise SpecError([Problem("--traffic", "step traffic needs a job section in the spec")])
+        w = design_workload(cluster)
+        return tr.from_step_flows(w.flows, w.ops, n_hosts=w.layout.world)
+    if kind.startswith("htsim:"):
+        return read_htsim(kind.split(":", 1)[1])
+    raise SpecError(
+        [
+            Problem(
+                "--traffic",
+                f"unknown traffic '{kind}'; use permutation, "
+                "all-to-all, incast, ring, step or htsim:FILE",
+            )
+        ]
+    )
 
 
 @app.command()

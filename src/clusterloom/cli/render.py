@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -13,6 +14,9 @@ from clusterloom.pipeline import Design
 from clusterloom.spec import ClusterSpec
 from clusterloom.units import fmt_bytes as _bytes
 from clusterloom.workload import WorkloadDesign
+
+if TYPE_CHECKING:
+    from clusterloom.sim.flow.run import Failure, Summary
 
 
 def _ms(seconds: float) -> str:
@@ -190,3 +194,39 @@ def design_summary(console: Console, design: Design) -> None:
 
 def timings(console: Console, design: Design) -> None:
     console.print("stage times: " + ", ".join(f"{s} {t:.2f}s" for s, t in design.timings_s))
+
+
+def simulation(
+    console: Console,
+    summaries: list[Summary],
+    traffic: str,
+    flows: int,
+    failures: tuple[Failure, ...],
+) -> None:
+    ideal = next((s for s in summaries if s.transport == "ideal"), None)
+    title = f"{traffic}: {flows:,} flows" + (
+        f", failures: {', '.join(f.label for f in failures)}" if failures else ""
+    )
+    table = Table(
+        "transport",
+        "finished",
+        "completion ms",
+        "FCT p50 ms",
+        "FCT p99 ms",
+        "FCT max ms",
+        "vs ideal",
+        title=title,
+        title_justify="left",
+    )
+    for s in summaries:
+        ratio = f"{s.makespan_ps / ideal.makespan_ps:.2f}x" if ideal and ideal.makespan_ps else "-"
+        table.add_row(
+            s.transport,
+            f"{s.finished:,}/{s.flows:,}",
+            f"{s.makespan_ps / 1e9:,.3f}",
+            f"{s.fct_p50_ps / 1e9:,.3f}",
+            f"{s.fct_p99_ps / 1e9:,.3f}",
+            f"{s.fct_max_ps / 1e9:,.3f}",
+            ratio,
+        )
+    console.print(table)

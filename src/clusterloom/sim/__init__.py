@@ -1,0 +1,1 @@
+"""Simulators: a flow-level (fluid) engine now; a packet-level engine later."""

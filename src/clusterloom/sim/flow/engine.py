@@ -1,0 +1,956 @@
+"""A deterministic, vectorized, event-driven FLUID simulator with max-min fair rates.
+
+The engine knows nothing about topologies or transports. A transport hands it
+
+- ``capacity``: bytes per second of every DIRECTED link (float64);
+- a :class:`FlowSet`: bytes to move, earliest start (int64 picoseconds), dependencies (CSR) and
+  whether each flow is *coupled*;
+- a :class:`UnitSet`: the allocation units, CSR over links. Unit ``u`` belongs to flow
+  ``unit_flow[u]``, crosses links ``unit_link[unit_ptr[u]:unit_ptr[u+1]]`` (each once) and
+  carries the fraction ``unit_share[u]`` of its flow (per flow the shares sum to 1).
+
+Max-min entities
+    A coupled flow is ONE entity of rate ``r``; its load on link ``l`` is ``r`` times the sum of
+    the shares of its units crossing ``l`` (a sprayed flow with a fixed split). An uncoupled
+    flow makes each unit its own entity carrying ``share * size`` bytes; the flow completes
+    when all its units have (several ECMP queue pairs). With ``A[l, e]`` the load on link ``l``
+    per unit rate of entity ``e``, rates come from progressive filling (water-filling): all
+    unfrozen entities rise together, the first link(s) to saturate freeze the entities crossing
+    them, repeat. Each round is a handful of numpy operations over the sparse matrix built with
+    scipy.sparse (no per-entity Python loop). A link counts as saturated in a round when its
+    saturation level is within a relative :data:`RTOL_SATURATED` (1e-9) of the round's level,
+    so links that tie up to floating error freeze together. An entity crossing a zero-capacity
+    link is stalled (rate 0) and does not hold others back. ``UnitSet.cap`` caps a unit's rate
+    (bytes/s, e.g. a receiver-paced share); a coupled flow's rate is capped at
+    ``min(cap[u] / share[u])`` over its units, so no unit ever exceeds its cap.
+
+Events and time
+    Events are flow starts (``max(start_ps, completion of every dependency)``), completions
+    and the caller's timed actions (:class:`SetCapacity`, :class:`Callback`). Rates are
+    recomputed after every event and constant in between. Completion times are the exact fluid
+    time rounded UP to the next picosecond (a remainder below :data:`ROUND_SLACK_PS` of a
+    picosecond is floating error and is dropped), and at least one picosecond after the event
+    that set the rates. Everything that would finish within :data:`COMPLETION_WINDOW_PS` (1 ps)
+    after an event completes at that event, together. Actions at the same time run in the order
+    they were given (then scheduled); there is no randomness, and every tie is broken by index.
+
+Link-load time series
+    ``SimResult`` holds piecewise-constant segments ``[seg_start_ps, seg_end_ps)``, the largest
+    utilisation over all links in each (``seg_max_util``), and per segment the load of the
+    watched links, stored sparsely (only non-zero loads, CSR ``seg_ptr``/``seg_link``/
+    ``seg_load``). ``watch_links=None`` watches every link, which costs memory in proportion to
+    segments times loaded links; pass the few links of interest (or an empty array) to bound it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import sparse
+
+from clusterloom.errors import ClusterloomError
+from clusterloom.units import PS_PER_S
+
+__all__ = [
+    "COMPLETION_WINDOW_PS",
+    "ROUND_SLACK_PS",
+    "RTOL_SATURATED",
+    "SHARE_TOL",
+    "Action",
+    "Callback",
+    "FlowSet",
+    "Reroute",
+    "SetCapacity",
+    "SimInputError",
+    "SimResult",
+    "SimState",
+    "UnitSet",
+    "fct_percentiles",
+    "max_min_fair",
+    "simulate",
+]
+
+#: Relative tolerance for "saturated": a link whose saturation level is within this fraction of
+#: the lowest level of the round freezes in the same round.
+RTOL_SATURATED = 1e-9
+#: Allowed deviation of a flow's shares from 1.
+SHARE_TOL = 1e-9
+#: Everything finishing within this many picoseconds after an event completes with it.
+COMPLETION_WINDOW_PS = 1
+#: Fractions of a picosecond below this are floating error when rounding completion times up.
+ROUND_SLACK_PS = 1e-3
+
+_NEVER = int(np.iinfo(np.int64).max)
+_F64 = NDArray[np.float64]
+_I64 = NDArray[np.int64]
+_B = NDArray[np.bool_]
+
+
+class SimInputError(ClusterloomError, ValueError):
+    """Inputs the simulator cannot use; the message names the flow, unit, link or action."""
+
+
+def _ro(a: ArrayLike, dtype: Any) -> NDArray[Any]:
+    out = np.array(a, dtype=dtype, copy=True)
+    out.setflags(write=False)
+    return out
+
+
+def _ranges(ptr: _I64, rows: _I64) -> tuple[_I64, _I64]:
+    """Positions of the CSR rows ``rows`` (concatenated) and each row's length."""
+    starts = ptr[rows]
+    counts = ptr[rows + 1] - starts
+    total = int(counts.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.int64), counts
+    first = np.repeat(starts - np.cumsum(counts) + counts, counts)
+    return first + np.arange(total, dtype=np.int64), counts
+
+
+def _csr_ptr(counts: ArrayLike) -> _I64:
+    return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------------
+# inputs
+
+
+@dataclass(frozen=True, eq=False)
+class FlowSet:
+    """Flows as arrays. ``dep_ptr``/``dep_idx``: CSR of the flows each flow waits for (empty =
+    none); ``coupled``: one max-min entity per flow (empty = all uncoupled)."""
+
+    size: _F64
+    start_ps: _I64
+    dep_ptr: _I64 = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    dep_idx: _I64 = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    coupled: _B = field(default_factory=lambda: np.empty(0, dtype=np.bool_))
+
+    def __post_init__(self) -> None:
+        size = np.atleast_1d(np.asarray(self.size, dtype=np.float64))
+        n = size.shape[0]
+        start = np.broadcast_to(np.asarray(self.start_ps, dtype=np.int64), (n,))
+        dep_ptr = np.asarray(self.dep_ptr, dtype=np.int64)
+        if dep_ptr.size == 0:
+            dep_ptr = np.zeros(n + 1, dtype=np.int64)
+        coupled = np.asarray(self.coupled, dtype=np.bool_)
+        if coupled.size == 0:
+            coupled = np.zeros(n, dtype=np.bool_)
+        coupled = np.broadcast_to(coupled, (n,))
+        if size.ndim != 1 or dep_ptr.shape != (n + 1,):
+            raise SimInputError(f"flows: dep_ptr needs {n + 1} entries, got {dep_ptr.shape}")
+        for name, value in (
+            ("size", size),
+            ("start_ps", start),
+            ("dep_ptr", dep_ptr),
+            ("dep_idx", np.asarray(self.dep_idx, dtype=np.int64)),
+            ("coupled", coupled),
+        ):
+            object.__setattr__(self, name, _ro(value, value.dtype))
+
+    @property
+    def n_flows(self) -> int:
+        return int(self.size.shape[0])
+
+    @classmethod
+    def create(
+        cls,
+        size: ArrayLike,
+        *,
+        start_ps: ArrayLike = 0,
+        deps: Sequence[Sequence[int]] | None = None,
+        coupled: ArrayLike = False,
+    ) -> FlowSet:
+        """Convenience builder: ``deps[f]`` lists the flows ``f`` waits for."""
+        n = np.atleast_1d(np.asarray(size)).shape[0]
+        deps = deps if deps is not None else [[] for _ in range(n)]
+        ptr = _csr_ptr([len(d) for d in deps])
+        idx = np.array([i for d in deps for i in d], dtype=np.int64)
+        return cls(
+            size=np.asarray(size, dtype=np.float64),
+            start_ps=np.asarray(start_ps, dtype=np.int64),
+            dep_ptr=ptr,
+            dep_idx=idx,
+            coupled=np.broadcast_to(np.asarray(coupled, dtype=np.bool_), (n,)),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class UnitSet:
+    """Allocation units as CSR over links. ``cap``: per-unit rate cap in bytes/s (empty = no
+    caps, ``inf`` = uncapped)."""
+
+    unit_flow: _I64
+    unit_ptr: _I64
+    unit_link: _I64
+    unit_share: _F64
+    cap: _F64 = field(default_factory=lambda: np.empty(0, dtype=np.float64))
+
+    def __post_init__(self) -> None:
+        flow = np.atleast_1d(np.asarray(self.unit_flow, dtype=np.int64))
+        n = flow.shape[0]
+        ptr = np.asarray(self.unit_ptr, dtype=np.int64)
+        link = np.asarray(self.unit_link, dtype=np.int64)
+        share = np.broadcast_to(np.asarray(self.unit_share, dtype=np.float64), (n,))
+        cap = np.asarray(self.cap, dtype=np.float64)
+        if cap.size == 0:
+            cap = np.full(n, np.inf)
+        cap = np.broadcast_to(cap, (n,))
+        if ptr.shape != (n + 1,) or ptr[0] != 0 or ptr[-1] != link.shape[0]:
+            raise SimInputError(
+                f"units: unit_ptr must have {n + 1} entries from 0 to len(unit_link)"
+            )
+        for name, value in (
+            ("unit_flow", flow),
+            ("unit_ptr", ptr),
+            ("unit_link", link),
+            ("unit_share", share),
+            ("cap", cap),
+        ):
+            object.__setattr__(self, name, _ro(value, value.dtype))
+
+    @property
+    def n_units(self) -> int:
+        return int(self.unit_flow.shape[0])
+
+    def links(self, unit: int | np.integer[Any]) -> _I64:
+        """Links of one unit."""
+        return self.unit_link[self.unit_ptr[unit] : self.unit_ptr[unit + 1]]
+
+    @classmethod
+    def from_paths(
+        cls,
+        flow: Sequence[int],
+        paths: Sequence[Sequence[int]],
+        share: ArrayLike | None = None,
+        cap: ArrayLike | None = None,
+    ) -> UnitSet:
+        """Convenience builder from one link list per unit; ``share=None`` splits each flow
+        equally over its units."""
+        f = np.asarray(flow, dtype=np.int64)
+        if share is None:
+            _, inverse, counts = np.unique(f, return_inverse=True, return_counts=True)
+            share = 1.0 / counts[inverse]
+        return cls(
+            unit_flow=f,
+            unit_ptr=_csr_ptr([len(p) for p in paths]),
+            unit_link=np.array([x for p in paths for x in p], dtype=np.int64),
+            unit_share=np.asarray(share, dtype=np.float64),
+            cap=np.asarray(cap if cap is not None else [], dtype=np.float64),
+        )
+
+    @staticmethod
+    def concat(parts: Sequence[UnitSet]) -> UnitSet:
+        offsets = np.cumsum([0] + [p.unit_link.shape[0] for p in parts[:-1]])
+        return UnitSet(
+            unit_flow=np.concatenate([p.unit_flow for p in parts]),
+            unit_ptr=np.concatenate(
+                [[0]] + [p.unit_ptr[1:] + o for p, o in zip(parts, offsets, strict=True)]
+            ),
+            unit_link=np.concatenate([p.unit_link for p in parts]),
+            unit_share=np.concatenate([p.unit_share for p in parts]),
+            cap=np.concatenate([p.cap for p in parts]),
+        )
+
+
+@dataclass(frozen=True, eq=False, init=False)
+class SetCapacity:
+    """At ``time_ps`` set ``links`` to ``capacity`` bytes/s (scalar or one per link): failures
+    (0), gray failures (a fraction) and recoveries."""
+
+    time_ps: int
+    links: _I64
+    capacity: _F64
+
+    def __init__(self, time_ps: int, links: ArrayLike, capacity: ArrayLike) -> None:
+        links = np.atleast_1d(np.asarray(links, dtype=np.int64))
+        cap = np.broadcast_to(np.asarray(capacity, dtype=np.float64), links.shape)
+        object.__setattr__(self, "time_ps", int(time_ps))
+        object.__setattr__(self, "links", _ro(links, np.int64))
+        object.__setattr__(self, "capacity", _ro(cap, np.float64))
+
+
+@dataclass(frozen=True, eq=False)
+class Callback:
+    """At ``time_ps`` call ``fn(state)``; it may return a :class:`Reroute`."""
+
+    time_ps: int
+    fn: Callable[[SimState], Reroute | None]
+
+
+@dataclass(frozen=True, eq=False)
+class Reroute:
+    """What a callback asks for. ``units`` replace ALL units of every flow they name, from now:
+    bytes already sent stay sent, the remaining bytes continue on the new units (finished flows
+    are left alone). ``actions`` are scheduled (not before now)."""
+
+    units: UnitSet | None = None
+    actions: tuple[SetCapacity | Callback, ...] = ()
+
+
+Action: TypeAlias = SetCapacity | Callback
+
+
+@dataclass(frozen=True, eq=False)
+class SimState:
+    """Read-only view given to callbacks. Unit ids cover every unit so far (the caller's, then
+    those of each reroute in order); replaced units have rate 0. Rates are those in effect from
+    ``now_ps`` given everything applied so far."""
+
+    now_ps: int
+    capacity: _F64
+    units: UnitSet
+    unit_alive: _B
+    unit_rate: _F64
+    unit_bytes: _F64
+    flow_remaining: _F64
+    flow_rate: _F64
+    flow_active: _B
+    flow_done: _B
+
+
+@dataclass(frozen=True, eq=False)
+class SimResult:
+    """Outcome of :func:`simulate`. Times in ps; ``-1`` = never (before ``max_time_ps``).
+
+    ``units`` are all units ever used (the caller's first, then each reroute's), with
+    ``unit_bytes`` delivered on each and ``unit_replaced_ps`` (-1 if never replaced). The
+    link-load series is described in the module docstring.
+    """
+
+    start_ps: _I64
+    finish_ps: _I64
+    units: UnitSet
+    unit_bytes: _F64
+    unit_replaced_ps: _I64
+    end_ps: int
+    seg_start_ps: _I64
+    seg_end_ps: _I64
+    seg_max_util: _F64
+    watch_links: _I64
+    seg_ptr: _I64
+    seg_link: _I64
+    seg_load: _F64
+    events: int
+    allocations: int
+    alloc_rounds: int
+
+    @property
+    def fct_ps(self) -> _I64:
+        """Flow completion times (finish - start), -1 for unfinished flows."""
+        done = self.finish_ps >= 0
+        return np.where(done, self.finish_ps - self.start_ps, -1)
+
+    @property
+    def n_segments(self) -> int:
+        return int(self.seg_start_ps.shape[0])
+
+    def link_load(self, link: int) -> _F64:
+        """Load (bytes/s) of one watched link in every segment."""
+        if not np.isin(link, self.watch_links):
+            raise SimInputError(f"link {link} was not watched")
+        seg = np.repeat(np.arange(self.n_segments), np.diff(self.seg_ptr))
+        out = np.zeros(self.n_segments)
+        hit = self.seg_link == link
+        out[seg[hit]] = self.seg_load[hit]
+        return out
+
+
+def fct_percentiles(
+    result: SimResult, q: Sequence[float] = (50, 90, 99, 99.9, 100)
+) -> dict[float, float]:
+    """Percentiles (linear interpolation) of the completion times in ps of finished flows; NaN
+    when no flow finished."""
+    fct = result.fct_ps
+    done = fct[fct >= 0].astype(np.float64)
+    if done.size == 0:
+        return {float(x): math.nan for x in q}
+    values = np.percentile(done, np.asarray(q, dtype=np.float64))
+    return {float(x): float(v) for x, v in zip(q, values, strict=True)}
+
+
+# --------------------------------------------------------------------------------------------
+# validation
+
+
+def _check_capacity(capacity: ArrayLike) -> _F64:
+    cap = np.asarray(capacity, dtype=np.float64)
+    if cap.ndim != 1:
+        raise SimInputError("capacity must be a 1-D array (bytes/s per directed link)")
+    bad = np.flatnonzero(~np.isfinite(cap) | (cap < 0))
+    if bad.size:
+        raise SimInputError(f"link {bad[0]}: capacity {cap[bad[0]]} is not finite and >= 0")
+    return cap
+
+
+def _check_units(units: UnitSet, n_flows: int, n_links: int, who: str) -> None:
+    n = units.n_units
+    bad = np.flatnonzero((units.unit_flow < 0) | (units.unit_flow >= n_flows))
+    if bad.size:
+        raise SimInputError(f"{who} unit {bad[0]}: flow {units.unit_flow[bad[0]]} out of range")
+    counts = np.diff(units.unit_ptr)
+    bad = np.flatnonzero(counts <= 0)
+    if bad.size:
+        raise SimInputError(f"{who} unit {bad[0]}: no links")
+    owner = np.repeat(np.arange(n), counts)
+    bad = np.flatnonzero((units.unit_link < 0) | (units.unit_link >= n_links))
+    if bad.size:
+        raise SimInputError(
+            f"{who} unit {owner[bad[0]]}: link {units.unit_link[bad[0]]} out of range "
+            f"(0..{n_links - 1})"
+        )
+    key = owner * n_links + units.unit_link
+    dup = np.flatnonzero(np.diff(np.sort(key)) == 0)
+    if dup.size:
+        k = int(np.sort(key)[dup[0]])
+        raise SimInputError(f"{who} unit {k // n_links}: link {k % n_links} listed twice")
+    bad = np.flatnonzero(~np.isfinite(units.unit_share) | (units.unit_share < 0))
+    if bad.size:
+        raise SimInputError(f"{who} unit {bad[0]}: share {units.unit_share[bad[0]]} invalid")
+    bad = np.flatnonzero(np.isnan(units.cap) | (units.cap < 0))
+    if bad.size:
+        raise SimInputError(f"{who} unit {bad[0]}: cap {units.cap[bad[0]]} invalid")
+    present = np.unique(units.unit_flow)
+    total = np.bincount(units.unit_flow, units.unit_share, minlength=n_flows)[present]
+    bad = np.flatnonzero(np.abs(total - 1.0) > SHARE_TOL)
+    if bad.size:
+        f = present[bad[0]]
+        raise SimInputError(f"{who} flow {f}: unit shares sum to {total[bad[0]]!r}, not 1")
+
+
+def _check_flows(flows: FlowSet, units: UnitSet, n_links: int) -> None:
+    n = flows.n_flows
+    bad = np.flatnonzero(~np.isfinite(flows.size) | (flows.size < 0))
+    if bad.size:
+        raise SimInputError(f"flow {bad[0]}: size {flows.size[bad[0]]} is not finite and >= 0")
+    bad = np.flatnonzero(flows.start_ps < 0)
+    if bad.size:
+        raise SimInputError(f"flow {bad[0]}: start_ps {flows.start_ps[bad[0]]} < 0")
+    ptr = flows.dep_ptr
+    if ptr[0] != 0 or ptr[-1] != flows.dep_idx.shape[0] or np.any(np.diff(ptr) < 0):
+        raise SimInputError("flows: dep_ptr must rise from 0 to len(dep_idx)")
+    owner = np.repeat(np.arange(n), np.diff(ptr))
+    bad = np.flatnonzero((flows.dep_idx < 0) | (flows.dep_idx >= n))
+    if bad.size:
+        raise SimInputError(
+            f"flow {owner[bad[0]]}: dependency {flows.dep_idx[bad[0]]} out of range"
+        )
+    _check_units(units, n, n_links, "")
+    missing = np.flatnonzero(np.bincount(units.unit_flow, minlength=n) == 0)
+    if missing.size:
+        raise SimInputError(f"flow {missing[0]}: has no units")
+    _check_acyclic(flows)
+
+
+def _reverse_deps(flows: FlowSet) -> tuple[_I64, _I64]:
+    """CSR from each flow to the flows waiting for it."""
+    n = flows.n_flows
+    child = np.repeat(np.arange(n, dtype=np.int64), np.diff(flows.dep_ptr))
+    order = np.argsort(flows.dep_idx, kind="stable")
+    ptr = _csr_ptr(np.bincount(flows.dep_idx, minlength=n))
+    return ptr, child[order]
+
+
+def _check_acyclic(flows: FlowSet) -> None:
+    n = flows.n_flows
+    left = np.diff(flows.dep_ptr).copy()
+    rev_ptr, rev_idx = _reverse_deps(flows)
+    frontier = np.flatnonzero(left == 0)
+    removed = 0
+    while frontier.size:
+        removed += frontier.size
+        children = rev_idx[_ranges(rev_ptr, frontier)[0]]
+        np.subtract.at(left, children, 1)
+        cand = np.unique(children)
+        frontier = cand[left[cand] == 0]
+    if removed == n:
+        return
+    # walk back along unresolved dependencies from the lowest such flow until one repeats
+    seen: dict[int, int] = {}
+    path: list[int] = []
+    f = int(np.flatnonzero(left > 0)[0])
+    while f not in seen:
+        seen[f] = len(path)
+        path.append(f)
+        deps = flows.dep_idx[flows.dep_ptr[f] : flows.dep_ptr[f + 1]]
+        f = int(deps[left[deps] > 0][0])
+    cycle = [*path[seen[f] :], f]
+    raise SimInputError("dependency cycle: " + " waits for ".join(f"flow {x}" for x in cycle))
+
+
+# --------------------------------------------------------------------------------------------
+# allocation
+
+
+@dataclass
+class _Fill:
+    rate: _F64
+    rounds: int
+    links: _I64  # entries (link, coef, owner) of the active entities
+    coefs: _F64
+    owner: _I64
+
+
+def _water_fill(
+    ent_ptr: _I64,
+    ent_link: _I64,
+    ent_coef: _F64,
+    link_ptr: _I64,
+    link_ent: _I64,
+    capacity: _F64,
+    ent_cap: _F64,
+    active: _B,
+) -> _Fill:
+    """Progressive filling over the active entities (CSR both ways of the matrix ``A``)."""
+    n_links = capacity.shape[0]
+    rate = np.zeros(active.shape[0])
+    act = np.flatnonzero(active)
+    pos, counts = _ranges(ent_ptr, act)
+    owner = np.repeat(act, counts)
+    links = ent_link[pos]
+    coefs = ent_coef[pos]
+    unfrozen = active.copy()
+    unfrozen[owner[capacity[links] <= 0]] = False  # stalled: rate 0, blocks no one
+    unfrozen[act[ent_cap[act] <= 0]] = False
+    live = unfrozen[owner]
+    a = np.bincount(links[live], coefs[live], minlength=n_links)
+    n = np.bincount(links[live], minlength=n_links)
+    resid = capacity.copy()
+    capped = bool(np.isfinite(ent_cap[unfrozen]).any())
+    left = int(np.count_nonzero(unfrozen))
+    cand = np.flatnonzero(n > 0)
+    rounds = 0
+    while left:
+        rounds += 1
+        cand = cand[n[cand] > 0]
+        lev = np.maximum(resid[cand], 0.0) / a[cand]
+        level = float(lev.min()) if lev.size else math.inf
+        free = np.flatnonzero(unfrozen) if capped else np.empty(0, dtype=np.int64)
+        if free.size:
+            level = min(level, float(ent_cap[free].min()))
+        if not math.isfinite(level):
+            raise SimInputError(f"entity {np.flatnonzero(unfrozen)[0]}: unbounded rate")
+        limit = level * (1.0 + RTOL_SATURATED)
+        sat = cand[lev <= limit]
+        newly = link_ent[_ranges(link_ptr, sat)[0]]
+        if free.size:
+            newly = np.concatenate([newly, free[ent_cap[free] <= limit]])
+        newly = np.unique(newly[unfrozen[newly]])
+        rate[newly] = level
+        unfrozen[newly] = False
+        left -= newly.size
+        p = _ranges(ent_ptr, newly)[0]
+        hit, w = ent_link[p], ent_coef[p]
+        np.subtract.at(a, hit, w)
+        np.subtract.at(n, hit, 1)
+        np.subtract.at(resid, hit, level * w)
+    return _Fill(rate, rounds, links, coefs, owner)
+
+
+def max_min_fair(coef: Any, capacity: ArrayLike, cap: ArrayLike | None = None) -> _F64:
+    """Max-min fair rates of the entities (columns) of ``coef`` (links x entities, dense or
+    scipy.sparse; the load on each link per unit rate) under ``capacity`` and optional
+    per-entity ``cap``. Entities crossing a zero-capacity link get 0."""
+    a_t = sparse.csr_matrix(coef).T.tocsr()
+    a_t.sum_duplicates()
+    a_t.eliminate_zeros()
+    n_ent, n_links = a_t.shape
+    capv = _check_capacity(capacity)
+    if capv.shape[0] != n_links:
+        raise SimInputError(f"capacity has {capv.shape[0]} links, coef {n_links}")
+    ent_cap = np.full(n_ent, np.inf) if cap is None else np.asarray(cap, dtype=np.float64)
+    a_l = a_t.tocsc()
+    fill = _water_fill(
+        a_t.indptr.astype(np.int64),
+        a_t.indices.astype(np.int64),
+        a_t.data.astype(np.float64),
+        a_l.indptr.astype(np.int64),
+        a_l.indices.astype(np.int64),
+        capv,
+        ent_cap,
+        np.ones(n_ent, dtype=np.bool_),
+    )
+    return fill.rate
+
+
+# --------------------------------------------------------------------------------------------
+# the event loop
+
+_PENDING, _ACTIVE, _DONE = 0, 1, 2
+
+
+class _Sim:
+    """State of one run; every array indexed by flow, unit (all units ever) or entity."""
+
+    def __init__(
+        self,
+        capacity: _F64,
+        flows: FlowSet,
+        units: UnitSet,
+        actions: Sequence[Action],
+        watch: _I64 | None,
+    ) -> None:
+        self.capacity = capacity.copy()
+        self.n_links = int(capacity.shape[0])
+        self.flows = flows
+        n = flows.n_flows
+        self.start = np.full(n, -1, dtype=np.int64)
+        self.finish = np.full(n, -1, dtype=np.int64)
+        self.flow_done = np.zeros(n, dtype=np.bool_)
+        self.dep_left = np.diff(flows.dep_ptr).astype(np.int64)
+        self.rev_ptr, self.rev_idx = _reverse_deps(flows)
+        self.ready = np.where(self.dep_left == 0, flows.start_ps, _NEVER).astype(np.int64)
+        self.units = units
+        self.unit_alive = np.ones(units.n_units, dtype=np.bool_)
+        self.unit_replaced = np.full(units.n_units, -1, dtype=np.int64)
+        self.unit_bytes = np.zeros(units.n_units)
+        self.unit_rem = units.unit_share * flows.size[units.unit_flow]
+        self.unit_done = np.zeros(units.n_units, dtype=np.bool_)
+        self.flow_rem = flows.size.copy()
+        self.seq = itertools.count()
+        self.heap: list[tuple[int, int, Action]] = []
+        for act in actions:
+            self._schedule(act, 0)
+        self.watch = watch
+        self.events = self.allocations = self.rounds = 0
+        self.dirty = True
+        self.segs: list[tuple[int, int, float]] = []
+        self.seg_links: list[_I64] = []
+        self.seg_loads: list[_F64] = []
+        self._build()
+
+    # ---- structure -------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        """Entities and both CSR forms of ``A`` from the alive units."""
+        u, f = self.units, self.flows
+        alive = np.flatnonzero(self.unit_alive)
+        order = alive[np.argsort(u.unit_flow[alive], kind="stable")]
+        uf = u.unit_flow[order]
+        coupled = f.coupled[uf]
+        first = np.ones(order.size, dtype=np.bool_)
+        first[1:] = uf[1:] != uf[:-1]
+        new = ~coupled | first
+        ent_of_pos = np.cumsum(new) - 1
+        n_ent = int(ent_of_pos[-1]) + 1 if order.size else 0
+        self.ent_of_unit = np.full(u.n_units, -1, dtype=np.int64)
+        self.ent_of_unit[order] = ent_of_pos
+        self.ent_flow = uf[new]
+        self.ent_unit = order[new]
+        self.ent_coupled = coupled[new]
+        share = u.unit_share[order]
+        self.unit_factor = np.ones(u.n_units)
+        self.unit_factor[order] = np.where(coupled, share, 1.0)
+        self.alive_units = order
+        pos, counts = _ranges(u.unit_ptr, order)
+        a_t = sparse.csr_matrix(
+            (
+                np.repeat(np.where(coupled, share, 1.0), counts),
+                (np.repeat(ent_of_pos, counts), u.unit_link[pos]),
+            ),
+            shape=(n_ent, self.n_links),
+        )
+        a_t.sum_duplicates()
+        a_t.eliminate_zeros()
+        a_l = a_t.tocsc()
+        self.ent_ptr = a_t.indptr.astype(np.int64)
+        self.ent_link = a_t.indices.astype(np.int64)
+        self.ent_coef = a_t.data.astype(np.float64)
+        self.link_ptr = a_l.indptr.astype(np.int64)
+        self.link_ent = a_l.indices.astype(np.int64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_unit = np.where(
+                coupled, np.where(share > 0, u.cap[order] / share, np.inf), u.cap[order]
+            )
+        self.ent_cap = np.minimum.reduceat(per_unit, np.flatnonzero(new)) if n_ent else np.empty(0)
+        self.flow_ent_ptr = np.searchsorted(self.ent_flow, np.arange(f.n_flows + 1)).astype(
+            np.int64
+        )
+        self.ent_rem = np.where(
+            self.ent_coupled, self.flow_rem[self.ent_flow], self.unit_rem[self.ent_unit]
+        )
+        state = np.where(self.start[self.ent_flow] >= 0, _ACTIVE, _PENDING)
+        done = self.flow_done[self.ent_flow] | (~self.ent_coupled & self.unit_done[self.ent_unit])
+        self.ent_state = np.where(done, _DONE, state).astype(np.int8)
+        self.flow_open = np.bincount(
+            self.ent_flow[self.ent_state != _DONE], minlength=f.n_flows
+        ).astype(np.int64)
+        self.rate = np.zeros(n_ent)
+        self.fill: _Fill | None = None
+        self.load: _F64 | None = None
+        self.dirty = True
+
+    def _sync_out(self) -> None:
+        """Write entity remainders back to units (uncoupled) and flows (coupled)."""
+        c = self.ent_coupled
+        self.flow_rem[self.ent_flow[c]] = self.ent_rem[c]
+        self.unit_rem[self.ent_unit[~c]] = self.ent_rem[~c]
+        self.unit_done[self.ent_unit[~c & (self.ent_state == _DONE)]] = True
+
+    def _reroute(self, new: UnitSet, now: int) -> None:
+        _check_units(new, self.flows.n_flows, self.n_links, "reroute")
+        keep = ~self.flow_done[new.unit_flow]
+        if not keep.any():
+            return
+        if not keep.all():
+            idx = np.flatnonzero(keep)
+            pos = _ranges(new.unit_ptr, idx)[0]
+            new = UnitSet(
+                unit_flow=new.unit_flow[idx],
+                unit_ptr=_csr_ptr(np.diff(new.unit_ptr)[idx]),
+                unit_link=new.unit_link[pos],
+                unit_share=new.unit_share[idx],
+                cap=new.cap[idx],
+            )
+        self._sync_out()
+        remaining = np.bincount(self.ent_flow, self.ent_rem, minlength=self.flows.n_flows)
+        flows = np.unique(new.unit_flow)
+        old = self.unit_alive & np.isin(self.units.unit_flow, flows)
+        self.unit_alive[old] = False
+        self.unit_replaced[old] = now
+        m = new.n_units
+        self.units = UnitSet.concat([self.units, new])
+        self.unit_alive = np.concatenate([self.unit_alive, np.ones(m, dtype=np.bool_)])
+        self.unit_replaced = np.concatenate([self.unit_replaced, np.full(m, -1, np.int64)])
+        self.unit_bytes = np.concatenate([self.unit_bytes, np.zeros(m)])
+        self.unit_done = np.concatenate([self.unit_done, np.zeros(m, dtype=np.bool_)])
+        self.unit_rem = np.concatenate([self.unit_rem, new.unit_share * remaining[new.unit_flow]])
+        self.flow_rem[flows] = remaining[flows]
+        self._build()
+
+    # ---- events ----------------------------------------------------------------------------
+
+    def _schedule(self, action: Action, now: int) -> None:
+        if not isinstance(action, SetCapacity | Callback):
+            raise SimInputError(f"unknown action {action!r}")
+        if action.time_ps < now:
+            raise SimInputError(f"action at {action.time_ps} ps scheduled at {now} ps (past)")
+        if isinstance(action, SetCapacity):
+            bad = (action.links < 0) | (action.links >= self.n_links)
+            if bad.any():
+                raise SimInputError(
+                    f"SetCapacity at {action.time_ps} ps: link "
+                    f"{action.links[np.flatnonzero(bad)[0]]} out of range"
+                )
+            _check_capacity(action.capacity)
+        heapq.heappush(self.heap, (action.time_ps, next(self.seq), action))
+
+    def _complete(self, ents: _I64, now: int) -> None:
+        if not ents.size:
+            return
+        self.ent_state[ents] = _DONE
+        self.ent_rem[ents] = 0.0
+        self.rate[ents] = 0.0
+        n = self.flows.n_flows
+        self.flow_open -= np.bincount(self.ent_flow[ents], minlength=n)
+        fl = np.unique(self.ent_flow[ents])
+        done = fl[(self.flow_open[fl] == 0) & ~self.flow_done[fl]]
+        self.flow_done[done] = True
+        self.finish[done] = now
+        children = self.rev_idx[_ranges(self.rev_ptr, done)[0]]
+        if children.size:
+            np.subtract.at(self.dep_left, children, 1)
+            cand = np.unique(children)
+            ready = cand[self.dep_left[cand] == 0]
+            self.ready[ready] = np.maximum(self.flows.start_ps[ready], now)
+        self.dirty = True
+
+    def _settle(self, now: int) -> None:
+        """Start every ready flow and finish every empty entity at ``now``, to a fixed point."""
+        while True:
+            started = np.flatnonzero(self.ready <= now)
+            if started.size:
+                self.ready[started] = _NEVER
+                self.start[started] = now
+                ents = _ranges(self.flow_ent_ptr, started)[0]
+                self.ent_state[ents[self.ent_state[ents] == _PENDING]] = _ACTIVE
+                self.dirty = True
+            empty = np.flatnonzero((self.ent_state == _ACTIVE) & (self.ent_rem <= 0))
+            self._complete(empty, now)
+            if not started.size and not empty.size:
+                return
+
+    def _allocate(self) -> None:
+        if not self.dirty:
+            return
+        self.fill = _water_fill(
+            self.ent_ptr,
+            self.ent_link,
+            self.ent_coef,
+            self.link_ptr,
+            self.link_ent,
+            self.capacity,
+            self.ent_cap,
+            self.ent_state == _ACTIVE,
+        )
+        self.rate = self.fill.rate
+        self.allocations += 1
+        self.rounds += self.fill.rounds
+        self.load = None
+        self.dirty = False
+
+    def _state(self, now: int) -> SimState:
+        u_rate = np.zeros(self.units.n_units)
+        alive = self.alive_units
+        u_rate[alive] = self.unit_factor[alive] * self.rate[self.ent_of_unit[alive]]
+        n = self.flows.n_flows
+        started = self.start >= 0
+        return SimState(
+            now_ps=now,
+            capacity=_ro(self.capacity, np.float64),
+            units=self.units,
+            unit_alive=_ro(self.unit_alive, np.bool_),
+            unit_rate=_ro(u_rate, np.float64),
+            unit_bytes=_ro(self.unit_bytes, np.float64),
+            flow_remaining=_ro(np.bincount(self.ent_flow, self.ent_rem, minlength=n), np.float64),
+            flow_rate=_ro(np.bincount(self.units.unit_flow, u_rate, minlength=n), np.float64),
+            flow_active=_ro(started & ~self.flow_done, np.bool_),
+            flow_done=_ro(self.flow_done, np.bool_),
+        )
+
+    def _instant(self, now: int) -> None:
+        """Everything that happens at ``now``: starts, actions (in order), then rates."""
+        self.events += 1
+        self._settle(now)
+        while self.heap and self.heap[0][0] <= now:
+            _, _, action = heapq.heappop(self.heap)
+            if isinstance(action, SetCapacity):
+                self.capacity[action.links] = action.capacity
+                self.dirty = True
+                continue
+            self._allocate()
+            out = action.fn(self._state(now))
+            if out is None:
+                continue
+            for later in out.actions:
+                self._schedule(later, now)
+            if out.units is not None and out.units.n_units:
+                self._reroute(out.units, now)
+                self._settle(now)
+        self._allocate()
+
+    def _next_time(self, now: int) -> int:
+        t = min(int(self.ready.min()) if self.ready.size else _NEVER, _NEVER)
+        if self.heap:
+            t = min(t, self.heap[0][0])
+        moving = np.flatnonzero((self.ent_state == _ACTIVE) & (self.rate > 0))
+        if moving.size:
+            x = float((self.ent_rem[moving] * PS_PER_S / self.rate[moving]).min())
+            if x < 9e18:
+                t = min(t, now + max(1, math.ceil(x - ROUND_SLACK_PS)))
+        return t
+
+    def _advance(self, now: int, until: int) -> None:
+        dt = until - now
+        self._record(now, until)
+        act = np.flatnonzero(self.ent_state == _ACTIVE)
+        r = self.rate[act]
+        rem = self.ent_rem[act]
+        moved = np.minimum(r * dt / PS_PER_S, rem)
+        with np.errstate(divide="ignore"):
+            fin = (r > 0) & (rem * PS_PER_S / np.where(r > 0, r, 1.0) <= dt + COMPLETION_WINDOW_PS)
+        moved[fin] = rem[fin]
+        self.ent_rem[act] = rem - moved
+        per_ent = np.zeros(self.rate.shape[0])
+        per_ent[act] = moved
+        alive = self.alive_units
+        self.unit_bytes[alive] += self.unit_factor[alive] * per_ent[self.ent_of_unit[alive]]
+        self.dirty = True
+        self._complete(act[fin], until)
+
+    def _record(self, now: int, until: int) -> None:
+        load = self.load
+        if load is None:
+            load = np.zeros(self.n_links)
+            if self.fill is not None:
+                w = self.fill.coefs * self.rate[self.fill.owner]
+                load = np.asarray(
+                    np.bincount(self.fill.links, w, minlength=self.n_links), dtype=np.float64
+                )
+            self.load = load
+        up = self.capacity > 0
+        util = float((load[up] / self.capacity[up]).max()) if up.any() else 0.0
+        self.segs.append((now, until, util))
+        if self.watch is None:
+            nz = np.flatnonzero(load)
+            self.seg_links.append(nz)
+            self.seg_loads.append(load[nz])
+        else:
+            w_load = load[self.watch]
+            nz = np.flatnonzero(w_load)
+            self.seg_links.append(self.watch[nz])
+            self.seg_loads.append(w_load[nz])
+
+    def run(self, max_time_ps: int | None) -> SimResult:
+        limit = _NEVER if max_time_ps is None else max_time_ps
+        now = int(self.ready.min()) if self.ready.size else _NEVER
+        if self.heap:
+            now = min(now, self.heap[0][0])
+        if now == _NEVER:
+            now = 0
+        now = min(now, limit)
+        while True:
+            self._instant(now)
+            if now >= limit:
+                break
+            until = min(self._next_time(now), limit)
+            if until == _NEVER:
+                break
+            self._advance(now, until)
+            now = until
+        return self._result(now)
+
+    def _result(self, end: int) -> SimResult:
+        segs = np.array(self.segs, dtype=np.float64).reshape(-1, 3)
+        starts = np.array([s[0] for s in self.segs], dtype=np.int64)
+        ends = np.array([s[1] for s in self.segs], dtype=np.int64)
+        watch = np.arange(self.n_links) if self.watch is None else self.watch
+        return SimResult(
+            start_ps=_ro(self.start, np.int64),
+            finish_ps=_ro(self.finish, np.int64),
+            units=self.units,
+            unit_bytes=_ro(self.unit_bytes, np.float64),
+            unit_replaced_ps=_ro(self.unit_replaced, np.int64),
+            end_ps=end,
+            seg_start_ps=_ro(starts, np.int64),
+            seg_end_ps=_ro(ends, np.int64),
+            seg_max_util=_ro(segs[:, 2], np.float64),
+            watch_links=_ro(watch, np.int64),
+            seg_ptr=_ro(_csr_ptr([x.size for x in self.seg_links]), np.int64),
+            seg_link=_ro(np.concatenate([np.empty(0, np.int64), *self.seg_links]), np.int64),
+            seg_load=_ro(np.concatenate([np.empty(0), *self.seg_loads]), np.float64),
+            events=self.events,
+            allocations=self.allocations,
+            alloc_rounds=self.rounds,
+        )
+
+
+def simulate(
+    capacity: ArrayLike,
+    flows: FlowSet,
+    units: UnitSet,
+    actions: Sequence[Action] = (),
+    *,
+    max_time_ps: int | None = None,
+    watch_links: ArrayLike | None = None,
+) -> SimResult:
+    """Run the fluid simulation until every flow finished, nothing can progress any more, or
+    ``max_time_ps``. Raises :class:`SimInputError` (a ``ValueError``) on invalid input."""
+    cap = _check_capacity(capacity)
+    n_links = int(cap.shape[0])
+    _check_flows(flows, units, n_links)
+    watch: _I64 | None = None
+    if watch_links is not None:
+        watch = np.unique(np.asarray(watch_links, dtype=np.int64))
+        if watch.size and (watch[0] < 0 or watch[-1] >= n_links):
+            raise SimInputError("watch_links: link out of range")
+    if max_time_ps is not None and max_time_ps < 0:
+        raise SimInputError("max_time_ps must be >= 0")
+    return _Sim(cap, flows, units, actions, watch).run(max_time_ps)

@@ -1,0 +1,239 @@
+"""Running traffic over a generated fabric with a transport, under failures.
+
+Failures are written ``KIND:TARGET@START[-END][*FRACTION]``: ``link:17@1ms`` (physical link 17
+down at 1 ms for the rest of the run), ``switch:4200@2ms-5ms`` (every link of node 4200 down from
+2 to 5 ms), ``port:12:3@0`` (host 12's NIC port 3), ``plane:1@1ms`` (every link of plane 1), and
+``link:17@1ms*0.5`` (a gray failure: the link keeps half its capacity). Times take ``ps``, ``ns``,
+``us``, ``ms`` or ``s``. A hard failure is acted on by the transport after its reaction delay
+(detection and reconvergence for ``roce-ecmp``, detection only for the sprayers); a gray one is
+not detected (routing does not see it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from clusterloom.errors import Problem, SpecError
+from clusterloom.fabric.topology import Topology
+from clusterloom.sim.flow.engine import (
+    Callback,
+    FlowSet,
+    Reroute,
+    SetCapacity,
+    SimResult,
+    SimState,
+    simulate,
+)
+from clusterloom.sim.flow.paths import Router, build_router
+from clusterloom.sim.flow.traffic import Traffic
+from clusterloom.sim.flow.transports import Transport
+from clusterloom.units import PS_PER_S
+
+I64 = NDArray[np.int64]
+
+_UNITS = {"ps": 1, "ns": 1_000, "us": 1_000_000, "ms": 1_000_000_000, "s": PS_PER_S}
+_FAILURE = re.compile(
+    r"^(?P<kind>link|switch|port|plane):(?P<target>\d+(?::\d+)?)@(?P<start>[\d.]+[a-z]*)"
+    r"(?:-(?P<end>[\d.]+[a-z]*))?(?:\*(?P<fraction>[\d.]+))?$"
+)
+
+
+def parse_time(text: str, where: str) -> int:
+    """``'1.5ms'`` to picoseconds; a bare number is picoseconds."""
+    m = re.fullmatch(r"([\d.]+)([a-z]*)", text)
+    if not m or m.group(2) not in {"", *_UNITS}:
+        raise SpecError([Problem(where, f"'{text}' is not a time like 10us or 1.5ms")])
+    return round(float(m.group(1)) * _UNITS[m.group(2) or "ps"])
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Physical links down (or cut to ``fraction`` of their capacity) from ``start_ps`` to
+    ``end_ps`` (None: to the end of the run)."""
+
+    label: str
+    links: I64
+    start_ps: int
+    end_ps: int | None
+    fraction: float = 0.0
+
+
+def parse_failure(text: str, t: Topology) -> Failure:
+    """A failure from its text form (see the module docstring), checked against ``t``."""
+    where = f"--fail {text}"
+    m = _FAILURE.match(text)
+    if not m:
+        raise SpecError(
+            [
+                Problem(
+                    where,
+                    "expected KIND:TARGET@START[-END][*FRACTION], e.g. "
+                    "link:17@1ms or plane:0@2ms-4ms*0.5",
+                )
+            ]
+        )
+    kind, target = m.group("kind"), m.group("target")
+    start = parse_time(m.group("start"), where)
+    end = parse_time(m.group("end"), where) if m.group("end") else None
+    fraction = float(m.group("fraction")) if m.group("fraction") else 0.0
+    if end is not None and end <= start:
+        raise SpecError([Problem(where, "the end of a failure comes after its start")])
+    if not 0.0 <= fraction < 1.0:
+        raise SpecError(
+            [Problem(where, f"a gray failure keeps a fraction in [0, 1), got {fraction}")]
+        )
+    if kind == "link":
+        link = int(target)
+        if link >= t.n_links:
+            raise SpecError([Problem(where, f"no link {link}; links are 0..{t.n_links - 1}")])
+        links = np.array([link], dtype=np.int64)
+    elif kind == "switch":
+        node = int(target)
+        if node >= t.n_nodes or t.node_role[node] == 0:
+            raise SpecError(
+                [
+                    Problem(
+                        where,
+                        f"no switch {node}; switches are node ids {t.plan.hosts}..{t.n_nodes - 1}",
+                    )
+                ]
+            )
+        links = np.flatnonzero((t.link_src == node) | (t.link_dst == node)).astype(np.int64)
+    elif kind == "port":
+        host_s, _, port_s = target.partition(":")
+        host, port = int(host_s), int(port_s or 0)
+        sel = (t.link_tier == 1) & (t.link_src == host) & (t.link_src_port == port)
+        links = np.flatnonzero(sel).astype(np.int64)
+        if links.size == 0:
+            raise SpecError([Problem(where, f"host {host} has no port {port}")])
+    else:
+        plane = int(target)
+        if plane >= t.plan.planes:
+            raise SpecError(
+                [Problem(where, f"no plane {plane}; planes are 0..{t.plan.planes - 1}")]
+            )
+        links = np.flatnonzero(t.link_plane == plane).astype(np.int64)
+    return Failure(text, links, start, end, fraction)
+
+
+def _alive(capacity: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Physical links usable in both directions."""
+    return (capacity[0::2] > 0) & (capacity[1::2] > 0)
+
+
+def run(
+    topology: Topology,
+    traffic: Traffic,
+    transport: Transport,
+    failures: tuple[Failure, ...] = (),
+    *,
+    seed: int = 0,
+    max_time_ps: int | None = None,
+    router: Router | None = None,
+) -> SimResult:
+    """Simulate ``traffic`` (host ids = the topology's hosts) with ``transport``."""
+    if traffic.n_hosts > topology.plan.hosts:
+        raise SpecError(
+            [
+                Problem(
+                    "traffic",
+                    f"traffic has {traffic.n_hosts} hosts, the fabric {topology.plan.hosts}",
+                )
+            ]
+        )
+    r = router or build_router(topology)
+    capacity = r.capacity_bytes()
+    src = traffic.src.astype(np.int64)
+    dst = traffic.dst.astype(np.int64)
+    units = transport.units(r, src, dst, alive=np.ones(topology.n_links, dtype=bool), seed=seed)
+    flows = FlowSet(
+        size=traffic.nbytes.astype(np.float64) * transport.wire_factor(),
+        start_ps=traffic.start_ps,
+        dep_ptr=traffic.dep_ptr,
+        dep_idx=traffic.dep_idx,
+        coupled=np.full(len(traffic), transport.coupled),
+    )
+
+    def react(state: SimState) -> Reroute:
+        return Reroute(units=transport.units(r, src, dst, alive=_alive(state.capacity), seed=seed))
+
+    delay = round(transport.reroute_delay_s() * PS_PER_S)
+    actions: list[SetCapacity | Callback] = []
+    for f in failures:
+        directed = np.concatenate([2 * f.links, 2 * f.links + 1])
+        actions.append(SetCapacity(f.start_ps, directed, capacity[directed] * f.fraction))
+        if f.fraction == 0.0:
+            actions.append(Callback(f.start_ps + delay, react))
+        if f.end_ps is not None:
+            actions.append(SetCapacity(f.end_ps, directed, capacity[directed]))
+            if f.fraction == 0.0:
+                actions.append(Callback(f.end_ps + delay, react))
+    actions.sort(key=lambda a: a.time_ps)
+    return simulate(
+        capacity,
+        flows,
+        units,
+        tuple(actions),
+        max_time_ps=max_time_ps,
+        watch_links=np.zeros(0, dtype=np.int64),
+    )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One transport's outcome on one traffic and failure scenario."""
+
+    transport: str
+    flows: int
+    finished: int
+    makespan_ps: int
+    fct_p50_ps: float
+    fct_p99_ps: float
+    fct_max_ps: float
+    events: int
+
+
+def summarize(name: str, result: SimResult) -> Summary:
+    from clusterloom.sim.flow.engine import fct_percentiles
+
+    done = result.finish_ps >= 0
+    pct = fct_percentiles(result, (50, 99, 100))
+    return Summary(
+        transport=name,
+        flows=int(done.size),
+        finished=int(done.sum()),
+        makespan_ps=int(result.finish_ps[done].max(initial=0)),
+        fct_p50_ps=pct[50.0],
+        fct_p99_ps=pct[99.0],
+        fct_max_ps=pct[100.0],
+        events=result.events,
+    )
+
+
+def parse_size(text: str, where: str = "--size") -> int:
+    """``'2MB'``, ``'512KiB'``, ``'1e6'`` to bytes."""
+    m = re.fullmatch(r"([\d.eE+]+)\s*([kKMGT]?i?B)?", text.strip())
+    scale = {
+        "B": 1,
+        "kB": 10**3,
+        "KB": 10**3,
+        "MB": 10**6,
+        "GB": 10**9,
+        "TB": 10**12,
+        "KiB": 2**10,
+        "kiB": 2**10,
+        "MiB": 2**20,
+        "GiB": 2**30,
+        "TiB": 2**40,
+    }
+    if not m or (m.group(2) or "B") not in scale:
+        raise SpecError([Problem(where, f"'{text}' is not a size like 2MB or 512KiB")])
+    try:
+        value = float(m.group(1))
+    except ValueError:
+        raise SpecError([Problem(where, f"'{text}' is not a size like 2MB or 512KiB")]) from None
+    return round(value * scale[m.group(2) or "B"])

@@ -1,0 +1,213 @@
+"""Transport models for the fluid engine: how a connection's bytes map onto paths, and what it
+does when a link fails. One interface (``Transport``), four models, each with its assumptions:
+
+``roce-ecmp``
+    RoCEv2 with ECMP: each queue pair (``qps`` per connection, default 1) is hashed to one path
+    by its 5-tuple at every switch (the EV is a hash of source, destination, QP and seed) and is
+    its own max-min entity (uncoupled). Its NIC port is the connection's (round-robin by QP). On a
+    failure the QPs crossing the link stall until detection plus routing reconvergence
+    (``reroute_delay_s``, default 1 s) and are then rehashed over the surviving paths.
+``mrc-spray``
+    MRC-style packet spraying: each connection sprays over ``evs`` entropy values (default 128)
+    spread round-robin over every NIC port (so over every plane); an EV maps to a fixed path (a
+    static source route). The connection is ONE entity whose bytes split evenly over its EVs
+    (per-packet spraying, so a congested EV slows the whole connection: active load balancing is
+    not modelled yet). On a failure the EVs crossing the link are retired after an endpoint
+    detection delay of a few RTTs (``detect_s``, default 20 us) and the connection continues
+    on its remaining EVs; nothing is re-routed (no reconvergence). Losing a plane costs that
+    plane's share.
+``receiver-driven``
+    MetaRoCE/NDP-style receiver pacing over the same sprayed paths: the receiver grants credit
+    so that incast shares its downlink fairly without queues (in a fluid model, max-min on the
+    receiver link), and a loss rate ``loss`` (default 0) costs ``1 / (1 - loss)`` more bytes on
+    the wire (each lost packet is sent again once; trimmed headers are not counted).
+``ideal``
+    The physical limit with perfect multipath: a connection is limited only by its hosts' NIC
+    links (the hose model), spread over every live port. On a full-bisection Clos this is what
+    optimal routing achieves; with oversubscription or a failed fabric link it is an upper bound
+    (the max-concurrent-flow LP over the fabric is not solved).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from clusterloom.errors import Problem, SpecError
+from clusterloom.sim.flow.engine import UnitSet
+from clusterloom.sim.flow.paths import Router, route, splitmix64
+
+I64 = NDArray[np.int64]
+B = NDArray[np.bool_]
+
+
+def _units(flow: I64, paths: I64, share: NDArray[np.float64]) -> UnitSet:
+    """Units from per-unit owning flows and ``-1``-padded path rows."""
+    valid = paths >= 0
+    counts = valid.sum(axis=1)
+    return UnitSet(
+        unit_flow=flow.astype(np.int64),
+        unit_ptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        unit_link=paths[valid].astype(np.int64),
+        unit_share=share.astype(np.float64),
+    )
+
+
+def _connection_hash(src: I64, dst: I64, salt: I64, seed: int) -> I64:
+    """A 63-bit hash of a connection (source, destination and a per-connection salt)."""
+    key = (src.astype(np.uint64) << np.uint64(40)) ^ (dst.astype(np.uint64) << np.uint64(16))
+    mixed = splitmix64(key ^ splitmix64(salt.astype(np.uint64) ^ np.uint64(seed)))
+    return (mixed >> np.uint64(1)).astype(np.int64)
+
+
+def _crosses_dead(paths: I64, alive: B) -> B:
+    """Rows whose path has no link (no route) or crosses a dead physical link."""
+    physical = np.where(paths >= 0, paths // 2, 0)
+    dead: B = np.asarray((paths < 0).all(axis=1) | ((paths >= 0) & ~alive[physical]).any(axis=1))
+    return dead
+
+
+def _keep_or_stall(f: I64, ids: I64, usable: B, first: B) -> B:
+    """Units to keep: the usable ones, and for a connection with none the first unit (on its
+    dead path, so that it stalls at rate 0 until the link comes back)."""
+    per_flow = np.bincount(f[usable], minlength=int(ids.max(initial=-1)) + 1)
+    lost = per_flow[f] == 0
+    keep: B = np.asarray(usable | (lost & first), dtype=bool)
+    return keep
+
+
+class Transport(Protocol):
+    name: ClassVar[str]
+    coupled: ClassVar[bool]
+
+    def units(
+        self, router: Router, src: I64, dst: I64, *, alive: B, seed: int, flows: I64 | None = None
+    ) -> UnitSet:
+        """Units of the given connections (all of them, or ``flows``) over the live links."""
+        ...
+
+    def reroute_delay_s(self) -> float:
+        """Seconds from a failure until the transport acts on it."""
+        ...
+
+    def wire_factor(self) -> float:
+        """Bytes on the wire per byte delivered."""
+        ...
+
+
+def _ports(router: Router) -> int:
+    return int(router.host_link.shape[1])
+
+
+@dataclass(frozen=True)
+class RoceEcmp:
+    name: ClassVar[str] = "roce-ecmp"
+    coupled: ClassVar[bool] = False
+    qps: int = 1
+    reroute_s: float = 1.0
+
+    def units(
+        self, router: Router, src: I64, dst: I64, *, alive: B, seed: int, flows: I64 | None = None
+    ) -> UnitSet:
+        ids = np.arange(src.size, dtype=np.int64) if flows is None else flows
+        f = np.repeat(ids, self.qps)
+        qp = np.tile(np.arange(self.qps, dtype=np.int64), ids.size)
+        s, d = src[f], dst[f]
+        port = (f + qp) % _ports(router)
+        ev = _connection_hash(s, d, qp, seed)  # the 5-tuple hash of the queue pair
+        paths = route(router, s, d, port, ev, seed=seed, alive=alive)
+        none = (paths < 0).all(axis=1)
+        if none.any():  # no live path: stay on the hashed path of the healthy fabric and stall
+            paths[none] = route(router, s[none], d[none], port[none], ev[none], seed=seed)
+        return _units(f, paths, np.full(f.size, 1.0 / self.qps))
+
+    def reroute_delay_s(self) -> float:
+        return self.reroute_s
+
+    def wire_factor(self) -> float:
+        return 1.0
+
+
+@dataclass(frozen=True)
+class MrcSpray:
+    name: ClassVar[str] = "mrc-spray"
+    coupled: ClassVar[bool] = True
+    evs: int = 128
+    detect_s: float = 20e-6
+
+    def units(
+        self, router: Router, src: I64, dst: I64, *, alive: B, seed: int, flows: I64 | None = None
+    ) -> UnitSet:
+        ids = np.arange(src.size, dtype=np.int64) if flows is None else flows
+        f = np.repeat(ids, self.evs)
+        k = np.tile(np.arange(self.evs, dtype=np.int64), ids.size)
+        s, d = src[f], dst[f]
+        port = k % _ports(router)
+        # each connection draws its own EVs (random 32-bit values per queue pair), so different
+        # connections' EVs hash independently; static source routes, chosen on the healthy
+        # fabric; EVs whose route crosses a dead link retire
+        ev = _connection_hash(s, d, f, seed) ^ splitmix64(k.astype(np.uint64)).astype(np.int64)
+        paths = route(router, s, d, port, ev & 0xFFFFFFFF, seed=seed)
+        keep = _keep_or_stall(f, ids, ~_crosses_dead(paths, alive), k == 0)
+        share = 1.0 / np.bincount(f[keep], minlength=int(ids.max(initial=-1)) + 1)[f]
+        return _units(f[keep], paths[keep], share[keep])
+
+    def reroute_delay_s(self) -> float:
+        return self.detect_s
+
+    def wire_factor(self) -> float:
+        return 1.0
+
+
+@dataclass(frozen=True)
+class ReceiverDriven(MrcSpray):
+    name: ClassVar[str] = "receiver-driven"
+    loss: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.loss < 1.0:
+            raise SpecError([Problem("--loss", f"a loss rate is in [0, 1), got {self.loss}")])
+
+    def wire_factor(self) -> float:
+        return 1.0 / (1.0 - self.loss)
+
+
+@dataclass(frozen=True)
+class Ideal:
+    name: ClassVar[str] = "ideal"
+    coupled: ClassVar[bool] = True
+
+    def units(
+        self, router: Router, src: I64, dst: I64, *, alive: B, seed: int, flows: I64 | None = None
+    ) -> UnitSet:
+        ids = np.arange(src.size, dtype=np.int64) if flows is None else flows
+        ports = _ports(router)
+        f = np.repeat(ids, ports)
+        port = np.tile(np.arange(ports, dtype=np.int64), ids.size)
+        a = router.host_link[src[f], port]
+        b = router.host_link[dst[f], port]
+        paths = np.stack([2 * a, 2 * b + 1], axis=1)
+        keep = _keep_or_stall(f, ids, alive[a] & alive[b], port == 0)
+        share = 1.0 / np.bincount(f[keep], minlength=int(ids.max(initial=-1)) + 1)[f]
+        return _units(f[keep], paths[keep], share[keep])
+
+    def reroute_delay_s(self) -> float:
+        return 0.0
+
+    def wire_factor(self) -> float:
+        return 1.0
+
+
+TRANSPORTS: dict[str, type] = {t.name: t for t in (RoceEcmp, MrcSpray, ReceiverDriven, Ideal)}
+
+
+def transport(name: str, **options: float) -> Transport:
+    """A transport by name with its options (e.g. ``qps=4``, ``evs=256``, ``loss=0.01``)."""
+    if name not in TRANSPORTS:
+        known = ", ".join(sorted(TRANSPORTS))
+        raise SpecError([Problem("--transport", f"unknown transport '{name}'; known: {known}")])
+    made: Transport = TRANSPORTS[name](**options)
+    return made

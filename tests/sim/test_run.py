@@ -1,0 +1,128 @@
+"""The issue's analytic cases, end to end: topology, transport, engine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from clusterloom.errors import SpecError
+from clusterloom.fabric.topology import generate
+from clusterloom.sim.flow.paths import build_router
+from clusterloom.sim.flow.run import parse_failure, run
+from clusterloom.sim.flow.traffic import Traffic, incast, ring_all_reduce
+from clusterloom.sim.flow.transports import Ideal, MrcSpray, ReceiverDriven, RoceEcmp, transport
+from clusterloom.units import PS_PER_S
+from helpers import kport_plan
+
+SPEED_GBPS = 100
+B = SPEED_GBPS * 1e9 / 8  # bytes per second of a link
+S = 2_000_000  # bytes
+
+
+def fabric():  # type: ignore[no-untyped-def]
+    """32 hosts on 8-port switches: 8 leaves of 4 hosts, 4 spines, one link leaf-spine.
+
+    spine0  spine1  spine2  spine3
+       \\  \\   |  ...  /  /
+    leaf0 (h0..h3)  ...  leaf7 (h28..h31)
+    """
+    return generate(kport_plan(32, 8, speed_gbps=SPEED_GBPS))
+
+
+def two_flows(src: list[int], dst: list[int]) -> Traffic:
+    n = len(src)
+    return Traffic(
+        src=np.array(src, dtype=np.int32),
+        dst=np.array(dst, dtype=np.int32),
+        nbytes=np.full(n, S, dtype=np.int64),
+        start_ps=np.zeros(n, dtype=np.int64),
+        dep_ptr=np.zeros(n + 1, dtype=np.int64),
+        dep_idx=np.zeros(0, dtype=np.int64),
+        group=np.full(n, -1, dtype=np.int32),
+        n_hosts=32,
+    )
+
+
+def seconds(ps: np.ndarray) -> np.ndarray:
+    return ps / PS_PER_S
+
+
+def test_ecmp_collision_halves_the_rate_spraying_does_not() -> None:
+    """Two flows from leaf 0 to leaf 1 whose 5-tuple hashes pick the same uplink share it
+    (2S/B each); spraying spreads both over all four uplinks (S/B each)."""
+    t = fabric()
+    r = build_router(t)
+    roce = RoceEcmp()
+    for seed in range(200):
+        units = roce.units(
+            r, np.array([0, 1]), np.array([4, 5]), alive=np.ones(t.n_links, bool), seed=seed
+        )
+        if units.unit_link[1] == units.unit_link[units.unit_ptr[1] + 1]:
+            break
+    else:
+        pytest.fail("no seed makes the two flows collide")
+    traffic = two_flows([0, 1], [4, 5])
+    pinned = run(t, traffic, roce, seed=seed, router=r)
+    assert seconds(pinned.finish_ps) == pytest.approx([2 * S / B] * 2, rel=1e-6)
+    sprayed = run(t, traffic, MrcSpray(evs=64), seed=seed, router=r)
+    assert seconds(sprayed.finish_ps) == pytest.approx([S / B] * 2, rel=1e-6)
+
+
+def test_ring_all_reduce_under_ideal_meets_the_bandwidth_bound() -> None:
+    n = 32
+    result = run(fabric(), ring_all_reduce(n, S), Ideal())
+    bound = 2 * (n - 1) / n * S / B
+    assert seconds(result.finish_ps).max() == pytest.approx(bound, rel=0.01)
+
+
+def test_incast_under_receiver_driven_takes_n_s_over_b() -> None:
+    n = 8
+    result = run(fabric(), incast(n, S, receiver=31, n_hosts=32), ReceiverDriven())
+    assert seconds(result.finish_ps).max() == pytest.approx(n * S / B, rel=1e-6)
+    lossy = run(fabric(), incast(n, S, receiver=31, n_hosts=32), ReceiverDriven(loss=0.1))
+    assert seconds(lossy.finish_ps).max() == pytest.approx(n * S / B / 0.9, rel=1e-6)
+
+
+def test_link_failure_stalls_ecmp_for_the_reconvergence_delay_spraying_loses_little() -> None:
+    """One flow h0 -> h4; its ECMP uplink fails at 10 us. RoCE stalls until detection plus
+    reconvergence (1 ms here), then rehashes; MRC retires the dead EVs after 20 us and carries
+    on over the other three uplinks at full rate."""
+    t = fabric()
+    r = build_router(t)
+    traffic = two_flows([0], [4])
+    roce = RoceEcmp(reroute_s=1e-3)
+    units = roce.units(r, np.array([0]), np.array([4]), alive=np.ones(t.n_links, bool), seed=0)
+    uplink = int(units.unit_link[1]) // 2
+    fail = parse_failure(f"link:{uplink}@10us", t)
+    t_fail = 10e-6
+    pinned = run(t, traffic, roce, (fail,), router=r)
+    assert seconds(pinned.finish_ps)[0] == pytest.approx(S / B + 1e-3, rel=1e-6)
+    mrc = MrcSpray(evs=64)
+    sprayed = run(t, traffic, mrc, (fail,), router=r)
+    assert seconds(sprayed.finish_ps)[0] == pytest.approx(S / B + mrc.detect_s, rel=1e-6)
+    assert t_fail < S / B
+    healthy = run(t, traffic, mrc, router=r)
+    assert seconds(healthy.finish_ps)[0] == pytest.approx(S / B, rel=1e-6)
+
+
+def test_losing_a_plane_costs_its_share_only() -> None:
+    """Two planes: spraying over both, a plane lost at the start leaves half the bandwidth."""
+    t = generate(kport_plan(32, 8, speed_gbps=SPEED_GBPS, ports_per_accelerator=2))
+    assert t.plan.planes == 2
+    traffic = two_flows([0], [4])
+    fail = parse_failure("plane:1@0", t)
+    mrc = MrcSpray(evs=64, detect_s=0.0)
+    result = run(t, traffic, mrc, (fail,))
+    assert seconds(result.finish_ps)[0] == pytest.approx(S / B, rel=1e-6)  # one 100G plane left
+    healthy = run(t, traffic, mrc)
+    assert seconds(healthy.finish_ps)[0] == pytest.approx(S / (2 * B), rel=1e-6)
+
+
+def test_bad_failures_and_transports_are_refused() -> None:
+    t = fabric()
+    for text in ("link:99999@1ms", "wire:1@1ms", "link:1@1hours", "plane:5@0", "link:1@2ms-1ms"):
+        with pytest.raises(SpecError):
+            parse_failure(text, t)
+    with pytest.raises(SpecError) as info:
+        transport("tcp-reno")
+    assert "known:" in info.value.problems[0].message
