@@ -147,3 +147,20 @@ def test_bad_job_is_one_line_per_problem(tmp_path: Path) -> None:
         line.startswith("error: job.parallelism: tp 2 x pp 4 x cp 1 x dp 4") for line in lines
     )
     assert "Traceback" not in result.output
+
+
+def test_simulate_compares_transports_and_refuses_bad_input(tmp_path: Path) -> None:
+    spec = str(_write(tmp_path, SMALL))
+    ok = runner.invoke(app, ["simulate", spec, "--transport", "roce-ecmp,ideal", "--size", "1MB"])
+    assert ok.exit_code == 0, ok.output
+    assert "roce-ecmp" in ok.stdout and "ideal" in ok.stdout and "1.00x" in ok.stdout
+    for args, fragment in (
+        (["--transport", "tcp-reno"], "unknown transport 'tcp-reno'"),
+        (["--fail", "link:99999@1ms"], "no link 99999"),
+        (["--fail", "link:1@soon"], "expected KIND:TARGET@START"),
+        (["--traffic", "bogus"], "unknown traffic 'bogus'"),
+        (["--size", "lots"], "not a size"),
+    ):
+        bad = runner.invoke(app, ["simulate", spec, *args])
+        assert bad.exit_code == 2, (args, bad.output)
+        assert fragment in bad.stderr and "Traceback" not in bad.output
