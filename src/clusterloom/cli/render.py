@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from clusterloom.fabric import FabricDesign
 from clusterloom.findings import Finding, Severity
@@ -208,7 +208,7 @@ def simulation(
         f", failures: {', '.join(f.label for f in failures)}" if failures else ""
     )
     table = Table(
-        "transport",
+        Column("transport", no_wrap=True),
         "finished",
         "completion ms",
         "FCT p50 ms",
