@@ -3,7 +3,8 @@
     ClusterloomError             root: every error the library raises on purpose
     ├── SpecError                a cluster spec that cannot be used (parse, schema, semantics,
     │                            impossible fabric); carries one Problem per thing to fix
-    └── OutputError              an artifact could not be written
+    ├── OutputError              an artifact could not be written
+    └── SimInputError            (sim.flow.engine; also a ValueError) inconsistent engine input
 
 Foreign exceptions (pydantic, yaml, OSError) are translated at the boundary with
 ``raise ... from exc`` so that the command line can print them as one line per problem.

@@ -493,7 +493,8 @@ def _check_acyclic(flows: FlowSet) -> None:
 class _Fill:
     rate: _F64
     rounds: int
-    links: _I64  # entries (link, coef, owner) of the active entities
+    used: _I64  # the links crossed by active entities, ascending
+    local: _I64  # entries of the active entities: index into ``used``, coefficient, entity
     coefs: _F64
     owner: _I64
 
@@ -508,23 +509,35 @@ def _water_fill(
     ent_cap: _F64,
     active: _B,
 ) -> _Fill:
-    """Progressive filling over the active entities (CSR both ways of the matrix ``A``)."""
-    n_links = capacity.shape[0]
-    rate = np.zeros(active.shape[0])
+    """Progressive filling over the active entities (CSR both ways of the matrix ``A``).
+
+    Works on the links the active entities use, renumbered ``0..m-1``, so that each round costs
+    O(links still in play + entries of the entities it freezes)."""
+    n_ent = active.shape[0]
+    rate = np.zeros(n_ent)
     act = np.flatnonzero(active)
     pos, counts = _ranges(ent_ptr, act)
+    act_ptr = _csr_ptr(counts)
     owner = np.repeat(act, counts)
     links = ent_link[pos]
     coefs = ent_coef[pos]
+    used = np.flatnonzero(np.bincount(links, minlength=capacity.shape[0]))
+    to_local = np.full(capacity.shape[0], -1, dtype=np.int64)
+    to_local[used] = np.arange(used.size)
+    local = to_local[links]
+    slot = np.full(n_ent, -1, dtype=np.int64)
+    slot[act] = np.arange(act.size)
+
     unfrozen = active.copy()
     unfrozen[owner[capacity[links] <= 0]] = False  # stalled: rate 0, blocks no one
     unfrozen[act[ent_cap[act] <= 0]] = False
     live = unfrozen[owner]
-    a = np.bincount(links[live], coefs[live], minlength=n_links)
-    n = np.bincount(links[live], minlength=n_links)
-    resid = capacity.copy()
-    capped = bool(np.isfinite(ent_cap[unfrozen]).any())
-    left = int(np.count_nonzero(unfrozen))
+    a = np.bincount(local[live], coefs[live], minlength=used.size)
+    n = np.bincount(local[live], minlength=used.size)
+    resid = capacity[used].copy()
+    free = act[unfrozen[act]]
+    capped = bool(np.isfinite(ent_cap[free]).any())
+    left = free.size
     cand = np.flatnonzero(n > 0)
     rounds = 0
     while left:
@@ -532,26 +545,26 @@ def _water_fill(
         cand = cand[n[cand] > 0]
         lev = np.maximum(resid[cand], 0.0) / a[cand]
         level = float(lev.min()) if lev.size else math.inf
-        free = np.flatnonzero(unfrozen) if capped else np.empty(0, dtype=np.int64)
-        if free.size:
+        if capped:
+            free = free[unfrozen[free]]
             level = min(level, float(ent_cap[free].min()))
         if not math.isfinite(level):
             raise SimInputError(f"entity {np.flatnonzero(unfrozen)[0]}: unbounded rate")
         limit = level * (1.0 + RTOL_SATURATED)
-        sat = cand[lev <= limit]
+        sat = used[cand[lev <= limit]]
         newly = link_ent[_ranges(link_ptr, sat)[0]]
-        if free.size:
+        if capped:
             newly = np.concatenate([newly, free[ent_cap[free] <= limit]])
         newly = np.unique(newly[unfrozen[newly]])
         rate[newly] = level
         unfrozen[newly] = False
         left -= newly.size
-        p = _ranges(ent_ptr, newly)[0]
-        hit, w = ent_link[p], ent_coef[p]
+        p = _ranges(act_ptr, slot[newly])[0]
+        hit, w = local[p], coefs[p]
         np.subtract.at(a, hit, w)
         np.subtract.at(n, hit, 1)
         np.subtract.at(resid, hit, level * w)
-    return _Fill(rate, rounds, links, coefs, owner)
+    return _Fill(rate, rounds, used, local, coefs, owner)
 
 
 def max_min_fair(coef: Any, capacity: ArrayLike, cap: ArrayLike | None = None) -> _F64:
@@ -684,7 +697,7 @@ class _Sim:
         ).astype(np.int64)
         self.rate = np.zeros(n_ent)
         self.fill: _Fill | None = None
-        self.load: _F64 | None = None
+        self.load: tuple[_I64, _F64, float] | None = None
         self.dirty = True
 
     def _sync_out(self) -> None:
@@ -866,27 +879,26 @@ class _Sim:
         self._complete(act[fin], until)
 
     def _record(self, now: int, until: int) -> None:
-        load = self.load
-        if load is None:
-            load = np.zeros(self.n_links)
-            if self.fill is not None:
-                w = self.fill.coefs * self.rate[self.fill.owner]
-                load = np.asarray(
-                    np.bincount(self.fill.links, w, minlength=self.n_links), dtype=np.float64
+        """One segment: the largest utilisation and the non-zero loads of watched links."""
+        if self.load is None:
+            fill = self.fill
+            if fill is None:
+                self.load = (np.empty(0, dtype=np.int64), np.empty(0), 0.0)
+            else:
+                per_link: _F64 = np.asarray(
+                    np.bincount(fill.local, fill.coefs * self.rate[fill.owner]), dtype=np.float64
                 )
-            self.load = load
-        up = self.capacity > 0
-        util = float((load[up] / self.capacity[up]).max()) if up.any() else 0.0
+                nz = np.flatnonzero(per_link)
+                cap = self.capacity[fill.used[nz]]
+                util = float((per_link[nz] / np.where(cap > 0, cap, np.inf)).max(initial=0.0))
+                self.load = (fill.used[nz], per_link[nz], util)
+        links, load, util = self.load
         self.segs.append((now, until, util))
-        if self.watch is None:
-            nz = np.flatnonzero(load)
-            self.seg_links.append(nz)
-            self.seg_loads.append(load[nz])
-        else:
-            w_load = load[self.watch]
-            nz = np.flatnonzero(w_load)
-            self.seg_links.append(self.watch[nz])
-            self.seg_loads.append(w_load[nz])
+        if self.watch is not None:
+            keep = np.isin(links, self.watch, assume_unique=True)
+            links, load = links[keep], load[keep]
+        self.seg_links.append(links)
+        self.seg_loads.append(load)
 
     def run(self, max_time_ps: int | None) -> SimResult:
         limit = _NEVER if max_time_ps is None else max_time_ps
