@@ -14,6 +14,8 @@ import typer
 from rich.console import Console
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from clusterloom.pipeline import Design
     from clusterloom.sim.flow.traffic import Traffic
     from clusterloom.spec import ClusterSpec
@@ -37,6 +39,19 @@ SpecArg = Annotated[
 ExampleOpt = Annotated[
     str | None, typer.Option("--example", "-e", help="a built-in example by name")
 ]
+
+
+def _progress() -> Progress:
+    """A spinner with the current stage and the time spent, on stderr; gone when done."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
 
 
 def _guard(fn: Callable[[], T]) -> T:
@@ -186,8 +201,6 @@ def simulate(
     """Simulate traffic on the backend fabric with each transport (flow level) and compare."""
 
     def run_all() -> None:
-        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
         from clusterloom.cli import render
         from clusterloom.fabric import generate, plan_fabric
         from clusterloom.sim.flow.paths import build_router
@@ -201,13 +214,7 @@ def simulate(
         load = _traffic(cluster, traffic, parse_size(size), hosts, seed, topology.plan.hosts)
         router = build_router(topology)
         summaries = []
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as progress:
+        with _progress() as progress:
             for tr in chosen:
                 progress.add_task(f"{tr.name}: {len(load):,} flows", total=None)
                 result = run(topology, load, tr, failures, seed=seed, router=router)
@@ -264,21 +271,13 @@ def design(
     """Run every stage and write the artifacts and report.html to the output directory."""
 
     def run() -> Design:
-        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
         from clusterloom.cli import render
         from clusterloom.export import write_design
         from clusterloom.pipeline import run_design, stage_names
 
         cluster = _load(spec, example)
         stages = stage_names(cluster)
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as progress:
+        with _progress() as progress:
             task = progress.add_task("design", total=len(stages) + 1)
 
             def step(stage: str) -> None:
