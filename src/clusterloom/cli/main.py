@@ -197,6 +197,13 @@ def simulate(
     ] = None,
     hosts: Annotated[int | None, typer.Option(help="hosts taking part (default: all)")] = None,
     seed: Annotated[int, typer.Option(help="seed of random traffic and hashing")] = 0,
+    rtol: Annotated[
+        float,
+        typer.Option(
+            help="rate tolerance: rates at most this fraction below exact max-min "
+            "(1e-9 for exact; larger is faster with sprayed transports)"
+        ),
+    ] = 0.01,
 ) -> None:
     """Simulate traffic on the backend fabric with each transport (flow level) and compare."""
 
@@ -217,7 +224,7 @@ def simulate(
         with _progress() as progress:
             for tr in chosen:
                 progress.add_task(f"{tr.name}: {len(load):,} flows", total=None)
-                result = run(topology, load, tr, failures, seed=seed, router=router)
+                result = run(topology, load, tr, failures, seed=seed, router=router, rtol=rtol)
                 summaries.append(summarize(tr.name, result))
         render.simulation(out, summaries, traffic, len(load), failures)
 

@@ -508,6 +508,7 @@ def _water_fill(
     capacity: _F64,
     ent_cap: _F64,
     active: _B,
+    rtol: float = RTOL_SATURATED,
 ) -> _Fill:
     """Progressive filling over the active entities (CSR both ways of the matrix ``A``).
 
@@ -550,7 +551,7 @@ def _water_fill(
             level = min(level, float(ent_cap[free].min()))
         if not math.isfinite(level):
             raise SimInputError(f"entity {np.flatnonzero(unfrozen)[0]}: unbounded rate")
-        limit = level * (1.0 + RTOL_SATURATED)
+        limit = level * (1.0 + rtol)
         sat = used[cand[lev <= limit]]
         newly = link_ent[_ranges(link_ptr, sat)[0]]
         if capped:
@@ -609,7 +610,9 @@ class _Sim:
         units: UnitSet,
         actions: Sequence[Action],
         watch: _I64 | None,
+        rtol: float = RTOL_SATURATED,
     ) -> None:
+        self.rtol = rtol
         self.capacity = capacity.copy()
         self.n_links = int(capacity.shape[0])
         self.flows = flows
@@ -802,6 +805,7 @@ class _Sim:
             self.capacity,
             self.ent_cap,
             self.ent_state == _ACTIVE,
+            self.rtol,
         )
         self.rate = self.fill.rate
         self.allocations += 1
@@ -952,9 +956,19 @@ def simulate(
     *,
     max_time_ps: int | None = None,
     watch_links: ArrayLike | None = None,
+    rtol: float = RTOL_SATURATED,
 ) -> SimResult:
     """Run the fluid simulation until every flow finished, nothing can progress any more, or
-    ``max_time_ps``. Raises :class:`SimInputError` (a ``ValueError``) on invalid input."""
+    ``max_time_ps``. Raises :class:`SimInputError` (a ``ValueError``) on invalid input.
+
+    ``rtol`` trades exactness for speed: links whose saturation levels are within ``rtol`` of a
+    round's level saturate together at that (lowest) level, so the entities they freeze get up
+    to ``rtol`` less than their exact level, and the capacity left over goes to the others; no
+    link is ever over capacity. The default is exact up to floating error; sprayed flows with
+    many paths have many distinct levels, and ``rtol=1e-2`` cuts the rounds by tens of times
+    (the tests bound the effect on completion times empirically)."""
+    if not 0.0 <= rtol < 1.0:
+        raise SimInputError(f"rtol must be in [0, 1), got {rtol}")
     cap = _check_capacity(capacity)
     n_links = int(cap.shape[0])
     _check_flows(flows, units, n_links)
@@ -965,4 +979,4 @@ def simulate(
             raise SimInputError("watch_links: link out of range")
     if max_time_ps is not None and max_time_ps < 0:
         raise SimInputError("max_time_ps must be >= 0")
-    return _Sim(cap, flows, units, actions, watch).run(max_time_ps)
+    return _Sim(cap, flows, units, actions, watch, rtol).run(max_time_ps)

@@ -112,6 +112,10 @@ def _pick(candidates: I64, valid: NDArray[np.bool_], h: NDArray[np.uint64]) -> I
     return np.where(live > 0, out, -1)
 
 
+#: Rows routed at once: bounds the (rows x fan-out) temporaries of a large call.
+ROUTE_CHUNK = 65_536
+
+
 def route(
     r: Router,
     src: I64,
@@ -128,8 +132,32 @@ def route(
     marks usable physical links (default: all).
     """
     t = r.topology
-    p = t.plan
     live = np.ones(t.n_links, dtype=bool) if alive is None else alive
+    # per switch: a live uplink at all; per (switch, lower slot): a live link down to it
+    up_any: NDArray[np.bool_] = np.asarray(((r.up >= 0) & live[np.maximum(r.up, 0)]).any(axis=1))
+    down_any: NDArray[np.bool_] = np.asarray(
+        ((r.down >= 0) & live[np.maximum(r.down, 0)]).any(axis=2)
+    )
+    out = np.full((src.shape[0], r.max_hops), -1, dtype=np.int64)
+    for lo in range(0, src.shape[0], ROUTE_CHUNK):
+        sl = slice(lo, lo + ROUTE_CHUNK)
+        out[sl] = _route(r, src[sl], dst[sl], port[sl], ev[sl], seed, live, up_any, down_any)
+    return out
+
+
+def _route(
+    r: Router,
+    src: I64,
+    dst: I64,
+    port: I64,
+    ev: I64,
+    seed: int,
+    live: NDArray[np.bool_],
+    up_any: NDArray[np.bool_],
+    down_any: NDArray[np.bool_],
+) -> I64:
+    t = r.topology
+    p = t.plan
     n = src.shape[0]
     out = np.full((n, r.max_hops), -1, dtype=np.int64)
     a_link = r.host_link[src, port]
@@ -142,49 +170,38 @@ def route(
     slot_b = r.lower_slot[leaf_b]
     cross_pod = (p.tiers == 3) & (pod_a != pod_b)
 
-    # leaf uplink: live, and the spine has a live link down to leaf_b (same pod) or a live
-    # uplink (other pod)
+    # leaf uplink: live, and its spine reaches leaf_b (same pod) or has a live uplink (other pod)
     ups = r.up[leaf_a]  # (n, u1)
-    spine = np.where(ups >= 0, t.link_dst[np.maximum(ups, 0)], -1).astype(np.int64)
-    if p.tiers == 3:
-        spine_up = r.up[np.maximum(spine, 0)]  # (n, u1, u2)
-        up_live = ((spine_up >= 0) & live[np.maximum(spine_up, 0)]).any(axis=2)
-    else:
-        up_live = np.zeros(ups.shape, dtype=bool)
-    to_b = r.down[np.maximum(spine, 0), slot_b[:, None]]  # (n, u1, par)
-    down_live = ((to_b >= 0) & live[np.maximum(to_b, 0)]).any(axis=2)
-    reach = np.where(cross_pod[:, None], up_live, down_live)
+    spine = np.where(ups >= 0, t.link_dst[np.maximum(ups, 0)], 0).astype(np.int64)
+    reach = np.where(cross_pod[:, None], up_any[spine], down_any[spine, slot_b[:, None]])
     valid = (ups >= 0) & live[np.maximum(ups, 0)] & reach
     leaf_up = _pick(ups, valid, hop_hash(ev, leaf_a, seed))
-    s1 = np.where(leaf_up >= 0, t.link_dst[np.maximum(leaf_up, 0)], -1).astype(np.int64)
+    s1 = np.where(leaf_up >= 0, t.link_dst[np.maximum(leaf_up, 0)], 0).astype(np.int64)
 
     # same pod (or 2 tiers): spine -> leaf_b over a live parallel link
-    par_links = r.down[np.maximum(s1, 0), slot_b]  # (n, par)
+    par_links = r.down[s1, slot_b]  # (n, par)
     par_ok = (par_links >= 0) & live[np.maximum(par_links, 0)]
     down1 = _pick(par_links, par_ok, hop_hash(ev, s1, seed))
 
     # other pod: spine -> core -> the same-index spine of pod_b -> leaf_b
     if p.tiers == 3:
-        sp_ups = r.up[np.maximum(s1, 0)]  # (n, u2)
-        core = np.where(sp_ups >= 0, t.link_dst[np.maximum(sp_ups, 0)], -1).astype(np.int64)
-        core_to = r.down[np.maximum(core, 0), pod_b[:, None]]  # (n, u2, par2)
-        core_ok = ((core_to >= 0) & live[np.maximum(core_to, 0)]).any(axis=2)
-        # the spine of pod_b under that core must reach leaf_b
-        far_spine = np.where(
-            core_to[:, :, 0] >= 0, t.link_src[np.maximum(core_to[:, :, 0], 0)], -1
-        ).astype(np.int64)
-        far_down = r.down[np.maximum(far_spine, 0), slot_b[:, None]]
-        far_ok = ((far_down >= 0) & live[np.maximum(far_down, 0)]).any(axis=2)
-        valid2 = (sp_ups >= 0) & live[np.maximum(sp_ups, 0)] & core_ok & far_ok
+        sp_ups = r.up[s1]  # (n, u2)
+        core = np.where(sp_ups >= 0, t.link_dst[np.maximum(sp_ups, 0)], 0).astype(np.int64)
+        first_down = r.down[core, pod_b[:, None], 0]  # a link from the core to pod_b's spine
+        far_spine = np.where(first_down >= 0, t.link_src[np.maximum(first_down, 0)], 0)
+        valid2 = (
+            (sp_ups >= 0)
+            & live[np.maximum(sp_ups, 0)]
+            & down_any[core, pod_b[:, None]]
+            & down_any[far_spine.astype(np.int64), slot_b[:, None]]
+        )
         spine_up = _pick(sp_ups, valid2, hop_hash(ev, s1, seed ^ 0x5EED))
-        c = np.where(spine_up >= 0, t.link_dst[np.maximum(spine_up, 0)], -1).astype(np.int64)
-        cd = r.down[np.maximum(c, 0), pod_b]
-        cd_ok = (cd >= 0) & live[np.maximum(cd, 0)]
-        core_down = _pick(cd, cd_ok, hop_hash(ev, c, seed))
-        s2 = np.where(core_down >= 0, t.link_src[np.maximum(core_down, 0)], -1).astype(np.int64)
-        sd = r.down[np.maximum(s2, 0), slot_b]
-        sd_ok = (sd >= 0) & live[np.maximum(sd, 0)]
-        spine_down = _pick(sd, sd_ok, hop_hash(ev, s2, seed))
+        c = np.where(spine_up >= 0, t.link_dst[np.maximum(spine_up, 0)], 0).astype(np.int64)
+        cd = r.down[c, pod_b]
+        core_down = _pick(cd, (cd >= 0) & live[np.maximum(cd, 0)], hop_hash(ev, c, seed))
+        s2 = np.where(core_down >= 0, t.link_src[np.maximum(core_down, 0)], 0).astype(np.int64)
+        sd = r.down[s2, slot_b]
+        spine_down = _pick(sd, (sd >= 0) & live[np.maximum(sd, 0)], hop_hash(ev, s2, seed))
         far = cross_pod & ~same_leaf
         out[far, 1] = 2 * leaf_up[far]
         out[far, 2] = 2 * spine_up[far]

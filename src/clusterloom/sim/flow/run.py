@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from clusterloom.errors import Problem, SpecError
 from clusterloom.fabric.topology import Topology
 from clusterloom.sim.flow.engine import (
+    RTOL_SATURATED,
     Callback,
     FlowSet,
     Reroute,
@@ -134,8 +135,10 @@ def run(
     seed: int = 0,
     max_time_ps: int | None = None,
     router: Router | None = None,
+    rtol: float = RTOL_SATURATED,
 ) -> SimResult:
-    """Simulate ``traffic`` (host ids = the topology's hosts) with ``transport``."""
+    """Simulate ``traffic`` (host ids = the topology's hosts) with ``transport``; ``rtol`` is
+    the engine's rate tolerance (see ``engine.simulate``)."""
     if traffic.n_hosts > topology.plan.hosts:
         raise SpecError(
             [
@@ -180,6 +183,7 @@ def run(
         tuple(actions),
         max_time_ps=max_time_ps,
         watch_links=np.zeros(0, dtype=np.int64),
+        rtol=rtol,
     )
 
 
