@@ -145,8 +145,11 @@ def test_from_step_flows_aggregates_bytes_per_op_and_pair(channels: int) -> None
 
 
 def test_from_step_flows_serializes_ops_per_sending_rank() -> None:
+    """With the barrier flows folded back into direct dependencies, every flow of a rank's op
+    waits for exactly the flows that rank sent in its previous op."""
     ops = _ops()
-    t = from_step_flows(step_flows(ops, ranks_per_domain=4, channels=2), ops)
+    t = from_step_flows(step_flows(ops, ranks_per_domain=4, channels=2), ops).without_barriers()
+    assert not t.barrier.any()
     assert np.all(t.levels() >= 0)
     rows = t.dep_rows()
     # every dependency: same sending rank, strictly earlier op
@@ -164,6 +167,69 @@ def test_from_step_flows_serializes_ops_per_sending_rank() -> None:
     # the tree all-reduce waits, on rank 1, for rank 1's point-to-point send
     tree_on_1 = np.flatnonzero((t.group == 3) & (t.src == 1))
     assert all(set(t.group[t.deps(f)].tolist()) == {2} for f in tree_on_1.tolist())
+
+
+def test_barrier_flows_replace_the_quadratic_edges() -> None:
+    """The all-to-all after the ring all-reduce sends 6 flows per rank (3 peers x 2 channels)
+    after 2: one barrier per such rank, 2 + 6 edges instead of 12. Barriers are zero-byte, in
+    no group, from the rank to its first destination of the next op, and wait only for the
+    rank's flows (never for another barrier)."""
+    ops = _ops()
+    flows = step_flows(ops, ranks_per_domain=4, channels=2)
+    t = from_step_flows(flows, ops).validate()
+    direct = t.without_barriers()
+    b = np.flatnonzero(t.barrier)
+    assert b.size > 0 and np.all(b >= len(t) - b.size)  # appended after the real flows
+    assert np.all(t.nbytes[b] == 0) and np.all(t.group[b] == -1)
+    assert t.total_bytes == direct.total_bytes == flows.nbytes_total
+    assert not t.barrier[t.dep_idx[t.barrier[t.dep_rows()]]].any()
+    for x in b.tolist():
+        waiting = np.flatnonzero(np.isin(t.dep_rows(), [x]))
+        after = t.dep_rows()[waiting]
+        assert np.all(t.src[t.deps(x)] == t.src[x]) and np.all(t.src[after] == t.src[x])
+        assert t.dst[x] == t.dst[after.min()]
+        assert len(set(t.group[after].tolist())) == 1
+    assert t.n_deps < direct.n_deps
+    assert t.n_deps <= 2 * int((~t.barrier).sum())
+    # ring-only traffic needs no barrier (a = b = 1)
+    ring = _op("ar", Collective.ALL_REDUCE, Algorithm.RING, 4000, [[0, 1, 2, 3]])
+    two = (ring, ring)
+    assert not from_step_flows(step_flows(two, ranks_per_domain=1, channels=1), two).barrier.any()
+
+
+def test_barrier_dependencies_are_linear_on_the_moe_example() -> None:
+    """The moe-2k example's expert all-to-alls: about 24.5M direct edges, linear with barriers."""
+    from clusterloom.examples import example_text
+    from clusterloom.spec import parse_spec
+    from clusterloom.workload import design_workload
+
+    w = design_workload(parse_spec(example_text("moe-2k")))
+    t = from_step_flows(w.flows, w.ops, n_hosts=w.layout.world)
+    real = int((~t.barrier).sum())
+    assert t.barrier.any()
+    assert t.n_deps <= 2 * real
+    assert t.total_bytes == w.flows.nbytes_total
+    assert np.all(t.levels() >= 0)
+
+
+def test_without_barriers_is_identity_without_barriers() -> None:
+    t = ring_all_reduce(4, 100)
+    assert t.without_barriers() is t
+    chained = Traffic.from_arrays(
+        [0, 0, 0, 0, 0],
+        [1, 2, 1, 1, 2],
+        [5, 5, 0, 0, 5],
+        deps=[[], [], [0, 1], [2], [3]],
+        barrier=[False, False, True, True, False],
+    )
+    direct = chained.without_barriers()
+    assert len(direct) == 3 and direct.deps(2).tolist() == [0, 1]
+
+
+def test_a_barrier_with_bytes_is_a_problem() -> None:
+    t = Traffic.from_arrays([0], [1], [5], barrier=[True])
+    with pytest.raises(SpecError, match="barrier with bytes"):
+        t.validate()
 
 
 def test_from_step_flows_repeat_scales_by_per_step() -> None:

@@ -32,6 +32,8 @@ err = Console(stderr=True, highlight=False)
 _state = {"debug": False}
 
 T = TypeVar("T")
+#: ``simulate -o`` watches the upward fabric links for the heat map up to this many links.
+WATCH_LINKS_UP_TO = 50_000
 
 SpecArg = Annotated[
     Path | None, typer.Argument(help="cluster spec (YAML); or use --example", show_default=False)
@@ -204,13 +206,27 @@ def simulate(
             "(1e-9 for exact; larger is faster with sprayed transports)"
         ),
     ] = 0.01,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="directory for the results (Parquet) and simulation.html",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Simulate traffic on the backend fabric with each transport (flow level) and compare."""
 
     def run_all() -> None:
+        import numpy as np
+
         from clusterloom.cli import render
+        from clusterloom.export.atomic import atomic_write
         from clusterloom.fabric import generate, plan_fabric
+        from clusterloom.report.simulation import render_simulation
         from clusterloom.sim.flow.paths import build_router
+        from clusterloom.sim.flow.results import Run, utilisations, write_results
         from clusterloom.sim.flow.run import parse_failure, parse_size, run, summarize
         from clusterloom.sim.flow.transports import transport
 
@@ -220,13 +236,39 @@ def simulate(
         failures = tuple(parse_failure(f, topology) for f in fail or ())
         load = _traffic(cluster, traffic, parse_size(size), hosts, seed, topology.plan.hosts)
         router = build_router(topology)
-        summaries = []
+        # With -o, watch the upward fabric links (leaf-spine, spine-core) for the heat map
+        # when that stays small; otherwise only the largest utilisation is kept.
+        watch = np.zeros(0, dtype=np.int64)
+        if output is not None and topology.n_links <= WATCH_LINKS_UP_TO:
+            watch = 2 * np.flatnonzero(topology.link_tier >= 2)
+        summaries, runs = [], []
         with _progress() as progress:
             for tr in chosen:
                 progress.add_task(f"{tr.name}: {len(load):,} flows", total=None)
-                result = run(topology, load, tr, failures, seed=seed, router=router, rtol=rtol)
+                result = run(
+                    topology,
+                    load,
+                    tr,
+                    failures,
+                    seed=seed,
+                    router=router,
+                    rtol=rtol,
+                    watch_links=watch,
+                )
                 summaries.append(summarize(tr.name, result))
+                if output is not None:
+                    runs.append(Run(tr.name, load, result, router.capacity_bytes()))
+            if output is not None and runs:
+                progress.add_task(f"writing {output}", total=None)
+                util = utilisations(runs)
+                write_results(output, runs, util=util)
+                page = render_simulation(
+                    cluster.name, runs, failures, util=util, traffic_label=traffic
+                )
+                atomic_write(output / "simulation.html", page)
         render.simulation(out, summaries, traffic, len(load), failures)
+        if output is not None:
+            out.print(f"results written to {output}")
 
     _guard(run_all)
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from clusterloom.errors import Problem, SpecError
 from clusterloom.spec.models import LINK_TIERS, SWITCH_ROLES, ClusterSpec, FabricSpec
+from clusterloom.spec.scenario import scenario_problems
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -306,6 +307,10 @@ def check_spec(spec: ClusterSpec) -> list[Problem]:
     problems += _check_fabric(spec, "backend", spec.fabrics.backend)
     if spec.fabrics.frontend is not None:
         problems += _check_fabric(spec, "frontend", spec.fabrics.frontend)
+    if spec.scenario is not None:
+        problems += scenario_problems(spec.scenario)
+        if spec.scenario.traffic == "step" and spec.job is None:
+            problems.append(Problem("scenario.traffic", "step traffic needs a job section"))
     return problems
 
 

@@ -2,8 +2,9 @@
 
 Sections (later stages add theirs): ``compute`` (accelerators, nodes, scale-up domain, NIC ports
 and which of them serve scale-up or scale-out), ``fabrics`` (a backend scale-out fabric and an
-optional frontend fabric), ``job`` (a training job, optional: see ``job.py``) and ``catalog``
-(overrides of the built-in equipment catalog).
+optional frontend fabric), ``job`` (a training job, optional: see ``job.py``), ``catalog``
+(overrides of the built-in equipment catalog) and ``scenario`` (a flow-level simulation,
+optional: see ``scenario.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import BeforeValidator, Field, PositiveInt, model_validator
 from clusterloom.spec._base import SpecModel
 from clusterloom.spec.catalog import Catalog, builtin_catalog
 from clusterloom.spec.job import JobSpec
+from clusterloom.spec.scenario import ScenarioSpec
 
 SPEC_VERSION = 1
 
@@ -172,6 +174,7 @@ class ClusterSpec(SpecModel):
     fabrics: FabricsSpec
     job: JobSpec | None = None
     catalog: Catalog | None = None
+    scenario: ScenarioSpec | None = None
 
     def resolved_catalog(self) -> Catalog:
         """The built-in catalog with this spec's overrides applied."""

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from clusterloom.errors import Problem, SpecError
 from clusterloom.fabric.topology import Topology
@@ -36,6 +36,8 @@ from clusterloom.units import PS_PER_S
 
 I64 = NDArray[np.int64]
 
+_WATCH_NONE = np.zeros(0, dtype=np.int64)
+_WATCH_NONE.setflags(write=False)
 _UNITS = {"ps": 1, "ns": 1_000, "us": 1_000_000, "ms": 1_000_000_000, "s": PS_PER_S}
 _FAILURE = re.compile(
     r"^(?P<kind>link|switch|port|plane):(?P<target>\d+(?::\d+)?)@(?P<start>[\d.]+[a-z]*)"
@@ -136,9 +138,12 @@ def run(
     max_time_ps: int | None = None,
     router: Router | None = None,
     rtol: float = RTOL_SATURATED,
+    watch_links: ArrayLike | None = _WATCH_NONE,
 ) -> SimResult:
     """Simulate ``traffic`` (host ids = the topology's hosts) with ``transport``; ``rtol`` is
-    the engine's rate tolerance (see ``engine.simulate``)."""
+    the engine's rate tolerance (see ``engine.simulate``). ``watch_links`` are the directed
+    links whose loads the result keeps per segment (default none, to bound memory; ``None``
+    watches every link)."""
     if traffic.n_hosts > topology.plan.hosts:
         raise SpecError(
             [
@@ -182,7 +187,7 @@ def run(
         units,
         tuple(actions),
         max_time_ps=max_time_ps,
-        watch_links=np.zeros(0, dtype=np.int64),
+        watch_links=watch_links,
         rtol=rtol,
     )
 

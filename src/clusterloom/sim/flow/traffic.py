@@ -25,16 +25,29 @@ of bandwidth B, the bus-bandwidth time of nccl-tests. The ``port`` of a scale-ou
 channel) keeps flows of different channels apart, so one (src, dst) pair may carry several
 parallel flows; ``Traffic`` itself has no port column.
 
-Ops are **serialized per rank, on the sending side**: a rank's flows of op k depend on the flows
+Ops are **serialized per rank, on the sending side**: a rank's flows of op k wait for the flows
 that rank sent in the last earlier op in which it sent anything (ops in the order given, which is
 the step's order; a rank in no earlier op starts at once). This is how a rank issues collectives in
 order on one stream, without a global barrier between ops. Receives are not waited for: with
 aggregated, symmetric collectives a rank's sends and receives of one op end together, and keeping
 each flow in exactly one dependency set makes the traffic expressible as htsim triggers (a
-connection fires one trigger, see :mod:`clusterloom.sim.flow.htsim`). Every flow of rank r's op k
-depends on every flow of its previous op, so a rank with a flows in one op and b in the next adds
-a*b dependency edges (ring collectives: 1 per rank and op; all-to-all over g ranks and p ports:
-((g-1)p)^2).
+connection fires one trigger, see :mod:`clusterloom.sim.flow.htsim`).
+
+**Barrier flows** keep that linear. Waiting directly, a rank with a flows in one op and b in the
+next needs a*b dependency edges (an all-to-all over g ranks and p ports: ((g-1)p)^2 per rank). When
+a*b > a+b, :func:`from_step_flows` instead inserts one zero-byte *barrier flow* for the rank and
+op boundary that waits for the a flows, and the b flows wait for it: a+b edges. Otherwise (ring
+collectives: a = b = 1 or 2) the b flows wait directly, as before. Either way a boundary costs at
+most a+b edges, so a traffic has at most 2 edges per non-barrier flow, and a rank's op k+1 starts
+exactly when its op k has finished (a zero-byte flow finishes the instant it starts).
+
+A barrier flow is a real, zero-byte flow from the rank to the destination of its first flow of the
+next op (the fluid engine gives every flow allocation units, so a barrier needs a path; it moves
+nothing over it), marked in :attr:`Traffic.barrier` and in no group (``group == -1``). Consumers
+that report per-flow statistics skip the barriers (``~traffic.barrier``). htsim: a zero-size
+connection means "unlimited" in several htsim mains, so before writing htsim files replace the
+barrier flows by direct dependencies with :meth:`Traffic.without_barriers` (one barrier trigger of
+count a per boundary in the file).
 
 One occurrence of every op is generated (``repeat=False``); ``repeat=True`` scales each flow by
 its op's ``per_step`` (rounded to whole bytes), the volume of a whole step, still as one flow.
@@ -94,7 +107,8 @@ class Traffic:
 
     Arrays are copied to their dtypes and made read-only on construction. Structural errors
     (lengths that disagree, a malformed CSR) raise ``ValueError``; :meth:`validate` checks the
-    content (ids in range, no flow to itself, no dependency cycle).
+    content (ids in range, no flow to itself, no dependency cycle). ``barrier`` marks the
+    zero-byte barrier flows of :func:`from_step_flows` (empty on construction: none).
     """
 
     src: NDArray[np.int32]
@@ -106,6 +120,7 @@ class Traffic:
     group: NDArray[np.int32]
     n_hosts: int
     group_names: tuple[str, ...] = field(default=())
+    barrier: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
 
     def __post_init__(self) -> None:
         fix = object.__setattr__
@@ -122,7 +137,9 @@ class Traffic:
         fix(self, "n_hosts", operator.index(self.n_hosts))
         fix(self, "group_names", tuple(str(g) for g in self.group_names))
         n = self.src.shape[0]
-        for name in ("dst", "nbytes", "start_ps", "group"):
+        barrier = np.asarray(self.barrier, dtype=np.bool_).reshape(-1)
+        fix(self, "barrier", _frozen(np.zeros(n) if barrier.size == 0 else barrier, np.bool_))
+        for name in ("dst", "nbytes", "start_ps", "group", "barrier"):
             if getattr(self, name).shape[0] != n:
                 raise ValueError(f"{name} has {getattr(self, name).shape[0]} rows, src has {n}")
         ptr = self.dep_ptr
@@ -147,6 +164,7 @@ class Traffic:
         deps: Sequence[Sequence[int]] | None = None,
         group: ArrayLike | None = None,
         group_names: Sequence[str] = (),
+        barrier: ArrayLike | None = None,
     ) -> Traffic:
         """Convenience constructor: scalars broadcast, ``deps`` as one list per flow."""
         s = np.asarray(src, dtype=np.int64).reshape(-1)
@@ -180,6 +198,7 @@ class Traffic:
             group=_as32(column(group, -1), "group"),
             n_hosts=hosts,
             group_names=tuple(group_names),
+            barrier=np.broadcast_to(np.asarray(False if barrier is None else barrier, bool), (n,)),
         )
 
     @classmethod
@@ -215,6 +234,7 @@ class Traffic:
             group=np.concatenate(groups),
             n_hosts=max(p.n_hosts for p in parts),
             group_names=tuple(names) if any(p.group_names for p in parts) else (),
+            barrier=np.concatenate([p.barrier for p in parts]),
         )
 
     # -- queries -------------------------------------------------------------------------------
@@ -327,6 +347,8 @@ class Traffic:
             out.append(Problem(flows(same), "sends to its own host"))
         if (self.nbytes < 0).any():
             out.append(Problem(flows(self.nbytes < 0), "negative nbytes"))
+        if (self.barrier & (self.nbytes != 0)).any():
+            out.append(Problem(flows(self.barrier & (self.nbytes != 0)), "a barrier with bytes"))
         if (self.start_ps < 0).any():
             out.append(Problem(flows(self.start_ps < 0), "negative start_ps"))
         if (self.group < -1).any():
@@ -349,6 +371,38 @@ class Traffic:
             raise SpecError(found)
         return self
 
+    def without_barriers(self) -> Traffic:
+        """The same traffic with the barrier flows removed: a flow that waited for a barrier
+        waits for the barrier's own dependencies instead (transitively, duplicates dropped).
+        The direct form, quadratic in edges; for consumers without barrier flows (htsim)."""
+        if not self.barrier.any():
+            return self
+        n = len(self)
+        rows, idx = self.dep_rows(), self.dep_idx
+        while True:
+            hit = self.barrier[idx]
+            if not hit.any():
+                break
+            through = idx[hit]
+            counts = self.dep_ptr[through + 1] - self.dep_ptr[through]
+            rows = np.concatenate([rows[~hit], np.repeat(rows[hit], counts)])
+            idx = np.concatenate([idx[~hit], self.dep_idx[_ranges(self.dep_ptr[through], counts)]])
+        keep = ~self.barrier
+        new_id = np.cumsum(keep) - 1
+        edge = np.unique(new_id[rows[keep[rows]]] * n + new_id[idx[keep[rows]]])
+        kept = int(keep.sum())
+        return Traffic(
+            src=self.src[keep],
+            dst=self.dst[keep],
+            nbytes=self.nbytes[keep],
+            start_ps=self.start_ps[keep],
+            dep_ptr=np.concatenate([[0], np.cumsum(np.bincount(edge // n, minlength=kept))]),
+            dep_idx=edge % n,
+            group=self.group[keep],
+            n_hosts=self.n_hosts,
+            group_names=self.group_names,
+        )
+
     def canonical_deps(self) -> _I64:
         """``dep_idx`` with each flow's dependencies sorted and duplicates kept."""
         rows = self.dep_rows()
@@ -356,7 +410,7 @@ class Traffic:
 
     def __eq__(self, other: object) -> bool:
         """Same flows in the same order with the same dependency sets (order inside a flow's
-        dependency list does not matter) and the same group names."""
+        dependency list does not matter), the same barrier flows and the same group names."""
         if not isinstance(other, Traffic):
             return NotImplemented
         return (
@@ -364,7 +418,7 @@ class Traffic:
             and self.group_names == other.group_names
             and all(
                 np.array_equal(getattr(self, k), getattr(other, k))
-                for k in ("src", "dst", "nbytes", "start_ps", "dep_ptr", "group")
+                for k in ("src", "dst", "nbytes", "start_ps", "dep_ptr", "group", "barrier")
             )
             and np.array_equal(self.canonical_deps(), other.canonical_deps())
         )
@@ -457,8 +511,10 @@ def from_step_flows(
     n_hosts: int | None = None,
 ) -> Traffic:
     """The workload stage's flows of one step, aggregated per op and (src, dst, port), ops
-    serialized per sending rank (module docstring). ``group`` is the op index and
-    ``group_names`` the op names. Flows are ordered by op, src, dst, port.
+    serialized per sending rank, through barrier flows where they save dependency edges (module
+    docstring). ``group`` is the op index (-1 for barriers) and ``group_names`` the op names.
+    Flows are ordered by op, src, dst, port, followed by the barrier flows ordered by the op they
+    open, then rank.
 
     ``n_hosts`` defaults to one more than the largest rank of any op's groups.
     """
@@ -488,7 +544,8 @@ def from_step_flows(
     if repeat:
         g_bytes = np.rint(g_bytes * step_flows.per_step[g_op]).astype(np.int64)
 
-    # Per-rank serialization: flows are already sorted by (op, src); regroup by (src, op).
+    # Per-rank serialization: flows are already sorted by (op, src); regroup by (src, op) into
+    # runs (one rank's flows of one op), each waiting for the rank's previous run.
     m = g_src.shape[0]
     by_rank = np.lexsort((np.arange(m), g_op, g_src))
     r_src, r_op = g_src[by_rank], g_op[by_rank]
@@ -499,20 +556,34 @@ def from_step_flows(
     prev_same_rank = np.concatenate([[False], r_src[run_start[1:]] == r_src[run_start[:-1]]])
     prev_start = np.where(prev_same_rank, np.roll(run_start, 1), 0)
     prev_len = np.where(prev_same_rank, np.roll(run_len, 1), 0)
-    n_deps = np.empty(m, dtype=np.int64)
-    dep_from = np.empty(m, dtype=np.int64)
-    n_deps[by_rank] = prev_len[run_of]
-    dep_from[by_rank] = prev_start[run_of]
+    # a barrier where it saves edges: a*b direct edges against a+b through the barrier
+    fenced = np.flatnonzero(prev_same_rank & (prev_len * run_len > prev_len + run_len))
+    fenced = fenced[np.lexsort((r_src[run_start[fenced]], r_op[run_start[fenced]]))]
+    nb = fenced.shape[0]
+    barrier_of_run = np.full(run_start.shape[0], -1, dtype=np.int64)
+    barrier_of_run[fenced] = np.arange(nb)
+    # each flow's dependencies are one slice of `pool`: the previous run (positions in by_rank
+    # order) or one barrier (at m + its number)
+    pool = np.concatenate([by_rank, m + np.arange(nb, dtype=np.int64)])
+    via = barrier_of_run[run_of] >= 0
+    n_deps = np.empty(m + nb, dtype=np.int64)
+    dep_from = np.empty(m + nb, dtype=np.int64)
+    n_deps[by_rank] = np.where(via, 1, prev_len[run_of])
+    dep_from[by_rank] = np.where(via, m + barrier_of_run[run_of], prev_start[run_of])
+    n_deps[m:] = prev_len[fenced]
+    dep_from[m:] = prev_start[fenced]
     dep_ptr = np.concatenate([[0], np.cumsum(n_deps)])
-    dep_idx = by_rank[_ranges(dep_from, n_deps)]
+    dep_idx = pool[_ranges(dep_from, n_deps)]
+    first_next = by_rank[run_start[fenced]]  # the rank's first flow of the op after the barrier
     return Traffic(
-        src=g_src.astype(np.int32),
-        dst=g_dst.astype(np.int32),
-        nbytes=g_bytes,
-        start_ps=np.zeros(m, dtype=np.int64),
+        src=np.concatenate([g_src, g_src[first_next]]).astype(np.int32),
+        dst=np.concatenate([g_dst, g_dst[first_next]]).astype(np.int32),
+        nbytes=np.concatenate([g_bytes, np.zeros(nb, dtype=np.int64)]),
+        start_ps=np.zeros(m + nb, dtype=np.int64),
         dep_ptr=dep_ptr,
         dep_idx=dep_idx,
-        group=g_op.astype(np.int32),
+        group=np.concatenate([g_op, np.full(nb, -1)]).astype(np.int32),
         n_hosts=n_hosts,
         group_names=names,
+        barrier=np.arange(m + nb) >= m,
     )

@@ -2,7 +2,9 @@
 does when a link fails. One interface (``Transport``), four models, each with its assumptions:
 
 ``roce-ecmp``
-    RoCEv2 with ECMP: each queue pair (``qps`` per connection, default 1) is hashed to one path
+    RoCEv2 with ECMP: each queue pair (``qps`` per connection, default one per NIC port, as NCCL
+    opens a channel per NIC; QP ``q`` of connection ``c`` uses port ``(c + q) mod ports``) is
+    hashed to one path
     by its 5-tuple at every switch (the EV is a hash of source, destination, QP and seed) and is
     its own max-min entity (uncoupled). Its NIC port is the connection's (round-robin by QP). On a
     failure the QPs crossing the link stall until detection plus routing reconvergence
@@ -106,15 +108,16 @@ def _ports(router: Router) -> int:
 class RoceEcmp:
     name: ClassVar[str] = "roce-ecmp"
     coupled: ClassVar[bool] = False
-    qps: int = 1
+    qps: int | None = None  # default: one per NIC port, as NCCL opens a channel per NIC
     reroute_s: float = 1.0
 
     def units(
         self, router: Router, src: I64, dst: I64, *, alive: B, seed: int, flows: I64 | None = None
     ) -> UnitSet:
         ids = np.arange(src.size, dtype=np.int64) if flows is None else flows
-        f = np.repeat(ids, self.qps)
-        qp = np.tile(np.arange(self.qps, dtype=np.int64), ids.size)
+        qps = self.qps or _ports(router)
+        f = np.repeat(ids, qps)
+        qp = np.tile(np.arange(qps, dtype=np.int64), ids.size)
         s, d = src[f], dst[f]
         port = (f + qp) % _ports(router)
         ev = _connection_hash(s, d, qp, seed)  # the 5-tuple hash of the queue pair
@@ -122,7 +125,7 @@ class RoceEcmp:
         none = (paths < 0).all(axis=1)
         if none.any():  # no live path: stay on the hashed path of the healthy fabric and stall
             paths[none] = route(router, s[none], d[none], port[none], ev[none], seed=seed)
-        return _units(f, paths, np.full(f.size, 1.0 / self.qps))
+        return _units(f, paths, np.full(f.size, 1.0 / qps))
 
     def reroute_delay_s(self) -> float:
         return self.reroute_s

@@ -1,0 +1,358 @@
+"""The simulation report: one self-contained HTML page (inline CSS, SVG and one inline PNG; no
+scripts, fonts or links to fetch), deterministic for given runs.
+
+Sections: the comparison of transports (finished flows, completion, flow completion time
+percentiles, completion over the ideal bound); the CDF of flow completion times, one line per
+transport; the largest link utilisation over time per transport, failures marked; the
+utilisation of the watched links over time as a heat map for one transport. Text from the user
+(spec name, transport names, failure labels) is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from clusterloom.report.html import CSS, DASH, esc
+from clusterloom.report.html import _table as table
+from clusterloom.report.html import _td as td
+from clusterloom.sim.flow.results import (
+    IDEAL,
+    Run,
+    Utilisation,
+    busy_end_ps,
+    grid,
+    utilisations,
+)
+from clusterloom.sim.flow.run import Failure, summarize
+from clusterloom.units import PS_PER_US
+from clusterloom.workload.heatmap import _RAMP, png
+
+__all__ = ["render_simulation"]
+
+#: Line colours of the transports, in the order the runs are given (then repeated).
+COLOURS = ("#2563eb", "#db2777", "#059669", "#d97706", "#7c3aed", "#475569")
+#: Points per CDF line and bins of the utilisation time series.
+CDF_POINTS = 400
+SERIES_BINS = 400
+#: Rows (groups of consecutive watched links) of the heat map at most.
+HEAT_ROWS = 128
+
+_W, _H = 760.0, 300.0
+_L, _R, _T, _B = 64.0, 150.0, 14.0, 44.0  # margins: left, right (legend), top, bottom
+
+
+def _f(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def _ms(ps: float) -> str:
+    return DASH if math.isnan(ps) else f"{ps / 1e9:,.3f}"
+
+
+def _colour(i: int) -> str:
+    return COLOURS[i % len(COLOURS)]
+
+
+# --- axes ---------------------------------------------------------------------------------
+
+
+def _label(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 10 else f"{v:g}"
+
+
+def _linear_ticks(lo: float, hi: float) -> list[float]:
+    span = hi - lo
+    if span <= 0:
+        return [lo]
+    raw = span / 5
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step) * step
+    return [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
+
+
+class _Axes:
+    """Maps data to the plot area; x linear or log10, y linear."""
+
+    def __init__(self, x_lo: float, x_hi: float, y_hi: float, log_x: bool) -> None:
+        self.log_x = log_x
+        if log_x:
+            x_lo, x_hi = math.log10(x_lo), math.log10(x_hi)
+        if x_hi <= x_lo:
+            x_hi = x_lo + 1
+        self.x_lo, self.x_hi, self.y_hi = x_lo, x_hi, y_hi
+
+    def x(self, v: NDArray[np.float64]) -> NDArray[np.float64]:
+        t = np.log10(v) if self.log_x else v
+        return _L + (t - self.x_lo) / (self.x_hi - self.x_lo) * (_W - _L - _R)
+
+    def y(self, v: NDArray[np.float64]) -> NDArray[np.float64]:
+        return _H - _B - v / self.y_hi * (_H - _T - _B)
+
+    def x_ticks(self) -> list[float]:
+        if self.log_x:
+            lo, hi = math.floor(self.x_lo), math.ceil(self.x_hi)
+            return [10.0**e for e in range(lo, hi + 1) if self.x_lo - 1e-9 <= e <= self.x_hi + 1e-9]
+        return _linear_ticks(self.x_lo, self.x_hi)
+
+    def frame(self, x_label: str, y_label: str) -> list[str]:
+        x0, x1, y0, y1 = _L, _W - _R, _H - _B, _T
+        out = [
+            f'<rect x="{_f(x0)}" y="{_f(y1)}" width="{_f(x1 - x0)}" height="{_f(y0 - y1)}" '
+            'fill="#fff" stroke="#cbd5e1"/>'
+        ]
+        for v in self.x_ticks():
+            x = float(self.x(np.array([v]))[0])
+            out.append(
+                f'<line x1="{_f(x)}" y1="{_f(y1)}" x2="{_f(x)}" y2="{_f(y0)}" stroke="#eef2f7"/>'
+                f'<text x="{_f(x)}" y="{_f(y0 + 16)}" text-anchor="middle" font-size="11" '
+                f'fill="#64748b">{esc(_label(v))}</text>'
+            )
+        for v in _linear_ticks(0.0, self.y_hi):
+            y = float(self.y(np.array([v]))[0])
+            out.append(
+                f'<line x1="{_f(x0)}" y1="{_f(y)}" x2="{_f(x1)}" y2="{_f(y)}" stroke="#eef2f7"/>'
+                f'<text x="{_f(x0 - 6)}" y="{_f(y + 4)}" text-anchor="end" font-size="11" '
+                f'fill="#64748b">{esc(_label(v))}</text>'
+            )
+        out.append(
+            f'<text x="{_f((x0 + x1) / 2)}" y="{_f(_H - 8)}" text-anchor="middle" '
+            f'font-size="12" fill="#334155">{esc(x_label)}</text>'
+            f'<text transform="translate(14 {_f((y0 + y1) / 2)}) rotate(-90)" '
+            f'text-anchor="middle" font-size="12" fill="#334155">{esc(y_label)}</text>'
+        )
+        return out
+
+
+def _polyline(xs: NDArray[np.float64], ys: NDArray[np.float64], colour: str, name: str) -> str:
+    points = " ".join(f"{_f(x)},{_f(y)}" for x, y in zip(xs, ys, strict=True))
+    return (
+        f'<polyline class="series" data-name="{esc(name)}" points="{points}" fill="none" '
+        f'stroke="{colour}" stroke-width="1.8" stroke-linejoin="round"/>'
+    )
+
+
+def _legend(names: Sequence[str]) -> list[str]:
+    out = []
+    for i, name in enumerate(names):
+        y = _T + 12 + 18 * i
+        x = _W - _R + 14
+        out.append(
+            f'<line x1="{_f(x)}" y1="{_f(y - 4)}" x2="{_f(x + 18)}" y2="{_f(y - 4)}" '
+            f'stroke="{_colour(i)}" stroke-width="2.5"/>'
+            f'<text x="{_f(x + 24)}" y="{_f(y)}" font-size="12" fill="#0f172a">{esc(name)}</text>'
+        )
+    return out
+
+
+def _svg(parts: Sequence[str], label: str, svg_id: str) -> str:
+    body = "\n".join(parts)
+    return (
+        f'<svg id="{esc(svg_id)}" viewBox="0 0 {_W:.0f} {_H:.0f}" role="img" '
+        f'aria-label="{esc(label)}">\n{body}\n</svg>'
+    )
+
+
+# --- pictures -----------------------------------------------------------------------------
+
+
+def fct_cdf_svg(runs: Sequence[Run]) -> str:
+    """The CDF of flow completion times in µs, one line per transport; the fraction is of all
+    flows, so unfinished flows keep a line below 1. The x axis is logarithmic when the times
+    span more than a factor of 20."""
+    fcts: list[NDArray[np.float64]] = []
+    for r in runs:
+        fct = r.result.fct_ps
+        fcts.append(np.sort(fct[fct >= 0]).astype(np.float64) / PS_PER_US)
+    done = [f for f in fcts if f.size]
+    if not done:
+        return '<p class="muted">No flow finished.</p>'
+    lo = min(float(f[0]) for f in done)
+    hi = max(float(f[-1]) for f in done)
+    log_x = lo > 0 and hi / lo > 20
+    if log_x:
+        lo, hi = 10.0 ** math.floor(math.log10(lo)), 10.0 ** math.ceil(math.log10(hi))
+    else:
+        lo = 0.0
+        hi = hi * 1.05 if hi > 0 else 1.0
+    ax = _Axes(lo, hi, 1.0, log_x)
+    parts = ax.frame("flow completion time (µs)" + (", log scale" if log_x else ""), "fraction")
+    for i, (r, f) in enumerate(zip(runs, fcts, strict=True)):
+        n = r.result.fct_ps.shape[0]
+        if f.size == 0 or n == 0:
+            continue
+        k = np.unique(np.linspace(0, f.size - 1, min(f.size, CDF_POINTS)).round().astype(int))
+        xs = np.repeat(f[k], 2)
+        ys = np.column_stack([k / n, (k + 1) / n]).reshape(-1)
+        xs = np.concatenate([[f[0]], xs])
+        ys = np.concatenate([[0.0], ys])
+        parts.append(_polyline(ax.x(xs), ax.y(ys), _colour(i), r.transport))
+    parts += _legend([r.transport for r in runs])
+    return _svg(parts, "CDF of flow completion times per transport", "fct-cdf")
+
+
+def utilisation_svg(
+    runs: Sequence[Run], util: Sequence[Utilisation], failures: Sequence[Failure]
+) -> str:
+    """The largest link utilisation over time, one line per transport (the maximum over each of
+    :data:`SERIES_BINS` bins, so peaks survive thinning); failures as vertical lines."""
+    edges = grid(max((busy_end_ps(r.result) for r in runs), default=0), SERIES_BINS)
+    ax = _Axes(0.0, edges[-1] / PS_PER_US, 1.0, False)
+    parts = ax.frame("time (µs)", "max link utilisation")
+    mids = np.repeat(edges / PS_PER_US, 2)[1:-1]
+    for i, (r, u) in enumerate(zip(runs, util, strict=True)):
+        ys = np.repeat(u.binned_max(edges), 2)
+        parts.append(_polyline(ax.x(mids), ax.y(ys), _colour(i), r.transport))
+    for f in failures:
+        for t, what in ((f.start_ps, "down"), (f.end_ps, "up")):
+            if t is None or t > edges[-1]:
+                continue
+            x = float(ax.x(np.array([t / PS_PER_US]))[0])
+            parts.append(
+                f'<line class="failure" x1="{_f(x)}" y1="{_f(_T)}" x2="{_f(x)}" '
+                f'y2="{_f(_H - _B)}" stroke="#b91c1c" stroke-dasharray="4 3"/>'
+                f'<text x="{_f(x + 3)}" y="{_f(_T + 11)}" font-size="11" fill="#b91c1c">'
+                f"{esc(f.label)} {what}</text>"
+            )
+    parts += _legend([r.transport for r in runs])
+    return _svg(parts, "largest link utilisation over time per transport", "util-series")
+
+
+def _linear_colours(cells: NDArray[np.float64]) -> NDArray[np.uint8]:
+    """RGB of values in [0, 1] on the viridis-like ramp of the traffic heat map, linearly."""
+    pos = np.clip(cells, 0.0, 1.0) * (len(_RAMP) - 1)
+    i = np.minimum(pos.astype(int), len(_RAMP) - 2)
+    frac = (pos - i)[..., None]
+    rgb: NDArray[np.float64] = _RAMP[i] * (1 - frac) + _RAMP[i + 1] * frac
+    return np.rint(rgb).astype(np.uint8)
+
+
+def heatmap_png(u: Utilisation, rows: int = HEAT_ROWS) -> bytes:
+    """Watched links (grouped into at most ``rows`` rows of consecutive links, the largest of
+    each group) down, time bins across, linear colour from 0 to 1."""
+    m = u.matrix.T  # links x bins
+    size = max(1, -(-m.shape[0] // rows))
+    n = -(-m.shape[0] // size)
+    padded = np.zeros((n * size, m.shape[1]))
+    padded[: m.shape[0]] = m
+    cells = padded.reshape(n, size, m.shape[1]).max(axis=1)
+    scale = max(1, min(8, 800 // max(m.shape[1], 1), 400 // max(n, 1)))
+    return png(_linear_colours(cells), scale=scale)
+
+
+def _heatmap(runs: Sequence[Run], util: Sequence[Utilisation]) -> str:
+    pick = next(
+        (
+            (r, u)
+            for r, u in zip(runs, util, strict=True)
+            if r.transport != IDEAL and u.matrix.size and u.matrix.max() > 0
+        ),
+        None,
+    )
+    if pick is None:
+        return (
+            '<p class="muted">No watched link carried traffic (the fabric was too large to '
+            "watch every link, or only the ideal transport ran).</p>"
+        )
+    r, u = pick
+    picture = base64.b64encode(heatmap_png(u)).decode("ascii")
+    size = max(1, -(-u.matrix.shape[1] // HEAT_ROWS))
+    caption = (
+        f"{r.transport}: utilisation of {u.matrix.shape[1]:,} watched links "
+        f"(rows of {size:,} consecutive links, the busiest of each) over "
+        f"{u.bins} time bins of {(u.bin_edges_ps[1] - u.bin_edges_ps[0]) / PS_PER_US:,.1f} µs, "
+        "time-averaged in each bin; dark 0, yellow fully used."
+    )
+    return (
+        f'<figure><img id="util-heatmap" alt="{esc("utilisation heat map of " + r.transport)}" '
+        'style="width:100%;image-rendering:pixelated" '
+        f'src="data:image/png;base64,{picture}"><figcaption>{esc(caption)}</figcaption></figure>'
+    )
+
+
+# --- page ---------------------------------------------------------------------------------
+
+
+def _comparison(runs: Sequence[Run]) -> str:
+    summaries = [summarize(r.transport, r.result) for r in runs]
+    ideal = next((s for s in summaries if s.transport == IDEAL), None)
+    headers = [
+        ("Transport", False),
+        ("Finished", True),
+        ("Completion ms", True),
+        ("FCT p50 ms", True),
+        ("FCT p99 ms", True),
+        ("FCT max ms", True),
+        ("vs ideal", True),
+    ]
+    rows = []
+    for s in summaries:
+        ratio = (
+            f"{s.makespan_ps / ideal.makespan_ps:.2f}{esc(chr(0xD7))}"
+            if ideal and ideal.makespan_ps and s.finished == s.flows
+            else DASH
+        )
+        rows.append(
+            "<tr>"
+            + td(esc(s.transport))
+            + td(f"{s.finished:,}/{s.flows:,}", True)
+            + td(_ms(s.makespan_ps) if s.finished == s.flows else DASH, True)
+            + td(_ms(s.fct_p50_ps), True)
+            + td(_ms(s.fct_p99_ps), True)
+            + td(_ms(s.fct_max_ps), True)
+            + td(ratio, True)
+            + "</tr>"
+        )
+    return table(headers, rows, table_id="comparison", css_class="comparison")
+
+
+def render_simulation(
+    spec_name: str,
+    runs: Sequence[Run],
+    failures: Sequence[Failure] = (),
+    *,
+    util: Sequence[Utilisation] | None = None,
+    traffic_label: str = "",
+) -> str:
+    """The simulation report of ``runs`` as one self-contained HTML page; ``util`` are the runs'
+    utilisations on one grid when already computed (``results.utilisations``)."""
+    runs = [Run(*r) for r in runs]
+    util = utilisations(runs) if util is None else util
+    name = esc(spec_name)
+    flows = len(runs[0].traffic) if runs else 0
+    lead = (
+        f"{traffic_label + ': ' if traffic_label else ''}{flows:,} flows, "
+        f"{len(runs)} transport{'s' if len(runs) != 1 else ''}"
+        + (f"; failures: {', '.join(f.label for f in failures)}" if failures else "; no failures")
+        + ". Completion is the last finish; it is shown only when every flow finished."
+    )
+    sections = [
+        f'<section id="comparison-section"><h2>Transports compared</h2>\n'
+        f'<p class="lead">{esc(lead)}</p>\n{_comparison(runs)}</section>',
+        '<section id="fct"><h2>Flow completion times</h2>\n'
+        f"<figure>{fct_cdf_svg(runs)}<figcaption>Fraction of all flows finished within a "
+        "given time after they started.</figcaption></figure></section>",
+        '<section id="utilisation"><h2>Link utilisation over time</h2>\n'
+        f"<figure>{utilisation_svg(runs, util, failures)}<figcaption>The busiest link's "
+        "utilisation (load over nominal capacity) at each moment; dashed lines: failures "
+        "and recoveries.</figcaption></figure>\n"
+        f"<h3>Watched links</h3>\n{_heatmap(runs, util)}</section>",
+    ]
+    body = "\n".join(sections)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{name} — clusterloom simulation</title>\n"
+        f"<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
+        f"<header><h1>{name}<small>clusterloom flow-level simulation</small></h1></header>\n"
+        f"{body}\n"
+        "<footer>Fluid, max-min fair flow-level model: no queues, packets or congestion "
+        "control dynamics.</footer>\n"
+        "</main>\n</body>\n</html>\n"
+    )

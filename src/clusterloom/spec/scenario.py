@@ -1,0 +1,172 @@
+"""The ``scenario`` section of the spec: what ``clusterloom simulate`` runs on the fabric.
+
+::
+
+    scenario:
+      traffic: permutation      # permutation | all-to-all | incast | ring | step | htsim
+      size: 2MB                 # bytes per flow (generated traffic)
+      htsim_file: flows.cm      # the connection matrix, when traffic is htsim
+      transports: [roce-ecmp, mrc-spray]
+      seed: 0
+      failures: ["link:17@1ms", "plane:1@2ms-4ms*0.5"]
+      transport_options:
+        roce-ecmp: {qps: 4, reroute_s: 1.0}
+        mrc-spray: {evs: 128, detect_s: 20e-6}
+        receiver-driven: {loss: 0.01}
+
+The model checks shapes only; :func:`scenario_problems` checks the content that needs the
+simulator's vocabulary (transport names and options, failure and size syntax) without a
+topology: whether a failure's link or switch exists is checked when the fabric is generated.
+The simulator is imported inside the function, so loading a spec does not import scipy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Literal
+
+from pydantic import Field
+
+from clusterloom.errors import Problem, SpecError
+from clusterloom.spec._base import SpecModel
+
+__all__ = [
+    "TRAFFIC_KINDS",
+    "ScenarioSpec",
+    "TrafficKind",
+    "failure_problems",
+    "scenario_problems",
+]
+
+TrafficKind = Literal["permutation", "all-to-all", "incast", "ring", "step", "htsim"]
+TRAFFIC_KINDS: tuple[TrafficKind, ...] = (
+    "permutation",
+    "all-to-all",
+    "incast",
+    "ring",
+    "step",
+    "htsim",
+)
+
+
+class ScenarioSpec(SpecModel):
+    """Traffic, transports and failures of a flow-level simulation."""
+
+    traffic: TrafficKind = "permutation"
+    size: str = Field(default="2MB", description="bytes per flow, e.g. 2MB or 512KiB")
+    htsim_file: str | None = Field(
+        default=None, description="htsim connection-matrix file (traffic: htsim)"
+    )
+    transports: tuple[str, ...] = Field(default=("roce-ecmp", "mrc-spray", "ideal"), min_length=1)
+    seed: int = Field(default=0, ge=0)
+    failures: tuple[str, ...] = ()
+    transport_options: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+
+def failure_problems(text: str, where: str) -> list[Problem]:
+    """Syntax of one failure (``KIND:TARGET@START[-END][*FRACTION]``, see
+    :mod:`clusterloom.sim.flow.run`) without a topology: the form, the times, end after start
+    and a gray fraction in [0, 1)."""
+    from clusterloom.sim.flow.run import _FAILURE, parse_time
+
+    m = _FAILURE.match(text)
+    if not m:
+        return [
+            Problem(
+                where,
+                f"'{text}' is not a failure like link:17@1ms or plane:0@2ms-4ms*0.5 "
+                "(KIND:TARGET@START[-END][*FRACTION], KIND link, switch, port or plane)",
+            )
+        ]
+    try:
+        start = parse_time(m.group("start"), where)
+        end = parse_time(m.group("end"), where) if m.group("end") else None
+    except SpecError as exc:
+        return list(exc.problems)
+    except ValueError:  # '1.2.3ms' matches the pattern but is no number
+        return [Problem(where, f"'{text}': a time is a number and a unit, like 10us or 1.5ms")]
+    out: list[Problem] = []
+    if end is not None and end <= start:
+        out.append(Problem(where, f"'{text}': the end must come after the start"))
+    fraction = m.group("fraction")
+    if fraction is not None:
+        try:
+            value = float(fraction)
+        except ValueError:
+            value = -1.0
+        if not 0.0 <= value < 1.0:
+            out.append(
+                Problem(
+                    where, f"'{text}': a gray failure keeps a fraction in [0, 1), got {fraction}"
+                )
+            )
+    return out
+
+
+def _option_problems(name: str, options: dict[str, float], where: str) -> list[Problem]:
+    from clusterloom.sim.flow.transports import TRANSPORTS, transport
+
+    cls = TRANSPORTS[name]
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    whole = {k for k, f in fields.items() if "int" in {t.strip() for t in str(f.type).split("|")}}
+    out: list[Problem] = []
+    for key, value in options.items():
+        field = fields.get(key)
+        if field is None:
+            allowed = ", ".join(fields) or "none"
+            out.append(Problem(f"{where}.{key}", f"unknown option of {name}; allowed: {allowed}"))
+        elif not math.isfinite(value):
+            out.append(Problem(f"{where}.{key}", f"{key} must be a finite number, got {value}"))
+        elif key in whole and (value != int(value) or value < 1):
+            out.append(Problem(f"{where}.{key}", f"{key} is a positive whole number, got {value}"))
+        elif value < 0:
+            out.append(Problem(f"{where}.{key}", f"{key} must be >= 0, got {value}"))
+    if out:
+        return out
+    typed = {k: int(v) if k in whole else v for k, v in options.items()}
+    try:
+        transport(name, **typed)
+    except SpecError as exc:
+        out += [Problem(where, p.message) for p in exc.problems]
+    return out
+
+
+def scenario_problems(scenario: ScenarioSpec, base: str = "scenario") -> list[Problem]:
+    """Everything wrong with a scenario that its model does not check, each Problem at its field
+    path (``scenario.failures[2]``)."""
+    from clusterloom.sim.flow.run import parse_size
+    from clusterloom.sim.flow.transports import TRANSPORTS
+
+    known = ", ".join(sorted(TRANSPORTS))
+    out: list[Problem] = []
+    try:
+        parse_size(scenario.size, f"{base}.size")
+    except SpecError as exc:
+        out += exc.problems
+    if scenario.traffic == "htsim" and scenario.htsim_file is None:
+        out.append(Problem(f"{base}.htsim_file", "traffic: htsim needs the connection-matrix file"))
+    if scenario.traffic != "htsim" and scenario.htsim_file is not None:
+        out.append(
+            Problem(
+                f"{base}.htsim_file",
+                f"only read for traffic: htsim (traffic is {scenario.traffic}); remove it",
+            )
+        )
+    seen: set[str] = set()
+    for i, name in enumerate(scenario.transports):
+        where = f"{base}.transports[{i}]"
+        if name not in TRANSPORTS:
+            out.append(Problem(where, f"unknown transport '{name}'; known: {known}"))
+        elif name in seen:
+            out.append(Problem(where, f"transport '{name}' is listed twice"))
+        seen.add(name)
+    for i, text in enumerate(scenario.failures):
+        out += failure_problems(text, f"{base}.failures[{i}]")
+    for name, options in scenario.transport_options.items():
+        where = f"{base}.transport_options.{name}"
+        if name not in TRANSPORTS:
+            out.append(Problem(where, f"unknown transport '{name}'; known: {known}"))
+        else:
+            out += _option_problems(name, options, where)
+    return out
