@@ -164,3 +164,37 @@ def test_simulate_compares_transports_and_refuses_bad_input(tmp_path: Path) -> N
         bad = runner.invoke(app, ["simulate", spec, *args])
         assert bad.exit_code == 2, (args, bad.output)
         assert fragment in bad.stderr and "Traceback" not in bad.output
+
+
+def test_simulate_takes_the_spec_scenario_and_sweeps(tmp_path: Path) -> None:
+    scenario = SMALL + (
+        "scenario:\n"
+        "  traffic: all-to-all\n"
+        "  size: 64kB\n"
+        "  transports: [roce-ecmp, ideal]\n"
+        "  failures: ['link:70@5us']\n"
+    )
+    spec = str(_write(tmp_path, scenario))
+    result = runner.invoke(app, ["simulate", spec])
+    assert result.exit_code == 0, result.output
+    assert "all-to-all: 4,032 flows, failures: link:70@5us" in result.stdout
+    assert "mrc-spray" not in result.stdout
+    swept = runner.invoke(
+        app,
+        [
+            "simulate",
+            spec,
+            "--sweep",
+            "leaf_spine",
+            "--max-links",
+            "3",
+            "--jobs",
+            "1",
+            "--transport",
+            "roce-ecmp",
+        ],
+    )
+    assert swept.exit_code == 0, swept.output
+    assert "every leaf_spine link failed in turn" in swept.stdout
+    bad = runner.invoke(app, ["simulate", spec, "--sweep", "core"])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output

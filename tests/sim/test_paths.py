@@ -89,3 +89,22 @@ def test_same_inputs_same_paths() -> None:
     args = (np.arange(64), (np.arange(64) + 17) % 128, np.zeros(64, np.int64), np.arange(64) * 31)
     assert np.array_equal(route(r, *args, seed=5), route(r, *args, seed=5))
     assert not np.array_equal(route(r, *args, seed=5), route(r, *args, seed=6))
+
+
+def test_a_dead_link_near_the_destination_is_avoided_from_the_first_hop() -> None:
+    """3 tiers: the link from a spine down to the destination leaf fails. A source in another
+    pod must not climb to the spine index whose far spine can no longer reach that leaf: every
+    EV still finds a live path (a regression: some EVs used to end with no path)."""
+    t = generate(kport_plan(128, 8, tiers=3))
+    r = build_router(t)
+    dst = 0
+    leaf_b = int(t.link_dst[r.host_link[dst, 0]])
+    down_to_b = np.flatnonzero((t.link_tier == 2) & (t.link_src == leaf_b))
+    alive = np.ones(t.n_links, dtype=bool)
+    alive[down_to_b[0]] = False
+    n = 512
+    src = np.full(n, 127, dtype=np.int64)  # the last host: another pod
+    paths = route(r, src, np.full(n, dst), np.zeros(n, np.int64), np.arange(n), alive=alive)
+    assert (paths[:, 0] >= 0).all()
+    assert not np.isin(paths // 2, [down_to_b[0]]).any()
+    _check_paths(r, src, np.full(n, dst), np.zeros(n, np.int64), paths)

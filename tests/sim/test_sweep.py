@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from clusterloom.errors import SpecError
 from clusterloom.fabric.topology import Topology, generate
 from clusterloom.sim.flow.paths import build_router
 from clusterloom.sim.flow.sweep import SweepRow, single_link_failures, sweep
@@ -52,7 +53,7 @@ def test_single_link_failures_lists_and_samples_a_tier() -> None:
     assert len(sample) == 5 and sample == sorted(sample) and set(sample) <= set(leaf_spine)
     assert sample == single_link_failures(t, "leaf_spine", max_links=5, seed=4)
     assert single_link_failures(t, "leaf_spine", max_links=99) == leaf_spine
-    with pytest.raises(ValueError, match="unknown tier"):
+    with pytest.raises(SpecError, match="unknown tier"):
         single_link_failures(t, "spine")
 
 

@@ -179,33 +179,60 @@ def simulate(
     spec: SpecArg = None,
     example: ExampleOpt = None,
     traffic: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="permutation | all-to-all | incast | ring | step (the job's step) | htsim:FILE"
+            help="permutation | all-to-all | incast | ring | step (the job's step) | htsim:FILE "
+            "[default: the spec's scenario, else permutation]"
         ),
-    ] = "permutation",
+    ] = None,
     size: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="bytes per flow (permutation, all-to-all, incast) or per rank buffer (ring)"
+            help="bytes per flow (permutation, all-to-all, incast) or per rank buffer (ring) "
+            "[default: the scenario's, else 2MB]"
         ),
-    ] = "2MB",
+    ] = None,
     transports: Annotated[
-        str, typer.Option("--transport", help="comma-separated transports to compare")
-    ] = "roce-ecmp,mrc-spray,receiver-driven,ideal",
+        str | None,
+        typer.Option(
+            "--transport",
+            help="comma-separated transports to compare [default: the scenario's, else "
+            "roce-ecmp,mrc-spray,receiver-driven,ideal]",
+        ),
+    ] = None,
     fail: Annotated[
         list[str] | None,
-        typer.Option(help="KIND:TARGET@START[-END][*FRACTION], e.g. link:17@1ms; repeatable"),
+        typer.Option(
+            help="KIND:TARGET@START[-END][*FRACTION], e.g. link:17@1ms; repeatable "
+            "[default: the scenario's failures]"
+        ),
     ] = None,
     hosts: Annotated[int | None, typer.Option(help="hosts taking part (default: all)")] = None,
-    seed: Annotated[int, typer.Option(help="seed of random traffic and hashing")] = 0,
+    seed: Annotated[
+        int | None, typer.Option(help="seed of random traffic and hashing [default: 0]")
+    ] = None,
     rtol: Annotated[
         float,
         typer.Option(
-            help="rate tolerance: rates at most this fraction below exact max-min "
-            "(1e-9 for exact; larger is faster with sprayed transports)"
+            help="rate tolerance: links within this fraction of a filling level saturate "
+            "together (1e-9 for exact; larger is faster with sprayed transports)"
         ),
     ] = 0.01,
+    sweep_tier: Annotated[
+        str | None,
+        typer.Option(
+            "--sweep",
+            help="fail every link of a tier in turn (host_leaf, leaf_spine, spine_core) and "
+            "report the slowdown per transport",
+        ),
+    ] = None,
+    fail_at: Annotated[str, typer.Option(help="when --sweep fails each link")] = "10us",
+    max_links: Annotated[
+        int | None, typer.Option(help="with --sweep: a seeded sample of at most this many links")
+    ] = None,
+    jobs: Annotated[
+        int | None, typer.Option(help="with --sweep: worker processes (default: all cores)")
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option(
@@ -216,7 +243,8 @@ def simulate(
         ),
     ] = None,
 ) -> None:
-    """Simulate traffic on the backend fabric with each transport (flow level) and compare."""
+    """Simulate traffic on the backend fabric with each transport (flow level) and compare.
+    Options left out come from the spec's ``scenario`` section, then from the defaults."""
 
     def run_all() -> None:
         import numpy as np
@@ -227,14 +255,51 @@ def simulate(
         from clusterloom.report.simulation import render_simulation
         from clusterloom.sim.flow.paths import build_router
         from clusterloom.sim.flow.results import Run, utilisations, write_results
-        from clusterloom.sim.flow.run import parse_failure, parse_size, run, summarize
+        from clusterloom.sim.flow.run import parse_failure, parse_size, parse_time, run, summarize
         from clusterloom.sim.flow.transports import transport
 
         cluster = _load(spec, example)
+        sc = cluster.scenario
+        kind = (
+            traffic
+            or ((f"htsim:{sc.htsim_file}" if sc.traffic == "htsim" else sc.traffic) if sc else None)
+            or "permutation"
+        )
+        names = (
+            [n.strip() for n in transports.split(",") if n.strip()]
+            if transports
+            else list(sc.transports)
+            if sc
+            else ["roce-ecmp", "mrc-spray", "receiver-driven", "ideal"]
+        )
+        options = sc.transport_options if sc else {}
+        chosen = [transport(n, **options.get(n, {})) for n in names]
+        the_seed = seed if seed is not None else (sc.seed if sc else 0)
+        nbytes = parse_size(size or (sc.size if sc else "2MB"))
         topology = generate(plan_fabric(cluster))
-        chosen = [transport(name.strip()) for name in transports.split(",") if name.strip()]
-        failures = tuple(parse_failure(f, topology) for f in fail or ())
-        load = _traffic(cluster, traffic, parse_size(size), hosts, seed, topology.plan.hosts)
+        fail_texts = fail if fail is not None else (list(sc.failures) if sc else [])
+        failures = tuple(parse_failure(f, topology) for f in fail_texts)
+        load = _traffic(cluster, kind, nbytes, hosts, the_seed, topology.plan.hosts)
+        if sweep_tier is not None:
+            from clusterloom.sim.flow.sweep import single_link_failures, sweep
+
+            links = single_link_failures(topology, sweep_tier, max_links=max_links, seed=the_seed)
+            with _progress() as progress:
+                progress.add_task(
+                    f"sweep: {len(links):,} links x {len(chosen)} transports", total=None
+                )
+                rows = sweep(
+                    topology,
+                    load,
+                    chosen,
+                    links,
+                    fail_at_ps=parse_time(fail_at, "--fail-at"),
+                    seed=the_seed,
+                    rtol=rtol,
+                    processes=jobs,
+                )
+            render.sweep(out, rows, sweep_tier, kind, len(load))
+            return
         router = build_router(topology)
         # With -o, watch the upward fabric links (leaf-spine, spine-core) for the heat map
         # when that stays small; otherwise only the largest utilisation is kept.
@@ -250,12 +315,12 @@ def simulate(
                     load,
                     tr,
                     failures,
-                    seed=seed,
+                    seed=the_seed,
                     router=router,
                     rtol=rtol,
                     watch_links=watch,
                 )
-                summaries.append(summarize(tr.name, result))
+                summaries.append(summarize(tr.name, result, load.barrier))
                 if output is not None:
                     runs.append(Run(tr.name, load, result, router.capacity_bytes()))
             if output is not None and runs:
@@ -263,10 +328,10 @@ def simulate(
                 util = utilisations(runs)
                 write_results(output, runs, util=util)
                 page = render_simulation(
-                    cluster.name, runs, failures, util=util, traffic_label=traffic
+                    cluster.name, runs, failures, util=util, traffic_label=kind
                 )
                 atomic_write(output / "simulation.html", page)
-        render.simulation(out, summaries, traffic, len(load), failures)
+        render.simulation(out, summaries, kind, len(load), failures)
         if output is not None:
             out.print(f"results written to {output}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+import numpy as np
 from rich.console import Console
 from rich.table import Column, Table
 
@@ -17,6 +18,7 @@ from clusterloom.workload import WorkloadDesign
 
 if TYPE_CHECKING:
     from clusterloom.sim.flow.run import Failure, Summary
+    from clusterloom.sim.flow.sweep import SweepRow
 
 
 def _ms(seconds: float) -> str:
@@ -228,5 +230,35 @@ def simulation(
             f"{s.fct_p99_ps / 1e9:,.3f}",
             f"{s.fct_max_ps / 1e9:,.3f}",
             ratio,
+        )
+    console.print(table)
+
+
+def sweep(console: Console, rows: list[SweepRow], tier: str, traffic: str, flows: int) -> None:
+    """Per transport: slowdown over every single-link failure of the tier, then the worst."""
+    table = Table(
+        Column("transport", no_wrap=True),
+        "links",
+        "mean slowdown",
+        "p99 slowdown",
+        "worst",
+        "worst link",
+        "stuck",
+        title=f"{traffic}: {flows:,} flows, every {tier} link failed in turn",
+        title_justify="left",
+    )
+    for name in dict.fromkeys(r.transport for r in rows):
+        mine = [r for r in rows if r.transport == name]
+        slow = np.array([r.slowdown for r in mine])
+        finite = slow[np.isfinite(slow)]
+        worst = max(mine, key=lambda r: (r.slowdown, -r.link))
+        table.add_row(
+            name,
+            f"{len(mine):,}",
+            f"{finite.mean():.3f}x" if finite.size else "-",
+            f"{np.percentile(finite, 99):.3f}x" if finite.size else "-",
+            f"{worst.slowdown:.3f}x",
+            str(worst.link),
+            str(sum(1 for r in mine if r.unfinished)),
         )
     console.print(table)

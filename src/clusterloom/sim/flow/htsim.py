@@ -402,7 +402,10 @@ def _runs(group: np.ndarray[tuple[int], np.dtype[np.int32]]) -> list[list[int]]:
 
 
 def format_htsim(traffic: Traffic, *, done: Literal["recv", "send"] = "recv") -> str:
-    """The connection-matrix text of ``traffic`` (see :func:`write_htsim`)."""
+    """The connection-matrix text of ``traffic`` (see :func:`write_htsim`). Barrier flows are
+    folded back into dependencies first: htsim expresses them as barrier triggers, and a
+    zero-byte connection means "no size limit" to several htsim mains."""
+    traffic = traffic.without_barriers()
     traffic.validate()
     n = len(traffic)
     problems: list[str] = []

@@ -112,8 +112,9 @@ def _pick(candidates: I64, valid: NDArray[np.bool_], h: NDArray[np.uint64]) -> I
     return np.where(live > 0, out, -1)
 
 
-#: Rows routed at once: bounds the (rows x fan-out) temporaries of a large call.
+#: Rows routed at once, and the most (row x candidate) elements a temporary may hold.
 ROUTE_CHUNK = 65_536
+ROUTE_ELEMENTS = 1 << 22
 
 
 def route(
@@ -139,8 +140,10 @@ def route(
         ((r.down >= 0) & live[np.maximum(r.down, 0)]).any(axis=2)
     )
     out = np.full((src.shape[0], r.max_hops), -1, dtype=np.int64)
-    for lo in range(0, src.shape[0], ROUTE_CHUNK):
-        sl = slice(lo, lo + ROUTE_CHUNK)
+    fan = r.up.shape[1] * r.up.shape[1] if t.plan.tiers == 3 else r.up.shape[1]
+    chunk = max(1, min(ROUTE_CHUNK, ROUTE_ELEMENTS // max(fan, 1)))
+    for lo in range(0, src.shape[0], chunk):
+        sl = slice(lo, lo + chunk)
         out[sl] = _route(r, src[sl], dst[sl], port[sl], ev[sl], seed, live, up_any, down_any)
     return out
 
@@ -173,7 +176,22 @@ def _route(
     # leaf uplink: live, and its spine reaches leaf_b (same pod) or has a live uplink (other pod)
     ups = r.up[leaf_a]  # (n, u1)
     spine = np.where(ups >= 0, t.link_dst[np.maximum(ups, 0)], 0).astype(np.int64)
-    reach = np.where(cross_pod[:, None], up_any[spine], down_any[spine, slot_b[:, None]])
+    if p.tiers == 3:
+        # another pod is reached only through a core of the spine's group whose link to pod_b's
+        # spine is live and whose spine there reaches leaf_b
+        cand_up = r.up[spine]  # (n, u1, u2)
+        cand_core = np.where(cand_up >= 0, t.link_dst[np.maximum(cand_up, 0)], 0)
+        first = r.down[cand_core, pod_b[:, None, None], 0]
+        cand_far = np.where(first >= 0, t.link_src[np.maximum(first, 0)], 0)
+        far_reach = (
+            (cand_up >= 0)
+            & live[np.maximum(cand_up, 0)]
+            & down_any[cand_core, pod_b[:, None, None]]
+            & down_any[cand_far, slot_b[:, None, None]]
+        ).any(axis=2)
+    else:
+        far_reach = up_any[spine]
+    reach = np.where(cross_pod[:, None], far_reach, down_any[spine, slot_b[:, None]])
     valid = (ups >= 0) & live[np.maximum(ups, 0)] & reach
     leaf_up = _pick(ups, valid, hop_hash(ev, leaf_a, seed))
     s1 = np.where(leaf_up >= 0, t.link_dst[np.maximum(leaf_up, 0)], 0).astype(np.int64)

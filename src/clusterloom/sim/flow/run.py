@@ -39,7 +39,7 @@ I64 = NDArray[np.int64]
 _WATCH_NONE = np.zeros(0, dtype=np.int64)
 _WATCH_NONE.setflags(write=False)
 _UNITS = {"ps": 1, "ns": 1_000, "us": 1_000_000, "ms": 1_000_000_000, "s": PS_PER_S}
-_FAILURE = re.compile(
+FAILURE_SYNTAX = re.compile(
     r"^(?P<kind>link|switch|port|plane):(?P<target>\d+(?::\d+)?)@(?P<start>[\d.]+[a-z]*)"
     r"(?:-(?P<end>[\d.]+[a-z]*))?(?:\*(?P<fraction>[\d.]+))?$"
 )
@@ -47,7 +47,7 @@ _FAILURE = re.compile(
 
 def parse_time(text: str, where: str) -> int:
     """``'1.5ms'`` to picoseconds; a bare number is picoseconds."""
-    m = re.fullmatch(r"([\d.]+)([a-z]*)", text)
+    m = re.fullmatch(r"(\d+(?:\.\d*)?|\.\d+)([a-z]*)", text)
     if not m or m.group(2) not in {"", *_UNITS}:
         raise SpecError([Problem(where, f"'{text}' is not a time like 10us or 1.5ms")])
     return round(float(m.group(1)) * _UNITS[m.group(2) or "ps"])
@@ -68,7 +68,7 @@ class Failure:
 def parse_failure(text: str, t: Topology) -> Failure:
     """A failure from its text form (see the module docstring), checked against ``t``."""
     where = f"--fail {text}"
-    m = _FAILURE.match(text)
+    m = FAILURE_SYNTAX.match(text)
     if not m:
         raise SpecError(
             [
@@ -206,19 +206,26 @@ class Summary:
     events: int
 
 
-def summarize(name: str, result: SimResult) -> Summary:
-    from clusterloom.sim.flow.engine import fct_percentiles
-
-    done = result.finish_ps >= 0
-    pct = fct_percentiles(result, (50, 99, 100))
+def summarize(name: str, result: SimResult, barrier: NDArray[np.bool_] | None = None) -> Summary:
+    """Completion figures of one run; ``barrier`` marks flows to leave out (the zero-byte
+    barriers of step traffic)."""
+    real = np.ones(result.finish_ps.shape[0], dtype=bool) if barrier is None else ~barrier
+    finish = result.finish_ps[real]
+    fct = result.fct_ps[real]
+    done = finish >= 0
+    pct = (
+        np.percentile(fct[done].astype(np.float64), [50, 99, 100])
+        if done.any()
+        else np.full(3, np.nan)
+    )
     return Summary(
         transport=name,
-        flows=int(done.size),
+        flows=int(real.sum()),
         finished=int(done.sum()),
-        makespan_ps=int(result.finish_ps[done].max(initial=0)),
-        fct_p50_ps=pct[50.0],
-        fct_p99_ps=pct[99.0],
-        fct_max_ps=pct[100.0],
+        makespan_ps=int(finish[done].max(initial=0)),
+        fct_p50_ps=float(pct[0]),
+        fct_p99_ps=float(pct[1]),
+        fct_max_ps=float(pct[2]),
         events=result.events,
     )
 

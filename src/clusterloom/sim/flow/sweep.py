@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from clusterloom.errors import Problem, SpecError
 from clusterloom.fabric.topology import Topology
 from clusterloom.sim.flow.engine import RTOL_SATURATED, SimResult
 from clusterloom.sim.flow.paths import build_router
@@ -44,11 +45,11 @@ def single_link_failures(
     with ``numpy.random.default_rng(seed)``), still ascending. A tier the fabric lacks (spine_core
     of a 2-tier fabric) has no links."""
     if tier not in TIERS:
-        raise ValueError(f"unknown tier '{tier}'; tiers: {', '.join(TIERS)}")
+        raise SpecError([Problem("tier", f"unknown tier '{tier}'; tiers: {', '.join(TIERS)}")])
     links = np.flatnonzero(topology.link_tier == TIERS[tier])
     if max_links is not None:
         if max_links < 0:
-            raise ValueError(f"max_links must be >= 0, got {max_links}")
+            raise SpecError([Problem("max_links", f"must be >= 0, got {max_links}")])
         if max_links < links.size:
             links = np.sort(np.random.default_rng(seed).choice(links, max_links, replace=False))
     return [int(x) for x in links]
@@ -149,7 +150,7 @@ def sweep(
         raise ValueError(f"no link {bad[0]}; links are 0..{topology.n_links - 1}")
     workers = os.cpu_count() or 1 if processes is None else processes
     if workers < 1:
-        raise ValueError(f"processes must be >= 1, got {processes}")
+        raise SpecError([Problem("processes", f"must be >= 1, got {processes}")])
     # one chunk of runs per task: the baseline and about 4 tasks per worker and transport
     per = max(1, math.ceil(len(links) / (4 * workers)))
     chunks = [tuple(links[i : i + per]) for i in range(0, len(links), per)]
