@@ -176,9 +176,9 @@ def _route(
     # leaf uplink: live, and its spine reaches leaf_b (same pod) or has a live uplink (other pod)
     ups = r.up[leaf_a]  # (n, u1)
     spine = np.where(ups >= 0, t.link_dst[np.maximum(ups, 0)], 0).astype(np.int64)
-    if p.tiers == 3:
+    if p.tiers == 3 and not live.all():
         # another pod is reached only through a core of the spine's group whose link to pod_b's
-        # spine is live and whose spine there reaches leaf_b
+        # spine is live and whose spine there reaches leaf_b (always, on a healthy fabric)
         cand_up = r.up[spine]  # (n, u1, u2)
         cand_core = np.where(cand_up >= 0, t.link_dst[np.maximum(cand_up, 0)], 0)
         first = r.down[cand_core, pod_b[:, None, None], 0]
