@@ -198,3 +198,10 @@ def test_simulate_takes_the_spec_scenario_and_sweeps(tmp_path: Path) -> None:
     assert "every leaf_spine link failed in turn" in swept.stdout
     bad = runner.invoke(app, ["simulate", spec, "--sweep", "core"])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+def test_a_failure_after_the_run_is_refused(tmp_path: Path) -> None:
+    spec = str(_write(tmp_path, SMALL))
+    late = runner.invoke(app, ["simulate", spec, "--transport", "ideal", "--fail", "link:70@1s"])
+    assert late.exit_code == 2
+    assert "after every transport finished" in late.stderr and "Traceback" not in late.output

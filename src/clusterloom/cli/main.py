@@ -250,6 +250,7 @@ def simulate(
         import numpy as np
 
         from clusterloom.cli import render
+        from clusterloom.errors import Problem, SpecError
         from clusterloom.export.atomic import atomic_write
         from clusterloom.fabric import generate, plan_fabric
         from clusterloom.report.simulation import render_simulation
@@ -331,6 +332,19 @@ def simulate(
                     cluster.name, runs, failures, util=util, traffic_label=kind
                 )
                 atomic_write(output / "simulation.html", page)
+        end = max((sm.makespan_ps for sm in summaries), default=0)
+        late = [f for f in failures if f.start_ps >= end and any(sm.finished for sm in summaries)]
+        if late:
+            raise SpecError(
+                [
+                    Problem(
+                        f"--fail {f.label}",
+                        f"starts at {f.start_ps / 1e6:,.3f} us, after every transport finished "
+                        f"(the last at {end / 1e6:,.3f} us); use an earlier time",
+                    )
+                    for f in late
+                ]
+            )
         render.simulation(out, summaries, kind, len(load), failures)
         if output is not None:
             out.print(f"results written to {output}")
