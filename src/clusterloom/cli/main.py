@@ -324,6 +324,21 @@ def simulate(
                 summaries.append(summarize(tr.name, result, load.barrier))
                 if output is not None:
                     runs.append(Run(tr.name, load, result, router.capacity_bytes()))
+            end = max((sm.makespan_ps for sm in summaries), default=0)
+            late = [
+                f for f in failures if f.start_ps >= end and any(sm.finished for sm in summaries)
+            ]
+            if late:
+                raise SpecError(
+                    [
+                        Problem(
+                            f"--fail {f.label}",
+                            f"starts at {f.start_ps / 1e6:,.3f} us, after every transport finished "
+                            f"(the last at {end / 1e6:,.3f} us); use an earlier time",
+                        )
+                        for f in late
+                    ]
+                )
             if output is not None and runs:
                 progress.add_task(f"writing {output}", total=None)
                 util = utilisations(runs)
@@ -332,19 +347,6 @@ def simulate(
                     cluster.name, runs, failures, util=util, traffic_label=kind
                 )
                 atomic_write(output / "simulation.html", page)
-        end = max((sm.makespan_ps for sm in summaries), default=0)
-        late = [f for f in failures if f.start_ps >= end and any(sm.finished for sm in summaries)]
-        if late:
-            raise SpecError(
-                [
-                    Problem(
-                        f"--fail {f.label}",
-                        f"starts at {f.start_ps / 1e6:,.3f} us, after every transport finished "
-                        f"(the last at {end / 1e6:,.3f} us); use an earlier time",
-                    )
-                    for f in late
-                ]
-            )
         render.simulation(out, summaries, kind, len(load), failures)
         if output is not None:
             out.print(f"results written to {output}")
