@@ -140,7 +140,8 @@ def route(
         ((r.down >= 0) & live[np.maximum(r.down, 0)]).any(axis=2)
     )
     out = np.full((src.shape[0], r.max_hops), -1, dtype=np.int64)
-    fan = r.up.shape[1] * r.up.shape[1] if t.plan.tiers == 3 else r.up.shape[1]
+    # the (rows x uplinks x uplinks) reachability check runs only on a damaged 3-tier fabric
+    fan = r.up.shape[1] ** 2 if t.plan.tiers == 3 and not live.all() else r.up.shape[1]
     chunk = max(1, min(ROUTE_CHUNK, ROUTE_ELEMENTS // max(fan, 1)))
     for lo in range(0, src.shape[0], chunk):
         sl = slice(lo, lo + chunk)

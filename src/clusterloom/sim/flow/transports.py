@@ -154,6 +154,8 @@ class MrcSpray:
         # fabric; EVs whose route crosses a dead link retire
         ev = _connection_hash(s, d, f, seed) ^ splitmix64(k.astype(np.uint64)).astype(np.int64)
         paths = route(router, s, d, port, ev & 0xFFFFFFFF, seed=seed)
+        if alive.all():  # a healthy fabric: every EV has its route
+            return _units(f, paths, np.full(f.size, 1.0 / self.evs))
         keep = _keep_or_stall(f, ids, ~_crosses_dead(paths, alive), k == 0)
         share = 1.0 / np.bincount(f[keep], minlength=int(ids.max(initial=-1)) + 1)[f]
         return _units(f[keep], paths[keep], share[keep])
