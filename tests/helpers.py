@@ -130,6 +130,17 @@ def kport_plan(
     )
 
 
+#: a small dense model for job specs: 8 layers, hidden 1024
+SMALL_MODEL: dict[str, int] = {
+    "layers": 8,
+    "hidden": 1024,
+    "ffn_hidden": 4096,
+    "heads": 16,
+    "vocab": 32000,
+    "sequence_length": 2048,
+}
+
+
 def job_spec(accelerators: int = 16, per_node: int = 8, **job: object) -> str:
     doc = {
         "version": 1,
@@ -142,14 +153,7 @@ def job_spec(accelerators: int = 16, per_node: int = 8, **job: object) -> str:
         },
         "fabrics": {"backend": {"switch": "sn5600"}},
         "job": {
-            "model": {
-                "layers": 8,
-                "hidden": 1024,
-                "ffn_hidden": 4096,
-                "heads": 16,
-                "vocab": 32000,
-                "sequence_length": 2048,
-            },
+            "model": dict(SMALL_MODEL),
             "batch": {"global_batch": 64, "micro_batch": 1},
             "parallelism": {"tp": 2, "pp": 4},
             "compute": {"peak_tflops": 1000, "utilisation": 0.5},
@@ -177,3 +181,20 @@ fabrics:
 def design_of(text: str) -> Design:
     """Run every stage on the spec ``text``."""
     return run_design(parse_spec(text))
+
+
+#: 1,024 GPUs on a rail-optimized backend (sn5600 at 400G: breakout factor 2) and a fat-tree
+#: frontend of two planes (tomahawk4 at 200G).
+TWO_FABRIC_SPEC = """\
+version: 1
+name: demo-1k
+description: a <small> cluster & friends
+compute:
+  accelerators: 1024
+  accelerators_per_node: 8
+  nic: {ports_per_accelerator: 1, port_speed_gbps: 400}
+  frontend_nic: {ports_per_node: 2, port_speed_gbps: 200}
+fabrics:
+  backend: {switch: sn5600}
+  frontend: {family: fat-tree, switch: tomahawk4-64x400g}
+"""

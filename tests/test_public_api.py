@@ -16,7 +16,8 @@ def test_all_matches_exports(name: str) -> None:
     public = {
         k
         for k, v in vars(module).items()
-        if not k.startswith("_") and not isinstance(v, types.ModuleType)
+        if not k.startswith("_")
+        and not isinstance(v, types.ModuleType)
         and k not in {"annotations", "version", "PackageNotFoundError"}
     }
     assert set(module.__all__) - {"__version__"} == public

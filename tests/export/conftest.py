@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from export_specs import DEMO_SPEC, IB_SPEC
+from export_specs import IB_SPEC
 
 from clusterloom import Design
-from helpers import OPTIONS_SPEC, design_of
+from helpers import OPTIONS_SPEC, TWO_FABRIC_SPEC, design_of
 
 
 @pytest.fixture(scope="session")
 def demo() -> Design:
-    return design_of(DEMO_SPEC)
+    return design_of(TWO_FABRIC_SPEC)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from export_specs import DEMO_SPEC
 from schema_check import validate
 
 from clusterloom import Design
@@ -22,7 +21,7 @@ from clusterloom.export.design_json import (
     design_schema_json,
     write_design_json,
 )
-from helpers import design_of
+from helpers import TWO_FABRIC_SPEC, design_of
 
 
 def keys_of(node: Any) -> set[str]:
@@ -34,7 +33,7 @@ def keys_of(node: Any) -> set[str]:
 
 
 def test_byte_identical_for_the_same_spec(demo: Design, tmp_path: Path) -> None:
-    again = design_of(DEMO_SPEC)  # a second run: other timings, same document
+    again = design_of(TWO_FABRIC_SPEC)  # a second run: other timings, same document
     assert again.timings_s != () and demo is not again
     first = write_design_json(demo, tmp_path / "a.json").read_bytes()
     second = write_design_json(again, tmp_path / "b.json").read_bytes()

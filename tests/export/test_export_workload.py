@@ -54,8 +54,11 @@ def test_sparse_matrix_for_large_jobs(tmp_path: Path) -> None:
     from clusterloom.export.workload_files import DENSE_MATRIX_LIMIT, write_traffic_matrix
 
     spec = parse_spec(
-        job_spec(accelerators=2048, parallelism={"tp": 8, "pp": 4, "zero": 1},
-                 batch={"global_batch": 128, "micro_batch": 1})
+        job_spec(
+            accelerators=2048,
+            parallelism={"tp": 8, "pp": 4, "zero": 1},
+            batch={"global_batch": 128, "micro_batch": 1},
+        )
     )
     assert spec.compute.accelerators > DENSE_MATRIX_LIMIT
     w = run_design(spec).workload

@@ -6,13 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from export_specs import DEMO_SPEC
 
 import clusterloom.export as export
 from clusterloom import Design
 from clusterloom.export import graph as graph_module
 from clusterloom.export import write_design
-from helpers import design_of
+from helpers import TWO_FABRIC_SPEC, design_of
 
 EXPECTED = [
     "design.json",
@@ -43,7 +42,7 @@ def test_writes_every_file_in_order(demo: Design, tmp_path: Path) -> None:
 
 def test_same_spec_same_bytes(demo: Design, tmp_path: Path) -> None:
     first = write_design(demo, tmp_path / "a")
-    second = write_design(design_of(DEMO_SPEC), tmp_path / "b")
+    second = write_design(design_of(TWO_FABRIC_SPEC), tmp_path / "b")
     for a, b in zip(first, second, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
 

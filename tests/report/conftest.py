@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from report_specs import HOSTILE_SPEC, TWO_FABRIC_SPEC
+from report_specs import HOSTILE_SPEC
 
 from clusterloom import Design
-from helpers import OPTIONS_SPEC, design_of
+from helpers import OPTIONS_SPEC, TWO_FABRIC_SPEC, design_of
 
 
 @pytest.fixture(scope="session")

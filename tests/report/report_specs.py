@@ -2,20 +2,6 @@
 
 from __future__ import annotations
 
-#: both fabrics, several planes on the frontend
-TWO_FABRIC_SPEC = """\
-version: 1
-name: demo-1k
-compute:
-  accelerators: 1024
-  accelerators_per_node: 8
-  nic: {ports_per_accelerator: 1, port_speed_gbps: 400}
-  frontend_nic: {ports_per_node: 2, port_speed_gbps: 200}
-fabrics:
-  backend: {switch: sn5600}
-  frontend: {family: fat-tree, switch: tomahawk4-64x400g}
-"""
-
 #: text from the spec and catalog that must be escaped; a tiny fabric that draws warnings
 HOSTILE_SPEC = """\
 version: 1

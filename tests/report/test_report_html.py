@@ -7,12 +7,11 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from report_specs import TWO_FABRIC_SPEC
 
 import clusterloom.report as report
 from clusterloom import Design
 from clusterloom.report import render_report, tier_diagram
-from helpers import design_of
+from helpers import TWO_FABRIC_SPEC, design_of
 
 VOID = {"meta", "br", "img", "hr", "input", "link", "col", "wbr", "source"}
 SVG_EMPTY_OK = {"rect", "line", "path", "circle", "polyline", "polygon"}

@@ -23,7 +23,7 @@ from clusterloom.workload import (
     training_flops_per_token,
 )
 from clusterloom.workload.timing import bandwidths, call_time
-from helpers import job_spec
+from helpers import SMALL_MODEL, job_spec
 
 
 def test_megatron_rank_groups_reference() -> None:
@@ -118,15 +118,7 @@ def test_bad_jobs_name_the_field_and_numbers() -> None:
             parse_spec(job_spec(**job))
         assert where in [p.where for p in info.value.problems], (where, info.value.problems)
     moe = {
-        "model": {
-            "layers": 8,
-            "hidden": 1024,
-            "ffn_hidden": 4096,
-            "heads": 16,
-            "vocab": 32000,
-            "sequence_length": 2048,
-            "moe": {"experts": 6, "top_k": 2, "expert_ffn_hidden": 512},
-        },
+        "model": {**SMALL_MODEL, "moe": {"experts": 6, "top_k": 2, "expert_ffn_hidden": 512}},
         "parallelism": {"tp": 1, "pp": 1, "ep": 4},
     }
     with pytest.raises(SpecError) as info:
