@@ -123,6 +123,88 @@ def test_uncoupled_units_on_disjoint_paths_add_up() -> None:
     np.testing.assert_allclose(res.unit_bytes, [MB, MB])
 
 
+def test_pooled_spray_with_a_shared_path() -> None:
+    """The coupled case above, pooled: f0's two units are entities of weight 1/2 drawing on
+    one pool of 2 MB; f1 (split, one unit) also uses link 1.
+
+        f0 ─┬─ w 1/2 ── link 0 (C) ──▶
+            └─ w 1/2 ──┐
+        f1 ────────────┴ link 1 (C) ──▶
+
+    All levels rise together: link 1 carries l/2 + l = C at l = 2C/3, freezing f0's second
+    unit (C/3) and f1 (2C/3); f0's first unit rises on to l = 2C (C on link 0). f0 delivers
+    4C/3 and finishes at 1.5 ms; f1 has then sent 1 MB, gets link 1 alone and finishes its
+    other 1 MB at 2.5 ms. (Coupled, both took 3 ms.)
+    """
+    units = UnitSet.from_paths([0, 0, 1], [[0], [1], [1]], share=[0.5, 0.5, 1.0])
+    seen: list[SimState] = []
+    flows = FlowSet.create([2 * MB, 2 * MB], pooled=[True, False])
+    res = simulate([C, C], flows, units, [_rates_at(0, seen)], watch_links=[0, 1])
+    np.testing.assert_allclose(seen[0].unit_rate, [C, C / 3, 2 * C / 3])
+    np.testing.assert_allclose(seen[0].flow_rate, [4 * C / 3, 2 * C / 3])
+    np.testing.assert_array_equal(res.finish_ps, [3 * MS // 2, 5 * MS // 2])
+    np.testing.assert_allclose(res.unit_bytes, [1.5 * MB, 0.5 * MB, 2 * MB])
+    _check_conservation(res, flows, np.array([C, C]))
+
+
+def test_pooled_unit_on_a_dead_link_is_a_black_hole() -> None:
+    """f0 pooled 50/50: unit 0 over links 0 -> 1, unit 1 over links 0 -> 2; link 2 is dead.
+    Unit 1 keeps sending (as packets sprayed onto a dead path before the sender notices) and
+    loads link 0 only, up to the dead hop; it delivers nothing. Both units get C/2 of the NIC
+    link 0, f0 delivers C/2: 2 MB in 4 ms. A reroute at 1 ms that drops unit 1 (the transport
+    noticed) gives f0 the whole link from then: 0.5 MB sent, 1.5 MB left at C, done at 2.5 ms.
+
+        f0 ── link 0 (C) ─┬── link 1 (C) ──▶
+                          └── link 2 (dead) ✕
+    """
+    units = UnitSet.from_paths([0, 0], [[0, 1], [0, 2]])
+    seen: list[SimState] = []
+    flows = FlowSet.create([2 * MB], pooled=True)
+    res = simulate([C, C, 0.0], flows, units, [_rates_at(0, seen)], watch_links=[0, 1, 2])
+    np.testing.assert_allclose(seen[0].unit_rate, [C / 2, C / 2])
+    np.testing.assert_allclose(seen[0].flow_rate, [C / 2])
+    assert res.finish_ps[0] == 4 * MS
+    np.testing.assert_allclose(res.link_load(0), [C])
+    np.testing.assert_allclose(res.link_load(2), [0.0])
+    np.testing.assert_allclose(res.unit_bytes, [2 * MB, 0.0])
+
+    def notice(state: SimState) -> Reroute:
+        return Reroute(units=UnitSet.from_paths([0], [[0, 1]]))
+
+    fixed = simulate([C, C, 0.0], flows, units, [Callback(MS, notice)])
+    assert fixed.finish_ps[0] == 5 * MS // 2
+
+
+def test_pooled_units_stall_when_none_delivers_or_the_first_hop_is_dead() -> None:
+    """A unit whose first link is dead stalls (its NIC port is down: it sends nothing), so the
+    other unit gets the whole of its own NIC link; a flow with no delivering unit stalls."""
+    units = UnitSet.from_paths([0, 0], [[2, 1], [0, 1]])
+    seen: list[SimState] = []
+    res = simulate([C, C, 0.0], FlowSet.create([MB], pooled=True), units, [_rates_at(0, seen)])
+    np.testing.assert_allclose(seen[0].unit_rate, [0.0, C])
+    assert res.finish_ps[0] == MS
+    dead_end = UnitSet.from_paths([0, 0], [[0, 2], [1, 2]])
+    stuck = simulate([C, C, 0.0], FlowSet.create([MB], pooled=True), dead_end, max_time_ps=MS)
+    assert stuck.finish_ps[0] == -1
+    assert stuck.seg_max_util.max(initial=0.0) == 0.0
+
+
+def test_rate_tolerance_batches_close_completions_late_never_early() -> None:
+    """Two 1 MB flows on separate links of C and C/1.005 finish at 1 ms and 1.005 ms. Exact,
+    they are two events; at rtol=1e-2 one batch at 1.005 ms (the later of the two, so the first
+    is late by 0.5%, within rtol); at rtol=1e-3 they stay apart."""
+    flows = FlowSet.create([MB, MB])
+    units = UnitSet.from_paths([0, 1], [[0], [1]])
+    cap = [C, C / 1.005]
+    exact = simulate(cap, flows, units)
+    np.testing.assert_array_equal(exact.finish_ps, [MS, 1_005_000_000])
+    batched = simulate(cap, flows, units, rtol=1e-2)
+    np.testing.assert_array_equal(batched.finish_ps, [1_005_000_000, 1_005_000_000])
+    assert batched.events < exact.events
+    apart = simulate(cap, flows, units, rtol=1e-3)
+    np.testing.assert_array_equal(apart.finish_ps, exact.finish_ps)
+
+
 @pytest.mark.parametrize(("paths", "finish"), [([[0], [0]], 2 * MS), ([[0], [1]], MS)])
 def test_hash_collision_halves_the_rate(paths: list[list[int]], finish: int) -> None:
     """Two 1 MB flows hashed onto the same link share it (C/2 each, 2 ms); spread over two
@@ -374,22 +456,24 @@ def instances(draw: Any) -> tuple[np.ndarray, FlowSet, UnitSet]:
             paths.append(sorted(set(draw(st.lists(link, min_size=1, max_size=4)))))
             shares.append(w)
             caps.append(draw(st.sampled_from([np.inf, np.inf, 0.2 * C, C])))
+    mode = np.array(draw(st.lists(st.integers(0, 2), min_size=n_flows, max_size=n_flows)))
     flows = FlowSet.create(
-        draw(st.lists(st.floats(0.01, 5.0), min_size=n_flows, max_size=n_flows)),
+        np.array(draw(st.lists(st.floats(0.01, 5.0), min_size=n_flows, max_size=n_flows))) * MB,
         start_ps=draw(st.lists(st.integers(0, 3 * MS), min_size=n_flows, max_size=n_flows)),
-        coupled=draw(st.lists(st.booleans(), min_size=n_flows, max_size=n_flows)),
+        coupled=mode == 1,
+        pooled=mode == 2,
     )
-    flows = FlowSet(size=flows.size * MB, start_ps=flows.start_ps, coupled=flows.coupled)
     return cap, flows, UnitSet.from_paths(flow_of, paths, share=shares, cap=caps)
 
 
 def _check_max_min(state: SimState, flows: FlowSet, cap: np.ndarray) -> None:
-    """Every active entity has rate > 0 and either sits at its cap or has a saturated link on
-    which no entity has a higher rate; no link is over capacity."""
+    """Weighted max-min: every active entity has a level > 0 and either sits at its cap or has
+    a saturated link on which no entity has a higher level; no link is over capacity. An
+    entity's level is its rate over its weight: a coupled flow (weight 1, rate the flow's), a
+    unit of a split flow (weight 1) or of a pooled flow (weight its share)."""
     u = state.units
     alive = np.flatnonzero(state.unit_alive & state.flow_active[u.unit_flow])
-    # entities: one per coupled flow, one per unit of an uncoupled flow
-    entities: list[tuple[float, float, set[int]]] = []  # rate, cap, links
+    entities: list[tuple[float, float, set[int]]] = []  # level, cap on the level, links
     for f in np.unique(u.unit_flow[alive]):
         mine = alive[u.unit_flow[alive] == f]
         if flows.coupled[f]:
@@ -400,21 +484,28 @@ def _check_max_min(state: SimState, flows: FlowSet, cap: np.ndarray) -> None:
             links = {int(x) for m in mine if u.unit_share[m] > 0 for x in u.links(m)}
             entities.append((float(state.flow_rate[f]), ecap, links))
         else:
+            weight = u.unit_share if flows.pooled[f] else np.ones(u.n_units)
             entities += [
-                (float(state.unit_rate[m]), float(u.cap[m]), set(u.links(m).tolist())) for m in mine
+                (
+                    float(state.unit_rate[m] / weight[m]),
+                    float(u.cap[m] / weight[m]),
+                    set(u.links(m).tolist()),
+                )
+                for m in mine
+                if weight[m] > 0
             ]
     load = np.zeros(cap.size)
     for m in alive:
         load[u.links(m)] += state.unit_rate[m]
     assert (load <= cap * (1 + 1e-9)).all()
     saturated = load >= cap * (1 - 1e-9)
-    for rate, ecap, links in entities:
-        assert rate > 0
-        if rate >= ecap * (1 - 1e-9):
+    for level, ecap, links in entities:
+        assert level > 0
+        if level >= ecap * (1 - 1e-9):
             continue
         assert any(
             saturated[link]
-            and all(r <= rate * (1 + 1e-9) for r, _, other in entities if link in other)
+            and all(r <= level * (1 + 1e-9) for r, _, other in entities if link in other)
             for link in links
         )
 

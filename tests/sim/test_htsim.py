@@ -149,8 +149,23 @@ def test_inexpressible_traffic_is_an_output_error() -> None:
     timed = Traffic.from_arrays([0, 1], [1, 0], 5, deps=[[], [0]], start_ps=[0, 5])
     with pytest.raises(OutputError, match="start time"):
         format_htsim(timed)
-    with pytest.raises(OutputError, match="int size"):
-        format_htsim(Traffic.from_arrays([0], [1], 2**31))
+
+
+def test_a_flow_over_htsim_int_becomes_a_chain() -> None:
+    """Flow 0 (5 GB) before flow 1 (1 KB): htsim's size is a C int, so flow 0 is written as
+    three connections of 5e9/3 bytes (rounded, the first takes the extra byte) chained by
+    oneshot triggers; flow 1 waits for the last piece.
+
+        0->1 5e9  ==>  0->1 id 1 (1,666,666,667) -> id 2 (1,666,666,667) -> id 3 (1,666,666,666)
+        1->0 1e3  ==>  1->0 id 4, trigger of id 3
+    """
+    t = Traffic.from_arrays([0, 1], [1, 0], [5_000_000_000, 1000], deps=[[], [0]])
+    back = parse_htsim(format_htsim(t))
+    assert back.nbytes.tolist() == [1_666_666_667, 1_666_666_667, 1_666_666_666, 1000]
+    assert back.src.tolist() == [0, 0, 0, 1]
+    assert [back.deps(i).tolist() for i in range(4)] == [[], [0], [1], [2]]
+    assert back.total_bytes == t.total_bytes
+    assert t.split_flows(10**10) is t
 
 
 # -- round trip over random traffic with random (htsim-expressible) dependency DAGs ---------------
@@ -314,3 +329,19 @@ def test_several_problems_on_one_line_are_one_problem() -> None:
         parse_htsim(HEAD + "1->1 start x size -3\n")
     assert len(err.value.problems) == 1
     assert err.value.problems[0].message.count(";") == 2
+
+
+@given(traffics(), st.integers(1, 9))
+def test_split_flows_keeps_bytes_and_order(t: Traffic, parts: int) -> None:
+    """Cutting flows into chains keeps every flow's bytes, bounds every piece, and keeps the
+    dependency structure acyclic with each original dependency on the last piece."""
+    max_bytes = max(1, int(t.nbytes.max(initial=0)) // parts)
+    split = t.split_flows(max_bytes).validate()
+    assert (split.nbytes <= max_bytes).all()
+    assert split.total_bytes == t.total_bytes
+    pieces = np.maximum(1, -(-t.nbytes // max_bytes))
+    assert len(split) == int(pieces.sum())
+    last = np.cumsum(pieces) - 1
+    first = last - pieces + 1
+    for f in range(len(t)):
+        assert sorted(split.deps(int(first[f])).tolist()) == sorted(last[t.deps(f)].tolist())

@@ -85,21 +85,30 @@ def test_incast_under_receiver_driven_takes_n_s_over_b() -> None:
 
 def test_link_failure_stalls_ecmp_for_the_reconvergence_delay_spraying_loses_little() -> None:
     """One flow h0 -> h4; its ECMP uplink fails at 10 us. RoCE stalls until detection plus
-    reconvergence (1 ms here), then rehashes; MRC retires the dead EVs after 20 us and carries
-    on over the other three uplinks at full rate."""
+    reconvergence (1 ms here), then rehashes. Balanced MRC keeps sending its share 1/64 per EV
+    into the dead uplink until it detects it (20 us), loses that share of its rate meanwhile
+    (the NIC is the bottleneck, the other EVs cannot make up for it), then carries on at full
+    rate over the other uplinks; fixed-split spraying stalls for the whole detection delay."""
     t = fabric()
     r = build_router(t)
     traffic = two_flows([0], [4])
     roce = RoceEcmp(reroute_s=1e-3)
-    units = roce.units(r, np.array([0]), np.array([4]), alive=np.ones(t.n_links, bool), seed=0)
+    alive = np.ones(t.n_links, bool)
+    units = roce.units(r, np.array([0]), np.array([4]), alive=alive, seed=0)
     uplink = int(units.unit_link[1]) // 2
     fail = parse_failure(f"link:{uplink}@10us", t)
     t_fail = 10e-6
     pinned = run(t, traffic, roce, (fail,), router=r)
     assert seconds(pinned.finish_ps)[0] == pytest.approx(S / B + 1e-3, rel=1e-6)
     mrc = MrcSpray(evs=64)
+    evs = mrc.units(r, np.array([0]), np.array([4]), alive=alive, seed=0)
+    crossing = np.add.reduceat(evs.unit_link // 2 == uplink, evs.unit_ptr[:-1]) > 0
+    lost = crossing.mean()
+    assert 0 < lost < 1
     sprayed = run(t, traffic, mrc, (fail,), router=r)
-    assert seconds(sprayed.finish_ps)[0] == pytest.approx(S / B + mrc.detect_s, rel=1e-6)
+    assert seconds(sprayed.finish_ps)[0] == pytest.approx(S / B + lost * mrc.detect_s, rel=1e-6)
+    fixed = run(t, traffic, MrcSpray(evs=64, balance=False), (fail,), router=r)
+    assert seconds(fixed.finish_ps)[0] == pytest.approx(S / B + mrc.detect_s, rel=1e-6)
     assert t_fail < S / B
     healthy = run(t, traffic, mrc, router=r)
     assert seconds(healthy.finish_ps)[0] == pytest.approx(S / B, rel=1e-6)

@@ -124,3 +124,13 @@ def test_bad_transport_options() -> None:
     assert "unknown transport 'tcp'" in found["scenario.transport_options.tcp"]
     found = _problems({"transport_options": {"ideal": {"x": "abc"}}})
     assert "valid number" in found["scenario.transport_options.ideal.x"]
+
+
+def test_switch_options_take_0_or_1_and_reach_the_transport() -> None:
+    found = _problems({"transport_options": {"mrc-spray": {"balance": 2}}})
+    assert "1 (on) or 0 (off)" in found["scenario.transport_options.mrc-spray.balance"]
+    from clusterloom.sim.flow.transports import transport
+
+    assert transport("mrc-spray", balance=0, evs=16.0).mode == "coupled"
+    assert transport("mrc-spray", evs=16.0).mode == "pooled"
+    assert transport("mrc-spray", evs=16.0).evs == 16  # type: ignore[attr-defined]

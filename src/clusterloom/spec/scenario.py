@@ -107,7 +107,9 @@ def _option_problems(name: str, options: dict[str, float], where: str) -> list[P
 
     cls = TRANSPORTS[name]
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    whole = {k for k, f in fields.items() if "int" in {t.strip() for t in str(f.type).split("|")}}
+    kinds = {k: {t.strip() for t in str(f.type).split("|")} for k, f in fields.items()}
+    whole = {k for k, types in kinds.items() if "int" in types}
+    flags = {k for k, types in kinds.items() if "bool" in types}
     out: list[Problem] = []
     for key, value in options.items():
         field = fields.get(key)
@@ -116,15 +118,16 @@ def _option_problems(name: str, options: dict[str, float], where: str) -> list[P
             out.append(Problem(f"{where}.{key}", f"unknown option of {name}; allowed: {allowed}"))
         elif not math.isfinite(value):
             out.append(Problem(f"{where}.{key}", f"{key} must be a finite number, got {value}"))
+        elif key in flags and value not in (0, 1):
+            out.append(Problem(f"{where}.{key}", f"{key} is 1 (on) or 0 (off), got {value}"))
         elif key in whole and (value != int(value) or value < 1):
             out.append(Problem(f"{where}.{key}", f"{key} is a positive whole number, got {value}"))
         elif value < 0:
             out.append(Problem(f"{where}.{key}", f"{key} must be >= 0, got {value}"))
     if out:
         return out
-    typed = {k: int(v) if k in whole else v for k, v in options.items()}
     try:
-        transport(name, **typed)
+        transport(name, **options)
     except SpecError as exc:
         out += [Problem(where, p.message) for p in exc.problems]
     return out

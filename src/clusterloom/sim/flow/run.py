@@ -163,7 +163,8 @@ def run(
         start_ps=traffic.start_ps,
         dep_ptr=traffic.dep_ptr,
         dep_idx=traffic.dep_idx,
-        coupled=np.full(len(traffic), transport.coupled),
+        coupled=np.full(len(traffic), transport.mode == "coupled"),
+        pooled=np.full(len(traffic), transport.mode == "pooled"),
     )
 
     def react(state: SimState) -> Reroute:

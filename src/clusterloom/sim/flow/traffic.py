@@ -403,6 +403,48 @@ class Traffic:
             group_names=self.group_names,
         )
 
+    def split_flows(self, max_bytes: int) -> Traffic:
+        """The same traffic with every flow over ``max_bytes`` cut into a chain of nearly equal
+        pieces of at most ``max_bytes``, one after the other (each waits for the one before;
+        the first keeps the flow's start and dependencies, and whoever waited for the flow
+        waits for its last piece). In a fluid model the chain takes the flow's time on its
+        path; for consumers with a size limit (htsim's ``int``)."""
+        if max_bytes < 1:
+            raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
+        pieces = np.maximum(1, -(-self.nbytes // max_bytes))
+        if (pieces == 1).all():
+            return self
+        n_new = int(pieces.sum())
+        first = np.concatenate([[0], np.cumsum(pieces)[:-1]])
+        last = first + pieces - 1
+        owner = np.repeat(np.arange(len(self)), pieces)
+        k = np.arange(n_new) - first[owner]  # piece number within its flow
+        base, extra = self.nbytes // pieces, self.nbytes % pieces
+        nbytes = base[owner] + (k < extra[owner])
+        # dependencies: a first piece takes its flow's (mapped to their last pieces); every
+        # other piece waits for the piece before it
+        own = np.diff(self.dep_ptr)
+        counts = np.where(k == 0, own[owner], 1)
+        dep_idx = np.empty(int(counts.sum()), dtype=np.int64)
+        ptr = np.concatenate([[0], np.cumsum(counts)])
+        heads = np.flatnonzero(k == 0)
+        head_pos = _ranges(ptr[heads], counts[heads])
+        dep_idx[head_pos] = last[self.dep_idx]
+        rest = np.flatnonzero(k > 0)
+        dep_idx[ptr[rest]] = rest - 1
+        return Traffic(
+            src=self.src[owner],
+            dst=self.dst[owner],
+            nbytes=nbytes,
+            start_ps=np.where(k == 0, self.start_ps[owner], 0),
+            dep_ptr=ptr,
+            dep_idx=dep_idx,
+            group=self.group[owner],
+            n_hosts=self.n_hosts,
+            group_names=self.group_names,
+            barrier=self.barrier[owner],
+        )
+
     def canonical_deps(self) -> _I64:
         """``dep_idx`` with each flow's dependencies sorted and duplicates kept."""
         rows = self.dep_rows()

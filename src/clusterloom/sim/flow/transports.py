@@ -12,26 +12,36 @@ does when a link fails. One interface (``Transport``), four models, each with it
 ``mrc-spray``
     MRC-style packet spraying: each connection sprays over ``evs`` entropy values (default 128)
     spread round-robin over every NIC port (so over every plane); an EV maps to a fixed path (a
-    static source route). The connection is ONE entity whose bytes split evenly over its EVs
-    (per-packet spraying, so a congested EV slows the whole connection: active load balancing is
-    not modelled yet). On a failure the EVs crossing the link are retired after an endpoint
-    detection delay of a few RTTs (``detect_s``, default 20 us) and the connection continues
-    on its remaining EVs; nothing is re-routed (no reconvergence). Losing a plane costs that
-    plane's share.
+    static source route). With active load balancing (``balance=True``, the default) each EV
+    is its own max-min entity weighted ``1/evs`` drawing on the connection's pool of bytes
+    (a *pooled* flow): a congested EV slows only itself and the others carry the rest, which is
+    the fluid limit of a sender that moves packets from EVs that report congestion (ECN) to
+    those that do not. It does not model the load balancer handing an EV's share entirely to
+    a competing connection (a congested EV keeps its max-min share), so on collisions it lies
+    between fixed spraying and ``ideal``. With ``balance=False`` the connection is ONE entity
+    with a fixed even split over its EVs (oblivious per-packet spraying: its most congested EV
+    holds it back). On a failure, the EVs crossing the dead link are black holes (balanced:
+    their share of the sender's bandwidth is lost; fixed split: the connection stalls) until
+    an endpoint detection delay of a few RTTs (``detect_s``, default 20 us); they are then
+    retired and the connection continues on its remaining EVs; nothing is re-routed (no
+    reconvergence). Losing a plane costs that plane's share.
 ``receiver-driven``
-    MetaRoCE/NDP-style receiver pacing over the same sprayed paths: the receiver grants credit
-    so that incast shares its downlink fairly without queues (in a fluid model, max-min on the
-    receiver link), and a loss rate ``loss`` (default 0) costs ``1 / (1 - loss)`` more bytes on
-    the wire (each lost packet is sent again once; trimmed headers are not counted).
+    MetaRoCE/NDP-style receiver pacing over the same sprayed, balanced paths (per-path windows
+    make it pooled as well): the receiver grants credit so that incast shares its downlink
+    fairly without queues (in a fluid model, max-min on the receiver link), and a loss rate
+    ``loss`` (default 0) costs ``1 / (1 - loss)`` more bytes on the wire (each lost packet is
+    sent again once; trimmed headers are not counted).
 ``ideal``
-    The physical limit with perfect multipath: a connection is limited only by its hosts' NIC
-    links (the hose model), spread over every live port. On a full-bisection Clos this is what
-    optimal routing achieves; with oversubscription or a failed fabric link it is an upper bound
-    (the max-concurrent-flow LP over the fabric is not solved).
+    The physical limit with perfect multipath at the hosts: a connection is limited only by
+    its hosts' NIC links (the hose model), each port its own pooled entity, so a connection
+    uses whatever any of its ports has left. On a full-bisection Clos this is what optimal
+    routing achieves; with oversubscription or a failed fabric link it is an upper bound (the
+    fabric is assumed to carry whatever the NICs send).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
@@ -83,7 +93,12 @@ def _keep_or_stall(f: I64, ids: I64, usable: B, first: B) -> B:
 
 class Transport(Protocol):
     name: ClassVar[str]
-    coupled: ClassVar[bool]
+
+    @property
+    def mode(self) -> str:
+        """How a connection's units share its bytes in the engine: ``split``, ``coupled`` or
+        ``pooled`` (see :mod:`clusterloom.sim.flow.engine`)."""
+        ...
 
     def units(
         self, router: Router, src: I64, dst: I64, *, alive: B, seed: int, flows: I64 | None = None
@@ -107,9 +122,12 @@ def _ports(router: Router) -> int:
 @dataclass(frozen=True)
 class RoceEcmp:
     name: ClassVar[str] = "roce-ecmp"
-    coupled: ClassVar[bool] = False
     qps: int | None = None  # default: one per NIC port, as NCCL opens a channel per NIC
     reroute_s: float = 1.0
+
+    @property
+    def mode(self) -> str:
+        return "split"
 
     def units(
         self, router: Router, src: I64, dst: I64, *, alive: B, seed: int, flows: I64 | None = None
@@ -137,9 +155,13 @@ class RoceEcmp:
 @dataclass(frozen=True)
 class MrcSpray:
     name: ClassVar[str] = "mrc-spray"
-    coupled: ClassVar[bool] = True
     evs: int = 128
     detect_s: float = 20e-6
+    balance: bool = True
+
+    @property
+    def mode(self) -> str:
+        return "pooled" if self.balance else "coupled"
 
     def units(
         self, router: Router, src: I64, dst: I64, *, alive: B, seed: int, flows: I64 | None = None
@@ -183,7 +205,10 @@ class ReceiverDriven(MrcSpray):
 @dataclass(frozen=True)
 class Ideal:
     name: ClassVar[str] = "ideal"
-    coupled: ClassVar[bool] = True
+
+    @property
+    def mode(self) -> str:
+        return "pooled"
 
     def units(
         self, router: Router, src: I64, dst: I64, *, alive: B, seed: int, flows: I64 | None = None
@@ -210,9 +235,16 @@ TRANSPORTS: dict[str, type] = {t.name: t for t in (RoceEcmp, MrcSpray, ReceiverD
 
 
 def transport(name: str, **options: float) -> Transport:
-    """A transport by name with its options (e.g. ``qps=4``, ``evs=256``, ``loss=0.01``)."""
+    """A transport by name with its options (e.g. ``qps=4``, ``evs=256``, ``loss=0.01``,
+    ``balance=0``); numbers are converted to the option's type (whole numbers, switches)."""
     if name not in TRANSPORTS:
         known = ", ".join(sorted(TRANSPORTS))
         raise SpecError([Problem("--transport", f"unknown transport '{name}'; known: {known}")])
-    made: Transport = TRANSPORTS[name](**options)
+    cls = TRANSPORTS[name]
+    types = {f.name: str(f.type) for f in dataclasses.fields(cls)}
+    typed = {
+        k: bool(v) if "bool" in types.get(k, "") else int(v) if "int" in types.get(k, "") else v
+        for k, v in options.items()
+    }
+    made: Transport = cls(**typed)
     return made

@@ -1,0 +1,195 @@
+"""Progressive filling (weighted max-min fairness), compiled with numba.
+
+Entities rise together at a common *level*; entity ``e`` puts ``coef * level`` on each link of
+its row of ``A``. A link with unfrozen load factor ``a`` (the sum of its unfrozen entities'
+coefficients) and frozen load ``f`` saturates at level ``(capacity - f) / a``. Freezing an
+entity at level ``x`` changes that only for the links it crosses, so the saturation levels sit
+in a binary heap, each link at most once, with lazy increase-key (a link's level only rises;
+an entry found below its link's current level is re-queued when it reaches the top), so a
+round costs O(1) per entry it touches plus O(log links) per link it inspects, not O(links).
+A round takes the lowest level ``x`` (never below the previous round's), saturates every
+link within a relative ``rtol`` of it and every entity whose cap is within ``rtol``, and
+freezes the unfrozen entities crossing them at ``x``. Kept apart from the engine so the engine stays plain numpy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _push(keys: Any, vals: Any, size: int, key: float, val: int) -> int:
+    i = size
+    keys[i] = key
+    vals[i] = val
+    while i > 0:
+        parent = (i - 1) // 2
+        if keys[parent] < keys[i] or (keys[parent] == keys[i] and vals[parent] <= vals[i]):
+            break
+        keys[i], keys[parent] = keys[parent], keys[i]
+        vals[i], vals[parent] = vals[parent], vals[i]
+        i = parent
+    return size + 1
+
+
+@njit(cache=True)
+def _pop(keys: Any, vals: Any, size: int) -> int:
+    size -= 1
+    keys[0] = keys[size]
+    vals[0] = vals[size]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        child = left
+        right = left + 1
+        if right < size and (
+            keys[right] < keys[left] or (keys[right] == keys[left] and vals[right] < vals[left])
+        ):
+            child = right
+        if keys[i] < keys[child] or (keys[i] == keys[child] and vals[i] <= vals[child]):
+            break
+        keys[i], keys[child] = keys[child], keys[i]
+        vals[i], vals[child] = vals[child], vals[i]
+        i = child
+    return size
+
+
+@njit(cache=True)
+def fill(
+    ent_ptr: Any,
+    ent_link: Any,
+    ent_coef: Any,
+    link_ptr: Any,
+    link_entry: Any,
+    entry_ent: Any,
+    capacity: Any,
+    ent_cap: Any,
+    active: Any,
+    keep: Any,
+    rtol: float,
+) -> Any:
+    """Rates (levels) of every entity and the number of rounds; inactive entities get 0, as do
+    entities crossing a zero-capacity link through a kept entry (stalled: they hold no one
+    back) and entities capped at 0."""
+    n_ent = active.shape[0]
+    n_links = capacity.shape[0]
+    rate = np.zeros(n_ent)
+    unfrozen = active.copy()
+    for e in range(n_ent):
+        if not unfrozen[e]:
+            continue
+        if ent_cap[e] <= 0.0:
+            unfrozen[e] = False
+            continue
+        for j in range(ent_ptr[e], ent_ptr[e + 1]):
+            if keep[j] and capacity[ent_link[j]] <= 0.0:
+                unfrozen[e] = False
+                break
+    a = np.zeros(n_links)
+    count = np.zeros(n_links, dtype=np.int64)
+    frozen = np.zeros(n_links)
+    left = 0
+    for e in range(n_ent):
+        if unfrozen[e]:
+            left += 1
+            for j in range(ent_ptr[e], ent_ptr[e + 1]):
+                if keep[j]:
+                    a[ent_link[j]] += ent_coef[j]
+                    count[ent_link[j]] += 1
+    key = np.full(n_links, np.inf)
+    keys = np.empty(n_links + 1)  # one entry per link at most (re-queued only when popped)
+    vals = np.empty(n_links + 1, dtype=np.int64)
+    size = 0
+    for link in range(n_links):
+        if count[link] > 0:
+            key[link] = max(capacity[link], 0.0) / a[link]
+            size = _push(keys, vals, size, key[link], link)
+    # entities with a finite cap, by cap
+    n_capped = 0
+    for e in range(n_ent):
+        if unfrozen[e] and np.isfinite(ent_cap[e]):
+            n_capped += 1
+    capped = np.empty(n_capped, dtype=np.int64)
+    n_capped = 0
+    for e in range(n_ent):
+        if unfrozen[e] and np.isfinite(ent_cap[e]):
+            capped[n_capped] = e
+            n_capped += 1
+    capped = capped[np.argsort(ent_cap[capped], kind="mergesort")]
+    next_cap = 0
+    level = 0.0
+    rounds = 0
+    sat = np.empty(n_links, dtype=np.int64)
+    newly = np.empty(n_ent, dtype=np.int64)
+    while left > 0:
+        # a link's level only rises as entities freeze, so an entry below its link's current
+        # level is re-queued at that level when it surfaces (lazy increase-key)
+        while size > 0 and keys[0] != key[vals[0]]:
+            link = vals[0]
+            size = _pop(keys, vals, size)
+            if np.isfinite(key[link]):
+                size = _push(keys, vals, size, key[link], link)
+        while next_cap < capped.size and not unfrozen[capped[next_cap]]:
+            next_cap += 1
+        x = np.inf
+        if size > 0:
+            x = keys[0]
+        if next_cap < capped.size:
+            x = min(x, ent_cap[capped[next_cap]])
+        if not np.isfinite(x):
+            break  # unbounded: the caller reports it
+        rounds += 1
+        level = max(level, x)
+        limit = level * (1.0 + rtol)
+        n_sat = 0
+        while size > 0 and keys[0] <= limit:
+            link = vals[0]
+            fresh = keys[0] == key[link]
+            size = _pop(keys, vals, size)
+            if fresh:
+                key[link] = np.inf
+                sat[n_sat] = link
+                n_sat += 1
+            elif np.isfinite(key[link]):
+                size = _push(keys, vals, size, key[link], link)
+        n_new = 0
+        for s in range(n_sat):
+            link = sat[s]
+            for k in range(link_ptr[link], link_ptr[link + 1]):
+                j = link_entry[k]
+                e = entry_ent[j]
+                if keep[j] and unfrozen[e]:
+                    unfrozen[e] = False
+                    newly[n_new] = e
+                    n_new += 1
+        while next_cap < capped.size and (
+            not unfrozen[capped[next_cap]] or ent_cap[capped[next_cap]] <= limit
+        ):
+            e = capped[next_cap]
+            next_cap += 1
+            if unfrozen[e]:
+                unfrozen[e] = False
+                newly[n_new] = e
+                n_new += 1
+        left -= n_new
+        for i in range(n_new):  # freeze at ``level``: update the links they cross
+            e = newly[i]
+            rate[e] = level
+            for j in range(ent_ptr[e], ent_ptr[e + 1]):
+                if not keep[j]:
+                    continue
+                link = ent_link[j]
+                frozen[link] += ent_coef[j] * level
+                a[link] -= ent_coef[j]
+                count[link] -= 1
+                if count[link] == 0:
+                    key[link] = np.inf
+                elif np.isfinite(key[link]):
+                    new = (capacity[link] - frozen[link]) / a[link] if a[link] > 0 else level
+                    key[link] = max(new, level, key[link])
+    return rate, rounds, left
