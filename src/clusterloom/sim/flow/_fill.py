@@ -9,7 +9,7 @@ an entry found below its link's current level is re-queued when it reaches the t
 round costs O(1) per entry it touches plus O(log links) per link it inspects, not O(links).
 A round takes the lowest level ``x`` (never below the previous round's), saturates every
 link within a relative ``rtol`` of it and every entity whose cap is within ``rtol``, and
-freezes the unfrozen entities crossing them at ``x``. Kept apart from the engine so the engine stays plain numpy.
+freezes the unfrozen entities crossing them at ``x``.
 """
 
 from __future__ import annotations
