@@ -152,3 +152,40 @@ def test_rate_tolerance_costs_little_accuracy() -> None:
     ratio = fast.finish_ps / exact.finish_ps
     assert ratio.min() >= 0.98 and ratio.max() <= 1.02
     assert fast.finish_ps.max() == pytest.approx(exact.finish_ps.max(), rel=1e-2)
+
+
+def _flows(src: list[int], dst: list[int], n_hosts: int) -> Traffic:
+    return Traffic.from_arrays(src, dst, S, n_hosts=n_hosts)
+
+
+def test_ideal_sees_an_oversubscribed_leaf() -> None:
+    """6 hosts per leaf, 2 uplinks (3:1). All six hosts of leaf 0 send to leaf 1: the leaf's
+    uplink trunk (2B) is shared by six flows, B/3 each, so the bound is 3 S/B, not the NICs'
+    S/B.
+
+        h0..h5 ─ leaf0 ═2 uplinks═ spines ═ leaf1 ─ h6..h11
+    """
+    t = generate(kport_plan(24, 8, family="rail-optimized", leaf_oversubscription=3))
+    result = run(t, _flows(list(range(6)), list(range(6, 12)), 24), Ideal())
+    assert seconds(result.finish_ps) == pytest.approx([3 * S / B] * 6, rel=1e-9)
+    same_leaf = run(t, _flows([0, 1, 2], [3, 4, 5], 24), Ideal())
+    assert seconds(same_leaf.finish_ps) == pytest.approx([S / B] * 3, rel=1e-9)
+
+
+def test_ideal_loses_the_capacity_of_a_failed_pod_uplink() -> None:
+    """k=4 three-tier fat tree: 4 hosts per pod, 2 spines per pod with 2 core uplinks each.
+    Pod 0's four hosts send to pod 1: the pod's uplink trunk (4B) carries them at B each,
+    S/B. With one spine-core link of pod 0 down from the start the trunk has 3B: 4S/(3B).
+    A gray failure to half that link's capacity leaves 3.5B: 4S/(3.5B)."""
+    t = generate(kport_plan(16, 4, tiers=3))
+    traffic = _flows([0, 1, 2, 3], [4, 5, 6, 7], 16)
+    assert seconds(run(t, traffic, Ideal()).finish_ps) == pytest.approx([S / B] * 4, rel=1e-9)
+    spine = int(t.link_dst[(t.link_tier == 2) & (t.link_src == t.link_dst[0])][0])
+    core_link = int(np.flatnonzero((t.link_tier == 3) & (t.link_src == spine))[0])
+    down = run(t, traffic, Ideal(), (parse_failure(f"link:{core_link}@0", t),))
+    assert seconds(down.finish_ps) == pytest.approx([4 * S / (3 * B)] * 4, rel=1e-9)
+    gray = run(t, traffic, Ideal(), (parse_failure(f"link:{core_link}@0*0.5", t),))
+    assert seconds(gray.finish_ps) == pytest.approx([4 * S / (3.5 * B)] * 4, rel=1e-9)
+    healed = run(t, traffic, Ideal(), (parse_failure(f"link:{core_link}@0-10us", t),))
+    # 10 us at 3B/4 each, then B: S/B + 10 us * (1 - 3/4)
+    assert seconds(healed.finish_ps) == pytest.approx([S / B + 10e-6 / 4] * 4, rel=1e-9)

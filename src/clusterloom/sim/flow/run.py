@@ -154,7 +154,10 @@ def run(
             ]
         )
     r = router or build_router(topology)
-    capacity = r.capacity_bytes()
+    directed = r.capacity_bytes()
+    n_dir = directed.shape[0]
+    trunks = transport.trunks(r)
+    capacity = directed if trunks is None else np.concatenate([directed, trunks.capacity(directed)])
     src = traffic.src.astype(np.int64)
     dst = traffic.dst.astype(np.int64)
     units = transport.units(r, src, dst, alive=np.ones(topology.n_links, dtype=bool), seed=seed)
@@ -168,20 +171,42 @@ def run(
     )
 
     def react(state: SimState) -> Reroute:
-        return Reroute(units=transport.units(r, src, dst, alive=_alive(state.capacity), seed=seed))
+        alive = _alive(state.capacity[:n_dir])
+        return Reroute(units=transport.units(r, src, dst, alive=alive, seed=seed))
 
     delay = round(transport.reroute_delay_s() * PS_PER_S)
-    actions: list[SetCapacity | Callback] = []
+    changes: list[tuple[int, I64, NDArray[np.float64]]] = []
+    reactions: list[SetCapacity | Callback] = []
     for f in failures:
-        directed = np.concatenate([2 * f.links, 2 * f.links + 1])
-        actions.append(SetCapacity(f.start_ps, directed, capacity[directed] * f.fraction))
+        links = np.concatenate([2 * f.links, 2 * f.links + 1])
+        changes.append((f.start_ps, links, directed[links] * f.fraction))
         if f.fraction == 0.0:
-            actions.append(Callback(f.start_ps + delay, react))
+            reactions.append(Callback(f.start_ps + delay, react))
         if f.end_ps is not None:
-            actions.append(SetCapacity(f.end_ps, directed, capacity[directed]))
+            changes.append((f.end_ps, links, directed[links]))
             if f.fraction == 0.0:
-                actions.append(Callback(f.end_ps + delay, react))
+                reactions.append(Callback(f.end_ps + delay, react))
+    # capacity changes in time order (stable), each carrying the trunks it changes
+    actions: list[SetCapacity | Callback] = []
+    now = directed.copy()
+    for time_ps, links, cap in sorted(changes, key=lambda c: c[0]):
+        now[links] = cap
+        if trunks is None:
+            actions.append(SetCapacity(time_ps, links, cap))
+            continue
+        hit = np.unique(trunks.of_link[links])
+        hit = hit[hit >= 0]
+        actions.append(
+            SetCapacity(
+                time_ps,
+                np.concatenate([links, n_dir + hit]),
+                np.concatenate([cap, trunks.capacity(now)[hit]]),
+            )
+        )
+    actions += reactions
     actions.sort(key=lambda a: a.time_ps)
+    if watch_links is None:
+        watch_links = np.arange(n_dir)
     return simulate(
         capacity,
         flows,

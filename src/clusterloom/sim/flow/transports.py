@@ -32,11 +32,17 @@ does when a link fails. One interface (``Transport``), four models, each with it
     ``loss`` (default 0) costs ``1 / (1 - loss)`` more bytes on the wire (each lost packet is
     sent again once; trimmed headers are not counted).
 ``ideal``
-    The physical limit with perfect multipath at the hosts: a connection is limited only by
-    its hosts' NIC links (the hose model), each port its own pooled entity, so a connection
-    uses whatever any of its ports has left. On a full-bisection Clos this is what optimal
-    routing achieves; with oversubscription or a failed fabric link it is an upper bound (the
-    fabric is assumed to carry whatever the NICs send).
+    The physical limit with perfect multipath: every connection spreads over all its NIC ports
+    (each port a pooled entity, so it uses whatever any port has left) and, inside the fabric,
+    over every equal-cost path at once. That is modelled with trunks: a leaf's uplinks are one
+    virtual link up and one down of their summed live capacity, and so are (3 tiers) the spine
+    uplinks of each pod of each plane; a path crosses its hosts' NIC links and the trunks of the
+    leaves (and pods) it leaves and enters. This is exact for a Clos whose upper tier is
+    non-blocking (a perfect spray over the spines of a leaf fills its uplinks evenly, and the
+    spines' downlinks to a leaf are that leaf's down trunk), so it holds with oversubscription
+    at the leaves or pods and with failed or degraded links (the trunk loses their capacity,
+    reacting at once). It is optimistic where a failure leaves the links of one trunk unevenly
+    loaded in a way no routing could balance (the max-concurrent-flow LP is not solved).
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clusterloom.errors import Problem, SpecError
+from clusterloom.fabric.topology import Role
 from clusterloom.sim.flow.engine import UnitSet
 from clusterloom.sim.flow.paths import Router, route, splitmix64
 
@@ -114,9 +121,62 @@ class Transport(Protocol):
         """Bytes on the wire per byte delivered."""
         ...
 
+    def trunks(self, router: Router) -> Trunks | None:
+        """Virtual links the units cross (numbered after the directed links), or None."""
+        ...
+
 
 def _ports(router: Router) -> int:
     return int(router.host_link.shape[1])
+
+
+@dataclass(frozen=True, eq=False)
+class Trunks:
+    """Virtual links of the ``ideal`` model, numbered after the directed links: ``of_link[d]``
+    is the trunk of directed link ``d`` (-1: none); a trunk's capacity is its members' sum.
+    ``leaf_up[node]``/``leaf_down[node]`` (-1 for non-leaves) and ``pod_up[plane, pod]``/
+    ``pod_down[plane, pod]`` (3 tiers; empty otherwise) are trunk numbers."""
+
+    of_link: I64
+    n: int
+    leaf_up: I64
+    leaf_down: I64
+    pod_up: I64
+    pod_down: I64
+
+    def capacity(self, directed: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Capacity of every trunk given the capacity of every directed link."""
+        member = self.of_link >= 0
+        cap: NDArray[np.float64] = np.bincount(
+            self.of_link[member], directed[: self.of_link.shape[0]][member], minlength=self.n
+        ).astype(np.float64)
+        return cap
+
+
+def build_trunks(router: Router) -> Trunks:
+    """The leaf and pod trunks of a topology (see ``ideal`` in the module docstring)."""
+    t = router.topology
+    n_dir = router.n_directed
+    of_link = np.full(n_dir, -1, dtype=np.int64)
+    leaf_up = np.full(t.n_nodes, -1, dtype=np.int64)
+    leaves = np.flatnonzero(t.node_role == Role.LEAF)
+    leaf_up[leaves] = 2 * np.arange(leaves.size)
+    leaf_down = np.where(leaf_up >= 0, leaf_up + 1, -1)
+    up2 = np.flatnonzero(t.link_tier == 2)
+    of_link[2 * up2] = leaf_up[t.link_src[up2]]
+    of_link[2 * up2 + 1] = leaf_down[t.link_src[up2]]
+    n = 2 * leaves.size
+    planes, pods = t.plan.planes, t.plan.pods
+    pod_up = np.empty((0, 0), dtype=np.int64)
+    if t.plan.tiers == 3:
+        pod_up = n + 2 * np.arange(planes * pods, dtype=np.int64).reshape(planes, pods)
+        up3 = np.flatnonzero(t.link_tier == 3)
+        spine = t.link_src[up3]
+        trunk = pod_up[t.node_plane[spine], t.node_pod[spine]]
+        of_link[2 * up3] = trunk
+        of_link[2 * up3 + 1] = trunk + 1
+        n += 2 * planes * pods
+    return Trunks(of_link, n, leaf_up, leaf_down, pod_up, pod_up + 1)
 
 
 @dataclass(frozen=True)
@@ -150,6 +210,9 @@ class RoceEcmp:
 
     def wire_factor(self) -> float:
         return 1.0
+
+    def trunks(self, router: Router) -> Trunks | None:
+        return None
 
 
 @dataclass(frozen=True)
@@ -188,6 +251,9 @@ class MrcSpray:
     def wire_factor(self) -> float:
         return 1.0
 
+    def trunks(self, router: Router) -> Trunks | None:
+        return None
+
 
 @dataclass(frozen=True)
 class ReceiverDriven(MrcSpray):
@@ -214,12 +280,28 @@ class Ideal:
         self, router: Router, src: I64, dst: I64, *, alive: B, seed: int, flows: I64 | None = None
     ) -> UnitSet:
         ids = np.arange(src.size, dtype=np.int64) if flows is None else flows
+        t = router.topology
         ports = _ports(router)
         f = np.repeat(ids, ports)
         port = np.tile(np.arange(ports, dtype=np.int64), ids.size)
         a = router.host_link[src[f], port]
         b = router.host_link[dst[f], port]
-        paths = np.stack([2 * a, 2 * b + 1], axis=1)
+        paths = np.full((f.size, 6), -1, dtype=np.int64)
+        paths[:, 0] = 2 * a
+        paths[:, 5] = 2 * b + 1
+        if t.plan.tiers >= 2:
+            trunks = self.trunks(router)
+            base = router.n_directed
+            la, lb = t.link_dst[a], t.link_dst[b]
+            cross = la != lb
+            paths[cross, 1] = base + trunks.leaf_up[la[cross]]
+            paths[cross, 4] = base + trunks.leaf_down[lb[cross]]
+            if t.plan.tiers == 3:
+                plane = t.node_plane[la]
+                pa, pb = t.node_pod[la], t.node_pod[lb]
+                far = cross & (pa != pb)
+                paths[far, 2] = base + trunks.pod_up[plane[far], pa[far]]
+                paths[far, 3] = base + trunks.pod_down[plane[far], pb[far]]
         keep = _keep_or_stall(f, ids, alive[a] & alive[b], port == 0)
         share = 1.0 / np.bincount(f[keep], minlength=int(ids.max(initial=-1)) + 1)[f]
         return _units(f[keep], paths[keep], share[keep])
@@ -229,6 +311,9 @@ class Ideal:
 
     def wire_factor(self) -> float:
         return 1.0
+
+    def trunks(self, router: Router) -> Trunks:
+        return build_trunks(router)
 
 
 TRANSPORTS: dict[str, type] = {t.name: t for t in (RoceEcmp, MrcSpray, ReceiverDriven, Ideal)}
