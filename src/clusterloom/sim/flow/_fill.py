@@ -73,9 +73,10 @@ def fill(
     keep: Any,
     rtol: float,
 ) -> Any:
-    """Rates (levels) of every entity and the number of rounds; inactive entities get 0, as do
-    entities crossing a zero-capacity link through a kept entry (stalled: they hold no one
-    back) and entities capped at 0."""
+    """Rates (levels) of every entity, the number of rounds, the entities left unfrozen
+    (unbounded) and the load of every link; inactive entities get 0, as do entities crossing a
+    zero-capacity link through a kept entry (stalled: they hold no one back) and entities
+    capped at 0."""
     n_ent = active.shape[0]
     n_links = capacity.shape[0]
     rate = np.zeros(n_ent)
@@ -192,4 +193,21 @@ def fill(
                 elif np.isfinite(key[link]):
                     new = (capacity[link] - frozen[link]) / a[link] if a[link] > 0 else level
                     key[link] = max(new, level, key[link])
-    return rate, rounds, left
+    return rate, rounds, left, frozen
+
+
+@njit(cache=True)
+def by_link(links: Any, n_links: int) -> Any:
+    """Counting sort of entries by link: (CSR pointer per link, entry indices in link order,
+    stable)."""
+    ptr = np.zeros(n_links + 1, dtype=np.int64)
+    for j in range(links.shape[0]):
+        ptr[links[j] + 1] += 1
+    for link in range(n_links):
+        ptr[link + 1] += ptr[link]
+    fill_at = ptr[:-1].copy()
+    order = np.empty(links.shape[0], dtype=np.int64)
+    for j in range(links.shape[0]):
+        order[fill_at[links[j]]] = j
+        fill_at[links[j]] += 1
+    return ptr, order

@@ -518,7 +518,7 @@ def _check_acyclic(flows: FlowSet) -> None:
 class _Fill:
     rate: _F64
     rounds: int
-    entries: _I64  # the entries of ``A`` that carry load (active entities, kept entries)
+    load: _F64  # bytes/s on every link
 
 
 def _water_fill(
@@ -539,7 +539,7 @@ def _water_fill(
     ``keep_entry`` (one flag per entry) drops the entries that load nothing (a black-holed
     path beyond its dead link)."""
     keep = np.ones(ent_link.shape[0], dtype=np.bool_) if keep_entry is None else keep_entry
-    rate, rounds, left = _fill.fill(
+    rate, rounds, left, load = _fill.fill(
         ent_ptr,
         ent_link,
         ent_coef,
@@ -555,8 +555,7 @@ def _water_fill(
     if left:
         stuck = np.flatnonzero(active & (rate == 0) & (ent_cap > 0))
         raise SimInputError(f"entity {stuck[0] if stuck.size else '?'}: unbounded rate")
-    entries = np.flatnonzero(keep & (rate[entry_ent] > 0))
-    return _Fill(np.asarray(rate, dtype=np.float64), int(rounds), entries)
+    return _Fill(np.asarray(rate, dtype=np.float64), int(rounds), np.asarray(load, np.float64))
 
 
 def max_min_fair(coef: Any, capacity: ArrayLike, cap: ArrayLike | None = None) -> _F64:
@@ -573,12 +572,12 @@ def max_min_fair(coef: Any, capacity: ArrayLike, cap: ArrayLike | None = None) -
     ent_cap = np.full(n_ent, np.inf) if cap is None else np.asarray(cap, dtype=np.float64)
     ent_ptr = a_t.indptr.astype(np.int64)
     ent_link = a_t.indices.astype(np.int64)
-    link_entry = np.argsort(ent_link, kind="stable").astype(np.int64)
+    link_ptr, link_entry = _fill.by_link(ent_link, n_links)
     fill = _water_fill(
         ent_ptr,
         ent_link,
         a_t.data.astype(np.float64),
-        _csr_ptr(np.bincount(ent_link, minlength=n_links)),
+        link_ptr,
         link_entry,
         np.repeat(np.arange(n_ent, dtype=np.int64), np.diff(ent_ptr)),
         capv,
@@ -648,7 +647,8 @@ class _Sim:
         """Groups, entities and both CSR forms of ``A`` from the alive units."""
         u, f = self.units, self.flows
         alive = np.flatnonzero(self.unit_alive)
-        order = alive[np.argsort(u.unit_flow[alive], kind="stable")]
+        by_flow = u.unit_flow[alive]
+        order = alive if (np.diff(by_flow) >= 0).all() else alive[np.argsort(by_flow, kind="stable")]
         uf = u.unit_flow[order]
         coupled, pooled = f.coupled[uf], f.pooled[uf]
         first = np.ones(order.size, dtype=np.bool_)
@@ -698,8 +698,7 @@ class _Sim:
         self.ent_link = cols.astype(np.int64)
         self.ent_coef = vals.astype(np.float64)
         self.ent_hop = hops.astype(np.int64)
-        self.link_ptr = _csr_ptr(np.bincount(cols, minlength=self.n_links))
-        self.link_entry = np.argsort(cols, kind="stable").astype(np.int64)
+        self.link_ptr, self.link_entry = _fill.by_link(self.ent_link, self.n_links)
 
         with np.errstate(divide="ignore", invalid="ignore"):
             per_unit = np.where(
@@ -975,9 +974,7 @@ class _Sim:
             if fill is None:
                 self.load = (np.empty(0, dtype=np.int64), np.empty(0), 0.0)
             else:
-                links = self.ent_link[fill.entries]
-                weights = self.ent_coef[fill.entries] * self.rate[self.entry_ent[fill.entries]]
-                per_link = np.bincount(links, weights, minlength=self.n_links).astype(np.float64)
+                per_link = fill.load
                 nz = np.flatnonzero(per_link)
                 cap = self.capacity[nz]
                 util = float((per_link[nz] / np.where(cap > 0, cap, np.inf)).max(initial=0.0))

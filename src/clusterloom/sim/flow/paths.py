@@ -103,6 +103,10 @@ def build_router(t: Topology) -> Router:
 
 def _pick(candidates: I64, valid: NDArray[np.bool_], h: NDArray[np.uint64]) -> I64:
     """Per row, the (h mod live)-th valid candidate; -1 where none is valid."""
+    rows, width = candidates.shape
+    if valid.all():  # a healthy fabric: the (h mod width)-th candidate, no scan
+        col = (h % np.uint64(max(width, 1))).astype(np.int64)
+        return candidates[np.arange(rows), col]
     live = valid.sum(axis=1)
     choice = np.where(live > 0, (h % np.maximum(live, 1).astype(np.uint64)).astype(np.int64), -1)
     csum = np.cumsum(valid, axis=1) - 1
