@@ -648,7 +648,9 @@ class _Sim:
         u, f = self.units, self.flows
         alive = np.flatnonzero(self.unit_alive)
         by_flow = u.unit_flow[alive]
-        order = alive if (np.diff(by_flow) >= 0).all() else alive[np.argsort(by_flow, kind="stable")]
+        if not (np.diff(by_flow) >= 0).all():
+            alive = alive[np.argsort(by_flow, kind="stable")]
+        order = alive
         uf = u.unit_flow[order]
         coupled, pooled = f.coupled[uf], f.pooled[uf]
         first = np.ones(order.size, dtype=np.bool_)
