@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from clusterloom.fabric.topology import generate
 from clusterloom.sim.flow.paths import build_router, path_count, route
@@ -108,3 +110,13 @@ def test_a_dead_link_near_the_destination_is_avoided_from_the_first_hop() -> Non
     assert (paths[:, 0] >= 0).all()
     assert not np.isin(paths // 2, [down_to_b[0]]).any()
     _check_paths(r, src, np.full(n, dst), np.zeros(n, np.int64), paths)
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=50))
+def test_compiled_hop_hash_is_splitmix64(values: list[int]) -> None:
+    """The router's compiled per-hop hash and the vectorized ``splitmix64`` the transports use
+    are one function."""
+    from clusterloom.sim.flow.paths import _mix, splitmix64
+
+    x = np.array(values, dtype=np.uint64)
+    assert [int(_mix(np.uint64(v))) for v in x] == splitmix64(x).tolist()

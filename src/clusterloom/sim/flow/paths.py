@@ -14,8 +14,10 @@ going up and the live parallel links going down; a fabric where no live path rem
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numba import njit
 from numpy.typing import NDArray
 
 from clusterloom.fabric.topology import Role, Topology
@@ -31,16 +33,6 @@ def splitmix64(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         return z ^ (z >> np.uint64(31))
-
-
-def hop_hash(ev: I64, switch: I64, seed: int) -> NDArray[np.uint64]:
-    with np.errstate(over="ignore"):
-        mixed = (
-            ev.astype(np.uint64)
-            ^ np.uint64(seed & 0xFFFFFFFFFFFFFFFF)
-            ^ (switch.astype(np.uint64) * _GOLDEN)
-        )
-    return splitmix64(mixed)
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,26 +93,6 @@ def build_router(t: Topology) -> Router:
     return Router(t, host_link, up, down, lower_slot, 2 * p.tiers)
 
 
-def _pick(candidates: I64, valid: NDArray[np.bool_], h: NDArray[np.uint64]) -> I64:
-    """Per row, the (h mod live)-th valid candidate; -1 where none is valid."""
-    rows, width = candidates.shape
-    if valid.all():  # a healthy fabric: the (h mod width)-th candidate, no scan
-        col = (h % np.uint64(max(width, 1))).astype(np.int64)
-        return candidates[np.arange(rows), col]
-    live = valid.sum(axis=1)
-    choice = np.where(live > 0, (h % np.maximum(live, 1).astype(np.uint64)).astype(np.int64), -1)
-    csum = np.cumsum(valid, axis=1) - 1
-    hit = valid & (csum == choice[:, None])
-    col = np.argmax(hit, axis=1)
-    out = candidates[np.arange(candidates.shape[0]), col]
-    return np.where(live > 0, out, -1)
-
-
-#: Rows routed at once, and the most (row x candidate) elements a temporary may hold.
-ROUTE_CHUNK = 65_536
-ROUTE_ELEMENTS = 1 << 22
-
-
 def route(
     r: Router,
     src: I64,
@@ -134,112 +106,188 @@ def route(
     """Directed links of the path of each flow (rows, ``-1`` padded to ``max_hops`` columns).
 
     ``port`` is the host port (``plane * ports_per_host + j``) used at both ends; ``alive``
-    marks usable physical links (default: all).
+    marks usable physical links (default: all). Compiled, one row at a time.
     """
     t = r.topology
-    live = np.ones(t.n_links, dtype=bool) if alive is None else alive
+    live = np.ones(t.n_links, dtype=bool) if alive is None else np.asarray(alive, dtype=bool)
     # per switch: a live uplink at all; per (switch, lower slot): a live link down to it
     up_any: NDArray[np.bool_] = np.asarray(((r.up >= 0) & live[np.maximum(r.up, 0)]).any(axis=1))
     down_any: NDArray[np.bool_] = np.asarray(
         ((r.down >= 0) & live[np.maximum(r.down, 0)]).any(axis=2)
     )
-    out = np.full((src.shape[0], r.max_hops), -1, dtype=np.int64)
-    # the (rows x uplinks x uplinks) reachability check runs only on a damaged 3-tier fabric
-    fan = r.up.shape[1] ** 2 if t.plan.tiers == 3 and not live.all() else r.up.shape[1]
-    chunk = max(1, min(ROUTE_CHUNK, ROUTE_ELEMENTS // max(fan, 1)))
-    for lo in range(0, src.shape[0], chunk):
-        sl = slice(lo, lo + chunk)
-        out[sl] = _route(r, src[sl], dst[sl], port[sl], ev[sl], seed, live, up_any, down_any)
+    out = np.full((np.shape(src)[0], r.max_hops), -1, dtype=np.int64)
+    _route_rows(
+        r.host_link,
+        r.up,
+        r.down,
+        r.lower_slot,
+        t.link_src.astype(np.int64),
+        t.link_dst.astype(np.int64),
+        t.node_pod.astype(np.int64),
+        t.plan.tiers,
+        np.asarray(src, dtype=np.int64),
+        np.asarray(dst, dtype=np.int64),
+        np.asarray(port, dtype=np.int64),
+        np.asarray(ev, dtype=np.int64),
+        np.uint64(seed & _MASK64),
+        np.uint64((seed ^ 0x5EED) & _MASK64),
+        live,
+        up_any,
+        down_any,
+        t.plan.tiers == 3 and not bool(live.all()),
+        out,
+    )
     return out
 
 
-def _route(
-    r: Router,
-    src: I64,
-    dst: I64,
-    port: I64,
-    ev: I64,
-    seed: int,
-    live: NDArray[np.bool_],
-    up_any: NDArray[np.bool_],
-    down_any: NDArray[np.bool_],
-) -> I64:
-    t = r.topology
-    p = t.plan
-    n = src.shape[0]
-    out = np.full((n, r.max_hops), -1, dtype=np.int64)
-    a_link = r.host_link[src, port]
-    b_link = r.host_link[dst, port]
-    leaf_a, leaf_b = t.link_dst[a_link].astype(np.int64), t.link_dst[b_link].astype(np.int64)
-    ok = live[a_link] & live[b_link]
-    out[:, 0] = 2 * a_link
-    same_leaf = leaf_a == leaf_b
-    pod_a, pod_b = t.node_pod[leaf_a], t.node_pod[leaf_b]
-    slot_b = r.lower_slot[leaf_b]
-    cross_pod = (p.tiers == 3) & (pod_a != pod_b)
+_MASK64 = 0xFFFFFFFFFFFFFFFF
 
-    # leaf uplink: live, and its spine reaches leaf_b (same pod) or has a live uplink (other pod)
-    ups = r.up[leaf_a]  # (n, u1)
-    spine = np.where(ups >= 0, t.link_dst[np.maximum(ups, 0)], 0).astype(np.int64)
-    if p.tiers == 3 and not live.all():
-        # another pod is reached only through a core of the spine's group whose link to pod_b's
-        # spine is live and whose spine there reaches leaf_b (always, on a healthy fabric)
-        cand_up = r.up[spine]  # (n, u1, u2)
-        cand_core = np.where(cand_up >= 0, t.link_dst[np.maximum(cand_up, 0)], 0)
-        first = r.down[cand_core, pod_b[:, None, None], 0]
-        cand_far = np.where(first >= 0, t.link_src[np.maximum(first, 0)], 0)
-        far_reach = (
-            (cand_up >= 0)
-            & live[np.maximum(cand_up, 0)]
-            & down_any[cand_core, pod_b[:, None, None]]
-            & down_any[cand_far, slot_b[:, None, None]]
-        ).any(axis=2)
-    else:
-        far_reach = up_any[spine]
-    reach = np.where(cross_pod[:, None], far_reach, down_any[spine, slot_b[:, None]])
-    valid = (ups >= 0) & live[np.maximum(ups, 0)] & reach
-    leaf_up = _pick(ups, valid, hop_hash(ev, leaf_a, seed))
-    s1 = np.where(leaf_up >= 0, t.link_dst[np.maximum(leaf_up, 0)], 0).astype(np.int64)
 
-    # same pod (or 2 tiers): spine -> leaf_b over a live parallel link
-    par_links = r.down[s1, slot_b]  # (n, par)
-    par_ok = (par_links >= 0) & live[np.maximum(par_links, 0)]
-    down1 = _pick(par_links, par_ok, hop_hash(ev, s1, seed))
+@njit(cache=True)
+def _mix(x: Any) -> Any:
+    """splitmix64 of one uint64 (the same function as :func:`splitmix64`)."""
+    z = x + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
-    # other pod: spine -> core -> the same-index spine of pod_b -> leaf_b
-    if p.tiers == 3:
-        sp_ups = r.up[s1]  # (n, u2)
-        core = np.where(sp_ups >= 0, t.link_dst[np.maximum(sp_ups, 0)], 0).astype(np.int64)
-        first_down = r.down[core, pod_b[:, None], 0]  # a link from the core to pod_b's spine
-        far_spine = np.where(first_down >= 0, t.link_src[np.maximum(first_down, 0)], 0)
-        valid2 = (
-            (sp_ups >= 0)
-            & live[np.maximum(sp_ups, 0)]
-            & down_any[core, pod_b[:, None]]
-            & down_any[far_spine.astype(np.int64), slot_b[:, None]]
-        )
-        spine_up = _pick(sp_ups, valid2, hop_hash(ev, s1, seed ^ 0x5EED))
-        c = np.where(spine_up >= 0, t.link_dst[np.maximum(spine_up, 0)], 0).astype(np.int64)
-        cd = r.down[c, pod_b]
-        core_down = _pick(cd, (cd >= 0) & live[np.maximum(cd, 0)], hop_hash(ev, c, seed))
-        s2 = np.where(core_down >= 0, t.link_src[np.maximum(core_down, 0)], 0).astype(np.int64)
-        sd = r.down[s2, slot_b]
-        spine_down = _pick(sd, (sd >= 0) & live[np.maximum(sd, 0)], hop_hash(ev, s2, seed))
-        far = cross_pod & ~same_leaf
-        out[far, 1] = 2 * leaf_up[far]
-        out[far, 2] = 2 * spine_up[far]
-        out[far, 3] = 2 * core_down[far] + 1
-        out[far, 4] = 2 * spine_down[far] + 1
-        out[far, 5] = 2 * b_link[far] + 1
-        ok &= ~far | ((leaf_up >= 0) & (spine_up >= 0) & (core_down >= 0) & (spine_down >= 0))
-    near = ~cross_pod & ~same_leaf
-    out[near, 1] = 2 * leaf_up[near]
-    out[near, 2] = 2 * down1[near] + 1
-    out[near, 3] = 2 * b_link[near] + 1
-    ok &= ~near | ((leaf_up >= 0) & (down1 >= 0))
-    out[same_leaf, 1] = 2 * b_link[same_leaf] + 1
-    out[~ok] = -1
-    return out
+
+@njit(cache=True)
+def _pick(cands: Any, valid: Any, h: Any) -> int:
+    """The (h mod live)-th valid candidate, -1 if none is valid (as ECMP picks among the live
+    next hops)."""
+    live = 0
+    for k in range(cands.shape[0]):
+        if valid[k]:
+            live += 1
+    if live == 0:
+        return -1
+    choice = h % np.uint64(live)
+    seen = np.uint64(0)
+    for k in range(cands.shape[0]):
+        if valid[k]:
+            if seen == choice:
+                return int(cands[k])
+            seen += np.uint64(1)
+    return -1
+
+
+@njit(cache=True)
+def _route_rows(
+    host_link: Any,
+    up: Any,
+    down: Any,
+    lower_slot: Any,
+    link_src: Any,
+    link_dst: Any,
+    node_pod: Any,
+    tiers: int,
+    src: Any,
+    dst: Any,
+    port: Any,
+    ev: Any,
+    seed: Any,
+    seed_far: Any,
+    live: Any,
+    up_any: Any,
+    down_any: Any,
+    damaged: bool,
+    out: Any,
+) -> None:
+    """One path per row into ``out`` (see :func:`route`). The hash of a hop is
+    ``splitmix64(ev ^ seed ^ switch * golden)``; the spine's uplink (3 tiers) uses a second
+    seed, so that it does not repeat the leaf's choice."""
+    golden = np.uint64(0x9E3779B97F4A7C15)
+    n_up = up.shape[1]
+    n_par = down.shape[2]
+    valid = np.zeros(max(n_up, n_par), dtype=np.bool_)
+    for i in range(src.shape[0]):
+        a = host_link[src[i], port[i]]
+        b = host_link[dst[i], port[i]]
+        la = link_dst[a]
+        lb = link_dst[b]
+        e = np.uint64(ev[i])
+        out[i, 0] = 2 * a
+        ok = live[a] and live[b]
+        if la == lb:
+            out[i, 1] = 2 * b + 1
+        else:
+            pb = node_pod[lb]
+            slot_b = lower_slot[lb]
+            cross = tiers == 3 and node_pod[la] != pb
+            # leaf uplink: live, and its spine reaches leaf_b (same pod) or pod_b (other pod)
+            for k in range(n_up):
+                u = up[la, k]
+                valid[k] = False
+                if u < 0 or not live[u]:
+                    continue
+                spine = link_dst[u]
+                if not cross:
+                    valid[k] = down_any[spine, slot_b]
+                elif not damaged:
+                    valid[k] = up_any[spine]
+                else:  # through a core whose link to pod_b's spine is live and reaches leaf_b
+                    for m in range(n_up):
+                        cu = up[spine, m]
+                        if cu < 0 or not live[cu]:
+                            continue
+                        core = link_dst[cu]
+                        first = down[core, pb, 0]
+                        far = link_src[first] if first >= 0 else 0
+                        if down_any[core, pb] and down_any[far, slot_b]:
+                            valid[k] = True
+                            break
+            leaf_up = _pick(up[la], valid[:n_up], _mix(e ^ seed ^ (np.uint64(la) * golden)))
+            if leaf_up < 0:
+                ok = False
+            else:
+                s1 = link_dst[leaf_up]
+                out[i, 1] = 2 * leaf_up
+                if not cross:  # spine -> leaf_b over a live parallel link
+                    for k in range(n_par):
+                        d = down[s1, slot_b, k]
+                        valid[k] = d >= 0 and live[d]
+                    h = _mix(e ^ seed ^ (np.uint64(s1) * golden))
+                    down1 = _pick(down[s1, slot_b], valid[:n_par], h)
+                    out[i, 2] = 2 * down1 + 1
+                    out[i, 3] = 2 * b + 1
+                    ok = ok and down1 >= 0
+                else:  # spine -> core -> the same-index spine of pod_b -> leaf_b
+                    for k in range(n_up):
+                        su = up[s1, k]
+                        valid[k] = False
+                        if su < 0 or not live[su]:
+                            continue
+                        core = link_dst[su]
+                        first = down[core, pb, 0]
+                        far = link_src[first] if first >= 0 else 0
+                        valid[k] = down_any[core, pb] and down_any[far, slot_b]
+                    h = _mix(e ^ seed_far ^ (np.uint64(s1) * golden))
+                    spine_up = _pick(up[s1], valid[:n_up], h)
+                    core_down = -1
+                    spine_down = -1
+                    if spine_up >= 0:
+                        c = link_dst[spine_up]
+                        for k in range(n_par):
+                            d = down[c, pb, k]
+                            valid[k] = d >= 0 and live[d]
+                        h = _mix(e ^ seed ^ (np.uint64(c) * golden))
+                        core_down = _pick(down[c, pb], valid[:n_par], h)
+                    if core_down >= 0:
+                        s2 = link_src[core_down]
+                        for k in range(n_par):
+                            d = down[s2, slot_b, k]
+                            valid[k] = d >= 0 and live[d]
+                        h = _mix(e ^ seed ^ (np.uint64(s2) * golden))
+                        spine_down = _pick(down[s2, slot_b], valid[:n_par], h)
+                    out[i, 2] = 2 * spine_up
+                    out[i, 3] = 2 * core_down + 1
+                    out[i, 4] = 2 * spine_down + 1
+                    out[i, 5] = 2 * b + 1
+                    ok = ok and spine_down >= 0
+        if not ok:
+            for k in range(out.shape[1]):
+                out[i, k] = -1
 
 
 def path_count(r: Router, src: int, dst: int, port: int) -> int:
