@@ -154,12 +154,33 @@ def test_simulate_compares_transports_and_refuses_bad_input(tmp_path: Path) -> N
     ok = runner.invoke(app, ["simulate", spec, "--transport", "roce-ecmp,ideal", "--size", "1MB"])
     assert ok.exit_code == 0, ok.output
     assert "roce-ecmp" in ok.stdout and "ideal" in ok.stdout and "1.00x" in ok.stdout
+    fixed = runner.invoke(
+        app,
+        [
+            "simulate",
+            spec,
+            "--transport",
+            "mrc-spray",
+            "--option",
+            "mrc-spray.balance=0",
+            "--option",
+            "mrc-spray.evs=8",
+            "--size",
+            "1MB",
+        ],
+    )
+    assert fixed.exit_code == 0, fixed.output
     for args, fragment in (
         (["--transport", "tcp-reno"], "unknown transport 'tcp-reno'"),
         (["--fail", "link:99999@1ms"], "no link 99999"),
         (["--fail", "link:1@soon"], "expected KIND:TARGET@START"),
         (["--traffic", "bogus"], "unknown traffic 'bogus'"),
         (["--size", "lots"], "not a size"),
+        (["--option", "mrc-spray.evs=0"], "positive whole number"),
+        (["--option", "mrc-spray.balance=2"], "1 (on) or 0 (off)"),
+        (["--option", "tcp.cwnd=1"], "unknown transport 'tcp'"),
+        (["--option", "mrc-spray.colour=1"], "unknown option of mrc-spray"),
+        (["--option", "evs=16"], "expected TRANSPORT.KEY=NUMBER"),
     ):
         bad = runner.invoke(app, ["simulate", spec, *args])
         assert bad.exit_code == 2, (args, bad.output)
@@ -205,3 +226,16 @@ def test_a_failure_after_the_run_is_refused(tmp_path: Path) -> None:
     late = runner.invoke(app, ["simulate", spec, "--transport", "ideal", "--fail", "link:70@1s"])
     assert late.exit_code == 2
     assert "after every transport finished" in late.stderr and "Traceback" not in late.output
+
+
+def test_command_line_transport_options_override_the_scenario() -> None:
+    from clusterloom.cli.main import _transport_options
+
+    merged = _transport_options(
+        {"mrc-spray": {"evs": 128.0, "detect_s": 1e-5}, "roce-ecmp": {"qps": 4.0}},
+        ["mrc-spray.evs=16", "mrc-spray.balance=0"],
+    )
+    assert merged == {
+        "mrc-spray": {"evs": 16.0, "detect_s": 1e-5, "balance": 0.0},
+        "roce-ecmp": {"qps": 4.0},
+    }

@@ -207,6 +207,14 @@ def simulate(
             "[default: the scenario's failures]"
         ),
     ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            help="TRANSPORT.KEY=VALUE, e.g. mrc-spray.evs=16 or mrc-spray.balance=0; repeatable "
+            "[default: the scenario's transport_options]",
+        ),
+    ] = None,
     hosts: Annotated[int | None, typer.Option(help="hosts taking part (default: all)")] = None,
     seed: Annotated[
         int | None, typer.Option(help="seed of random traffic and hashing [default: 0]")
@@ -273,7 +281,7 @@ def simulate(
             if sc
             else ["roce-ecmp", "mrc-spray", "receiver-driven", "ideal"]
         )
-        options = sc.transport_options if sc else {}
+        options = _transport_options(sc.transport_options if sc else {}, option or [])
         chosen = [transport(n, **options.get(n, {})) for n in names]
         the_seed = seed if seed is not None else (sc.seed if sc else 0)
         nbytes = parse_size(size or (sc.size if sc else "2MB"))
@@ -352,6 +360,44 @@ def simulate(
             out.print(f"results written to {output}")
 
     _guard(run_all)
+
+
+def _transport_options(
+    base: dict[str, dict[str, float]], given: list[str]
+) -> dict[str, dict[str, float]]:
+    """The scenario's transport options overridden by ``--option TRANSPORT.KEY=VALUE``."""
+    import re
+
+    from clusterloom.errors import Problem, SpecError
+    from clusterloom.sim.flow.transports import TRANSPORTS
+    from clusterloom.spec.scenario import option_problems
+
+    out = {name: dict(opts) for name, opts in base.items()}
+    problems: list[Problem] = []
+    for text in given:
+        m = re.fullmatch(r"([a-z-]+)\.([a-z_]+)=([-+0-9.eE]+)", text.strip())
+        if not m:
+            problems.append(
+                Problem(f"--option {text}", "expected TRANSPORT.KEY=NUMBER, e.g. mrc-spray.evs=16")
+            )
+            continue
+        name, key, value = m.groups()
+        if name not in TRANSPORTS:
+            known = ", ".join(sorted(TRANSPORTS))
+            problems.append(
+                Problem(f"--option {text}", f"unknown transport '{name}'; known: {known}")
+            )
+            continue
+        try:
+            out.setdefault(name, {})[key] = float(value)
+        except ValueError:
+            problems.append(Problem(f"--option {text}", f"'{value}' is not a number"))
+    for name, opts in out.items():
+        if name in TRANSPORTS:
+            problems += option_problems(name, opts, f"--option {name}")
+    if problems:
+        raise SpecError(problems)
+    return out
 
 
 def _traffic(

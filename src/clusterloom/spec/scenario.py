@@ -102,7 +102,8 @@ def failure_problems(text: str, where: str) -> list[Problem]:
     return out
 
 
-def _option_problems(name: str, options: dict[str, float], where: str) -> list[Problem]:
+def option_problems(name: str, options: dict[str, float], where: str) -> list[Problem]:
+    """Everything wrong with the options of one (known) transport, each at ``where.KEY``."""
     from clusterloom.sim.flow.transports import TRANSPORTS, transport
 
     cls = TRANSPORTS[name]
@@ -169,5 +170,5 @@ def scenario_problems(scenario: ScenarioSpec, base: str = "scenario") -> list[Pr
         if name not in TRANSPORTS:
             out.append(Problem(where, f"unknown transport '{name}'; known: {known}"))
         else:
-            out += _option_problems(name, options, where)
+            out += option_problems(name, options, where)
     return out
