@@ -53,6 +53,7 @@ class Transport(Protocol):
     features: ClassVar[frozenset[str]]
     wants_pfc: ClassVar[bool]
     wants_trimming: ClassVar[bool]
+    wants_buffer_bytes: ClassVar[int | None]
 
     def __call__(
         self, sim: PacketSim, flow: int, src: int, dst: int, nbytes: int, start_ps: int,
@@ -69,6 +70,8 @@ class Connection:
     features: ClassVar[frozenset[str]] = frozenset()
     wants_pfc: ClassVar[bool] = False
     wants_trimming: ClassVar[bool] = False
+    #: the data buffer per switch port the transport is designed for (None: the default)
+    wants_buffer_bytes: ClassVar[int | None] = None
     #: options and their defaults; ConnSpec.options overrides them
     defaults: ClassVar[dict[str, float]] = {}
 

@@ -60,11 +60,16 @@ class PacketResult:
 
 
 def config_for(name: str, base: PacketConfig | None = None) -> PacketConfig:
-    """The switch configuration a transport asks for: PFC for ``roce-ecmp``, trimming for
-    ``receiver-driven``, drop-tail with ECN for the others."""
+    """The switch configuration a transport asks for: PFC for ``roce-ecmp``, trimming and
+    shallow buffers for ``receiver-driven``, drop-tail with ECN for the others."""
     cls = transport_class(name)
     cfg = base or PacketConfig()
-    return replace(cfg, pfc=cls.wants_pfc, trimming=cls.wants_trimming)
+    cfg = replace(cfg, pfc=cls.wants_pfc, trimming=cls.wants_trimming)
+    if cls.wants_buffer_bytes is not None:
+        cfg = replace(cfg, buffer_bytes=cls.wants_buffer_bytes,
+                      ecn_kmin=min(cfg.ecn_kmin, cls.wants_buffer_bytes // 2),
+                      ecn_kmax=min(cfg.ecn_kmax, cls.wants_buffer_bytes))
+    return cfg
 
 
 def build(

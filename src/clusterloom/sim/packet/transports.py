@@ -40,7 +40,8 @@
     after two failures the next NIC port: plane failover) and carries only probes until one is
     answered. ``retries`` probe rounds with every path failed: the connection errors out.
 ``receiver-driven`` (NDP/EQDS-like)
-    The sender sends a speculative first window (``iw_bdp`` BDPs) sprayed over ``evs`` ECMP
+    Switches keep shallow data queues (12 packets per port, as NDP's 8-packet queues). The
+    sender sends a speculative first window (``iw_bdp`` BDPs) sprayed over ``evs`` ECMP
     entropy values, then one packet per PULL. Switches trim overflowing packets to their header
     (the transport asks for trimming); a header is NACKed, the packet queued for retransmission.
     Every arriving data packet or header makes the receiver queue one PULL; a per-host pacer
@@ -874,6 +875,9 @@ class ReceiverDriven(_Sprayer):
         }
     )
     wants_trimming: ClassVar[bool] = True
+    #: NDP's shallow queues: 12 full packets per port, so that the first window's burst is
+    #: trimmed instead of becoming a standing queue that pulls keep full
+    wants_buffer_bytes: ClassVar[int | None] = 12 * (4096 + 64)
     defaults: ClassVar[dict[str, float]] = {
         "evs": 64,
         "iw_bdp": 1.0,
@@ -890,17 +894,18 @@ class ReceiverDriven(_Sprayer):
         self.k = k
         self.evs = [entropy(sim.seed, flow, i) for i in range(k)]
         self.ev_port = [i % self.ports for i in range(k)]
+        self.bad = [False] * k
         self.rr = flow % k
         self._init_sender()
         self.rtt = self.base_rtt_ps(0, self.evs[0])
         bdp = self.line_rate_bps() * self.ports * self.rtt / 8 / PS_PER_S
         self.spec_pkts = max(1, int(self.opt["iw_bdp"] * bdp / self.mss))
-        self.credit = 0
         self.pulls_seen = 0
         self.check = -1
         self.retries = 0
         self.pull_wanted = 0
         self.pulls_sent = 0
+        self.sent: deque[tuple[int, int, int, int]] = deque()  # seq, txn, time, EV index
         self._pacer: _Pacer | None = None
 
     @property
@@ -923,15 +928,28 @@ class ReceiverDriven(_Sprayer):
     def start(self) -> None:
         self.sim.timer(self.start_ps, self.flow, _PACE)
 
+    def _ev(self) -> int:
+        k = self.k
+        i = self.rr
+        for _ in range(k):
+            i = i + 1 if i + 1 < k else 0
+            if not self.bad[i]:
+                self.rr = i
+                return i
+        return -1
+
     def send_one(self, now: int) -> bool:
         seq = self._next_seq()
-        if seq < 0:
+        if seq < 0 or self.failed:
+            return False
+        i = self._ev()
+        if i < 0:
             return False
         self._take(seq)
-        i = self.rr = (self.rr + 1) % self.k
         pkt = self.data(seq)
         self.outstanding[seq] = 1
         self.inflight += pkt.payload
+        self.sent.append((seq, self.tx_count[seq], now, i))
         self.sim.send(pkt, self.ev_port[i], self.evs[i])
         return True
 
@@ -941,25 +959,40 @@ class ReceiverDriven(_Sprayer):
             for _ in range(self.spec_pkts):
                 if not self.send_one(now):
                     break
-            self.sim.timer(now + self.rto, self.flow, _RTO)
-        elif token == _RTO:
-            if self.n_acked >= self.n or self.failed:
+            self.sim.timer(now + self.rto // 2, self.flow, _RTO)
+            return
+        if self.n_acked >= self.n or self.failed:
+            return
+        # packets unacknowledged for rto: their EV is bad, each is resent as one more
+        # speculative packet (declared, so that it counts against the credit check)
+        expired = []
+        while self.sent:
+            seq, txn, t, i = self.sent[0]
+            if self.acked[seq] or self.tx_count[seq] != txn or not self.outstanding[seq]:
+                self.sent.popleft()
+                continue
+            if t + self.rto > now:
+                break
+            self.sent.popleft()
+            expired.append(seq)
+            if not self.bad[i]:
+                self.bad[i] = True
+                self.event("ev-down", i, self.evs[i])
+        if all(self.bad):  # every EV failed once: try them all again
+            self.bad = [False] * self.k
+        if self.n_acked == self.check and (expired or self.nxt >= self.n):
+            self.retries += 1
+            if self.retries > self.opt["retries"]:
+                self.fail("retry-exceeded")
                 return
-            if self.n_acked == self.check:
-                self.retries += 1
-                if self.retries > self.opt["retries"]:
-                    self.fail("retry-exceeded")
-                    return
-                # resend the oldest unacknowledged packet as one more speculative packet
-                oldest = next((s for s in range(self.n) if not self.acked[s]), -1)
-                if oldest >= 0 and self.tx_count[oldest] > 0:
-                    self.event("spec-extra", self.mss)
-                    self._lost(oldest)
-                    self.send_one(now)
-            else:
-                self.retries = 0
-            self.check = self.n_acked
-            self.sim.timer(now + self.rto, self.flow, _RTO)
+        elif self.n_acked != self.check:
+            self.retries = 0
+        self.check = self.n_acked
+        for seq in expired:
+            self._lost(seq)
+            self.event("spec-extra", self.mss)
+            self.send_one(now)
+        self.sim.timer(now + self.rto // 2, self.flow, _RTO)
 
     def sender_packet(self, pkt: Packet, now: int) -> None:
         if pkt.kind == ACK:
