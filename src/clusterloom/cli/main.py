@@ -434,6 +434,15 @@ def _has_errors(design: Design) -> bool:
     return any(f.severity is Severity.ERROR for f in design.findings)
 
 
+def _register_packet_commands() -> None:
+    from clusterloom.cli import packet
+
+    packet.register(app, _guard, _load, out)
+
+
+_register_packet_commands()
+
+
 def main() -> None:
     """Entry point of the ``clusterloom`` command."""
     app()
