@@ -402,13 +402,7 @@ class PacketSim:
                 cfg = self.cfg
                 if qb + size > self.limit[dl] and not cfg.pfc:
                     if cfg.trimming:
-                        self.stats.trims += 1
-                        pkt.trimmed = True
-                        pkt.prio = True
-                        pkt.size = cfg.header
-                        if self.tracer is not None:
-                            self.tracer.event(self.now, pkt.flow, "trim", pkt.seq, dl)
-                        self._enqueue(dl, pkt)
+                        self._trim(dl, pkt)
                         return
                     self.stats.drops += 1
                     if self.tracer is not None:
@@ -432,6 +426,16 @@ class PacketSim:
             else:
                 self.pending[dl] = True
                 self._push(self.free_at[dl], _TXDONE, dl, None)
+
+    def _trim(self, dl: int, pkt: Packet) -> None:
+        """Cut a data packet that does not fit to its header, queued at high priority."""
+        self.stats.trims += 1
+        pkt.trimmed = True
+        pkt.prio = True
+        pkt.size = self.cfg.header
+        if self.tracer is not None:
+            self.tracer.event(self.now, pkt.flow, "trim", pkt.seq, dl)
+        self._enqueue(dl, pkt)
 
     def _release(self, pkt: Packet) -> None:
         """PFC accounting of a packet that leaves its switch (sent on or dropped)."""
@@ -576,8 +580,12 @@ class PacketSim:
         q, hq, qbytes, hbytes, max_q = self.q, self.hq, self.qbytes, self.hbytes, self.max_qbytes
         limit_b, switch_port, alive, paused = self.limit, self.switch_port, self.alive, self.paused
         rate, prop = self.rate, self.prop
+        ingress_bytes = self.ingress_bytes
         cfg = self.cfg
-        slow = cfg.pfc or cfg.trimming or self.impair is not None or self.tracer is not None
+        slow = self.impair is not None or self.tracer is not None
+        pfc, trimming = cfg.pfc, cfg.trimming
+        xoff = cfg.pfc_xoff
+        release, trim, pause = self._release, self._trim, self._pause
         ecn, kmin, kmax = cfg.ecn, cfg.ecn_kmin, cfg.ecn_kmax
         span = kmax - kmin
         ctrl_limit = cfg.control_buffer_bytes
@@ -612,13 +620,20 @@ class PacketSim:
                         stats.data_bytes_delivered += pkt.payload
                     conns[pkt.flow].on_packet(pkt, time)
                     continue
+                dl_in = dl
                 dl = pkt.route[pkt.hop]
                 pkt.hop += 1
-                # enqueue on output port dl (no PFC, no trimming here)
+                # enqueue on output port dl
                 if not alive[dl]:
                     stats.drops += 1
                     continue
                 size = pkt.size
+                if pfc and not pkt.prio:
+                    pkt.ingress = dl_in
+                    held = ingress_bytes[dl_in] + size
+                    ingress_bytes[dl_in] = held
+                    if held > xoff and not paused[dl_in]:
+                        push(heap, (time + prop[dl_in], next(counter), _ACTION, pause, dl_in))
                 if pkt.prio:
                     hb = hbytes[dl] + size
                     if hb > ctrl_limit:
@@ -628,8 +643,11 @@ class PacketSim:
                     hbytes[dl] = hb
                 else:
                     qb = qbytes[dl]
-                    if qb + size > limit_b[dl]:
-                        stats.drops += 1
+                    if qb + size > limit_b[dl] and not pfc:
+                        if trimming:
+                            trim(dl, pkt)
+                        else:
+                            stats.drops += 1
                         continue
                     if ecn and qb > kmin and (qb >= kmax or rnd() * span < qb - kmin):
                         if not pkt.ecn:
@@ -671,6 +689,8 @@ class PacketSim:
                     continue
                 pkt = qd.popleft()
                 qbytes[dl] -= pkt.size
+            if pkt.ingress >= 0:
+                release(pkt)
             end = time + pkt.size * ps8 // rate[dl]
             free_at[dl] = end
             push(heap, (end + prop[dl], next(counter), _ARRIVE, pkt,

@@ -10,7 +10,8 @@
     sends a CNP at most every ``cnp_us``; on a CNP the rate is cut by ``alpha / 2``; every
     ``timer_us`` without a CNP alpha decays by ``(1 - g)`` and the rate recovers (five fast
     recovery stages halfway to the target, then additive increase by ``rai`` of line rate).
-    Runs on a lossless (PFC) fabric by default.
+    The receiver acknowledges every ``ack_every`` packets and each message's last (ACK
+    coalescing, as RDMA NICs do). Runs on a lossless (PFC) fabric by default.
 ``mrc-spray`` (MRC-like)
     Per-packet spraying over ``evs`` entropy values (up to 256) spread round-robin over every
     NIC port, hence every plane; each EV maps to a fixed source route (a segment list computed
@@ -104,6 +105,7 @@ class RoceEcmp(Connection):
         "g": 1 / 16,
         "rai": 0.02,
         "min_rate": 0.01,
+        "ack_every": 4,
     }
 
     def __init__(self, sim: PacketSim, flow: int, src: int, dst: int, nbytes: int,
@@ -126,6 +128,7 @@ class RoceEcmp(Connection):
         self.check_una = -1
         self.retries = 0
         self.nak_sent = False
+        self.unacked = 0
         self.last_cnp = -(1 << 60)
         self.rto = round(self.opt["rto_us"] * PS_PER_US)
 
@@ -213,9 +216,12 @@ class RoceEcmp(Connection):
         if pkt.seq == self.cum:
             self.place(pkt.seq)
             self.nak_sent = False
-            a = self.control(ACK, pkt.seq)
-            a.cum = self.cum
-            self._reply(a)
+            self.unacked += 1
+            if self.unacked >= self.opt["ack_every"] or self.cum in self.msg_end:
+                self.unacked = 0
+                a = self.control(ACK, pkt.seq)
+                a.cum = self.cum
+                self._reply(a)
         elif pkt.seq > self.cum:
             if not self.nak_sent:
                 self.nak_sent = True
