@@ -27,7 +27,7 @@ def test_builtin_scripts_pass(name: str) -> None:
 
 
 def test_a_wrong_expectation_fails_with_its_line() -> None:
-    text = """transport roce-ecmp
+    text = """transport roce-ecmp ack_every=1
 flow bytes=16384
 side receiver
 1us < data seq=0
@@ -38,7 +38,7 @@ side receiver
 
 
 def test_unexpected_packet_fails() -> None:
-    text = """transport roce-ecmp
+    text = """transport roce-ecmp ack_every=1
 side receiver
 1us < data seq=0
 1us > ack cum=1
