@@ -57,18 +57,33 @@ def main() -> None:
     if a.one:
         print(json.dumps(one(a.k, a.size, a.transport, a.seed)))
         return
-    print("| transport | hosts | finished | wall s | events | events/s | FCT p50 us | "
-          "FCT max us | drops | trims | peak GB |")
+    print(
+        "| transport | hosts | finished | wall s | events | events/s | FCT p50 us | "
+        "FCT max us | drops | trims | peak GB |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in a.transport.split(","):
-        cmd = [sys.executable, __file__, "--one", "--k", str(a.k), "--size", a.size,
-               "--transport", name, "--seed", str(a.seed)]
-        row = json.loads(subprocess.run(cmd, check=True, capture_output=True,
-                                        text=True).stdout)
-        print(f"| {row['transport']} | {row['hosts']:,} | {row['finished']:,} | "
-              f"{row['wall_s']} | {row['events']:,} | {row['events_per_s']:,} | "
-              f"{row['fct_p50_us']:,} | {row['fct_max_us']:,} | {row['drops']:,} | "
-              f"{row['trims']:,} | {row['peak_gb']} |", flush=True)
+        cmd = [
+            sys.executable,
+            __file__,
+            "--one",
+            "--k",
+            str(a.k),
+            "--size",
+            a.size,
+            "--transport",
+            name,
+            "--seed",
+            str(a.seed),
+        ]
+        row = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        print(
+            f"| {row['transport']} | {row['hosts']:,} | {row['finished']:,} | "
+            f"{row['wall_s']} | {row['events']:,} | {row['events_per_s']:,} | "
+            f"{row['fct_p50_us']:,} | {row['fct_max_us']:,} | {row['drops']:,} | "
+            f"{row['trims']:,} | {row['peak_gb']} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

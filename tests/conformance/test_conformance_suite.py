@@ -39,8 +39,15 @@ def test_catalogue_ids_unique_and_complete() -> None:
     ids = [c.id for c in CHECKS]
     assert len(ids) == len(set(ids)) >= 25
     groups = {c.group for c in CHECKS}
-    assert groups == {"spraying", "ordering", "loss recovery", "congestion control",
-                      "receiver-driven", "failure handling", "isolation"}
+    assert groups == {
+        "spraying",
+        "ordering",
+        "loss recovery",
+        "congestion control",
+        "receiver-driven",
+        "failure handling",
+        "isolation",
+    }
     for c in CHECKS:
         assert c.purpose and c.setup and c.procedure and c.observable
 
@@ -164,7 +171,7 @@ def test_missing_method_and_unknown_feature_refused() -> None:
     class Odd:
         name = "y"
         features = frozenset({"teleport"})
-        parameters: dict[str, float] = {}
+        parameters: ClassVar[dict[str, float]] = {}
 
         def run(self, scenario: object) -> None:
             return None

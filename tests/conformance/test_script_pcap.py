@@ -14,7 +14,8 @@ from clusterloom.conformance.pcap import check_capture, read_pcap, write_pcap
 from clusterloom.conformance.script import parse_script, run_script, run_script_file
 
 SCRIPTS = sorted(
-    p.name for p in resources.files("clusterloom.conformance").joinpath("scripts").iterdir()
+    p.name
+    for p in resources.files("clusterloom.conformance").joinpath("scripts").iterdir()
     if p.name.endswith(".pkt")
 )
 
@@ -86,7 +87,9 @@ def test_capture_of_a_sprayer_passes(tmp_path: Path) -> None:
     assert sum(r.kind == 0 for r in trace.records) > 0
     results = check_capture(path, by_id(["SPR-01", "ORD-01"]))
     assert [(r.check, r.status) for r in results] == [
-        ("SPR-01", Status.PASS), ("ORD-01", Status.PASS)]
+        ("SPR-01", Status.PASS),
+        ("ORD-01", Status.PASS),
+    ]
     # SACKs are judged at the receiver, where the capture sees what really arrived
     at_receiver = _capture(tmp_path, PacketImplementation("mrc-spray"), "LOS-02", "receiver")
     [sack] = check_capture(at_receiver, by_id(["LOS-02"]))
@@ -107,7 +110,7 @@ def test_malformed_capture_names_the_packet(tmp_path: Path) -> None:
     # cut the third record's frame short
     off = 24
     for _ in range(2):
-        incl = struct.unpack("<I", data[off + 8:off + 12])[0]
+        incl = struct.unpack("<I", data[off + 8 : off + 12])[0]
         off += 16 + incl
     broken = data[: off + 16 + 10]
     with pytest.raises(ConformanceInputError, match="packet 3"):

@@ -30,21 +30,28 @@ def register(
 
     @app.command()
     def packetsim(
-        spec: Annotated[Path | None, typer.Argument(help="cluster spec (YAML); or --example",
-                                                    show_default=False)] = None,
-        example: Annotated[str | None, typer.Option("--example", "-e",
-                                                    help="a built-in example")] = None,
-        traffic: Annotated[str, typer.Option(
-            help="permutation | all-to-all | incast | ring | htsim:FILE")] = "permutation",
+        spec: Annotated[
+            Path | None,
+            typer.Argument(help="cluster spec (YAML); or --example", show_default=False),
+        ] = None,
+        example: Annotated[
+            str | None, typer.Option("--example", "-e", help="a built-in example")
+        ] = None,
+        traffic: Annotated[
+            str, typer.Option(help="permutation | all-to-all | incast | ring | htsim:FILE")
+        ] = "permutation",
         size: Annotated[str, typer.Option(help="bytes per flow")] = "2MB",
-        transports: Annotated[str, typer.Option("--transport",
-                                                help="comma-separated")] = PACKET_TRANSPORTS,
-        fail: Annotated[list[str] | None, typer.Option(
-            help="KIND:TARGET@START[-END][*FRACTION]; repeatable")] = None,
+        transports: Annotated[
+            str, typer.Option("--transport", help="comma-separated")
+        ] = PACKET_TRANSPORTS,
+        fail: Annotated[
+            list[str] | None, typer.Option(help="KIND:TARGET@START[-END][*FRACTION]; repeatable")
+        ] = None,
         hosts: Annotated[int | None, typer.Option(help="hosts taking part")] = None,
         seed: Annotated[int, typer.Option(help="seed of traffic and hashing")] = 0,
-        crossval: Annotated[bool, typer.Option(
-            help="also run the flow-level engine and compare completion times")] = False,
+        crossval: Annotated[
+            bool, typer.Option(help="also run the flow-level engine and compare completion times")
+        ] = False,
     ) -> None:
         """Simulate traffic on the backend fabric packet by packet, one run per transport."""
 
@@ -63,11 +70,21 @@ def register(
                 transport_class(n)
             topology = generate(plan_fabric(cluster))
             failures = tuple(parse_failure(f, topology) for f in fail or [])
-            load_ = _traffic(cluster, traffic, parse_size(size), hosts, seed,
-                             topology.plan.hosts)
+            load_ = _traffic(cluster, traffic, parse_size(size), hosts, seed, topology.plan.hosts)
             table = Table(title=f"packet level: {traffic}, {len(load_):,} flows")
-            for col in ("transport", "finished", "FCT p50 us", "FCT p99 us", "FCT max us",
-                        "retx", "drops", "trims", "events", "events/s", "wall s"):
+            for col in (
+                "transport",
+                "finished",
+                "FCT p50 us",
+                "FCT p99 us",
+                "FCT max us",
+                "retx",
+                "drops",
+                "trims",
+                "events",
+                "events/s",
+                "wall s",
+            ):
                 table.add_column(col, justify="left" if col == "transport" else "right")
             if crossval:
                 table.add_column("flow-level max us", justify="right")
@@ -77,10 +94,19 @@ def register(
                 import numpy as np
 
                 p = np.percentile(fct, [50, 99, 100]) if fct.size else [float("nan")] * 3
-                row = [name, f"{r.finished:,}/{len(load_):,}", f"{p[0]:,.1f}", f"{p[1]:,.1f}",
-                       f"{p[2]:,.1f}", f"{int(r.retransmissions.sum()):,}", f"{r.drops:,}",
-                       f"{r.trims:,}", f"{r.events:,}", f"{r.events_per_s:,.0f}",
-                       f"{r.wall_s:,.1f}"]
+                row = [
+                    name,
+                    f"{r.finished:,}/{len(load_):,}",
+                    f"{p[0]:,.1f}",
+                    f"{p[1]:,.1f}",
+                    f"{p[2]:,.1f}",
+                    f"{int(r.retransmissions.sum()):,}",
+                    f"{r.drops:,}",
+                    f"{r.trims:,}",
+                    f"{r.events:,}",
+                    f"{r.events_per_s:,.0f}",
+                    f"{r.wall_s:,.1f}",
+                ]
                 if crossval:
                     row.append(_flow_level(topology, load_, name, failures, seed))
                 table.add_row(*row)
@@ -90,16 +116,21 @@ def register(
 
     @app.command()
     def conformance(
-        transports: Annotated[str, typer.Option(
-            "--transport", help="comma-separated packet transports to certify")]
-        = PACKET_TRANSPORTS,
-        checks: Annotated[str | None, typer.Option(
-            "--check", help="comma-separated check IDs (default: all)")] = None,
+        transports: Annotated[
+            str, typer.Option("--transport", help="comma-separated packet transports to certify")
+        ] = PACKET_TRANSPORTS,
+        checks: Annotated[
+            str | None, typer.Option("--check", help="comma-separated check IDs (default: all)")
+        ] = None,
         junit: Annotated[Path | None, typer.Option(help="write JUnit XML here")] = None,
-        script: Annotated[list[Path] | None, typer.Option(
-            help="a scripted test (packetdrill-like timeline); repeatable")] = None,
-        pcap: Annotated[list[Path] | None, typer.Option(
-            help="a capture of a real implementation (classic pcap); repeatable")] = None,
+        script: Annotated[
+            list[Path] | None,
+            typer.Option(help="a scripted test (packetdrill-like timeline); repeatable"),
+        ] = None,
+        pcap: Annotated[
+            list[Path] | None,
+            typer.Option(help="a capture of a real implementation (classic pcap); repeatable"),
+        ] = None,
         catalogue: Annotated[bool, typer.Option(help="list the checks and exit")] = False,
     ) -> None:
         """Run the conformance checks against transports, scripts or captures."""
@@ -130,7 +161,8 @@ def register(
                     from clusterloom.conformance import ConformanceInputError
 
                     raise ConformanceInputError(
-                        [Problem("--check", f"unknown check '{i}'") for i in unknown])
+                        [Problem("--check", f"unknown check '{i}'") for i in unknown]
+                    )
                 chosen = by_id(ids)
             results: list[CheckResult] = []
             if script or pcap:
@@ -152,13 +184,19 @@ def register(
                 table.add_column(col)
             style = {Status.PASS: "green", Status.FAIL: "bold red", Status.NA: "dim"}
             for r in results:
-                table.add_row(r.implementation, r.check, r.title,
-                              f"[{style[r.status]}]{r.status.value}[/]", r.detail)
+                table.add_row(
+                    r.implementation,
+                    r.check,
+                    r.title,
+                    f"[{style[r.status]}]{r.status.value}[/]",
+                    r.detail,
+                )
             out.print(table)
             failed = sum(r.status is Status.FAIL for r in results)
             passed = sum(r.status is Status.PASS for r in results)
-            out.print(f"{passed} passed, {failed} failed, "
-                      f"{len(results) - passed - failed} not applicable")
+            out.print(
+                f"{passed} passed, {failed} failed, {len(results) - passed - failed} not applicable"
+            )
             if junit is not None:
                 write_junit(results, junit)
                 out.print(f"JUnit XML written to {junit}")

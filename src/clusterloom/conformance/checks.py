@@ -202,7 +202,7 @@ def j_denied(o: Sequence[Outcome], impl: Implementation) -> Verdict:
 
 def j_planes(o: Sequence[Outcome], impl: Implementation) -> Verdict:
     out = _one(o)
-    per = Counter()
+    per: Counter[int] = Counter()
     for r in data_tx(out.trace):
         per[r.port // out.ports_per_plane] += r.payload
     total = sum(per.values())
@@ -232,8 +232,11 @@ def j_reorder(o: Sequence[Outcome], impl: Implementation) -> Verdict:
     f = out.flows[0]
     exact = f.placed_bytes == f.nbytes and all(c == 1 for c in places.values())
     ok = not bad and exact and _finished(out)
-    return _ok(ok, f"{len(bad)} retransmissions of acknowledged data; placed {f.placed_bytes} "
-                   f"of {f.nbytes} bytes")
+    return _ok(
+        ok,
+        f"{len(bad)} retransmissions of acknowledged data; placed {f.placed_bytes} "
+        f"of {f.nbytes} bytes",
+    )
 
 
 def j_completion_order(o: Sequence[Outcome], impl: Implementation) -> Verdict:
@@ -293,12 +296,16 @@ def j_trim(o: Sequence[Outcome], impl: Implementation) -> Verdict:
     out = _one(o)
     counts = tx_counts(out.trace)
     first = next(r for r in data_tx(out.trace) if r.seq == 10)
-    downs = [e for e in out.trace.events if e.what in ("ev-down", "path-down")
-             and (e.b == first.ev)]
+    downs = [
+        e for e in out.trace.events if e.what in ("ev-down", "path-down") and (e.b == first.ev)
+    ]
     later = [r for r in data_tx(out.trace) if r.ev == first.ev and r.t > first.t]
     ok = counts[10] == 2 and retransmissions(out.trace) == 1 and not downs and bool(later)
-    return _ok(ok, f"seq 10 sent {counts[10]}x, {retransmissions(out.trace)} retransmissions, "
-                   f"its EV failed {len(downs)}x, used {len(later)}x after")
+    return _ok(
+        ok,
+        f"seq 10 sent {counts[10]}x, {retransmissions(out.trace)} retransmissions, "
+        f"its EV failed {len(downs)}x, used {len(later)}x after",
+    )
 
 
 def j_tail(o: Sequence[Outcome], impl: Implementation) -> Verdict:
@@ -321,8 +328,11 @@ def j_dead(o: Sequence[Outcome], impl: Implementation) -> Verdict:
     t = errs[0].t
     after = [r for r in data_tx(out.trace) if r.t > t]
     ok = t - 20 * US <= 20_000 * US and not after
-    return _ok(ok, f"error after {(t - 20 * US) / US:.0f} us (bound 20 ms); "
-                   f"{len(after)} packets sent after it")
+    return _ok(
+        ok,
+        f"error after {(t - 20 * US) / US:.0f} us (bound 20 ms); "
+        f"{len(after)} packets sent after it",
+    )
 
 
 def j_clean(o: Sequence[Outcome], impl: Implementation) -> Verdict:
@@ -363,8 +373,10 @@ def j_window(o: Sequence[Outcome], impl: Implementation) -> Verdict:
                 if path in cwnd:
                     checked += 1
                     worst = max(worst, inflight - cwnd[path])
-    return _ok(worst <= 0 and checked > 0,
-               f"{checked} sends checked; worst excess over the window {max(worst, 0)} bytes")
+    return _ok(
+        worst <= 0 and checked > 0,
+        f"{checked} sends checked; worst excess over the window {max(worst, 0)} bytes",
+    )
 
 
 def _goodput(out: Outcome, flow: int = 0) -> float:
@@ -378,8 +390,11 @@ def j_ecn_shift(o: Sequence[Outcome], impl: Implementation) -> Verdict:
     share = sum(1 for r in tx if r.ev % 2 == 0) / max(len(tx), 1)
     ratio = _goodput(marked) / max(_goodput(clean), 1e-12)
     ok = share <= 0.35 and ratio >= 0.85
-    return _ok(ok, f"marked EVs carry {share:.2f} of packets (bound 0.35), goodput "
-                   f"{ratio:.2f} of the unmarked run (bound 0.85)")
+    return _ok(
+        ok,
+        f"marked EVs carry {share:.2f} of packets (bound 0.35), goodput "
+        f"{ratio:.2f} of the unmarked run (bound 0.85)",
+    )
 
 
 def j_incast_queue(o: Sequence[Outcome], impl: Implementation) -> Verdict:
@@ -402,8 +417,9 @@ def j_victim(o: Sequence[Outcome], impl: Implementation) -> Verdict:
     line = 100e9 / 8 / 1e12  # bytes per ps of one 100G port
     fair = line * (1 - 1 / n)
     got = _goodput(out, n)
-    return _ok(got >= 0.9 * fair,
-               f"victim at {got / fair:.2f} of its max-min fair rate (bound 0.9)")
+    return _ok(
+        got >= 0.9 * fair, f"victim at {got / fair:.2f} of its max-min fair rate (bound 0.9)"
+    )
 
 
 def j_credit(o: Sequence[Outcome], impl: Implementation) -> Verdict:
@@ -424,8 +440,10 @@ def j_credit(o: Sequence[Outcome], impl: Implementation) -> Verdict:
                 sent += MSS
                 checked += 1
                 worst = max(worst, sent - (spec + (credit + k) * MSS))
-    return _ok(worst <= 0 and checked > 0,
-               f"{checked} sends; worst excess over credit + speculative window {worst} bytes")
+    return _ok(
+        worst <= 0 and checked > 0,
+        f"{checked} sends; worst excess over credit + speculative window {worst} bytes",
+    )
 
 
 def j_hint(o: Sequence[Outcome], impl: Implementation) -> Verdict:
@@ -433,12 +451,17 @@ def j_hint(o: Sequence[Outcome], impl: Implementation) -> Verdict:
     t0 = 50 * US
     start = t0 + 2 * out.base_rtt_ps
     span = 40 * US
-    sent = sum(r.payload + 64 for r in out.trace.records
-               if r.where == "tx" and r.kind == DATA and start <= r.t < start + span)
+    sent = sum(
+        r.payload + 64
+        for r in out.trace.records
+        if r.where == "tx" and r.kind == DATA and start <= r.t < start + span
+    )
     rate = sent * 8 / (span / 1e12)
     target = 40e9
-    return _ok(abs(rate - target) <= 0.15 * target,
-               f"senders at {rate / 1e9:.1f} Gb/s from 2 RTTs after the hint (target 40, ±15%)")
+    return _ok(
+        abs(rate - target) <= 0.15 * target,
+        f"senders at {rate / 1e9:.1f} Gb/s from 2 RTTs after the hint (target 40, ±15%)",
+    )
 
 
 def _crossing(r: Record, link: int) -> bool:
@@ -453,8 +476,11 @@ def j_leave_path(o: Sequence[Outcome], impl: Implementation) -> Verdict:
     late = [r for r in data_tx(out.trace) if r.t > t + bound and _crossing(r, link)]
     before = [r for r in data_tx(out.trace) if r.t <= t and _crossing(r, link)]
     ok = bool(before) and not late and _finished(out)
-    return _ok(ok, f"{len(before)} packets on the link before, {len(late)} later than 200 us "
-                   f"after the failure; finished: {_finished(out)}")
+    return _ok(
+        ok,
+        f"{len(before)} packets on the link before, {len(late)} later than 200 us "
+        f"after the failure; finished: {_finished(out)}",
+    )
 
 
 def j_probe(o: Sequence[Outcome], impl: Implementation) -> Verdict:
@@ -487,8 +513,11 @@ def j_plane(o: Sequence[Outcome], impl: Implementation) -> Verdict:
     out = _one(o)
 
     def rate(a: int, b: int) -> float:
-        return sum(r.payload for r in out.trace.records if r.where == "rx" and r.kind == DATA
-                   and r.flow == 0 and not r.trimmed and a <= r.t < b) / (b - a)
+        return sum(
+            r.payload
+            for r in out.trace.records
+            if r.where == "rx" and r.kind == DATA and r.flow == 0 and not r.trimmed and a <= r.t < b
+        ) / (b - a)
 
     before = rate(40 * US, 100 * US)
     after = rate(250 * US, 330 * US)
@@ -511,8 +540,11 @@ def j_gray(o: Sequence[Outcome], impl: Implementation) -> Verdict:
     rate = onto * 8 / (span / 1e12) if span else 0.0
     cap = 0.1 * 100e9
     ok = s0 > 0 and s1 < s0 and rate <= 1.1 * cap and _finished(out)
-    return _ok(ok, f"share of packets on the gray link {s0:.3f} before, {s1:.3f} after; sent "
-                   f"onto it at {rate / 1e9:.1f} Gb/s (its rate now 10, bound 11)")
+    return _ok(
+        ok,
+        f"share of packets on the gray link {s0:.3f} before, {s1:.3f} after; sent "
+        f"onto it at {rate / 1e9:.1f} Gb/s (its rate now 10, bound 11)",
+    )
 
 
 def _iso(code: int) -> Judge:
@@ -524,8 +556,11 @@ def _iso(code: int) -> Judge:
         wrote = [e for e in out.trace.of("place", 0) if e.t == t and e.a == 200]
         f = out.flows[0]
         ok = bool(errs) and not wrote and f.placed_bytes == f.nbytes and _finished(out)
-        return _ok(ok, f"{len(errs)} errors raised, forged packet placed: {bool(wrote)}, "
-                       f"placed {f.placed_bytes} of {f.nbytes}")
+        return _ok(
+            ok,
+            f"{len(errs)} errors raised, forged packet placed: {bool(wrote)}, "
+            f"placed {f.placed_bytes} of {f.nbytes}",
+        )
 
     return judge
 
@@ -537,226 +572,439 @@ _RTT_DELAY = 25 * US
 
 
 def _c(
-    id: str, group: str, title: str, purpose: str, setup: str, procedure: str, observable: str,
-    scenarios: Callable[[Implementation], tuple[Scenario, ...]], judge: Judge,
-    requires: frozenset[str] = F(), any_of: frozenset[str] = F(), capture: bool = False,
+    id: str,
+    group: str,
+    title: str,
+    purpose: str,
+    setup: str,
+    procedure: str,
+    observable: str,
+    scenarios: Callable[[Implementation], tuple[Scenario, ...]],
+    judge: Judge,
+    requires: frozenset[str] = F(),
+    any_of: frozenset[str] = F(),
+    capture: bool = False,
 ) -> Check:
-    return Check(id, group, title, purpose, setup, procedure, observable, requires, any_of,
-                 scenarios, judge, capture)
+    return Check(
+        id,
+        group,
+        title,
+        purpose,
+        setup,
+        procedure,
+        observable,
+        requires,
+        any_of,
+        scenarios,
+        judge,
+        capture,
+    )
 
 
 CHECKS: tuple[Check, ...] = (
-    _c("SPR-01", "spraying", "every EV used, balanced",
-       "A sprayer spreads a connection over all its active entropy values evenly.",
-       "8 hosts, 2 planes, 2-tier; one 2 MB flow 0→5; no impairment.",
-       "Run to completion; count data packets per EV at the sender.",
-       "Distinct EVs ≥ min(declared EVs, packets); every EV within ±50% of the mean count.",
-       lambda i: (_single(2 << 20),), j_spray_balance, F({"spray"}), capture=True),
-    _c("SPR-02", "spraying", "a denied EV not used after one RTT",
-       "The control plane can take an EV out of use and the sender obeys at once.",
-       "8 hosts, 2 planes; one 2 MB flow 0→5.",
-       "At 30 us deny the EV the sender used last.",
-       "No data packet carries that EV later than one base RTT after the denial.",
-       lambda i: (Scenario(flows=(FlowSpec(0, 5, 2 << 20),),
-                           actions=(Action(30 * US, "deny-ev", 0),)),),
-       j_denied, F({"ev_deny"})),
-    _c("SPR-03", "spraying", "per-plane byte shares balanced",
-       "A multi-plane connection loads each plane equally.",
-       "8 hosts, 2 planes; one 2 MB flow 0→5.",
-       "Run to completion; sum data bytes per NIC plane at the sender.",
-       "Each plane's share within 1/P ± 0.05.",
-       lambda i: (_single(2 << 20),), j_planes, F({"multi_plane"}), capture=True),
-    _c("ORD-01", "ordering", "reordering: nothing acknowledged is resent, bytes exact",
-       "Out-of-order arrival must not trigger retransmission of data the receiver has.",
-       "8 hosts, 2 planes; one 1 MB flow 0→5; every 5th data packet delayed by 25 us.",
-       "Run to completion; replay the ACKs the sender received.",
-       "No data packet is sent after an ACK covered it; the receiver placed each packet once "
-       "and exactly the flow's bytes.",
-       lambda i: (_single(1 << 20, rules=(Rule("delay", every=5, delay_ps=_RTT_DELAY),)),),
-       j_reorder, F({"out_of_order"}), capture=True),
-    _c("ORD-02", "ordering", "completions in posting order",
-       "Messages complete in the order they were posted even when their packets arrive out "
-       "of order.",
-       "8 hosts, 2 planes; one flow of 8 messages (12, 40, 4, 64, 8, 100, 20, 16 KiB); every "
-       "4th packet delayed by 25 us.",
-       "Run to completion; collect completion events.",
-       "Completions are exactly messages 0..7 in that order.",
-       lambda i: (Scenario(flows=(FlowSpec(0, 5, sum(m << 10 for m in (12, 40, 4, 64, 8, 100,
-                                                                         20, 16)), 0,
-                                           tuple(m << 10 for m in (12, 40, 4, 64, 8, 100, 20,
-                                                                   16))),),
-                           rules=(Rule("delay", every=4, delay_ps=_RTT_DELAY),)),),
-       j_completion_order, F({"ordered_completions"})),
-    _c("ORD-03", "ordering", "a duplicate causes no second completion",
-       "A duplicated packet (e.g. a spurious retransmission) must not complete twice.",
-       "8 hosts, 2 planes; one flow of 4 messages of 64 KiB; the last packet of message 0 "
-       "and every 7th packet delivered twice.",
-       "Run to completion; count completion events per message.",
-       "Every message completes exactly once; bytes placed equal the flow's.",
-       lambda i: (Scenario(flows=(FlowSpec(0, 5, 4 << 16, 0, (1 << 16,) * 4),),
-                           rules=(Rule("dup", seq=15), Rule("dup", every=7))),),
-       j_dup),
-    _c("ORD-04", "ordering", "delivered bytes exact on a clean fabric",
-       "Conservation: what is posted is placed, once, and every message completes.",
-       "8 hosts, 2 planes; one flow of 4 messages of 64 KiB.", "Run to completion.",
-       "Bytes placed equal bytes posted; 4 completions; the flow finished.",
-       lambda i: (Scenario(flows=(FlowSpec(0, 5, 4 << 16, 0, (1 << 16,) * 4),)),), j_exact),
-    _c("LOS-01", "loss recovery", "one drop, exactly one retransmission",
-       "Selective repeat: a single loss costs a single retransmission (no go-back-N).",
-       "8 hosts, 2 planes; one 1 MB flow 0→5; the first transmission of packet 10 dropped.",
-       "Run to completion; count data transmissions per sequence.",
-       "Packet 10 is sent exactly twice and no other packet more than once.",
-       lambda i: (_single(1 << 20, rules=(Rule("drop", seq=10),)),), j_one_retx,
-       F({"selective_retransmit"}), capture=True),
-    _c("LOS-02", "loss recovery", "every SACK matches what was received",
-       "A SACK must claim exactly the packets that arrived, never more and never fewer.",
-       "8 hosts, 2 planes; one 1 MB flow 0→5; packets 5 and 17 dropped once, every 6th "
-       "delayed by 25 us.",
-       "Replay the data arriving at the receiver and each ACK it sends.",
-       "Each ACK's cumulative point and bitmap (per path for per-path SACK) equal those of "
-       "the packets received so far.",
-       lambda i: (_single(1 << 20, rules=(Rule("drop", seq=5), Rule("drop", seq=17),
-                                          Rule("delay", every=6, delay_ps=_RTT_DELAY))),),
-       j_sack, F({"sack"}), capture=True),
-    _c("LOS-03", "loss recovery", "a trimmed packet resent, its path not failed",
-       "A trim is congestion, not failure: resend the packet, keep the path.",
-       "8 hosts, 2 planes; one 2 MB flow 0→5; the first transmission of packet 10 trimmed "
-       "to its header.",
-       "Run to completion; follow packet 10 and its EV.",
-       "Packet 10 sent twice, one retransmission in all, no path-failure event for its EV, "
-       "and the EV carries data again afterwards.",
-       lambda i: (_single(2 << 20, rules=(Rule("trim", seq=10),)),), j_trim, F({"trim"})),
-    _c("LOS-04", "loss recovery", "a lost tail recovered within the bound",
-       "Losing the last packet (no later packet reveals the gap) is recovered by timeout.",
-       "8 hosts, 2 planes; one 256 KiB flow 0→5; the first transmission of the last packet "
-       "dropped.",
-       "Run; time from the last packet's first send to completion.",
-       "The flow completes within 2 ms of that send.",
-       lambda i: (_single(256 << 10, rules=(Rule("drop", seq=63),)),), j_tail),
-    _c("LOS-05", "loss recovery", "all paths dead: error after the retry budget",
-       "A connection with no way through must fail cleanly instead of hanging.",
-       "8 hosts, 2 planes; one 4 MB flow 0→5; every NIC port of host 0 fails at 20 us.",
-       "Run up to 30 ms.",
-       "The connection reports a give-up error within 20 ms of the failure and sends no "
-       "data after it.",
-       lambda i: (Scenario(flows=(FlowSpec(0, 5, 4 << 20),), duration_ps=30_000 * US,
-                           actions=(Action(20 * US, "fail", arg="port:0:0@0"),
-                                    Action(20 * US, "fail", arg="port:0:1@0"))),),
-       j_dead, F({"retry_budget"})),
-    _c("LOS-06", "loss recovery", "no spurious retransmission",
-       "On a clean, uncongested fabric nothing is resent.",
-       "8 hosts, 2 planes; one 1 MB flow 0→5.", "Run to completion.",
-       "Zero retransmissions; the flow finished.",
-       lambda i: (_single(1 << 20),), j_clean, capture=True),
-    _c("CC-01", "congestion control", "bytes in flight never exceed the window",
-       "A window-based sender keeps its unacknowledged bytes within its window.",
-       "8 hosts, 1 plane; 4-to-1 incast of 512 KiB flows; 4 MiB switch buffers (no loss).",
-       "Replay sends and ACKs at each sender against the windows it reports.",
-       "At every send, unacknowledged bytes (per path for per-path windows) ≤ the window.",
-       lambda i: (_incast(4, 512 << 10, config={"buffer_bytes": 4 << 20}),), j_window,
-       F({"window"})),
-    _c("CC-02", "congestion control", "partial ECN marking shifts load, total kept",
-       "ECN on some paths moves traffic to the others instead of slowing the connection.",
-       "8 hosts, 2 planes; one 8 MB flow 0→5; run twice: clean, and with every data packet "
-       "on an even EV ECN-marked.",
-       "Compare the share of packets on even EVs and the goodput of the two runs.",
-       "Even EVs carry ≤ 0.35 of packets; goodput ≥ 0.85 of the clean run's (half the EVs "
-       "left means less path diversity: 15% allowance).",
-       lambda i: (_single(8 << 20), _single(8 << 20, rules=(
-           Rule("mark", ev_mod=(2, 0), first_only=False),))),
-       j_ecn_shift, F({"ecn_per_ev"})),
-    _c("CC-03", "congestion control", "incast keeps queues bounded",
-       "N-to-1 incast must not fill switch buffers.",
-       "8 hosts, 1 plane; 6-to-1 incast of 1 MB flows and a 2 MB victim flow 0→6.",
-       "Run to completion; record the largest switch queue from 150 us on (about 10 base RTTs: "
-       "after the first windows' burst).",
-       "Largest queue ≤ 384 KiB (three quarters of a 512 KiB port buffer); all flows finish.",
-       lambda i: (_incast(6, 1 << 20, victim=True),), j_incast_queue,
-       any_of=F({"ecn_cc", "receiver_credit"})),
-    _c("CC-04", "congestion control", "incast fairness",
-       "Senders of an incast share the receiver fairly.",
-       "As CC-03.", "Throughput of each incast flow = bytes / completion time.",
-       "Jain's index over the incast flows ≥ 0.9.",
-       lambda i: (_incast(6, 1 << 20, victim=True),), j_jain,
-       any_of=F({"ecn_cc", "receiver_credit"})),
-    _c("CC-05", "congestion control", "a victim flow keeps ≥ 90% of its rate",
-       "Congestion at one receiver must not spread to flows that do not cross it.",
-       "As CC-03: the victim leaves incast sender 0 for host 6.",
-       "Victim throughput against its max-min fair rate (line rate less sender 0's incast "
-       "share, R(1 - 1/6)).",
-       "Victim ≥ 0.9 of its fair rate.",
-       lambda i: (_incast(6, 1 << 20, victim=True),), j_victim,
-       any_of=F({"ecn_cc", "receiver_credit"})),
-    _c("RCV-01", "receiver-driven", "sent ≤ credit granted + speculative window",
-       "A receiver-driven sender never exceeds what it was granted.",
-       "8 hosts, 1 plane; 3-to-1 incast of 512 KiB flows.",
-       "Replay each sender's data sends against pulls received and its declared speculative "
-       "window (plus one speculative packet per declared timeout).",
-       "Bytes sent never exceed credit + speculative window.",
-       lambda i: (_incast(3, 512 << 10),), j_credit, F({"receiver_credit"})),
-    _c("RCV-02", "receiver-driven", "senders converge to the receiver's rate in 2 RTTs",
-       "A receiver's rate hint (or pull rate) controls its senders promptly.",
-       "8 hosts, 1 plane; 2-to-1 incast of 2 MB flows; at 50 us the receiver's rate is set "
-       "to 40 Gb/s.",
-       "Measure the senders' data rate over 40 us starting 2 base RTTs after the hint.",
-       "Aggregate sending rate within 40 Gb/s ± 15%.",
-       lambda i: (_incast(2, 2 << 20, actions=(Action(50 * US, "rx-rate", 7, arg="40e9"),)),),
-       j_hint, any_of=F({"receiver_credit", "rate_hint"})),
-    _c("FAIL-01", "failure handling", "traffic leaves a failed path, connection survives",
-       "After a hard failure new packets stop using the dead path within a bound.",
-       "8 hosts, 1 plane; one 4 MB flow 0→5; a leaf-spine link of host 0's leaf fails at "
-       "30 us.",
-       "Follow the routes of data packets.",
-       "Packets crossed the link before; none later than 200 us after the failure; the flow "
-       "finishes.",
-       lambda i: (Scenario(flows=(FlowSpec(0, 5, 4 << 20),), planes=1, actions=(
-           Action(30 * US, "fail", arg=f"link:{_uplink_of(8, 1, 8, 0)}@0"),)),),
-       j_leave_path, F({"spray"})),
-    _c("FAIL-02", "failure handling", "a failed path reused only after a probe succeeds",
-       "Recovery is probe-driven: no data on a path until it is shown to work.",
-       "8 hosts, 1 plane; one 8 MB flow 0→5; a leaf-spine link of host 0's leaf down from "
-       "30 to 150 us.",
-       "For every path-failure event, follow that path (EV or path index).",
-       "Its next data packet comes after a probe answer; at least one path was failed.",
-       lambda i: (Scenario(flows=(FlowSpec(0, 5, 8 << 20),), planes=1, actions=(
-           Action(30 * US, "fail", arg=f"link:{_uplink_of(8, 1, 8, 0)}@0-120us"),)),),
-       j_probe, F({"probe"})),
-    _c("FAIL-03", "failure handling", "a plane failure settles near (P-1)/P",
-       "Losing one of P planes costs that plane's share, no more.",
-       "8 hosts, 4 planes; one 16 MB flow 0→5; plane 3 fails at 100 us.",
-       "Receiver goodput over 40-100 us against 250-330 us.",
-       "Ratio 0.75 ± 0.1; the flow finishes.",
-       lambda i: (Scenario(flows=(FlowSpec(0, 5, 16 << 20),), planes=4, actions=(
-           Action(100 * US, "fail", arg="plane:3@0"),)),),
-       j_plane, F({"multi_plane"})),
-    _c("FAIL-04", "failure handling", "a gray failure lowers that path's share",
-       "A link at a fraction of its rate should carry less, without being declared dead.",
-       "8 hosts, 1 plane; one 4 MB flow 0→5; a leaf-spine link of host 0's leaf drops to 10% "
-       "of its rate at 30 us.",
-       "Share of data packets routed over that link before 30 us and after 130 us; the rate "
-       "at which the sender puts data onto it after 130 us.",
-       "The share falls, the sender puts no more onto the link than it can now carry "
-       "(≤ 1.1 × 10 Gb/s), and the flow finishes.",
-       lambda i: (Scenario(flows=(FlowSpec(0, 5, 4 << 20),), planes=1, actions=(
-           Action(30 * US, "fail", arg=f"link:{_uplink_of(8, 1, 8, 0)}@0*0.1"),)),),
-       j_gray, any_of=F({"ecn_per_ev", "path_windows"})),
-    _c("ISO-01", "isolation", "a wrong key writes nothing and raises an error",
-       "Packets that fail the security check must not touch memory.",
-       "8 hosts, 2 planes; one 1 MB flow 0→5; at 5 us a data packet for sequence 200 with a "
-       "wrong key is delivered to the receiver.",
-       "Run to completion; watch placement and error events.",
-       "A bad-key error is raised, nothing is placed from the forged packet, the flow's "
-       "bytes are exact.",
-       lambda i: (_single(1 << 20, actions=(Action(5 * US, "forge", 0, 200, "key"),)),),
-       _iso(1), F({"keys"})),
-    _c("ISO-02", "isolation", "a wrong job ID writes nothing and raises an error",
-       "Tenant isolation: another job's packet is refused.",
-       "As ISO-01 with a wrong job ID instead of a wrong key.",
-       "Run to completion; watch placement and error events.",
-       "A bad-job error is raised, nothing is placed from the forged packet, the flow's "
-       "bytes are exact.",
-       lambda i: (_single(1 << 20, actions=(Action(5 * US, "forge", 0, 200, "job"),)),),
-       _iso(2), F({"keys"})),
+    _c(
+        "SPR-01",
+        "spraying",
+        "every EV used, balanced",
+        "A sprayer spreads a connection over all its active entropy values evenly.",
+        "8 hosts, 2 planes, 2-tier; one 2 MB flow 0→5; no impairment.",
+        "Run to completion; count data packets per EV at the sender.",
+        "Distinct EVs ≥ min(declared EVs, packets); every EV within ±50% of the mean count.",
+        lambda i: (_single(2 << 20),),
+        j_spray_balance,
+        F({"spray"}),
+        capture=True,
+    ),
+    _c(
+        "SPR-02",
+        "spraying",
+        "a denied EV not used after one RTT",
+        "The control plane can take an EV out of use and the sender obeys at once.",
+        "8 hosts, 2 planes; one 2 MB flow 0→5.",
+        "At 30 us deny the EV the sender used last.",
+        "No data packet carries that EV later than one base RTT after the denial.",
+        lambda i: (
+            Scenario(flows=(FlowSpec(0, 5, 2 << 20),), actions=(Action(30 * US, "deny-ev", 0),)),
+        ),
+        j_denied,
+        F({"ev_deny"}),
+    ),
+    _c(
+        "SPR-03",
+        "spraying",
+        "per-plane byte shares balanced",
+        "A multi-plane connection loads each plane equally.",
+        "8 hosts, 2 planes; one 2 MB flow 0→5.",
+        "Run to completion; sum data bytes per NIC plane at the sender.",
+        "Each plane's share within 1/P ± 0.05.",
+        lambda i: (_single(2 << 20),),
+        j_planes,
+        F({"multi_plane"}),
+        capture=True,
+    ),
+    _c(
+        "ORD-01",
+        "ordering",
+        "reordering: nothing acknowledged is resent, bytes exact",
+        "Out-of-order arrival must not trigger retransmission of data the receiver has.",
+        "8 hosts, 2 planes; one 1 MB flow 0→5; every 5th data packet delayed by 25 us.",
+        "Run to completion; replay the ACKs the sender received.",
+        "No data packet is sent after an ACK covered it; the receiver placed each packet once "
+        "and exactly the flow's bytes.",
+        lambda i: (_single(1 << 20, rules=(Rule("delay", every=5, delay_ps=_RTT_DELAY),)),),
+        j_reorder,
+        F({"out_of_order"}),
+        capture=True,
+    ),
+    _c(
+        "ORD-02",
+        "ordering",
+        "completions in posting order",
+        "Messages complete in the order they were posted even when their packets arrive out "
+        "of order.",
+        "8 hosts, 2 planes; one flow of 8 messages (12, 40, 4, 64, 8, 100, 20, 16 KiB); every "
+        "4th packet delayed by 25 us.",
+        "Run to completion; collect completion events.",
+        "Completions are exactly messages 0..7 in that order.",
+        lambda i: (
+            Scenario(
+                flows=(
+                    FlowSpec(
+                        0,
+                        5,
+                        sum(m << 10 for m in (12, 40, 4, 64, 8, 100, 20, 16)),
+                        0,
+                        tuple(m << 10 for m in (12, 40, 4, 64, 8, 100, 20, 16)),
+                    ),
+                ),
+                rules=(Rule("delay", every=4, delay_ps=_RTT_DELAY),),
+            ),
+        ),
+        j_completion_order,
+        F({"ordered_completions"}),
+    ),
+    _c(
+        "ORD-03",
+        "ordering",
+        "a duplicate causes no second completion",
+        "A duplicated packet (e.g. a spurious retransmission) must not complete twice.",
+        "8 hosts, 2 planes; one flow of 4 messages of 64 KiB; the last packet of message 0 "
+        "and every 7th packet delivered twice.",
+        "Run to completion; count completion events per message.",
+        "Every message completes exactly once; bytes placed equal the flow's.",
+        lambda i: (
+            Scenario(
+                flows=(FlowSpec(0, 5, 4 << 16, 0, (1 << 16,) * 4),),
+                rules=(Rule("dup", seq=15), Rule("dup", every=7)),
+            ),
+        ),
+        j_dup,
+    ),
+    _c(
+        "ORD-04",
+        "ordering",
+        "delivered bytes exact on a clean fabric",
+        "Conservation: what is posted is placed, once, and every message completes.",
+        "8 hosts, 2 planes; one flow of 4 messages of 64 KiB.",
+        "Run to completion.",
+        "Bytes placed equal bytes posted; 4 completions; the flow finished.",
+        lambda i: (Scenario(flows=(FlowSpec(0, 5, 4 << 16, 0, (1 << 16,) * 4),)),),
+        j_exact,
+    ),
+    _c(
+        "LOS-01",
+        "loss recovery",
+        "one drop, exactly one retransmission",
+        "Selective repeat: a single loss costs a single retransmission (no go-back-N).",
+        "8 hosts, 2 planes; one 1 MB flow 0→5; the first transmission of packet 10 dropped.",
+        "Run to completion; count data transmissions per sequence.",
+        "Packet 10 is sent exactly twice and no other packet more than once.",
+        lambda i: (_single(1 << 20, rules=(Rule("drop", seq=10),)),),
+        j_one_retx,
+        F({"selective_retransmit"}),
+        capture=True,
+    ),
+    _c(
+        "LOS-02",
+        "loss recovery",
+        "every SACK matches what was received",
+        "A SACK must claim exactly the packets that arrived, never more and never fewer.",
+        "8 hosts, 2 planes; one 1 MB flow 0→5; packets 5 and 17 dropped once, every 6th "
+        "delayed by 25 us.",
+        "Replay the data arriving at the receiver and each ACK it sends.",
+        "Each ACK's cumulative point and bitmap (per path for per-path SACK) equal those of "
+        "the packets received so far.",
+        lambda i: (
+            _single(
+                1 << 20,
+                rules=(
+                    Rule("drop", seq=5),
+                    Rule("drop", seq=17),
+                    Rule("delay", every=6, delay_ps=_RTT_DELAY),
+                ),
+            ),
+        ),
+        j_sack,
+        F({"sack"}),
+        capture=True,
+    ),
+    _c(
+        "LOS-03",
+        "loss recovery",
+        "a trimmed packet resent, its path not failed",
+        "A trim is congestion, not failure: resend the packet, keep the path.",
+        "8 hosts, 2 planes; one 2 MB flow 0→5; the first transmission of packet 10 trimmed "
+        "to its header.",
+        "Run to completion; follow packet 10 and its EV.",
+        "Packet 10 sent twice, one retransmission in all, no path-failure event for its EV, "
+        "and the EV carries data again afterwards.",
+        lambda i: (_single(2 << 20, rules=(Rule("trim", seq=10),)),),
+        j_trim,
+        F({"trim"}),
+    ),
+    _c(
+        "LOS-04",
+        "loss recovery",
+        "a lost tail recovered within the bound",
+        "Losing the last packet (no later packet reveals the gap) is recovered by timeout.",
+        "8 hosts, 2 planes; one 256 KiB flow 0→5; the first transmission of the last packet "
+        "dropped.",
+        "Run; time from the last packet's first send to completion.",
+        "The flow completes within 2 ms of that send.",
+        lambda i: (_single(256 << 10, rules=(Rule("drop", seq=63),)),),
+        j_tail,
+    ),
+    _c(
+        "LOS-05",
+        "loss recovery",
+        "all paths dead: error after the retry budget",
+        "A connection with no way through must fail cleanly instead of hanging.",
+        "8 hosts, 2 planes; one 4 MB flow 0→5; every NIC port of host 0 fails at 20 us.",
+        "Run up to 30 ms.",
+        "The connection reports a give-up error within 20 ms of the failure and sends no "
+        "data after it.",
+        lambda i: (
+            Scenario(
+                flows=(FlowSpec(0, 5, 4 << 20),),
+                duration_ps=30_000 * US,
+                actions=(
+                    Action(20 * US, "fail", arg="port:0:0@0"),
+                    Action(20 * US, "fail", arg="port:0:1@0"),
+                ),
+            ),
+        ),
+        j_dead,
+        F({"retry_budget"}),
+    ),
+    _c(
+        "LOS-06",
+        "loss recovery",
+        "no spurious retransmission",
+        "On a clean, uncongested fabric nothing is resent.",
+        "8 hosts, 2 planes; one 1 MB flow 0→5.",
+        "Run to completion.",
+        "Zero retransmissions; the flow finished.",
+        lambda i: (_single(1 << 20),),
+        j_clean,
+        capture=True,
+    ),
+    _c(
+        "CC-01",
+        "congestion control",
+        "bytes in flight never exceed the window",
+        "A window-based sender keeps its unacknowledged bytes within its window.",
+        "8 hosts, 1 plane; 4-to-1 incast of 512 KiB flows; 4 MiB switch buffers (no loss).",
+        "Replay sends and ACKs at each sender against the windows it reports.",
+        "At every send, unacknowledged bytes (per path for per-path windows) ≤ the window.",
+        lambda i: (_incast(4, 512 << 10, config={"buffer_bytes": 4 << 20}),),
+        j_window,
+        F({"window"}),
+    ),
+    _c(
+        "CC-02",
+        "congestion control",
+        "partial ECN marking shifts load, total kept",
+        "ECN on some paths moves traffic to the others instead of slowing the connection.",
+        "8 hosts, 2 planes; one 8 MB flow 0→5; run twice: clean, and with every data packet "
+        "on an even EV ECN-marked.",
+        "Compare the share of packets on even EVs and the goodput of the two runs.",
+        "Even EVs carry ≤ 0.35 of packets; goodput ≥ 0.85 of the clean run's (half the EVs "
+        "left means less path diversity: 15% allowance).",
+        lambda i: (
+            _single(8 << 20),
+            _single(8 << 20, rules=(Rule("mark", ev_mod=(2, 0), first_only=False),)),
+        ),
+        j_ecn_shift,
+        F({"ecn_per_ev"}),
+    ),
+    _c(
+        "CC-03",
+        "congestion control",
+        "incast keeps queues bounded",
+        "N-to-1 incast must not fill switch buffers.",
+        "8 hosts, 1 plane; 6-to-1 incast of 1 MB flows and a 2 MB victim flow 0→6.",
+        "Run to completion; record the largest switch queue from 150 us on (about 10 base RTTs: "
+        "after the first windows' burst).",
+        "Largest queue ≤ 384 KiB (three quarters of a 512 KiB port buffer); all flows finish.",
+        lambda i: (_incast(6, 1 << 20, victim=True),),
+        j_incast_queue,
+        any_of=F({"ecn_cc", "receiver_credit"}),
+    ),
+    _c(
+        "CC-04",
+        "congestion control",
+        "incast fairness",
+        "Senders of an incast share the receiver fairly.",
+        "As CC-03.",
+        "Throughput of each incast flow = bytes / completion time.",
+        "Jain's index over the incast flows ≥ 0.9.",
+        lambda i: (_incast(6, 1 << 20, victim=True),),
+        j_jain,
+        any_of=F({"ecn_cc", "receiver_credit"}),
+    ),
+    _c(
+        "CC-05",
+        "congestion control",
+        "a victim flow keeps ≥ 90% of its rate",
+        "Congestion at one receiver must not spread to flows that do not cross it.",
+        "As CC-03: the victim leaves incast sender 0 for host 6.",
+        "Victim throughput against its max-min fair rate (line rate less sender 0's incast "
+        "share, R(1 - 1/6)).",
+        "Victim ≥ 0.9 of its fair rate.",
+        lambda i: (_incast(6, 1 << 20, victim=True),),
+        j_victim,
+        any_of=F({"ecn_cc", "receiver_credit"}),
+    ),
+    _c(
+        "RCV-01",
+        "receiver-driven",
+        "sent ≤ credit granted + speculative window",
+        "A receiver-driven sender never exceeds what it was granted.",
+        "8 hosts, 1 plane; 3-to-1 incast of 512 KiB flows.",
+        "Replay each sender's data sends against pulls received and its declared speculative "
+        "window (plus one speculative packet per declared timeout).",
+        "Bytes sent never exceed credit + speculative window.",
+        lambda i: (_incast(3, 512 << 10),),
+        j_credit,
+        F({"receiver_credit"}),
+    ),
+    _c(
+        "RCV-02",
+        "receiver-driven",
+        "senders converge to the receiver's rate in 2 RTTs",
+        "A receiver's rate hint (or pull rate) controls its senders promptly.",
+        "8 hosts, 1 plane; 2-to-1 incast of 2 MB flows; at 50 us the receiver's rate is set "
+        "to 40 Gb/s.",
+        "Measure the senders' data rate over 40 us starting 2 base RTTs after the hint.",
+        "Aggregate sending rate within 40 Gb/s ± 15%.",
+        lambda i: (_incast(2, 2 << 20, actions=(Action(50 * US, "rx-rate", 7, arg="40e9"),)),),
+        j_hint,
+        any_of=F({"receiver_credit", "rate_hint"}),
+    ),
+    _c(
+        "FAIL-01",
+        "failure handling",
+        "traffic leaves a failed path, connection survives",
+        "After a hard failure new packets stop using the dead path within a bound.",
+        "8 hosts, 1 plane; one 4 MB flow 0→5; a leaf-spine link of host 0's leaf fails at 30 us.",
+        "Follow the routes of data packets.",
+        "Packets crossed the link before; none later than 200 us after the failure; the flow "
+        "finishes.",
+        lambda i: (
+            Scenario(
+                flows=(FlowSpec(0, 5, 4 << 20),),
+                planes=1,
+                actions=(Action(30 * US, "fail", arg=f"link:{_uplink_of(8, 1, 8, 0)}@0"),),
+            ),
+        ),
+        j_leave_path,
+        F({"spray"}),
+    ),
+    _c(
+        "FAIL-02",
+        "failure handling",
+        "a failed path reused only after a probe succeeds",
+        "Recovery is probe-driven: no data on a path until it is shown to work.",
+        "8 hosts, 1 plane; one 8 MB flow 0→5; a leaf-spine link of host 0's leaf down from "
+        "30 to 150 us.",
+        "For every path-failure event, follow that path (EV or path index).",
+        "Its next data packet comes after a probe answer; at least one path was failed.",
+        lambda i: (
+            Scenario(
+                flows=(FlowSpec(0, 5, 8 << 20),),
+                planes=1,
+                actions=(Action(30 * US, "fail", arg=f"link:{_uplink_of(8, 1, 8, 0)}@0-120us"),),
+            ),
+        ),
+        j_probe,
+        F({"probe"}),
+    ),
+    _c(
+        "FAIL-03",
+        "failure handling",
+        "a plane failure settles near (P-1)/P",
+        "Losing one of P planes costs that plane's share, no more.",
+        "8 hosts, 4 planes; one 16 MB flow 0→5; plane 3 fails at 100 us.",
+        "Receiver goodput over 40-100 us against 250-330 us.",
+        "Ratio 0.75 ± 0.1; the flow finishes.",
+        lambda i: (
+            Scenario(
+                flows=(FlowSpec(0, 5, 16 << 20),),
+                planes=4,
+                actions=(Action(100 * US, "fail", arg="plane:3@0"),),
+            ),
+        ),
+        j_plane,
+        F({"multi_plane"}),
+    ),
+    _c(
+        "FAIL-04",
+        "failure handling",
+        "a gray failure lowers that path's share",
+        "A link at a fraction of its rate should carry less, without being declared dead.",
+        "8 hosts, 1 plane; one 4 MB flow 0→5; a leaf-spine link of host 0's leaf drops to 10% "
+        "of its rate at 30 us.",
+        "Share of data packets routed over that link before 30 us and after 130 us; the rate "
+        "at which the sender puts data onto it after 130 us.",
+        "The share falls, the sender puts no more onto the link than it can now carry "
+        "(at most 1.1 times 10 Gb/s), and the flow finishes.",
+        lambda i: (
+            Scenario(
+                flows=(FlowSpec(0, 5, 4 << 20),),
+                planes=1,
+                actions=(Action(30 * US, "fail", arg=f"link:{_uplink_of(8, 1, 8, 0)}@0*0.1"),),
+            ),
+        ),
+        j_gray,
+        any_of=F({"ecn_per_ev", "path_windows"}),
+    ),
+    _c(
+        "ISO-01",
+        "isolation",
+        "a wrong key writes nothing and raises an error",
+        "Packets that fail the security check must not touch memory.",
+        "8 hosts, 2 planes; one 1 MB flow 0→5; at 5 us a data packet for sequence 200 with a "
+        "wrong key is delivered to the receiver.",
+        "Run to completion; watch placement and error events.",
+        "A bad-key error is raised, nothing is placed from the forged packet, the flow's "
+        "bytes are exact.",
+        lambda i: (_single(1 << 20, actions=(Action(5 * US, "forge", 0, 200, "key"),)),),
+        _iso(1),
+        F({"keys"}),
+    ),
+    _c(
+        "ISO-02",
+        "isolation",
+        "a wrong job ID writes nothing and raises an error",
+        "Tenant isolation: another job's packet is refused.",
+        "As ISO-01 with a wrong job ID instead of a wrong key.",
+        "Run to completion; watch placement and error events.",
+        "A bad-job error is raised, nothing is placed from the forged packet, the flow's "
+        "bytes are exact.",
+        lambda i: (_single(1 << 20, actions=(Action(5 * US, "forge", 0, 200, "job"),)),),
+        _iso(2),
+        F({"keys"}),
+    ),
 )
 
 

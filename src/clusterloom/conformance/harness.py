@@ -19,18 +19,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from clusterloom.conformance.trace import Trace
 from clusterloom.errors import ClusterloomError, Problem
 from clusterloom.sim.packet.base import Connection, ConnSpec
 from clusterloom.sim.packet.engine import DATA, Packet, PacketConfig, PacketSim
-from clusterloom.conformance.trace import Trace
 from clusterloom.units import PS_PER_US
 
 __all__ = [
     "FEATURES",
     "Action",
     "ConformanceInputError",
-    "FlowSpec",
     "FlowOutcome",
+    "FlowSpec",
     "Implementation",
     "Outcome",
     "PacketImplementation",
@@ -42,9 +42,24 @@ __all__ = [
 #: Optional behaviours an implementation may claim (``features``).
 FEATURES = frozenset(
     {
-        "spray", "multi_plane", "sack", "path_sack", "selective_retransmit", "ecn_per_ev",
-        "ev_deny", "probe", "trim", "window", "path_windows", "ordered_completions", "keys",
-        "retry_budget", "out_of_order", "rate_hint", "receiver_credit", "ecn_cc",
+        "spray",
+        "multi_plane",
+        "sack",
+        "path_sack",
+        "selective_retransmit",
+        "ecn_per_ev",
+        "ev_deny",
+        "probe",
+        "trim",
+        "window",
+        "path_windows",
+        "ordered_completions",
+        "keys",
+        "retry_budget",
+        "out_of_order",
+        "rate_hint",
+        "receiver_credit",
+        "ecn_cc",
     }
 )
 
@@ -140,9 +155,14 @@ class Outcome:
 
 
 class Implementation(Protocol):
-    name: str
-    features: frozenset[str]
-    parameters: Mapping[str, float]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def features(self) -> frozenset[str]: ...
+
+    @property
+    def parameters(self) -> Mapping[str, float]: ...
 
     def run(self, scenario: Scenario) -> Outcome: ...
 
@@ -249,8 +269,12 @@ class PacketImplementation:
         cfg = replace(cfg, pfc=self.cls.wants_pfc, trimming=self.cls.wants_trimming)
         if self.cls.wants_buffer_bytes is not None:
             b = self.cls.wants_buffer_bytes
-            cfg = replace(cfg, buffer_bytes=b, ecn_kmin=min(cfg.ecn_kmin, b // 2),
-                          ecn_kmax=min(cfg.ecn_kmax, b))
+            cfg = replace(
+                cfg,
+                buffer_bytes=b,
+                ecn_kmin=min(cfg.ecn_kmin, b // 2),
+                ecn_kmax=min(cfg.ecn_kmax, b),
+            )
         cfg = replace(cfg, **dict(scenario.config))
         trace = Trace()
         sim = PacketSim(topo, cfg, seed=0, tracer=trace)
@@ -261,7 +285,7 @@ class PacketImplementation:
             conn = self.cls(sim, len(sim.conns), f.src, f.dst, f.nbytes, f.start_ps, spec)
             sim.add(conn)
             conns.append(conn)
-        keys = [k for c in conns for k in c.path_keys()]  # type: ignore[attr-defined]
+        keys = [k for c in conns for k in c.path_keys()]
         sim.prefetch([k[:4] for k in keys if not k[4]])
         sim.prefetch([k[:4] for k in keys if k[4]], static=True)
         if scenario.rules:
@@ -269,8 +293,10 @@ class PacketImplementation:
         for a in scenario.actions:
             self._schedule(sim, conns, a, trace, parse_failure, set_receiver_rate, topo)
         if scenario.queue_from_ps:
-            sim.at(scenario.queue_from_ps, lambda: sim.max_qbytes.__setitem__(
-                slice(None), [0] * len(sim.max_qbytes)))
+            sim.at(
+                scenario.queue_from_ps,
+                lambda: sim.max_qbytes.__setitem__(slice(None), [0] * len(sim.max_qbytes)),
+            )
         for c in conns:
             c.start()
 
@@ -293,16 +319,26 @@ class PacketImplementation:
         )
 
     @staticmethod
-    def _schedule(sim: PacketSim, conns: list[Connection], a: Action, trace: Trace,
-                  parse_failure: Any, set_rate: Any, topo: Any) -> None:
+    def _schedule(
+        sim: PacketSim,
+        conns: list[Connection],
+        a: Action,
+        trace: Trace,
+        parse_failure: Any,
+        set_rate: Any,
+        topo: Any,
+    ) -> None:
         if a.kind == "fail":
             sim.schedule_failure(parse_failure(_shift(a.arg, a.time_ps), topo))
         elif a.kind == "deny-ev":
             conn = conns[a.flow]
 
             def deny() -> None:
-                used = [r.ev for r in trace.records
-                        if r.where == "tx" and r.flow == a.flow and r.kind == DATA]
+                used = [
+                    r.ev
+                    for r in trace.records
+                    if r.where == "tx" and r.flow == a.flow and r.kind == DATA
+                ]
                 if used and hasattr(conn, "deny_ev"):
                     trace.event(sim.now, a.flow, "denied", 0, used[-1])
                     conn.deny_ev(used[-1])
@@ -314,8 +350,9 @@ class PacketImplementation:
             conn = conns[a.flow]
 
             def forge() -> None:
-                pkt = Packet(DATA, a.flow, conn.src, conn.dst, a.seq, conn.pay[a.seq],
-                             sim.cfg.header)
+                pkt = Packet(
+                    DATA, a.flow, conn.src, conn.dst, a.seq, conn.pay[a.seq], sim.cfg.header
+                )
                 pkt.key, pkt.job = conn.spec.key, conn.spec.job
                 if a.arg == "key":
                     pkt.key ^= 0xBAD

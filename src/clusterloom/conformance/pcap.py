@@ -32,9 +32,15 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from clusterloom.conformance.checks import Check, j_spray_balance
-from clusterloom.conformance.harness import ConformanceInputError, FlowOutcome, Outcome
+from clusterloom.conformance.harness import (
+    ConformanceInputError,
+    FlowOutcome,
+    Outcome,
+    Scenario,
+)
 from clusterloom.conformance.suite import CheckResult, Status
 from clusterloom.conformance.trace import Record, Trace
 from clusterloom.errors import Problem
@@ -69,8 +75,9 @@ def read_pcap(data: bytes, *, source: str = "<pcap>") -> Trace:
     elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
         end = ">"
     else:
-        raise ConformanceInputError([Problem(source, f"not a classic pcap file (magic "
-                                                     f"{magic.hex()}; pcapng is not read)")])
+        raise ConformanceInputError(
+            [Problem(source, f"not a classic pcap file (magic {magic.hex()}; pcapng is not read)")]
+        )
     nano = magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
     linktype = struct.unpack(end + "I", data[20:24])[0]
     if linktype != 1:
@@ -82,11 +89,11 @@ def read_pcap(data: bytes, *, source: str = "<pcap>") -> Trace:
         n += 1
         if off + 16 > len(data):
             raise _fail(n, "truncated record header")
-        sec, frac, incl, _orig = struct.unpack(end + "IIII", data[off:off + 16])
+        sec, frac, incl, _orig = struct.unpack(end + "IIII", data[off : off + 16])
         off += 16
         if off + incl > len(data):
             raise _fail(n, f"record says {incl} bytes, {len(data) - off} left in the file")
-        frame = data[off:off + incl]
+        frame = data[off : off + incl]
         off += incl
         t = sec * 10**12 + frac * (1000 if nano else 1_000_000)
         t0 = t if t0 is None else t0
@@ -94,8 +101,9 @@ def read_pcap(data: bytes, *, source: str = "<pcap>") -> Trace:
     return trace
 
 
-def _frame(frame: bytes, t: int, n: int, trace: Trace, pairs: dict[tuple[bytes, bytes], _Pair]
-           ) -> None:
+def _frame(
+    frame: bytes, t: int, n: int, trace: Trace, pairs: dict[tuple[bytes, bytes], _Pair]
+) -> None:
     if len(frame) < 14:
         raise _fail(n, "shorter than an Ethernet header")
     etype = struct.unpack("!H", frame[12:14])[0]
@@ -111,14 +119,14 @@ def _frame(frame: bytes, t: int, n: int, trace: Trace, pairs: dict[tuple[bytes, 
         ihl = (frame[p] & 0x0F) * 4
         ecn = frame[p + 1] & 3
         proto = frame[p + 9]
-        src, dst = frame[p + 12:p + 16], frame[p + 16:p + 20]
+        src, dst = frame[p + 12 : p + 16], frame[p + 16 : p + 20]
         p += ihl
     elif etype == 0x86DD:
         if len(frame) < p + 40:
             raise _fail(n, "truncated IPv6 header")
-        ecn = (struct.unpack("!I", frame[p:p + 4])[0] >> 20) & 3
+        ecn = (struct.unpack("!I", frame[p : p + 4])[0] >> 20) & 3
         proto = frame[p + 6]
-        src, dst = frame[p + 8:p + 24], frame[p + 24:p + 40]
+        src, dst = frame[p + 8 : p + 24], frame[p + 24 : p + 40]
         p += 40
     else:
         return  # not IP: ignored
@@ -126,44 +134,76 @@ def _frame(frame: bytes, t: int, n: int, trace: Trace, pairs: dict[tuple[bytes, 
         return
     if len(frame) < p + 8:
         raise _fail(n, "truncated UDP header")
-    sport, dport, _ulen, _ = struct.unpack("!HHHH", frame[p:p + 8])
+    sport, dport, _ulen, _ = struct.unpack("!HHHH", frame[p : p + 8])
     if dport != ROCE_PORT:
         return
     p += 8
     if len(frame) < p + 12:
         raise _fail(n, "truncated BTH (RoCEv2 needs 12 bytes after UDP)")
     opcode = frame[p]
-    pkey = struct.unpack("!H", frame[p + 2:p + 4])[0]
-    psn = struct.unpack("!I", frame[p + 8:p + 12])[0] & 0xFFFFFF
-    body = frame[p + 12:]
+    pkey = struct.unpack("!H", frame[p + 2 : p + 4])[0]
+    psn = struct.unpack("!I", frame[p + 8 : p + 12])[0] & 0xFFFFFF
+    body = frame[p + 12 :]
     if opcode in _DATA_OPS:
         pair = pairs.setdefault((src, dst), _Pair(len(pairs), psn))
         seq = (psn - pair.base) & 0xFFFFFF
-        common = dict(flow=pair.flow, seq=seq, ev=sport, port=0, path=-1, pseq=-1,
-                      payload=max(len(body) - 4, 0), ecn=ecn == 3, trimmed=False, cum=0,
-                      sack=0, echo=-1, hint=0, key=pkey, job=0, msg=-1, route=())
-        trace.records.append(Record(t=t, where="tx", host=0, kind=DATA, **common))  # type: ignore[arg-type]
-        trace.records.append(Record(t=t, where="rx", host=1, kind=DATA, **common))  # type: ignore[arg-type]
+        common = dict(
+            flow=pair.flow,
+            seq=seq,
+            ev=sport,
+            port=0,
+            path=-1,
+            pseq=-1,
+            payload=max(len(body) - 4, 0),
+            ecn=ecn == 3,
+            trimmed=False,
+            cum=0,
+            sack=0,
+            echo=-1,
+            hint=0,
+            key=pkey,
+            job=0,
+            msg=-1,
+            route=(),
+        )
+        trace.records.append(Record(t=t, where="tx", host=0, kind=DATA, **common))
+        trace.records.append(Record(t=t, where="rx", host=1, kind=DATA, **common))
     elif opcode == _ACK_OP:
         if len(body) < 4:
             raise _fail(n, "ACK without its 4-byte AETH")
-        pair = pairs.get((dst, src))
-        if pair is None:
+        known = pairs.get((dst, src))
+        if known is None:
             return  # an ACK of a connection whose data the capture missed
         syndrome = body[0]
-        seq = (psn - pair.base) & 0xFFFFFF
+        seq = (psn - known.base) & 0xFFFFFF
         kind = NACK if syndrome >> 5 == 0b011 else ACK
         cum, sack = seq + 1, 0
         if kind == NACK:
             cum = seq
         if len(body) >= 16:
-            cum = (struct.unpack("!I", body[4:8])[0] - pair.base) & 0xFFFFFF
+            cum = (struct.unpack("!I", body[4:8])[0] - known.base) & 0xFFFFFF
             sack = struct.unpack("!Q", body[8:16])[0]
-        common = dict(flow=pair.flow, seq=seq, ev=sport, port=0, path=-1, pseq=-1, payload=0,
-                      ecn=ecn == 3, trimmed=False, cum=cum, sack=sack, echo=-1, hint=0,
-                      key=pkey, job=0, msg=-1, route=())
-        trace.records.append(Record(t=t, where="tx", host=1, kind=kind, **common))  # type: ignore[arg-type]
-        trace.records.append(Record(t=t, where="rx", host=0, kind=kind, **common))  # type: ignore[arg-type]
+        common = dict(
+            flow=known.flow,
+            seq=seq,
+            ev=sport,
+            port=0,
+            path=-1,
+            pseq=-1,
+            payload=0,
+            ecn=ecn == 3,
+            trimmed=False,
+            cum=cum,
+            sack=sack,
+            echo=-1,
+            hint=0,
+            key=pkey,
+            job=0,
+            msg=-1,
+            route=(),
+        )
+        trace.records.append(Record(t=t, where="tx", host=1, kind=kind, **common))
+        trace.records.append(Record(t=t, where="rx", host=0, kind=kind, **common))
 
 
 def write_pcap(trace: Trace, path: Path | str, *, flow: int = 0, at: str = "sender") -> Path:
@@ -175,8 +215,15 @@ def write_pcap(trace: Trace, path: Path | str, *, flow: int = 0, at: str = "send
 
     out = [struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1)]
     data_at, ack_at = ("tx", "rx") if at == "sender" else ("rx", "tx")
-    mine = [r for r in trace.records if r.flow == flow and not r.trimmed and (
-        (r.where == data_at and r.kind == DATA) or (r.where == ack_at and r.kind in (ACK, NACK)))]
+    mine = [
+        r
+        for r in trace.records
+        if r.flow == flow
+        and not r.trimmed
+        and (
+            (r.where == data_at and r.kind == DATA) or (r.where == ack_at and r.kind in (ACK, NACK))
+        )
+    ]
     for r in mine:
         data = r.kind == DATA
         a, b = (2 * flow, 2 * flow + 1) if data else (2 * flow + 1, 2 * flow)
@@ -195,9 +242,19 @@ def write_pcap(trace: Trace, path: Path | str, *, flow: int = 0, at: str = "send
             payload_len = 0
         udp = struct.pack("!HHHH", sport, ROCE_PORT, 8 + len(body), 0) + body
         total = 20 + len(udp)
-        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 3 if r.ecn else 2, total, 0, 0, 64, 17, 0,
-                         bytes([10, 0, a >> 8 & 255, a & 255]),
-                         bytes([10, 0, b >> 8 & 255, b & 255]))
+        ip = struct.pack(
+            "!BBHHHBBH4s4s",
+            0x45,
+            3 if r.ecn else 2,
+            total,
+            0,
+            0,
+            64,
+            17,
+            0,
+            bytes([10, 0, a >> 8 & 255, a & 255]),
+            bytes([10, 0, b >> 8 & 255, b & 255]),
+        )
         eth = b"\x02\0\0\0\0\x01" + b"\x02\0\0\0\0\x02" + b"\x08\x00"
         frame = eth + ip + udp
         sec, ns = divmod(r.t // 1000, 10**9)
@@ -214,11 +271,16 @@ def _judge_capture(check_id: str, trace: Trace) -> tuple[bool, str]:
     if check_id == "SPR-01":
 
         class _Any:
-            parameters: dict[str, float] = {}
+            """A capture's implementation: nothing is known about it."""
+
+            parameters: ClassVar[dict[str, float]] = {}
             features = frozenset[str]()
             name = "capture"
 
-        v = j_spray_balance([outcome], _Any())  # type: ignore[arg-type]
+            def run(self, scenario: Scenario) -> Outcome:
+                raise NotImplementedError("a capture is not run")
+
+        v = j_spray_balance([outcome], _Any())
         return v.passed, v.detail
     if check_id == "ORD-01":
         bad = 0
@@ -266,6 +328,7 @@ def check_capture(path: Path | str, checks: Sequence[Check] = ()) -> list[CheckR
     out = []
     for c in by_id(wanted):
         ok, detail = _judge_capture(c.id, trace)
-        out.append(CheckResult(c.id, c.group, c.title, p.name,
-                               Status.PASS if ok else Status.FAIL, detail))
+        out.append(
+            CheckResult(c.id, c.group, c.title, p.name, Status.PASS if ok else Status.FAIL, detail)
+        )
     return out

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,8 +41,22 @@ from clusterloom.sim.packet.engine import DATA, KIND_NAMES, Packet, PacketSim
 
 __all__ = ["Script", "parse_script", "run_script", "run_script_file"]
 
-FIELDS = ("seq", "cum", "sack", "ev", "echo", "path", "pseq", "port", "ecn", "trimmed", "key",
-          "job", "payload", "hint")
+FIELDS = (
+    "seq",
+    "cum",
+    "sack",
+    "ev",
+    "echo",
+    "path",
+    "pseq",
+    "port",
+    "ecn",
+    "trimmed",
+    "key",
+    "job",
+    "payload",
+    "hint",
+)
 _TIME = re.compile(r"^(\+)?(\d+(?:\.\d+)?)(ps|ns|us|ms)$")
 _SCALE = {"ps": 1, "ns": 1_000, "us": 1_000_000, "ms": 1_000_000_000}
 
@@ -99,8 +114,9 @@ def parse_script(text: str, *, source: str = "<script>") -> Script:
             script.title = " ".join(words[2:]) or words[1]
         elif head == "transport":
             if len(words) < 2 or words[1] not in TRANSPORTS:
-                problems.append(Problem(where, f"transport must be one of "
-                                               f"{', '.join(sorted(TRANSPORTS))}"))
+                problems.append(
+                    Problem(where, f"transport must be one of {', '.join(sorted(TRANSPORTS))}")
+                )
                 continue
             script.transport = words[1]
             for w in words[2:]:
@@ -137,9 +153,14 @@ def parse_script(text: str, *, source: str = "<script>") -> Script:
         else:
             m = _TIME.match(head)
             if not m:
-                problems.append(Problem(where, f"'{head}' is not a time (10us, +2us) or a "
-                                               "directive (check, transport, flow, side, "
-                                               "tolerance)"))
+                problems.append(
+                    Problem(
+                        where,
+                        f"'{head}' is not a time (10us, +2us) or a "
+                        "directive (check, transport, flow, side, "
+                        "tolerance)",
+                    )
+                )
                 continue
             t = round(float(m.group(2)) * _SCALE[m.group(3)])
             t = last + t if m.group(1) else t
@@ -147,19 +168,28 @@ def parse_script(text: str, *, source: str = "<script>") -> Script:
                 problems.append(Problem(where, "time goes backwards"))
             last = max(last, t)
             if len(words) < 3 or words[1] not in ("<", ">"):
-                problems.append(Problem(where, "expected TIME < KIND FIELD=VALUE... or "
-                                               "TIME > KIND FIELD=VALUE..."))
+                problems.append(
+                    Problem(
+                        where, "expected TIME < KIND FIELD=VALUE... or TIME > KIND FIELD=VALUE..."
+                    )
+                )
                 continue
             if words[2] not in KIND_NAMES:
-                problems.append(Problem(where, f"unknown packet kind '{words[2]}'; kinds: "
-                                               f"{', '.join(KIND_NAMES)}"))
+                problems.append(
+                    Problem(
+                        where, f"unknown packet kind '{words[2]}'; kinds: {', '.join(KIND_NAMES)}"
+                    )
+                )
                 continue
             fields: dict[str, int | str] = {}
             for w in words[3:]:
                 k, eq, v = w.partition("=")
                 if k not in FIELDS or not eq:
-                    problems.append(Problem(where, f"'{w}' is not FIELD=VALUE with a field of "
-                                                   f"{', '.join(FIELDS)}"))
+                    problems.append(
+                        Problem(
+                            where, f"'{w}' is not FIELD=VALUE with a field of {', '.join(FIELDS)}"
+                        )
+                    )
                     continue
                 if v == "*":
                     if words[1] == "<":
@@ -199,8 +229,10 @@ class _Capture(PacketSim):
 
 
 def _describe(pkt: Packet) -> str:
-    return (f"{KIND_NAMES[pkt.kind]} seq={pkt.seq} cum={pkt.cum} sack={pkt.sack:#b} "
-            f"ev={pkt.ev} echo={pkt.echo}")
+    return (
+        f"{KIND_NAMES[pkt.kind]} seq={pkt.seq} cum={pkt.cum} sack={pkt.sack:#b} "
+        f"ev={pkt.ev} echo={pkt.echo}"
+    )
 
 
 def run_script(script: Script) -> CheckResult:
@@ -209,14 +241,27 @@ def run_script(script: Script) -> CheckResult:
     from clusterloom.sim.packet.transports import transport_class
 
     def result(ok: bool, detail: str) -> CheckResult:
-        return CheckResult(script.name, "scripted", script.title, script.transport,
-                           Status.PASS if ok else Status.FAIL, detail)
+        return CheckResult(
+            script.name,
+            "scripted",
+            script.title,
+            script.transport,
+            Status.PASS if ok else Status.FAIL,
+            detail,
+        )
 
     cls = transport_class(script.transport)
     sim = _Capture(small_fabric(2, radix=4))
     try:
-        conn: Connection = cls(sim, 0, 0, 1, script.nbytes, 0,
-                               ConnSpec(messages=script.messages, options=script.options))
+        conn: Connection = cls(
+            sim,
+            0,
+            0,
+            1,
+            script.nbytes,
+            0,
+            ConnSpec(messages=script.messages, options=script.options),
+        )
         sim.add(conn)
     except Exception as exc:
         raise ConformanceInputError([Problem(script.title, str(exc))]) from exc
@@ -234,8 +279,11 @@ def run_script(script: Script) -> CheckResult:
     def inject(line: Line) -> None:
         to_receiver = line.kind == DATA or KIND_NAMES[line.kind] == "probe"
         src, dst = (conn.src, conn.dst) if to_receiver else (conn.dst, conn.src)
-        payload = conn.pay[int(line.fields.get("seq", 0)) % max(conn.n, 1)] if (
-            line.kind == DATA and conn.n) else 0
+        payload = (
+            conn.pay[int(line.fields.get("seq", 0)) % max(conn.n, 1)]
+            if (line.kind == DATA and conn.n)
+            else 0
+        )
         pkt = Packet(line.kind, 0, src, dst, 0, payload, sim.cfg.header)
         pkt.key, pkt.job = conn.spec.key, conn.spec.job
         for k, v in line.fields.items():
@@ -244,9 +292,12 @@ def run_script(script: Script) -> CheckResult:
             pkt.size = sim.cfg.header + pkt.payload
         conn.on_packet(pkt, sim.now)
 
+    def injector(line: Line) -> Callable[[], None]:
+        return lambda: inject(line)
+
     for line in script.lines:
         if line.direction == "<":
-            sim.at(line.time_ps, lambda ln=line: inject(ln))
+            sim.at(line.time_ps, injector(line))
     if script.side == "sender":
         conn.start()
     end = max(ln.time_ps for ln in script.lines) + script.tolerance_ps
@@ -275,13 +326,19 @@ def run_script(script: Script) -> CheckResult:
             if int(got) != value(v, line):
                 return result(False, f"{want}: {f}={int(got)} in {_describe(pkt)}")
         if abs(t - line.time_ps) > script.tolerance_ps:
-            return result(False, f"{want}: sent at {t / 1e6:g} us, expected at "
-                                 f"{line.time_ps / 1e6:g} us ± {script.tolerance_ps / 1e6:g}")
+            return result(
+                False,
+                f"{want}: sent at {t / 1e6:g} us, expected at "
+                f"{line.time_ps / 1e6:g} us ± {script.tolerance_ps / 1e6:g}",
+            )
     if k < len(sent):
         t, pkt = sent[k]
         return result(False, f"unexpected {_describe(pkt)} at {t / 1e6:g} us")
-    return result(True, f"{sum(ln.direction == '>' for ln in script.lines)} expected packets "
-                        "matched, nothing else sent")
+    return result(
+        True,
+        f"{sum(ln.direction == '>' for ln in script.lines)} expected packets "
+        "matched, nothing else sent",
+    )
 
 
 def run_script_file(path: Path | str) -> list[CheckResult]:

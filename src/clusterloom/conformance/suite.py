@@ -48,8 +48,11 @@ def run_check(check: Check, impl: Implementation) -> CheckResult:
         outcomes = [impl.run(s) for s in check.scenarios(impl)]
     except Exception as exc:  # the implementation under test crashed: a failed check
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        return result(Status.FAIL, f"implementation crashed: {type(exc).__name__}: {exc} "
-                                   f"({Path(where.filename).name}:{where.lineno})")
+        return result(
+            Status.FAIL,
+            f"implementation crashed: {type(exc).__name__}: {exc} "
+            f"({Path(where.filename).name}:{where.lineno})",
+        )
     try:
         verdict = check.judge(outcomes, impl)
     except Exception as exc:  # an outcome the observable cannot be read from
@@ -57,9 +60,7 @@ def run_check(check: Check, impl: Implementation) -> CheckResult:
     return result(Status.PASS if verdict.passed else Status.FAIL, verdict.detail)
 
 
-def run_suite(
-    impl: Implementation, checks: Sequence[Check] = CHECKS
-) -> list[CheckResult]:
+def run_suite(impl: Implementation, checks: Sequence[Check] = CHECKS) -> list[CheckResult]:
     """Every check against ``impl`` (refused first if it lacks a required method)."""
     check_implementation(impl)
     return [run_check(c, impl) for c in checks]
@@ -71,13 +72,18 @@ def junit_xml(results: Sequence[CheckResult]) -> str:
     for impl in dict.fromkeys(r.implementation for r in results):
         rows = [r for r in results if r.implementation == impl]
         suite = ET.SubElement(
-            root, "testsuite", name=impl, tests=str(len(rows)),
+            root,
+            "testsuite",
+            name=impl,
+            tests=str(len(rows)),
             failures=str(sum(r.status is Status.FAIL for r in rows)),
-            skipped=str(sum(r.status is Status.NA for r in rows)), errors="0",
+            skipped=str(sum(r.status is Status.NA for r in rows)),
+            errors="0",
         )
         for r in rows:
-            case = ET.SubElement(suite, "testcase", classname=f"{impl}.{r.group}",
-                                 name=f"{r.check} {r.title}")
+            case = ET.SubElement(
+                suite, "testcase", classname=f"{impl}.{r.group}", name=f"{r.check} {r.title}"
+            )
             if r.status is Status.FAIL:
                 ET.SubElement(case, "failure", message=r.detail).text = r.detail
             elif r.status is Status.NA:

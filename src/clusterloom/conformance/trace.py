@@ -63,9 +63,27 @@ class Trace:
     def packet(self, now: int, where: str, host: int, pkt: Packet) -> None:
         self.records.append(
             Record(
-                now, where, host, pkt.flow, pkt.kind, pkt.seq, pkt.ev, pkt.port, pkt.path,
-                pkt.pseq, pkt.payload, pkt.ecn, pkt.trimmed, pkt.cum, pkt.sack, pkt.echo,
-                pkt.hint, pkt.key, pkt.job, pkt.msg, (),
+                now,
+                where,
+                host,
+                pkt.flow,
+                pkt.kind,
+                pkt.seq,
+                pkt.ev,
+                pkt.port,
+                pkt.path,
+                pkt.pseq,
+                pkt.payload,
+                pkt.ecn,
+                pkt.trimmed,
+                pkt.cum,
+                pkt.sack,
+                pkt.echo,
+                pkt.hint,
+                pkt.key,
+                pkt.job,
+                pkt.msg,
+                (),
             )
         )
 

@@ -67,16 +67,14 @@ def test_bytes_conserved_and_queues_within_buffers(fabric8, name: str) -> None: 
 
 def test_drop_tail_never_exceeds_buffer(fabric8) -> None:  # type: ignore[no-untyped-def]
     cfg = PacketConfig(buffer_bytes=64 * 1024, ecn=False)
-    r = run_packets(fabric8, incast(6, 256 * 1024, receiver=7, n_hosts=8), "mrc-spray",
-                    config=cfg)
+    r = run_packets(fabric8, incast(6, 256 * 1024, receiver=7, n_hosts=8), "mrc-spray", config=cfg)
     assert r.drops > 0 and r.max_queue_bytes <= 64 * 1024
     assert r.finished == 6
 
 
 def test_trimming_keeps_data_and_trims_overflow(fabric8) -> None:  # type: ignore[no-untyped-def]
     cfg = PacketConfig(buffer_bytes=16 * 1024, trimming=True)
-    r = run_packets(fabric8, incast(6, 256 * 1024, receiver=7, n_hosts=8), "mrc-spray",
-                    config=cfg)
+    r = run_packets(fabric8, incast(6, 256 * 1024, receiver=7, n_hosts=8), "mrc-spray", config=cfg)
     assert r.trims > 0 and r.drops == 0 and r.finished == 6
 
 
@@ -95,8 +93,7 @@ def test_deterministic_byte_for_byte(fabric8) -> None:  # type: ignore[no-untype
 
 def test_failed_link_is_avoided_by_a_sprayer(fabric8) -> None:  # type: ignore[no-untyped-def]
     f = parse_failure("switch:8@20us", fabric8)  # a spine of plane 0 fails mid-run
-    r = run_packets(fabric8, Traffic.from_arrays([0], [5], [2 << 20], n_hosts=8), "mrc-spray",
-                    (f,))
+    r = run_packets(fabric8, Traffic.from_arrays([0], [5], [2 << 20], n_hosts=8), "mrc-spray", (f,))
     assert r.finished == 1 and r.drops > 0 and r.retransmissions[0] > 0
 
 
@@ -109,8 +106,7 @@ def test_gray_failure_slows_a_single_path_flow(pair) -> None:  # type: ignore[no
 
 def test_pfc_pauses_instead_of_dropping(fabric8) -> None:  # type: ignore[no-untyped-def]
     cfg = PacketConfig(pfc=True, buffer_bytes=64 * 1024, pfc_xoff=32 * 1024, pfc_xon=16 * 1024)
-    r = run_packets(fabric8, incast(6, 256 * 1024, receiver=7, n_hosts=8), "roce-ecmp",
-                    config=cfg)
+    r = run_packets(fabric8, incast(6, 256 * 1024, receiver=7, n_hosts=8), "roce-ecmp", config=cfg)
     assert r.pauses > 0 and r.drops == 0 and r.finished == 6
 
 

@@ -56,7 +56,13 @@ class Transport(Protocol):
     wants_buffer_bytes: ClassVar[int | None]
 
     def __call__(
-        self, sim: PacketSim, flow: int, src: int, dst: int, nbytes: int, start_ps: int,
+        self,
+        sim: PacketSim,
+        flow: int,
+        src: int,
+        dst: int,
+        nbytes: int,
+        start_ps: int,
         spec: ConnSpec,
     ) -> Connection: ...
 
@@ -76,7 +82,13 @@ class Connection:
     defaults: ClassVar[dict[str, float]] = {}
 
     def __init__(
-        self, sim: PacketSim, flow: int, src: int, dst: int, nbytes: int, start_ps: int,
+        self,
+        sim: PacketSim,
+        flow: int,
+        src: int,
+        dst: int,
+        nbytes: int,
+        start_ps: int,
         spec: ConnSpec,
     ) -> None:
         self.sim = sim
@@ -136,6 +148,11 @@ class Connection:
             self.receiver_packet(pkt, now)
         else:
             self.sender_packet(pkt, now)
+
+    def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
+        """(src, dst, port, ev, source_route) of every path the connection will use, so that
+        the engine computes them in one vectorized call before the run (others on demand)."""
+        return []
 
     def on_timer(self, token: int, now: int) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -46,13 +46,18 @@ class Comparison:
 
 
 def expected_packet_fct(
-    flow_fct_ps: NDArray[np.int64], hops: int, config: PacketConfig, *, rate_bps: float,
+    flow_fct_ps: NDArray[np.int64],
+    hops: int,
+    config: PacketConfig,
+    *,
+    rate_bps: float,
     latency_ps: int,
 ) -> NDArray[np.float64]:
     """The fluid FCT with headers, the path latency and one serialization per extra hop."""
     stretch = (config.mtu + config.header) / config.mtu
     ser = (config.mtu + config.header) * 8 * 1e12 / rate_bps
-    return flow_fct_ps * stretch + hops * latency_ps + (hops - 1) * ser
+    out = flow_fct_ps * stretch + hops * latency_ps + (hops - 1) * ser
+    return np.asarray(out, dtype=np.float64)
 
 
 def compare(topology: Topology, traffic: Traffic, name: str, *, seed: int = 0) -> Comparison:

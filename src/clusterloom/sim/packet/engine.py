@@ -123,6 +123,7 @@ class Packet:
 
     __slots__ = (
         "cum",
+        "dst",
         "echo",
         "ecn",
         "ev",
@@ -145,7 +146,6 @@ class Packet:
         "seq",
         "size",
         "src",
-        "dst",
         "trimmed",
     )
 
@@ -342,7 +342,9 @@ class PacketSim:
         todo = list(dict.fromkeys(k for k in keys if k not in table))
         self._compute(todo, static)
 
-    def path(self, src: int, dst: int, port: int, ev: int, static: bool = False) -> tuple[int, ...] | None:
+    def path(
+        self, src: int, dst: int, port: int, ev: int, static: bool = False
+    ) -> tuple[int, ...] | None:
         """Directed links from ``src`` to ``dst`` through host port ``port`` for entropy ``ev``:
         the ECMP path under the current routing view, or (``static``) the source route fixed on
         the healthy fabric. None: no live path."""
@@ -409,12 +411,15 @@ class PacketSim:
                         self.tracer.event(self.now, pkt.flow, "drop", pkt.seq, dl)
                     self._release(pkt)
                     return
-                if cfg.ecn and qb > cfg.ecn_kmin and not pkt.ecn:
-                    if qb >= cfg.ecn_kmax or self.rng.random() * (
-                        cfg.ecn_kmax - cfg.ecn_kmin
-                    ) < qb - cfg.ecn_kmin:
-                        pkt.ecn = True
-                        self.stats.marks += 1
+                span = cfg.ecn_kmax - cfg.ecn_kmin
+                if (
+                    cfg.ecn
+                    and qb > cfg.ecn_kmin
+                    and not pkt.ecn
+                    and (qb >= cfg.ecn_kmax or self.rng.random() * span < qb - cfg.ecn_kmin)
+                ):
+                    pkt.ecn = True
+                    self.stats.marks += 1
             self.q[dl].append(pkt)
             qb += size
             self.qbytes[dl] = qb
@@ -547,8 +552,13 @@ class PacketSim:
                 self.alive[dl] = True
                 self.rate[dl] = max(1, round(self.base_rate[dl] * fraction))
         if self.tracer is not None:
-            self.tracer.event(self.now, -1, "link-down" if fraction == 0 else "link-rate",
-                              directed[0] // 2, round(fraction * 1000))
+            self.tracer.event(
+                self.now,
+                -1,
+                "link-down" if fraction == 0 else "link-rate",
+                directed[0] // 2,
+                round(fraction * 1000),
+            )
         if hard:
             self.at(self.now + self.cfg.reroute_ps, self._reroute)
 
@@ -578,7 +588,7 @@ class PacketSim:
         pending, free_at, epoch = self.pending, self.free_at, self.epoch
         dl_to, n_hosts = self.dl_to, self.n_hosts
         q, hq, qbytes, hbytes, max_q = self.q, self.hq, self.qbytes, self.hbytes, self.max_qbytes
-        limit_b, switch_port, alive, paused = self.limit, self.switch_port, self.alive, self.paused
+        limit_b, alive, paused = self.limit, self.alive, self.paused
         rate, prop = self.rate, self.prop
         ingress_bytes = self.ingress_bytes
         cfg = self.cfg
@@ -649,10 +659,14 @@ class PacketSim:
                         else:
                             stats.drops += 1
                         continue
-                    if ecn and qb > kmin and (qb >= kmax or rnd() * span < qb - kmin):
-                        if not pkt.ecn:
-                            pkt.ecn = True
-                            stats.marks += 1
+                    if (
+                        ecn
+                        and qb > kmin
+                        and not pkt.ecn
+                        and (qb >= kmax or rnd() * span < qb - kmin)
+                    ):
+                        pkt.ecn = True
+                        stats.marks += 1
                     q[dl].append(pkt)
                     qb += size
                     qbytes[dl] = qb
@@ -693,8 +707,10 @@ class PacketSim:
                 release(pkt)
             end = time + pkt.size * ps8 // rate[dl]
             free_at[dl] = end
-            push(heap, (end + prop[dl], next(counter), _ARRIVE, pkt,
-                        (dl << 20) | (epoch[dl] & 0xFFFFF)))
+            push(
+                heap,
+                (end + prop[dl], next(counter), _ARRIVE, pkt, (dl << 20) | (epoch[dl] & 0xFFFFF)),
+            )
             if hqd or q[dl]:
                 pending[dl] = True
                 push(heap, (end, next(counter), _TXDONE, dl, None))
@@ -705,8 +721,9 @@ class PacketSim:
 
     def max_queue_bytes(self) -> int:
         """The largest data backlog any switch port held."""
-        return max((b for b, s in zip(self.max_qbytes, self.switch_port, strict=True) if s),
-                   default=0)
+        return max(
+            (b for b, s in zip(self.max_qbytes, self.switch_port, strict=True) if s), default=0
+        )
 
 
 def us(value: float) -> int:

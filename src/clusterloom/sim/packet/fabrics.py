@@ -50,8 +50,12 @@ def small_fabric(
         },
         "catalog": {
             "switches": {
-                "sw": {"vendor": "test", "ports": radix, "port_speed_gbps": speed_gbps,
-                       "power_w": 100}
+                "sw": {
+                    "vendor": "test",
+                    "ports": radix,
+                    "port_speed_gbps": speed_gbps,
+                    "power_w": 100,
+                }
             }
         },
     }

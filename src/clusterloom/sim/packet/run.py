@@ -66,9 +66,12 @@ def config_for(name: str, base: PacketConfig | None = None) -> PacketConfig:
     cfg = base or PacketConfig()
     cfg = replace(cfg, pfc=cls.wants_pfc, trimming=cls.wants_trimming)
     if cls.wants_buffer_bytes is not None:
-        cfg = replace(cfg, buffer_bytes=cls.wants_buffer_bytes,
-                      ecn_kmin=min(cfg.ecn_kmin, cls.wants_buffer_bytes // 2),
-                      ecn_kmax=min(cfg.ecn_kmax, cls.wants_buffer_bytes))
+        cfg = replace(
+            cfg,
+            buffer_bytes=cls.wants_buffer_bytes,
+            ecn_kmin=min(cfg.ecn_kmin, cls.wants_buffer_bytes // 2),
+            ecn_kmax=min(cfg.ecn_kmax, cls.wants_buffer_bytes),
+        )
     return cfg
 
 
@@ -96,7 +99,7 @@ def build(
         conn = cls(sim, flow, src[i], dst[i], size[i], start[i], spec)
         sim.add(conn)
         conns.append(conn)
-    keys = [k for c in conns for k in c.path_keys()]  # type: ignore[attr-defined]
+    keys = [k for c in conns for k in c.path_keys()]
     sim.prefetch([k[:4] for k in keys if not k[4]])
     sim.prefetch([k[:4] for k in keys if k[4]], static=True)
     return conns
@@ -109,7 +112,7 @@ def start_with_deps(sim: PacketSim, traffic: Traffic, conns: list[Connection]) -
     waiting = [ptr[i + 1] - ptr[i] for i in range(len(conns))]
     children: list[list[int]] = [[] for _ in conns]
     for i in range(len(conns)):
-        for j in idx[ptr[i]:ptr[i + 1]]:
+        for j in idx[ptr[i] : ptr[i + 1]]:
             children[j].append(i)
     order = {id(c): i for i, c in enumerate(conns)}
 

@@ -108,8 +108,16 @@ class RoceEcmp(Connection):
         "ack_every": 4,
     }
 
-    def __init__(self, sim: PacketSim, flow: int, src: int, dst: int, nbytes: int,
-                 start_ps: int, spec: ConnSpec) -> None:
+    def __init__(
+        self,
+        sim: PacketSim,
+        flow: int,
+        src: int,
+        dst: int,
+        nbytes: int,
+        start_ps: int,
+        spec: ConnSpec,
+    ) -> None:
         super().__init__(sim, flow, src, dst, nbytes, start_ps, spec)
         from clusterloom.sim.flow.transports import _connection_hash
 
@@ -133,8 +141,10 @@ class RoceEcmp(Connection):
         self.rto = round(self.opt["rto_us"] * PS_PER_US)
 
     def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
-        return [(self.src, self.dst, self.port, self.ev, False),
-                (self.dst, self.src, self.port, self.ev ^ 1, False)]
+        return [
+            (self.src, self.dst, self.port, self.ev, False),
+            (self.dst, self.src, self.port, self.ev ^ 1, False),
+        ]
 
     def start(self) -> None:
         self.sim.timer(self.start_ps, self.flow, _PACE)
@@ -292,9 +302,20 @@ class MrcSpray(_Sprayer):
     name: ClassVar[str] = "mrc-spray"
     features: ClassVar[frozenset[str]] = frozenset(
         {
-            "spray", "multi_plane", "sack", "selective_retransmit", "ecn_per_ev", "ev_deny",
-            "probe", "trim", "window", "ordered_completions", "keys", "retry_budget",
-            "out_of_order", "ecn_cc",
+            "spray",
+            "multi_plane",
+            "sack",
+            "selective_retransmit",
+            "ecn_per_ev",
+            "ev_deny",
+            "probe",
+            "trim",
+            "window",
+            "ordered_completions",
+            "keys",
+            "retry_budget",
+            "out_of_order",
+            "ecn_cc",
         }
     )
     defaults: ClassVar[dict[str, float]] = {
@@ -309,8 +330,16 @@ class MrcSpray(_Sprayer):
         "delay_factor": 1.25,
     }
 
-    def __init__(self, sim: PacketSim, flow: int, src: int, dst: int, nbytes: int,
-                 start_ps: int, spec: ConnSpec) -> None:
+    def __init__(
+        self,
+        sim: PacketSim,
+        flow: int,
+        src: int,
+        dst: int,
+        nbytes: int,
+        start_ps: int,
+        spec: ConnSpec,
+    ) -> None:
         super().__init__(sim, flow, src, dst, nbytes, start_ps, spec)
         k = int(self.opt["evs"])
         if not 1 <= k <= 256:
@@ -492,8 +521,10 @@ class MrcSpray(_Sprayer):
                 s, t, _ = dq.popleft()
                 if s == seq:
                     break
-                if not self.acked[s] and self.tx_count[s] == t and not (
-                    s > cum and s - cum - 1 < 64 and bits >> (s - cum - 1) & 1
+                if (
+                    not self.acked[s]
+                    and self.tx_count[s] == t
+                    and not (s > cum and s - cum - 1 < 64 and bits >> (s - cum - 1) & 1)
                 ):
                     self._lost(s)
             if pkt.ecn:
@@ -547,9 +578,20 @@ class MetaRoce(_Sprayer):
     name: ClassVar[str] = "metaroce"
     features: ClassVar[frozenset[str]] = frozenset(
         {
-            "spray", "multi_plane", "sack", "selective_retransmit", "path_windows", "window",
-            "probe", "ordered_completions", "keys", "retry_budget", "out_of_order", "rate_hint",
-            "ecn_cc", "path_sack",
+            "spray",
+            "multi_plane",
+            "sack",
+            "selective_retransmit",
+            "path_windows",
+            "window",
+            "probe",
+            "ordered_completions",
+            "keys",
+            "retry_budget",
+            "out_of_order",
+            "rate_hint",
+            "ecn_cc",
+            "path_sack",
         }
     )
     defaults: ClassVar[dict[str, float]] = {
@@ -561,8 +603,16 @@ class MetaRoce(_Sprayer):
         "retries": 8,
     }
 
-    def __init__(self, sim: PacketSim, flow: int, src: int, dst: int, nbytes: int,
-                 start_ps: int, spec: ConnSpec) -> None:
+    def __init__(
+        self,
+        sim: PacketSim,
+        flow: int,
+        src: int,
+        dst: int,
+        nbytes: int,
+        start_ps: int,
+        spec: ConnSpec,
+    ) -> None:
         super().__init__(sim, flow, src, dst, nbytes, start_ps, spec)
         p = int(self.opt["paths"])
         if not 1 <= p <= 256:
@@ -855,7 +905,7 @@ class _Pacer(Connection):
         self.armed = False
         while self.queue:
             conn = self.queue.popleft()
-            if conn.pull_wanted <= 0 or conn.sender_done_ps >= 0 and conn.finish_ps >= 0:
+            if conn.pull_wanted <= 0 or (conn.sender_done_ps >= 0 and conn.finish_ps >= 0):
                 conn.pull_wanted = 0
                 continue
             conn.pull_wanted -= 1
@@ -876,8 +926,15 @@ class ReceiverDriven(_Sprayer):
     name: ClassVar[str] = "receiver-driven"
     features: ClassVar[frozenset[str]] = frozenset(
         {
-            "spray", "multi_plane", "trim", "receiver_credit", "selective_retransmit",
-            "ordered_completions", "keys", "retry_budget", "out_of_order",
+            "spray",
+            "multi_plane",
+            "trim",
+            "receiver_credit",
+            "selective_retransmit",
+            "ordered_completions",
+            "keys",
+            "retry_budget",
+            "out_of_order",
         }
     )
     wants_trimming: ClassVar[bool] = True
@@ -891,8 +948,16 @@ class ReceiverDriven(_Sprayer):
         "retries": 8,
     }
 
-    def __init__(self, sim: PacketSim, flow: int, src: int, dst: int, nbytes: int,
-                 start_ps: int, spec: ConnSpec) -> None:
+    def __init__(
+        self,
+        sim: PacketSim,
+        flow: int,
+        src: int,
+        dst: int,
+        nbytes: int,
+        start_ps: int,
+        spec: ConnSpec,
+    ) -> None:
         super().__init__(sim, flow, src, dst, nbytes, start_ps, spec)
         k = int(self.opt["evs"])
         if not 1 <= k <= 256:
