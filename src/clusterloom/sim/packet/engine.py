@@ -75,7 +75,7 @@ DATA, ACK, NACK, PULL, PROBE, PROBE_ACK, CNP = range(7)
 KIND_NAMES = ("data", "ack", "nack", "pull", "probe", "probe-ack", "cnp")
 
 # event kinds
-_ARRIVE, _TXDONE, _TIMER, _ACTION = range(4)
+_ARRIVE, _TXDONE, _TIMER, _ACTION, _WIRE = range(5)
 
 
 class PacketSimError(ClusterloomError, ValueError):
@@ -281,6 +281,9 @@ class PacketSim:
         self.paused = [False] * n
         self.alive = [True] * n
         self.epoch = [0] * n
+        #: packets on each directed link's wire, in order: (arrival time, packet); the heap
+        #: holds one event per busy link (its first arrival), not one per packet in flight
+        self.wire: list[deque[tuple[int, Packet]]] = [deque() for _ in range(n)]
         self.ingress_bytes = [0] * n
         self.routes = _Route()
         self.live_view = np.ones(t.n_links, dtype=bool)
@@ -467,7 +470,11 @@ class PacketSim:
             self._release(pkt)
         end = self.now + pkt.size * 8 * PS_PER_S // self.rate[dl]
         self.free_at[dl] = end
-        self._push(end + self.prop[dl], _ARRIVE, pkt, (dl << 20) | (self.epoch[dl] & 0xFFFFF))
+        arrival = end + self.prop[dl]
+        wire = self.wire[dl]
+        wire.append((arrival, pkt))
+        if len(wire) == 1:
+            self._push(arrival, _WIRE, dl, self.epoch[dl])
         if hq or (self.q[dl] and not self.paused[dl]):
             self.pending[dl] = True
             self._push(end, _TXDONE, dl, None)
@@ -487,17 +494,11 @@ class PacketSim:
             self.paused[dl] = True
             self.stats.pauses += 1
 
-    def _arrive(self, pkt: Packet, tag: int) -> None:
-        if tag >= 0:
-            dl = tag >> 20
-            if (self.epoch[dl] & 0xFFFFF) != (tag & 0xFFFFF):  # the link failed under it
-                self.stats.drops += 1
-                return
-            node = self.dl_to[dl]
-        else:
-            dl, node = -1, pkt.dst
+    def _arrive(self, pkt: Packet, dl: int) -> None:
+        """``pkt`` came off directed link ``dl`` (-1: injected at its destination host)."""
+        node = self.dl_to[dl] if dl >= 0 else pkt.dst
         if node < self.n_hosts:
-            if self.impair is not None and tag >= 0:
+            if self.impair is not None and dl >= 0:
                 instead = self.impair(pkt, self.now)
                 if instead is not None:
                     for delay, p in instead:
@@ -541,7 +542,9 @@ class PacketSim:
             if fraction == 0.0:
                 if self.alive[dl]:
                     self.alive[dl] = False
-                    self.epoch[dl] += 1
+                    self.epoch[dl] += 1  # what is on the wire is lost
+                    self.stats.drops += len(self.wire[dl])
+                    self.wire[dl].clear()
                     for queue in (self.q[dl], self.hq[dl]):
                         self.stats.drops += len(queue)
                         for pkt in queue:
@@ -585,7 +588,7 @@ class PacketSim:
         counter = self._counter
         conns = self.conns
         arrive_slow, transmit = self._arrive, self._transmit
-        pending, free_at, epoch = self.pending, self.free_at, self.epoch
+        pending, free_at, epoch, wire = self.pending, self.free_at, self.epoch, self.wire
         dl_to, n_hosts = self.dl_to, self.n_hosts
         q, hq, qbytes, hbytes, max_q = self.q, self.hq, self.qbytes, self.hbytes, self.max_qbytes
         limit_b, alive, paused = self.limit, self.alive, self.paused
@@ -614,15 +617,17 @@ class PacketSim:
             if stop is not None and not n & 4095 and stop():
                 break
             kind = item[2]
-            if kind == _ARRIVE:
-                pkt = item[3]
-                tag = item[4]
-                if slow or tag < 0:
-                    arrive_slow(pkt, tag)
+            if kind == _WIRE:
+                dl = item[3]
+                ep = item[4]
+                if ep != epoch[dl]:  # the link failed since: its wire was emptied
                     continue
-                dl = tag >> 20
-                if (epoch[dl] & 0xFFFFF) != (tag & 0xFFFFF):
-                    stats.drops += 1
+                w = wire[dl]
+                pkt = w.popleft()[1]
+                if w:
+                    push(heap, (w[0][0], next(counter), _WIRE, dl, ep))
+                if slow:
+                    arrive_slow(pkt, dl)
                     continue
                 node = dl_to[dl]
                 if node < n_hosts:
@@ -688,6 +693,9 @@ class PacketSim:
             elif kind == _TIMER:
                 conns[item[3]].on_timer(item[4], time)
                 continue
+            elif kind == _ARRIVE:
+                arrive_slow(item[3], item[4])
+                continue
             else:
                 a, b = item[3], item[4]
                 a() if b is None else a(b)
@@ -707,10 +715,11 @@ class PacketSim:
                 release(pkt)
             end = time + pkt.size * ps8 // rate[dl]
             free_at[dl] = end
-            push(
-                heap,
-                (end + prop[dl], next(counter), _ARRIVE, pkt, (dl << 20) | (epoch[dl] & 0xFFFFF)),
-            )
+            arrival = end + prop[dl]
+            w = wire[dl]
+            w.append((arrival, pkt))
+            if len(w) == 1:
+                push(heap, (arrival, next(counter), _WIRE, dl, epoch[dl]))
             if hqd or q[dl]:
                 pending[dl] = True
                 push(heap, (end, next(counter), _TXDONE, dl, None))
