@@ -38,22 +38,34 @@ def register(
             str | None, typer.Option("--example", "-e", help="a built-in example")
         ] = None,
         traffic: Annotated[
-            str, typer.Option(help="permutation | all-to-all | incast | ring | htsim:FILE")
-        ] = "permutation",
-        size: Annotated[str, typer.Option(help="bytes per flow")] = "2MB",
+            str | None,
+            typer.Option(
+                help="permutation | all-to-all | incast | ring | htsim:FILE [default: the "
+                "spec's scenario, else permutation]"
+            ),
+        ] = None,
+        size: Annotated[
+            str | None, typer.Option(help="bytes per flow [default: the scenario's, else 2MB]")
+        ] = None,
         transports: Annotated[
-            str, typer.Option("--transport", help="comma-separated")
-        ] = PACKET_TRANSPORTS,
+            str | None,
+            typer.Option(
+                "--transport",
+                help="comma-separated [default: the scenario's packet-level transports, else "
+                "all four]",
+            ),
+        ] = None,
         fail: Annotated[
             list[str] | None, typer.Option(help="KIND:TARGET@START[-END][*FRACTION]; repeatable")
         ] = None,
         hosts: Annotated[int | None, typer.Option(help="hosts taking part")] = None,
-        seed: Annotated[int, typer.Option(help="seed of traffic and hashing")] = 0,
+        seed: Annotated[int | None, typer.Option(help="seed of traffic and hashing")] = None,
         crossval: Annotated[
             bool, typer.Option(help="also run the flow-level engine and compare completion times")
         ] = False,
     ) -> None:
-        """Simulate traffic on the backend fabric packet by packet, one run per transport."""
+        """Simulate traffic on the backend fabric packet by packet, one run per transport.
+        Options left out come from the spec's ``scenario`` section, then from the defaults."""
 
         def run() -> None:
             from rich.table import Table
@@ -62,16 +74,29 @@ def register(
             from clusterloom.fabric import generate, plan_fabric
             from clusterloom.sim.flow.run import parse_failure, parse_size
             from clusterloom.sim.packet.run import run_packets
-            from clusterloom.sim.packet.transports import transport_class
+            from clusterloom.sim.packet.transports import TRANSPORTS, transport_class
 
             cluster = load(spec, example)
-            names = [n.strip() for n in transports.split(",") if n.strip()]
+            sc = cluster.scenario
+            kind = traffic or (
+                (f"htsim:{sc.htsim_file}" if sc.traffic == "htsim" else sc.traffic)
+                if sc
+                else "permutation"
+            )
+            if transports:
+                names = [n.strip() for n in transports.split(",") if n.strip()]
+            else:
+                names = [n for n in (sc.transports if sc else ()) if n in TRANSPORTS]
+                names = names or PACKET_TRANSPORTS.split(",")
             for n in names:
                 transport_class(n)
+            the_seed = seed if seed is not None else (sc.seed if sc else 0)
             topology = generate(plan_fabric(cluster))
-            failures = tuple(parse_failure(f, topology) for f in fail or [])
-            load_ = _traffic(cluster, traffic, parse_size(size), hosts, seed, topology.plan.hosts)
-            table = Table(title=f"packet level: {traffic}, {len(load_):,} flows")
+            texts = fail if fail is not None else (list(sc.failures) if sc else [])
+            failures = tuple(parse_failure(f, topology) for f in texts)
+            nbytes = parse_size(size or (sc.size if sc else "2MB"))
+            load_ = _traffic(cluster, kind, nbytes, hosts, the_seed, topology.plan.hosts)
+            table = Table(title=f"packet level: {kind}, {len(load_):,} flows")
             for col in (
                 "transport",
                 "finished",
@@ -89,7 +114,7 @@ def register(
             if crossval:
                 table.add_column("flow-level max us", justify="right")
             for name in names:
-                r = run_packets(topology, load_, name, failures, seed=seed)
+                r = run_packets(topology, load_, name, failures, seed=the_seed)
                 fct = r.fct_ps[r.finish_ps >= 0] / 1e6
                 import numpy as np
 
@@ -108,7 +133,7 @@ def register(
                     f"{r.wall_s:,.1f}",
                 ]
                 if crossval:
-                    row.append(_flow_level(topology, load_, name, failures, seed))
+                    row.append(_flow_level(topology, load_, name, failures, the_seed))
                 table.add_row(*row)
             out.print(table)
 

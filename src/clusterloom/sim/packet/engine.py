@@ -612,10 +612,11 @@ class PacketSim:
             if time > limit:
                 push(heap, item)
                 break
+            if stop is not None and not (n + 1) & 4095 and stop():
+                push(heap, item)  # not run: a later run() takes it up
+                break
             self.now = time
             n += 1
-            if stop is not None and not n & 4095 and stop():
-                break
             kind = item[2]
             if kind == _WIRE:
                 dl = item[3]
