@@ -68,7 +68,6 @@ class GoBackNSpray(MrcSpray):
                 self.outstanding[t] = 0
                 self.inflight -= self.pay[t]
             self.rtx.append(t)
-        self.acked_view_cleared = True
 
     def _next_seq(self) -> int:  # ignores what SACKs said: resends acknowledged data too
         while self.rtx:

@@ -876,8 +876,9 @@ class MetaRoce(_Sprayer):
         self.sim.send(a, pkt.port, pkt.ev)
 
 
-class _Pacer(Connection):
-    """The pull pacer of one receiving host, shared by its connections (receiver-driven)."""
+class _Pacer:
+    """The pull pacer of one receiving host, shared by its connections (receiver-driven); an
+    endpoint of the engine of its own, for its timer."""
 
     def __init__(self, sim: PacketSim, host: int) -> None:
         self.sim = sim
