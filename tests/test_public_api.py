@@ -7,7 +7,13 @@ import types
 
 import pytest
 
-PACKAGES = ["clusterloom", "clusterloom.spec", "clusterloom.fabric"]
+PACKAGES = [
+    "clusterloom",
+    "clusterloom.spec",
+    "clusterloom.fabric",
+    "clusterloom.sim.packet",
+    "clusterloom.conformance",
+]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -4,7 +4,11 @@
     ├── SpecError                a cluster spec that cannot be used (parse, schema, semantics,
     │                            impossible fabric); carries one Problem per thing to fix
     ├── OutputError              an artifact could not be written
-    └── SimInputError            (sim.flow.engine; also a ValueError) inconsistent engine input
+    ├── SimInputError            (sim.flow.engine; also a ValueError) inconsistent engine input
+    ├── PacketSimError           (sim.packet.engine; also a ValueError) a scenario the packet
+    │                            engine cannot run
+    └── ConformanceInputError    (conformance.harness) a malformed script or capture, an
+                                 implementation missing a required method; one Problem each
 
 Foreign exceptions (pydantic, yaml, OSError) are translated at the boundary with
 ``raise ... from exc`` so that the command line can print them as one line per problem.

@@ -65,7 +65,9 @@ def _guard(fn: Callable[[], T]) -> T:
     except ClusterloomError as exc:
         if _state["debug"]:
             raise
-        problems = exc.problems if isinstance(exc, SpecError) else (str(exc),)
+        problems = exc.problems if isinstance(exc, SpecError) else (
+            getattr(exc, "problems", None) or (str(exc),)
+        )
         for problem in problems:
             err.print(f"[bold red]error[/]: {problem}", markup=True, soft_wrap=True)
         raise typer.Exit(2) from None
@@ -478,6 +480,15 @@ def _has_errors(design: Design) -> bool:
     from clusterloom.findings import Severity
 
     return any(f.severity is Severity.ERROR for f in design.findings)
+
+
+def _register_packet_commands() -> None:
+    from clusterloom.cli import packet
+
+    packet.register(app, _guard, _load, out)
+
+
+_register_packet_commands()
 
 
 def main() -> None:

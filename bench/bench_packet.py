@@ -1,0 +1,90 @@
+"""Packet-level engine benchmark: a random permutation on a k-ary fat tree, one run per
+transport, each in its own process (so peak memory is per run). Prints wall time, simulated
+events and events per second; the figures go to bench/RESULTS.md.
+
+    python bench/bench_packet.py                       # k=16, 2 MB, every transport
+    python bench/bench_packet.py --k 32 --size 256KB --transport mrc-spray
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+TRANSPORTS = ("roce-ecmp", "mrc-spray", "metaroce", "receiver-driven")
+
+
+def one(k: int, size: str, name: str, seed: int) -> dict[str, float | int | str]:
+    from clusterloom.sim.flow.run import parse_size
+    from clusterloom.sim.flow.traffic import permutation
+    from clusterloom.sim.packet.fabrics import fat_tree
+    from clusterloom.sim.packet.run import run_packets
+
+    t0 = time.perf_counter()
+    topology = fat_tree(k)
+    traffic = permutation(topology.plan.hosts, parse_size(size), seed=seed)
+    r = run_packets(topology, traffic, name, seed=seed)
+    wall = time.perf_counter() - t0
+    fct = r.fct_ps[r.finish_ps >= 0]
+    return {
+        "transport": name,
+        "hosts": topology.plan.hosts,
+        "finished": r.finished,
+        "wall_s": round(wall, 1),
+        "run_s": round(r.wall_s, 1),
+        "events": r.events,
+        "events_per_s": round(r.events_per_s),
+        "fct_max_us": round(float(fct.max()) / 1e6, 1) if fct.size else -1,
+        "fct_p50_us": round(float(sorted(fct)[len(fct) // 2]) / 1e6, 1) if fct.size else -1,
+        "drops": r.drops,
+        "trims": r.trims,
+        "peak_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--k", type=int, default=16)
+    ap.add_argument("--size", default="2MB")
+    ap.add_argument("--transport", default=",".join(TRANSPORTS))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.one:
+        print(json.dumps(one(a.k, a.size, a.transport, a.seed)))
+        return
+    print(
+        "| transport | hosts | finished | wall s | events | events/s | FCT p50 us | "
+        "FCT max us | drops | trims | peak GB |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name in a.transport.split(","):
+        cmd = [
+            sys.executable,
+            __file__,
+            "--one",
+            "--k",
+            str(a.k),
+            "--size",
+            a.size,
+            "--transport",
+            name,
+            "--seed",
+            str(a.seed),
+        ]
+        row = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        print(
+            f"| {row['transport']} | {row['hosts']:,} | {row['finished']:,} | "
+            f"{row['wall_s']} | {row['events']:,} | {row['events_per_s']:,} | "
+            f"{row['fct_p50_us']:,} | {row['fct_max_us']:,} | {row['drops']:,} | "
+            f"{row['trims']:,} | {row['peak_gb']} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""Running traffic (:class:`clusterloom.sim.flow.traffic.Traffic`) over a topology with one
+packet-level transport, under failures, and the figures of the run.
+
+Flow dependencies of a ``Traffic`` are honoured: a flow starts at its ``start_ps`` or when the
+last flow it depends on has completed at its receiver, whichever is later.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from clusterloom.fabric.topology import Topology
+from clusterloom.sim.flow.paths import Router
+from clusterloom.sim.flow.run import Failure
+from clusterloom.sim.flow.traffic import Traffic
+from clusterloom.sim.packet.base import Connection, ConnSpec
+from clusterloom.sim.packet.engine import PacketConfig, PacketSim, PacketSimError, Tracer
+from clusterloom.sim.packet.transports import transport_class
+
+__all__ = ["PacketResult", "config_for", "run_packets"]
+
+
+@dataclass(frozen=True)
+class PacketResult:
+    """Outcome of one packet-level run."""
+
+    transport: str
+    start_ps: NDArray[np.int64]
+    finish_ps: NDArray[np.int64]  # receiver completion, -1 if the flow did not finish
+    retransmissions: NDArray[np.int64]
+    failed: NDArray[np.bool_]
+    end_ps: int
+    events: int
+    wall_s: float
+    drops: int
+    trims: int
+    marks: int
+    pauses: int
+    max_queue_bytes: int
+    data_bytes_delivered: int
+
+    @property
+    def fct_ps(self) -> NDArray[np.int64]:
+        out = self.finish_ps - self.start_ps
+        out[self.finish_ps < 0] = -1
+        return out
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def finished(self) -> int:
+        return int((self.finish_ps >= 0).sum())
+
+
+def config_for(name: str, base: PacketConfig | None = None) -> PacketConfig:
+    """The switch configuration a transport asks for: PFC for ``roce-ecmp``, trimming and
+    shallow buffers for ``receiver-driven``, drop-tail with ECN for the others."""
+    cls = transport_class(name)
+    cfg = base or PacketConfig()
+    cfg = replace(cfg, pfc=cls.wants_pfc, trimming=cls.wants_trimming)
+    if cls.wants_buffer_bytes is not None:
+        cfg = replace(
+            cfg,
+            buffer_bytes=cls.wants_buffer_bytes,
+            ecn_kmin=min(cfg.ecn_kmin, cls.wants_buffer_bytes // 2),
+            ecn_kmax=min(cfg.ecn_kmax, cls.wants_buffer_bytes),
+        )
+    return cfg
+
+
+def build(
+    sim: PacketSim,
+    traffic: Traffic,
+    name: str,
+    *,
+    options: dict[str, float] | None = None,
+    specs: Sequence[ConnSpec] | None = None,
+) -> list[Connection]:
+    """Create the connections of ``traffic`` on ``sim`` (not started) and prefetch their paths."""
+    if traffic.n_hosts > sim.n_hosts:
+        raise PacketSimError(f"traffic has {traffic.n_hosts} hosts, the fabric {sim.n_hosts}")
+    cls = transport_class(name)
+    default = ConnSpec(options=dict(options or {}))
+    conns: list[Connection] = []
+    src = traffic.src.tolist()
+    dst = traffic.dst.tolist()
+    size = traffic.nbytes.tolist()
+    start = traffic.start_ps.tolist()
+    for i in range(len(traffic)):
+        spec = specs[i] if specs is not None else default
+        flow = len(sim.conns)
+        conn = cls(sim, flow, src[i], dst[i], size[i], start[i], spec)
+        sim.add(conn)
+        conns.append(conn)
+    keys = [k for c in conns for k in c.path_keys()]
+    sim.prefetch([k[:4] for k in keys if not k[4]])
+    sim.prefetch([k[:4] for k in keys if k[4]], static=True)
+    return conns
+
+
+def start_with_deps(sim: PacketSim, traffic: Traffic, conns: list[Connection]) -> None:
+    """Start flows without dependencies now and the others when their last dependency ends."""
+    ptr = traffic.dep_ptr.tolist()
+    idx = traffic.dep_idx.tolist()
+    waiting = [ptr[i + 1] - ptr[i] for i in range(len(conns))]
+    children: list[list[int]] = [[] for _ in conns]
+    for i in range(len(conns)):
+        for j in idx[ptr[i] : ptr[i + 1]]:
+            children[j].append(i)
+    order = {id(c): i for i, c in enumerate(conns)}
+
+    def done(c: Connection) -> None:
+        for k in children[order[id(c)]]:
+            waiting[k] -= 1
+            if waiting[k] == 0:
+                kc = conns[k]
+                kc.start_ps = max(kc.start_ps, sim.now)
+                kc.start()
+
+    for i, c in enumerate(conns):
+        if children[i]:
+            c.on_finish = done
+        if waiting[i] == 0:
+            if c.n == 0:
+                c.finish_ps = c.start_ps
+                if children[i]:
+                    done(c)
+            else:
+                c.start()
+
+
+def run_packets(
+    topology: Topology,
+    traffic: Traffic,
+    transport: str,
+    failures: tuple[Failure, ...] = (),
+    *,
+    config: PacketConfig | None = None,
+    options: dict[str, float] | None = None,
+    seed: int = 0,
+    router: Router | None = None,
+    tracer: Tracer | None = None,
+    max_time_ps: int | None = None,
+) -> PacketResult:
+    """Simulate ``traffic`` with one transport at the packet level (module docstring)."""
+    cfg = config or config_for(transport)
+    sim = PacketSim(topology, cfg, seed=seed, router=router, tracer=tracer)
+    t0 = time.perf_counter()
+    conns = build(sim, traffic, transport, options=options)
+    for f in failures:
+        sim.schedule_failure(f)
+    start_with_deps(sim, traffic, conns)
+    remaining = [len(conns)]
+
+    def stop() -> bool:
+        remaining[0] = sum(1 for c in conns if c.finish_ps < 0 and not c.failed)
+        return remaining[0] == 0
+
+    sim.run(max_time_ps if max_time_ps is not None else cfg.max_time_ps, stop)
+    wall = time.perf_counter() - t0
+    return PacketResult(
+        transport=transport,
+        start_ps=np.array([c.start_ps for c in conns], dtype=np.int64),
+        finish_ps=np.array([c.finish_ps for c in conns], dtype=np.int64),
+        retransmissions=np.array([c.retransmissions for c in conns], dtype=np.int64),
+        failed=np.array([c.failed for c in conns], dtype=bool),
+        end_ps=sim.now,
+        events=sim.events,
+        wall_s=wall,
+        drops=sim.stats.drops,
+        trims=sim.stats.trims,
+        marks=sim.stats.marks,
+        pauses=sim.stats.pauses,
+        max_queue_bytes=sim.max_queue_bytes(),
+        data_bytes_delivered=sim.stats.data_bytes_delivered,
+    )

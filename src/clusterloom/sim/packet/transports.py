@@ -1,0 +1,1121 @@
+"""The packet-level transports: state machines behind one interface (:mod:`.base`).
+
+``roce-ecmp`` (RoCEv2-like)
+    One queue pair per connection on one path: its entropy value is the hash of the queue pair
+    (the same hash as the flow-level model), routed by ECMP at the switches. In-order receiver
+    (go-back-N): an out-of-order packet is discarded and NAKed once per gap, the sender goes back
+    to the NAKed sequence; a retransmission timeout (``rto_us``) also goes back, and after
+    ``retries`` timeouts without progress the queue pair errors out (as an RC QP's retry count).
+    Rate control is DCQCN-style: the sender starts at line rate; a receiver that sees an ECN mark
+    sends a CNP at most every ``cnp_us``; on a CNP the rate is cut by ``alpha / 2``; every
+    ``timer_us`` without a CNP alpha decays by ``(1 - g)`` and the rate recovers (five fast
+    recovery stages halfway to the target, then additive increase by ``rai`` of line rate).
+    The receiver acknowledges every ``ack_every`` packets and each message's last (ACK
+    coalescing, as RDMA NICs do). Runs on a lossless (PFC) fabric by default.
+``mrc-spray`` (MRC-like)
+    Per-packet spraying over ``evs`` entropy values (up to 256) spread round-robin over every
+    NIC port, hence every plane; each EV maps to a fixed source route (a segment list computed
+    on the healthy fabric). The receiver places packets out of order and answers each with a
+    SACK: cumulative sequence, a 64-bit bitmap of the packets above it, the echoed EV and ECN.
+    A packet is lost when a later packet on the same EV (a FIFO path) is acknowledged while it
+    is not; it is retransmitted on another EV. An ECN echo (or a trim) makes the sender skip
+    that EV for its next turns, 1, 3, 7... while signals repeat, up to ``max_skip`` (active
+    load balancing); the window (starting at ``cwnd_bdp`` base-RTT
+    bandwidth-delay products, capped at ``max_bdp``) follows NSCC's idea that ECN with low delay
+    is a load-balancing signal and ECN with high delay is congestion: an ACK counts as
+    congested when it is marked and its RTT exceeds ``delay_factor`` base RTTs; once per RTT,
+    when more than ``ecn_threshold`` of the RTT's ACKs were congested, the window is cut by
+    half that fraction (DCTCP-like); otherwise it grows by one packet per window. A trimmed packet
+    is NACKed and retransmitted at once without blaming its EV. An EV with a packet unacked for
+    ``rto_us`` is marked bad and its packets are retransmitted elsewhere; bad EVs are probed
+    every ``probe_us`` and a probe's answer brings them back. With every EV bad for
+    ``retries`` probe rounds the connection errors out. Completions in posting order.
+``metaroce`` (MetaRoCE-like)
+    ``paths`` paths, each a UDP source port (an EV hashed by ECMP) on a NIC port chosen
+    round-robin (the NIC picks the plane). Each path has its own sequence numbers, window (AIMD
+    on ECN, per path) and a 256-bit SACK bitvector in its ACKs; a gap on a path (a later packet
+    of the path acknowledged) is retransmitted at once. The receiver places out of order,
+    completes in posting order and puts a fair-share rate hint in every ACK (its link rate over
+    the connections it receives); the sender paces at the hint. A path whose oldest packet is
+    unacked for ``rto_us`` is failed (failure, not congestion), takes a new source port (and
+    after two failures the next NIC port: plane failover) and carries only probes until one is
+    answered. ``retries`` probe rounds with every path failed: the connection errors out.
+``receiver-driven`` (NDP/EQDS-like)
+    Switches keep shallow data queues (12 packets per port, as NDP's 8-packet queues). The
+    sender sends a speculative first window (``iw_bdp`` BDPs) sprayed over ``evs`` ECMP
+    entropy values, then one packet per PULL. Switches trim overflowing packets to their header
+    (the transport asks for trimming); a header is NACKed, the packet queued for retransmission.
+    Every arriving data packet or header makes the receiver queue one PULL; a per-host pacer
+    sends the pulls of all its connections round-robin at the receiver's rate (link rate, or
+    what :func:`set_receiver_rate` set). A retransmission timeout (``rto_us`` without progress)
+    resends the oldest unacknowledged packet as one more speculative packet; ``retries`` timeouts
+    without progress: the connection errors out.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import ClassVar
+
+import numpy as np
+
+from clusterloom.sim.packet.base import Connection, ConnSpec, entropy
+from clusterloom.sim.packet.engine import (
+    ACK,
+    CNP,
+    DATA,
+    NACK,
+    PROBE,
+    PROBE_ACK,
+    PULL,
+    Packet,
+    PacketSim,
+    PacketSimError,
+)
+from clusterloom.units import PS_PER_S, PS_PER_US
+
+__all__ = [
+    "TRANSPORTS",
+    "MetaRoce",
+    "MrcSpray",
+    "ReceiverDriven",
+    "RoceEcmp",
+    "set_receiver_rate",
+    "transport_class",
+]
+
+_PACE, _RTO, _AUX = 0, 1, 2
+
+
+def _ser(nbytes: int, bps: float) -> int:
+    return int(nbytes * 8 * PS_PER_S // max(bps, 1.0))
+
+
+class RoceEcmp(Connection):
+    name: ClassVar[str] = "roce-ecmp"
+    #: no "ecn_cc": on its lossless fabric a 6-to-1 incast pauses the senders' links and a
+    #: victim flow sharing them gets about a third of its rate (docs/conformance.md)
+    features: ClassVar[frozenset[str]] = frozenset({"ordered_completions", "keys", "retry_budget"})
+    wants_pfc: ClassVar[bool] = True
+    defaults: ClassVar[dict[str, float]] = {
+        "rto_us": 500.0,
+        "retries": 7,
+        "cnp_us": 50.0,
+        "timer_us": 55.0,
+        "g": 1 / 16,
+        "rai": 0.02,
+        "min_rate": 0.01,
+        "ack_every": 4,
+    }
+
+    def __init__(
+        self,
+        sim: PacketSim,
+        flow: int,
+        src: int,
+        dst: int,
+        nbytes: int,
+        start_ps: int,
+        spec: ConnSpec,
+    ) -> None:
+        super().__init__(sim, flow, src, dst, nbytes, start_ps, spec)
+        from clusterloom.sim.flow.transports import _connection_hash
+
+        self.port = flow % self.ports
+        h = _connection_hash(np.array([src]), np.array([dst]), np.array([0]), sim.seed)
+        self.ev = int(h[0]) & 0xFFFFFFFF
+        self.line = float(self.line_rate_bps())
+        self.rc = self.rt = self.line
+        self.alpha = 1.0
+        self.stage = 0
+        self.cnp_seen = False
+        self.nxt = 0
+        self.una = 0
+        self.pacing = False
+        self.next_free = 0
+        self.check_una = -1
+        self.retries = 0
+        self.nak_sent = False
+        self.unacked = 0
+        self.last_cnp = -(1 << 60)
+        self.rto = round(self.opt["rto_us"] * PS_PER_US)
+
+    def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
+        return [
+            (self.src, self.dst, self.port, self.ev, False),
+            (self.dst, self.src, self.port, self.ev ^ 1, False),
+        ]
+
+    def start(self) -> None:
+        self.sim.timer(self.start_ps, self.flow, _PACE)
+        self.pacing = True
+        self.sim.timer(self.start_ps + self.rto, self.flow, _RTO)
+        self.sim.timer(self.start_ps + round(self.opt["timer_us"] * PS_PER_US), self.flow, _AUX)
+
+    def _kick(self, now: int) -> None:
+        if not self.pacing and not self.failed and self.nxt < self.n:
+            self.pacing = True
+            self.sim.timer(max(now, self.next_free), self.flow, _PACE)
+
+    def on_timer(self, token: int, now: int) -> None:
+        if token == _PACE:
+            if self.failed or self.nxt >= self.n or self.una >= self.n:
+                self.pacing = False
+                return
+            seq = self.nxt
+            self.nxt += 1
+            pkt = self.data(seq)
+            self.sim.send(pkt, self.port, self.ev)
+            self.next_free = now + _ser(pkt.size, self.rc)
+            self.sim.timer(self.next_free, self.flow, _PACE)
+        elif token == _RTO:
+            if self.una >= self.n or self.failed:
+                return
+            if self.una == self.check_una and self.nxt > self.una:
+                self.retries += 1
+                self.event("timeout", self.una)
+                if self.retries > self.opt["retries"]:
+                    self.fail("retry-exceeded")
+                    return
+                self.nxt = self.una
+                self._kick(now)
+            self.check_una = self.una
+            self.sim.timer(now + self.rto, self.flow, _RTO)
+        else:  # DCQCN timer: alpha decay and rate recovery
+            if self.una >= self.n or self.failed:
+                return
+            g = self.opt["g"]
+            if not self.cnp_seen:
+                self.alpha *= 1 - g
+                self.stage += 1
+                if self.stage > 5:  # additive, then (after 5 more stages) hyper increase
+                    step = self.opt["rai"] * (5 if self.stage > 10 else 1)
+                    self.rt = min(self.line, self.rt + step * self.line)
+                self.rc = min(self.line, (self.rt + self.rc) / 2)
+            self.cnp_seen = False
+            self.sim.timer(now + round(self.opt["timer_us"] * PS_PER_US), self.flow, _AUX)
+
+    def sender_packet(self, pkt: Packet, now: int) -> None:
+        if pkt.kind == ACK:
+            if pkt.cum > self.una:
+                self.una = pkt.cum
+                self.retries = 0
+                if self.una >= self.n and self.sender_done_ps < 0:
+                    self.sender_done_ps = now
+        elif pkt.kind == NACK:
+            if pkt.cum >= self.una:
+                self.una = pkt.cum
+                self.nxt = pkt.cum  # go back N
+                self._kick(now)
+        elif pkt.kind == CNP:
+            g = self.opt["g"]
+            self.rt = self.rc
+            self.rc = max(self.opt["min_rate"] * self.line, self.rc * (1 - self.alpha / 2))
+            self.alpha = (1 - g) * self.alpha + g
+            self.stage = 0
+            self.cnp_seen = True
+
+    def receiver_packet(self, pkt: Packet, now: int) -> None:
+        if pkt.kind != DATA or not self.authentic(pkt):
+            return
+        if pkt.ecn and now - self.last_cnp >= self.opt["cnp_us"] * PS_PER_US:
+            self.last_cnp = now
+            self._reply(self.control(CNP))
+        if pkt.trimmed:
+            return
+        if pkt.seq == self.cum:
+            self.place(pkt.seq)
+            self.nak_sent = False
+            self.unacked += 1
+            if self.unacked >= self.opt["ack_every"] or self.cum in self.msg_end:
+                self.unacked = 0
+                a = self.control(ACK, pkt.seq)
+                a.cum = self.cum
+                self._reply(a)
+        elif pkt.seq > self.cum:
+            if not self.nak_sent:
+                self.nak_sent = True
+                a = self.control(NACK, pkt.seq)
+                a.cum = self.cum
+                self._reply(a)
+        else:
+            a = self.control(ACK, pkt.seq)
+            a.cum = self.cum
+            self._reply(a)
+
+    def _reply(self, a: Packet) -> None:
+        self.sim.send(a, self.port, self.ev ^ 1)
+
+
+class _Sprayer(Connection):
+    """Shared sender machinery of the SACK-based sprayers: a retransmission queue, per-sequence
+    transmission numbers, bytes in flight against a window."""
+
+    def _init_sender(self) -> None:
+        self.acked = bytearray(self.n)
+        self.outstanding = bytearray(self.n)
+        self.n_acked = 0
+        self.nxt = 0
+        self.rtx: deque[int] = deque()
+        self.inflight = 0
+        self.rto = round(self.opt["rto_us"] * PS_PER_US)
+
+    def _next_seq(self) -> int:
+        """The next sequence to send (retransmissions first) without taking it; -1 if none."""
+        rtx = self.rtx
+        while rtx:
+            s = rtx[0]
+            if self.acked[s] or self.outstanding[s]:
+                rtx.popleft()
+                continue
+            return s
+        return self.nxt if self.nxt < self.n else -1
+
+    def _take(self, seq: int) -> None:
+        if self.rtx and self.rtx[0] == seq:
+            self.rtx.popleft()
+        else:
+            self.nxt += 1
+
+    def _ack(self, s: int, now: int) -> bool:
+        if self.acked[s]:
+            return False
+        self.acked[s] = 1
+        self.n_acked += 1
+        if self.outstanding[s]:
+            self.outstanding[s] = 0
+            self.inflight -= self.pay[s]
+        if self.n_acked == self.n and self.sender_done_ps < 0:
+            self.sender_done_ps = now
+        return True
+
+    def _lost(self, s: int) -> None:
+        if self.outstanding[s]:
+            self.outstanding[s] = 0
+            self.inflight -= self.pay[s]
+        if not self.acked[s]:
+            self.rtx.append(s)
+            self.event("lost", s)
+
+
+class MrcSpray(_Sprayer):
+    name: ClassVar[str] = "mrc-spray"
+    features: ClassVar[frozenset[str]] = frozenset(
+        {
+            "spray",
+            "multi_plane",
+            "sack",
+            "selective_retransmit",
+            "ecn_per_ev",
+            "ev_deny",
+            "probe",
+            "trim",
+            "window",
+            "ordered_completions",
+            "keys",
+            "retry_budget",
+            "out_of_order",
+            "ecn_cc",
+        }
+    )
+    defaults: ClassVar[dict[str, float]] = {
+        "evs": 128,
+        "cwnd_bdp": 1.25,
+        "max_bdp": 2.0,
+        "rto_us": 60.0,
+        "probe_us": 20.0,
+        "retries": 8,
+        "ecn_threshold": 0.25,
+        "max_skip": 4,
+        "delay_factor": 1.25,
+    }
+
+    def __init__(
+        self,
+        sim: PacketSim,
+        flow: int,
+        src: int,
+        dst: int,
+        nbytes: int,
+        start_ps: int,
+        spec: ConnSpec,
+    ) -> None:
+        super().__init__(sim, flow, src, dst, nbytes, start_ps, spec)
+        k = int(self.opt["evs"])
+        if not 1 <= k <= 256:
+            raise PacketSimError(f"{self.name}: evs is 1..256, got {k}")
+        self.k = k
+        self.evs = [entropy(sim.seed, flow, i) for i in range(k)]
+        self.ev_port = [i % self.ports for i in range(k)]
+        self.ev_index = {ev: i for i, ev in enumerate(self.evs)}
+        self.bad = [False] * k
+        self.denied = [False] * k
+        self.penalty = [0] * k  # uses to skip, earned by ECN echoes and trims
+        self.level = [0] * k  # the penalty a signal earns: doubles while signals repeat
+        self.ev_out: list[deque[tuple[int, int, int]]] = [deque() for _ in range(k)]
+        self.rr = 0
+        self._init_sender()
+        self.rtt = self.base_rtt_ps(0, self.evs[0])
+        bdp = self.line_rate_bps() * self.ports * self.rtt / 8 / PS_PER_S
+        self.cwnd = max(float(self.mss), self.opt["cwnd_bdp"] * bdp)
+        self.max_cwnd = max(self.cwnd, self.opt["max_bdp"] * bdp)
+        self.win_end = 0
+        self.win_acks = 0
+        self.win_marks = 0
+        self.timer_on = False
+        self.probing = False
+        self.probe_rounds = 0
+        self.sent_at = [0] * self.n
+        self.delay_bound = round(self.opt["delay_factor"] * self.rtt)
+
+    def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
+        out = []
+        for ev, port in zip(self.evs, self.ev_port, strict=True):
+            out.append((self.src, self.dst, port, ev, True))
+            out.append((self.dst, self.src, port, ev, True))
+        return out
+
+    def start(self) -> None:
+        self.sim.timer(self.start_ps, self.flow, _PACE)
+
+    def deny_ev(self, ev: int) -> None:
+        """The control plane denies entropy value ``ev``: never used again."""
+        i = self.ev_index.get(ev, -1)
+        if i >= 0:
+            self.denied[i] = self.bad[i] = True
+            self.event("ev-deny", i, ev)
+
+    def _penalise(self, i: int) -> None:
+        self.level[i] = min(int(self.opt["max_skip"]), 2 * self.level[i] + 1)
+        self.penalty[i] = self.level[i]
+
+    def _pick(self, now: int) -> int:
+        """The next good EV round-robin, skipping penalised EVs (a congestion signal on an EV
+        earns 1, 3, 7... skipped turns while signals repeat, up to ``max_skip``; an unmarked
+        ACK halves that level); the least penalised good EV if all are penalised."""
+        k = self.k
+        best, best_pen = -1, 1 << 30
+        i = self.rr
+        pen = self.penalty
+        for _ in range(k):
+            i = i + 1 if i + 1 < k else 0
+            if self.bad[i]:
+                continue
+            if pen[i] == 0:
+                self.rr = i
+                return i
+            pen[i] -= 1
+            if pen[i] < best_pen:
+                best, best_pen = i, pen[i]
+        if best >= 0:
+            self.rr = best
+        return best
+
+    def pump(self, now: int) -> None:
+        sim = self.sim
+        while not self.failed:
+            seq = self._next_seq()
+            if seq < 0 or self.inflight + self.pay[seq] > self.cwnd:
+                break
+            i = self._pick(now)
+            if i < 0:
+                break
+            self._take(seq)
+            self.send_on(seq, i, now)
+        if not self.timer_on and self.n_acked < self.n and not self.failed:
+            self.timer_on = True
+            sim.timer(now + self.rto // 2, self.flow, _RTO)
+
+    def send_on(self, seq: int, i: int, now: int) -> None:
+        pkt = self.data(seq)
+        self.sent_at[seq] = now
+        self.ev_out[i].append((seq, self.tx_count[seq], now))
+        self.outstanding[seq] = 1
+        self.inflight += self.pay[seq]
+        self.sim.send(pkt, self.ev_port[i], self.evs[i], source_route=True)
+
+    def on_timer(self, token: int, now: int) -> None:
+        if token == _PACE:
+            self.window_event(-1, int(self.cwnd))
+            self.pump(now)
+        elif token == _RTO:
+            self.timer_on = False
+            if self.n_acked >= self.n or self.failed:
+                return
+            for i in range(self.k):
+                dq = self.ev_out[i]
+                while dq:
+                    s, t, sent = dq[0]
+                    if self.acked[s] or self.tx_count[s] != t:
+                        dq.popleft()
+                        continue
+                    if sent + self.rto <= now:
+                        self._ev_timeout(i, now)
+                    break
+            self.pump(now)
+            if not self.timer_on and self.n_acked < self.n and not self.failed:
+                self.timer_on = True
+                self.sim.timer(now + self.rto // 2, self.flow, _RTO)
+        else:
+            self._probe(now)
+
+    def _ev_timeout(self, i: int, now: int) -> None:
+        self.bad[i] = True
+        self.event("ev-down", i, self.evs[i])
+        dq = self.ev_out[i]
+        while dq:
+            s, t, _ = dq.popleft()
+            if not self.acked[s] and self.tx_count[s] == t:
+                self._lost(s)
+        if not self.probing:
+            self.probing = True
+            self.sim.timer(now + round(self.opt["probe_us"] * PS_PER_US), self.flow, _AUX)
+
+    def _probe(self, now: int) -> None:
+        self.probing = False
+        if self.failed or self.n_acked >= self.n:
+            return
+        targets = [i for i in range(self.k) if self.bad[i] and not self.denied[i]]
+        if not targets:
+            return
+        if all(self.bad):
+            self.probe_rounds += 1
+            if self.probe_rounds > self.opt["retries"]:
+                self.fail("all-paths-dead")
+                return
+        for i in targets:
+            p = Packet(PROBE, self.flow, self.src, self.dst, 0, 0, self.hdr)
+            p.key, p.job = self.spec.key, self.spec.job
+            self.sim.send(p, self.ev_port[i], self.evs[i], source_route=True)
+        self.probing = True
+        self.sim.timer(now + round(self.opt["probe_us"] * PS_PER_US), self.flow, _AUX)
+
+    def sender_packet(self, pkt: Packet, now: int) -> None:
+        i = self.ev_index.get(pkt.echo, -1)
+        if pkt.kind == ACK:
+            self._on_ack(pkt, i, now)
+        elif pkt.kind == NACK:  # a trimmed packet: resend, the EV stays good
+            if i >= 0:
+                self._penalise(i)
+            self.win_marks += 1
+            self.win_acks += 1
+            s = pkt.seq
+            if self.outstanding[s]:
+                self._lost(s)
+            self.pump(now)
+        elif pkt.kind == PROBE_ACK and i >= 0 and self.bad[i] and not self.denied[i]:
+            self.bad[i] = False
+            self.probe_rounds = 0
+            self.event("ev-up", i, self.evs[i])
+            self.pump(now)
+
+    def _on_ack(self, pkt: Packet, i: int, now: int) -> None:
+        cum, bits, seq = pkt.cum, pkt.sack, pkt.seq
+        for s in range(self._acked_upto(), cum):
+            self._ack(s, now)
+        self.snd_cum = max(self.snd_cum, cum)
+        self._ack(seq, now)
+        if i >= 0:
+            dq = self.ev_out[i]
+            while dq:
+                s, t, _ = dq.popleft()
+                if s == seq:
+                    break
+                if (
+                    not self.acked[s]
+                    and self.tx_count[s] == t
+                    and not (s > cum and s - cum - 1 < 64 and bits >> (s - cum - 1) & 1)
+                ):
+                    self._lost(s)
+            if pkt.ecn:
+                self._penalise(i)
+            elif self.level[i]:
+                self.level[i] >>= 1
+        self._window(pkt.ecn and now - self.sent_at[seq] > self.delay_bound, now)
+        self.pump(now)
+
+    snd_cum = 0
+
+    def _acked_upto(self) -> int:
+        return self.snd_cum
+
+    def _window(self, marked: bool, now: int) -> None:
+        self.win_acks += 1
+        if marked:
+            self.win_marks += 1
+        else:
+            self.cwnd = min(self.max_cwnd, self.cwnd + self.mss * self.mss / self.cwnd)
+            self.window_event(-1, int(self.cwnd))
+        if now >= self.win_end:
+            frac = self.win_marks / max(self.win_acks, 1)
+            if frac > self.opt["ecn_threshold"]:
+                self.cwnd = max(float(self.mss), self.cwnd * (1 - frac / 2))
+            self.win_end = now + self.rtt
+            self.win_acks = self.win_marks = 0
+            self.window_event(-1, int(self.cwnd))
+
+    def receiver_packet(self, pkt: Packet, now: int) -> None:
+        if not self.authentic(pkt):
+            return
+        if pkt.kind == PROBE:
+            a = self.control(PROBE_ACK)
+            a.echo = pkt.ev
+            self.sim.send(a, pkt.port, pkt.ev, source_route=True)
+            return
+        if pkt.trimmed:
+            a = self.control(NACK, pkt.seq)
+        else:
+            self.place(pkt.seq)
+            a = self.control(ACK, pkt.seq)
+            a.sack = self.sack_bits(64)
+            a.ecn = pkt.ecn
+        a.echo = pkt.ev
+        a.cum = self.cum
+        self.sim.send(a, pkt.port, pkt.ev, source_route=True)
+
+
+class MetaRoce(_Sprayer):
+    name: ClassVar[str] = "metaroce"
+    features: ClassVar[frozenset[str]] = frozenset(
+        {
+            "spray",
+            "multi_plane",
+            "sack",
+            "selective_retransmit",
+            "path_windows",
+            "window",
+            "probe",
+            "ordered_completions",
+            "keys",
+            "retry_budget",
+            "out_of_order",
+            "rate_hint",
+            "ecn_cc",
+            "path_sack",
+        }
+    )
+    defaults: ClassVar[dict[str, float]] = {
+        "paths": 8,
+        "cwnd_bdp": 1.25,
+        "max_bdp": 2.0,
+        "rto_us": 60.0,
+        "probe_us": 20.0,
+        "retries": 8,
+    }
+
+    def __init__(
+        self,
+        sim: PacketSim,
+        flow: int,
+        src: int,
+        dst: int,
+        nbytes: int,
+        start_ps: int,
+        spec: ConnSpec,
+    ) -> None:
+        super().__init__(sim, flow, src, dst, nbytes, start_ps, spec)
+        p = int(self.opt["paths"])
+        if not 1 <= p <= 256:
+            raise PacketSimError(f"{self.name}: paths is 1..256, got {p}")
+        self.p = p
+        self.gen = [0] * p
+        self.pport = [i % self.ports for i in range(p)]
+        self.pev = [entropy(sim.seed, flow, i, 0) for i in range(p)]
+        self.failures = [0] * p
+        self.pfailed = [False] * p
+        self.pnext = [0] * p
+        self.pin = [0] * p
+        self.pout: list[deque[tuple[int, int, int, int]]] = [deque() for _ in range(p)]
+        self.pwin_end = [0] * p
+        self._init_sender()
+        self.rtt = self.base_rtt_ps(0, self.pev[0])
+        self.line = float(self.line_rate_bps() * self.ports)
+        bdp = self.line * self.rtt / 8 / PS_PER_S
+        self.pwin = [max(float(self.mss), self.opt["cwnd_bdp"] * bdp / p)] * p
+        self.pmax = max(self.pwin[0], self.opt["max_bdp"] * bdp / p)
+        self.rate = self.line
+        self.next_free = 0
+        self.pace_armed = False
+        self.timer_on = False
+        self.probing = False
+        self.probe_rounds = 0
+        self.rr = 0
+        # receiver: per path
+        self.rcum = [0] * p
+        self.rpbits = [0] * p
+        self.rgen = [0] * p
+        self.r_active = False
+
+    def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
+        out = []
+        for ev, port in zip(self.pev, self.pport, strict=True):
+            out.append((self.src, self.dst, port, ev, False))
+            out.append((self.dst, self.src, port, ev, False))
+        return out
+
+    def start(self) -> None:
+        self.sim.timer(self.start_ps, self.flow, _PACE)
+
+    def _pick(self, size: int) -> int:
+        p = self.p
+        i = self.rr
+        for _ in range(p):
+            i = i + 1 if i + 1 < p else 0
+            if not self.pfailed[i] and self.pin[i] + size <= self.pwin[i]:
+                self.rr = i
+                return i
+        return -1
+
+    def pump(self, now: int) -> None:
+        while not self.failed:
+            seq = self._next_seq()
+            if seq < 0:
+                break
+            if now < self.next_free:
+                if not self.pace_armed:
+                    self.pace_armed = True
+                    self.sim.timer(self.next_free, self.flow, _PACE)
+                break
+            i = self._pick(self.pay[seq])
+            if i < 0:
+                break
+            self._take(seq)
+            self.send_on(seq, i, now)
+        if not self.timer_on and self.n_acked < self.n and not self.failed:
+            self.timer_on = True
+            self.sim.timer(now + self.rto // 2, self.flow, _RTO)
+
+    def send_on(self, seq: int, i: int, now: int) -> None:
+        pkt = self.data(seq)
+        pkt.path = i
+        pkt.pseq = self.pnext[i]
+        self.pnext[i] += 1
+        self.pout[i].append((pkt.pseq, seq, self.tx_count[seq], now))
+        self.outstanding[seq] = 1
+        self.inflight += pkt.payload
+        self.pin[i] += pkt.payload
+        self.next_free = max(now, self.next_free) + _ser(pkt.size, self.rate)
+        self.sim.send(pkt, self.pport[i], self.pev[i])
+
+    def on_timer(self, token: int, now: int) -> None:
+        if token == _PACE:
+            self.pace_armed = False
+            if now == self.start_ps:
+                for i in range(self.p):
+                    self.window_event(i, int(self.pwin[i]))
+            self.pump(now)
+        elif token == _RTO:
+            self.timer_on = False
+            if self.n_acked >= self.n or self.failed:
+                return
+            for i in range(self.p):
+                dq = self.pout[i]
+                while dq:
+                    _, s, t, sent = dq[0]
+                    if self.acked[s] or self.tx_count[s] != t:
+                        dq.popleft()
+                        continue
+                    if sent + self.rto <= now:
+                        self._path_timeout(i, now)
+                    break
+            self.pump(now)
+            if not self.timer_on and self.n_acked < self.n and not self.failed:
+                self.timer_on = True
+                self.sim.timer(now + self.rto // 2, self.flow, _RTO)
+        else:
+            self._probe(now)
+
+    def _drop_path_packets(self, i: int) -> None:
+        dq = self.pout[i]
+        while dq:
+            _, s, t, _ = dq.popleft()
+            if not self.acked[s] and self.tx_count[s] == t:
+                self._lost(s)
+        self.pin[i] = 0
+
+    def _path_timeout(self, i: int, now: int) -> None:
+        self.pfailed[i] = True
+        self.event("path-down", i, self.pev[i])
+        self._drop_path_packets(i)
+        self.pnext[i] = 0
+        self.pin[i] = 0
+        if not self.probing:
+            self.probing = True
+            self.sim.timer(now + round(self.opt["probe_us"] * PS_PER_US), self.flow, _AUX)
+
+    def _new_port(self, i: int) -> None:
+        """A new UDP source port (EV) for path ``i``; every second one on the next NIC port
+        (plane failover)."""
+        self.gen[i] += 1
+        self.failures[i] += 1
+        if self.failures[i] >= 2 and self.ports > 1:
+            self.pport[i] = (self.pport[i] + 1) % self.ports
+            self.failures[i] = 0
+        self.pev[i] = entropy(self.sim.seed, self.flow, i, self.gen[i])
+
+    def _probe(self, now: int) -> None:
+        self.probing = False
+        if self.failed or self.n_acked >= self.n:
+            return
+        targets = [i for i in range(self.p) if self.pfailed[i]]
+        if not targets:
+            return
+        if len(targets) == self.p:
+            self.probe_rounds += 1
+            if self.probe_rounds > self.opt["retries"]:
+                self.fail("all-paths-dead")
+                return
+        for i in targets:
+            self._new_port(i)
+            pr = Packet(PROBE, self.flow, self.src, self.dst, 0, 0, self.hdr)
+            pr.key, pr.job, pr.path = self.spec.key, self.spec.job, i
+            pr.pseq = self.gen[i]
+            self.sim.send(pr, self.pport[i], self.pev[i])
+        self.probing = True
+        self.sim.timer(now + round(self.opt["probe_us"] * PS_PER_US), self.flow, _AUX)
+
+    def sender_packet(self, pkt: Packet, now: int) -> None:
+        i = pkt.path
+        if pkt.kind == PROBE_ACK:
+            if 0 <= i < self.p and self.pfailed[i] and pkt.pseq == self.gen[i]:
+                self.pfailed[i] = False
+                self.probe_rounds = 0
+                self.pnext[i] = 0
+                self.event("path-up", i, self.pev[i])
+                self.pump(now)
+            return
+        if pkt.kind != ACK or not 0 <= i < self.p:
+            return
+        if pkt.hint > 0:
+            self.rate = min(self.line, float(pkt.hint))
+        self._ack(pkt.seq, now)
+        if self.pfailed[i] or pkt.echo != self.pev[i]:
+            self.pump(now)
+            return
+        cum, bits = pkt.cum, pkt.sack
+        dq = self.pout[i]
+        while dq:
+            ps, s, t, _ = dq[0]
+            if ps == pkt.pseq:
+                dq.popleft()
+                self.pin[i] -= self.pay[s]
+                break
+            if ps > pkt.pseq:
+                break
+            dq.popleft()
+            self.pin[i] -= self.pay[s]
+            covered = ps < cum or (ps > cum and ps - cum - 1 < 256 and bits >> (ps - cum - 1) & 1)
+            if not covered and not self.acked[s] and self.tx_count[s] == t:
+                self._lost(s)  # a gap on the path: retransmit at once
+        self.pin[i] = max(0, self.pin[i])
+        w = self.pwin[i]
+        if pkt.ecn:
+            if now >= self.pwin_end[i]:
+                self.pwin[i] = max(float(self.mss), w * 0.7)
+                self.pwin_end[i] = now + self.rtt
+                self.window_event(i, int(self.pwin[i]))
+        else:
+            nw = min(self.pmax, w + self.mss * self.mss / w)
+            if int(nw) != int(w):
+                self.pwin[i] = nw
+                self.window_event(i, int(nw))
+            else:
+                self.pwin[i] = nw
+        self.pump(now)
+
+    def rcum_reset(self, i: int) -> None:
+        """A restored path starts its sequence space again (sender and receiver agree through
+        the probe's generation)."""
+        self.rcum[i] = 0
+        self.rpbits[i] = 0
+
+    def _hint(self) -> int:
+        rates = self.sim.shared.setdefault("rx_rate", {})
+        active = self.sim.shared.setdefault("rx_active", {})
+        rate = rates.get(self.dst, self.line)
+        return int(rate // max(1, active.get(self.dst, 1)))
+
+    def receiver_packet(self, pkt: Packet, now: int) -> None:
+        if not self.authentic(pkt):
+            return
+        i = pkt.path
+        if not 0 <= i < self.p:
+            return
+        if pkt.kind == PROBE:
+            if pkt.pseq != self.rgen[i]:
+                self.rcum_reset(i)
+                self.rgen[i] = pkt.pseq
+            a = self.control(PROBE_ACK)
+            a.path, a.pseq, a.echo = i, pkt.pseq, pkt.ev
+            self.sim.send(a, pkt.port, pkt.ev)
+            return
+        if not self.r_active and self.finish_ps < 0:
+            self.r_active = True
+            active = self.sim.shared.setdefault("rx_active", {})
+            active[self.dst] = active.get(self.dst, 0) + 1
+        if pkt.trimmed:
+            return
+        self.place(pkt.seq)
+        if self.finish_ps >= 0 and self.r_active:
+            self.r_active = False
+            active = self.sim.shared["rx_active"]
+            active[self.dst] -= 1
+        ps = pkt.pseq
+        if ps >= self.rcum[i]:
+            self.rpbits[i] |= 1 << ps
+            c = self.rcum[i]
+            bits = self.rpbits[i]
+            while bits >> c & 1:
+                c += 1
+            self.rcum[i] = c
+        a = self.control(ACK, pkt.seq)
+        a.path, a.pseq, a.echo, a.ecn = i, ps, pkt.ev, pkt.ecn
+        a.cum = self.rcum[i]
+        a.sack = (self.rpbits[i] >> (a.cum + 1)) & ((1 << 256) - 1)
+        a.hint = self._hint()
+        self.sim.send(a, pkt.port, pkt.ev)
+
+
+class _Pacer:
+    """The pull pacer of one receiving host, shared by its connections (receiver-driven); an
+    endpoint of the engine of its own, for its timer."""
+
+    def __init__(self, sim: PacketSim, host: int) -> None:
+        self.sim = sim
+        self.host = host
+        self.queue: deque[ReceiverDriven] = deque()
+        self.armed = False
+        self.id = sim.add(self)
+        self.next_free = 0
+
+    def interval(self) -> int:
+        rates = self.sim.shared.setdefault("rx_rate", {})
+        link = int(self.sim.router.host_link[self.host, 0])
+        rate = rates.get(self.host, self.sim.base_rate[2 * link] * self.sim.ports_per_host)
+        return _ser(self.sim.cfg.mtu + self.sim.cfg.header, rate)
+
+    def request(self, conn: ReceiverDriven, now: int) -> None:
+        if conn.pull_wanted == 0:
+            self.queue.append(conn)
+        conn.pull_wanted += 1
+        if not self.armed:
+            self.armed = True
+            self.sim.timer(max(now, self.next_free), self.id, 0)
+
+    def on_timer(self, token: int, now: int) -> None:
+        self.armed = False
+        while self.queue:
+            conn = self.queue.popleft()
+            if conn.pull_wanted <= 0 or (conn.sender_done_ps >= 0 and conn.finish_ps >= 0):
+                conn.pull_wanted = 0
+                continue
+            conn.pull_wanted -= 1
+            if conn.pull_wanted > 0:
+                self.queue.append(conn)
+            conn.send_pull()
+            self.next_free = now + self.interval()
+            if self.queue:
+                self.armed = True
+                self.sim.timer(self.next_free, self.id, 0)
+            return
+
+    def on_packet(self, pkt: Packet, now: int) -> None:
+        return
+
+
+class ReceiverDriven(_Sprayer):
+    name: ClassVar[str] = "receiver-driven"
+    features: ClassVar[frozenset[str]] = frozenset(
+        {
+            "spray",
+            "multi_plane",
+            "trim",
+            "receiver_credit",
+            "selective_retransmit",
+            "ordered_completions",
+            "keys",
+            "retry_budget",
+            "out_of_order",
+        }
+    )
+    wants_trimming: ClassVar[bool] = True
+    #: NDP's shallow queues: 12 full packets per port, so that the first window's burst is
+    #: trimmed instead of becoming a standing queue that pulls keep full
+    wants_buffer_bytes: ClassVar[int | None] = 12 * (4096 + 64)
+    defaults: ClassVar[dict[str, float]] = {
+        "evs": 64,
+        "iw_bdp": 1.0,
+        "rto_us": 100.0,
+        "retries": 8,
+    }
+
+    def __init__(
+        self,
+        sim: PacketSim,
+        flow: int,
+        src: int,
+        dst: int,
+        nbytes: int,
+        start_ps: int,
+        spec: ConnSpec,
+    ) -> None:
+        super().__init__(sim, flow, src, dst, nbytes, start_ps, spec)
+        k = int(self.opt["evs"])
+        if not 1 <= k <= 256:
+            raise PacketSimError(f"{self.name}: evs is 1..256, got {k}")
+        self.k = k
+        self.evs = [entropy(sim.seed, flow, i) for i in range(k)]
+        self.ev_port = [i % self.ports for i in range(k)]
+        self.bad = [False] * k
+        self.rr = flow % k
+        self._init_sender()
+        self.rtt = self.base_rtt_ps(0, self.evs[0])
+        bdp = self.line_rate_bps() * self.ports * self.rtt / 8 / PS_PER_S
+        self.spec_pkts = max(1, int(self.opt["iw_bdp"] * bdp / self.mss))
+        self.pulls_seen = 0
+        self.check = -1
+        self.retries = 0
+        self.pull_wanted = 0
+        self.pulls_sent = 0
+        self.sent: deque[tuple[int, int, int, int]] = deque()  # seq, txn, time, EV index
+        self._pacer: _Pacer | None = None
+
+    @property
+    def pacer(self) -> _Pacer:
+        """The receiving host's pull pacer (made on first use, so that flow ids stay dense)."""
+        if self._pacer is None:
+            pacers = self.sim.shared.setdefault("pacer", {})
+            if self.dst not in pacers:
+                pacers[self.dst] = _Pacer(self.sim, self.dst)
+            self._pacer = pacers[self.dst]
+        return self._pacer
+
+    def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
+        out = []
+        for ev, port in zip(self.evs, self.ev_port, strict=True):
+            out.append((self.src, self.dst, port, ev, False))
+            out.append((self.dst, self.src, port, ev, False))
+        return out
+
+    def start(self) -> None:
+        self.sim.timer(self.start_ps, self.flow, _PACE)
+
+    def _ev(self) -> int:
+        k = self.k
+        i = self.rr
+        for _ in range(k):
+            i = i + 1 if i + 1 < k else 0
+            if not self.bad[i]:
+                self.rr = i
+                return i
+        return -1
+
+    def send_one(self, now: int) -> bool:
+        seq = self._next_seq()
+        if seq < 0 or self.failed:
+            return False
+        i = self._ev()
+        if i < 0:
+            return False
+        self._take(seq)
+        pkt = self.data(seq)
+        self.outstanding[seq] = 1
+        self.inflight += pkt.payload
+        self.sent.append((seq, self.tx_count[seq], now, i))
+        self.sim.send(pkt, self.ev_port[i], self.evs[i])
+        return True
+
+    def on_timer(self, token: int, now: int) -> None:
+        if token == _PACE:
+            self.event("spec-window", self.spec_pkts * self.mss)
+            for _ in range(self.spec_pkts):
+                if not self.send_one(now):
+                    break
+            self.sim.timer(now + self.rto // 2, self.flow, _RTO)
+            return
+        if self.n_acked >= self.n or self.failed:
+            return
+        # packets unacknowledged for rto: their EV is bad, each is resent as one more
+        # speculative packet (declared, so that it counts against the credit check)
+        expired = []
+        while self.sent:
+            seq, txn, t, i = self.sent[0]
+            if self.acked[seq] or self.tx_count[seq] != txn or not self.outstanding[seq]:
+                self.sent.popleft()
+                continue
+            if t + self.rto > now:
+                break
+            self.sent.popleft()
+            expired.append(seq)
+            if not self.bad[i]:
+                self.bad[i] = True
+                self.event("ev-down", i, self.evs[i])
+        if all(self.bad):  # every EV failed once: try them all again
+            self.bad = [False] * self.k
+        if self.n_acked == self.check and (expired or self.nxt >= self.n):
+            self.retries += 1
+            if self.retries > self.opt["retries"]:
+                self.fail("retry-exceeded")
+                return
+        elif self.n_acked != self.check:
+            self.retries = 0
+        self.check = self.n_acked
+        for seq in expired:
+            self._lost(seq)
+            self.event("spec-extra", self.mss)
+            self.send_one(now)
+        self.sim.timer(now + self.rto // 2, self.flow, _RTO)
+
+    def sender_packet(self, pkt: Packet, now: int) -> None:
+        if pkt.kind == ACK:
+            self._ack(pkt.seq, now)
+        elif pkt.kind == NACK:
+            self._lost(pkt.seq)
+        elif pkt.kind == PULL:
+            new = pkt.cum - self.pulls_seen
+            if new > 0:
+                self.pulls_seen = pkt.cum
+                for _ in range(new):
+                    self.send_one(now)
+
+    def send_pull(self) -> None:
+        self.pulls_sent += 1
+        p = self.control(PULL)
+        p.cum = self.pulls_sent
+        i = self.pulls_sent % self.k
+        self.sim.send(p, self.ev_port[i], self.evs[i] ^ 1)
+
+    def receiver_packet(self, pkt: Packet, now: int) -> None:
+        if pkt.kind != DATA or not self.authentic(pkt):
+            return
+        if pkt.trimmed:
+            a = self.control(NACK, pkt.seq)
+        else:
+            self.place(pkt.seq)
+            a = self.control(ACK, pkt.seq)
+            a.cum = self.cum
+        a.echo = pkt.ev
+        self.sim.send(a, pkt.port, pkt.ev ^ 1)
+        if self.finish_ps < 0:
+            self.pacer.request(self, now)
+
+
+def set_receiver_rate(sim: PacketSim, host: int, bps: float) -> None:
+    """The receiver ``host`` takes data at ``bps`` from now on: the rate its ACK hints carry
+    (``metaroce``) and its pull pacer's rate (``receiver-driven``)."""
+    sim.shared.setdefault("rx_rate", {})[host] = bps
+    if sim.tracer is not None:
+        sim.tracer.event(sim.now, -1, "rx-rate", host, int(bps))
+
+
+TRANSPORTS: dict[str, type[Connection]] = {
+    t.name: t for t in (RoceEcmp, MrcSpray, MetaRoce, ReceiverDriven)
+}
+
+
+def transport_class(name: str) -> type[Connection]:
+    if name not in TRANSPORTS:
+        raise PacketSimError(
+            f"unknown packet transport '{name}'; known: {', '.join(sorted(TRANSPORTS))}"
+        )
+    return TRANSPORTS[name]
