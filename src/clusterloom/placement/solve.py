@@ -1,0 +1,783 @@
+"""The CP-SAT models: racks onto positions, decomposed campus → hall → row.
+
+**Campus level** (skipped for a one-hall site). Every group (a block with its leaf racks, a
+chunk of a spine or core layer) goes to one hall. Per hall: positions (free, less the growth held
+back), power and cooling (the least of the hall budget, the sum of its feeds or loops and the
+sum of its rows), compute racks against the positions that can carry one, and per block length
+the blocks that fit in the hall's free runs. A group whose leaf racks must spread their planes
+over feeds only goes to halls with enough feeds. The objective sums, over the links between
+groups, the door-to-door distance between their halls plus ``trunk_penalty_m`` per link that
+leaves a hall (few inter-hall trunks).
+
+**Hall level** (one model per hall, given the campus assignment). A block takes consecutive free
+positions in one row (an interval over the hall's positions, numbered row by row, whose allowed
+starts already exclude row ends, blocked or reserved positions and positions whose power,
+cooling or floor rating is short for the rack that would land there); a single rack takes one
+position. No two units overlap. Row, feed and cooling-loop budgets bound the power of the units
+in each row. Leaf racks of one block put at most ``planes_per_feed`` planes on a feed; the racks
+of a spine or core layer in a hall spread over at least ``spine_feeds`` feeds (as far as they
+have racks and the hall has feeds); a leaf rack stays within its host links' reach of every
+rack of its block (Manhattan distance between centres, less ``reach_allowance_m``). The
+objective sums, over the links between units of the hall, the Manhattan distance between their
+centres (a block counts from its middle) and, for links leaving the hall, the distance to the
+door.
+
+Each model starts from a greedy placement as a hint. Effort is CP-SAT's deterministic time, one
+worker (or two with interleaved search) and a fixed seed, so the same spec gives the same
+placement on any machine. Reported: each model's objective and best bound; the gap is of the
+decomposed problem (the campus assignment fixes what the hall models can reach).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from ortools.sat.python import cp_model
+
+from clusterloom.errors import Problem, SpecError
+from clusterloom.placement.demand import COMPUTE, Demand, Unit
+from clusterloom.placement.floor import FREE, FloorPlan
+from clusterloom.spec.site import SiteSpec
+
+DM = 10  # model coordinates are decimetres
+
+
+@dataclass(frozen=True)
+class SolveStats:
+    """One CP-SAT model: which, its status, objective and best bound (links x metres)."""
+
+    name: str
+    status: str
+    units: int
+    objective: float
+    bound: float
+
+    @property
+    def gap(self) -> float:
+        return (
+            0.0 if self.objective <= 0 else max(0.0, (self.objective - self.bound) / self.objective)
+        )
+
+
+def _params(solver: cp_model.CpSolver, site: SiteSpec, effort: float) -> None:
+    p = solver.parameters
+    p.random_seed = site.solver.seed
+    p.num_workers = site.solver.workers
+    p.interleave_search = site.solver.workers > 1
+    p.max_deterministic_time = effort
+    p.log_search_progress = False
+
+
+def _status(code: Any) -> str:
+    return {
+        cp_model.OPTIMAL: "optimal",
+        cp_model.FEASIBLE: "feasible",
+        cp_model.INFEASIBLE: "infeasible",
+        cp_model.MODEL_INVALID: "invalid",
+    }.get(code, "unknown")
+
+
+def _mw(watts: float) -> str:
+    return f"{watts / 1e6:,.2f} MW" if watts >= 1e6 else f"{watts / 1e3:,.0f} kW"
+
+
+# --- link weights ---------------------------------------------------------------------------
+
+
+def unit_links(
+    demand: Demand, link_ends: list[tuple[NDArray[Any], NDArray[Any]]]
+) -> dict[tuple[int, int], int]:
+    """Links between units (a < b), from every fabric's link ends given as rack ids."""
+    n = len(demand.units)
+    acc: dict[tuple[int, int], int] = defaultdict(int)
+    for src_rack, dst_rack in link_ends:
+        ua = demand.rack_unit[src_rack].astype(np.int64)
+        ub = demand.rack_unit[dst_rack].astype(np.int64)
+        lo, hi = np.minimum(ua, ub), np.maximum(ua, ub)
+        keep = lo != hi
+        keys, counts = np.unique(lo[keep] * n + hi[keep], return_counts=True)
+        for k, c in zip(keys.tolist(), counts.tolist(), strict=True):
+            acc[(k // n, k % n)] += c
+    return dict(acc)
+
+
+# --- pre-checks -------------------------------------------------------------------------------
+
+
+def _fits(floor: FloorPlan, demand: Demand, rack: int) -> NDArray[np.bool_]:
+    """Free positions that can carry ``rack`` (power, cooling, weight)."""
+    p = demand.rack_power_w[rack]
+    return (  # type: ignore[no-any-return]
+        (floor.pos_state == FREE)
+        & (floor.pos_power_w >= p - 1e-6)
+        & (floor.pos_cooling_w >= p - 1e-6)
+        & (floor.pos_weight_kg >= demand.rack_weight_kg[rack] - 1e-6)
+    )
+
+
+def hall_power_w(floor: FloorPlan, h: int) -> float:
+    """The most power hall ``h`` can deliver: hall budget, feeds, rows and free positions."""
+    feeds = floor.feed_power_w[floor.feed_hall == h]
+    rows = floor.row_power_w[floor.row_hall == h]
+    free = (floor.pos_hall == h) & (floor.pos_state == FREE)
+    return float(min(floor.hall_power_w[h], feeds.sum(), rows.sum(), floor.pos_power_w[free].sum()))
+
+
+def hall_cooling_w(floor: FloorPlan, h: int) -> float:
+    loops = floor.loop_cooling_w[floor.loop_hall == h]
+    rows = floor.row_cooling_w[floor.row_hall == h]
+    free = (floor.pos_hall == h) & (floor.pos_state == FREE)
+    return float(
+        min(floor.hall_cooling_w[h], loops.sum(), rows.sum(), floor.pos_cooling_w[free].sum())
+    )
+
+
+def hall_room(floor: FloorPlan, h: int) -> int:
+    free = int(((floor.pos_hall == h) & (floor.pos_state == FREE)).sum())
+    return free - int(floor.hall_hold_back[h])
+
+
+def precheck(floor: FloorPlan, demand: Demand, site: SiteSpec) -> None:
+    """Campus-wide shortfalls, before any solve: positions, power, cooling, rack fit, runs."""
+    problems: list[Problem] = []
+    one = floor.n_halls == 1
+    where = f"hall {floor.hall_names[0]}" if one else "site"
+    n = demand.n_racks
+    room = sum(hall_room(floor, h) for h in range(floor.n_halls))
+    held = int(floor.hall_hold_back.sum())
+    if n > room:
+        problems.append(
+            Problem(
+                "site",
+                f"{where}: needs {n:,} rack positions, has {room:,} free"
+                + (f" after holding back {held:,} for growth" if held else ""),
+            )
+        )
+    need_w = float(demand.rack_power_w.sum())
+    have_w = sum(hall_power_w(floor, h) for h in range(floor.n_halls))
+    if need_w > have_w + 1e-6:
+        problems.append(
+            Problem("site", f"{where}: needs {_mw(need_w)} of power, has {_mw(have_w)}")
+        )
+    have_c = sum(hall_cooling_w(floor, h) for h in range(floor.n_halls))
+    if need_w > have_c + 1e-6:
+        problems.append(
+            Problem("site", f"{where}: needs {_mw(need_w)} of cooling, has {_mw(have_c)}")
+        )
+    # racks of each profile against the positions that can carry them
+    seen: set[tuple[str, float, float]] = set()
+    for r in range(n):
+        key = (demand.rack_model[r], float(demand.rack_power_w[r]), float(demand.rack_weight_kg[r]))
+        if key in seen:
+            continue
+        seen.add(key)
+        same = [
+            i
+            for i in range(n)
+            if demand.rack_power_w[i] >= key[1] - 1e-6 and demand.rack_weight_kg[i] >= key[2] - 1e-6
+        ]
+        able = int(_fits(floor, demand, r).sum())
+        if len(same) > able:
+            problems.append(
+                Problem(
+                    "site",
+                    f"{where}: {len(same):,} racks need a position for {key[1] / 1e3:,.1f} kW and "
+                    f"{key[2]:,.0f} kg ({demand.rack_role[r]} racks of type {key[0]} and "
+                    f"heavier), {able:,} free positions can carry one",
+                )
+            )
+    if not site.split_units:
+        runs = floor.free_runs()
+        longest = max(runs, key=lambda x: (x[2], -x[1]), default=(0, 0, 0))
+        for u in demand.units:
+            if u.kind == "block" and len(u.racks) > longest[2]:
+                row = floor.row_names[longest[0]] if runs else "-"
+                problems.append(
+                    Problem(
+                        "site.split_units",
+                        f"{u.label} needs {len(u.racks)} adjacent positions, the largest free "
+                        f"run is {longest[2]} (row {row}); lengthen rows or set split_units: true",
+                    )
+                )
+                break
+    if problems:
+        raise SpecError(problems)
+
+
+# --- campus level -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Group:
+    units: tuple[int, ...]
+    positions: int
+    power_w: float
+    compute: int
+    blocks: tuple[int, ...]  # block lengths
+    planes_needing_feeds: int  # planes of separate leaf racks (0 when none)
+
+
+def _groups(demand: Demand, site: SiteSpec) -> list[_Group]:
+    by_group: dict[int, list[int]] = defaultdict(list)
+    for i, u in enumerate(demand.units):
+        by_group[u.group].append(i)
+    out = []
+    for g in range(demand.n_groups):
+        units = by_group.get(g, [])
+        racks = [r for i in units for r in demand.units[i].racks]
+        planes = {
+            demand.units[i].plane for i in units if demand.units[i].spread_key.count(":block:")
+        }
+        out.append(
+            _Group(
+                units=tuple(units),
+                positions=len(racks),
+                power_w=float(demand.rack_power_w[racks].sum()) if racks else 0.0,
+                compute=int((demand.rack_kind[racks] == COMPUTE).sum()) if racks else 0,
+                blocks=tuple(
+                    len(demand.units[i].racks) for i in units if demand.units[i].kind == "block"
+                ),
+                planes_needing_feeds=len(planes),
+            )
+        )
+    return out
+
+
+def _feeds_with_room(floor: FloorPlan, h: int) -> int:
+    free = (floor.pos_hall == h) & (floor.pos_state == FREE)
+    return len(set(floor.row_feed[floor.pos_row[free]].tolist()))
+
+
+def _run_capacity(floor: FloorPlan, h: int, length: int) -> int:
+    return sum(n // length for row, _, n in floor.free_runs() if floor.row_hall[row] == h)
+
+
+def assign_halls(
+    floor: FloorPlan,
+    demand: Demand,
+    site: SiteSpec,
+    links: dict[tuple[int, int], int],
+) -> tuple[NDArray[np.int32], SolveStats | None]:
+    """Hall of every group (campus level); a one-hall site needs no model."""
+    groups = _groups(demand, site)
+    n_g, n_h = len(groups), floor.n_halls
+    if n_h == 1:
+        return np.zeros(n_g, dtype=np.int32), None
+    room = [hall_room(floor, h) for h in range(n_h)]
+    power = [hall_power_w(floor, h) for h in range(n_h)]
+    cooling = [hall_cooling_w(floor, h) for h in range(n_h)]
+    feeds = [_feeds_with_room(floor, h) for h in range(n_h)]
+    compute_racks = np.flatnonzero(demand.rack_kind == COMPUTE)
+    compute_fit = [0] * n_h
+    if compute_racks.size:
+        heaviest = int(compute_racks[np.argmax(demand.rack_power_w[compute_racks])])
+        fits = _fits(floor, demand, heaviest)
+        compute_fit = [int((fits & (floor.pos_hall == h)).sum()) for h in range(n_h)]
+    lengths = sorted({k for g in groups for k in g.blocks})
+    runs = {(k, h): _run_capacity(floor, h, k) for k in lengths for h in range(n_h)}
+
+    ppf = site.spread.planes_per_feed
+    allowed: list[list[int]] = []
+    problems: list[Problem] = []
+    for gi, g in enumerate(groups):
+        need = -(-g.planes_needing_feeds // ppf) if g.planes_needing_feeds else 0
+        ok = [h for h in range(n_h) if feeds[h] >= need and all(runs[(k, h)] > 0 for k in g.blocks)]
+        if not ok:
+            best = max(range(n_h), key=lambda h: feeds[h])
+            problems.append(
+                Problem(
+                    "site.spread.planes_per_feed",
+                    f"{demand.group_labels[gi]} spreads {g.planes_needing_feeds} planes at most "
+                    f"{ppf} per feed: it needs {need} feeds in one hall with room; the most any "
+                    f"hall has is {feeds[best]} ({floor.hall_names[best]})"
+                    if need > max(feeds)
+                    else f"{demand.group_labels[gi]}: no hall has a free run long enough for "
+                    f"its blocks of {', '.join(map(str, g.blocks))} positions",
+                )
+            )
+        allowed.append(ok)
+    if problems:
+        raise SpecError(problems)
+
+    dist = floor.hall_distance()
+    table = [
+        round(dist[a, b] + (site.trunk_penalty_m if a != b else 0.0))
+        for a in range(n_h)
+        for b in range(n_h)
+    ]
+    group_links: dict[tuple[int, int], int] = defaultdict(int)
+    for (ua, ub), w in links.items():
+        ga, gb = demand.units[ua].group, demand.units[ub].group
+        if ga != gb:
+            group_links[(min(ga, gb), max(ga, gb))] += w
+
+    def build(slack: bool) -> tuple[Any, Any, Any, Any]:
+        m = cp_model.CpModel()
+        x = {(g, h): m.NewBoolVar(f"x{g}_{h}") for g in range(n_g) for h in allowed[g]}
+        for g in range(n_g):
+            m.AddExactlyOne(x[(g, h)] for h in allowed[g])
+        over: dict[tuple[str, int], Any] = {}
+
+        def cap(kind: str, h: int, terms: list[tuple[int, Any]], limit: float) -> None:
+            if not terms or math.isinf(limit):
+                return
+            expr = sum(c * v for c, v in terms)
+            if slack:
+                s = m.NewIntVar(0, sum(c for c, _ in terms), f"s{kind}{h}")
+                over[(kind, h)] = s
+                m.Add(expr <= int(limit) + s)
+            else:
+                m.Add(expr <= int(limit))
+
+        for h in range(n_h):
+            on = [(g, x[(g, h)]) for g in range(n_g) if (g, h) in x]
+            cap("positions", h, [(groups[g].positions, v) for g, v in on], room[h])
+            cap("power", h, [(round(groups[g].power_w / 100), v) for g, v in on], power[h] / 100)
+            cap(
+                "cooling", h, [(round(groups[g].power_w / 100), v) for g, v in on], cooling[h] / 100
+            )
+            cap(
+                "compute",
+                h,
+                [(groups[g].compute, v) for g, v in on if groups[g].compute],
+                compute_fit[h],
+            )
+            for k in lengths:
+                cap(
+                    f"run{k}",
+                    h,
+                    [(groups[g].blocks.count(k), v) for g, v in on if k in groups[g].blocks],
+                    runs[(k, h)],
+                )
+        hall = [m.NewIntVar(0, n_h - 1, f"h{g}") for g in range(n_g)]
+        for g in range(n_g):
+            m.Add(hall[g] == sum(h * x[(g, h)] for h in allowed[g]))
+        cost = []
+        if slack:
+            m.Minimize(sum(over.values()))
+        else:
+            for (ga, gb), w in sorted(group_links.items()):
+                c = m.NewIntVar(0, max(table), f"c{ga}_{gb}")
+                m.AddElement(hall[ga] * n_h + hall[gb], table, c)
+                cost.append(w * c)
+            m.Minimize(sum(cost))
+        return m, x, over, hall
+
+    model, x, _, _ = build(False)
+    # greedy hint: groups in order, the first hall with room
+    left = {h: [room[h], power[h], cooling[h]] for h in range(n_h)}
+    for gi, g in enumerate(groups):
+        for h in allowed[gi]:
+            lh = left[h]
+            if lh[0] >= g.positions and lh[1] >= g.power_w and lh[2] >= g.power_w:
+                lh[0] -= g.positions
+                lh[1] -= g.power_w
+                lh[2] -= g.power_w
+                for hh in allowed[gi]:
+                    model.AddHint(x[(gi, hh)], hh == h)
+                break
+    solver = cp_model.CpSolver()
+    _params(solver, site, site.solver.campus_effort)
+    status = solver.Solve(model)
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        out = np.array(
+            [next(h for h in allowed[g] if solver.BooleanValue(x[(g, h)])) for g in range(n_g)],
+            dtype=np.int32,
+        )
+        stats = SolveStats(
+            "campus",
+            _status(status),
+            n_g,
+            float(solver.ObjectiveValue()),
+            float(solver.BestObjectiveBound()),
+        )
+        return out, stats
+    # what is short: the least overflow over every hall resource
+    relaxed, _, over, _ = build(True)
+    solver = cp_model.CpSolver()
+    _params(solver, site, site.solver.campus_effort)
+    if solver.Solve(relaxed) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        raise SpecError([Problem("site", "no assignment of racks to halls was found")])
+    limits = {"positions": room, "power": power, "cooling": cooling, "compute": compute_fit}
+    for (kind, h), var in sorted(over.items()):
+        s = solver.Value(var)
+        if s <= 0:
+            continue
+        name = floor.hall_names[h]
+        if kind in ("power", "cooling"):
+            have = limits[kind][h]
+            problems.append(
+                Problem(
+                    "site",
+                    f"hall {name}: needs {_mw(have + s * 100)} of {kind}, has {_mw(have)}",
+                )
+            )
+        elif kind.startswith("run"):
+            problems.append(
+                Problem(
+                    "site",
+                    f"hall {name}: {s} more blocks of {kind[3:]} adjacent positions than its "
+                    f"free runs hold",
+                )
+            )
+        else:
+            what = "positions" if kind == "positions" else "positions able to carry a compute rack"
+            have = int(limits[kind][h])
+            problems.append(
+                Problem("site", f"hall {name}: needs {have + s:,} {what}, has {have:,}")
+            )
+    raise SpecError(problems or [Problem("site", "the racks do not fit the halls")])
+
+
+# --- hall level ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _HallModel:
+    model: Any
+    start: dict[int, Any]
+    row_of: dict[tuple[int, int], Any]
+
+
+def _hall_tables(floor: FloorPlan, pos: NDArray[np.int64]) -> dict[str, Any]:
+    x = np.round(floor.pos_x[pos] * DM).astype(np.int64)
+    y = np.round(floor.pos_y[pos] * DM).astype(np.int64)
+    rows = floor.pos_row[pos]
+    return {"x": x, "y": y, "row": rows}
+
+
+def _allowed_starts(
+    floor: FloorPlan, demand: Demand, pos: NDArray[np.int64], unit: Unit
+) -> list[int]:
+    k = len(unit.racks)
+    n = pos.shape[0]
+    ok = np.ones(max(n - k + 1, 0), dtype=bool)
+    rows = floor.pos_row[pos]
+    for i, rack in enumerate(unit.racks):
+        fits = _fits(floor, demand, rack)[pos]
+        ok &= fits[i : n - k + 1 + i]
+    if k > 1 and ok.size:
+        same_row = rows[: n - k + 1] == rows[k - 1 :]
+        ok &= same_row
+    return np.flatnonzero(ok).tolist()  # type: ignore[no-any-return]
+
+
+def _greedy(
+    floor: FloorPlan,
+    demand: Demand,
+    pos: NDArray[np.int64],
+    units: list[int],
+    starts: dict[int, list[int]],
+) -> dict[int, int] | None:
+    """First fit: blocks longest first, then single racks, in the first allowed free place."""
+    taken = np.zeros(pos.shape[0], dtype=bool)
+    out: dict[int, int] = {}
+    order = sorted(units, key=lambda u: (-len(demand.units[u].racks), u))
+    for u in order:
+        k = len(demand.units[u].racks)
+        for s in starts[u]:
+            if not taken[s : s + k].any():
+                taken[s : s + k] = True
+                out[u] = s
+                break
+        else:
+            return None
+    return out
+
+
+def _hall_model(
+    floor: FloorPlan,
+    demand: Demand,
+    site: SiteSpec,
+    h: int,
+    units: list[int],
+    links: dict[tuple[int, int], int],
+    *,
+    spread: bool = True,
+    reach: bool = True,
+    budgets: bool = True,
+    objective: bool = True,
+) -> tuple[_HallModel, dict[int, list[int]], NDArray[np.int64]]:
+    pos = floor.hall_positions(h)
+    tab = _hall_tables(floor, pos)
+    xs, ys, rows = tab["x"], tab["y"], tab["row"]
+    n = pos.shape[0]
+    m = cp_model.CpModel()
+    starts = {u: _allowed_starts(floor, demand, pos, demand.units[u]) for u in units}
+    start: dict[int, Any] = {}
+    row_of: dict[tuple[int, int], Any] = {}
+    cx: dict[int, Any] = {}
+    cy: dict[int, Any] = {}
+    intervals = []
+    row_units: dict[int, list[tuple[int, Any]]] = defaultdict(list)
+    for u in units:
+        unit = demand.units[u]
+        k = len(unit.racks)
+        allowed = starts[u] or [0]
+        s = m.NewIntVarFromDomain(cp_model.Domain.FromValues(allowed), f"s{u}")
+        if not starts[u]:
+            m.Add(s != s)  # nothing fits: infeasible, diagnosed by the caller
+        start[u] = s
+        intervals.append(m.NewFixedSizeIntervalVar(s, k, f"i{u}"))
+        by_row: dict[int, list[int]] = defaultdict(list)
+        for a in allowed:
+            by_row[int(rows[a])].append(a)
+        lits = []
+        for r, values in sorted(by_row.items()):
+            b = m.NewBoolVar(f"r{u}_{r}")
+            m.AddLinearExpressionInDomain(s, cp_model.Domain.FromValues(values)).OnlyEnforceIf(b)
+            row_of[(u, r)] = b
+            row_units[r].append((u, b))
+            lits.append(b)
+        m.AddExactlyOne(lits)
+        # centre of the unit
+        cxt = [0] * n
+        cyt = [0] * n
+        for a in allowed:
+            cxt[a] = int(round(float(xs[a : a + k].mean())))
+            cyt[a] = int(round(float(ys[a : a + k].mean())))
+        cx[u] = m.NewIntVar(min(cxt), max(cxt), f"cx{u}")
+        cy[u] = m.NewIntVar(min(cyt), max(cyt), f"cy{u}")
+        m.AddElement(s, cxt, cx[u])
+        m.AddElement(s, cyt, cy[u])
+    m.AddNoOverlap(intervals)
+
+    power = {
+        u: int(math.ceil(float(demand.rack_power_w[list(demand.units[u].racks)].sum())))
+        for u in units
+    }
+    if budgets:
+        feed_terms: dict[int, list[tuple[int, Any]]] = defaultdict(list)
+        loop_terms: dict[int, list[tuple[int, Any]]] = defaultdict(list)
+        for r, items in sorted(row_units.items()):
+            terms = [(power[u], b) for u, b in items]
+            for limit in (floor.row_power_w[r], floor.row_cooling_w[r]):
+                if not math.isinf(limit):
+                    m.Add(sum(c * b for c, b in terms) <= int(limit))
+            feed_terms[int(floor.row_feed[r])] += terms
+            loop_terms[int(floor.row_loop[r])] += terms
+        for f, terms in sorted(feed_terms.items()):
+            if not math.isinf(floor.feed_power_w[f]):
+                m.Add(sum(c * b for c, b in terms) <= int(floor.feed_power_w[f]))
+        for lp, terms in sorted(loop_terms.items()):
+            if not math.isinf(floor.loop_cooling_w[lp]):
+                m.Add(sum(c * b for c, b in terms) <= int(floor.loop_cooling_w[lp]))
+
+    feeds_of_row = {r: int(floor.row_feed[r]) for r in set(rows.tolist())}
+    if spread:
+        layers: dict[str, list[int]] = defaultdict(list)
+        for u in units:
+            if demand.units[u].spread_key:
+                layers[demand.units[u].spread_key].append(u)
+        hall_feeds = sorted(set(feeds_of_row.values()))
+        for key, members in sorted(layers.items()):
+            if ":block:" in key:
+                planes = sorted({demand.units[u].plane for u in members})
+                for f in hall_feeds:
+                    uses = []
+                    for q in planes:
+                        on = [
+                            row_of[(u, r)]
+                            for u in members
+                            if demand.units[u].plane == q
+                            for r in feeds_of_row
+                            if feeds_of_row[r] == f and (u, r) in row_of
+                        ]
+                        if on:
+                            z = m.NewBoolVar(f"z{key}{q}{f}")
+                            for b in on:
+                                m.AddImplication(b, z)
+                            uses.append(z)
+                    if len(uses) > site.spread.planes_per_feed:
+                        m.Add(sum(uses) <= site.spread.planes_per_feed)
+            else:
+                need = min(site.spread.spine_feeds, len(members), len(hall_feeds))
+                if need <= 1:
+                    continue
+                used = []
+                for f in hall_feeds:
+                    on = [
+                        row_of[(u, r)]
+                        for u in members
+                        for r in feeds_of_row
+                        if feeds_of_row[r] == f and (u, r) in row_of
+                    ]
+                    if on:
+                        z = m.NewBoolVar(f"y{key}{f}")
+                        m.Add(z <= sum(on))
+                        used.append(z)
+                m.Add(sum(used) >= need)
+
+    if reach:
+        pitch = _pitch_dm(floor, pos)
+        for u in units:
+            for v, metres in demand.units[u].reach:
+                if v not in start:
+                    continue
+                half = int(math.ceil((len(demand.units[v].racks) - 1) / 2 * pitch))
+                limit = int(math.floor((metres - site.reach_allowance_m) * DM)) - half
+                dx = m.NewIntVar(0, 10**7, "")
+                dy = m.NewIntVar(0, 10**7, "")
+                m.AddAbsEquality(dx, cx[u] - cx[v])
+                m.AddAbsEquality(dy, cy[u] - cy[v])
+                m.Add(dx + dy <= max(limit, -1))
+
+    if objective:
+        inside = set(units)
+        door = np.round(floor.hall_door[h] * DM).astype(np.int64)
+        terms = []
+        external: dict[int, int] = defaultdict(int)
+        for (a, b), w in sorted(links.items()):
+            if a in inside and b in inside:
+                dx = m.NewIntVar(0, 10**7, "")
+                dy = m.NewIntVar(0, 10**7, "")
+                m.AddAbsEquality(dx, cx[a] - cx[b])
+                m.AddAbsEquality(dy, cy[a] - cy[b])
+                terms.append(w * (dx + dy))
+            elif a in inside:
+                external[a] += w
+            elif b in inside:
+                external[b] += w
+        for u, w in sorted(external.items()):
+            dx = m.NewIntVar(0, 10**7, "")
+            dy = m.NewIntVar(0, 10**7, "")
+            m.AddAbsEquality(dx, cx[u] - int(door[0]))
+            m.AddAbsEquality(dy, cy[u] - int(door[1]))
+            terms.append(w * (dx + dy))
+        m.Minimize(sum(terms) if terms else 0)
+    return _HallModel(m, start, row_of), starts, pos
+
+
+def _pitch_dm(floor: FloorPlan, pos: NDArray[np.int64]) -> float:
+    """Largest centre-to-centre step between neighbours of a row (decimetres)."""
+    if pos.shape[0] < 2:
+        return 0.0
+    same = floor.pos_row[pos[1:]] == floor.pos_row[pos[:-1]]
+    step = np.abs(np.diff(floor.pos_x[pos])) + np.abs(np.diff(floor.pos_y[pos]))
+    return float(step[same].max() * DM) if same.any() else 0.0
+
+
+def place_hall(
+    floor: FloorPlan,
+    demand: Demand,
+    site: SiteSpec,
+    h: int,
+    units: list[int],
+    links: dict[tuple[int, int], int],
+) -> tuple[dict[int, int], SolveStats]:
+    """Start position (global position id) of every unit of hall ``h``."""
+    hm, starts, pos = _hall_model(floor, demand, site, h, units, links)
+    hint = _greedy(floor, demand, pos, units, starts)
+    if hint is not None:
+        for u, s in hint.items():
+            hm.model.AddHint(hm.start[u], s)
+    solver = cp_model.CpSolver()
+    _params(solver, site, site.solver.hall_effort)
+    status = solver.Solve(hm.model)
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        placed = {u: int(pos[solver.Value(hm.start[u])]) for u in units}
+        return placed, SolveStats(
+            floor.hall_names[h],
+            _status(status),
+            len(units),
+            float(solver.ObjectiveValue()) / DM,
+            float(solver.BestObjectiveBound()) / DM,
+        )
+    raise SpecError(_diagnose_hall(floor, demand, site, h, units, links, starts, status))
+
+
+def _feasible(
+    floor: FloorPlan,
+    demand: Demand,
+    site: SiteSpec,
+    h: int,
+    units: list[int],
+    links: dict[tuple[int, int], int],
+    **relax: bool,
+) -> bool:
+    hm, _, _ = _hall_model(floor, demand, site, h, units, links, objective=False, **relax)
+    solver = cp_model.CpSolver()
+    _params(solver, site, site.solver.hall_effort)
+    return solver.Solve(hm.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+
+
+def _diagnose_hall(
+    floor: FloorPlan,
+    demand: Demand,
+    site: SiteSpec,
+    h: int,
+    units: list[int],
+    links: dict[tuple[int, int], int],
+    starts: dict[int, list[int]],
+    status: Any,
+) -> list[Problem]:
+    """Why hall ``h`` has no placement: drop one family of constraints at a time."""
+    name = floor.hall_names[h]
+    runs = [(r, n) for r, _, n in floor.free_runs() if floor.row_hall[r] == h]
+    longest = max(runs, key=lambda x: x[1], default=(0, 0))
+    for u in units:
+        if not starts[u]:
+            unit = demand.units[u]
+            k = len(unit.racks)
+            if unit.kind == "block":
+                return [
+                    Problem(
+                        "site",
+                        f"{unit.label} needs {k} adjacent positions, the largest free run in "
+                        f"hall {name} is {longest[1]} (row {floor.row_names[longest[0]]})",
+                    )
+                ]
+            return [Problem("site", f"hall {name}: no free position can carry {unit.label}")]
+    if _status(status) == "unknown":
+        return [
+            Problem(
+                "site.solver.hall_effort",
+                f"hall {name}: no placement found within an effort of "
+                f"{site.solver.hall_effort:g}; raise it",
+            )
+        ]
+    if _feasible(floor, demand, site, h, units, links, spread=False):
+        return [
+            Problem(
+                "site.spread",
+                f"hall {name}: the failure-domain spreading (at most "
+                f"{site.spread.planes_per_feed} plane(s) of a scalable unit per feed, spine "
+                f"layers over {site.spread.spine_feeds} feeds) cannot be met with the rows and "
+                "feeds that have room; add feeds or relax site.spread",
+            )
+        ]
+    if _feasible(floor, demand, site, h, units, links, reach=False):
+        return [
+            Problem(
+                "site.reach_allowance_m",
+                f"hall {name}: leaf racks cannot all stand within their host links' reach of "
+                "their scalable unit's racks; use rows with room beside each unit or a medium "
+                "of longer reach",
+            )
+        ]
+    if _feasible(floor, demand, site, h, units, links, budgets=False):
+        need = sum(float(demand.rack_power_w[list(demand.units[u].racks)].sum()) for u in units)
+        return [
+            Problem(
+                "site",
+                f"hall {name}: the row, feed or cooling-loop budgets cannot carry the "
+                f"{_mw(need)} placed in it in whole units",
+            )
+        ]
+    sizes = sorted(
+        (len(demand.units[u].racks) for u in units if demand.units[u].kind == "block"), reverse=True
+    )
+    return [
+        Problem(
+            "site",
+            f"hall {name}: blocks of {', '.join(map(str, sizes))} adjacent positions and "
+            f"{sum(1 for u in units if demand.units[u].kind == 'rack')} single racks do not "
+            f"pack into its free runs ({', '.join(str(n) for _, n in runs)}); the largest is "
+            f"{longest[1]} (row {floor.row_names[longest[0]]})",
+        )
+    ]
