@@ -1,6 +1,7 @@
 """Runs the stages that exist, in order, and records what ran (provenance) and how long it took.
 
-Stages today: ``workload`` when the spec has a job, then one ``fabric`` stage per fabric. A stage
+Stages today: ``workload`` when the spec has a job, then one ``fabric`` stage per fabric, then
+``placement`` when the spec has a site. A stage
 is a pure function of the spec (and of earlier artifacts); the pipeline only sequences them,
 times them and reports progress through a callback so that the library never prints.
 """
@@ -18,6 +19,7 @@ from clusterloom.findings import Finding
 from clusterloom.spec import ClusterSpec, spec_hash
 
 if TYPE_CHECKING:
+    from clusterloom.placement import Placement
     from clusterloom.workload import WorkloadDesign
 
 Progress = Callable[[str], None]
@@ -41,11 +43,13 @@ class Design:
     provenance: Provenance
     timings_s: tuple[tuple[str, float], ...]
     workload: WorkloadDesign | None = None
+    placement: Placement | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
         own = self.workload.findings if self.workload is not None else ()
-        return own + tuple(f for fd in self.fabrics for f in fd.findings)
+        placed = self.placement.findings if self.placement is not None else ()
+        return own + tuple(f for fd in self.fabrics for f in fd.findings) + placed
 
     def fabric(self, name: str) -> FabricDesign:
         for fd in self.fabrics:
@@ -57,7 +61,8 @@ class Design:
 def stage_names(spec: ClusterSpec) -> tuple[str, ...]:
     """The stages ``run_design`` will run for ``spec``, in order."""
     workload = ("workload",) if spec.job is not None else ()
-    return workload + tuple(f"fabric:{name}" for name in fabric_names(spec))
+    placement = ("placement",) if spec.site is not None else ()
+    return workload + tuple(f"fabric:{name}" for name in fabric_names(spec)) + placement
 
 
 def run_design(
@@ -67,6 +72,7 @@ def run_design(
     fabrics: list[FabricDesign] = []
     timings: list[tuple[str, float]] = []
     workload = None
+    placement = None
     for stage in stage_names(spec):
         if progress is not None:
             progress(stage)
@@ -75,8 +81,12 @@ def run_design(
             from clusterloom.workload import design_workload
 
             workload = design_workload(spec)
+        elif stage == "placement":
+            from clusterloom.placement import place
+
+            placement = place(spec, tuple(fabrics))
         else:
             fabrics.append(design_fabric(spec, stage.split(":", 1)[1], compare=compare))
         timings.append((stage, time.perf_counter() - start))
     provenance = Provenance(spec.name, spec_hash(spec), __version__)
-    return Design(spec, tuple(fabrics), provenance, tuple(timings), workload)
+    return Design(spec, tuple(fabrics), provenance, tuple(timings), workload, placement)
