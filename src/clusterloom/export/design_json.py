@@ -157,7 +157,9 @@ class PlacementHallDoc(_Doc):
 
 class PlacementSolveDoc(_Doc):
     name: str = Field(description="campus (hall assignment) or a hall")
-    status: Literal["optimal", "feasible"]
+    status: Literal["optimal", "feasible", "heuristic"] = Field(
+        description="heuristic: the greedy start, when CP-SAT improved nothing within its effort"
+    )
     units: int = Field(ge=0)
     objective: float = Field(ge=0, description="links x metres")
     bound: float = Field(ge=0)

@@ -470,24 +470,137 @@ def _allowed_starts(
 def _greedy(
     floor: FloorPlan,
     demand: Demand,
+    site: SiteSpec,
     pos: NDArray[np.int64],
     units: list[int],
     starts: dict[int, list[int]],
 ) -> dict[int, int] | None:
-    """First fit: blocks longest first, then single racks, in the first allowed free place."""
-    taken = np.zeros(pos.shape[0], dtype=bool)
+    """A placement that keeps every constraint, built greedily: blocks in order, each at the
+    first allowed run whose row, feed and loop budgets still hold it; then single racks, each
+    at the allowed position nearest its anchor (its block, else the leaf racks placed) that
+    keeps the budgets, the spreading rules and the reach. None when it gets stuck."""
+    n = pos.shape[0]
+    taken = np.zeros(n, dtype=bool)
+    rows = floor.pos_row[pos]
+    xs, ys = floor.pos_x[pos], floor.pos_y[pos]
+    row_load: dict[int, float] = defaultdict(float)
+    feed_load: dict[int, float] = defaultdict(float)
+    loop_load: dict[int, float] = defaultdict(float)
     out: dict[int, int] = {}
-    order = sorted(units, key=lambda u: (-len(demand.units[u].racks), u))
-    for u in order:
+
+    def fits_budget(r: int, w: float) -> bool:
+        f, lp = int(floor.row_feed[r]), int(floor.row_loop[r])
+        return (
+            row_load[r] + w <= floor.row_power_w[r] + 1e-6
+            and row_load[r] + w <= floor.row_cooling_w[r] + 1e-6
+            and feed_load[f] + w <= floor.feed_power_w[f] + 1e-6
+            and loop_load[lp] + w <= floor.loop_cooling_w[lp] + 1e-6
+        )
+
+    def take(u: int, a: int, w: float) -> None:
         k = len(demand.units[u].racks)
-        for s in starts[u]:
-            if not taken[s : s + k].any():
-                taken[s : s + k] = True
-                out[u] = s
+        taken[a : a + k] = True
+        r = int(rows[a])
+        row_load[r] += w
+        feed_load[int(floor.row_feed[r])] += w
+        loop_load[int(floor.row_loop[r])] += w
+        out[u] = a
+
+    power = {u: float(demand.rack_power_w[list(demand.units[u].racks)].sum()) for u in units}
+    blocks = [u for u in units if demand.units[u].kind == "block"]
+    singles = [u for u in units if demand.units[u].kind != "block"]
+    for u in sorted(blocks, key=lambda u: (demand.units[u].group, u)):
+        k = len(demand.units[u].racks)
+        for a in starts[u]:
+            if not taken[a : a + k].any() and fits_budget(int(rows[a]), power[u]):
+                take(u, a, power[u])
                 break
         else:
             return None
+
+    def centre(u: int) -> tuple[float, float]:
+        a, k = out[u], len(demand.units[u].racks)
+        return float(xs[a : a + k].mean()), float(ys[a : a + k].mean())
+
+    pitch = _pitch_dm(floor, pos) / DM
+    planes_on: dict[tuple[str, int], set[int]] = defaultdict(set)
+    layer_feeds: dict[str, set[int]] = defaultdict(set)
+    leaf_xy: list[tuple[float, float]] = []
+    order = sorted(singles, key=lambda u: (0 if demand.units[u].reach else 1, u))
+    for u in order:
+        unit = demand.units[u]
+        anchors = [centre(v) for v, _ in unit.reach if v in out]
+        if not anchors:
+            anchors = leaf_xy[:] or [(float(xs.mean()), float(ys.mean()))]
+        ax = sum(x for x, _ in anchors) / len(anchors)
+        ay = sum(y for _, y in anchors) / len(anchors)
+        best: tuple[float, int] | None = None
+        for a in starts[u]:
+            if taken[a]:
+                continue
+            r = int(rows[a])
+            if not fits_budget(r, power[u]):
+                continue
+            feed = int(floor.row_feed[r])
+            penalty = 0.0
+            if ":block:" in unit.spread_key:
+                planes = planes_on[(unit.spread_key, feed)]
+                if unit.plane not in planes and len(planes) >= site.spread.planes_per_feed:
+                    continue
+            elif unit.spread_key and feed in layer_feeds[unit.spread_key]:
+                penalty = 1e6  # prefer a feed the layer does not use yet
+            ok = True
+            for v, metres in unit.reach:
+                if v in out:
+                    cx, cy = centre(v)
+                    half = (len(demand.units[v].racks) - 1) / 2 * pitch
+                    if abs(xs[a] - cx) + abs(ys[a] - cy) + half > metres - site.reach_allowance_m:
+                        ok = False
+            if not ok:
+                continue
+            d = abs(xs[a] - ax) + abs(ys[a] - ay) + penalty
+            if best is None or d < best[0]:
+                best = (d, a)
+        if best is None:
+            return None
+        a = best[1]
+        take(u, a, power[u])
+        feed = int(floor.row_feed[int(rows[a])])
+        if ":block:" in unit.spread_key:
+            planes_on[(unit.spread_key, feed)].add(unit.plane)
+            leaf_xy.append((float(xs[a]), float(ys[a])))
+        elif unit.spread_key:
+            layer_feeds[unit.spread_key].add(feed)
     return out
+
+
+def _objective_m(
+    floor: FloorPlan,
+    demand: Demand,
+    h: int,
+    placed: dict[int, int],
+    links: dict[tuple[int, int], int],
+) -> float:
+    """The hall model's objective (links x metres) of a placement given by unit starts."""
+
+    def centre(u: int) -> tuple[float, float]:
+        a, k = placed[u], len(demand.units[u].racks)
+        sl = slice(a, a + k)
+        return (
+            round(float(floor.pos_x[sl].mean()) * DM) / DM,
+            round(float(floor.pos_y[sl].mean()) * DM) / DM,
+        )
+
+    door = floor.hall_door[h]
+    total = 0.0
+    for (a, b), w in links.items():
+        if a in placed and b in placed:
+            (xa, ya), (xb, yb) = centre(a), centre(b)
+            total += w * (abs(xa - xb) + abs(ya - yb))
+        elif a in placed or b in placed:
+            x, y = centre(a if a in placed else b)
+            total += w * (abs(x - door[0]) + abs(y - door[1]))
+    return total
 
 
 def _hall_model(
@@ -672,10 +785,14 @@ def place_hall(
 ) -> tuple[dict[int, int], SolveStats]:
     """Start position (global position id) of every unit of hall ``h``."""
     hm, starts, pos = _hall_model(floor, demand, site, h, units, links)
-    hint = _greedy(floor, demand, pos, units, starts)
+    hint = _greedy(floor, demand, site, pos, units, starts)
     if hint is not None:
         for u, s in hint.items():
             hm.model.AddHint(hm.start[u], s)
+            row = int(floor.pos_row[pos[s]])
+            for (v, r), b in hm.row_of.items():
+                if v == u:
+                    hm.model.AddHint(b, r == row)
     solver = cp_model.CpSolver()
     _params(solver, site, site.solver.hall_effort)
     status = solver.Solve(hm.model)
@@ -687,6 +804,17 @@ def place_hall(
             len(units),
             float(solver.ObjectiveValue()) / DM,
             float(solver.BestObjectiveBound()) / DM,
+        )
+    if hint is not None and status != cp_model.INFEASIBLE:
+        # CP-SAT found nothing better within the effort: keep the greedy placement, which
+        # meets every constraint (the validators check it again), with CP-SAT's bound
+        placed = {u: int(pos[s]) for u, s in hint.items()}
+        return placed, SolveStats(
+            floor.hall_names[h],
+            "heuristic",
+            len(units),
+            _objective_m(floor, demand, h, placed, links),
+            max(0.0, float(solver.BestObjectiveBound()) / DM),
         )
     raise SpecError(_diagnose_hall(floor, demand, site, h, units, links, starts, status))
 
