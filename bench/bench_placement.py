@@ -24,16 +24,22 @@ def main(name: str = "mrc-131k") -> None:
     p = place(spec, fabrics)
     place_s = time.perf_counter() - start
     rss_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
-    print(f"{name}: {p.n_racks:,} racks on {p.floor.n_halls} halls in "
-          f"{len(p.floor.building_names)} buildings")
+    print(
+        f"{name}: {p.n_racks:,} racks on {p.floor.n_halls} halls in "
+        f"{len(p.floor.building_names)} buildings"
+    )
     print(f"fabric {fabric_s:.1f} s, placement {place_s:.1f} s, peak RSS {rss_gb:.2f} GB")
     print(f"objective {p.objective:,.0f} link-m, bound {p.bound:,.0f}, gap {p.gap * 100:.2f}%")
     for s in p.solves:
-        print(f"  {s.name:<10} {s.status:<10} units {s.units:>4} objective {s.objective:>14,.0f} "
-              f"bound {s.bound:>14,.0f} gap {s.gap * 100:6.2f}%")
+        print(
+            f"  {s.name:<10} {s.status:<10} units {s.units:>4} objective {s.objective:>14,.0f} "
+            f"bound {s.bound:>14,.0f} gap {s.gap * 100:6.2f}%"
+        )
     for x in p.lengths:
-        print(f"  {x.fabric} tier {x.tier}: {x.links:,} links, {x.total_m:,.0f} m, longest "
-              f"{x.longest_m:,.1f} m, {x.inter_hall:,} leave their hall")
+        print(
+            f"  {x.fabric} tier {x.tier}: {x.links:,} links, {x.total_m:,.0f} m, longest "
+            f"{x.longest_m:,.1f} m, {x.inter_hall:,} leave their hall"
+        )
     errors = [f for f in p.findings if f.severity.value == "error"]
     print(f"findings: {len(p.findings)} ({len(errors)} errors)")
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from helpers import MINIMAL_SPEC
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -22,6 +21,7 @@ from clusterloom.pipeline import run_design
 from clusterloom.placement import Placement, place
 from clusterloom.placement.validate import validate_placement
 from clusterloom.spec import ClusterSpec, parse_spec
+from helpers import MINIMAL_SPEC
 
 runner = CliRunner()
 
@@ -141,18 +141,26 @@ def test_too_few_positions() -> None:
     ("change", "expected"),
     [
         (
-            {"rows": [{"name": "r1", "positions": 3, "x_m": 0.5, "y_m": 1},
-                      {"name": "r2", "positions": 3, "x_m": 1.0, "y_m": 1}]},
+            {
+                "rows": [
+                    {"name": "r1", "positions": 3, "x_m": 0.5, "y_m": 1},
+                    {"name": "r2", "positions": 3, "x_m": 1.0, "y_m": 1},
+                ]
+            },
             "positions r1/p01 and r2/p01 of hall h1 overlap",
         ),
         (
             {"rows": [{"name": "r1", "positions": 100, "x_m": 0.5, "y_m": 1}]},
             "row r1 of hall h1 lies outside the hall",
         ),
-        ({"template": {"rows": 1, "positions_per_row": 3}, "blocked": ["r09/p01"]},
-         "hall h1 has no position 'r09/p01'"),
-        ({"template": {"rows": 1, "positions_per_row": 3}, "feeds": {"ups-z": 10}},
-         "no row of hall h1 is on feed 'ups-z'"),
+        (
+            {"template": {"rows": 1, "positions_per_row": 3}, "blocked": ["r09/p01"]},
+            "hall h1 has no position 'r09/p01'",
+        ),
+        (
+            {"template": {"rows": 1, "positions_per_row": 3}, "feeds": {"ups-z": 10}},
+            "no row of hall h1 is on feed 'ups-z'",
+        ),
     ],
 )
 def test_malformed_floor_names_the_objects(change: dict[str, object], expected: str) -> None:
@@ -231,8 +239,9 @@ def test_any_placement_found_keeps_every_constraint(
     assert len(set(p.rack_position.tolist())) == p.n_racks
     assert (f.pos_state[p.rack_position] == 0).all()
     assert (p.demand.rack_power_w <= f.pos_power_w[p.rack_position] + 1e-6).all()
-    load = np.bincount(f.pos_row[p.rack_position], weights=p.demand.rack_power_w,
-                       minlength=len(f.row_names))
+    load = np.bincount(
+        f.pos_row[p.rack_position], weights=p.demand.rack_power_w, minlength=len(f.row_names)
+    )
     assert (load <= f.row_power_w + 1e-6).all()
 
 

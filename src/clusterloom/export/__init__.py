@@ -53,15 +53,15 @@ __all__ = [
 
 def write_design(design: Design, out_dir: StrPath) -> list[Path]:
     """Write every export of ``design`` into ``out_dir`` (created when missing), each file
-    atomically, and return the paths written in this order: ``design.json``, ``bom.csv``,
-    ``options.csv``, ``netbox/devices.csv``, ``netbox/interfaces.csv``, with a placement the
-files of ``write_placement`` (``placement/racks.csv``, ``placement/elevations.csv``, NetBox
-sites, locations, racks and rack devices), then per fabric
-    ``<fabric>.nodelink.json`` and ``<fabric>.graphml`` (only for fabrics of at most
-    ``GRAPH_LINK_LIMIT`` links), with a job ``workload.json``, ``traffic_matrix.csv`` and
-    ``flows.npz``, and ``report.html``.
+        atomically, and return the paths written in this order: ``design.json``, ``bom.csv``,
+        ``options.csv``, ``netbox/devices.csv``, ``netbox/interfaces.csv``, with a placement the
+    files of ``write_placement`` (``placement/racks.csv``, ``placement/elevations.csv``, NetBox
+    sites, locations, racks and rack devices), then per fabric
+        ``<fabric>.nodelink.json`` and ``<fabric>.graphml`` (only for fabrics of at most
+        ``GRAPH_LINK_LIMIT`` links), with a job ``workload.json``, ``traffic_matrix.csv`` and
+        ``flows.npz``, and ``report.html``.
 
-    Raises ``OutputError`` when a file cannot be written; files written before it stay.
+        Raises ``OutputError`` when a file cannot be written; files written before it stay.
     """
     out = Path(out_dir)
     catalog = design.spec.resolved_catalog()

@@ -347,7 +347,7 @@ def _placement(design: Design) -> PlacementDoc | None:
         solves=[
             PlacementSolveDoc(
                 name=s.name,
-                status=s.status,  # type: ignore[arg-type]
+                status=s.status,
                 units=s.units,
                 objective=round(s.objective, 1),
                 bound=round(s.bound, 1),

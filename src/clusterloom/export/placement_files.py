@@ -193,7 +193,10 @@ def _netbox_devices(design: Design) -> Iterator[tuple[str, ...]]:
     p = design.placement
     assert p is not None
     f = p.floor
-    halls = {r: hall_location(f.hall_names[int(f.pos_hall[int(p.rack_position[r])])]) for r in range(p.n_racks)}
+    halls = {
+        r: hall_location(f.hall_names[int(f.pos_hall[int(p.rack_position[r])])])
+        for r in range(p.n_racks)
+    }
     index = {name: r for r, name in enumerate(p.rack_names)}
     for rack, u, _, device, _, _ in elevation_rows(design):
         yield (device, design.spec.name, halls[index[rack]], rack, u, "front", STATUS)
@@ -214,7 +217,5 @@ def write_placement(design: Design, out_dir: StrPath) -> list[Path]:
         _write(out / "netbox" / "sites.csv", NETBOX_SITE_COLUMNS, sites),
         _write(out / "netbox" / "locations.csv", NETBOX_LOCATION_COLUMNS, _locations(design)),
         _write(out / "netbox" / "racks.csv", NETBOX_RACK_COLUMNS, _netbox_racks(design)),
-        _write(
-            out / "netbox" / "rack_devices.csv", NETBOX_DEVICE_COLUMNS, _netbox_devices(design)
-        ),
+        _write(out / "netbox" / "rack_devices.csv", NETBOX_DEVICE_COLUMNS, _netbox_devices(design)),
     ]

@@ -23,7 +23,7 @@ racks of one (fabric, plane, pod) and core racks of one (fabric, plane) in chunk
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -98,6 +98,42 @@ class Demand:
     @property
     def n_groups(self) -> int:
         return len(self.group_labels)
+
+
+@dataclass
+class _NetworkRacks:
+    """Adds one fabric's network racks to the builder and records where each switch sits."""
+
+    builder: _Builder
+    fabric: str
+    model: str
+    rack: RackModel
+    ru: NDArray[np.int64]
+    power: NDArray[np.float64]
+    weight: NDArray[np.float64]
+    node_rack: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    node_u: NDArray[np.int16] = field(default_factory=lambda: np.zeros(0, dtype=np.int16))
+    node_h: NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+
+    def add(self, rack_nodes: list[int], role: str, plane: int, label: str) -> int:
+        """A network rack holding ``rack_nodes`` stacked from the rack's first unit."""
+        rid = self.builder.add(
+            self.model,
+            NETWORK,
+            role,
+            self.fabric,
+            plane,
+            float(self.power[rack_nodes].sum()),
+            self.rack.weight_kg + float(self.weight[rack_nodes].sum()),
+            label,
+        )
+        u = self.rack.first_u
+        for v in rack_nodes:
+            self.node_rack[v] = rid
+            self.node_u[v] = u
+            self.node_h[v] = self.ru[v]
+            u += int(self.ru[v])
+        return rid
 
 
 class _Builder:
@@ -279,27 +315,9 @@ def build_demand(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> Demand
         copper = host_media.kind in COPPER_KINDS
         leaves = np.flatnonzero(t.node_role == int(Role.LEAF))
 
-        def place(rack_nodes: list[int], rack_id: int) -> None:
-            u = nrack.first_u
-            for v in rack_nodes:
-                node_rack[v] = rack_id
-                node_u[v] = u
-                node_h[v] = ru[v]
-                u += int(ru[v])
-
-        def add_rack(rack_nodes: list[int], role: str, plane: int, label: str) -> int:
-            rid = b.add(
-                site.racks.network,
-                NETWORK,
-                role,
-                fab,
-                plane,
-                float(power[rack_nodes].sum()),
-                nrack.weight_kg + float(weight[rack_nodes].sum()),
-                label,
-            )
-            place(rack_nodes, rid)
-            return rid
+        network = _NetworkRacks(b, fab, site.racks.network, nrack, ru, power, weight)
+        network.node_rack, network.node_u, network.node_h = node_rack, node_u, node_h
+        add_rack = network.add
 
         if copper:
             # top-of-rack: one rack per served range, in the middle of the racks it serves
@@ -389,7 +407,7 @@ def build_demand(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> Demand
     # singles get reach limits to their block (filled in once unit ids are known)
     block_unit = {u.group: i for i, u in enumerate(units)}
     reach_of: dict[int, float] = {}
-    for blk, lists in attached.items():
+    for lists in attached.values():
         for rids, reach in lists:
             for rid in rids:
                 reach_of[rid] = reach

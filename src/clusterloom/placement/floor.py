@@ -87,11 +87,12 @@ class FloorPlan:
         return np.flatnonzero(self.pos_hall == hall)
 
     def free_mask(self) -> NDArray[np.bool_]:
-        return self.pos_state == FREE
+        mask: NDArray[np.bool_] = self.pos_state == FREE
+        return mask
 
     def door_xy(self) -> NDArray[np.float64]:
         """Each hall's door in its building's frame."""
-        return self.hall_origin + self.hall_door  # type: ignore[no-any-return]
+        return self.hall_origin + self.hall_door
 
     def hall_distance(self) -> NDArray[np.float64]:
         """Door-to-door cable distance between halls (0 on the diagonal)."""

@@ -318,9 +318,9 @@ def assign_halls(
 
     def build(slack: bool) -> tuple[Any, Any, Any, Any]:
         m = cp_model.CpModel()
-        x = {(g, h): m.NewBoolVar(f"x{g}_{h}") for g in range(n_g) for h in allowed[g]}
+        x = {(g, h): m.new_bool_var(f"x{g}_{h}") for g in range(n_g) for h in allowed[g]}
         for g in range(n_g):
-            m.AddExactlyOne(x[(g, h)] for h in allowed[g])
+            m.add_exactly_one(x[(g, h)] for h in allowed[g])
         over: dict[tuple[str, int], Any] = {}
 
         def cap(kind: str, h: int, terms: list[tuple[int, Any]], limit: float) -> None:
@@ -328,11 +328,11 @@ def assign_halls(
                 return
             expr = sum(c * v for c, v in terms)
             if slack:
-                s = m.NewIntVar(0, sum(c for c, _ in terms), f"s{kind}{h}")
+                s = m.new_int_var(0, sum(c for c, _ in terms), f"s{kind}{h}")
                 over[(kind, h)] = s
-                m.Add(expr <= int(limit) + s)
+                m.add(expr <= int(limit) + s)
             else:
-                m.Add(expr <= int(limit))
+                m.add(expr <= int(limit))
 
         for h in range(n_h):
             on = [(g, x[(g, h)]) for g in range(n_g) if (g, h) in x]
@@ -354,18 +354,18 @@ def assign_halls(
                     [(groups[g].blocks.count(k), v) for g, v in on if k in groups[g].blocks],
                     runs[(k, h)],
                 )
-        hall = [m.NewIntVar(0, n_h - 1, f"h{g}") for g in range(n_g)]
+        hall = [m.new_int_var(0, n_h - 1, f"h{g}") for g in range(n_g)]
         for g in range(n_g):
-            m.Add(hall[g] == sum(h * x[(g, h)] for h in allowed[g]))
+            m.add(hall[g] == sum(h * x[(g, h)] for h in allowed[g]))
         cost = []
         if slack:
-            m.Minimize(sum(over.values()))
+            m.minimize(sum(over.values()))
         else:
             for (ga, gb), w in sorted(group_links.items()):
-                c = m.NewIntVar(0, max(table), f"c{ga}_{gb}")
-                m.AddElement(hall[ga] * n_h + hall[gb], table, c)
+                c = m.new_int_var(0, max(table), f"c{ga}_{gb}")
+                m.add_element(hall[ga] * n_h + hall[gb], table, c)
                 cost.append(w * c)
-            m.Minimize(sum(cost))
+            m.minimize(sum(cost))
         return m, x, over, hall
 
     model, x, _, _ = build(False)
@@ -379,33 +379,38 @@ def assign_halls(
                 lh[1] -= g.power_w
                 lh[2] -= g.power_w
                 for hh in allowed[gi]:
-                    model.AddHint(x[(gi, hh)], hh == h)
+                    model.add_hint(x[(gi, hh)], hh == h)
                 break
     solver = cp_model.CpSolver()
     _params(solver, site, site.solver.campus_effort)
-    status = solver.Solve(model)
+    status = solver.solve(model)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         out = np.array(
-            [next(h for h in allowed[g] if solver.BooleanValue(x[(g, h)])) for g in range(n_g)],
+            [next(h for h in allowed[g] if solver.boolean_value(x[(g, h)])) for g in range(n_g)],
             dtype=np.int32,
         )
         stats = SolveStats(
             "campus",
             _status(status),
             n_g,
-            float(solver.ObjectiveValue()),
-            float(solver.BestObjectiveBound()),
+            float(solver.objective_value),
+            float(solver.best_objective_bound),
         )
         return out, stats
     # what is short: the least overflow over every hall resource
     relaxed, _, over, _ = build(True)
     solver = cp_model.CpSolver()
     _params(solver, site, site.solver.campus_effort)
-    if solver.Solve(relaxed) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if solver.solve(relaxed) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         raise SpecError([Problem("site", "no assignment of racks to halls was found")])
-    limits = {"positions": room, "power": power, "cooling": cooling, "compute": compute_fit}
+    limits: dict[str, list[float]] = {
+        "positions": [float(v) for v in room],
+        "power": power,
+        "cooling": cooling,
+        "compute": [float(v) for v in compute_fit],
+    }
     for (kind, h), var in sorted(over.items()):
-        s = solver.Value(var)
+        s = solver.value(var)
         if s <= 0:
             continue
         name = floor.hall_names[h]
@@ -464,7 +469,8 @@ def _allowed_starts(
     if k > 1 and ok.size:
         same_row = rows[: n - k + 1] == rows[k - 1 :]
         ok &= same_row
-    return np.flatnonzero(ok).tolist()  # type: ignore[no-any-return]
+    starts: list[int] = np.flatnonzero(ok).tolist()
+    return starts
 
 
 def _greedy(
@@ -490,7 +496,7 @@ def _greedy(
 
     def fits_budget(r: int, w: float) -> bool:
         f, lp = int(floor.row_feed[r]), int(floor.row_loop[r])
-        return (
+        return bool(
             row_load[r] + w <= floor.row_power_w[r] + 1e-6
             and row_load[r] + w <= floor.row_cooling_w[r] + 1e-6
             and feed_load[f] + w <= floor.feed_power_w[f] + 1e-6
@@ -632,37 +638,38 @@ def _hall_model(
         unit = demand.units[u]
         k = len(unit.racks)
         allowed = starts[u] or [0]
-        s = m.NewIntVarFromDomain(cp_model.Domain.FromValues(allowed), f"s{u}")
+        s = m.new_int_var_from_domain(cp_model.Domain.from_values(allowed), f"s{u}")
         if not starts[u]:
-            m.Add(s != s)  # nothing fits: infeasible, diagnosed by the caller
+            m.add(s != s)  # nothing fits: infeasible, diagnosed by the caller
         start[u] = s
-        intervals.append(m.NewFixedSizeIntervalVar(s, k, f"i{u}"))
+        intervals.append(m.new_fixed_size_interval_var(s, k, f"i{u}"))
         by_row: dict[int, list[int]] = defaultdict(list)
         for a in allowed:
             by_row[int(rows[a])].append(a)
         lits = []
         for r, values in sorted(by_row.items()):
-            b = m.NewBoolVar(f"r{u}_{r}")
-            m.AddLinearExpressionInDomain(s, cp_model.Domain.FromValues(values)).OnlyEnforceIf(b)
+            b = m.new_bool_var(f"r{u}_{r}")
+            m.add_linear_expression_in_domain(
+                s, cp_model.Domain.from_values(values)
+            ).only_enforce_if(b)
             row_of[(u, r)] = b
             row_units[r].append((u, b))
             lits.append(b)
-        m.AddExactlyOne(lits)
+        m.add_exactly_one(lits)
         # centre of the unit
         cxt = [0] * n
         cyt = [0] * n
         for a in allowed:
-            cxt[a] = int(round(float(xs[a : a + k].mean())))
-            cyt[a] = int(round(float(ys[a : a + k].mean())))
-        cx[u] = m.NewIntVar(min(cxt), max(cxt), f"cx{u}")
-        cy[u] = m.NewIntVar(min(cyt), max(cyt), f"cy{u}")
-        m.AddElement(s, cxt, cx[u])
-        m.AddElement(s, cyt, cy[u])
-    m.AddNoOverlap(intervals)
+            cxt[a] = round(float(xs[a : a + k].mean()))
+            cyt[a] = round(float(ys[a : a + k].mean()))
+        cx[u] = m.new_int_var(min(cxt), max(cxt), f"cx{u}")
+        cy[u] = m.new_int_var(min(cyt), max(cyt), f"cy{u}")
+        m.add_element(s, cxt, cx[u])
+        m.add_element(s, cyt, cy[u])
+    m.add_no_overlap(intervals)
 
     power = {
-        u: int(math.ceil(float(demand.rack_power_w[list(demand.units[u].racks)].sum())))
-        for u in units
+        u: math.ceil(float(demand.rack_power_w[list(demand.units[u].racks)].sum())) for u in units
     }
     if budgets:
         feed_terms: dict[int, list[tuple[int, Any]]] = defaultdict(list)
@@ -671,15 +678,15 @@ def _hall_model(
             terms = [(power[u], b) for u, b in items]
             for limit in (floor.row_power_w[r], floor.row_cooling_w[r]):
                 if not math.isinf(limit):
-                    m.Add(sum(c * b for c, b in terms) <= int(limit))
+                    m.add(sum(c * b for c, b in terms) <= int(limit))
             feed_terms[int(floor.row_feed[r])] += terms
             loop_terms[int(floor.row_loop[r])] += terms
         for f, terms in sorted(feed_terms.items()):
             if not math.isinf(floor.feed_power_w[f]):
-                m.Add(sum(c * b for c, b in terms) <= int(floor.feed_power_w[f]))
+                m.add(sum(c * b for c, b in terms) <= int(floor.feed_power_w[f]))
         for lp, terms in sorted(loop_terms.items()):
             if not math.isinf(floor.loop_cooling_w[lp]):
-                m.Add(sum(c * b for c, b in terms) <= int(floor.loop_cooling_w[lp]))
+                m.add(sum(c * b for c, b in terms) <= int(floor.loop_cooling_w[lp]))
 
     feeds_of_row = {r: int(floor.row_feed[r]) for r in set(rows.tolist())}
     if spread:
@@ -702,12 +709,12 @@ def _hall_model(
                             if feeds_of_row[r] == f and (u, r) in row_of
                         ]
                         if on:
-                            z = m.NewBoolVar(f"z{key}{q}{f}")
+                            z = m.new_bool_var(f"z{key}{q}{f}")
                             for b in on:
-                                m.AddImplication(b, z)
+                                m.add_implication(b, z)
                             uses.append(z)
                     if len(uses) > site.spread.planes_per_feed:
-                        m.Add(sum(uses) <= site.spread.planes_per_feed)
+                        m.add(sum(uses) <= site.spread.planes_per_feed)
             else:
                 need = min(site.spread.spine_feeds, len(members), len(hall_feeds))
                 if need <= 1:
@@ -721,10 +728,10 @@ def _hall_model(
                         if feeds_of_row[r] == f and (u, r) in row_of
                     ]
                     if on:
-                        z = m.NewBoolVar(f"y{key}{f}")
-                        m.Add(z <= sum(on))
+                        z = m.new_bool_var(f"y{key}{f}")
+                        m.add(z <= sum(on))
                         used.append(z)
-                m.Add(sum(used) >= need)
+                m.add(sum(used) >= need)
 
     if reach:
         pitch = _pitch_dm(floor, pos)
@@ -732,37 +739,37 @@ def _hall_model(
             for v, metres in demand.units[u].reach:
                 if v not in start:
                     continue
-                half = int(math.ceil((len(demand.units[v].racks) - 1) / 2 * pitch))
-                limit = int(math.floor((metres - site.reach_allowance_m) * DM)) - half
-                dx = m.NewIntVar(0, 10**7, "")
-                dy = m.NewIntVar(0, 10**7, "")
-                m.AddAbsEquality(dx, cx[u] - cx[v])
-                m.AddAbsEquality(dy, cy[u] - cy[v])
-                m.Add(dx + dy <= max(limit, -1))
+                half = math.ceil((len(demand.units[v].racks) - 1) / 2 * pitch)
+                limit = math.floor((metres - site.reach_allowance_m) * DM) - half
+                dx = m.new_int_var(0, 10**7, "")
+                dy = m.new_int_var(0, 10**7, "")
+                m.add_abs_equality(dx, cx[u] - cx[v])
+                m.add_abs_equality(dy, cy[u] - cy[v])
+                m.add(dx + dy <= max(limit, -1))
 
     if objective:
         inside = set(units)
         door = np.round(floor.hall_door[h] * DM).astype(np.int64)
-        terms = []
+        obj: list[Any] = []
         external: dict[int, int] = defaultdict(int)
-        for (a, b), w in sorted(links.items()):
-            if a in inside and b in inside:
-                dx = m.NewIntVar(0, 10**7, "")
-                dy = m.NewIntVar(0, 10**7, "")
-                m.AddAbsEquality(dx, cx[a] - cx[b])
-                m.AddAbsEquality(dy, cy[a] - cy[b])
-                terms.append(w * (dx + dy))
-            elif a in inside:
-                external[a] += w
-            elif b in inside:
-                external[b] += w
+        for (ua, ub), w in sorted(links.items()):
+            if ua in inside and ub in inside:
+                dx = m.new_int_var(0, 10**7, "")
+                dy = m.new_int_var(0, 10**7, "")
+                m.add_abs_equality(dx, cx[ua] - cx[ub])
+                m.add_abs_equality(dy, cy[ua] - cy[ub])
+                obj.append(w * (dx + dy))
+            elif ua in inside:
+                external[ua] += w
+            elif ub in inside:
+                external[ub] += w
         for u, w in sorted(external.items()):
-            dx = m.NewIntVar(0, 10**7, "")
-            dy = m.NewIntVar(0, 10**7, "")
-            m.AddAbsEquality(dx, cx[u] - int(door[0]))
-            m.AddAbsEquality(dy, cy[u] - int(door[1]))
-            terms.append(w * (dx + dy))
-        m.Minimize(sum(terms) if terms else 0)
+            dx = m.new_int_var(0, 10**7, "")
+            dy = m.new_int_var(0, 10**7, "")
+            m.add_abs_equality(dx, cx[u] - int(door[0]))
+            m.add_abs_equality(dy, cy[u] - int(door[1]))
+            obj.append(w * (dx + dy))
+        m.minimize(sum(obj) if obj else 0)
     return _HallModel(m, start, row_of), starts, pos
 
 
@@ -788,22 +795,22 @@ def place_hall(
     hint = _greedy(floor, demand, site, pos, units, starts)
     if hint is not None:
         for u, s in hint.items():
-            hm.model.AddHint(hm.start[u], s)
+            hm.model.add_hint(hm.start[u], s)
             row = int(floor.pos_row[pos[s]])
             for (v, r), b in hm.row_of.items():
                 if v == u:
-                    hm.model.AddHint(b, r == row)
+                    hm.model.add_hint(b, r == row)
     solver = cp_model.CpSolver()
     _params(solver, site, site.solver.hall_effort)
-    status = solver.Solve(hm.model)
+    status = solver.solve(hm.model)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        placed = {u: int(pos[solver.Value(hm.start[u])]) for u in units}
+        placed = {u: int(pos[solver.value(hm.start[u])]) for u in units}
         return placed, SolveStats(
             floor.hall_names[h],
             _status(status),
             len(units),
-            float(solver.ObjectiveValue()) / DM,
-            float(solver.BestObjectiveBound()) / DM,
+            float(solver.objective_value) / DM,
+            float(solver.best_objective_bound) / DM,
         )
     if hint is not None and status != cp_model.INFEASIBLE:
         # CP-SAT found nothing better within the effort: keep the greedy placement, which
@@ -814,7 +821,7 @@ def place_hall(
             "heuristic",
             len(units),
             _objective_m(floor, demand, h, placed, links),
-            max(0.0, float(solver.BestObjectiveBound()) / DM),
+            max(0.0, float(solver.best_objective_bound) / DM),
         )
     raise SpecError(_diagnose_hall(floor, demand, site, h, units, links, starts, status))
 
@@ -831,7 +838,7 @@ def _feasible(
     hm, _, _ = _hall_model(floor, demand, site, h, units, links, objective=False, **relax)
     solver = cp_model.CpSolver()
     _params(solver, site, site.solver.hall_effort)
-    return solver.Solve(hm.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    return solver.solve(hm.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
 
 def _diagnose_hall(

@@ -87,7 +87,7 @@ class Placement:
 
     def node_position(self, fabric: str) -> NDArray[np.int32]:
         """Floor position of every topology node of ``fabric``."""
-        return self.rack_position[self.device(fabric).node_rack]  # type: ignore[no-any-return]
+        return self.rack_position[self.device(fabric).node_rack]
 
     def link_distance_m(self, fd: FabricDesign) -> NDArray[np.float64]:
         """Floor distance of every link of ``fd`` (metres; see :mod:`placement.floor`)."""

@@ -118,7 +118,8 @@ def check_rack_units(p: Placement, spec: ClusterSpec) -> list[Finding]:
             Finding(
                 Severity.ERROR,
                 "u-overlap",
-                f"{int(clash.sum())} devices overlap the one below them (e.g. in {p.rack_names[r]})",
+                f"{int(clash.sum())} devices overlap the one below them "
+                f"(e.g. in {p.rack_names[r]})",
                 p.rack_names[r],
             )
         )
@@ -193,10 +194,14 @@ def check_budgets(p: Placement, spec: ClusterSpec) -> list[Finding]:
     w = d.rack_power_w
     row = f.pos_row[pos]
     hall = f.pos_hall[pos]
-    row_load = np.bincount(row, weights=w, minlength=len(f.row_names))
-    hall_load = np.bincount(hall, weights=w, minlength=f.n_halls)
-    feed_load = np.bincount(f.row_feed[row], weights=w, minlength=len(f.feed_names))
-    loop_load = np.bincount(f.row_loop[row], weights=w, minlength=len(f.loop_names))
+    row_load = np.bincount(row, weights=w, minlength=len(f.row_names)).astype(np.float64)
+    hall_load = np.bincount(hall, weights=w, minlength=f.n_halls).astype(np.float64)
+    feed_load = np.bincount(f.row_feed[row], weights=w, minlength=len(f.feed_names)).astype(
+        np.float64
+    )
+    loop_load = np.bincount(f.row_loop[row], weights=w, minlength=len(f.loop_names)).astype(
+        np.float64
+    )
     out = _budget("row", f.row_names, row_load, f.row_power_w, "power")
     out += _budget("row", f.row_names, row_load, f.row_cooling_w, "cooling")
     out += _budget("hall", f.hall_names, hall_load, f.hall_power_w, "power")

@@ -17,7 +17,16 @@ ROLE_COLOURS = {
     "spine": "#7c3aed",
     "core": "#db2777",
 }
-FEED_COLOURS = ("#f59e0b", "#10b981", "#ef4444", "#3b82f6", "#a855f7", "#84cc16", "#ec4899", "#14b8a6")
+FEED_COLOURS = (
+    "#f59e0b",
+    "#10b981",
+    "#ef4444",
+    "#3b82f6",
+    "#a855f7",
+    "#84cc16",
+    "#ec4899",
+    "#14b8a6",
+)
 #: Halls drawn in the report (the tables cover all of them).
 MAX_HALLS_DRAWN = 24
 
@@ -55,7 +64,9 @@ def hall_svg(p: Placement, h: int) -> str:
         )
         if rack >= 0:
             role = d.rack_role[rack]
-            tip = f"{p.rack_names[rack]}: {d.rack_label[rack]} ({d.rack_power_w[rack] / 1e3:,.1f} kW)"
+            tip = (
+                f"{p.rack_names[rack]}: {d.rack_label[rack]} ({d.rack_power_w[rack] / 1e3:,.1f} kW)"
+            )
             out.append(
                 f'<rect x="{px + 0.5:.1f}" y="{py + 0.5:.1f}" width="{max(pw - 1, 0.5):.1f}" '
                 f'height="{max(ph - 3, 0.5):.1f}" fill="{ROLE_COLOURS.get(role, "#475569")}">'
@@ -69,9 +80,14 @@ def hall_svg(p: Placement, h: int) -> str:
                 'stroke-width="0.5"/>'
             )
     dx, dy = door[0] * scale, sh - door[1] * scale
-    out.append(f'<circle cx="{dx:.1f}" cy="{dy:.1f}" r="4" fill="#0f172a"><title>door</title></circle>')
+    out.append(
+        f'<circle cx="{dx:.1f}" cy="{dy:.1f}" r="4" fill="#0f172a"><title>door</title></circle>'
+    )
     lx = 4.0
-    items = [(c, r) for r, c in ROLE_COLOURS.items()] + [("#1e293b", "blocked"), ("#fde68a", "reserved")]
+    items = [(c, r) for r, c in ROLE_COLOURS.items()] + [
+        ("#1e293b", "blocked"),
+        ("#fde68a", "reserved"),
+    ]
     items += [(feed_colour[fd], f.feed_names[fd].rsplit("/", 1)[1]) for fd in feeds]
     for colour, label in items:
         out.append(
@@ -93,9 +109,10 @@ def placement_section(p: Placement) -> str:
     rows = []
     for h in range(f.n_halls):
         budget = f.hall_power_w[h]
+        anchor = esc(f.hall_names[h].replace("/", "-"))
         rows.append(
             "<tr>"
-            + _td(f'<a href="#hall-{esc(f.hall_names[h].replace("/", "-"))}">{esc(f.hall_names[h])}</a>')
+            + _td(f'<a href="#hall-{anchor}">{esc(f.hall_names[h])}</a>')
             + _td(f"{int(racks[h]):,}", True)
             + _td(f"{int(free[h]):,}", True)
             + _td(f"{power[h] / 1e6:,.2f} MW", True)
@@ -103,13 +120,26 @@ def placement_section(p: Placement) -> str:
             + "</tr>"
         )
     halls = _table(
-        [("Hall", False), ("Racks", True), ("Free positions", True), ("Power", True), ("Budget", True)],
+        [
+            ("Hall", False),
+            ("Racks", True),
+            ("Free positions", True),
+            ("Power", True),
+            ("Budget", True),
+        ],
         rows,
         table_id="placement-halls",
         css_class="placement",
     )
     solves = _table(
-        [("Model", False), ("Status", False), ("Units", True), ("Objective", True), ("Bound", True), ("Gap", True)],
+        [
+            ("Model", False),
+            ("Status", False),
+            ("Units", True),
+            ("Objective", True),
+            ("Bound", True),
+            ("Gap", True),
+        ],
         [
             "<tr>"
             + _td(esc(s.name))
@@ -126,7 +156,14 @@ def placement_section(p: Placement) -> str:
     )
     tiers = ("host-leaf", "leaf-spine", "spine-core")
     lengths = _table(
-        [("Fabric", False), ("Links", False), ("Count", True), ("Floor metres", True), ("Longest", True), ("Leave their hall", True)],
+        [
+            ("Fabric", False),
+            ("Links", False),
+            ("Count", True),
+            ("Floor metres", True),
+            ("Longest", True),
+            ("Leave their hall", True),
+        ],
         [
             "<tr>"
             + _td(esc(x.fabric))
