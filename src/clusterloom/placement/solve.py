@@ -368,35 +368,39 @@ def assign_halls(
             m.minimize(sum(cost))
         return m, x, over, hall
 
-    model, x, _, _ = build(False)
-    # greedy hint: groups in order, the first hall with room
-    left = {h: [room[h], power[h], cooling[h]] for h in range(n_h)}
-    for gi, g in enumerate(groups):
-        for h in allowed[gi]:
-            lh = left[h]
-            if lh[0] >= g.positions and lh[1] >= g.power_w and lh[2] >= g.power_w:
-                lh[0] -= g.positions
-                lh[1] -= g.power_w
-                lh[2] -= g.power_w
-                for hh in allowed[gi]:
-                    model.add_hint(x[(gi, hh)], hh == h)
-                break
-    solver = cp_model.CpSolver()
-    _params(solver, site, site.solver.campus_effort)
-    status = solver.solve(model)
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        out = np.array(
-            [next(h for h in allowed[g] if solver.boolean_value(x[(g, h)])) for g in range(n_g)],
-            dtype=np.int32,
-        )
-        stats = SolveStats(
-            "campus",
-            _status(status),
-            n_g,
-            float(solver.objective_value),
-            float(solver.best_objective_bound),
-        )
-        return out, stats
+    cap = np.array(
+        [
+            [room[h], power[h], cooling[h], compute_fit[h], *(runs[(k, h)] for k in lengths)]
+            for h in range(n_h)
+        ],
+        dtype=np.float64,
+    )
+    dem = np.array(
+        [
+            [g.positions, g.power_w, g.power_w, g.compute, *(g.blocks.count(k) for k in lengths)]
+            for g in groups
+        ],
+        dtype=np.float64,
+    ).reshape(n_g, cap.shape[1])
+    start = _first_fit(cap, dem, allowed)
+    if start is None:
+        model, x, _, _ = build(False)
+        solver = cp_model.CpSolver()
+        _params(solver, site, site.solver.campus_effort)
+        status = solver.solve(model)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            start = np.array(
+                [
+                    next(h for h in allowed[g] if solver.boolean_value(x[(g, h)]))
+                    for g in range(n_g)
+                ],
+                dtype=np.int64,
+            )
+    if start is not None:
+        cost = np.array(table, dtype=np.float64).reshape(n_h, n_h)
+        layers = _layers(demand)
+        hall, stats = _alternate(start, cap, dem, allowed, cost, group_links, layers, site)
+        return hall.astype(np.int32), stats
     # what is short: the least overflow over every hall resource
     relaxed, _, over, _ = build(True)
     solver = cp_model.CpSolver()
@@ -437,6 +441,144 @@ def assign_halls(
                 Problem("site", f"hall {name}: needs {have + s:,} {what}, has {have:,}")
             )
     raise SpecError(problems or [Problem("site", "the racks do not fit the halls")])
+
+
+def _first_fit(
+    cap: NDArray[np.float64], dem: NDArray[np.float64], allowed: list[list[int]]
+) -> NDArray[np.int64] | None:
+    """Groups in order (scalable units first, so a pod's units stay together), each into the
+    first allowed hall with room on every resource; None when one does not fit."""
+    left = cap.copy()
+    out = np.full(dem.shape[0], -1, dtype=np.int64)
+    for g in range(dem.shape[0]):
+        for h in allowed[g]:
+            if (left[h] >= dem[g] - 1e-6).all():
+                left[h] -= dem[g]
+                out[g] = h
+                break
+        else:
+            return None
+    return out
+
+
+def _layers(demand: Demand) -> list[list[int]]:
+    """Groups by layer: spine and core layers of each fabric first, then the scalable units
+    (no links run between two groups of one layer)."""
+    key: dict[int, str] = {}
+    for u in demand.units:
+        if u.kind == "block":
+            key[u.group] = "~block"
+        elif u.group not in key and u.spread_key and ":block:" not in u.spread_key:
+            key[u.group] = ":".join(u.spread_key.split(":")[:2])
+    by: dict[str, list[int]] = defaultdict(list)
+    for g in range(demand.n_groups):
+        by[key.get(g, "~block")].append(g)
+    return [by[k] for k in sorted(by)]
+
+
+def _alternate(
+    hall: NDArray[np.int64],
+    cap: NDArray[np.float64],
+    dem: NDArray[np.float64],
+    allowed: list[list[int]],
+    cost: NDArray[np.float64],
+    links: dict[tuple[int, int], int],
+    layers: list[list[int]],
+    site: SiteSpec,
+    rounds: int = 2,
+) -> tuple[NDArray[np.int64], SolveStats]:
+    """Improve a feasible hall assignment one layer at a time: with every other group fixed,
+    moving one layer is an assignment problem with linear costs, which CP-SAT solves to a
+    proven optimum. The bound reported is :func:`_campus_bound`, valid for the whole campus."""
+    n_g, n_h = dem.shape[0], cap.shape[0]
+    nbr: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for (a, b), w in links.items():
+        nbr[a].append((b, w))
+        nbr[b].append((a, w))
+    steps = [layer for layer in layers if layer] * rounds
+    effort = site.solver.campus_effort / max(len(steps), 1)
+    for layer in steps:
+        members = set(layer)
+        left = cap.copy()
+        for g in range(n_g):
+            if g not in members:
+                left[hall[g]] -= dem[g]
+        m = cp_model.CpModel()
+        x = {(g, h): m.new_bool_var("") for g in layer for h in allowed[g]}
+        objective = []
+        for g in layer:
+            m.add_exactly_one(x[(g, h)] for h in allowed[g])
+            for h in allowed[g]:
+                c = sum(w * cost[h, hall[b]] for b, w in nbr[g] if b not in members)
+                if c:
+                    objective.append(round(c) * x[(g, h)])
+                m.add_hint(x[(g, h)], h == hall[g])
+        for h in range(n_h):
+            on = [g for g in layer if (g, h) in x]
+            for r in range(cap.shape[1]):
+                if math.isinf(left[h, r]) or not any(dem[g, r] for g in on):
+                    continue
+                scale = 100.0 if r in (1, 2) else 1.0  # watts in hundreds
+                m.add(
+                    sum(math.ceil(dem[g, r] / scale) * x[(g, h)] for g in on)
+                    <= math.floor(left[h, r] / scale + 1e-9)
+                )
+        m.minimize(sum(objective) if objective else 0)
+        solver = cp_model.CpSolver()
+        _params(solver, site, effort)
+        if solver.solve(m) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            for g in layer:
+                hall[g] = next(h for h in allowed[g] if solver.boolean_value(x[(g, h)]))
+    total = float(sum(w * cost[hall[a], hall[b]] for (a, b), w in links.items()))
+    bound = min(_campus_bound(cap, dem, allowed, cost, nbr, layers), total)
+    status = "optimal" if total - bound <= 1e-6 * max(total, 1.0) else "feasible"
+    return hall, SolveStats("campus", status, n_g, total, bound)
+
+
+def _campus_bound(
+    cap: NDArray[np.float64],
+    dem: NDArray[np.float64],
+    allowed: list[list[int]],
+    cost: NDArray[np.float64],
+    nbr: dict[int, list[tuple[int, int]]],
+    layers: list[list[int]],
+) -> float:
+    """A lower bound on the campus objective valid for every feasible assignment.
+
+    Only links between a network group (spine or core chunk) and a scalable unit are counted
+    (others cost at least 0). For one network group ``b`` in hall ``k``, its units cannot all
+    sit in ``k``: each hall holds at most as many units as its positions, power and cooling
+    allow (counting the smallest unit). Sending the heaviest links to the cheapest halls first
+    under those counts costs no more than any real placement of those units; the least of
+    that over ``b``'s allowed halls is a bound for ``b``, and the bounds of different network
+    groups add up because they count different links."""
+    units = set(layers[-1]) if layers else set()
+    if not units:
+        return 0.0
+    smallest = dem[sorted(units)].min(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(smallest[None, :] > 0, np.floor(cap / smallest[None, :] + 1e-9), np.inf)
+    slots = per[:, :3].min(axis=1)  # positions, power, cooling
+    bound = 0.0
+    for b in range(dem.shape[0]):
+        if b in units:
+            continue
+        weights = sorted((w for a, w in nbr.get(b, []) if a in units), reverse=True)
+        if not weights:
+            continue
+        best = math.inf
+        for k in allowed[b]:
+            order = np.argsort(cost[:, k], kind="stable")
+            total, i = 0.0, 0
+            for h in order.tolist():
+                take = int(min(slots[h], len(weights) - i))
+                total += cost[h, k] * sum(weights[i : i + take])
+                i += take
+                if i >= len(weights):
+                    break
+            best = min(best, total)
+        bound += 0.0 if math.isinf(best) else best
+    return bound
 
 
 # --- hall level ---------------------------------------------------------------------------------
@@ -792,14 +934,10 @@ def place_hall(
 ) -> tuple[dict[int, int], SolveStats]:
     """Start position (global position id) of every unit of hall ``h``."""
     hm, starts, pos = _hall_model(floor, demand, site, h, units, links)
+    pair_bound = _pair_bound(floor, demand, h, pos, units, starts, links)
     hint = _greedy(floor, demand, site, pos, units, starts)
     if hint is not None:
-        for u, s in hint.items():
-            hm.model.add_hint(hm.start[u], s)
-            row = int(floor.pos_row[pos[s]])
-            for (v, r), b in hm.row_of.items():
-                if v == u:
-                    hm.model.add_hint(b, r == row)
+        _complete_hint(hm, hint, site)
     solver = cp_model.CpSolver()
     _params(solver, site, site.solver.hall_effort)
     status = solver.solve(hm.model)
@@ -810,7 +948,7 @@ def place_hall(
             _status(status),
             len(units),
             float(solver.objective_value) / DM,
-            float(solver.best_objective_bound) / DM,
+            max(float(solver.best_objective_bound) / DM, pair_bound),
         )
     if hint is not None and status != cp_model.INFEASIBLE:
         # CP-SAT found nothing better within the effort: keep the greedy placement, which
@@ -821,9 +959,79 @@ def place_hall(
             "heuristic",
             len(units),
             _objective_m(floor, demand, h, placed, links),
-            max(0.0, float(solver.best_objective_bound) / DM),
+            max(0.0, float(solver.best_objective_bound) / DM, pair_bound),
         )
     raise SpecError(_diagnose_hall(floor, demand, site, h, units, links, starts, status))
+
+
+def _complete_hint(hm: _HallModel, hint: dict[int, int], site: SiteSpec) -> None:
+    """Hint every variable of the model: solve once with the greedy starts fixed (a quick
+    propagation), then hint the whole assignment, so CP-SAT starts from a full solution."""
+    model = hm.model
+    for u, s in hint.items():
+        model.add_hint(hm.start[u], s)
+    solver = cp_model.CpSolver()
+    _params(solver, site, min(1.0, site.solver.hall_effort))
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return
+    values = [
+        solver.value(model.get_int_var_from_proto_index(i))
+        for i in range(len(model.proto.variables))
+    ]
+    model.clear_hints()
+    for i, v in enumerate(values):
+        model.add_hint(model.get_int_var_from_proto_index(i), v)
+
+
+def _pair_bound(
+    floor: FloorPlan,
+    demand: Demand,
+    h: int,
+    pos: NDArray[np.int64],
+    units: list[int],
+    starts: dict[int, list[int]],
+    links: dict[tuple[int, int], int],
+) -> float:
+    """A lower bound on the hall objective (links x metres): every pair of units at the least
+    distance their allowed places permit on their own (two racks never share a position, a rack
+    never stands inside a block), every link leaving the hall from the unit's nearest place to
+    the door."""
+    x, y = floor.pos_x[pos], floor.pos_y[pos]
+    csum_x = np.concatenate([[0.0], np.cumsum(x)])
+    csum_y = np.concatenate([[0.0], np.cumsum(y)])
+
+    def centres(u: int) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
+        s = np.array(starts[u], dtype=np.int64)
+        k = len(demand.units[u].racks)
+        cx = (csum_x[s + k] - csum_x[s]) / k
+        cy = (csum_y[s + k] - csum_y[s]) / k
+        return np.round(cx * DM) / DM, np.round(cy * DM) / DM, s
+
+    inside = set(units)
+    door = floor.hall_door[h]
+    cache = {u: centres(u) for u in units if starts[u]}
+    total = 0.0
+    for (a, b), w in links.items():
+        if a in inside and b in inside and a in cache and b in cache:
+            ka, kb = len(demand.units[a].racks), len(demand.units[b].racks)
+            if ka > 1 and kb > 1:
+                continue  # two blocks: 0
+            if ka > 1:
+                a, b, ka, kb = b, a, kb, ka
+            xa, ya, sa = cache[a]  # a single rack
+            xb, yb, sb = cache[b]
+            d = np.abs(xa[:, None] - xb[None, :]) + np.abs(ya[:, None] - yb[None, :])
+            clash = (sa[:, None] >= sb[None, :]) & (sa[:, None] < sb[None, :] + kb)
+            d = np.where(clash, np.inf, d)
+            best = float(d.min()) if d.size else 0.0
+            total += w * (0.0 if math.isinf(best) else best)
+        elif (a in inside) != (b in inside):
+            u = a if a in inside else b
+            if u in cache:
+                cx, cy, _ = cache[u]
+                total += w * float((np.abs(cx - door[0]) + np.abs(cy - door[1])).min())
+    return total
 
 
 def _feasible(
