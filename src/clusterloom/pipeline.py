@@ -58,22 +58,28 @@ class Design:
         raise KeyError(name)
 
 
-def stage_names(spec: ClusterSpec) -> tuple[str, ...]:
-    """The stages ``run_design`` will run for ``spec``, in order."""
+def stage_names(spec: ClusterSpec, *, place: bool = True) -> tuple[str, ...]:
+    """The stages ``run_design`` will run for ``spec``, in order (``place=False`` stops after
+    the fabrics even when the spec has a site)."""
     workload = ("workload",) if spec.job is not None else ()
-    placement = ("placement",) if spec.site is not None else ()
+    placement = ("placement",) if spec.site is not None and place else ()
     return workload + tuple(f"fabric:{name}" for name in fabric_names(spec)) + placement
 
 
 def run_design(
-    spec: ClusterSpec, *, compare: bool = True, progress: Progress | None = None
+    spec: ClusterSpec,
+    *,
+    compare: bool = True,
+    place: bool = True,
+    progress: Progress | None = None,
 ) -> Design:
-    """Run every stage for ``spec``. ``progress`` is called with each stage's name as it starts."""
+    """Run every stage for ``spec``. ``progress`` is called with each stage's name as it starts;
+    ``place=False`` skips placement (``clusterloom fabric``)."""
     fabrics: list[FabricDesign] = []
     timings: list[tuple[str, float]] = []
     workload = None
     placement = None
-    for stage in stage_names(spec):
+    for stage in stage_names(spec, place=place):
         if progress is not None:
             progress(stage)
         start = time.perf_counter()
@@ -82,9 +88,9 @@ def run_design(
 
             workload = design_workload(spec)
         elif stage == "placement":
-            from clusterloom.placement import place
+            from clusterloom.placement import place as place_racks
 
-            placement = place(spec, tuple(fabrics))
+            placement = place_racks(spec, tuple(fabrics))
         else:
             fabrics.append(design_fabric(spec, stage.split(":", 1)[1], compare=compare))
         timings.append((stage, time.perf_counter() - start))

@@ -235,6 +235,7 @@ def test_any_placement_found_keeps_every_constraint(
         assert exc.problems
         return
     assert not [f for f in p.findings if f.severity is Severity.ERROR]
+    assert all(s.bound <= s.objective + 1e-6 for s in p.solves)
     f = p.floor
     assert len(set(p.rack_position.tolist())) == p.n_racks
     assert (f.pos_state[p.rack_position] == 0).all()

@@ -149,7 +149,7 @@ def fabric(spec: SpecArg = None, example: ExampleOpt = None) -> None:
         from clusterloom.cli import render
         from clusterloom.pipeline import run_design
 
-        design = run_design(_load(spec, example))
+        design = run_design(_load(spec, example), place=False)
         render.design_summary(out, design)
         return design
 

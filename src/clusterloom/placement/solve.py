@@ -993,44 +993,80 @@ def _pair_bound(
     starts: dict[int, list[int]],
     links: dict[tuple[int, int], int],
 ) -> float:
-    """A lower bound on the hall objective (links x metres): every pair of units at the least
-    distance their allowed places permit on their own (two racks never share a position, a rack
-    never stands inside a block), every link leaving the hall from the unit's nearest place to
-    the door."""
-    x, y = floor.pos_x[pos], floor.pos_y[pos]
-    csum_x = np.concatenate([[0.0], np.cumsum(x)])
-    csum_y = np.concatenate([[0.0], np.cumsum(y)])
+    """A lower bound on the hall objective (links x metres) from stars.
+
+    Every link is given to one star: to its block end (a link between two blocks counts 0),
+    else to the end with more link weight; links leaving the hall go to the door's star. For a
+    star centred on a unit, its neighbours stand on distinct free positions outside the centre,
+    so, for each place of the centre, the heaviest neighbour gets the nearest position, the
+    next the next nearest, and so on; the least over the centre's allowed places bounds the
+    star. The door is fixed: single racks take the nearest distinct positions, blocks their
+    nearest allowed centre. Stars share positions in this relaxation, so their sum is a bound.
+    """
+    x = np.round(floor.pos_x[pos] * DM) / DM
+    y = np.round(floor.pos_y[pos] * DM) / DM
+    free = floor.pos_state[pos] == FREE
+    csum_x = np.concatenate([[0.0], np.cumsum(floor.pos_x[pos])])
+    csum_y = np.concatenate([[0.0], np.cumsum(floor.pos_y[pos])])
+    inside = set(units)
+    size = {u: len(demand.units[u].racks) for u in units}
+    weight: dict[int, int] = defaultdict(int)
+    for (a, b), w in links.items():
+        weight[a] += w
+        weight[b] += w
+    stars: dict[int, list[int]] = defaultdict(list)  # centre -> link weights (-1: door)
+    door_blocks: list[tuple[int, int]] = []
+    for (a, b), w in links.items():
+        ia, ib = a in inside, b in inside
+        if ia and ib:
+            if size[a] > 1 and size[b] > 1:
+                continue
+            if size[a] > 1 or (size[b] == 1 and (weight[a], a) > (weight[b], b)):
+                stars[a].append(w)
+            else:
+                stars[b].append(w)
+        elif ia or ib:
+            u = a if ia else b
+            if size[u] > 1:
+                door_blocks.append((u, w))
+            else:
+                stars[-1].append(w)
 
     def centres(u: int) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
-        s = np.array(starts[u], dtype=np.int64)
-        k = len(demand.units[u].racks)
-        cx = (csum_x[s + k] - csum_x[s]) / k
-        cy = (csum_y[s + k] - csum_y[s]) / k
-        return np.round(cx * DM) / DM, np.round(cy * DM) / DM, s
+        st = np.array(starts[u], dtype=np.int64)
+        k = size[u]
+        cx = np.round((csum_x[st + k] - csum_x[st]) / k * DM) / DM
+        cy = np.round((csum_y[st + k] - csum_y[st]) / k * DM) / DM
+        return cx, cy, st
 
-    inside = set(units)
-    door = floor.hall_door[h]
-    cache = {u: centres(u) for u in units if starts[u]}
     total = 0.0
-    for (a, b), w in links.items():
-        if a in inside and b in inside and a in cache and b in cache:
-            ka, kb = len(demand.units[a].racks), len(demand.units[b].racks)
-            if ka > 1 and kb > 1:
-                continue  # two blocks: 0
-            if ka > 1:
-                a, b, ka, kb = b, a, kb, ka
-            xa, ya, sa = cache[a]  # a single rack
-            xb, yb, sb = cache[b]
-            d = np.abs(xa[:, None] - xb[None, :]) + np.abs(ya[:, None] - yb[None, :])
-            clash = (sa[:, None] >= sb[None, :]) & (sa[:, None] < sb[None, :] + kb)
-            d = np.where(clash, np.inf, d)
-            best = float(d.min()) if d.size else 0.0
-            total += w * (0.0 if math.isinf(best) else best)
-        elif (a in inside) != (b in inside):
-            u = a if a in inside else b
-            if u in cache:
-                cx, cy, _ = cache[u]
-                total += w * float((np.abs(cx - door[0]) + np.abs(cy - door[1])).min())
+    idx = np.arange(pos.shape[0])
+    door = floor.hall_door[h]
+    for centre, ws in stars.items():
+        w = np.sort(np.array(ws, dtype=np.float64))[::-1]
+        m = w.shape[0]
+        if centre == -1:
+            d = np.sort((np.abs(x - door[0]) + np.abs(y - door[1]))[free])
+            take = min(m, d.shape[0])
+            total += float(w[:take] @ d[:take])
+            continue
+        if not starts[centre]:
+            continue
+        cx, cy, st = centres(centre)
+        d = np.abs(cx[:, None] - x[None, :]) + np.abs(cy[:, None] - y[None, :])
+        covered = (idx[None, :] >= st[:, None]) & (idx[None, :] < st[:, None] + size[centre])
+        d = np.where(covered | ~free[None, :], np.inf, d)
+        take = min(m, d.shape[1] - size[centre])
+        if take <= 0:
+            continue
+        near = np.partition(d, take - 1, axis=1)[:, :take] if take < d.shape[1] else d
+        near = np.sort(near, axis=1)[:, :take]
+        near = np.where(np.isinf(near), 0.0, near)
+        total += float((near @ w[:take]).min())
+    for u, w_ in door_blocks:
+        if starts[u]:
+            cx, cy, _ = centres(u)
+            total += w_ * float((np.abs(cx - door[0]) + np.abs(cy - door[1])).min())
     return total
 
 
