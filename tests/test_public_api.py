@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-PACKAGES = ["clusterloom", "clusterloom.spec", "clusterloom.fabric"]
+PACKAGES = ["clusterloom", "clusterloom.spec", "clusterloom.fabric", "clusterloom.placement"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -272,3 +272,41 @@ def test_cli_place_infeasible_exits_two(tmp_path: Path) -> None:
     result = runner.invoke(app, ["place", str(spec)])
     assert result.exit_code == 2
     assert "needs 3 rack positions, has 2 free" in result.output
+
+
+def test_spreading_planes_needs_feeds() -> None:
+    """Two planes of 400G on 16 GPUs: each scalable unit has one leaf rack per plane. With
+    planes_per_feed 1 the two racks need two feeds; a hall on one feed cannot host them."""
+    base = MINIMAL_SPEC.replace(
+        "  accelerators_per_node: 8\n",
+        "  accelerators_per_node: 8\n  nic: {ports_per_accelerator: 2}\n",
+    )
+    two_halls = yaml.safe_load(base)
+    h2 = {**_hall(rows=2, feeds=["x"]), "name": "h2", "x_m": 60}
+    two_halls["site"] = {"buildings": [{"name": "b1", "halls": [_hall(rows=2, feeds=["a"]), h2]}]}
+    with pytest.raises(SpecError) as exc:
+        _place(parse_spec(yaml.safe_dump(two_halls)))
+    assert "spreads 2 planes at most 1 per feed: it needs 2 feeds in one hall" in str(exc.value)
+    ok = _spec(_hall(rows=2, feeds=["a", "b"]), base=base)
+    p = _place(ok)
+    leaf = [r for r in range(p.n_racks) if p.demand.rack_role[r] == "leaf"]
+    feeds = {int(p.floor.row_feed[p.floor.pos_row[p.rack_position[r]]]) for r in leaf}
+    assert len(leaf) == 2 and len(feeds) == 2
+
+
+def test_campus_bound_is_below_the_objective_when_units_must_spread() -> None:
+    """moe-2k's four scalable units (17 racks each with its leaf rack) on two halls of 40
+    positions: two units per hall, so half the leaf-spine links leave their hall whatever the
+    solver does; the campus bound counts them and never exceeds the objective."""
+    from clusterloom.examples import example_text
+
+    doc = yaml.safe_load(example_text("moe-2k"))
+    hall = doc["site"]["buildings"][0]["halls"][0]
+    hall["template"]["rows"] = 2
+    doc["site"]["buildings"][0]["halls"] = [hall, {**hall, "name": "h2", "x_m": 20}]
+    doc.pop("job")
+    p = _place(parse_spec(yaml.safe_dump(doc)))
+    campus = p.solves[0]
+    assert campus.name == "campus"
+    assert 0 < campus.bound <= campus.objective + 1e-6
+    assert not [f for f in p.findings if f.severity is Severity.ERROR]
