@@ -83,19 +83,20 @@ def hall_svg(p: Placement, h: int) -> str:
     out.append(
         f'<circle cx="{dx:.1f}" cy="{dy:.1f}" r="4" fill="#0f172a"><title>door</title></circle>'
     )
-    lx = 4.0
-    items = [(c, r) for r, c in ROLE_COLOURS.items()] + [
-        ("#1e293b", "blocked"),
-        ("#fde68a", "reserved"),
-    ]
+    items = [(c, r) for r, c in ROLE_COLOURS.items()]
+    items += [("#1e293b", "blocked"), ("#fde68a", "reserved")]
     items += [(feed_colour[fd], f.feed_names[fd].rsplit("/", 1)[1]) for fd in feeds]
+    lx = 4.0
+    legend: list[str] = []
     for colour, label in items:
-        out.append(
+        legend.append(
             f'<rect x="{lx:.0f}" y="{sh + 9:.0f}" width="10" height="10" fill="{colour}"/>'
             f'<text x="{lx + 13:.0f}" y="{sh + 18:.0f}" font-size="11" fill="#334155">'
             f"{esc(label)}</text>"
         )
         lx += 22 + 6.5 * len(label)
+    out += legend
+    out[0] = out[0].replace(f'viewBox="0 0 {sw:.0f} ', f'viewBox="0 0 {max(sw, lx):.0f} ')
     out.append("</svg>")
     return "\n".join(out)
 
