@@ -45,6 +45,8 @@ from clusterloom.placement.floor import FREE, FloorPlan
 from clusterloom.spec.site import SiteSpec
 
 DM = 10  # model coordinates are decimetres
+#: Reach under which the greedy start places a rack before heavier ones (copper, short optics).
+SHORT_REACH_M = 20.0
 
 
 @dataclass(frozen=True)
@@ -619,14 +621,20 @@ def _greedy(
     floor: FloorPlan,
     demand: Demand,
     site: SiteSpec,
+    h: int,
     pos: NDArray[np.int64],
     units: list[int],
     starts: dict[int, list[int]],
+    links: dict[tuple[int, int], int],
+    heavy_first: bool = False,
 ) -> dict[int, int] | None:
-    """A placement that keeps every constraint, built greedily: blocks in order, each at the
-    first allowed run whose row, feed and loop budgets still hold it; then single racks, each
-    at the allowed position nearest its anchor (its block, else the leaf racks placed) that
-    keeps the budgets, the spreading rules and the reach. None when it gets stuck."""
+    """A placement that keeps every constraint, built greedily: blocks in order, each in the
+    first row with an allowed run whose row, feed and loop budgets still hold it, at the start
+    farthest from the door; then single racks (those with a reach first, or with
+    ``heavy_first`` only those with a short reach, then the most linked), each at the allowed
+    position that adds the least cable to what is already placed (links leaving the hall count
+    from the door) while keeping the budgets, the spreading rules and the reach. None when it
+    gets stuck."""
     n = pos.shape[0]
     taken = np.zeros(n, dtype=bool)
     rows = floor.pos_row[pos]
@@ -657,14 +665,19 @@ def _greedy(
     power = {u: float(demand.rack_power_w[list(demand.units[u].racks)].sum()) for u in units}
     blocks = [u for u in units if demand.units[u].kind == "block"]
     singles = [u for u in units if demand.units[u].kind != "block"]
+    door = floor.hall_door[h]
+    door_d = np.abs(xs - door[0]) + np.abs(ys - door[1])
     for u in sorted(blocks, key=lambda u: (demand.units[u].group, u)):
         k = len(demand.units[u].racks)
-        for a in starts[u]:
-            if not taken[a : a + k].any() and fits_budget(int(rows[a]), power[u]):
-                take(u, a, power[u])
-                break
-        else:
+        # the first row with room; in it, the start farthest from the door, so the row's free
+        # positions (for its leaf racks) lie between the block and the door
+        fitting = [a for a in starts[u] if not taken[a : a + k].any()]
+        fitting = [a for a in fitting if fits_budget(int(rows[a]), power[u])]
+        if not fitting:
             return None
+        row = int(rows[fitting[0]])
+        in_row = [a for a in fitting if int(rows[a]) == row]
+        take(u, max(in_row, key=lambda a: (float(door_d[a : a + k].mean()), -a)), power[u])
 
     def centre(u: int) -> tuple[float, float]:
         a, k = out[u], len(demand.units[u].racks)
@@ -674,14 +687,33 @@ def _greedy(
     planes_on: dict[tuple[str, int], set[int]] = defaultdict(set)
     layer_feeds: dict[str, set[int]] = defaultdict(set)
     leaf_xy: list[tuple[float, float]] = []
-    order = sorted(singles, key=lambda u: (0 if demand.units[u].reach else 1, u))
+    inside = set(units)
+    nbr: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for (a, b), w in links.items():
+        if a in inside:
+            nbr[a].append((b, w))
+        if b in inside:
+            nbr[b].append((a, w))
+    total_w = {u: sum(w for _, w in nbr[u]) for u in singles}
+    if heavy_first:
+        # racks tied to their unit by a short reach first, then the heaviest
+        short = {u for u in singles if any(m < SHORT_REACH_M for _, m in demand.units[u].reach)}
+        order = sorted(singles, key=lambda u: (u not in short, -total_w[u], u))
+    else:
+        order = sorted(singles, key=lambda u: (not demand.units[u].reach, -total_w[u], u))
     for u in order:
         unit = demand.units[u]
-        anchors = [centre(v) for v, _ in unit.reach if v in out]
+        # the position that adds the least cable to what is placed: links to placed units
+        # from their centres, links leaving the hall from the door
+        anchors: list[tuple[float, float, int]] = []
+        for v, w in nbr[u]:
+            if v in out:
+                anchors.append((*centre(v), w))
+            elif v not in inside:
+                anchors.append((float(door[0]), float(door[1]), w))
         if not anchors:
-            anchors = leaf_xy[:] or [(float(xs.mean()), float(ys.mean()))]
-        ax = sum(x for x, _ in anchors) / len(anchors)
-        ay = sum(y for _, y in anchors) / len(anchors)
+            anchors = [(x, y, 1) for x, y in leaf_xy] or [(float(xs.mean()), float(ys.mean()), 1)]
+        anchor = np.array(anchors, dtype=np.float64)
         best: tuple[float, int] | None = None
         for a in starts[u]:
             if taken[a]:
@@ -696,7 +728,7 @@ def _greedy(
                 if unit.plane not in planes and len(planes) >= site.spread.planes_per_feed:
                     continue
             elif unit.spread_key and feed in layer_feeds[unit.spread_key]:
-                penalty = 1e6  # prefer a feed the layer does not use yet
+                penalty = 1e12  # prefer a feed the layer does not use yet
             ok = True
             for v, metres in unit.reach:
                 if v in out:
@@ -706,7 +738,9 @@ def _greedy(
                         ok = False
             if not ok:
                 continue
-            d = abs(xs[a] - ax) + abs(ys[a] - ay) + penalty
+            d = penalty + float(
+                (anchor[:, 2] * (np.abs(xs[a] - anchor[:, 0]) + np.abs(ys[a] - anchor[:, 1]))).sum()
+            )
             if best is None or d < best[0]:
                 best = (d, a)
         if best is None:
@@ -935,7 +969,14 @@ def place_hall(
     """Start position (global position id) of every unit of hall ``h``."""
     hm, starts, pos = _hall_model(floor, demand, site, h, units, links)
     pair_bound = _pair_bound(floor, demand, h, pos, units, starts, links)
-    hint = _greedy(floor, demand, site, pos, units, starts)
+    hint: dict[int, int] | None = None
+    best = math.inf
+    for heavy_first in (False, True):
+        found = _greedy(floor, demand, site, h, pos, units, starts, links, heavy_first)
+        if found is not None:
+            cost = _objective_m(floor, demand, h, {u: int(pos[a]) for u, a in found.items()}, links)
+            if cost < best:
+                hint, best = found, cost
     if hint is not None:
         _complete_hint(hm, hint, site)
     solver = cp_model.CpSolver()
