@@ -1084,12 +1084,12 @@ def _pair_bound(
     idx = np.arange(pos.shape[0])
     door = floor.hall_door[h]
     for centre, ws in stars.items():
-        w = np.sort(np.array(ws, dtype=np.float64))[::-1]
-        m = w.shape[0]
+        wts = np.sort(np.array(ws, dtype=np.float64))[::-1]
+        m = wts.shape[0]
         if centre == -1:
             d = np.sort((np.abs(x - door[0]) + np.abs(y - door[1]))[free])
             take = min(m, d.shape[0])
-            total += float(w[:take] @ d[:take])
+            total += float(wts[:take] @ d[:take])
             continue
         if not starts[centre]:
             continue
@@ -1103,7 +1103,7 @@ def _pair_bound(
         near = np.partition(d, take - 1, axis=1)[:, :take] if take < d.shape[1] else d
         near = np.sort(near, axis=1)[:, :take]
         near = np.where(np.isinf(near), 0.0, near)
-        total += float((near @ w[:take]).min())
+        total += float((near @ wts[:take]).min())
     for u, w_ in door_blocks:
         if starts[u]:
             cx, cy, _ = centres(u)
