@@ -384,16 +384,23 @@ def assign_halls(
         ],
         dtype=np.float64,
     ).reshape(n_g, cap.shape[1])
-    start = _first_fit(cap, dem, allowed)
+    blocks = np.array([bool(g.blocks) for g in groups])
+    quota = -(-int(blocks.sum()) // n_h)
+    start = _first_fit(cap, dem, allowed, blocks, quota)
     if start is None:
-        model, x, _, _ = build(False)
-        solver = cp_model.CpSolver()
+        start = _first_fit(cap, dem, allowed, blocks, n_g)
+    # the least overflow of every hall resource: zero is a feasible start, else what is short
+    relaxed, xr, over, _ = build(True)
+    solver = cp_model.CpSolver()
+    if start is None:
         _params(solver, site, site.solver.campus_effort)
-        status = solver.solve(model)
-        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        status = solver.solve(relaxed)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            raise SpecError([Problem("site", "no assignment of racks to halls was found")])
+        if solver.objective_value == 0:
             start = np.array(
                 [
-                    next(h for h in allowed[g] if solver.boolean_value(x[(g, h)]))
+                    next(h for h in allowed[g] if solver.boolean_value(xr[(g, h)]))
                     for g in range(n_g)
                 ],
                 dtype=np.int64,
@@ -403,12 +410,6 @@ def assign_halls(
         layers = _layers(demand)
         hall, stats = _alternate(start, cap, dem, allowed, cost, group_links, layers, site)
         return hall.astype(np.int32), stats
-    # what is short: the least overflow over every hall resource
-    relaxed, _, over, _ = build(True)
-    solver = cp_model.CpSolver()
-    _params(solver, site, site.solver.campus_effort)
-    if solver.solve(relaxed) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        raise SpecError([Problem("site", "no assignment of racks to halls was found")])
     limits: dict[str, list[float]] = {
         "positions": [float(v) for v in room],
         "power": power,
@@ -446,15 +447,25 @@ def assign_halls(
 
 
 def _first_fit(
-    cap: NDArray[np.float64], dem: NDArray[np.float64], allowed: list[list[int]]
+    cap: NDArray[np.float64],
+    dem: NDArray[np.float64],
+    allowed: list[list[int]],
+    blocks: NDArray[np.bool_],
+    quota: int,
 ) -> NDArray[np.int64] | None:
     """Groups in order (scalable units first, so a pod's units stay together), each into the
-    first allowed hall with room on every resource; None when one does not fit."""
+    first allowed hall with room on every resource and, for units, fewer than ``quota`` units
+    already (so units spread evenly and leave room for the network racks beside them); None
+    when one does not fit."""
     left = cap.copy()
+    count = np.zeros(cap.shape[0], dtype=np.int64)
     out = np.full(dem.shape[0], -1, dtype=np.int64)
     for g in range(dem.shape[0]):
         for h in allowed[g]:
+            if blocks[g] and count[h] >= quota:
+                continue
             if (left[h] >= dem[g] - 1e-6).all():
+                count[h] += int(blocks[g])
                 left[h] -= dem[g]
                 out[g] = h
                 break
