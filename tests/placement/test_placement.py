@@ -252,7 +252,15 @@ def test_cli_place_writes_and_exits_zero(tmp_path: Path) -> None:
     assert "Placement: 41 racks" in result.output
     header = (tmp_path / "placement" / "racks.csv").read_text().splitlines()[0]
     assert header.startswith("rack,holds,role,rack_type")
-    assert (tmp_path / "netbox" / "racks.csv").exists()
+    racks = (tmp_path / "netbox" / "racks.csv").read_text().splitlines()
+    assert racks[0].split(",")[:3] == ["site", "location", "name"]
+    assert {"cf_x_m", "cf_y_m", "cf_row", "cf_feed"} <= set(racks[0].split(","))
+    assert len(racks) == 1 + 41
+    devices = (tmp_path / "netbox" / "rack_devices.csv").read_text().splitlines()
+    assert devices[0] == "name,site,location,rack,position,face,status"
+    # every server and switch once: 128 servers, 16 + 8 backend and 8 + 4 frontend switches
+    assert len(devices) == 1 + 128 + 24 + 12
+    assert len({line.split(",")[0] for line in devices[1:]}) == len(devices) - 1
     assert "<svg" in (tmp_path / "report.html").read_text()
 
 

@@ -1068,6 +1068,7 @@ def _pair_bound(
         weight[b] += w
     stars: dict[int, list[int]] = defaultdict(list)  # centre -> link weights (-1: door)
     door_blocks: list[tuple[int, int]] = []
+    leaving: dict[int, int] = defaultdict(int)
     for (a, b), w in links.items():
         ia, ib = a in inside, b in inside
         if ia and ib:
@@ -1082,7 +1083,9 @@ def _pair_bound(
             if size[u] > 1:
                 door_blocks.append((u, w))
             else:
-                stars[-1].append(w)
+                leaving[u] += w
+    # one entry per rack: all of a rack's links leave from its one position
+    stars[-1] = list(leaving.values())
 
     def centres(u: int) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
         st = np.array(starts[u], dtype=np.int64)
