@@ -318,3 +318,22 @@ def test_campus_bound_is_below_the_objective_when_units_must_spread() -> None:
     assert campus.name == "campus"
     assert 0 < campus.bound <= campus.objective + 1e-6
     assert not [f for f in p.findings if f.severity is Severity.ERROR]
+
+
+def test_reach_that_no_position_meets_is_reported() -> None:
+    """Host links of a 2 m medium and positions 2.5 m apart::
+
+        [ ? ]---2.5 m---[ ? ]---2.5 m---[ ? ]
+
+    The leaf rack can never stand within 2 m of the compute rack: the hall model has no
+    placement, and dropping the reach limits is what makes one exist."""
+    base = MINIMAL_SPEC.replace(
+        "    switch: qm9700\n", "    switch: qm9700\n    media: {host_leaf: short-mmf}\n"
+    ) + ("catalog:\n  media:\n    short-mmf: {kind: mmf, speed_gbps: 400, reach_m: 2, fibers: 8}\n")
+    spec = _spec(_hall(pitch_m=2.5, origin_m=[1.25, 1.0]), base=base)
+    with pytest.raises(SpecError) as exc:
+        _place(spec)
+    assert "cannot all stand within their host links' reach" in str(exc.value)
+    wider = _spec(_hall(pitch_m=1.5, origin_m=[0.75, 1.0]), base=base)
+    p = _place(wider)
+    assert p.link_distance_m(design_fabric(wider, compare=False))[:16].max() <= 2.0

@@ -1,8 +1,8 @@
 """Placement outputs: rack positions, rack elevations and NetBox bulk-import CSVs.
 
 - ``placement/racks.csv``: one row per rack: name (its position, ``b1-h1-r03-p12``), what it
-  holds, building, hall, row, position, x/y in the hall and in the building (metres), feed,
-  cooling loop, power and weight;
+  holds, building, hall, row, position, x/y in the hall and in the building (metres), the
+  way its front faces and its cold aisle, feed, cooling loop, power and weight;
 - ``placement/elevations.csv``: one row per device: rack, lowest rack unit, height, device
   name (the names of ``naming``), role and fabric; servers once, then each fabric's switches;
 - ``netbox/sites.csv``, ``netbox/locations.csv`` (buildings, then halls inside them),
@@ -41,6 +41,8 @@ RACK_COLUMNS = (
     "y_m",
     "building_x_m",
     "building_y_m",
+    "facing",
+    "aisle",
     "feed",
     "cooling_loop",
     "power_kw",
@@ -106,6 +108,8 @@ def rack_rows(p: Placement) -> Iterator[tuple[str, ...]]:
             _m(f.pos_y[pos]),
             _m(f.pos_x[pos] + origin[h, 0]),
             _m(f.pos_y[pos] + origin[h, 1]),
+            f.row_facing[row],
+            f.row_aisle[row],
             f.feed_names[f.row_feed[row]].rsplit("/", 1)[1],
             f.loop_names[f.row_loop[row]].rsplit("/", 1)[1],
             f"{d.rack_power_w[r] / 1e3:.2f}",
@@ -184,8 +188,8 @@ def _netbox_racks(design: Design) -> Iterator[tuple[str, ...]]:
             row[11],
             row[8],
             row[9],
-            row[14],
-            row[15],
+            row[16],
+            row[17],
         )
 
 
