@@ -319,3 +319,13 @@ def placement(console: Console, p: Placement) -> None:
         f"objective {p.objective:,.0f} link-metres, lower bound {p.bound:,.0f}, gap "
         f"{p.gap * 100:.2f}% over {len(p.solves)} CP-SAT model(s)"
     )
+    halls = [x for x in p.solves if x.name != "campus"]
+    campus = [x for x in p.solves if x.name == "campus"]
+    if campus and halls:
+        obj = sum(x.objective for x in halls)
+        bound = sum(x.bound for x in halls)
+        hall_gap = 0.0 if obj <= 0 else (obj - bound) / obj
+        console.print(
+            f"campus (hall assignment) gap {campus[0].gap * 100:.2f}%, halls together "
+            f"{hall_gap * 100:.2f}%"
+        )
