@@ -59,6 +59,18 @@ class Unit:
     reach: tuple[tuple[int, float], ...] = ()
 
 
+def plane_key(unit: Unit) -> str:
+    """The racks whose planes must spread over feeds together: the leaf racks of one scalable
+    unit (``fab:block:N``) or the spine (core) racks of one pod of every plane
+    (``fab:spine:podN``); empty for a rack with no plane."""
+    if not unit.spread_key or unit.plane < 0:
+        return ""
+    if ":block:" in unit.spread_key:
+        return unit.spread_key
+    fab, role, _, pod = unit.spread_key.split(":")
+    return f"{fab}:{role}:pod{pod}"
+
+
 @dataclass(frozen=True, eq=False)
 class FabricDevices:
     """Where each topology node of one fabric sits: rack id (into the demand's racks), lowest

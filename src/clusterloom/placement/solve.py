@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 from ortools.sat.python import cp_model
 
 from clusterloom.errors import Problem, SpecError
-from clusterloom.placement.demand import COMPUTE, Demand, Unit
+from clusterloom.placement.demand import COMPUTE, Demand, Unit, plane_key
 from clusterloom.placement.floor import FREE, FloorPlan
 from clusterloom.spec.site import SiteSpec
 
@@ -714,6 +714,7 @@ def _greedy(
         order = sorted(singles, key=lambda u: (not demand.units[u].reach, -total_w[u], u))
     for u in order:
         unit = demand.units[u]
+        pkey = plane_key(unit)
         # the position that adds the least cable to what is placed: links to placed units
         # from their centres, links leaving the hall from the door
         anchors: list[tuple[float, float, int]] = []
@@ -734,11 +735,11 @@ def _greedy(
                 continue
             feed = int(floor.row_feed[r])
             penalty = 0.0
-            if ":block:" in unit.spread_key:
-                planes = planes_on[(unit.spread_key, feed)]
+            if pkey:
+                planes = planes_on[(pkey, feed)]
                 if unit.plane not in planes and len(planes) >= site.spread.planes_per_feed:
                     continue
-            elif unit.spread_key and feed in layer_feeds[unit.spread_key]:
+            if ":block:" not in unit.spread_key and feed in layer_feeds[unit.spread_key]:
                 penalty = 1e12  # prefer a feed the layer does not use yet
             ok = True
             for v, metres in unit.reach:
@@ -759,8 +760,9 @@ def _greedy(
         a = best[1]
         take(u, a, power[u])
         feed = int(floor.row_feed[int(rows[a])])
+        if pkey:
+            planes_on[(pkey, feed)].add(unit.plane)
         if ":block:" in unit.spread_key:
-            planes_on[(unit.spread_key, feed)].add(unit.plane)
             leaf_xy.append((float(xs[a]), float(ys[a])))
         elif unit.spread_key:
             layer_feeds[unit.spread_key].add(feed)
@@ -878,47 +880,57 @@ def _hall_model(
     feeds_of_row = {r: int(floor.row_feed[r]) for r in set(rows.tolist())}
     if spread:
         layers: dict[str, list[int]] = defaultdict(list)
+        by_planes: dict[str, list[int]] = defaultdict(list)
         for u in units:
             if demand.units[u].spread_key:
                 layers[demand.units[u].spread_key].append(u)
+            key = plane_key(demand.units[u])
+            if key:
+                by_planes[key].append(u)
         hall_feeds = sorted(set(feeds_of_row.values()))
-        for key, members in sorted(layers.items()):
-            if ":block:" in key:
-                planes = sorted({demand.units[u].plane for u in members})
-                for f in hall_feeds:
-                    uses = []
-                    for q in planes:
-                        on = [
-                            row_of[(u, r)]
-                            for u in members
-                            if demand.units[u].plane == q
-                            for r in feeds_of_row
-                            if feeds_of_row[r] == f and (u, r) in row_of
-                        ]
-                        if on:
-                            z = m.new_bool_var(f"z{key}{q}{f}")
-                            for b in on:
-                                m.add_implication(b, z)
-                            uses.append(z)
-                    if len(uses) > site.spread.planes_per_feed:
-                        m.add(sum(uses) <= site.spread.planes_per_feed)
-            else:
-                need = min(site.spread.spine_feeds, len(members), len(hall_feeds))
-                if need <= 1:
-                    continue
-                used = []
-                for f in hall_feeds:
+        # at most planes_per_feed planes of a scalable unit (leaf racks) or of a pod (spine or
+        # core racks) on one feed
+        for key, members in sorted(by_planes.items()):
+            planes = sorted({demand.units[u].plane for u in members})
+            if len(planes) <= site.spread.planes_per_feed:
+                continue
+            for f in hall_feeds:
+                uses = []
+                for q in planes:
                     on = [
                         row_of[(u, r)]
                         for u in members
+                        if demand.units[u].plane == q
                         for r in feeds_of_row
                         if feeds_of_row[r] == f and (u, r) in row_of
                     ]
                     if on:
-                        z = m.new_bool_var(f"y{key}{f}")
-                        m.add(z <= sum(on))
-                        used.append(z)
-                m.add(sum(used) >= need)
+                        z = m.new_bool_var(f"z{key}{q}{f}")
+                        for b in on:
+                            m.add_implication(b, z)
+                        uses.append(z)
+                if len(uses) > site.spread.planes_per_feed:
+                    m.add(sum(uses) <= site.spread.planes_per_feed)
+        # a spine or core layer over spine_feeds feeds
+        for key, members in sorted(layers.items()):
+            if ":block:" in key:
+                continue
+            need = min(site.spread.spine_feeds, len(members), len(hall_feeds))
+            if need <= 1:
+                continue
+            used = []
+            for f in hall_feeds:
+                on = [
+                    row_of[(u, r)]
+                    for u in members
+                    for r in feeds_of_row
+                    if feeds_of_row[r] == f and (u, r) in row_of
+                ]
+                if on:
+                    z = m.new_bool_var(f"y{key}{f}")
+                    m.add(z <= sum(on))
+                    used.append(z)
+            m.add(sum(used) >= need)
 
     if reach:
         pitch = _pitch_dm(floor, pos)

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from clusterloom.fabric import FabricDesign
 from clusterloom.findings import Finding, Severity
-from clusterloom.placement.demand import COMPUTE
+from clusterloom.placement.demand import COMPUTE, plane_key
 from clusterloom.placement.floor import FREE
 from clusterloom.spec import ClusterSpec
 
@@ -262,6 +262,12 @@ def check_contiguity(p: Placement) -> list[Finding]:
     ]
 
 
+def _owner(key: str) -> str:
+    """``backend scalable unit 3`` or ``backend spine pod 0`` from a plane key."""
+    fab, kind, rest = key.split(":")
+    return f"{fab} scalable unit {rest}" if kind == "block" else f"{fab} {kind} {rest}"
+
+
 def check_spread(p: Placement, spec: ClusterSpec) -> list[Finding]:
     assert spec.site is not None
     f, d = p.floor, p.demand
@@ -275,11 +281,12 @@ def check_spread(p: Placement, spec: ClusterSpec) -> list[Finding]:
     for u in d.units:
         if not u.spread_key:
             continue
+        key = plane_key(u)
         for r in u.racks:
             hall = int(f.pos_hall[p.rack_position[r]])
-            if ":block:" in u.spread_key:
-                planes_on[(u.spread_key, int(feed[r]))].add(u.plane)
-            else:
+            if key:
+                planes_on[(key, int(feed[r]))].add(u.plane)
+            if ":block:" not in u.spread_key:
                 layer_feeds[(u.spread_key, hall)].add(int(feed[r]))
                 layer_racks[(u.spread_key, hall)] += 1
     out: list[Finding] = []
@@ -290,9 +297,8 @@ def check_spread(p: Placement, spec: ClusterSpec) -> list[Finding]:
                 Finding(
                     Severity.ERROR,
                     "spread",
-                    f"{len(planes)} planes of {key.split(':')[0]} scalable unit "
-                    f"{key.rsplit(':', 1)[1]} have leaf racks on feed {f.feed_names[fd]} "
-                    f"(at most {limit})",
+                    f"{len(planes)} planes of {_owner(key)} have racks on feed "
+                    f"{f.feed_names[fd]} (at most {limit})",
                     f.feed_names[fd],
                 )
             )
