@@ -192,7 +192,9 @@ class SpreadSpec(SpecModel):
     """Failure-domain spreading rules."""
 
     planes_per_feed: PositiveInt = Field(
-        default=1, description="most planes of one scalable unit whose leaf racks share a feed"
+        default=1,
+        description="most planes of one scalable unit (leaf racks) or one pod (spine racks) "
+        "on a feed",
     )
     spine_feeds: PositiveInt = Field(
         default=2, description="feeds a spine group spreads over (as far as it has racks)"
