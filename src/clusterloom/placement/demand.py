@@ -57,18 +57,16 @@ class Unit:
     plane: int = -1
     #: reach limits: (unit, metres) the unit must stay within, farthest rack to rack
     reach: tuple[tuple[int, float], ...] = ()
+    #: racks whose planes spread over feeds together: the leaf racks of a scalable unit, the
+    #: spine racks of a pod of a 3-tier fabric (empty: none)
+    plane_group: str = ""
 
 
 def plane_key(unit: Unit) -> str:
     """The racks whose planes must spread over feeds together: the leaf racks of one scalable
-    unit (``fab:block:N``) or the spine (core) racks of one pod of every plane
-    (``fab:spine:podN``); empty for a rack with no plane."""
-    if not unit.spread_key or unit.plane < 0:
-        return ""
-    if ":block:" in unit.spread_key:
-        return unit.spread_key
-    fab, role, _, pod = unit.spread_key.split(":")
-    return f"{fab}:{role}:pod{pod}"
+    unit (``fab:block:N``) or the spine racks of one pod of a 3-tier fabric, every plane
+    (``fab:spine:podN``); empty for any other rack."""
+    return unit.plane_group
 
 
 @dataclass(frozen=True, eq=False)
@@ -366,6 +364,7 @@ def build_demand(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> Demand
                                 f"{fab} plane {q} leaves of scalable unit {blk}",
                                 spread_key=f"{fab}:block:{blk}",
                                 plane=q,
+                                plane_group=f"{fab}:block:{blk}",
                             )
                         )
 
@@ -403,8 +402,17 @@ def build_demand(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> Demand
                             rid = add_rack(
                                 chunk, rname, q, f"{fab}-p{q}-{rname}{suffix}-{start + k}"
                             )
+                            in_pods = role == Role.SPINE and plan.tiers == 3
                             singles.append(
-                                Unit("rack", (rid,), g, f"{fab} plane {q} {rname}s", layer, q)
+                                Unit(
+                                    "rack",
+                                    (rid,),
+                                    g,
+                                    f"{fab} plane {q} {rname}s",
+                                    layer,
+                                    q,
+                                    plane_group=f"{fab}:spine:pod{pod}" if in_pods else "",
+                                )
                             )
         node_rack_all[fab], node_u_all[fab], node_h_all[fab] = node_rack, node_u, node_h
 
@@ -434,6 +442,7 @@ def build_demand(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> Demand
                 s.spread_key,
                 s.plane,
                 ((block_unit[s.group], reach_of[rid]),),
+                s.plane_group,
             )
         units.append(s)
 
@@ -496,7 +505,7 @@ def split_blocks(demand: Demand, longest: int) -> Demand:
     for u in units:
         if u.reach:
             reach = tuple((p, m) for _, m in u.reach for p in block_parts.get(u.group, []))
-            u = Unit(u.kind, u.racks, u.group, u.label, u.spread_key, u.plane, reach)
+            u = Unit(u.kind, u.racks, u.group, u.label, u.spread_key, u.plane, reach, u.plane_group)
         fixed.append(u)
     rack_unit = np.full(demand.n_racks, -1, dtype=np.int32)
     for i, u in enumerate(fixed):

@@ -263,7 +263,7 @@ def check_contiguity(p: Placement) -> list[Finding]:
 
 
 def _owner(key: str) -> str:
-    """``backend scalable unit 3`` or ``backend spine pod 0`` from a plane key."""
+    """``backend scalable unit 3`` or ``backend spine pod0`` from a plane key."""
     fab, kind, rest = key.split(":")
     return f"{fab} scalable unit {rest}" if kind == "block" else f"{fab} {kind} {rest}"
 
