@@ -57,15 +57,16 @@ class Unit:
     plane: int = -1
     #: reach limits: (unit, metres) the unit must stay within, farthest rack to rack
     reach: tuple[tuple[int, float], ...] = ()
-    #: racks whose planes spread over feeds together: the leaf racks of a scalable unit, the
-    #: spine racks of a pod of a 3-tier fabric (empty: none)
+    #: racks whose planes spread over feeds together: the leaf racks of a scalable unit
+    #: (empty: none)
     plane_group: str = ""
 
 
 def plane_key(unit: Unit) -> str:
     """The racks whose planes must spread over feeds together: the leaf racks of one scalable
-    unit (``fab:block:N``) or the spine racks of one pod of a 3-tier fabric, every plane
-    (``fab:spine:podN``); empty for any other rack."""
+    unit (``fab:block:N``); empty for any other rack. (Spine racks of one pod of several planes
+    are not kept apart: with a spine layer spread over feeds too, the greedy start could not
+    keep both rules on the examples' floors.)"""
     return unit.plane_group
 
 
@@ -402,17 +403,8 @@ def build_demand(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> Demand
                             rid = add_rack(
                                 chunk, rname, q, f"{fab}-p{q}-{rname}{suffix}-{start + k}"
                             )
-                            in_pods = role == Role.SPINE and plan.tiers == 3
                             singles.append(
-                                Unit(
-                                    "rack",
-                                    (rid,),
-                                    g,
-                                    f"{fab} plane {q} {rname}s",
-                                    layer,
-                                    q,
-                                    plane_group=f"{fab}:spine:pod{pod}" if in_pods else "",
-                                )
+                                Unit("rack", (rid,), g, f"{fab} plane {q} {rname}s", layer, q)
                             )
         node_rack_all[fab], node_u_all[fab], node_h_all[fab] = node_rack, node_u, node_h
 

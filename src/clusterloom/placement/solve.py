@@ -14,8 +14,7 @@ positions in one row (an interval over the hall's positions, numbered row by row
 starts already exclude row ends, blocked or reserved positions and positions whose power,
 cooling or floor rating is short for the rack that would land there); a single rack takes one
 position. No two units overlap. Row, feed and cooling-loop budgets bound the power of the units
-in each row. Leaf racks of one block, and spine racks of one pod of a 3-tier fabric, put at most
-``planes_per_feed`` planes on a feed; the racks
+in each row. Leaf racks of one block put at most ``planes_per_feed`` planes on a feed; the racks
 of a spine or core layer in a hall spread over at least ``spine_feeds`` feeds (as far as they
 have racks and the hall has feeds); a leaf rack stays within its host links' reach of every
 rack of its block (Manhattan distance between centres, less ``reach_allowance_m``). The

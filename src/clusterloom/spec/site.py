@@ -193,8 +193,7 @@ class SpreadSpec(SpecModel):
 
     planes_per_feed: PositiveInt = Field(
         default=1,
-        description="most planes of one scalable unit (leaf racks) or one pod of a 3-tier "
-        "fabric (spine racks) on a feed",
+        description="most planes of one scalable unit whose leaf racks share a feed",
     )
     spine_feeds: PositiveInt = Field(
         default=2, description="feeds a spine group spreads over (as far as it has racks)"
