@@ -644,8 +644,8 @@ def _greedy(
     farthest from the door; then single racks (those with a reach first, or with
     ``heavy_first`` only those with a short reach, then the most linked), each at the allowed
     position that adds the least cable to what is already placed (links leaving the hall count
-    from the door) while keeping the budgets, the spreading rules and the reach. None when it
-    gets stuck."""
+    from the door) while keeping the budgets, the planes per feed and the reach; a spine or
+    core layer is only steered towards feeds it does not use yet. None when it gets stuck."""
     n = pos.shape[0]
     taken = np.zeros(n, dtype=bool)
     rows = floor.pos_row[pos]
@@ -1015,8 +1015,9 @@ def place_hall(
             max(float(solver.best_objective_bound) / DM, pair_bound),
         )
     if hint is not None and status != cp_model.INFEASIBLE:
-        # CP-SAT found nothing better within the effort: keep the greedy placement, which
-        # meets every constraint (the validators check it again), with CP-SAT's bound
+        # CP-SAT found nothing within the effort: keep the greedy placement, with CP-SAT's
+        # bound; it keeps every rule but perhaps a layer's spread over feeds, which the
+        # validators report as an error finding if so
         placed = {u: int(pos[s]) for u, s in hint.items()}
         return placed, SolveStats(
             floor.hall_names[h],
