@@ -11,6 +11,7 @@ PACKAGES = [
     "clusterloom",
     "clusterloom.spec",
     "clusterloom.fabric",
+    "clusterloom.placement",
     "clusterloom.sim.packet",
     "clusterloom.conformance",
 ]

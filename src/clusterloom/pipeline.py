@@ -1,6 +1,7 @@
 """Runs the stages that exist, in order, and records what ran (provenance) and how long it took.
 
-Stages today: ``workload`` when the spec has a job, then one ``fabric`` stage per fabric. A stage
+Stages today: ``workload`` when the spec has a job, then one ``fabric`` stage per fabric, then
+``placement`` when the spec has a site. A stage
 is a pure function of the spec (and of earlier artifacts); the pipeline only sequences them,
 times them and reports progress through a callback so that the library never prints.
 """
@@ -18,6 +19,7 @@ from clusterloom.findings import Finding
 from clusterloom.spec import ClusterSpec, spec_hash
 
 if TYPE_CHECKING:
+    from clusterloom.placement import Placement
     from clusterloom.workload import WorkloadDesign
 
 Progress = Callable[[str], None]
@@ -41,11 +43,13 @@ class Design:
     provenance: Provenance
     timings_s: tuple[tuple[str, float], ...]
     workload: WorkloadDesign | None = None
+    placement: Placement | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
         own = self.workload.findings if self.workload is not None else ()
-        return own + tuple(f for fd in self.fabrics for f in fd.findings)
+        placed = self.placement.findings if self.placement is not None else ()
+        return own + tuple(f for fd in self.fabrics for f in fd.findings) + placed
 
     def fabric(self, name: str) -> FabricDesign:
         for fd in self.fabrics:
@@ -54,20 +58,28 @@ class Design:
         raise KeyError(name)
 
 
-def stage_names(spec: ClusterSpec) -> tuple[str, ...]:
-    """The stages ``run_design`` will run for ``spec``, in order."""
+def stage_names(spec: ClusterSpec, *, place: bool = True) -> tuple[str, ...]:
+    """The stages ``run_design`` will run for ``spec``, in order (``place=False`` stops after
+    the fabrics even when the spec has a site)."""
     workload = ("workload",) if spec.job is not None else ()
-    return workload + tuple(f"fabric:{name}" for name in fabric_names(spec))
+    placement = ("placement",) if spec.site is not None and place else ()
+    return workload + tuple(f"fabric:{name}" for name in fabric_names(spec)) + placement
 
 
 def run_design(
-    spec: ClusterSpec, *, compare: bool = True, progress: Progress | None = None
+    spec: ClusterSpec,
+    *,
+    compare: bool = True,
+    place: bool = True,
+    progress: Progress | None = None,
 ) -> Design:
-    """Run every stage for ``spec``. ``progress`` is called with each stage's name as it starts."""
+    """Run every stage for ``spec``. ``progress`` is called with each stage's name as it starts;
+    ``place=False`` skips placement (``clusterloom fabric``)."""
     fabrics: list[FabricDesign] = []
     timings: list[tuple[str, float]] = []
     workload = None
-    for stage in stage_names(spec):
+    placement = None
+    for stage in stage_names(spec, place=place):
         if progress is not None:
             progress(stage)
         start = time.perf_counter()
@@ -75,8 +87,12 @@ def run_design(
             from clusterloom.workload import design_workload
 
             workload = design_workload(spec)
+        elif stage == "placement":
+            from clusterloom.placement import place as place_racks
+
+            placement = place_racks(spec, tuple(fabrics))
         else:
             fabrics.append(design_fabric(spec, stage.split(":", 1)[1], compare=compare))
         timings.append((stage, time.perf_counter() - start))
     provenance = Provenance(spec.name, spec_hash(spec), __version__)
-    return Design(spec, tuple(fabrics), provenance, tuple(timings), workload)
+    return Design(spec, tuple(fabrics), provenance, tuple(timings), workload, placement)

@@ -54,7 +54,15 @@ def test_no_timing_or_date_anywhere(demo: Design) -> None:
 
 def test_top_level_layout(demo: Design) -> None:
     doc = design_document(demo)
-    assert list(doc) == ["schema", "schema_version", "provenance", "spec", "fabrics", "findings"]
+    assert list(doc) == [
+        "schema",
+        "schema_version",
+        "provenance",
+        "spec",
+        "fabrics",
+        "placement",
+        "findings",
+    ]
     assert doc["provenance"] == {
         "spec_name": "demo-1k",
         "spec_hash": demo.provenance.spec_hash,

@@ -151,12 +151,69 @@ def fabric(spec: SpecArg = None, example: ExampleOpt = None) -> None:
         from clusterloom.cli import render
         from clusterloom.pipeline import run_design
 
-        design = run_design(_load(spec, example))
+        design = run_design(_load(spec, example), place=False)
         render.design_summary(out, design)
         return design
 
     design = _guard(run)
     raise typer.Exit(1 if _has_errors(design) else 0)
+
+
+@app.command()
+def place(
+    spec: SpecArg = None,
+    example: ExampleOpt = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="directory for placement/*.csv, the NetBox files and report.html",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Place racks and network devices on the spec's site; print halls, lengths and the gap."""
+
+    def run() -> Design:
+        from clusterloom.cli import render
+        from clusterloom.errors import Problem, SpecError
+        from clusterloom.pipeline import run_design
+
+        cluster = _load(spec, example)
+        if cluster.site is None:
+            raise SpecError([Problem("site", "this spec has no site section to place racks on")])
+        with _progress() as progress:
+            progress.add_task("placing", total=None)
+            result = run_design(cluster, compare=False)
+            if output is not None:
+                from clusterloom.export import write_placement
+                from clusterloom.export.atomic import atomic_write
+                from clusterloom.report import render_report
+
+                progress.add_task(f"writing {output}", total=None)
+                written = write_placement(result, output)
+                written.append(atomic_write(output / "report.html", render_report(result)))
+        assert result.placement is not None
+        render.placement(out, result.placement)
+        problems = [f for f in result.findings if f.code in _PLACEMENT_CODES]
+        if any(f.severity.value != "info" for f in problems):
+            render.findings(out, [f for f in problems if f.severity.value != "info"])
+        if output is not None:
+            out.print(
+                f"wrote {len(written)} files to {output}/: "
+                + ", ".join(str(p.relative_to(output)) for p in written)
+            )
+        return result
+
+    result = _guard(run)
+    raise typer.Exit(1 if _has_errors(result) else 0)
+
+
+#: Finding codes of the placement validators (``placement.validate``).
+_PLACEMENT_CODES = frozenset(
+    {"placed-once", "u-overlap", "position", "budget", "hold-back", "contiguity", "spread", "reach"}
+)
 
 
 @app.command()

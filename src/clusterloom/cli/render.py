@@ -17,6 +17,7 @@ from clusterloom.units import fmt_bytes as _bytes
 from clusterloom.workload import WorkloadDesign
 
 if TYPE_CHECKING:
+    from clusterloom.placement import Placement
     from clusterloom.sim.flow.run import Failure, Summary
     from clusterloom.sim.flow.sweep import SweepRow
 
@@ -187,6 +188,8 @@ def design_summary(console: Console, design: Design) -> None:
     for fd in design.fabrics:
         _plan(console, fd)
         _options(console, fd)
+    if design.placement is not None:
+        placement(console, design.placement)
     problems = [f for f in design.findings if f.severity is not Severity.INFO]
     if problems:
         findings(console, problems)
@@ -262,3 +265,67 @@ def sweep(console: Console, rows: list[SweepRow], tier: str, traffic: str, flows
             str(sum(1 for r in mine if r.unfinished)),
         )
     console.print(table)
+
+
+def placement(console: Console, p: Placement) -> None:
+    """Halls (racks, power against budget), link lengths and the solver's figures."""
+    f, d = p.floor, p.demand
+    hall = f.pos_hall[p.rack_position]
+    racks = np.bincount(hall, minlength=f.n_halls)
+    power = np.bincount(hall, weights=d.rack_power_w, minlength=f.n_halls)
+    free = np.bincount(f.pos_hall[f.pos_state == 0], minlength=f.n_halls)
+    table = Table(
+        "hall",
+        Column("racks", justify="right"),
+        Column("free positions", justify="right"),
+        Column("power", justify="right"),
+        Column("budget", justify="right"),
+        title=f"Placement: {p.n_racks:,} racks on {f.n_halls} hall(s) of "
+        f"{len(f.building_names)} building(s)",
+        title_justify="left",
+    )
+    for h in range(f.n_halls):
+        budget = f.hall_power_w[h]
+        table.add_row(
+            f.hall_names[h],
+            f"{int(racks[h]):,}",
+            f"{int(free[h]):,}",
+            f"{power[h] / 1e6:,.2f} MW",
+            "no limit" if np.isinf(budget) else f"{budget / 1e6:,.2f} MW",
+        )
+    console.print(table)
+    tiers = ("host-leaf", "leaf-spine", "spine-core")
+    lengths = Table(
+        "fabric",
+        "links",
+        Column("count", justify="right"),
+        Column("floor metres", justify="right"),
+        Column("longest", justify="right"),
+        Column("leave their hall", justify="right"),
+        title="Link lengths over the floor",
+        title_justify="left",
+    )
+    for x in p.lengths:
+        lengths.add_row(
+            x.fabric,
+            tiers[x.tier - 1],
+            f"{x.links:,}",
+            f"{x.total_m:,.0f} m",
+            f"{x.longest_m:,.1f} m",
+            f"{x.inter_hall:,}",
+        )
+    console.print(lengths)
+    console.print(
+        f"objective {p.objective:,.0f} link-metres, lower bound {p.bound:,.0f}, gap "
+        f"{p.gap * 100:.2f}% over {len(p.solves)} CP-SAT model(s)"
+    )
+    halls = [x for x in p.solves if x.name != "campus"]
+    campus = [x for x in p.solves if x.name == "campus"]
+    if campus and halls:
+        obj = sum(x.objective for x in halls)
+        bound = sum(x.bound for x in halls)
+        hall_gap = 0.0 if obj <= 0 else (obj - bound) / obj
+        console.print(
+            f"campus (hall assignment) gap {campus[0].gap * 100:.2f}%, halls together "
+            f"{hall_gap * 100:.2f}%"
+        )

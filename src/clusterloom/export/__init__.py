@@ -19,6 +19,7 @@ from clusterloom.export.graph import (
     write_node_link,
 )
 from clusterloom.export.netbox import write_devices, write_interfaces
+from clusterloom.export.placement_files import write_placement
 from clusterloom.export.workload_files import (
     write_flows,
     write_traffic_matrix,
@@ -44,6 +45,7 @@ __all__ = [
     "write_interfaces",
     "write_node_link",
     "write_options_csv",
+    "write_placement",
     "write_traffic_matrix",
     "write_workload_json",
 ]
@@ -51,13 +53,15 @@ __all__ = [
 
 def write_design(design: Design, out_dir: StrPath) -> list[Path]:
     """Write every export of ``design`` into ``out_dir`` (created when missing), each file
-    atomically, and return the paths written in this order: ``design.json``, ``bom.csv``,
-    ``options.csv``, ``netbox/devices.csv``, ``netbox/interfaces.csv``, then per fabric
-    ``<fabric>.nodelink.json`` and ``<fabric>.graphml`` (only for fabrics of at most
-    ``GRAPH_LINK_LIMIT`` links), with a job ``workload.json``, ``traffic_matrix.csv`` and
-    ``flows.npz``, and ``report.html``.
+        atomically, and return the paths written in this order: ``design.json``, ``bom.csv``,
+        ``options.csv``, ``netbox/devices.csv``, ``netbox/interfaces.csv``, with a placement the
+    files of ``write_placement`` (``placement/racks.csv``, ``placement/elevations.csv``, NetBox
+    sites, locations, racks and rack devices), then per fabric
+        ``<fabric>.nodelink.json`` and ``<fabric>.graphml`` (only for fabrics of at most
+        ``GRAPH_LINK_LIMIT`` links), with a job ``workload.json``, ``traffic_matrix.csv`` and
+        ``flows.npz``, and ``report.html``.
 
-    Raises ``OutputError`` when a file cannot be written; files written before it stay.
+        Raises ``OutputError`` when a file cannot be written; files written before it stay.
     """
     out = Path(out_dir)
     catalog = design.spec.resolved_catalog()
@@ -68,6 +72,7 @@ def write_design(design: Design, out_dir: StrPath) -> list[Path]:
         write_devices(design, out / "netbox" / "devices.csv"),
         write_interfaces(design, out / "netbox" / "interfaces.csv"),
     ]
+    paths += write_placement(design, out)
     for fd in design.fabrics:
         if not graphable(fd.topology):
             continue

@@ -25,7 +25,7 @@ from clusterloom.fabric import FabricDesign, FabricOption
 from clusterloom.fabric.bom import LINK_TIER_NAMES
 from clusterloom.findings import Finding
 from clusterloom.pipeline import Design
-from clusterloom.spec import ClusterSpec, LinkTier, SwitchRole
+from clusterloom.spec import LINK_TIERS, ClusterSpec, LinkTier, SwitchRole
 from clusterloom.units import to_ns
 
 SCHEMA_NAME = "clusterloom.design"
@@ -148,6 +148,44 @@ class FabricDoc(_Doc):
     findings: list[FindingDoc]
 
 
+class PlacementHallDoc(_Doc):
+    name: str = Field(description="building/hall")
+    racks: int = Field(ge=0)
+    free_positions: int = Field(ge=0, description="free positions of the floor, before placing")
+    power_w: float = Field(ge=0, description="racks placed in the hall")
+
+
+class PlacementSolveDoc(_Doc):
+    name: str = Field(description="campus (hall assignment) or a hall")
+    status: Literal["optimal", "feasible", "heuristic"] = Field(
+        description="heuristic: the greedy start, when CP-SAT improved nothing within its effort"
+    )
+    units: int = Field(ge=0)
+    objective: float = Field(ge=0, description="links x metres")
+    bound: float = Field(ge=0)
+
+
+class PlacementLengthDoc(_Doc):
+    fabric: str
+    tier: LinkTier
+    links: int = Field(ge=0)
+    floor_m: float = Field(ge=0, description="sum of floor distances, before vertical runs")
+    longest_m: float = Field(ge=0)
+    inter_hall: int = Field(ge=0, description="links between two halls")
+
+
+class PlacementDoc(_Doc):
+    """Summary of the placement; every rack and device is in placement/*.csv."""
+
+    racks: int = Field(ge=0)
+    objective: float = Field(ge=0, description="links x metres, summed over the models")
+    bound: float = Field(ge=0)
+    gap: float = Field(ge=0, le=1, description="of the decomposed problem")
+    halls: list[PlacementHallDoc]
+    solves: list[PlacementSolveDoc]
+    lengths: list[PlacementLengthDoc]
+
+
 class DesignDoc(_Doc):
     """A clusterloom design: the spec it came from and every fabric sized, priced and checked."""
 
@@ -163,7 +201,10 @@ class DesignDoc(_Doc):
     provenance: ProvenanceDoc
     spec: ClusterSpec
     fabrics: list[FabricDoc]
-    findings: list[FindingDoc] = Field(description="every fabric's findings, in fabric order")
+    placement: PlacementDoc | None = Field(default=None, description="when the spec has a site")
+    findings: list[FindingDoc] = Field(
+        description="every fabric's findings, in fabric order, then the placement's"
+    )
 
 
 def _finding(f: Finding) -> FindingDoc:
@@ -278,6 +319,55 @@ def _fabric(fd: FabricDesign) -> FabricDoc:
     )
 
 
+def _placement(design: Design) -> PlacementDoc | None:
+    p = design.placement
+    if p is None:
+        return None
+    import numpy as np
+
+    f = p.floor
+    hall = f.pos_hall[p.rack_position]
+    racks = np.bincount(hall, minlength=f.n_halls)
+    power = np.bincount(hall, weights=p.demand.rack_power_w, minlength=f.n_halls)
+    free = np.bincount(f.pos_hall[f.pos_state == 0], minlength=f.n_halls)
+    return PlacementDoc(
+        racks=p.n_racks,
+        objective=round(p.objective, 1),
+        bound=round(p.bound, 1),
+        gap=round(p.gap, 6),
+        halls=[
+            PlacementHallDoc(
+                name=f.hall_names[h],
+                racks=int(racks[h]),
+                free_positions=int(free[h]),
+                power_w=watts(float(power[h])),
+            )
+            for h in range(f.n_halls)
+        ],
+        solves=[
+            PlacementSolveDoc(
+                name=s.name,
+                status=s.status,
+                units=s.units,
+                objective=round(s.objective, 1),
+                bound=round(s.bound, 1),
+            )
+            for s in p.solves
+        ],
+        lengths=[
+            PlacementLengthDoc(
+                fabric=x.fabric,
+                tier=LINK_TIERS[x.tier - 1],
+                links=x.links,
+                floor_m=x.total_m,
+                longest_m=x.longest_m,
+                inter_hall=x.inter_hall,
+            )
+            for x in p.lengths
+        ],
+    )
+
+
 def design_model(design: Design) -> DesignDoc:
     """The design as the typed document model."""
     prov = design.provenance
@@ -291,6 +381,7 @@ def design_model(design: Design) -> DesignDoc:
         ),
         spec=design.spec,
         fabrics=[_fabric(fd) for fd in design.fabrics],
+        placement=_placement(design),
         findings=[_finding(f) for f in design.findings],
     )
 

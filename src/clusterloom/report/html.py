@@ -647,6 +647,10 @@ def render_report(design: Design) -> str:
 
         sections.append(workload_section(design.spec, design.workload))
     sections += [_fabric_section(fd) for fd in design.fabrics]
+    if design.placement is not None:
+        from clusterloom.report.placement import placement_section
+
+        sections.append(placement_section(design.placement))
     sections.append(_findings_table(design.findings))
     body = "\n".join(sections)
     return (

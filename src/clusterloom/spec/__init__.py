@@ -1,7 +1,7 @@
 """The cluster spec: the one input document, its models, loading and the equipment catalog."""
 
-from clusterloom.spec.catalog import Catalog, MediaModel, SwitchModel, builtin_catalog
-from clusterloom.spec.load import check_spec, load_spec, parse_spec, spec_hash
+from clusterloom.spec.catalog import Catalog, MediaModel, RackModel, SwitchModel, builtin_catalog
+from clusterloom.spec.load import check_spec, compute_rack_name, load_spec, parse_spec, spec_hash
 from clusterloom.spec.models import (
     LINK_TIERS,
     SPEC_VERSION,
@@ -12,6 +12,7 @@ from clusterloom.spec.models import (
     LinkTier,
     SwitchRole,
 )
+from clusterloom.spec.site import SiteSpec
 
 __all__ = [
     "LINK_TIERS",
@@ -23,10 +24,13 @@ __all__ = [
     "FabricSpec",
     "LinkTier",
     "MediaModel",
+    "RackModel",
+    "SiteSpec",
     "SwitchModel",
     "SwitchRole",
     "builtin_catalog",
     "check_spec",
+    "compute_rack_name",
     "load_spec",
     "parse_spec",
     "spec_hash",

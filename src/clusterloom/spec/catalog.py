@@ -1,4 +1,4 @@
-"""Equipment catalog: switches and link media (optics and cables).
+"""Equipment catalog: switches, link media (optics and cables) and rack types.
 
 The built-in catalog (``catalog.yaml`` beside this file) holds public, indicative figures; a spec's
 ``catalog`` section overrides entries by name or adds new ones. Costs are indicative list prices in
@@ -17,6 +17,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 from clusterloom.spec._base import SpecModel
 
 MediaKind = Literal["dac", "aec", "aoc", "mmf", "smf"]
+RackKind = Literal["compute", "network", "patch"]
 OPTICAL_KINDS: frozenset[str] = frozenset({"mmf", "smf"})
 
 
@@ -33,6 +34,7 @@ class SwitchModel(SpecModel):
     )
     power_w: PositiveFloat = Field(description="typical system power without optics, watts")
     rack_units: PositiveInt = 1
+    weight_kg: PositiveFloat = Field(default=25.0, description="chassis with fans and PSUs")
     cost_usd: float = Field(default=0.0, ge=0)
     source: str = ""
 
@@ -84,9 +86,49 @@ class MediaModel(SpecModel):
         return self.kind in OPTICAL_KINDS
 
 
+class RackModel(SpecModel):
+    """A rack type: a compute rack (servers and their power), a network rack (switches by rack
+    unit) or a patch-panel rack (a distribution frame)."""
+
+    kind: RackKind
+    rack_units: PositiveInt = 48
+    width_mm: PositiveInt = 600
+    depth_mm: PositiveInt = 1200
+    servers: int = Field(default=0, ge=0, description="compute: servers (nodes) it holds")
+    server_ru: PositiveInt = Field(default=1, description="compute: rack units per server")
+    first_u: PositiveInt = Field(default=1, description="lowest rack unit used for equipment")
+    usable_ru: int = Field(default=0, ge=0, description="network: rack units for switches")
+    power_kw: PositiveFloat = Field(
+        description="compute: the rack's draw when loaded; network and patch: the most it "
+        "may draw (its PDUs)"
+    )
+    weight_kg: PositiveFloat = Field(description="compute: loaded; network and patch: empty")
+    cooling: Literal["air", "liquid", "hybrid"] = "air"
+    patch_ports: int = Field(default=0, ge=0, description="patch: duplex ports it terminates")
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _fits(self) -> RackModel:
+        if self.kind == "compute":
+            if self.servers < 1:
+                raise ValueError("a compute rack holds at least one server (servers)")
+            top = self.first_u - 1 + self.servers * self.server_ru
+            if top > self.rack_units:
+                raise ValueError(
+                    f"{self.servers} servers of {self.server_ru}U from U{self.first_u} need "
+                    f"{top}U, the rack has {self.rack_units}U"
+                )
+        if self.kind == "network" and not 0 < self.usable_ru <= self.rack_units - self.first_u + 1:
+            raise ValueError(
+                f"a network rack needs usable_ru between 1 and {self.rack_units - self.first_u + 1}"
+            )
+        return self
+
+
 class Catalog(SpecModel):
     switches: dict[str, SwitchModel] = Field(default_factory=dict)
     media: dict[str, MediaModel] = Field(default_factory=dict)
+    racks: dict[str, RackModel] = Field(default_factory=dict)
 
     def merged(self, override: Catalog | None) -> Catalog:
         """This catalog with ``override``'s entries replacing or adding by name."""
@@ -95,6 +137,7 @@ class Catalog(SpecModel):
         return Catalog(
             switches={**self.switches, **override.switches},
             media={**self.media, **override.media},
+            racks={**self.racks, **override.racks},
         )
 
 

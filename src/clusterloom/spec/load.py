@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from clusterloom.errors import Problem, SpecError
 from clusterloom.spec.models import LINK_TIERS, SWITCH_ROLES, ClusterSpec, FabricSpec
 from clusterloom.spec.scenario import scenario_problems
+from clusterloom.spec.site import site_problems
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -272,6 +273,52 @@ def _check_job(spec: ClusterSpec) -> list[Problem]:
     return problems
 
 
+def compute_rack_name(spec: ClusterSpec) -> str:
+    """The compute rack type: the site's choice, else ``nvl72`` for a scale-up domain of a
+    rack (36 accelerators or more), else ``hgx-4``."""
+    chosen = spec.site.racks.compute if spec.site is not None else None
+    if chosen is not None:
+        return chosen
+    return "nvl72" if spec.compute.scale_up.domain_size >= 36 else "hgx-4"
+
+
+def _check_site_racks(spec: ClusterSpec) -> list[Problem]:
+    """The site's rack types exist, are of the right kind and hold the compute nodes."""
+    assert spec.site is not None
+    catalog = spec.resolved_catalog()
+    problems: list[Problem] = []
+    chosen = {
+        "compute": compute_rack_name(spec),
+        "network": spec.site.racks.network,
+        "patch": spec.site.racks.patch,
+    }
+    for kind, name in chosen.items():
+        rack = catalog.racks.get(name)
+        if rack is None:
+            known = ", ".join(sorted(n for n, r in catalog.racks.items() if r.kind == kind))
+            problems.append(
+                Problem(f"site.racks.{kind}", f"unknown rack '{name}'; {kind} racks: {known}")
+            )
+        elif rack.kind != kind:
+            problems.append(
+                Problem(f"site.racks.{kind}", f"rack '{name}' is a {rack.kind} rack, not {kind}")
+            )
+    rack = catalog.racks.get(chosen["compute"])
+    c = spec.compute
+    if rack is not None and rack.kind == "compute" and not problems:
+        domain = c.scale_up.domain_size
+        per_rack = rack.servers * c.accelerators_per_node
+        if domain > c.accelerators_per_node and per_rack % domain:
+            problems.append(
+                Problem(
+                    "site.racks.compute",
+                    f"rack '{chosen['compute']}' holds {rack.servers} nodes = {per_rack} "
+                    f"accelerators, not whole scale-up domains of {domain}; pick a rack that does",
+                )
+            )
+    return problems
+
+
 def check_spec(spec: ClusterSpec) -> list[Problem]:
     """Semantic checks that the schema alone cannot express."""
     c = spec.compute
@@ -307,6 +354,9 @@ def check_spec(spec: ClusterSpec) -> list[Problem]:
     problems += _check_fabric(spec, "backend", spec.fabrics.backend)
     if spec.fabrics.frontend is not None:
         problems += _check_fabric(spec, "frontend", spec.fabrics.frontend)
+    if spec.site is not None:
+        problems += site_problems(spec.site)
+        problems += _check_site_racks(spec)
     if spec.scenario is not None:
         problems += scenario_problems(spec.scenario)
         if spec.scenario.traffic == "step" and spec.job is None:

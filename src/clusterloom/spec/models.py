@@ -3,8 +3,9 @@
 Sections (later stages add theirs): ``compute`` (accelerators, nodes, scale-up domain, NIC ports
 and which of them serve scale-up or scale-out), ``fabrics`` (a backend scale-out fabric and an
 optional frontend fabric), ``job`` (a training job, optional: see ``job.py``), ``catalog``
-(overrides of the built-in equipment catalog) and ``scenario`` (a flow-level simulation,
-optional: see ``scenario.py``).
+(overrides of the built-in equipment catalog), ``scenario`` (a flow-level simulation,
+optional: see ``scenario.py``) and ``site`` (the floor placement uses, optional: see
+``site.py``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from clusterloom.spec._base import SpecModel
 from clusterloom.spec.catalog import Catalog, builtin_catalog
 from clusterloom.spec.job import JobSpec
 from clusterloom.spec.scenario import ScenarioSpec
+from clusterloom.spec.site import SiteSpec
 
 SPEC_VERSION = 1
 
@@ -175,6 +177,7 @@ class ClusterSpec(SpecModel):
     job: JobSpec | None = None
     catalog: Catalog | None = None
     scenario: ScenarioSpec | None = None
+    site: SiteSpec | None = None
 
     def resolved_catalog(self) -> Catalog:
         """The built-in catalog with this spec's overrides applied."""

@@ -1,0 +1,26 @@
+"""Placement: racks and network devices on the floor of a site (docs/placement.md).
+
+``place(spec, fabrics)`` derives the racks from the fabric designs (``demand``), resolves the
+site's floor (``floor``), assigns groups of racks to halls and racks to positions with OR-Tools
+CP-SAT (``solve``) and checks the result (``validate``).
+"""
+
+from clusterloom.placement.demand import Demand, FabricDevices, Unit, build_demand
+from clusterloom.placement.floor import FloorPlan, floor_plan
+from clusterloom.placement.solve import SolveStats
+from clusterloom.placement.stage import LinkLengths, Placement, place
+from clusterloom.placement.validate import validate_placement
+
+__all__ = [
+    "Demand",
+    "FabricDevices",
+    "FloorPlan",
+    "LinkLengths",
+    "Placement",
+    "SolveStats",
+    "Unit",
+    "build_demand",
+    "floor_plan",
+    "place",
+    "validate_placement",
+]
