@@ -173,6 +173,13 @@ def _pick(cands: Any, valid: Any, h: Any) -> int:
 
 
 @njit(cache=True)
+def _mark_live(cands: Any, live: Any, valid: Any) -> None:
+    """``valid[k]``: candidate link ``k`` exists and is live."""
+    for k in range(cands.shape[0]):
+        valid[k] = cands[k] >= 0 and live[cands[k]]
+
+
+@njit(cache=True)
 def _route_rows(
     host_link: Any,
     up: Any,
@@ -244,9 +251,7 @@ def _route_rows(
                 s1 = link_dst[leaf_up]
                 out[i, 1] = 2 * leaf_up
                 if not cross:  # spine -> leaf_b over a live parallel link
-                    for k in range(n_par):
-                        d = down[s1, slot_b, k]
-                        valid[k] = d >= 0 and live[d]
+                    _mark_live(down[s1, slot_b], live, valid)
                     h = _mix(e ^ seed ^ (np.uint64(s1) * golden))
                     down1 = _pick(down[s1, slot_b], valid[:n_par], h)
                     out[i, 2] = 2 * down1 + 1
@@ -268,16 +273,12 @@ def _route_rows(
                     spine_down = -1
                     if spine_up >= 0:
                         c = link_dst[spine_up]
-                        for k in range(n_par):
-                            d = down[c, pb, k]
-                            valid[k] = d >= 0 and live[d]
+                        _mark_live(down[c, pb], live, valid)
                         h = _mix(e ^ seed ^ (np.uint64(c) * golden))
                         core_down = _pick(down[c, pb], valid[:n_par], h)
                     if core_down >= 0:
                         s2 = link_src[core_down]
-                        for k in range(n_par):
-                            d = down[s2, slot_b, k]
-                            valid[k] = d >= 0 and live[d]
+                        _mark_live(down[s2, slot_b], live, valid)
                         h = _mix(e ^ seed ^ (np.uint64(s2) * golden))
                         spine_down = _pick(down[s2, slot_b], valid[:n_par], h)
                     out[i, 2] = 2 * spine_up
