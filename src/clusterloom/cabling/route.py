@@ -77,7 +77,7 @@ def loads(
     per_pair: NDArray[np.float64],
 ) -> NDArray[np.float64]:
     """Sum of ``per_pair[pair]`` over each segment."""
-    out: NDArray[np.float64] = np.bincount(seg, weights=per_pair[pair], minlength=n_segments)
+    out = np.bincount(seg, weights=per_pair[pair], minlength=n_segments).astype(np.float64)
     return out
 
 
