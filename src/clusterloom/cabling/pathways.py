@@ -91,6 +91,11 @@ class Pathways:
     """
 
     n_positions: int
+    row_names: tuple[str, ...]
+    row_hall: NDArray[np.int32]
+    hall_names: tuple[str, ...]
+    hall_building: NDArray[np.int32]
+    building_names: tuple[str, ...]
     node_names: tuple[str, ...]
     node_xy: NDArray[np.float64]
     row_head: NDArray[np.int32]
@@ -260,6 +265,11 @@ def build_pathways(floor: FloorPlan, trays: dict[str, Tray] | None = None) -> Pa
     fill = np.array([trays[SEGMENT_KINDS[k]].fill for k in kind.tolist()], dtype=np.float64)
     return Pathways(
         n_positions=P,
+        row_names=floor.row_names,
+        row_hall=floor.row_hall,
+        hall_names=floor.hall_names,
+        hall_building=floor.hall_building,
+        building_names=floor.building_names,
         node_names=tuple(names),
         node_xy=_ro(node_xy),
         row_head=_ro(heads),

@@ -89,8 +89,9 @@ def spread(
     base_load: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int32], int]:
     """Route pairs carrying ``area`` mm^2 each on top of ``base_load`` (cables that cannot move),
-    spreading off full segments (see the module). Returns lengths, incidence and the number of
-    pairs moved off their shortest route."""
+    spreading off full segments (see the module). Returns lengths, incidence (grouped by pair,
+    each route's hops from its destination back to its source) and the number of pairs moved
+    off their shortest route."""
     length, pair, seg = route_pairs(pw, src, dst)
     moved = np.zeros(np.asarray(src).shape[0], dtype=bool)
     cap = pw.seg_capacity_mm2
@@ -118,5 +119,5 @@ def spread(
         changed = np.isfinite(new_len) & (new_len > length[idx] + 1e-9)
         moved[idx[changed]] = True
         length[idx] = new_len
-    order = np.lexsort((seg, pair))
+    order = np.argsort(pair, kind="stable")  # each route's hops stay in walk order
     return length, pair[order], seg[order], int(moved.sum())

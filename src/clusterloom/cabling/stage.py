@@ -124,13 +124,17 @@ class Cabling:
     fiber_a: NDArray[np.int8]
     fiber_b: NDArray[np.int8]
     span: NDArray[np.int8]
-    # frames (one per row) and trunks
+    # frames (one per row) and trunks; trunk t's route is trunk_route_seg[ptr[t]:ptr[t+1]],
+    # from its b frame back to its a frame
     frame_row: NDArray[np.int32]
     frame_node: NDArray[np.int32]
     frame_panels: NDArray[np.int32]
     trunk_a: NDArray[np.int32]
     trunk_b: NDArray[np.int32]
     trunk_fibers_used: NDArray[np.int32]
+    trunk_smf: NDArray[np.bool_]
+    trunk_route_ptr: NDArray[np.int64]
+    trunk_route_seg: NDArray[np.int32]
     trunk_length_m: NDArray[np.float32]
     trunk_panel_a: NDArray[np.int32]
     trunk_panel_b: NDArray[np.int32]
@@ -425,7 +429,8 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     slots = mt.slots[medium[st]].astype(np.int64)
     s_lo = np.minimum(a_row[st], b_row[st])
     s_hi = np.maximum(a_row[st], b_row[st])
-    key = s_lo * nr + s_hi
+    smf = np.array([m.kind == "smf" for m in mt.models], dtype=np.int64)[medium[st]]
+    key = (s_lo * nr + s_hi) * 2 + smf  # single-mode and multimode never share a trunk
     order = np.lexsort((L.link[st], L.fabric[st], -slots, key))
     st, slots, key = st[order], slots[order], key[order]
     upairs, starts, counts = np.unique(key, return_index=True, return_counts=True)
@@ -451,8 +456,9 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     fiber_a[st] = np.where(a_is_lo, in_leg, flipped)
     fiber_b[st] = np.where(a_is_lo, flipped, in_leg)
     span[st] = sp
-    trunk_a = np.repeat(upairs // nr, pair_trunks).astype(np.int32)
-    trunk_b = np.repeat(upairs % nr, pair_trunks).astype(np.int32)
+    trunk_a = np.repeat(upairs // 2 // nr, pair_trunks).astype(np.int32)
+    trunk_b = np.repeat(upairs // 2 % nr, pair_trunks).astype(np.int32)
+    trunk_smf = np.repeat(upairs % 2 == 1, pair_trunks)
     used = np.bincount(trunk[st], weights=slots, minlength=n_trunks).astype(np.int32)
 
     # route trunks (one pair of frames at a time, spreading off full trays)
@@ -465,6 +471,7 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     )
     trunk_len = tr_len + 2 * FRAME_DROP_M + TRUNK_SLACK_M
     seg_trunks = np.bincount(tr_seg, minlength=nseg).astype(np.int64)
+    route_ptr = np.concatenate([[0], np.cumsum(np.bincount(tr_pair, minlength=n_trunks))])
     base_trunk = loads(nseg, tr_pair, tr_seg, np.full(n_trunks, TRUNK_AREA_MM2))
 
     # long assemblies
@@ -533,6 +540,9 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
         trunk_a=_ro(trunk_a),
         trunk_b=_ro(trunk_b),
         trunk_fibers_used=_ro(used),
+        trunk_smf=_ro(trunk_smf),
+        trunk_route_ptr=_ro(route_ptr.astype(np.int64)),
+        trunk_route_seg=_ro(tr_seg.astype(np.int32)),
         trunk_length_m=_ro(trunk_len.astype(np.float32)),
         trunk_panel_a=_ro(panel_a),
         trunk_panel_b=_ro(panel_b),

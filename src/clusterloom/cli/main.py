@@ -183,7 +183,7 @@ def place(
             raise SpecError([Problem("site", "this spec has no site section to place racks on")])
         with _progress() as progress:
             progress.add_task("placing", total=None)
-            result = run_design(cluster, compare=False)
+            result = run_design(cluster, compare=False, cable=False)
             if output is not None:
                 from clusterloom.export import write_placement
                 from clusterloom.export.atomic import atomic_write
