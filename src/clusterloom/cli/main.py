@@ -208,6 +208,59 @@ def place(
     raise typer.Exit(1 if _has_errors(result) else 0)
 
 
+@app.command()
+def cable(
+    spec: SpecArg = None,
+    example: ExampleOpt = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="directory for cabling/*.csv (cut sheet, trunks, pull list, BOM), "
+            "netbox/cables.csv and report.html",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Realize every link through the trays of the spec's site: media, lengths, patch panels,
+    trunks; print media, trunks, tray fill and cost."""
+
+    def run() -> Design:
+        from clusterloom.cli import render
+        from clusterloom.errors import Problem, SpecError
+        from clusterloom.pipeline import run_design
+
+        cluster = _load(spec, example)
+        if cluster.site is None:
+            raise SpecError([Problem("site", "this spec has no site section to cable")])
+        with _progress() as progress:
+            progress.add_task("placing and cabling", total=None)
+            result = run_design(cluster, compare=False)
+            if output is not None:
+                from clusterloom.export import write_cabling, write_placement
+                from clusterloom.export.atomic import atomic_write
+                from clusterloom.report import render_report
+
+                progress.add_task(f"writing {output}", total=None)
+                written = write_placement(result, output) + write_cabling(result, output)
+                written.append(atomic_write(output / "report.html", render_report(result)))
+        assert result.cabling is not None
+        render.cabling(out, result.cabling)
+        shown = [f for f in result.findings if f.severity.value != "info"]
+        if shown:
+            render.findings(out, shown)
+        if output is not None:
+            out.print(
+                f"wrote {len(written)} files to {output}/: "
+                + ", ".join(str(p.relative_to(output)) for p in written)
+            )
+        return result
+
+    result = _guard(run)
+    raise typer.Exit(1 if _has_errors(result) else 0)
+
+
 #: Finding codes of the placement validators (``placement.validate``).
 _PLACEMENT_CODES = frozenset(
     {"placed-once", "u-overlap", "position", "budget", "hold-back", "contiguity", "spread", "reach"}
