@@ -182,10 +182,12 @@ def cut_sheet_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[s
         sel = rows[start : start + chunk_rows]
         a_dev, a_if, b_dev, b_if = _ends(c, names, sel)
         st = c.structured[sel]
-        t = np.maximum(c.trunk[sel], 0)
-        a_lo = c.frame_a[sel] == c.trunk_a[t]
-        pa = np.where(a_lo, c.trunk_panel_a[t], c.trunk_panel_b[t])
-        pb = np.where(a_lo, c.trunk_panel_b[t], c.trunk_panel_a[t])
+        # trunk -1 (a direct link) reads the padding after the last trunk
+        t = np.where(c.trunk[sel] >= 0, c.trunk[sel], c.n_trunks)
+        a_lo = c.frame_a[sel] == np.append(c.trunk_a, -1)[t]
+        panel_a, panel_b = np.append(c.trunk_panel_a, 0), np.append(c.trunk_panel_b, 0)
+        pa = np.where(a_lo, panel_a[t], panel_b[t])
+        pb = np.where(a_lo, panel_b[t], panel_a[t])
         legs = np.maximum(-(-c.media.slots[c.medium[sel]] // 12), 1)
         leg = c.leg[sel].astype(np.int64)
         port = _obj(
