@@ -334,3 +334,35 @@ def test_cli_cable_example_and_exit_codes(tmp_path: Path) -> None:
     no_site.write_text(MINIMAL_SPEC)
     bad = runner.invoke(app, ["cable", str(no_site)])
     assert bad.exit_code == 2
+
+
+@pytest.fixture(scope="module")
+def two_rows_cabling(two_rows: Design) -> tuple[Cabling, Design]:
+    assert two_rows.cabling is not None
+    return two_rows.cabling, two_rows
+
+
+@settings(max_examples=25)
+@given(data=st.data())
+def test_any_duplicated_or_miswired_link_is_caught(
+    two_rows_cabling: tuple[Cabling, Design], data: st.DataObject
+) -> None:
+    """Copy one link's identity onto another, or shift one structured link's far-end fibre:
+    the validators name it every time."""
+    c, design = two_rows_cabling
+    n = c.n_links
+    i = data.draw(st.integers(0, n - 1))
+    j = data.draw(st.integers(0, n - 1).filter(lambda x: x != i))
+    arrays = {k: getattr(c, k).copy() for k in ("link", "fabric", "a_node", "a_port")}
+    for k in arrays:
+        arrays[k][j] = arrays[k][i]
+    found = validate_cabling(_replace(c, **arrays), design.fabrics)
+    assert _errors(found, "realized-once") and _errors(found, "port-reuse")
+    structured = np.flatnonzero(c.structured)
+    k = data.draw(st.sampled_from(structured.tolist()))
+    shift = data.draw(st.integers(1, 11))
+    fiber_b = c.fiber_b.copy()
+    fiber_b[k] = (fiber_b[k] - 1 + shift) % LEG_FIBERS + 1
+    found = validate_cabling(_replace(c, fiber_b=fiber_b), design.fabrics)
+    (pol,) = _errors(found, "polarity")
+    assert f"link {int(c.link[k])}" in pol.message or "1 links" in pol.message
