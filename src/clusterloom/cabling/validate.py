@@ -111,20 +111,19 @@ def validate_cabling(c: Cabling, fabrics: tuple[FabricDesign, ...]) -> list[Find
     pw = c.pathways
     cap = pw.seg_capacity_mm2
     full = np.flatnonzero(c.seg_area_mm2 > cap + 1e-6)
-    for s in full[np.argsort(-(c.seg_area_mm2[full] / cap[full]), kind="stable")][:SHOW]:
+    worst_first = full[np.argsort(-(c.seg_area_mm2[full] / cap[full]), kind="stable")]
+    for rank, s in enumerate(worst_first[:SHOW].tolist()):
         kind = SEGMENT_KINDS[int(pw.seg_kind[s])]
+        more = full.shape[0] - SHOW if rank == 0 and full.shape[0] > SHOW else 0
         out.append(
             _err(
                 "tray-fill",
                 f"{c.seg_area_mm2[s]:,.0f} mm2 of cable ({int(c.seg_cables[s]):,} cables, "
                 f"{int(c.seg_trunks[s]):,} trunks) in a {TRAYS[kind].description} that may "
-                f"carry {cap[s]:,.0f} mm2 ({TRAYS[kind].fill:.0%} fill)"
-                + (
-                    f"; {full.shape[0] - SHOW} more segments overfull"
-                    if s == full[0] and full.shape[0] > SHOW
-                    else ""
-                ),
-                pw.segment_name(int(s)),
+                f"carry {cap[s]:,.0f} mm2 ({TRAYS[kind].fill:.0%} fill): "
+                f"{int(np.ceil(c.seg_area_mm2[s] / cap[s]))} such trays would"
+                + (f"; {more:,} more segments overfull" if more else ""),
+                pw.segment_name(s),
             )
         )
     if pw.n_segments and not full.shape[0]:
