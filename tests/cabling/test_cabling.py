@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from clusterloom.cabling import TRAYS, Cabling, Tray, cable, order_length, validate_cabling
 from clusterloom.cabling.bom import cabling_bom
+from clusterloom.cabling.change import plan_change
 from clusterloom.cabling.media import LEG_FIBERS
 from clusterloom.cli.main import app
 from clusterloom.export import write_design
@@ -367,3 +368,34 @@ def test_any_duplicated_or_miswired_link_is_caught(
     found = validate_cabling(_replace(c, fiber_b=fiber_b), design.fabrics)
     (pol,) = _errors(found, "polarity")
     assert f"link {int(c.link[k])}" in pol.message or "1 links" in pol.message
+
+
+# --- change ------------------------------------------------------------------------------
+
+
+def test_change_against_itself_is_empty(two_rows: Design) -> None:
+    c, p = two_rows.cabling, two_rows.placement
+    assert c is not None and p is not None
+    ch = plan_change(c, two_rows.fabrics, p, c, two_rows.fabrics, p)
+    assert ch.added.shape[0] == ch.changed.shape[0] == ch.removed.shape[0] == 0
+    assert ch.rewired == 0 and ch.unchanged == c.n_links
+    assert ch.new_trunks == 0 and ch.reused_fibres == 0
+
+
+def test_change_of_a_grown_spec_adds_and_accounts_for_every_link(two_rows: Design) -> None:
+    """Two nodes grow to four on the same floor (two rows of four positions). Every link of the
+    new design is added, changed or unchanged; every old one removed, changed or unchanged; the
+    structured links pulled use spare fibres of the old trunks before new trunks."""
+    small = _design(_doc(rows=2, positions=4))
+    doc = _doc(rows=2, positions=4)
+    doc["compute"]["accelerators"] = 32
+    grown = _design(doc)
+    old, new = small.cabling, grown.cabling
+    assert old is not None and new is not None
+    assert small.placement is not None and grown.placement is not None
+    ch = plan_change(old, small.fabrics, small.placement, new, grown.fabrics, grown.placement)
+    assert ch.added.shape[0] + ch.changed.shape[0] + ch.unchanged == new.n_links
+    assert ch.removed.shape[0] + ch.changed.shape[0] + ch.unchanged == old.n_links
+    assert ch.added.shape[0] >= new.n_links - old.n_links > 0
+    assert 0 <= ch.reused_fibres <= ch.spare_fibres
+    assert ch.rewired == ch.changed.shape[0] + ch.removed.shape[0]
