@@ -103,7 +103,7 @@ def plan_change(
     def names(p: Placement, racks: NDArray[np.int32]) -> NDArray[np.object_]:
         table = np.empty(len(p.rack_names), dtype=object)
         table[:] = p.rack_names
-        return table[racks]  # type: ignore[no-any-return]
+        return table[racks]
 
     rows_old = np.array((*old.pathways.row_names, ""), dtype=object)
     rows_new = np.array((*new.pathways.row_names, ""), dtype=object)
