@@ -399,3 +399,16 @@ def test_change_of_a_grown_spec_adds_and_accounts_for_every_link(two_rows: Desig
     assert ch.added.shape[0] >= new.n_links - old.n_links > 0
     assert 0 <= ch.reused_fibres <= ch.spare_fibres
     assert ch.rewired == ch.changed.shape[0] + ch.removed.shape[0]
+
+
+def test_cli_cable_from_an_existing_design(tmp_path: Path) -> None:
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(yaml.safe_dump(_doc(rows=2, positions=4)))
+    grown = _doc(rows=2, positions=4)
+    grown["compute"]["accelerators"] = 32
+    new.write_text(yaml.safe_dump(grown))
+    result = runner.invoke(app, ["cable", str(new), "--from", str(old)])
+    assert result.exit_code == 0, result.output
+    assert "cables added" in result.output and "links rewired" in result.output
+    same = runner.invoke(app, ["cable", str(old), "--from", str(old)])
+    assert "0 cables added, 0 changed, 0 removed" in same.output

@@ -4,6 +4,7 @@
 placement chose (see ``docs/cabling.md``); ``build_pathways`` gives the tray graph of a floor.
 """
 
+from clusterloom.cabling.change import Change, plan_change
 from clusterloom.cabling.pathways import SEGMENT_KINDS, TRAYS, Pathways, Tray, build_pathways
 from clusterloom.cabling.stage import Cabling, cable, order_length
 from clusterloom.cabling.validate import cable_label, validate_cabling
@@ -12,11 +13,13 @@ __all__ = [
     "SEGMENT_KINDS",
     "TRAYS",
     "Cabling",
+    "Change",
     "Pathways",
     "Tray",
     "build_pathways",
     "cable",
     "cable_label",
     "order_length",
+    "plan_change",
     "validate_cabling",
 ]

@@ -222,6 +222,15 @@ def cable(
             show_default=False,
         ),
     ] = None,
+    from_spec: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="the spec of an existing design: also print the cables this one adds, "
+            "changes and removes, links rewired and spare trunk fibres reused",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Realize every link through the trays of the spec's site: media, lengths, patch panels,
     trunks; print media, trunks, tray fill and cost."""
@@ -247,6 +256,29 @@ def cable(
                 written.append(atomic_write(output / "report.html", render_report(result)))
         assert result.cabling is not None
         render.cabling(out, result.cabling)
+        if from_spec is not None:
+            from clusterloom.cabling.change import plan_change
+
+            before = run_design(_load(from_spec, None), compare=False)
+            if before.cabling is None or before.placement is None:
+                raise SpecError([Problem("--from", "that spec has no site section to cable")])
+            assert result.placement is not None
+            change = plan_change(
+                before.cabling,
+                before.fabrics,
+                before.placement,
+                result.cabling,
+                result.fabrics,
+                result.placement,
+            )
+            out.print(
+                f"change from {from_spec}: {change.added.shape[0]:,} cables added, "
+                f"{change.changed.shape[0]:,} changed, {change.removed.shape[0]:,} removed, "
+                f"{change.unchanged:,} unchanged; {change.rewired:,} links rewired; "
+                f"{change.reused_fibres:,} of {change.spare_fibres:,} spare trunk fibres "
+                f"reused, {change.new_trunks:,} new trunks",
+                soft_wrap=True,
+            )
         shown = [f for f in result.findings if f.severity.value != "info"]
         if shown:
             render.findings(out, shown)
