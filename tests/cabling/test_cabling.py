@@ -412,3 +412,25 @@ def test_cli_cable_from_an_existing_design(tmp_path: Path) -> None:
     assert "cables added" in result.output and "links rewired" in result.output
     same = runner.invoke(app, ["cable", str(old), "--from", str(old)])
     assert "0 cables added, 0 changed, 0 removed" in same.output
+
+
+def test_change_reuses_spare_trunk_fibres_first() -> None:
+    """Two rows of two positions; 16 GPUs grow to 24. Old: 16 links leave their row on
+    sr4-400g (8 fibres: a whole 12-position leg each), 16 x 12 = 192 positions in two
+    144-fibre trunks, 288 - 192 = 96 spare. New: 24 structured links pulled (the leaf-spine
+    striping changes, so the old structured links are removed and re-pulled), 24 x 12 = 288
+    positions: 96 go to the spare fibres, 192 need two new trunks."""
+    small = _design(_doc(rows=2, positions=2))
+    doc = _doc(rows=2, positions=2)
+    doc["compute"]["accelerators"] = 24
+    grown = _design(doc)
+    old, new = small.cabling, grown.cabling
+    assert old is not None and new is not None
+    assert small.placement is not None and grown.placement is not None
+    sr4 = old.media.index("sr4-400g")
+    assert int(old.structured.sum()) == 16 and (old.medium[old.structured] == sr4).all()
+    assert old.n_trunks == 2 and int(old.trunk_fibers_used.sum()) == 192
+    ch = plan_change(old, small.fabrics, small.placement, new, grown.fabrics, grown.placement)
+    pulled = np.concatenate([ch.added, ch.changed])
+    assert int(new.structured[pulled].sum()) == 24
+    assert ch.spare_fibres == 96 and ch.reused_fibres == 96 and ch.new_trunks == 2
