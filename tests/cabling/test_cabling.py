@@ -417,9 +417,9 @@ def test_cli_cable_from_an_existing_design(tmp_path: Path) -> None:
 def test_change_reuses_spare_trunk_fibres_first() -> None:
     """Two rows of two positions; 16 GPUs grow to 24. Old: 16 links leave their row on
     sr4-400g (8 fibres: a whole 12-position leg each), 16 x 12 = 192 positions in two
-    144-fibre trunks, 288 - 192 = 96 spare. New: 24 structured links pulled (the leaf-spine
-    striping changes, so the old structured links are removed and re-pulled), 24 x 12 = 288
-    positions: 96 go to the spare fibres, 192 need two new trunks."""
+    144-fibre trunks, 288 - 192 = 96 spare. New: all 24 of its structured links are pulled
+    (none keeps both ends, racks and frames of an old one), 24 x 12 = 288 positions: 96 go to
+    the spare fibres, 192 need two new trunks."""
     small = _design(_doc(rows=2, positions=2))
     doc = _doc(rows=2, positions=2)
     doc["compute"]["accelerators"] = 24
