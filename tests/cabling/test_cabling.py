@@ -434,3 +434,31 @@ def test_change_reuses_spare_trunk_fibres_first() -> None:
     pulled = np.concatenate([ch.added, ch.changed])
     assert int(new.structured[pulled].sum()) == 24
     assert ch.spare_fibres == 96 and ch.reused_fibres == 96 and ch.new_trunks == 2
+
+
+def test_two_buildings_trunks_cross_the_campus() -> None:
+    """Two buildings 200 m apart, one row of two positions each: the three racks cannot share a
+    building, so some links run hall door -> riser -> duct bank -> riser -> hall door. Their
+    trunks are counted between the buildings, on the campus segment, and drawn in the report."""
+    from clusterloom.cabling.bom import fibres_between
+    from clusterloom.report import render_report
+
+    doc = _doc(rows=1, positions=2)
+    hall = doc["site"]["buildings"][0]["halls"][0]
+    doc["site"]["buildings"] = [
+        {"name": "b1", "halls": [hall]},
+        {"name": "b2", "x_m": 200, "halls": [hall]},
+    ]
+    d = _design(doc)
+    c = d.cabling
+    assert c is not None
+    between = fibres_between(c, "building")
+    assert list(between) == [("b1", "b2")]
+    trunks, fibres = between[("b1", "b2")]
+    campus = np.flatnonzero(c.pathways.seg_kind == 5)
+    assert campus.shape[0] == 1 and c.pathways.seg_length_m[campus[0]] == 200.0
+    assert int(c.seg_trunks[campus[0]]) == trunks > 0 and int(c.seg_fibers[campus[0]]) == fibres
+    cross = c.structured & (c.length_m > 200)
+    assert cross.any() and not _errors(c.findings)
+    html = render_report(d)
+    assert "Fibres between buildings" in html and f"{fibres:,} fibres, 200 m" in html
