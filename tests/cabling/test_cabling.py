@@ -101,9 +101,9 @@ def test_row_of_three_cut_sheet_by_hand(row_of_three: Design) -> None:
 def test_structured_links_add_up(two_rows: Design) -> None:
     """A link that leaves its row::
 
-        row 1  [a]----cord A----RDF r01 (row head, nearer the door)
-                                  ||  MPO trunk, cross-aisle
-        row 2  [b]----cord B----RDF r02
+        row 1  [compute]--cord A--RDF r01 (row head, nearer the door)
+                                   ||  MPO trunk: cross-aisle, then row 2's tray
+        row 2  ...........[network rack: panels at its top]--cord B (inside the rack)
 
     Its channel is cord A + trunk + cord B; its loss the fibre's attenuation over the channel
     plus two panels; its fibres sit at positions p (frame r01) and 13 - p (frame r02)."""
@@ -122,6 +122,11 @@ def test_structured_links_add_up(two_rows: Design) -> None:
     assert ((c.fiber_a[st_] + c.fiber_b[st_] + c.span[st_] - 1) == LEG_FIBERS + 1).all()
     # an assembly never goes through a panel
     assert not c.media.assembly[mi].any()
+    # a network rack is its own frame, a compute rack uses its row's
+    kind = two_rows.placement.demand.rack_kind  # type: ignore[union-attr]
+    for rack, frame in ((c.a_rack[st_], c.frame_a[st_]), (c.b_rack[st_], c.frame_b[st_])):
+        assert ((frame >= c.n_row_frames) == (kind[rack] == 1)).all()
+    assert (c.frame_a[st_] != c.frame_b[st_]).all()
     # the trunk runs between the two rows' frames
     pos = two_rows.placement.rack_position  # type: ignore[union-attr]
     rows = two_rows.placement.floor.pos_row  # type: ignore[union-attr]

@@ -129,7 +129,7 @@ def fibres_between(c: Cabling, level: str) -> dict[tuple[str, str], tuple[int, i
     from clusterloom.cabling.media import TRUNK_FIBERS
 
     pw = c.pathways
-    hall = pw.row_hall
+    hall = c.frame_hall
     if level == "building":
         keys = [pw.building_names[int(b)] for b in pw.hall_building[hall].tolist()]
     else:

@@ -13,7 +13,7 @@ identity the device and interface names encode. A link of both designs is
 expansion metric of Zhang et al., NSDI'19, REFERENCES.md). **Spare trunk fibres**: trunks of the
 existing design keep their free positions (144 less those used); the structured links the change
 adds or re-pulls between two frames use those first (single-mode and multimode apart, frames
-matched by row name) and only the rest needs new trunks.
+matched by name) and only the rest needs new trunks.
 """
 
 from __future__ import annotations
@@ -105,8 +105,8 @@ def plan_change(
         table[:] = p.rack_names
         return table[racks]
 
-    rows_old = np.array((*old.pathways.row_names, ""), dtype=object)
-    rows_new = np.array((*new.pathways.row_names, ""), dtype=object)
+    rows_old = np.array((*old.frame_names, ""), dtype=object)
+    rows_new = np.array((*new.frame_names, ""), dtype=object)
     same = (
         (names(old_placement, old.a_rack[io]) == names(new_placement, new.a_rack[inew]))
         & (names(old_placement, old.b_rack[io]) == names(new_placement, new.b_rack[inew]))
@@ -131,8 +131,8 @@ def plan_change(
     spare: dict[tuple[str, str, bool], int] = {}
     for t in range(old.n_trunks):
         a, b = (
-            old.pathways.row_names[int(old.trunk_a[t])],
-            old.pathways.row_names[int(old.trunk_b[t])],
+            old.frame_names[int(old.trunk_a[t])],
+            old.frame_names[int(old.trunk_b[t])],
         )
         key = (min(a, b), max(a, b), bool(old.trunk_smf[t]))
         spare[key] = spare.get(key, 0) + TRUNK_FIBERS - int(old.trunk_fibers_used[t])
@@ -147,7 +147,7 @@ def plan_change(
         new.media.slots[new.medium[pulled]].tolist(),
         strict=True,
     ):
-        a, b = new.pathways.row_names[fa], new.pathways.row_names[fb]
+        a, b = new.frame_names[fa], new.frame_names[fb]
         key = (min(a, b), max(a, b), bool(s))
         need[key] = need.get(key, 0) + int(slots)
     reused = 0

@@ -6,11 +6,12 @@ Every logical link of every fabric is realized as arrays (no Python object per l
    sits at the middle of its device's height, ``RU_M`` per rack unit above the floor.
 2. **Run.** A link inside one rack runs in the rack (the height difference plus ``IN_RACK_M``);
    a link inside one row runs in the row tray (vertical drop from the port to the tray at
-   ``TRAY_HEIGHT_M``, along the row, down again); a link leaving its row is structured: a patch
-   cord from the port to its row's distribution frame (RDF), an MPO trunk from that frame to the
-   far row's frame along the shortest tray route (spread when trays fill, see ``route``), and a
-   patch cord down to the far port. A row's RDF is overhead patch panels at the row end nearer
-   the hall door; its cords drop ``FRAME_DROP_M`` to the panels.
+   ``TRAY_HEIGHT_M``, along the row, down again); a link leaving its row is structured: each
+   end goes by patch cord to its frame, and an MPO trunk joins the two frames along the
+   shortest tray route (spread when trays fill, see ``route``). A network rack is its own
+   frame (panels at its top, the cord stays in the rack: TIA-942's distribution areas are the
+   switch racks); any other rack's frame is its row's distribution frame (RDF), overhead panels
+   at the row end nearer the hall door, ``FRAME_DROP_M`` below the tray.
 3. **Slack.** Every cable gets ``SLACK_FRACTION`` of its run plus ``SLACK_M``; a trunk gets
    ``TRUNK_SLACK_M`` (REFERENCES.md: 2-3 m per trunk run). Cables are ordered in the standard
    lengths of :data:`LENGTH_BUCKETS_M`; reach is checked on the ordered length of an assembly
@@ -48,6 +49,7 @@ from clusterloom.fabric import FabricDesign
 from clusterloom.fabric.sizing import fabric_spec
 from clusterloom.findings import Finding, Severity
 from clusterloom.placement import Placement
+from clusterloom.placement.demand import NETWORK
 from clusterloom.spec import ClusterSpec
 
 RU_M = 0.04445  # EIA-310 rack unit
@@ -124,9 +126,11 @@ class Cabling:
     fiber_a: NDArray[np.int8]
     fiber_b: NDArray[np.int8]
     span: NDArray[np.int8]
-    # frames (one per row) and trunks; trunk t's route is trunk_route_seg[ptr[t]:ptr[t+1]],
-    # from its b frame back to its a frame
-    frame_row: NDArray[np.int32]
+    # frames (one per row, then one per network rack: ``frame_names``) and trunks; trunk t's
+    # route is trunk_route_seg[ptr[t]:ptr[t+1]], from its b frame back to its a frame
+    frame_names: tuple[str, ...]
+    frame_hall: NDArray[np.int32]
+    n_row_frames: int
     frame_node: NDArray[np.int32]
     frame_panels: NDArray[np.int32]
     trunk_a: NDArray[np.int32]
@@ -309,19 +313,49 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     )
     direct = slack(direct)
 
-    # structured: cords to each row's frame, trunk between frames
-    frame_node = _frames(pw, placement)
-    frame_at_tail = frame_node == pw.row_tail
+    # structured: cords to each end's frame (its row's, or its network rack's panels), trunk
+    # between the frames
+    row_frame_node = _frames(pw, placement)
+    frame_at_tail = row_frame_node == pw.row_tail
+    n_rows = len(floor.row_names)
+    net_racks = np.flatnonzero(placement.demand.rack_kind == NETWORK)
+    rack_frame = np.full(placement.n_racks, NONE, dtype=np.int64)
+    rack_frame[net_racks] = n_rows + np.arange(net_racks.shape[0])
+    frame_node = np.concatenate([row_frame_node, placement.rack_position[net_racks]]).astype(
+        np.int32
+    )
+    frame_hall = np.concatenate(
+        [floor.row_hall, floor.pos_hall[placement.rack_position[net_racks]]]
+    ).astype(np.int32)
+    frame_names = tuple(f"{r.replace('/', '-')}-rdf" for r in floor.row_names) + tuple(
+        f"{placement.rack_names[r]}-pp" for r in net_racks.tolist()
+    )
+    nr = max(len(frame_names), 1)
+    in_rack_a = rack_frame[L.a_rack] >= 0
+    in_rack_b = rack_frame[L.b_rack] >= 0
     to_frame_a = np.where(frame_at_tail[a_row], row_len[a_row] - coord[a_pos], coord[a_pos])
     to_frame_b = np.where(frame_at_tail[b_row], row_len[b_row] - coord[b_pos], coord[b_pos])
-    cord_a = slack(drop_a + to_frame_a + FRAME_DROP_M)
-    cord_b = slack(drop_b + to_frame_b + FRAME_DROP_M)
-    fa = np.where(leaves, a_row, NONE)
-    fb = np.where(leaves, b_row, NONE)
-    lo_f, hi_f = np.minimum(fa, fb), np.maximum(fa, fb)
-    pair_key = lo_f * max(len(floor.row_names), 1) + hi_f
+    panel_h = TRAY_HEIGHT_M - FRAME_DROP_M  # panels at the top of a network rack
+    cord_a = slack(
+        np.where(
+            in_rack_a,
+            np.abs(panel_h - port_h_a) + IN_RACK_M,
+            drop_a + to_frame_a + FRAME_DROP_M,
+        )
+    )
+    cord_b = slack(
+        np.where(
+            in_rack_b,
+            np.abs(panel_h - port_h_b) + IN_RACK_M,
+            drop_b + to_frame_b + FRAME_DROP_M,
+        )
+    )
+    end_frame_a = np.where(in_rack_a, rack_frame[L.a_rack], a_row)
+    end_frame_b = np.where(in_rack_b, rack_frame[L.b_rack], b_row)
+    fa = np.where(leaves, end_frame_a, NONE)
+    fb = np.where(leaves, end_frame_b, NONE)
+    pair_key = np.minimum(fa, fb) * nr + np.maximum(fa, fb)
     pairs, pair_of = np.unique(pair_key[leaves], return_inverse=True)
-    nr = max(len(floor.row_names), 1)
     p_lo, p_hi = pairs // nr, pairs % nr
     first_len, _, _ = route_pairs(pw, frame_node[p_lo], frame_node[p_hi])
     trunk_est = first_len + 2 * FRAME_DROP_M + TRUNK_SLACK_M
@@ -409,10 +443,11 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     fr = floor.pos_row.astype(np.int64)
     row_first[fr[::-1]] = np.arange(floor.n_positions)[::-1]
     row_last[fr] = np.arange(floor.n_positions)
-    for pos, row in ((a_pos, a_row), (b_pos, b_row)):
-        p = pos[structured]
-        r = row[structured]
-        w = area_link[structured]
+    for pos, row, own in ((a_pos, a_row, in_rack_a), (b_pos, b_row, in_rack_b)):
+        to_row_frame = structured & ~own
+        p = pos[to_row_frame]
+        r = row[to_row_frame]
+        w = area_link[to_row_frame]
         tail = frame_at_tail[r]
         first_pos = row_first[r]
         last_pos = row_last[r]
@@ -427,8 +462,8 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     # trunks: per frame pair, fibre positions in (fabric, link) order
     st = np.flatnonzero(structured)
     slots = mt.slots[medium[st]].astype(np.int64)
-    s_lo = np.minimum(a_row[st], b_row[st])
-    s_hi = np.maximum(a_row[st], b_row[st])
+    s_lo = np.minimum(end_frame_a[st], end_frame_b[st])
+    s_hi = np.maximum(end_frame_a[st], end_frame_b[st])
     smf = np.array([m.kind == "smf" for m in mt.models], dtype=np.int64)[medium[st]]
     key = (s_lo * nr + s_hi) * 2 + smf  # single-mode and multimode never share a trunk
     order = np.lexsort((L.link[st], L.fabric[st], -slots, key))
@@ -452,7 +487,7 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     in_leg = offset % LEG_FIBERS + 1
     sp = np.minimum(slots, LEG_FIBERS)
     flipped = 13 - (in_leg + sp - 1)
-    a_is_lo = a_row[st] == s_lo[order]
+    a_is_lo = end_frame_a[st] == s_lo[order]
     fiber_a[st] = np.where(a_is_lo, in_leg, flipped)
     fiber_b[st] = np.where(a_is_lo, flipped, in_leg)
     span[st] = sp
@@ -491,7 +526,7 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     order_m = np.where(structured, 0.0, order_length(length))
 
     # panels: each trunk takes one panel at each of its frames, numbered per frame
-    n_frames = len(floor.row_names)
+    n_frames = len(frame_names)
     ends = np.concatenate([trunk_a, trunk_b]).astype(np.int64)
     tid = np.concatenate([np.arange(n_trunks), np.arange(n_trunks)])
     o = np.lexsort((tid, ends))
@@ -503,8 +538,8 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     panel_b = (rank[n_trunks:] + 1).astype(np.int32)
     frame_panels = np.bincount(ends, minlength=n_frames).astype(np.int32)
 
-    frame_a = np.where(structured, a_row, NONE).astype(np.int32)
-    frame_b = np.where(structured, b_row, NONE).astype(np.int32)
+    frame_a = np.where(structured, end_frame_a, NONE).astype(np.int32)
+    frame_b = np.where(structured, end_frame_b, NONE).astype(np.int32)
     draft = Cabling(
         fabrics=fab_names,
         media=mt,
@@ -534,7 +569,9 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
         fiber_a=_ro(fiber_a),
         fiber_b=_ro(fiber_b),
         span=_ro(span),
-        frame_row=_ro(np.arange(n_frames, dtype=np.int32)),
+        frame_names=frame_names,
+        frame_hall=_ro(frame_hall),
+        n_row_frames=n_rows,
         frame_node=_ro(frame_node),
         frame_panels=_ro(frame_panels),
         trunk_a=_ro(trunk_a),
@@ -564,5 +601,7 @@ def _with_findings(c: Cabling, findings: tuple[Finding, ...]) -> Cabling:
 
 
 def panel_racks(c: Cabling) -> int:
-    """Patch racks the frames need (``PANELS_PER_RACK`` 1U panels each)."""
-    return int(sum(math.ceil(p / PANELS_PER_RACK) for p in c.frame_panels.tolist()))
+    """Patch racks the row frames need (``PANELS_PER_RACK`` 1U panels each; a network rack's
+    panels sit in the rack itself)."""
+    row_panels = c.frame_panels[: c.n_row_frames].tolist()
+    return int(sum(math.ceil(p / PANELS_PER_RACK) for p in row_panels))

@@ -125,11 +125,6 @@ def _num(values: NDArray[np.generic], fmt: str) -> NDArray[np.object_]:
     return _obj([format(v, fmt) for v in values.tolist()])
 
 
-def frame_names(c: Cabling) -> tuple[str, ...]:
-    """A row distribution frame is named after its row: ``b1-h1-r03-rdf``."""
-    return tuple(f"{r.replace('/', '-')}-rdf" for r in c.pathways.row_names)
-
-
 def trunk_name(t: int) -> str:
     return f"t{t:05d}"
 
@@ -173,7 +168,7 @@ def cut_sheet_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[s
     assert c is not None and design.placement is not None
     names = _names(design)
     racks = _obj(list(design.placement.rack_names))
-    frames = _obj([*frame_names(c), ""])
+    frames = _obj([*c.frame_names, ""])
     fabrics = _obj(list(c.fabrics))
     media = _obj(list(c.media.names))
     kinds = _obj([m.kind for m in c.media.models])
@@ -293,7 +288,7 @@ def _write_chunks(path: Path, header: tuple[str, ...], chunks: Iterator[str]) ->
 
 def write_trunks(c: Cabling, path: Path) -> Path:
     pw = c.pathways
-    frames = frame_names(c)
+    frames = c.frame_names
     with atomic_open(path, "w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(TRUNK_COLUMNS)
