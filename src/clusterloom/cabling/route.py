@@ -10,7 +10,8 @@ exceed its capacity, the routes crossing it are taken largest first until their 
 the overflow; those are re-routed on a graph where every full segment costs
 ``1 + OVERFLOW_PENALTY`` times its length (so a detour up to that factor longer is preferred,
 e.g. the cross-aisle at the far end of the rows), and loads are recomputed. Up to
-``SPREAD_ROUNDS`` rounds; what still overflows is reported by the tray-fill check.
+``SPREAD_ROUNDS`` rounds. A detour that would take a cable past its medium's reach is refused
+(the route stays shortest). What still overflows is reported by the tray-fill check.
 """
 
 from __future__ import annotations
@@ -87,11 +88,13 @@ def spread(
     dst: NDArray[np.integer],
     area: NDArray[np.float64],
     base_load: NDArray[np.float64],
+    max_length: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int32], int]:
     """Route pairs carrying ``area`` mm^2 each on top of ``base_load`` (cables that cannot move),
-    spreading off full segments (see the module). Returns lengths, incidence (grouped by pair,
-    each route's hops from its destination back to its source) and the number of pairs moved
-    off their shortest route."""
+    spreading off full segments (see the module); a pair never moves to a route longer than
+    its ``max_length`` (what its cables' reach leaves), it stays put instead. Returns lengths,
+    incidence (grouped by pair, each route's hops from its destination back to its source) and
+    the number of pairs moved off their shortest route."""
     length, pair, seg = route_pairs(pw, src, dst)
     moved = np.zeros(np.asarray(src).shape[0], dtype=bool)
     cap = pw.seg_capacity_mm2
@@ -113,11 +116,19 @@ def spread(
         new_len, new_pair, new_seg = route_pairs(
             pw, np.asarray(src)[idx], np.asarray(dst)[idx], weight
         )
-        keep = ~pick[pair]
-        pair = np.concatenate([pair[keep], idx[new_pair]])
-        seg = np.concatenate([seg[keep], new_seg])
-        changed = np.isfinite(new_len) & (new_len > length[idx] + 1e-9)
+        fits = np.isfinite(new_len)
+        if max_length is not None:
+            fits &= new_len <= max_length[idx] + 1e-9
+        take_new = np.zeros(length.shape[0], dtype=bool)
+        take_new[idx[fits]] = True
+        if not take_new.any():
+            break
+        keep = ~take_new[pair]
+        ok_hop = take_new[idx[new_pair]]
+        pair = np.concatenate([pair[keep], idx[new_pair][ok_hop]])
+        seg = np.concatenate([seg[keep], new_seg[ok_hop]])
+        changed = fits & (new_len > length[idx] + 1e-9)
         moved[idx[changed]] = True
-        length[idx] = new_len
+        length[idx[fits]] = new_len[fits]
     order = np.argsort(pair, kind="stable")  # each route's hops stay in walk order
     return length, pair[order], seg[order], int(moved.sum())

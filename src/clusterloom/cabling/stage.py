@@ -496,21 +496,29 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     trunk_smf = np.repeat(upairs % 2 == 1, pair_trunks)
     used = np.bincount(trunk[st], weights=slots, minlength=n_trunks).astype(np.int32)
 
-    # route trunks (one pair of frames at a time, spreading off full trays)
+    # route trunks (one pair of frames at a time, spreading off full trays); a trunk's route may
+    # grow only as far as the reach of every link in it allows
+    room = mt.reach_m[medium[st]] - cord_a[st] - cord_b[st] - 2 * FRAME_DROP_M - TRUNK_SLACK_M
+    trunk_room = np.full(n_trunks, np.inf)
+    np.minimum.at(trunk_room, trunk[st], room)
     tr_len, tr_pair, tr_seg, rerouted = spread(
         pw,
         frame_node[trunk_a],
         frame_node[trunk_b],
         np.full(n_trunks, TRUNK_AREA_MM2),
         base,
+        trunk_room,
     )
     trunk_len = tr_len + 2 * FRAME_DROP_M + TRUNK_SLACK_M
     seg_trunks = np.bincount(tr_seg, minlength=nseg).astype(np.int64)
     route_ptr = np.concatenate([[0], np.cumsum(np.bincount(tr_pair, minlength=n_trunks))])
     base_trunk = loads(nseg, tr_pair, tr_seg, np.full(n_trunks, TRUNK_AREA_MM2))
 
-    # long assemblies
-    ld_len, ld_pair, ld_seg, rr = spread(pw, a_pos[ld], b_pos[ld], area_link[ld], base + base_trunk)
+    # long assemblies (reach is checked on the ordered length: keep the route within it)
+    ld_room = (mt.reach_m[medium[ld]] - SLACK_M) / (1 + SLACK_FRACTION) - drop_a[ld] - drop_b[ld]
+    ld_len, ld_pair, ld_seg, rr = spread(
+        pw, a_pos[ld], b_pos[ld], area_link[ld], base + base_trunk, ld_room
+    )
     rerouted += rr
     length = np.where(structured, 0.0, direct)
     length[ld] = slack(drop_a[ld] + ld_len + drop_b[ld])
