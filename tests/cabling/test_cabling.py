@@ -200,7 +200,7 @@ def test_full_tray_is_named_with_its_numbers(monkeypatch: pytest.MonkeyPatch) ->
     assert first.where.startswith("row:b1/h1/r01/")
     assert "615 mm2" in first.message or "616 mm2" in first.message
     assert "50 mm2" in first.message
-    assert "13 such trays would" in first.message  # 615.75 / 50 = 12.3
+    assert "it needs 13 such pathways" in first.message  # 615.75 / 50 = 12.3
 
 
 def _recable(design: Design, media: dict[str, Any]) -> Cabling:

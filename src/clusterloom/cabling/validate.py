@@ -121,7 +121,7 @@ def validate_cabling(c: Cabling, fabrics: tuple[FabricDesign, ...]) -> list[Find
                 f"{c.seg_area_mm2[s]:,.0f} mm2 of cable ({int(c.seg_cables[s]):,} cables, "
                 f"{int(c.seg_trunks[s]):,} trunks) in a {TRAYS[kind].description} that may "
                 f"carry {cap[s]:,.0f} mm2 ({TRAYS[kind].fill:.0%} fill): "
-                f"{int(np.ceil(c.seg_area_mm2[s] / cap[s]))} such trays would"
+                f"it needs {int(np.ceil(c.seg_area_mm2[s] / cap[s]))} such pathways"
                 + (f"; {more:,} more segments overfull" if more else ""),
                 pw.segment_name(s),
             )
