@@ -1,7 +1,7 @@
 """Runs the stages that exist, in order, and records what ran (provenance) and how long it took.
 
 Stages today: ``workload`` when the spec has a job, then one ``fabric`` stage per fabric, then
-``placement`` when the spec has a site. A stage
+``placement`` and ``cabling`` when the spec has a site. A stage
 is a pure function of the spec (and of earlier artifacts); the pipeline only sequences them,
 times them and reports progress through a callback so that the library never prints.
 """
@@ -19,6 +19,7 @@ from clusterloom.findings import Finding
 from clusterloom.spec import ClusterSpec, spec_hash
 
 if TYPE_CHECKING:
+    from clusterloom.cabling import Cabling
     from clusterloom.placement import Placement
     from clusterloom.workload import WorkloadDesign
 
@@ -44,12 +45,14 @@ class Design:
     timings_s: tuple[tuple[str, float], ...]
     workload: WorkloadDesign | None = None
     placement: Placement | None = None
+    cabling: Cabling | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
         own = self.workload.findings if self.workload is not None else ()
         placed = self.placement.findings if self.placement is not None else ()
-        return own + tuple(f for fd in self.fabrics for f in fd.findings) + placed
+        cabled = self.cabling.findings if self.cabling is not None else ()
+        return own + tuple(f for fd in self.fabrics for f in fd.findings) + placed + cabled
 
     def fabric(self, name: str) -> FabricDesign:
         for fd in self.fabrics:
@@ -58,11 +61,13 @@ class Design:
         raise KeyError(name)
 
 
-def stage_names(spec: ClusterSpec, *, place: bool = True) -> tuple[str, ...]:
+def stage_names(spec: ClusterSpec, *, place: bool = True, cable: bool = True) -> tuple[str, ...]:
     """The stages ``run_design`` will run for ``spec``, in order (``place=False`` stops after
-    the fabrics even when the spec has a site)."""
+    the fabrics even when the spec has a site; ``cable=False`` after placement)."""
     workload = ("workload",) if spec.job is not None else ()
-    placement = ("placement",) if spec.site is not None and place else ()
+    placement: tuple[str, ...] = ("placement",) if spec.site is not None and place else ()
+    if placement and cable:
+        placement += ("cabling",)
     return workload + tuple(f"fabric:{name}" for name in fabric_names(spec)) + placement
 
 
@@ -71,15 +76,18 @@ def run_design(
     *,
     compare: bool = True,
     place: bool = True,
+    cable: bool = True,
     progress: Progress | None = None,
 ) -> Design:
     """Run every stage for ``spec``. ``progress`` is called with each stage's name as it starts;
-    ``place=False`` skips placement (``clusterloom fabric``)."""
+    ``place=False`` skips placement and cabling (``clusterloom fabric``), ``cable=False``
+    cabling (``clusterloom place``)."""
     fabrics: list[FabricDesign] = []
     timings: list[tuple[str, float]] = []
     workload = None
     placement = None
-    for stage in stage_names(spec, place=place):
+    cabling = None
+    for stage in stage_names(spec, place=place, cable=cable):
         if progress is not None:
             progress(stage)
         start = time.perf_counter()
@@ -91,8 +99,13 @@ def run_design(
             from clusterloom.placement import place as place_racks
 
             placement = place_racks(spec, tuple(fabrics))
+        elif stage == "cabling":
+            from clusterloom.cabling import cable as cable_links
+
+            assert placement is not None
+            cabling = cable_links(spec, tuple(fabrics), placement)
         else:
             fabrics.append(design_fabric(spec, stage.split(":", 1)[1], compare=compare))
         timings.append((stage, time.perf_counter() - start))
     provenance = Provenance(spec.name, spec_hash(spec), __version__)
-    return Design(spec, tuple(fabrics), provenance, tuple(timings), workload, placement)
+    return Design(spec, tuple(fabrics), provenance, tuple(timings), workload, placement, cabling)

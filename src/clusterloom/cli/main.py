@@ -185,7 +185,7 @@ def place(
             raise SpecError([Problem("site", "this spec has no site section to place racks on")])
         with _progress() as progress:
             progress.add_task("placing", total=None)
-            result = run_design(cluster, compare=False)
+            result = run_design(cluster, compare=False, cable=False)
             if output is not None:
                 from clusterloom.export import write_placement
                 from clusterloom.export.atomic import atomic_write
@@ -199,6 +199,91 @@ def place(
         problems = [f for f in result.findings if f.code in _PLACEMENT_CODES]
         if any(f.severity.value != "info" for f in problems):
             render.findings(out, [f for f in problems if f.severity.value != "info"])
+        if output is not None:
+            out.print(
+                f"wrote {len(written)} files to {output}/: "
+                + ", ".join(str(p.relative_to(output)) for p in written)
+            )
+        return result
+
+    result = _guard(run)
+    raise typer.Exit(1 if _has_errors(result) else 0)
+
+
+@app.command()
+def cable(
+    spec: SpecArg = None,
+    example: ExampleOpt = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="directory for cabling/*.csv (cut sheet, trunks, pull list, BOM), "
+            "netbox/cables.csv and report.html",
+            show_default=False,
+        ),
+    ] = None,
+    from_spec: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="the spec of an existing design: also print the cables this one adds, "
+            "changes and removes, links rewired and spare trunk fibres reused",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Realize every link through the trays of the spec's site: media, lengths, patch panels,
+    trunks; print media, trunks, tray fill and cost."""
+
+    def run() -> Design:
+        from clusterloom.cli import render
+        from clusterloom.errors import Problem, SpecError
+        from clusterloom.pipeline import run_design
+
+        cluster = _load(spec, example)
+        if cluster.site is None:
+            raise SpecError([Problem("site", "this spec has no site section to cable")])
+        with _progress() as progress:
+            progress.add_task("placing and cabling", total=None)
+            result = run_design(cluster, compare=False)
+            if output is not None:
+                from clusterloom.export import write_cabling, write_placement
+                from clusterloom.export.atomic import atomic_write
+                from clusterloom.report import render_report
+
+                progress.add_task(f"writing {output}", total=None)
+                written = write_placement(result, output) + write_cabling(result, output)
+                written.append(atomic_write(output / "report.html", render_report(result)))
+        assert result.cabling is not None
+        render.cabling(out, result.cabling)
+        if from_spec is not None:
+            from clusterloom.cabling.change import plan_change
+
+            before = run_design(_load(from_spec, None), compare=False)
+            if before.cabling is None or before.placement is None:
+                raise SpecError([Problem("--from", "that spec has no site section to cable")])
+            assert result.placement is not None
+            change = plan_change(
+                before.cabling,
+                before.fabrics,
+                before.placement,
+                result.cabling,
+                result.fabrics,
+                result.placement,
+            )
+            out.print(
+                f"change from {from_spec}: {change.added.shape[0]:,} cables added, "
+                f"{change.changed.shape[0]:,} changed, {change.removed.shape[0]:,} removed, "
+                f"{change.unchanged:,} unchanged; {change.rewired:,} links rewired; "
+                f"{change.reused_fibres:,} of {change.spare_fibres:,} spare trunk fibres "
+                f"reused, {change.new_trunks:,} new trunks",
+                soft_wrap=True,
+            )
+        shown = [f for f in result.findings if f.severity.value != "info"]
+        if shown:
+            render.findings(out, shown)
         if output is not None:
             out.print(
                 f"wrote {len(written)} files to {output}/: "

@@ -17,6 +17,7 @@ from clusterloom.units import fmt_bytes as _bytes
 from clusterloom.workload import WorkloadDesign
 
 if TYPE_CHECKING:
+    from clusterloom.cabling import Cabling
     from clusterloom.placement import Placement
     from clusterloom.sim.flow.run import Failure, Summary
     from clusterloom.sim.flow.sweep import SweepRow
@@ -329,3 +330,53 @@ def placement(console: Console, p: Placement) -> None:
             f"campus (hall assignment) gap {campus[0].gap * 100:.2f}%, halls together "
             f"{hall_gap * 100:.2f}%"
         )
+
+
+def cabling(console: Console, c: Cabling) -> None:
+    """Links by medium (lengths, structured share), trunks, fill and the BOM totals."""
+    from clusterloom.cabling.bom import cabling_bom, fibres_between
+
+    mt = c.media
+    ok = c.realized()
+    table = Table(
+        "medium",
+        Column("links", justify="right"),
+        Column("structured", justify="right"),
+        Column("metres", justify="right"),
+        Column("longest", justify="right"),
+        title=f"Cabling: {int(ok.sum()):,} of {c.n_links:,} links realized, "
+        f"{c.n_trunks:,} trunks, {int(c.frame_panels.sum()):,} panels",
+        title_justify="left",
+    )
+    for i, name in enumerate(mt.names):
+        sel = ok & (c.medium == i)
+        if not sel.any():
+            continue
+        table.add_row(
+            name,
+            f"{int(sel.sum()):,}",
+            f"{int((sel & c.structured).sum()):,}",
+            f"{float(c.length_m[sel].sum()):,.0f} m",
+            f"{float(c.length_m[sel].max()):,.1f} m",
+        )
+    console.print(table)
+    fill = c.seg_fill
+    if fill.shape[0]:
+        s = int(np.argmax(fill))
+        console.print(
+            f"fullest pathway {c.pathways.segment_name(s)} at {fill[s]:.1%}; "
+            f"{c.rerouted:,} trunk or cable routes moved off full trays"
+        )
+    for level in ("building", "hall"):
+        between = fibres_between(c, level)
+        if between:
+            console.print(
+                f"fibres between {level}s: "
+                + "; ".join(f"{a}-{b} {f:,} ({t:,} trunks)" for (a, b), (t, f) in between.items()),
+                soft_wrap=True,
+            )
+            break
+    bom = cabling_bom(c)
+    cost = sum(x.cost_usd for x in bom)
+    power = sum(x.power_w for x in bom)
+    console.print(f"cabling cost ${cost:,.0f}, optics and active cables {power / 1e3:,.1f} kW")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from clusterloom.export.atomic import StrPath, atomic_open, atomic_write
 from clusterloom.export.bom_csv import write_bom_csv, write_options_csv
+from clusterloom.export.cabling_files import write_cabling
 from clusterloom.export.design_json import design_document, design_schema, write_design_json
 from clusterloom.export.graph import (
     GRAPH_LINK_LIMIT,
@@ -37,6 +38,7 @@ __all__ = [
     "graphable",
     "to_networkx",
     "write_bom_csv",
+    "write_cabling",
     "write_design",
     "write_design_json",
     "write_devices",
@@ -56,7 +58,8 @@ def write_design(design: Design, out_dir: StrPath) -> list[Path]:
         atomically, and return the paths written in this order: ``design.json``, ``bom.csv``,
         ``options.csv``, ``netbox/devices.csv``, ``netbox/interfaces.csv``, with a placement the
     files of ``write_placement`` (``placement/racks.csv``, ``placement/elevations.csv``, NetBox
-    sites, locations, racks and rack devices), then per fabric
+    sites, locations, racks and rack devices), with a cabling the files of ``write_cabling``
+    (cut sheet, trunks, pull list, cabling BOM, NetBox ``cables.csv``), then per fabric
         ``<fabric>.nodelink.json`` and ``<fabric>.graphml`` (only for fabrics of at most
         ``GRAPH_LINK_LIMIT`` links), with a job ``workload.json``, ``traffic_matrix.csv`` and
         ``flows.npz``, and ``report.html``.
@@ -73,6 +76,7 @@ def write_design(design: Design, out_dir: StrPath) -> list[Path]:
         write_interfaces(design, out / "netbox" / "interfaces.csv"),
     ]
     paths += write_placement(design, out)
+    paths += write_cabling(design, out)
     for fd in design.fabrics:
         if not graphable(fd.topology):
             continue

@@ -651,6 +651,10 @@ def render_report(design: Design) -> str:
         from clusterloom.report.placement import placement_section
 
         sections.append(placement_section(design.placement))
+    if design.cabling is not None:
+        from clusterloom.report.cabling import cabling_section
+
+        sections.append(cabling_section(design.cabling))
     sections.append(_findings_table(design.findings))
     body = "\n".join(sections)
     return (

@@ -1,0 +1,145 @@
+"""Aggregates of a cabling: the bill of materials, fibres between halls and buildings.
+
+BOM lines (costs indicative, for comparing designs):
+
+- **assemblies** (DAC, AEC, AOC) by medium and ordered length: the catalog's cable cost plus
+  both ends, the ends' power;
+- **transceivers**: two per optical link, the catalog's cost and power per end;
+- **patch cords** by fibre type, connector and ordered length: one per optical link inside a
+  row, two per structured link; the catalog's ``cable_cost_usd`` of the medium;
+- **trunks**: 144-fibre MPO trunks by fibre type and ordered length, ``TRUNK_USD`` plus
+  ``TRUNK_USD_PER_M`` (indicative street prices of pre-terminated trunks);
+- **patch panels**: one 1U 144-fibre MPO panel per trunk end (``PANEL_USD`` with cassettes),
+  and the 48U patch racks (36 panels each) the row frames need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from clusterloom.cabling.stage import Cabling, order_length, panel_racks
+
+TRUNK_USD = 300.0
+TRUNK_USD_PER_M = 3.0
+PANEL_USD = 350.0
+PATCH_RACK_USD = 1500.0
+
+
+@dataclass(frozen=True)
+class BomLine:
+    category: str
+    item: str
+    length_m: float  # ordered length, 0 when not a cable
+    count: int
+    unit_usd: float
+    power_w: float  # total
+
+    @property
+    def cost_usd(self) -> float:
+        return self.count * self.unit_usd
+
+
+def cabling_bom(c: Cabling) -> list[BomLine]:
+    """The bill of materials of ``c`` in a stable order (category, item, length)."""
+    mt = c.media
+    ok = c.realized()
+    mi = c.medium
+    out: list[BomLine] = []
+    for i, m in enumerate(mt.models):
+        mine = ok & (mi == i)
+        if not mine.any():
+            continue
+        if mt.assembly[i]:
+            lengths, counts = np.unique(c.order_m[mine], return_counts=True)
+            for length, k in zip(lengths.tolist(), counts.tolist(), strict=True):
+                out.append(
+                    BomLine(
+                        "assembly",
+                        mt.names[i],
+                        float(length),
+                        int(k),
+                        m.cable_cost_usd + 2 * m.cost_usd_per_end,
+                        2 * m.power_w_per_end * k,
+                    )
+                )
+            continue
+        n = int(mine.sum())
+        out.append(
+            BomLine(
+                "transceiver",
+                mt.names[i],
+                0.0,
+                2 * n,
+                m.cost_usd_per_end,
+                2 * n * m.power_w_per_end,
+            )
+        )
+        connector = "MPO" if m.fibers >= 8 else "LC duplex"
+        cord = f"patch cord {m.kind.upper()} {connector}"
+        st = mine & c.structured
+        lengths = np.concatenate(
+            [
+                c.order_m[mine & ~c.structured],
+                order_length(c.cord_a_m[st].astype(np.float64)),
+                order_length(c.cord_b_m[st].astype(np.float64)),
+            ]
+        )
+        ls, counts = np.unique(lengths, return_counts=True)
+        for length, k in zip(ls.tolist(), counts.tolist(), strict=True):
+            out.append(BomLine("patch cord", cord, float(length), int(k), m.cable_cost_usd, 0.0))
+    if c.n_trunks:
+        tl = order_length(c.trunk_length_m.astype(np.float64))
+        for smf in (False, True):
+            sel = c.trunk_smf == smf
+            if not sel.any():
+                continue
+            ls, counts = np.unique(tl[sel], return_counts=True)
+            for length, k in zip(ls.tolist(), counts.tolist(), strict=True):
+                out.append(
+                    BomLine(
+                        "trunk",
+                        f"144-fibre MPO trunk {'SMF' if smf else 'MMF'}",
+                        float(length),
+                        int(k),
+                        TRUNK_USD + TRUNK_USD_PER_M * float(length),
+                        0.0,
+                    )
+                )
+        out.append(
+            BomLine("patch panel", "1U 144-fibre MPO panel", 0.0, 2 * c.n_trunks, PANEL_USD, 0.0)
+        )
+        out.append(
+            BomLine(
+                "patch panel",
+                "patch rack 48U (36 panels)",
+                0.0,
+                panel_racks(c),
+                PATCH_RACK_USD,
+                0.0,
+            )
+        )
+    return out
+
+
+def fibres_between(c: Cabling, level: str) -> dict[tuple[str, str], tuple[int, int]]:
+    """Trunks and installed fibres between each pair of halls (``level="hall"``) or buildings
+    (``"building"``) as ``{(a, b): (trunks, fibres)}``, a < b."""
+    from clusterloom.cabling.media import TRUNK_FIBERS
+
+    pw = c.pathways
+    hall = c.frame_hall
+    if level == "building":
+        keys = [pw.building_names[int(b)] for b in pw.hall_building[hall].tolist()]
+    else:
+        keys = [pw.hall_names[int(h)] for h in hall.tolist()]
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for a, b in zip(c.trunk_a.tolist(), c.trunk_b.tolist(), strict=True):
+        ka, kb = keys[a], keys[b]
+        if ka == kb:
+            continue
+        pair = (min(ka, kb), max(ka, kb))
+        t, f = out.get(pair, (0, 0))
+        out[pair] = (t + 1, f + TRUNK_FIBERS)
+    return dict(sorted(out.items()))

@@ -1,0 +1,615 @@
+"""The cabling stage: fabric designs and their placement in, a :class:`Cabling` out.
+
+Every logical link of every fabric is realized as arrays (no Python object per link):
+
+1. **Ends.** Each end's rack, rack unit and floor position come from the placement; a port
+   sits at the middle of its device's height, ``RU_M`` per rack unit above the floor.
+2. **Run.** A link inside one rack runs in the rack (the height difference plus ``IN_RACK_M``);
+   a link inside one row runs in the row tray (vertical drop from the port to the tray at
+   ``TRAY_HEIGHT_M``, along the row, down again); a link leaving its row is structured: each
+   end goes by patch cord to its frame, and an MPO trunk joins the two frames along the
+   shortest tray route (spread when trays fill, see ``route``). A network rack is its own
+   frame (panels at its top, the cord stays in the rack: TIA-942's distribution areas are the
+   switch racks); any other rack's frame is its row's distribution frame (RDF), overhead panels
+   at the row end nearer the hall door, ``FRAME_DROP_M`` below the tray.
+3. **Slack.** Every cable gets ``SLACK_FRACTION`` of its run plus ``SLACK_M``; a trunk gets
+   ``TRUNK_SLACK_M`` (REFERENCES.md: 2-3 m per trunk run). Cables are ordered in the standard
+   lengths of :data:`LENGTH_BUCKETS_M`; reach is checked on the ordered length of an assembly
+   and on the channel (cords + trunk) of an optic.
+4. **Medium** by reach and cost (``media``), **optical budget** (fibre loss + panel joints).
+5. **Trunks and fibres.** Links between two frames share 144-fibre trunks of 12 MPO-12 legs:
+   parallel optics take whole legs, duplex optics pack into legs; positions are assigned in
+   (fabric, link) order and flipped at the far end (TIA-568 method B: position ``p`` arrives
+   at ``13 - p``). Each trunk ends on one 1U panel per frame (12 MPO ports, port = leg).
+6. **Labels**: ``{fabric prefix}-c{link:07d}`` for a link (``/A``, ``/B`` for its two patch
+   cords), ``t{trunk:05d}`` for a trunk.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from clusterloom.cabling.media import (
+    LEG_FIBERS,
+    TIER_FIELDS,
+    TRUNK_AREA_MM2,
+    TRUNK_FIBERS,
+    MediaTable,
+    candidates,
+    media_table,
+)
+from clusterloom.cabling.pathways import Pathways, build_pathways
+from clusterloom.cabling.route import loads, route_pairs, spread
+from clusterloom.fabric import FabricDesign
+from clusterloom.fabric.sizing import fabric_spec
+from clusterloom.findings import Finding, Severity
+from clusterloom.placement import Placement
+from clusterloom.placement.demand import NETWORK
+from clusterloom.spec import ClusterSpec
+
+RU_M = 0.04445  # EIA-310 rack unit
+TRAY_HEIGHT_M = 2.7  # tray bottom above the floor: 48U rack (~2.3 m) plus clearance
+IN_RACK_M = 0.6  # into the rack's cable manager and out again
+FRAME_DROP_M = 0.5  # from the tray down to an overhead patch panel
+SLACK_FRACTION = 0.05
+SLACK_M = 0.5
+TRUNK_SLACK_M = 2.5
+PATCH_PANEL_RU = 1
+PANELS_PER_RACK = 36  # catalog patch-48u: 36 x 1U panels
+
+LENGTH_BUCKETS_M: tuple[float, ...] = (
+    0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 5, 6, 7, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 70, 80, 100,
+)  # fmt: skip
+#: beyond the last bucket, lengths round up to a multiple of this
+LONG_STEP_M = 25.0
+
+NONE = -1
+
+
+def order_length(length: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The standard length each cable is ordered in (the smallest bucket at least as long)."""
+    buckets = np.asarray(LENGTH_BUCKETS_M, dtype=np.float64)
+    k = np.searchsorted(buckets, length - 1e-9)
+    long_ = np.ceil(length / LONG_STEP_M - 1e-9) * LONG_STEP_M
+    return np.where(k < buckets.shape[0], buckets[np.minimum(k, buckets.shape[0] - 1)], long_)
+
+
+def _ro(a: NDArray[Any]) -> NDArray[Any]:
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Cabling:
+    """Every link realized, as read-only arrays indexed by cable row ``i`` (fabric by fabric,
+    in topology link order), plus frames, trunks and per-segment aggregates.
+
+    Per link: ``fabric`` (index into ``fabrics``), ``link`` (topology link id), ``medium``
+    (index into ``media.names``, -1 when none could be chosen), ``structured`` (through panels
+    and a trunk), ``length_m`` (the cable, or the channel of a structured link), ``order_m``,
+    ``cord_a_m``/``cord_b_m`` (patch cords), ``loss_db``, ``frame_a``/``frame_b`` (RDF of each
+    end, -1), ``trunk`` (-1), ``leg`` (1-12 at the trunk, first of the link's legs), ``fiber_a``
+    and ``fiber_b`` (first fibre position in the leg at the link's a and b end), ``span``
+    (positions taken in the leg).
+    """
+
+    fabrics: tuple[str, ...]
+    media: MediaTable
+    pathways: Pathways
+    fabric: NDArray[np.int8]
+    link: NDArray[np.int32]
+    a_node: NDArray[np.int32]
+    b_node: NDArray[np.int32]
+    a_port: NDArray[np.int32]
+    b_port: NDArray[np.int32]
+    a_rack: NDArray[np.int32]
+    b_rack: NDArray[np.int32]
+    a_u: NDArray[np.int16]
+    b_u: NDArray[np.int16]
+    tier: NDArray[np.int8]
+    medium: NDArray[np.int16]
+    structured: NDArray[np.bool_]
+    length_m: NDArray[np.float32]
+    order_m: NDArray[np.float32]
+    cord_a_m: NDArray[np.float32]
+    cord_b_m: NDArray[np.float32]
+    loss_db: NDArray[np.float32]
+    frame_a: NDArray[np.int32]
+    frame_b: NDArray[np.int32]
+    trunk: NDArray[np.int32]
+    leg: NDArray[np.int8]
+    fiber_a: NDArray[np.int8]
+    fiber_b: NDArray[np.int8]
+    span: NDArray[np.int8]
+    # frames (one per row, then one per network rack: ``frame_names``) and trunks; trunk t's
+    # route is trunk_route_seg[ptr[t]:ptr[t+1]], from its b frame back to its a frame
+    frame_names: tuple[str, ...]
+    frame_hall: NDArray[np.int32]
+    n_row_frames: int
+    frame_node: NDArray[np.int32]
+    frame_panels: NDArray[np.int32]
+    trunk_a: NDArray[np.int32]
+    trunk_b: NDArray[np.int32]
+    trunk_fibers_used: NDArray[np.int32]
+    trunk_smf: NDArray[np.bool_]
+    trunk_route_ptr: NDArray[np.int64]
+    trunk_route_seg: NDArray[np.int32]
+    trunk_length_m: NDArray[np.float32]
+    trunk_panel_a: NDArray[np.int32]
+    trunk_panel_b: NDArray[np.int32]
+    # per pathway segment
+    seg_cables: NDArray[np.int64]
+    seg_trunks: NDArray[np.int64]
+    seg_fibers: NDArray[np.int64]
+    seg_area_mm2: NDArray[np.float64]
+    rerouted: int
+    findings: tuple[Finding, ...]
+
+    @property
+    def n_links(self) -> int:
+        return int(self.link.shape[0])
+
+    @property
+    def n_trunks(self) -> int:
+        return int(self.trunk_a.shape[0])
+
+    @property
+    def seg_fill(self) -> NDArray[np.float64]:
+        """Share of each segment's cross-section the cables take (limit: ``Tray.fill``)."""
+        return self.seg_area_mm2 / self.pathways.seg_area_mm2
+
+    def realized(self) -> NDArray[np.bool_]:
+        return self.medium >= 0
+
+
+@dataclass
+class _Links:
+    """Working arrays of all fabrics' links, concatenated."""
+
+    fabric: NDArray[np.int8]
+    link: NDArray[np.int32]
+    a_node: NDArray[np.int32]
+    b_node: NDArray[np.int32]
+    a_port: NDArray[np.int32]
+    b_port: NDArray[np.int32]
+    a_rack: NDArray[np.int32]
+    b_rack: NDArray[np.int32]
+    a_u: NDArray[np.int16]
+    b_u: NDArray[np.int16]
+    a_h: NDArray[np.int8]
+    b_h: NDArray[np.int8]
+    tier: NDArray[np.int8]
+    speed: NDArray[np.int32]
+
+
+def _gather(placement: Placement, fabrics: tuple[FabricDesign, ...]) -> _Links:
+    parts: dict[str, list[NDArray[Any]]] = {k: [] for k in _Links.__dataclass_fields__}
+    for i, fd in enumerate(fabrics):
+        t = fd.topology
+        dev = placement.device(fd.name)
+        n = t.n_links
+        parts["fabric"].append(np.full(n, i, dtype=np.int8))
+        parts["link"].append(np.arange(n, dtype=np.int32))
+        parts["a_node"].append(t.link_src.astype(np.int32))
+        parts["b_node"].append(t.link_dst.astype(np.int32))
+        parts["a_port"].append(t.link_src_port.astype(np.int32))
+        parts["b_port"].append(t.link_dst_port.astype(np.int32))
+        parts["a_rack"].append(dev.node_rack[t.link_src].astype(np.int32))
+        parts["b_rack"].append(dev.node_rack[t.link_dst].astype(np.int32))
+        parts["a_u"].append(dev.node_u[t.link_src].astype(np.int16))
+        parts["b_u"].append(dev.node_u[t.link_dst].astype(np.int16))
+        parts["a_h"].append(dev.node_height[t.link_src].astype(np.int8))
+        parts["b_h"].append(dev.node_height[t.link_dst].astype(np.int8))
+        parts["tier"].append(t.link_tier.astype(np.int8))
+        parts["speed"].append(np.full(n, fd.plan.speed_gbps, dtype=np.int32))
+    return _Links(**{k: np.concatenate(v) for k, v in parts.items()})
+
+
+def _row_geometry(pw: Pathways, placement: Placement) -> tuple[NDArray[Any], ...]:
+    """Per position: distance along its row from the row head, the row-tray segment after it
+    (-1 at a row's end); per row: the segment from the head to the first position and from the
+    last position to the tail, the row's length head to tail."""
+    floor = placement.floor
+    P = floor.n_positions
+    n_rows = len(floor.row_names)
+    seg_after = np.full(P, -1, dtype=np.int64)
+    is_pos_pair = (pw.seg_kind == 0) & (pw.seg_a < P) & (pw.seg_b < P)
+    idx = np.flatnonzero(is_pos_pair)
+    seg_after[pw.seg_a[idx]] = idx
+    head_seg = np.full(n_rows, -1, dtype=np.int64)
+    tail_seg = np.full(n_rows, -1, dtype=np.int64)
+    heads = np.flatnonzero((pw.seg_a >= P) & (pw.seg_a < P + n_rows) & (pw.seg_b < P))
+    head_seg[pw.seg_a[heads] - P] = heads
+    tails = np.flatnonzero((pw.seg_b >= P + n_rows) & (pw.seg_b < P + 2 * n_rows) & (pw.seg_a < P))
+    tail_seg[pw.seg_b[tails] - P - n_rows] = tails
+    coord = np.zeros(P)
+    row = floor.pos_row.astype(np.int64)
+    step = np.zeros(P)
+    has_next = seg_after >= 0
+    step[1:][has_next[:-1]] = pw.seg_length_m[seg_after[:-1][has_next[:-1]]]
+    first = np.ones(P, dtype=bool)
+    first[1:] = row[1:] != row[:-1]
+    step[first] = np.where(head_seg[row[first]] >= 0, pw.seg_length_m[head_seg[row[first]]], 0)
+    coord = np.cumsum(step)
+    # restart the sum at each row's first position
+    base = np.maximum.accumulate(np.where(first, np.arange(P), 0))
+    coord = coord - coord[base] + step[base]
+    row_len = np.zeros(n_rows)
+    last = np.ones(P, dtype=bool)
+    last[:-1] = row[1:] != row[:-1]
+    row_len[row[last]] = coord[last] + np.where(
+        tail_seg[row[last]] >= 0, pw.seg_length_m[tail_seg[row[last]]], 0
+    )
+    return coord, seg_after, head_seg, tail_seg, row_len
+
+
+def _frames(pw: Pathways, placement: Placement) -> NDArray[np.int32]:
+    """Each row's distribution frame: the row end (head or tail node) nearer its hall door."""
+    from scipy.sparse.csgraph import dijkstra
+
+    floor = placement.floor
+    dist = dijkstra(pw.graph(), directed=False, indices=pw.hall_door)
+    hall = floor.row_hall.astype(np.int64)
+    h_head = dist[hall, pw.row_head]
+    h_tail = dist[hall, pw.row_tail]
+    return np.where(h_tail < h_head, pw.row_tail, pw.row_head).astype(np.int32)
+
+
+def _row_span_loads(
+    n_seg: int,
+    lo: NDArray[np.int64],
+    hi: NDArray[np.int64],
+    seg_after: NDArray[np.int64],
+    weight: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Add ``weight`` to the row segments between positions ``lo < hi`` of one row (their
+    segments have consecutive ids)."""
+    diff = np.zeros(n_seg + 1)
+    sel = hi > lo
+    start = seg_after[lo[sel]]
+    np.add.at(diff, start, weight[sel])
+    np.add.at(diff, start + (hi[sel] - lo[sel]), -weight[sel])
+    return np.cumsum(diff)[:n_seg]
+
+
+def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Placement) -> Cabling:
+    """Realize every link of ``fabrics`` on ``placement``'s floor (see the module)."""
+    from clusterloom.cabling.validate import validate_cabling
+
+    catalog = spec.resolved_catalog()
+    floor = placement.floor
+    pw = build_pathways(floor)
+    mt = media_table(catalog)
+    L = _gather(placement, fabrics)
+    n = L.link.shape[0]
+    findings: list[Finding] = []
+
+    a_pos = placement.rack_position[L.a_rack].astype(np.int64)
+    b_pos = placement.rack_position[L.b_rack].astype(np.int64)
+    a_row = floor.pos_row[a_pos].astype(np.int64)
+    b_row = floor.pos_row[b_pos].astype(np.int64)
+    port_h_a = (L.a_u.astype(np.float64) - 1 + L.a_h / 2.0) * RU_M
+    port_h_b = (L.b_u.astype(np.float64) - 1 + L.b_h / 2.0) * RU_M
+    drop_a = np.maximum(TRAY_HEIGHT_M - port_h_a, 0.0)
+    drop_b = np.maximum(TRAY_HEIGHT_M - port_h_b, 0.0)
+    coord, seg_after, head_seg, tail_seg, row_len = _row_geometry(pw, placement)
+    same_rack = L.a_rack == L.b_rack
+    same_row = (a_row == b_row) & ~same_rack
+    leaves = ~(same_rack | same_row)
+
+    def slack(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return x * (1.0 + SLACK_FRACTION) + SLACK_M
+
+    # direct run inside the rack or the row
+    direct = np.where(
+        same_rack,
+        np.abs(port_h_a - port_h_b) + IN_RACK_M,
+        drop_a + np.abs(coord[a_pos] - coord[b_pos]) + drop_b,
+    )
+    direct = slack(direct)
+
+    # structured: cords to each end's frame (its row's, or its network rack's panels), trunk
+    # between the frames
+    row_frame_node = _frames(pw, placement)
+    frame_at_tail = row_frame_node == pw.row_tail
+    n_rows = len(floor.row_names)
+    net_racks = np.flatnonzero(placement.demand.rack_kind == NETWORK)
+    rack_frame = np.full(placement.n_racks, NONE, dtype=np.int64)
+    rack_frame[net_racks] = n_rows + np.arange(net_racks.shape[0])
+    frame_node = np.concatenate([row_frame_node, placement.rack_position[net_racks]]).astype(
+        np.int32
+    )
+    frame_hall = np.concatenate(
+        [floor.row_hall, floor.pos_hall[placement.rack_position[net_racks]]]
+    ).astype(np.int32)
+    frame_names = tuple(f"{r.replace('/', '-')}-rdf" for r in floor.row_names) + tuple(
+        f"{placement.rack_names[r]}-pp" for r in net_racks.tolist()
+    )
+    nr = max(len(frame_names), 1)
+    in_rack_a = rack_frame[L.a_rack] >= 0
+    in_rack_b = rack_frame[L.b_rack] >= 0
+    to_frame_a = np.where(frame_at_tail[a_row], row_len[a_row] - coord[a_pos], coord[a_pos])
+    to_frame_b = np.where(frame_at_tail[b_row], row_len[b_row] - coord[b_pos], coord[b_pos])
+    panel_h = TRAY_HEIGHT_M - FRAME_DROP_M  # panels at the top of a network rack
+    cord_a = slack(
+        np.where(
+            in_rack_a,
+            np.abs(panel_h - port_h_a) + IN_RACK_M,
+            drop_a + to_frame_a + FRAME_DROP_M,
+        )
+    )
+    cord_b = slack(
+        np.where(
+            in_rack_b,
+            np.abs(panel_h - port_h_b) + IN_RACK_M,
+            drop_b + to_frame_b + FRAME_DROP_M,
+        )
+    )
+    end_frame_a = np.where(in_rack_a, rack_frame[L.a_rack], a_row)
+    end_frame_b = np.where(in_rack_b, rack_frame[L.b_rack], b_row)
+    fa = np.where(leaves, end_frame_a, NONE)
+    fb = np.where(leaves, end_frame_b, NONE)
+    pair_key = np.minimum(fa, fb) * nr + np.maximum(fa, fb)
+    pairs, pair_of = np.unique(pair_key[leaves], return_inverse=True)
+    p_lo, p_hi = pairs // nr, pairs % nr
+    first_len, _, _ = route_pairs(pw, frame_node[p_lo], frame_node[p_hi])
+    trunk_est = first_len + 2 * FRAME_DROP_M + TRUNK_SLACK_M
+    structured_len = np.zeros(n)
+    structured_len[leaves] = cord_a[leaves] + trunk_est[pair_of] + cord_b[leaves]
+
+    # assemblies named for a tier whose links leave the row run pos to pos through the trays
+    medium = np.full(n, NONE, dtype=np.int16)
+    structured = np.zeros(n, dtype=bool)
+    long_direct = np.zeros(n, dtype=bool)
+    fab_names = tuple(fd.name for fd in fabrics)
+    for fi, fd in enumerate(fabrics):
+        fs = fabric_spec(spec, fd.name)
+        for tier in range(1, fd.plan.tiers + 1):
+            sel = np.flatnonzero((L.fabric == fi) & (L.tier == tier))
+            if sel.shape[0] == 0:
+                continue
+            named = getattr(fs.media, TIER_FIELDS[tier - 1])
+            if named is not None and catalog.media[named].speed_gbps != fd.plan.speed_gbps:
+                named = None
+            cands = candidates(mt, fd.plan.speed_gbps, named)
+            where = f"{fd.name} tier {tier}"
+            if not cands:
+                findings.append(
+                    Finding(
+                        Severity.ERROR,
+                        "port-type",
+                        f"{sel.shape[0]:,} links at {fd.plan.speed_gbps}G: the catalog has no "
+                        "medium at that speed; add one under catalog.media",
+                        where,
+                    )
+                )
+                continue
+            for c in cands:
+                left = sel[medium[sel] == NONE]
+                if left.shape[0] == 0:
+                    break
+                assembly = bool(mt.assembly[c])
+                reach = float(mt.reach_m[c])
+                lv = leaves[left]
+                if assembly and named is None:
+                    ok = ~lv & (order_length(direct[left]) <= reach + 1e-9)
+                    medium[left[ok]] = c
+                elif assembly:
+                    medium[left] = c
+                    long_direct[left[lv]] = True
+                else:
+                    length = np.where(lv, structured_len[left], direct[left])
+                    ok = length <= reach + 1e-9
+                    if named is not None:
+                        ok[:] = True
+                    medium[left[ok]] = c
+                    structured[left[ok & lv]] = True
+            left = sel[medium[sel] == NONE]
+            if left.shape[0]:
+                worst = left[np.argmax(np.where(leaves[left], structured_len[left], direct[left]))]
+                longest = float(max(mt.reach_m[c] for c in cands))
+                length = float(structured_len[worst] if leaves[worst] else direct[worst])
+                findings.append(
+                    Finding(
+                        Severity.ERROR,
+                        "no-medium",
+                        f"{left.shape[0]:,} links no {fd.plan.speed_gbps}G medium reaches, the "
+                        f"longest link {int(L.link[worst])} needs {length:.1f} m, the longest "
+                        f"reach is {longest:g} m",
+                        f"{where} link {int(L.link[worst])}",
+                    )
+                )
+
+    # long assemblies: routed position to position
+    ld = np.flatnonzero(long_direct)
+    area_link = np.where(medium >= 0, mt.area_mm2[np.maximum(medium, 0)], 0.0)
+    nseg = pw.n_segments
+    base = np.zeros(nseg)
+    cables = np.zeros(nseg)
+    # in-row direct cables and the cords of structured links ride the row trays
+    in_row = same_row & (medium >= 0) & ~long_direct
+    lo = np.minimum(a_pos, b_pos)[in_row]
+    hi = np.maximum(a_pos, b_pos)[in_row]
+    base += _row_span_loads(nseg, lo, hi, seg_after, area_link[in_row])
+    cables += _row_span_loads(nseg, lo, hi, seg_after, np.ones(lo.shape[0]))
+    # positions of a row are consecutive: a cord runs from its position to the frame's end
+    row_first = np.full(len(floor.row_names), -1, dtype=np.int64)
+    row_last = np.full(len(floor.row_names), -1, dtype=np.int64)
+    fr = floor.pos_row.astype(np.int64)
+    row_first[fr[::-1]] = np.arange(floor.n_positions)[::-1]
+    row_last[fr] = np.arange(floor.n_positions)
+    for pos, row, own in ((a_pos, a_row, in_rack_a), (b_pos, b_row, in_rack_b)):
+        to_row_frame = structured & ~own
+        p = pos[to_row_frame]
+        r = row[to_row_frame]
+        w = area_link[to_row_frame]
+        tail = frame_at_tail[r]
+        first_pos = row_first[r]
+        last_pos = row_last[r]
+        lo2 = np.where(tail, p, first_pos)
+        hi2 = np.where(tail, last_pos, p)
+        base += _row_span_loads(nseg, lo2, hi2, seg_after, w)
+        cables += _row_span_loads(nseg, lo2, hi2, seg_after, np.ones(p.shape[0]))
+        end_seg = np.where(tail, tail_seg[r], head_seg[r])
+        base += np.bincount(end_seg, weights=w, minlength=nseg)
+        cables += np.bincount(end_seg, minlength=nseg)
+
+    # trunks: per frame pair, fibre positions in (fabric, link) order
+    st = np.flatnonzero(structured)
+    slots = mt.slots[medium[st]].astype(np.int64)
+    s_lo = np.minimum(end_frame_a[st], end_frame_b[st])
+    s_hi = np.maximum(end_frame_a[st], end_frame_b[st])
+    smf = np.array([m.kind == "smf" for m in mt.models], dtype=np.int64)[medium[st]]
+    key = (s_lo * nr + s_hi) * 2 + smf  # single-mode and multimode never share a trunk
+    order = np.lexsort((L.link[st], L.fabric[st], -slots, key))
+    st, slots, key = st[order], slots[order], key[order]
+    upairs, starts, counts = np.unique(key, return_index=True, return_counts=True)
+    cum = np.cumsum(slots)
+    pair_idx = np.repeat(np.arange(upairs.shape[0]), counts)
+    group_start = np.concatenate([[0], cum])[starts]
+    offset = cum - slots - group_start[pair_idx]
+    pair_total = np.add.reduceat(slots, starts) if st.shape[0] else np.zeros(0, np.int64)
+    pair_trunks = -(-pair_total // TRUNK_FIBERS)
+    trunk_base = np.concatenate([[0], np.cumsum(pair_trunks)])[:-1]
+    n_trunks = int(pair_trunks.sum())
+    trunk = np.full(n, NONE, dtype=np.int32)
+    leg = np.zeros(n, dtype=np.int8)
+    fiber_a = np.zeros(n, dtype=np.int8)
+    fiber_b = np.zeros(n, dtype=np.int8)
+    span = np.zeros(n, dtype=np.int8)
+    trunk[st] = trunk_base[pair_idx] + offset // TRUNK_FIBERS
+    leg[st] = (offset % TRUNK_FIBERS) // LEG_FIBERS + 1
+    in_leg = offset % LEG_FIBERS + 1
+    sp = np.minimum(slots, LEG_FIBERS)
+    flipped = 13 - (in_leg + sp - 1)
+    a_is_lo = end_frame_a[st] == s_lo[order]
+    fiber_a[st] = np.where(a_is_lo, in_leg, flipped)
+    fiber_b[st] = np.where(a_is_lo, flipped, in_leg)
+    span[st] = sp
+    trunk_a = np.repeat(upairs // 2 // nr, pair_trunks).astype(np.int32)
+    trunk_b = np.repeat(upairs // 2 % nr, pair_trunks).astype(np.int32)
+    trunk_smf = np.repeat(upairs % 2 == 1, pair_trunks)
+    used = np.bincount(trunk[st], weights=slots, minlength=n_trunks).astype(np.int32)
+
+    # route trunks (one pair of frames at a time, spreading off full trays); a trunk's route may
+    # grow only as far as the reach of every link in it allows
+    room = mt.reach_m[medium[st]] - cord_a[st] - cord_b[st] - 2 * FRAME_DROP_M - TRUNK_SLACK_M
+    trunk_room = np.full(n_trunks, np.inf)
+    np.minimum.at(trunk_room, trunk[st], room)
+    tr_len, tr_pair, tr_seg, rerouted = spread(
+        pw,
+        frame_node[trunk_a],
+        frame_node[trunk_b],
+        np.full(n_trunks, TRUNK_AREA_MM2),
+        base,
+        trunk_room,
+    )
+    trunk_len = tr_len + 2 * FRAME_DROP_M + TRUNK_SLACK_M
+    seg_trunks = np.bincount(tr_seg, minlength=nseg).astype(np.int64)
+    route_ptr = np.concatenate([[0], np.cumsum(np.bincount(tr_pair, minlength=n_trunks))])
+    base_trunk = loads(nseg, tr_pair, tr_seg, np.full(n_trunks, TRUNK_AREA_MM2))
+
+    # long assemblies (reach is checked on the ordered length: keep the route within it)
+    ld_room = (mt.reach_m[medium[ld]] - SLACK_M) / (1 + SLACK_FRACTION) - drop_a[ld] - drop_b[ld]
+    ld_len, ld_pair, ld_seg, rr = spread(
+        pw, a_pos[ld], b_pos[ld], area_link[ld], base + base_trunk, ld_room
+    )
+    rerouted += rr
+    length = np.where(structured, 0.0, direct)
+    length[ld] = slack(drop_a[ld] + ld_len + drop_b[ld])
+    length[st] = cord_a[st] + trunk_len[trunk[st]] + cord_b[st]
+    area = base + base_trunk + loads(nseg, ld_pair, ld_seg, area_link[ld])
+    cables += np.bincount(ld_seg, minlength=nseg)
+    seg_fibers = (seg_trunks * TRUNK_FIBERS).astype(np.int64)
+
+    loss = np.zeros(n)
+    mi = np.maximum(medium, 0)
+    loss = mt.db_per_km[mi] * length / 1000.0 + np.where(structured, 2 * mt.panel_db[mi], 0.0)
+    loss = np.where(medium >= 0, loss, 0.0)
+    order_m = np.where(structured, 0.0, order_length(length))
+
+    # panels: each trunk takes one panel at each of its frames, numbered per frame
+    n_frames = len(frame_names)
+    ends = np.concatenate([trunk_a, trunk_b]).astype(np.int64)
+    tid = np.concatenate([np.arange(n_trunks), np.arange(n_trunks)])
+    o = np.lexsort((tid, ends))
+    rank = np.zeros(2 * n_trunks, dtype=np.int64)
+    if n_trunks:
+        first_of = np.searchsorted(ends[o], ends[o], side="left")
+        rank[o] = np.arange(2 * n_trunks) - first_of
+    panel_a = (rank[:n_trunks] + 1).astype(np.int32)
+    panel_b = (rank[n_trunks:] + 1).astype(np.int32)
+    frame_panels = np.bincount(ends, minlength=n_frames).astype(np.int32)
+
+    frame_a = np.where(structured, end_frame_a, NONE).astype(np.int32)
+    frame_b = np.where(structured, end_frame_b, NONE).astype(np.int32)
+    draft = Cabling(
+        fabrics=fab_names,
+        media=mt,
+        pathways=pw,
+        fabric=_ro(L.fabric),
+        link=_ro(L.link),
+        a_node=_ro(L.a_node),
+        b_node=_ro(L.b_node),
+        a_port=_ro(L.a_port),
+        b_port=_ro(L.b_port),
+        a_rack=_ro(L.a_rack),
+        b_rack=_ro(L.b_rack),
+        a_u=_ro(L.a_u),
+        b_u=_ro(L.b_u),
+        tier=_ro(L.tier),
+        medium=_ro(medium),
+        structured=_ro(structured),
+        length_m=_ro(length.astype(np.float32)),
+        order_m=_ro(order_m.astype(np.float32)),
+        cord_a_m=_ro(np.where(structured, cord_a, 0.0).astype(np.float32)),
+        cord_b_m=_ro(np.where(structured, cord_b, 0.0).astype(np.float32)),
+        loss_db=_ro(loss.astype(np.float32)),
+        frame_a=_ro(frame_a),
+        frame_b=_ro(frame_b),
+        trunk=_ro(trunk),
+        leg=_ro(leg),
+        fiber_a=_ro(fiber_a),
+        fiber_b=_ro(fiber_b),
+        span=_ro(span),
+        frame_names=frame_names,
+        frame_hall=_ro(frame_hall),
+        n_row_frames=n_rows,
+        frame_node=_ro(frame_node),
+        frame_panels=_ro(frame_panels),
+        trunk_a=_ro(trunk_a),
+        trunk_b=_ro(trunk_b),
+        trunk_fibers_used=_ro(used),
+        trunk_smf=_ro(trunk_smf),
+        trunk_route_ptr=_ro(route_ptr.astype(np.int64)),
+        trunk_route_seg=_ro(tr_seg.astype(np.int32)),
+        trunk_length_m=_ro(trunk_len.astype(np.float32)),
+        trunk_panel_a=_ro(panel_a),
+        trunk_panel_b=_ro(panel_b),
+        seg_cables=_ro(cables.round().astype(np.int64)),
+        seg_trunks=_ro(seg_trunks),
+        seg_fibers=_ro(seg_fibers),
+        seg_area_mm2=_ro(area),
+        rerouted=rerouted,
+        findings=(),
+    )
+    findings += validate_cabling(draft, fabrics)
+    return _with_findings(draft, tuple(findings))
+
+
+def _with_findings(c: Cabling, findings: tuple[Finding, ...]) -> Cabling:
+    import dataclasses
+
+    return dataclasses.replace(c, findings=findings)
+
+
+def panel_racks(c: Cabling) -> int:
+    """Patch racks the row frames need (``PANELS_PER_RACK`` 1U panels each; a network rack's
+    panels sit in the rack itself)."""
+    row_panels = c.frame_panels[: c.n_row_frames].tolist()
+    return int(sum(math.ceil(p / PANELS_PER_RACK) for p in row_panels))

@@ -1,0 +1,378 @@
+"""Files of the cabling stage, each written atomically with deterministic bytes:
+
+- ``cabling/cut_sheet.csv``: every realized link (fabric by fabric, in topology link order):
+  label; both ends' device, port, rack and rack unit; medium; length (the cable, or the channel
+  of a structured link) and ordered length; for a structured link each end's frame, panel and
+  port, the trunk, its legs and the fibre positions at each end; the channel loss;
+- ``cabling/trunks.csv``: every trunk with its frames, panels, fibres, length and route;
+- ``cabling/pull_list.csv``: every pathway segment with its cables, trunks, fibres and fill;
+- ``cabling/bom.csv``: the cabling bill of materials (``cabling.bom``);
+- ``netbox/cables.csv``: NetBox's cable bulk import (DCIM > Cables > Import) with one cable per
+  link between the two interfaces ``netbox/interfaces.csv`` lists. Device and interface names
+  are ``export.naming``'s. A structured link is one end-to-end cable there (its patch cords
+  and trunk are in the cut sheet; panels as NetBox front and rear ports are not exported yet).
+
+The cut sheet and NetBox rows are built from the arrays with numpy gathers and written in
+chunks, so millions of links never become millions of Python objects at once.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from clusterloom.cabling import Cabling
+from clusterloom.cabling.bom import cabling_bom
+from clusterloom.cabling.pathways import SEGMENT_KINDS, TRAYS
+from clusterloom.cabling.validate import label_prefix
+from clusterloom.export.atomic import StrPath, atomic_open
+from clusterloom.export.naming import TopologyNames, topology_names
+from clusterloom.pipeline import Design
+
+CUT_SHEET_COLUMNS = (
+    "label",
+    "fabric",
+    "tier",
+    "link",
+    "a_device",
+    "a_port",
+    "a_rack",
+    "a_u",
+    "b_device",
+    "b_port",
+    "b_rack",
+    "b_u",
+    "medium",
+    "kind",
+    "length_m",
+    "order_m",
+    "a_frame",
+    "a_panel",
+    "a_panel_port",
+    "a_fibers",
+    "trunk",
+    "b_frame",
+    "b_panel",
+    "b_panel_port",
+    "b_fibers",
+    "loss_db",
+)
+#: NetBox cable import fields (``dcim.forms.CableImportForm``).
+NETBOX_CABLE_COLUMNS = (
+    "side_a_site",
+    "side_a_device",
+    "side_a_type",
+    "side_a_name",
+    "side_b_site",
+    "side_b_device",
+    "side_b_type",
+    "side_b_name",
+    "type",
+    "status",
+    "label",
+    "length",
+    "length_unit",
+)
+#: NetBox cable type slugs per medium kind.
+NETBOX_CABLE_TYPES: dict[str, str] = {
+    "dac": "dac-passive",
+    "aec": "dac-active",
+    "aoc": "aoc",
+    "mmf": "mmf-om4",
+    "smf": "smf-os2",
+}
+TRUNK_COLUMNS = (
+    "trunk",
+    "fibre",
+    "a_frame",
+    "a_panel",
+    "b_frame",
+    "b_panel",
+    "fibres",
+    "fibres_used",
+    "length_m",
+    "route",
+)
+PULL_COLUMNS = (
+    "segment",
+    "kind",
+    "from",
+    "to",
+    "length_m",
+    "pathway",
+    "cables",
+    "trunks",
+    "fibres",
+    "area_mm2",
+    "fill_pct",
+    "limit_pct",
+)
+BOM_COLUMNS = ("category", "item", "length_m", "count", "unit_usd", "cost_usd", "power_w")
+CHUNK_ROWS = 1 << 18
+
+
+def _obj(values: list[str]) -> NDArray[np.object_]:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _num(values: NDArray[np.generic], fmt: str) -> NDArray[np.object_]:
+    return _obj([format(v, fmt) for v in values.tolist()])
+
+
+def trunk_name(t: int) -> str:
+    return f"t{t:05d}"
+
+
+def _names(design: Design) -> list[TopologyNames]:
+    catalog = design.spec.resolved_catalog()
+    return [topology_names(fd.topology, catalog) for fd in design.fabrics]
+
+
+def _ends(
+    c: Cabling, names: list[TopologyNames], sel: NDArray[np.int64]
+) -> tuple[NDArray[np.object_], ...]:
+    """Device and interface names of both ends of rows ``sel``."""
+    a_dev = np.empty(sel.shape[0], dtype=object)
+    b_dev = np.empty(sel.shape[0], dtype=object)
+    a_if = np.empty(sel.shape[0], dtype=object)
+    b_if = np.empty(sel.shape[0], dtype=object)
+    fab = c.fabric[sel]
+    for i, tn in enumerate(names):
+        m = fab == i
+        rows = sel[m]
+        a_dev[m] = tn.device(c.a_node[rows])
+        b_dev[m] = tn.device(c.b_node[rows])
+        a_if[m] = tn.interface(c.a_node[rows], c.a_port[rows])
+        b_if[m] = tn.interface(c.b_node[rows], c.b_port[rows])
+    return a_dev, a_if, b_dev, b_if
+
+
+def _labels(c: Cabling, sel: NDArray[np.int64]) -> NDArray[np.object_]:
+    prefix = _obj([label_prefix(f) for f in c.fabrics])
+    pieces = np.empty((sel.shape[0], 3), dtype=object)
+    pieces[:, 0] = prefix[c.fabric[sel]]
+    pieces[:, 1] = _num(c.tier[sel], "d")
+    pieces[:, 2] = _obj([f"-{v:07d}" for v in c.link[sel].tolist()])
+    return _obj(["".join(r) for r in pieces.tolist()])
+
+
+def cut_sheet_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[str]:
+    """The cut sheet's rows (no header) as text chunks."""
+    c = design.cabling
+    assert c is not None and design.placement is not None
+    names = _names(design)
+    racks = _obj(list(design.placement.rack_names))
+    frames = _obj([*c.frame_names, ""])
+    fabrics = _obj(list(c.fabrics))
+    media = _obj(list(c.media.names))
+    kinds = _obj([m.kind for m in c.media.models])
+    rows = np.flatnonzero(c.realized())
+    for start in range(0, rows.shape[0], chunk_rows):
+        sel = rows[start : start + chunk_rows]
+        a_dev, a_if, b_dev, b_if = _ends(c, names, sel)
+        st = c.structured[sel]
+        # trunk -1 (a direct link) reads the padding after the last trunk
+        t = np.where(c.trunk[sel] >= 0, c.trunk[sel], c.n_trunks)
+        a_lo = c.frame_a[sel] == np.append(c.trunk_a, -1)[t]
+        panel_a, panel_b = np.append(c.trunk_panel_a, 0), np.append(c.trunk_panel_b, 0)
+        pa = np.where(a_lo, panel_a[t], panel_b[t])
+        pb = np.where(a_lo, panel_b[t], panel_a[t])
+        legs = np.maximum(-(-c.media.slots[c.medium[sel]] // 12), 1)
+        leg = c.leg[sel].astype(np.int64)
+        port = _obj(
+            [
+                "" if not s else (f"{g}" if k == 1 else f"{g}-{g + k - 1}")
+                for s, g, k in zip(st.tolist(), leg.tolist(), legs.tolist(), strict=True)
+            ]
+        )
+        fa = c.fiber_a[sel].astype(np.int64)
+        fb = c.fiber_b[sel].astype(np.int64)
+        sp = c.span[sel].astype(np.int64)
+        fib_a = _obj(
+            [
+                f"{x}-{x + n - 1}" if s else ""
+                for s, x, n in zip(st.tolist(), fa.tolist(), sp.tolist(), strict=True)
+            ]
+        )
+        fib_b = _obj(
+            [
+                f"{x}-{x + n - 1}" if s else ""
+                for s, x, n in zip(st.tolist(), fb.tolist(), sp.tolist(), strict=True)
+            ]
+        )
+        blank = np.full(sel.shape[0], "", dtype=object)
+        cols = [
+            _labels(c, sel),
+            fabrics[c.fabric[sel]],
+            _num(c.tier[sel], "d"),
+            _num(c.link[sel], "d"),
+            a_dev,
+            a_if,
+            racks[c.a_rack[sel]],
+            _num(c.a_u[sel], "d"),
+            b_dev,
+            b_if,
+            racks[c.b_rack[sel]],
+            _num(c.b_u[sel], "d"),
+            media[c.medium[sel]],
+            kinds[c.medium[sel]],
+            _num(c.length_m[sel], ".1f"),
+            np.where(st, blank, _num(c.order_m[sel], "g")),
+            frames[c.frame_a[sel]],
+            np.where(st, _num(pa, "d"), blank),
+            port,
+            fib_a,
+            np.where(st, _obj([trunk_name(x) for x in t.tolist()]), blank),
+            frames[c.frame_b[sel]],
+            np.where(st, _num(pb, "d"), blank),
+            port,
+            fib_b,
+            _num(c.loss_db[sel], ".2f"),
+        ]
+        pieces = np.empty((sel.shape[0], 2 * len(cols)), dtype=object)
+        for j, col in enumerate(cols):
+            pieces[:, 2 * j] = col
+            pieces[:, 2 * j + 1] = ","
+        pieces[:, -1] = "\n"
+        yield "".join(pieces.ravel().tolist())
+
+
+def netbox_cable_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[str]:
+    """``netbox/cables.csv`` rows (no header) as text chunks."""
+    c = design.cabling
+    assert c is not None
+    names = _names(design)
+    site = design.spec.name
+    types = _obj([NETBOX_CABLE_TYPES[m.kind] for m in c.media.models])
+    rows = np.flatnonzero(c.realized())
+    for start in range(0, rows.shape[0], chunk_rows):
+        sel = rows[start : start + chunk_rows]
+        a_dev, a_if, b_dev, b_if = _ends(c, names, sel)
+        length = np.where(c.structured[sel], c.length_m[sel], c.order_m[sel])
+        cols = [
+            np.full(sel.shape[0], site, dtype=object),
+            a_dev,
+            np.full(sel.shape[0], "dcim.interface", dtype=object),
+            a_if,
+            np.full(sel.shape[0], site, dtype=object),
+            b_dev,
+            np.full(sel.shape[0], "dcim.interface", dtype=object),
+            b_if,
+            types[c.medium[sel]],
+            np.full(sel.shape[0], "planned", dtype=object),
+            _labels(c, sel),
+            _num(length, ".1f"),
+            np.full(sel.shape[0], "m", dtype=object),
+        ]
+        pieces = np.empty((sel.shape[0], 2 * len(cols)), dtype=object)
+        for j, col in enumerate(cols):
+            pieces[:, 2 * j] = col
+            pieces[:, 2 * j + 1] = ","
+        pieces[:, -1] = "\n"
+        yield "".join(pieces.ravel().tolist())
+
+
+def _write_chunks(path: Path, header: tuple[str, ...], chunks: Iterator[str]) -> Path:
+    with atomic_open(path, "w") as fh:
+        fh.write(",".join(header) + "\n")
+        for chunk in chunks:
+            fh.write(chunk)
+    return path
+
+
+def write_trunks(c: Cabling, path: Path) -> Path:
+    pw = c.pathways
+    frames = c.frame_names
+    with atomic_open(path, "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(TRUNK_COLUMNS)
+        for t in range(c.n_trunks):
+            segs = c.trunk_route_seg[c.trunk_route_ptr[t] : c.trunk_route_ptr[t + 1]][::-1]
+            w.writerow(
+                (
+                    trunk_name(t),
+                    "smf" if c.trunk_smf[t] else "mmf",
+                    frames[int(c.trunk_a[t])],
+                    int(c.trunk_panel_a[t]),
+                    frames[int(c.trunk_b[t])],
+                    int(c.trunk_panel_b[t]),
+                    144,
+                    int(c.trunk_fibers_used[t]),
+                    f"{float(c.trunk_length_m[t]):.1f}",
+                    " > ".join(pw.segment_name(int(s)) for s in segs.tolist()),
+                )
+            )
+    return path
+
+
+def write_pull_list(c: Cabling, path: Path) -> Path:
+    pw = c.pathways
+    fill = c.seg_fill
+    with atomic_open(path, "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(PULL_COLUMNS)
+        for s in range(pw.n_segments):
+            kind = SEGMENT_KINDS[int(pw.seg_kind[s])]
+            w.writerow(
+                (
+                    s,
+                    kind,
+                    pw.node_names[int(pw.seg_a[s])],
+                    pw.node_names[int(pw.seg_b[s])],
+                    f"{float(pw.seg_length_m[s]):.1f}",
+                    TRAYS[kind].description,
+                    int(c.seg_cables[s]),
+                    int(c.seg_trunks[s]),
+                    int(c.seg_fibers[s]),
+                    f"{float(c.seg_area_mm2[s]):.0f}",
+                    f"{100 * float(fill[s]):.1f}",
+                    f"{100 * TRAYS[kind].fill:.0f}",
+                )
+            )
+    return path
+
+
+def write_cabling_bom(c: Cabling, path: Path) -> Path:
+    with atomic_open(path, "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(BOM_COLUMNS)
+        for line in cabling_bom(c):
+            w.writerow(
+                (
+                    line.category,
+                    line.item,
+                    f"{line.length_m:g}" if line.length_m else "",
+                    line.count,
+                    f"{line.unit_usd:.2f}",
+                    f"{line.cost_usd:.2f}",
+                    f"{line.power_w:.1f}",
+                )
+            )
+    return path
+
+
+def write_cabling(design: Design, out_dir: StrPath) -> list[Path]:
+    """The cabling files of ``design`` (none without a cabling), in this order:
+    ``cabling/cut_sheet.csv``, ``cabling/trunks.csv``, ``cabling/pull_list.csv``,
+    ``cabling/bom.csv``, ``netbox/cables.csv``."""
+    c = design.cabling
+    if c is None:
+        return []
+    out = Path(out_dir)
+    return [
+        _write_chunks(
+            out / "cabling" / "cut_sheet.csv", CUT_SHEET_COLUMNS, cut_sheet_chunks(design)
+        ),
+        write_trunks(c, out / "cabling" / "trunks.csv"),
+        write_pull_list(c, out / "cabling" / "pull_list.csv"),
+        write_cabling_bom(c, out / "cabling" / "bom.csv"),
+        _write_chunks(
+            out / "netbox" / "cables.csv", NETBOX_CABLE_COLUMNS, netbox_cable_chunks(design)
+        ),
+    ]

@@ -1,0 +1,192 @@
+"""The cabling section of ``report.html``: per hall a picture (SVG) of the tray graph with each
+segment coloured by its fill against its limit; the campus with the fibres between buildings;
+tables of media, fibres between halls and the cabling bill of materials."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from clusterloom.cabling import SEGMENT_KINDS, TRAYS, Cabling
+from clusterloom.cabling.bom import cabling_bom, fibres_between
+from clusterloom.report.html import _table, _td, esc
+
+#: Halls drawn in the report (the tables cover all of them).
+MAX_HALLS_DRAWN = 24
+SCALE = 18.0  # pixels per metre
+
+
+def _fill_colour(ratio: float) -> str:
+    """Green under half the limit, amber to the limit, red over it."""
+    if ratio > 1.0:
+        return "#dc2626"
+    if ratio > 0.5:
+        return "#f59e0b"
+    if ratio > 0.0:
+        return "#16a34a"
+    return "#cbd5e1"
+
+
+def hall_fill_svg(c: Cabling, h: int) -> str:
+    """Tray segments of hall ``h`` (row, cross-aisle, spine) by fill; y grows upwards."""
+    pw = c.pathways
+    segs = np.flatnonzero(pw.seg_hall == h)
+    if segs.shape[0] == 0:
+        return ""
+    a, b = pw.seg_a[segs], pw.seg_b[segs]
+    xy = pw.node_xy
+    pts = np.concatenate([xy[a], xy[b]])
+    lo, hi = pts.min(axis=0) - 1.0, pts.max(axis=0) + 1.0
+    width = float((hi[0] - lo[0]) * SCALE)
+    height = float((hi[1] - lo[1]) * SCALE)
+    fill = c.seg_fill
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'width="{min(width, 900):.0f}" role="img" aria-label="tray fill {esc(pw.hall_names[h])}">'
+    ]
+    for s, u, v in zip(segs.tolist(), a.tolist(), b.tolist(), strict=True):
+        kind = SEGMENT_KINDS[int(pw.seg_kind[s])]
+        ratio = float(fill[s]) / TRAYS[kind].fill
+        x1, y1 = (xy[u] - lo) * SCALE
+        x2, y2 = (xy[v] - lo) * SCALE
+        stroke = 2.0 + 6.0 * min(ratio, 1.2)
+        parts.append(
+            f'<line x1="{x1:.1f}" y1="{height - y1:.1f}" x2="{x2:.1f}" y2="{height - y2:.1f}" '
+            f'stroke="{_fill_colour(ratio)}" stroke-width="{stroke:.1f}" stroke-linecap="round">'
+            f"<title>{esc(pw.segment_name(s))}: {fill[s]:.1%} of "
+            f"{TRAYS[kind].description} (limit {TRAYS[kind].fill:.0%}), "
+            f"{int(c.seg_cables[s]):,} cables, {int(c.seg_trunks[s]):,} trunks</title></line>"
+        )
+    door = xy[pw.hall_door[h]]
+    dx, dy = (door - lo) * SCALE
+    parts.append(f'<circle cx="{dx:.1f}" cy="{height - dy:.1f}" r="6" fill="#0f172a"/>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def campus_svg(c: Cabling) -> str:
+    """Buildings on the campus, each campus route labelled with the fibres it carries."""
+    pw = c.pathways
+    segs = np.flatnonzero(pw.seg_kind == SEGMENT_KINDS.index("campus"))
+    ent = pw.building_entrance
+    if ent.shape[0] < 2:
+        return ""
+    xy = pw.node_xy[ent]
+    lo, hi = xy.min(axis=0) - 40.0, xy.max(axis=0) + 40.0
+    k = 600.0 / max(float((hi - lo).max()), 1.0)
+    width, height = float((hi[0] - lo[0]) * k), float((hi[1] - lo[1]) * k)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'width="{width:.0f}" role="img" aria-label="fibres between buildings">'
+    ]
+    for s in segs.tolist():
+        u, v = int(pw.seg_a[s]), int(pw.seg_b[s])
+        (x1, y1), (x2, y2) = (pw.node_xy[u] - lo) * k, (pw.node_xy[v] - lo) * k
+        fibres = int(c.seg_fibers[s])
+        colour = "#2563eb" if fibres else "#cbd5e1"
+        stroke = 2 + min(fibres / 5000, 10)
+        parts.append(
+            f'<line x1="{x1:.1f}" y1="{height - y1:.1f}" x2="{x2:.1f}" y2="{height - y2:.1f}" '
+            f'stroke="{colour}" stroke-width="{stroke:.1f}"/>'
+            f'<text x="{(x1 + x2) / 2:.1f}" y="{height - (y1 + y2) / 2 - 4:.1f}" font-size="11" '
+            f'text-anchor="middle">{fibres:,} fibres, {float(pw.seg_length_m[s]):,.0f} m</text>'
+        )
+    for b, (x, y) in enumerate(((xy - lo) * k).tolist()):
+        parts.append(
+            f'<rect x="{x - 18:.1f}" y="{height - y - 12:.1f}" width="36" height="24" '
+            f'fill="#0f172a"/><text x="{x:.1f}" y="{height - y + 4:.1f}" font-size="12" '
+            f'fill="#fff" text-anchor="middle">{esc(pw.building_names[b])}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def cabling_section(c: Cabling) -> str:
+    mt = c.media
+    ok = c.realized()
+    rows = []
+    for i, name in enumerate(mt.names):
+        sel = ok & (c.medium == i)
+        if not sel.any():
+            continue
+        rows.append(
+            "<tr>"
+            + _td(esc(name))
+            + _td(f"{int(sel.sum()):,}", True)
+            + _td(f"{int((sel & c.structured).sum()):,}", True)
+            + _td(f"{float(c.length_m[sel].sum()):,.0f} m", True)
+            + _td(f"{float(c.length_m[sel].max()):,.1f} m", True)
+            + "</tr>"
+        )
+    media = _table(
+        (
+            ("medium", False),
+            ("links", True),
+            ("structured", True),
+            ("metres", True),
+            ("longest", True),
+        ),
+        rows,
+        table_id="cabling-media",
+        css_class="media",
+    )
+    bom_rows = [
+        "<tr>"
+        + _td(esc(x.category))
+        + _td(esc(x.item))
+        + _td(f"{x.length_m:g} m" if x.length_m else "", True)
+        + _td(f"{x.count:,}", True)
+        + _td(f"${x.cost_usd:,.0f}", True)
+        + _td(f"{x.power_w / 1e3:,.1f} kW" if x.power_w else "", True)
+        + "</tr>"
+        for x in cabling_bom(c)
+    ]
+    bom = _table(
+        (
+            ("category", False),
+            ("item", False),
+            ("length", True),
+            ("count", True),
+            ("cost", True),
+            ("power", True),
+        ),
+        bom_rows,
+        table_id="cabling-bom",
+        css_class="bom",
+    )
+    between = fibres_between(c, "hall")
+    hall_rows = [
+        "<tr>" + _td(esc(a)) + _td(esc(b)) + _td(f"{t:,}", True) + _td(f"{f:,}", True) + "</tr>"
+        for (a, b), (t, f) in between.items()
+    ]
+    halls = (
+        _table(
+            (("hall", False), ("hall", False), ("trunks", True), ("fibres", True)),
+            hall_rows,
+            table_id="cabling-halls",
+            css_class="halls",
+        )
+        if hall_rows
+        else "<p>No trunks between halls.</p>"
+    )
+    pictures = []
+    for h, name in enumerate(c.pathways.hall_names[:MAX_HALLS_DRAWN]):
+        svg = hall_fill_svg(c, h)
+        if svg:
+            pictures.append(f"<h3>Tray fill, {esc(name)}</h3>\n{svg}")
+    campus = campus_svg(c)
+    if campus:
+        pictures.append(f"<h3>Fibres between buildings</h3>\n{campus}")
+    return (
+        '<section id="cabling">\n<h2>Cabling</h2>\n'
+        f"<p>{int(ok.sum()):,} of {c.n_links:,} links realized; {c.n_trunks:,} trunks, "
+        f"{int(c.frame_panels.sum()):,} panel ends; tray segments coloured by fill against "
+        "their limit (green under half, amber to the limit, red over it).</p>\n"
+        + media
+        + "\n<h3>Fibres between halls</h3>\n"
+        + halls
+        + "\n"
+        + "\n".join(pictures)
+        + "\n<h3>Cabling bill of materials</h3>\n"
+        + bom
+        + "\n</section>"
+    )
