@@ -203,7 +203,8 @@ class DesignDoc(_Doc):
     fabrics: list[FabricDoc]
     placement: PlacementDoc | None = Field(default=None, description="when the spec has a site")
     findings: list[FindingDoc] = Field(
-        description="every fabric's findings, in fabric order, then the placement's"
+        description="every fabric's findings, in fabric order, then the placement's, then the "
+        "cabling's"
     )
 
 
