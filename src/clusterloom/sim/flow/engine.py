@@ -724,7 +724,8 @@ class _Sim:
             self.grp_flow[self.grp_state != _DONE], minlength=f.n_flows
         ).astype(np.int64)
         self.rate = np.zeros(n_ent)
-        self.deliver = np.ones(n_ent, dtype=np.bool_)
+        self.deliver = np.ones(n_ent, dtype=np.bool_)  # False: a black hole (see _black_holes)
+        self.grate = np.zeros(n_grp)  # bytes/s delivered per group, set by _next_time
         self.fill: _Fill | None = None
         self.load: tuple[_I64, _F64, float] | None = None
         self.dirty = True
