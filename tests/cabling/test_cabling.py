@@ -203,6 +203,54 @@ def test_full_tray_is_named_with_its_numbers(monkeypatch: pytest.MonkeyPatch) ->
     assert "it needs 13 such pathways" in first.message  # 615.75 / 50 = 12.3
 
 
+def test_site_pathways_size_the_trays() -> None:
+    """The same 615.75 mm2 of cable in a row tray the site declares as 10 x 10 mm at 50 %
+    (50 mm2): the finding asks for 13 such trays; the site giving ``count: 13`` of them clears
+    it. Unset kinds keep the defaults."""
+    doc = _doc()
+    doc["site"]["pathways"] = {"row": {"width_mm": 10, "depth_mm": 10, "fill": 0.5}}
+    (first, *_) = _errors(_design(doc).cabling.findings, "tray-fill")  # type: ignore[union-attr]
+    assert "in a 10 x 10 mm tray that may carry 50 mm2" in first.message
+    assert "it needs 13 such pathways" in first.message
+    doc["site"]["pathways"]["row"]["count"] = 13
+    enough = _design(doc).cabling
+    assert enough is not None
+    assert not _errors(enough.findings, "tray-fill")
+    assert enough.pathways.seg_capacity_mm2.max() == pytest.approx(
+        max(13 * 50.0, TRAYS["hall"].area_mm2 * TRAYS["hall"].fill)
+    )
+
+
+def test_pathway_kinds_are_the_spec_s() -> None:
+    from typing import get_args
+
+    from clusterloom.cabling.pathways import SEGMENT_KINDS
+    from clusterloom.spec.site import PathwayKind
+
+    assert set(get_args(PathwayKind)) == set(SEGMENT_KINDS) == set(TRAYS)
+
+
+@pytest.mark.parametrize(
+    ("given", "fragment"),
+    [
+        ({"row": {"width_mm": 600}}, "a tray needs both width_mm and depth_mm"),
+        ({"row": {"width_mm": 600, "depth_mm": 100, "ducts": 4}}, "not both or neither"),
+        ({"row": {"count": 2}}, "not both or neither"),
+        ({"attic": {"width_mm": 600, "depth_mm": 100}}, "attic"),
+        ({"campus": {"ducts": 6, "duct_diameter_mm": 100, "fill": 1.5}}, "fill"),
+    ],
+)
+def test_bad_pathways_are_refused_with_their_field(given: dict[str, Any], fragment: str) -> None:
+    from clusterloom.errors import SpecError
+
+    doc = _doc()
+    doc["site"]["pathways"] = given
+    with pytest.raises(SpecError) as info:
+        parse_spec(yaml.safe_dump(doc))
+    text = " | ".join(f"{p.where}: {p.message}" for p in info.value.problems)
+    assert "site.pathways" in text and fragment in text, text
+
+
 def _recable(design: Design, media: dict[str, Any]) -> Cabling:
     """Cable ``design``'s fabrics and placement again with ``media`` overriding the catalog
     (the catalog changed after the fabrics were sized)."""

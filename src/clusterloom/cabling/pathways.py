@@ -50,6 +50,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from clusterloom.placement.floor import FloorPlan
+from clusterloom.spec.site import SiteSpec
 
 SEGMENT_KINDS: tuple[str, ...] = ("row", "cross-aisle", "spine", "hall", "riser", "campus")
 ROW, CROSS, SPINE, HALL, RISER, CAMPUS = range(6)
@@ -73,6 +74,15 @@ TRAYS: dict[str, Tray] = {
     "riser": Tray("900 x 150 mm ladder tray", 900.0 * 150.0, 0.5),
     "campus": Tray("duct bank of 6 x 100 mm ducts", 6 * math.pi * 50.0**2, 0.4),
 }
+
+
+def site_trays(site: SiteSpec | None) -> dict[str, Tray]:
+    """The default pathways with the site's ``pathways`` section applied."""
+    trays = dict(TRAYS)
+    if site is not None:
+        for kind, given in site.pathways.items():
+            trays[kind] = Tray(given.description, given.area_mm2, given.fill)
+    return trays
 
 
 def _ro(a: NDArray[Any]) -> NDArray[Any]:
@@ -110,6 +120,11 @@ class Pathways:
     seg_capacity_mm2: NDArray[np.float64]
     seg_hall: NDArray[np.int32]
     seg_building: NDArray[np.int32]
+    trays: tuple[Tray, ...]  # the pathway of each segment kind, in SEGMENT_KINDS order
+
+    def tray(self, s: int) -> Tray:
+        """The pathway (cross-section, fill limit, description) of segment ``s``."""
+        return self.trays[int(self.seg_kind[s])]
 
     @property
     def n_nodes(self) -> int:
@@ -284,4 +299,5 @@ def build_pathways(floor: FloorPlan, trays: dict[str, Tray] | None = None) -> Pa
         seg_capacity_mm2=_ro(area * fill),
         seg_hall=_ro(seg_hall),
         seg_building=_ro(seg_building),
+        trays=tuple(trays[k] for k in SEGMENT_KINDS),
     )

@@ -43,7 +43,7 @@ from clusterloom.cabling.media import (
     candidates,
     media_table,
 )
-from clusterloom.cabling.pathways import Pathways, build_pathways
+from clusterloom.cabling.pathways import Pathways, build_pathways, site_trays
 from clusterloom.cabling.route import loads, route_pairs, spread
 from clusterloom.fabric import FabricDesign
 from clusterloom.fabric.sizing import fabric_spec
@@ -283,7 +283,7 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
 
     catalog = spec.resolved_catalog()
     floor = placement.floor
-    pw = build_pathways(floor)
+    pw = build_pathways(floor, site_trays(spec.site))
     mt = media_table(catalog)
     L = _gather(placement, fabrics)
     n = L.link.shape[0]

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from clusterloom.cabling.media import LEG_FIBERS, TRUNK_FIBERS
-from clusterloom.cabling.pathways import SEGMENT_KINDS, TRAYS
 from clusterloom.fabric import FabricDesign
 from clusterloom.findings import Finding, Severity
 
@@ -113,14 +112,13 @@ def validate_cabling(c: Cabling, fabrics: tuple[FabricDesign, ...]) -> list[Find
     full = np.flatnonzero(c.seg_area_mm2 > cap + 1e-6)
     worst_first = full[np.argsort(-(c.seg_area_mm2[full] / cap[full]), kind="stable")]
     for rank, s in enumerate(worst_first[:SHOW].tolist()):
-        kind = SEGMENT_KINDS[int(pw.seg_kind[s])]
         more = full.shape[0] - SHOW if rank == 0 and full.shape[0] > SHOW else 0
         out.append(
             _err(
                 "tray-fill",
                 f"{c.seg_area_mm2[s]:,.0f} mm2 of cable ({int(c.seg_cables[s]):,} cables, "
-                f"{int(c.seg_trunks[s]):,} trunks) in a {TRAYS[kind].description} that may "
-                f"carry {cap[s]:,.0f} mm2 ({TRAYS[kind].fill:.0%} fill): "
+                f"{int(c.seg_trunks[s]):,} trunks) in a {pw.tray(s).description} that may "
+                f"carry {cap[s]:,.0f} mm2 ({pw.tray(s).fill:.0%} fill): "
                 f"it needs {int(np.ceil(c.seg_area_mm2[s] / cap[s]))} such pathways"
                 + (f"; {more:,} more segments overfull" if more else ""),
                 pw.segment_name(s),
@@ -134,7 +132,7 @@ def validate_cabling(c: Cabling, fabrics: tuple[FabricDesign, ...]) -> list[Find
                 Severity.INFO,
                 "tray-fill",
                 f"fullest segment at {fill[s]:.1%} of its cross-section "
-                f"(limit {TRAYS[SEGMENT_KINDS[int(pw.seg_kind[s])]].fill:.0%})",
+                f"(limit {pw.tray(s).fill:.0%})",
                 pw.segment_name(s),
             )
         )

@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from clusterloom.cabling import Cabling
 from clusterloom.cabling.bom import cabling_bom
-from clusterloom.cabling.pathways import SEGMENT_KINDS, TRAYS
+from clusterloom.cabling.pathways import SEGMENT_KINDS
 from clusterloom.cabling.validate import label_prefix
 from clusterloom.export.atomic import StrPath, atomic_open
 from clusterloom.export.naming import TopologyNames, topology_names
@@ -326,13 +326,13 @@ def write_pull_list(c: Cabling, path: Path) -> Path:
                     pw.node_names[int(pw.seg_a[s])],
                     pw.node_names[int(pw.seg_b[s])],
                     f"{float(pw.seg_length_m[s]):.1f}",
-                    TRAYS[kind].description,
+                    pw.tray(s).description,
                     int(c.seg_cables[s]),
                     int(c.seg_trunks[s]),
                     int(c.seg_fibers[s]),
                     f"{float(c.seg_area_mm2[s]):.0f}",
                     f"{100 * float(fill[s]):.1f}",
-                    f"{100 * TRAYS[kind].fill:.0f}",
+                    f"{100 * pw.tray(s).fill:.0f}",
                 )
             )
     return path

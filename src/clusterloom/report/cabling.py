@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from clusterloom.cabling import SEGMENT_KINDS, TRAYS, Cabling
+from clusterloom.cabling import SEGMENT_KINDS, Cabling
 from clusterloom.cabling.bom import cabling_bom, fibres_between
 from clusterloom.report.html import _table, _td, esc
 
@@ -44,8 +44,7 @@ def hall_fill_svg(c: Cabling, h: int) -> str:
         f'width="{min(width, 900):.0f}" role="img" aria-label="tray fill {esc(pw.hall_names[h])}">'
     ]
     for s, u, v in zip(segs.tolist(), a.tolist(), b.tolist(), strict=True):
-        kind = SEGMENT_KINDS[int(pw.seg_kind[s])]
-        ratio = float(fill[s]) / TRAYS[kind].fill
+        ratio = float(fill[s]) / pw.tray(s).fill
         x1, y1 = (xy[u] - lo) * SCALE
         x2, y2 = (xy[v] - lo) * SCALE
         stroke = 2.0 + 6.0 * min(ratio, 1.2)
@@ -53,7 +52,7 @@ def hall_fill_svg(c: Cabling, h: int) -> str:
             f'<line x1="{x1:.1f}" y1="{height - y1:.1f}" x2="{x2:.1f}" y2="{height - y2:.1f}" '
             f'stroke="{_fill_colour(ratio)}" stroke-width="{stroke:.1f}" stroke-linecap="round">'
             f"<title>{esc(pw.segment_name(s))}: {fill[s]:.1%} of "
-            f"{TRAYS[kind].description} (limit {TRAYS[kind].fill:.0%}), "
+            f"{pw.tray(s).description} (limit {pw.tray(s).fill:.0%}), "
             f"{int(c.seg_cables[s]):,} cables, {int(c.seg_trunks[s]):,} trunks</title></line>"
         )
     door = xy[pw.hall_door[h]]

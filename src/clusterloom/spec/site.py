@@ -51,7 +51,14 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import (
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    model_validator,
+)
 
 from clusterloom.errors import Problem
 from clusterloom.spec._base import SpecModel
@@ -75,6 +82,8 @@ __all__ = [
 Name = str
 Direction = Literal["east", "west", "north", "south"]
 PositionState = Literal["free", "reserved", "blocked"]
+#: The kinds of pathway segment the cabling stage builds (``cabling.pathways.SEGMENT_KINDS``).
+PathwayKind = Literal["row", "cross-aisle", "spine", "hall", "riser", "campus"]
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 _STEP: dict[str, tuple[int, int]] = {
     "east": (1, 0),
@@ -210,6 +219,51 @@ class SiteSolver(SpecModel):
     campus_effort: PositiveFloat = Field(default=20.0, description="for the hall assignment")
 
 
+class PathwaySpec(SpecModel):
+    """The cross-section of one kind of pathway segment: a cable tray (``width_mm`` x
+    ``depth_mm``) or a duct bank (``ducts`` x ``duct_diameter_mm``), ``count`` of them side by
+    side, filled to at most ``fill`` of their area."""
+
+    width_mm: PositiveFloat | None = None
+    depth_mm: PositiveFloat | None = None
+    ducts: PositiveInt | None = None
+    duct_diameter_mm: PositiveFloat | None = None
+    count: PositiveInt = Field(default=1, description="trays or duct banks side by side")
+    fill: float = Field(default=0.5, gt=0.0, le=1.0, description="largest share of the area")
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> PathwaySpec:
+        tray = self.width_mm is not None or self.depth_mm is not None
+        duct = self.ducts is not None or self.duct_diameter_mm is not None
+        if tray == duct:
+            raise ValueError(
+                "give a tray (width_mm and depth_mm) or a duct bank (ducts and "
+                "duct_diameter_mm), not both or neither"
+            )
+        if tray and (self.width_mm is None or self.depth_mm is None):
+            raise ValueError("a tray needs both width_mm and depth_mm")
+        if duct and (self.ducts is None or self.duct_diameter_mm is None):
+            raise ValueError("a duct bank needs both ducts and duct_diameter_mm")
+        return self
+
+    @property
+    def area_mm2(self) -> float:
+        """Cross-section of all ``count`` trays or banks together."""
+        if self.width_mm is not None and self.depth_mm is not None:
+            one = self.width_mm * self.depth_mm
+        else:
+            one = (self.ducts or 0) * math.pi * ((self.duct_diameter_mm or 0.0) / 2.0) ** 2
+        return self.count * one
+
+    @property
+    def description(self) -> str:
+        many = f"{self.count} x " if self.count > 1 else ""
+        if self.width_mm is not None:
+            return f"{many}{self.width_mm:g} x {self.depth_mm:g} mm tray"
+        bank = f"duct bank of {self.ducts} x {self.duct_diameter_mm:g} mm ducts"
+        return f"{many}{bank}"
+
+
 class SiteSpec(SpecModel):
     campus: str = Field(default="campus", pattern=_NAME)
     buildings: list[BuildingSpec] = Field(min_length=1)
@@ -230,6 +284,10 @@ class SiteSpec(SpecModel):
         default=0.0, description="kept from a medium's reach for vertical runs and slack"
     )
     solver: SiteSolver = SiteSolver()
+    pathways: dict[PathwayKind, PathwaySpec] = Field(
+        default_factory=dict,
+        description="pathway sizes per segment kind (unset kinds keep cabling's defaults)",
+    )
 
 
 # --- resolving positions ----------------------------------------------------------------------
