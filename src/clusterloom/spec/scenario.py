@@ -22,7 +22,6 @@ The simulator is imported inside the function, so loading a spec does not import
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Literal
 
@@ -104,24 +103,20 @@ def failure_problems(text: str, where: str) -> list[Problem]:
 
 def option_problems(name: str, options: dict[str, float], where: str) -> list[Problem]:
     """Everything wrong with the options of one (known) transport, each at ``where.KEY``."""
-    from clusterloom.sim.flow.transports import TRANSPORTS, transport
+    from clusterloom.sim.flow.transports import option_kinds, transport
 
-    cls = TRANSPORTS[name]
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    kinds = {k: {t.strip() for t in str(f.type).split("|")} for k, f in fields.items()}
-    whole = {k for k, types in kinds.items() if "int" in types}
-    flags = {k for k, types in kinds.items() if "bool" in types}
+    kinds = option_kinds(name)
     out: list[Problem] = []
     for key, value in options.items():
-        field = fields.get(key)
-        if field is None:
-            allowed = ", ".join(fields) or "none"
+        kind = kinds.get(key)
+        if kind is None:
+            allowed = ", ".join(kinds) or "none"
             out.append(Problem(f"{where}.{key}", f"unknown option of {name}; allowed: {allowed}"))
         elif not math.isfinite(value):
             out.append(Problem(f"{where}.{key}", f"{key} must be a finite number, got {value}"))
-        elif key in flags and value not in (0, 1):
+        elif kind == "bool" and value not in (0, 1):
             out.append(Problem(f"{where}.{key}", f"{key} is 1 (on) or 0 (off), got {value}"))
-        elif key in whole and (value != int(value) or value < 1):
+        elif kind == "int" and (value != int(value) or value < 1):
             out.append(Problem(f"{where}.{key}", f"{key} is a positive whole number, got {value}"))
         elif value < 0:
             out.append(Problem(f"{where}.{key}", f"{key} must be >= 0, got {value}"))

@@ -319,17 +319,24 @@ class Ideal:
 TRANSPORTS: dict[str, type] = {t.name: t for t in (RoceEcmp, MrcSpray, ReceiverDriven, Ideal)}
 
 
+def option_kinds(name: str) -> dict[str, str]:
+    """Each option of a (known) transport and its kind: ``bool`` (a switch), ``int`` (a whole
+    number) or ``float``."""
+    kinds = {}
+    for f in dataclasses.fields(TRANSPORTS[name]):
+        types = {t.strip() for t in str(f.type).split("|")}
+        kinds[f.name] = "bool" if "bool" in types else "int" if "int" in types else "float"
+    return kinds
+
+
 def transport(name: str, **options: float) -> Transport:
     """A transport by name with its options (e.g. ``qps=4``, ``evs=256``, ``loss=0.01``,
-    ``balance=0``); numbers are converted to the option's type (whole numbers, switches)."""
+    ``balance=0``); numbers are converted to the option's kind (whole numbers, switches)."""
     if name not in TRANSPORTS:
         known = ", ".join(sorted(TRANSPORTS))
         raise SpecError([Problem("--transport", f"unknown transport '{name}'; known: {known}")])
-    cls = TRANSPORTS[name]
-    types = {f.name: str(f.type) for f in dataclasses.fields(cls)}
-    typed = {
-        k: bool(v) if "bool" in types.get(k, "") else int(v) if "int" in types.get(k, "") else v
-        for k, v in options.items()
-    }
-    made: Transport = cls(**typed)
+    kinds = option_kinds(name)
+    convert = {"bool": bool, "int": int, "float": float}
+    typed = {k: convert[kinds.get(k, "float")](v) for k, v in options.items()}
+    made: Transport = TRANSPORTS[name](**typed)
     return made
