@@ -9,8 +9,13 @@ BOM lines (costs indicative, for comparing designs):
   row, two per structured link; the catalog's ``cable_cost_usd`` of the medium;
 - **trunks**: 144-fibre MPO trunks by fibre type and ordered length, ``TRUNK_USD`` plus
   ``TRUNK_USD_PER_M`` (indicative street prices of pre-terminated trunks);
-- **patch panels**: one 1U 144-fibre MPO panel per trunk end (``PANEL_USD`` with cassettes),
-  and the 48U patch racks (36 panels each) the row frames need.
+- **backbones** between hall distribution frames by size, fibre type and ordered length, priced
+  per fibre-metre as a trunk's length (``TRUNK_USD_PER_M / 144``; high-count cable is cheaper
+  per fibre, so this is an upper figure), and the **fusion splices** they need (each fibre at
+  both HDFs' pigtailed panels, and at each building entrance they pass), counted, not priced;
+- **patch panels**: one 1U 144-fibre MPO panel per 144 fibres of a cable end (``PANEL_USD``
+  with cassettes; a trunk's end at an HDF plugs into the backbone's panels), and the 48U patch
+  racks (36 panels each) the row and hall distribution frames need.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from clusterloom.cabling.media import TRUNK_FIBERS
+from clusterloom.cabling.plant import BACKBONE, TRUNK
 from clusterloom.cabling.stage import Cabling, order_length, panel_racks
 
 TRUNK_USD = 300.0
@@ -91,24 +98,44 @@ def cabling_bom(c: Cabling) -> list[BomLine]:
             out.append(BomLine("patch cord", cord, float(length), int(k), m.cable_cost_usd, 0.0))
     if c.n_trunks:
         tl = order_length(c.trunk_length_m.astype(np.float64))
-        for smf in (False, True):
-            sel = c.trunk_smf == smf
-            if not sel.any():
-                continue
+        for kind, size, smf in sorted(
+            set(
+                zip(
+                    c.trunk_kind.tolist(),
+                    c.trunk_fibers.tolist(),
+                    c.trunk_smf.tolist(),
+                    strict=True,
+                )
+            )
+        ):
+            sel = (c.trunk_kind == kind) & (c.trunk_fibers == size) & (c.trunk_smf == smf)
+            fibre = "SMF" if smf else "MMF"
             ls, counts = np.unique(tl[sel], return_counts=True)
             for length, k in zip(ls.tolist(), counts.tolist(), strict=True):
-                out.append(
-                    BomLine(
-                        "trunk",
-                        f"144-fibre MPO trunk {'SMF' if smf else 'MMF'}",
-                        float(length),
-                        int(k),
-                        TRUNK_USD + TRUNK_USD_PER_M * float(length),
-                        0.0,
+                if kind == TRUNK:
+                    item, unit = (
+                        f"{size}-fibre MPO trunk {fibre}",
+                        TRUNK_USD + TRUNK_USD_PER_M * length,
                     )
-                )
+                else:
+                    item = f"{size}-fibre ribbon backbone {fibre}"
+                    unit = TRUNK_USD_PER_M / TRUNK_FIBERS * size * length
+                out.append(BomLine("trunk", item, float(length), int(k), unit, 0.0))
+        bb = c.trunk_kind == BACKBONE
+        splices = int(((2 + c.trunk_splices[bb].astype(np.int64)) * c.trunk_fibers[bb]).sum())
+        if splices:
+            out.append(
+                BomLine("splice", "fusion splice (labour, not priced)", 0.0, splices, 0.0, 0.0)
+            )
         out.append(
-            BomLine("patch panel", "1U 144-fibre MPO panel", 0.0, 2 * c.n_trunks, PANEL_USD, 0.0)
+            BomLine(
+                "patch panel",
+                "1U 144-fibre MPO panel",
+                0.0,
+                int(c.frame_panels.sum()),
+                PANEL_USD,
+                0.0,
+            )
         )
         out.append(
             BomLine(
@@ -124,10 +151,9 @@ def cabling_bom(c: Cabling) -> list[BomLine]:
 
 
 def fibres_between(c: Cabling, level: str) -> dict[tuple[str, str], tuple[int, int]]:
-    """Trunks and installed fibres between each pair of halls (``level="hall"``) or buildings
-    (``"building"``) as ``{(a, b): (trunks, fibres)}``, a < b."""
-    from clusterloom.cabling.media import TRUNK_FIBERS
-
+    """Cables and installed fibres between each pair of halls (``level="hall"``) or buildings
+    (``"building"``) as ``{(a, b): (cables, fibres)}``, a < b: the backbones (and any trunk)
+    whose two frames are apart."""
     pw = c.pathways
     hall = c.frame_hall
     if level == "building":
@@ -135,11 +161,13 @@ def fibres_between(c: Cabling, level: str) -> dict[tuple[str, str], tuple[int, i
     else:
         keys = [pw.hall_names[int(h)] for h in hall.tolist()]
     out: dict[tuple[str, str], tuple[int, int]] = {}
-    for a, b in zip(c.trunk_a.tolist(), c.trunk_b.tolist(), strict=True):
+    for a, b, n in zip(
+        c.trunk_a.tolist(), c.trunk_b.tolist(), c.trunk_fibers.tolist(), strict=True
+    ):
         ka, kb = keys[a], keys[b]
         if ka == kb:
             continue
         pair = (min(ka, kb), max(ka, kb))
         t, f = out.get(pair, (0, 0))
-        out[pair] = (t + 1, f + TRUNK_FIBERS)
+        out[pair] = (t + 1, f + n)
     return dict(sorted(out.items()))

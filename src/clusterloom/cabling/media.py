@@ -21,6 +21,14 @@ smf     3.0     same
 trunk   12.0    144-fibre MPO trunk (12 x MPO-12 legs), 11-13 mm jacket (vendor typical)
 ======  ======  =======================================================================
 
+**Backbones** between hall distribution frames (``plant``) are high-fibre-count rollable-ribbon
+cables, spliced onto panels; :data:`BACKBONE_SIZES` (fibres, outer diameter in mm). The
+diameters are approximate figures for rollable-ribbon designs, not one vendor's datasheet: the
+FOA's guide to high-fibre-count cables puts 1,728 fibres in about twice the diameter of a
+conventional 144-fibre cable (so ~24 mm), and FEC reported a 6,912-fibre cable pulled through
+a 1.25-inch (32 mm) conduit (Cabling Installation & Maintenance), so under 32 mm; 864 and 3,456
+are interpolated. They set tray and duct fill, so a site with a datasheet should check them.
+
 **Optical budget.** Channel insertion loss = fibre attenuation x length + the loss of every
 mated connector pair along the channel (the transceivers' own connectors are part of the
 optic's budget, as IEEE 802.3 counts them). Figures:
@@ -32,6 +40,7 @@ multimode (850 nm, OM4)     3.0 dB/km     TIA-568.3-D OM4 at 850 nm (3.0 dB/km c
 single-mode (1310 nm)       0.5 dB/km     TIA-568.3-D outside plant / ITU-T G.652 at 1310 nm
 MPO joint                   0.35 dB       REFERENCES.md (low-loss MPO <= 0.35 dB)
 LC joint                    0.25 dB       REFERENCES.md (LC <= 0.25 dB)
+fusion splice               0.3 dB        TIA-568.3-D maximum per splice
 SR (<= 100 m) budget        1.9 dB        IEEE 802.3cm 400GBASE-SR4.2 / 802.3bs SR8 channel IL
 DR (<= 500 m) budget        3.0 dB        IEEE 802.3bs 400GBASE-DR4 channel insertion loss
 FR (<= 2 km) budget         4.0 dB        IEEE 802.3cu 400GBASE-FR4
@@ -40,7 +49,9 @@ LR (<= 10 km) budget        6.3 dB        IEEE 802.3cu 400GBASE-LR4-6
 
 A patch panel is one mated pair for parallel optics (MPO through an MPO adapter) and two for
 duplex optics (LC front, MPO rear of a cassette: 0.25 + 0.35 dB). A structured channel passes
-two panels (one per row distribution frame), the arrangement reach is quoted for.
+two panels (one per frame), the arrangement reach is quoted for; a channel between halls adds
+one MPO interconnect at each hall distribution frame and, between buildings, a splice at each
+building entrance (``plant``).
 """
 
 from __future__ import annotations
@@ -62,11 +73,19 @@ DIAMETER_MM: dict[str, float] = {
 TRUNK_DIAMETER_MM = 12.0
 TRUNK_FIBERS = 144
 LEG_FIBERS = 12
+#: backbone cables between hall distribution frames: (fibres, outer diameter mm), ascending
+BACKBONE_SIZES: tuple[tuple[int, float], ...] = (
+    (864, 18.0),
+    (1728, 24.0),
+    (3456, 28.0),
+    (6912, 31.0),
+)
 
 MMF_DB_PER_KM = 3.0
 SMF_DB_PER_KM = 0.5
 MPO_JOINT_DB = 0.35
 LC_JOINT_DB = 0.25
+SPLICE_DB = 0.3
 #: (reach up to metres, channel budget dB) for single-mode optics; multimode uses SR_BUDGET_DB
 SMF_BUDGETS_DB: tuple[tuple[float, float], ...] = ((500.0, 3.0), (2000.0, 4.0), (10000.0, 6.3))
 SR_BUDGET_DB = 1.9
@@ -81,6 +100,15 @@ def cable_area_mm2(kind: str) -> float:
 
 
 TRUNK_AREA_MM2 = float(np.pi * TRUNK_DIAMETER_MM**2 / 4.0)
+
+
+def frame_cable_area_mm2(fibers: NDArray[np.integer]) -> NDArray[np.float64]:
+    """Cross-section of a cable between frames of ``fibers`` fibres: a 144-fibre trunk, or the
+    backbone size that holds them."""
+    sizes = np.array([TRUNK_FIBERS] + [f for f, _ in BACKBONE_SIZES])
+    diam = np.array([TRUNK_DIAMETER_MM] + [d for _, d in BACKBONE_SIZES])
+    k = np.minimum(np.searchsorted(sizes, fibers), sizes.shape[0] - 1)
+    return np.asarray(np.pi * diam[k] ** 2 / 4.0, dtype=np.float64)
 
 
 def budget_db(m: MediaModel) -> float:

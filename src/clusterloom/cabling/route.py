@@ -89,13 +89,17 @@ def spread(
     area: NDArray[np.float64],
     base_load: NDArray[np.float64],
     max_length: NDArray[np.float64] | None = None,
+    slack: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int32], int]:
     """Route pairs carrying ``area`` mm^2 each on top of ``base_load`` (cables that cannot move),
     spreading off full segments (see the module); a pair never moves to a route longer than
-    its ``max_length`` (what its cables' reach leaves), it stays put instead. Returns lengths,
-    incidence (grouped by pair, each route's hops from its destination back to its source) and
-    the number of pairs moved off their shortest route."""
+    its ``max_length`` (what its cables' reach leaves), or than its shortest route plus
+    ``slack``, it stays put instead. Returns lengths, incidence (grouped by pair, each route's
+    hops from its destination back to its source) and the number of pairs moved off their
+    shortest route."""
     length, pair, seg = route_pairs(pw, src, dst)
+    if slack is not None:
+        max_length = length + slack
     moved = np.zeros(np.asarray(src).shape[0], dtype=bool)
     cap = pw.seg_capacity_mm2
     for _ in range(SPREAD_ROUNDS):

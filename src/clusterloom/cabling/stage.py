@@ -8,7 +8,8 @@ Every logical link of every fabric is realized as arrays (no Python object per l
    a link inside one row runs in the row tray (vertical drop from the port to the tray at
    ``TRAY_HEIGHT_M``, along the row, down again); a link leaving its row is structured: each
    end goes by patch cord to its frame, and an MPO trunk joins the two frames along the
-   shortest tray route (spread when trays fill, see ``route``). A network rack is its own
+   shortest tray route (spread when trays fill, see ``route``); between halls through both
+   halls' distribution frames and a backbone cable (``plant``). A network rack is its own
    frame (panels at its top, the cord stays in the rack: TIA-942's distribution areas are the
    switch racks); any other rack's frame is its row's distribution frame (RDF), overhead panels
    at the row end nearer the hall door, ``FRAME_DROP_M`` below the tray.
@@ -16,11 +17,14 @@ Every logical link of every fabric is realized as arrays (no Python object per l
    ``TRUNK_SLACK_M`` (REFERENCES.md: 2-3 m per trunk run). Cables are ordered in the standard
    lengths of :data:`LENGTH_BUCKETS_M`; reach is checked on the ordered length of an assembly
    and on the channel (cords + trunk) of an optic.
-4. **Medium** by reach and cost (``media``), **optical budget** (fibre loss + panel joints).
-5. **Trunks and fibres.** Links between two frames share 144-fibre trunks of 12 MPO-12 legs:
-   parallel optics take whole legs, duplex optics pack into legs; positions are assigned in
-   (fabric, link) order and flipped at the far end (TIA-568 method B: position ``p`` arrives
-   at ``13 - p``). Each trunk ends on one 1U panel per frame (12 MPO ports, port = leg).
+4. **Medium** by reach, optical budget and cost (``media``): fibre loss, the two panels, the
+   HDF interconnects and splices of a channel between halls.
+5. **Cables and fibres** (``plant``): 144-fibre trunks of 12 MPO-12 legs and high-count
+   backbones; parallel optics take whole legs, duplex optics pack into legs; positions are
+   assigned per frame pair in (fabric, link) order and flipped by every cable (TIA-568 method
+   B: position ``p`` arrives at ``13 - p``). A cable ends on one 1U panel per 144 fibres at
+   each frame (12 MPO ports, port = leg), except a trunk's end at an HDF (its legs plug into
+   the backbone's panels).
 6. **Labels**: ``{fabric prefix}-c{link:07d}`` for a link (``/A``, ``/B`` for its two patch
    cords), ``t{trunk:05d}`` for a trunk.
 """
@@ -35,15 +39,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clusterloom.cabling.media import (
-    LEG_FIBERS,
+    MPO_JOINT_DB,
+    SPLICE_DB,
     TIER_FIELDS,
-    TRUNK_AREA_MM2,
     TRUNK_FIBERS,
     MediaTable,
     candidates,
+    frame_cable_area_mm2,
     media_table,
 )
 from clusterloom.cabling.pathways import Pathways, build_pathways, site_trays
+from clusterloom.cabling.plant import BACKBONE, TRUNK, plan_plant
 from clusterloom.cabling.route import loads, route_pairs, spread
 from clusterloom.fabric import FabricDesign
 from clusterloom.fabric.sizing import fabric_spec
@@ -69,6 +75,8 @@ LENGTH_BUCKETS_M: tuple[float, ...] = (
 LONG_STEP_M = 25.0
 
 NONE = -1
+#: frame kinds: a row's distribution frame, a network rack's own panels, a hall's HDF
+ROW_FRAME, RACK_FRAME, HALL_FRAME = 0, 1, 2
 
 
 def order_length(length: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -91,11 +99,16 @@ class Cabling:
 
     Per link: ``fabric`` (index into ``fabrics``), ``link`` (topology link id), ``medium``
     (index into ``media.names``, -1 when none could be chosen), ``structured`` (through panels
-    and a trunk), ``length_m`` (the cable, or the channel of a structured link), ``order_m``,
-    ``cord_a_m``/``cord_b_m`` (patch cords), ``loss_db``, ``frame_a``/``frame_b`` (RDF of each
-    end, -1), ``trunk`` (-1), ``leg`` (1-12 at the trunk, first of the link's legs), ``fiber_a``
-    and ``fiber_b`` (first fibre position in the leg at the link's a and b end), ``span``
-    (positions taken in the leg).
+    and trunks), ``length_m`` (the cable, or the channel of a structured link), ``order_m``,
+    ``cord_a_m``/``cord_b_m`` (patch cords), ``loss_db``, ``frame_a``/``frame_b`` (the frame of
+    each end, -1), ``hops`` (the cables between the frames from the a end, -1 padded: one trunk
+    in a hall; trunk, backbone, trunk between halls), ``hop_legs`` (the link's first leg in
+    each, 1-based), ``fiber_a`` and ``fiber_b`` (first fibre position in the leg at the link's
+    a and b end), ``span`` (positions taken in a leg).
+
+    The cables between frames (``trunk_*``, indexed by cable ``t``) are 144-fibre trunks and
+    backbones (``trunk_kind``, see ``plant``); frames are the rows' distribution frames, then
+    the network racks' panels, then one hall distribution frame per hall (``frame_kind``).
     """
 
     fabrics: tuple[str, ...]
@@ -121,8 +134,8 @@ class Cabling:
     loss_db: NDArray[np.float32]
     frame_a: NDArray[np.int32]
     frame_b: NDArray[np.int32]
-    trunk: NDArray[np.int32]
-    leg: NDArray[np.int8]
+    hops: NDArray[np.int32]
+    hop_legs: NDArray[np.int16]
     fiber_a: NDArray[np.int8]
     fiber_b: NDArray[np.int8]
     span: NDArray[np.int8]
@@ -130,13 +143,17 @@ class Cabling:
     # route is trunk_route_seg[ptr[t]:ptr[t+1]], from its b frame back to its a frame
     frame_names: tuple[str, ...]
     frame_hall: NDArray[np.int32]
+    frame_kind: NDArray[np.int8]
     n_row_frames: int
     frame_node: NDArray[np.int32]
     frame_panels: NDArray[np.int32]
     trunk_a: NDArray[np.int32]
     trunk_b: NDArray[np.int32]
+    trunk_fibers: NDArray[np.int32]
     trunk_fibers_used: NDArray[np.int32]
     trunk_smf: NDArray[np.bool_]
+    trunk_kind: NDArray[np.int8]
+    trunk_splices: NDArray[np.int8]
     trunk_route_ptr: NDArray[np.int64]
     trunk_route_seg: NDArray[np.int32]
     trunk_length_m: NDArray[np.float32]
@@ -157,6 +174,31 @@ class Cabling:
     @property
     def n_trunks(self) -> int:
         return int(self.trunk_a.shape[0])
+
+    @property
+    def trunk(self) -> NDArray[np.int32]:
+        """The cable at each link's a end (-1 for a link that is not structured)."""
+        return self.hops[:, 0]
+
+    @property
+    def leg(self) -> NDArray[np.int16]:
+        """The link's first leg in its a-end cable."""
+        return self.hop_legs[:, 0]
+
+    @property
+    def n_hops(self) -> NDArray[np.int64]:
+        return (self.hops >= 0).sum(axis=1)  # type: ignore[no-any-return]
+
+    @property
+    def b_trunk(self) -> NDArray[np.int32]:
+        """The cable at each link's b end (its last hop; -1 when not structured)."""
+        last = np.maximum(self.n_hops - 1, 0)
+        return self.hops[np.arange(self.n_links), last]
+
+    @property
+    def b_leg(self) -> NDArray[np.int16]:
+        last = np.maximum(self.n_hops - 1, 0)
+        return self.hop_legs[np.arange(self.n_links), last]
 
     @property
     def seg_fill(self) -> NDArray[np.float64]:
@@ -330,6 +372,16 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     frame_names = tuple(f"{r.replace('/', '-')}-rdf" for r in floor.row_names) + tuple(
         f"{placement.rack_names[r]}-pp" for r in net_racks.tolist()
     )
+    # one hall distribution frame per hall, at its door
+    n_halls = floor.n_halls
+    hdf_of_hall = len(frame_names) + np.arange(n_halls, dtype=np.int64)
+    frame_names += tuple(f"{h.replace('/', '-')}-hdf" for h in floor.hall_names)
+    frame_node = np.concatenate([frame_node, pw.hall_door]).astype(np.int32)
+    frame_hall = np.concatenate([frame_hall, np.arange(n_halls)]).astype(np.int32)
+    frame_kind = np.repeat(
+        np.array([ROW_FRAME, RACK_FRAME, HALL_FRAME], dtype=np.int8),
+        [n_rows, net_racks.shape[0], n_halls],
+    )
     nr = max(len(frame_names), 1)
     in_rack_a = rack_frame[L.a_rack] >= 0
     in_rack_b = rack_frame[L.b_rack] >= 0
@@ -357,10 +409,30 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     pair_key = np.minimum(fa, fb) * nr + np.maximum(fa, fb)
     pairs, pair_of = np.unique(pair_key[leaves], return_inverse=True)
     p_lo, p_hi = pairs // nr, pairs % nr
-    first_len, _, _ = route_pairs(pw, frame_node[p_lo], frame_node[p_hi])
-    trunk_est = first_len + 2 * FRAME_DROP_M + TRUNK_SLACK_M
+    # a pair in one hall is one trunk; between halls frame -> HDF -> HDF -> frame (``plant``)
+    p_inter = frame_hall[p_lo] != frame_hall[p_hi]
+    hops_of_pair = np.where(p_inter, 3, 1)
+    hop_src = np.where(p_inter, frame_node[hdf_of_hall[frame_hall[p_lo]]], frame_node[p_hi])
+    hop_dst = frame_node[hdf_of_hall[frame_hall[p_hi]]]
+    x = np.flatnonzero(p_inter)
+    est, _, _ = route_pairs(
+        pw,
+        np.concatenate([frame_node[p_lo], hop_src[x], hop_dst[x]]),
+        np.concatenate([hop_src, hop_dst[x], frame_node[p_hi[x]]]),
+    )
+    n_p = pairs.shape[0]
+    route_est = est[:n_p].copy()
+    route_est[x] += est[n_p : n_p + x.shape[0]] + est[n_p + x.shape[0] :]
+    trunk_est = route_est + hops_of_pair * (2 * FRAME_DROP_M + TRUNK_SLACK_M)
+    building = floor.hall_building.astype(np.int64)
+    p_splices = np.where(
+        building[frame_hall[p_lo]] != building[frame_hall[p_hi]], 2 * SPLICE_DB, 0.0
+    )
     structured_len = np.zeros(n)
     structured_len[leaves] = cord_a[leaves] + trunk_est[pair_of] + cord_b[leaves]
+    # joints a channel adds to its two panels: an MPO interconnect at each HDF, the splices
+    joint_db = np.zeros(n)
+    joint_db[leaves] = np.where(p_inter, 2 * MPO_JOINT_DB, 0.0)[pair_of] + p_splices[pair_of]
 
     # assemblies named for a tier whose links leave the row run pos to pos through the trays
     medium = np.full(n, NONE, dtype=np.int16)
@@ -404,7 +476,12 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
                     long_direct[left[lv]] = True
                 else:
                     length = np.where(lv, structured_len[left], direct[left])
+                    loss = mt.db_per_km[c] * length / 1000.0 + np.where(
+                        lv, 2 * mt.panel_db[c] + joint_db[left], 0.0
+                    )
                     ok = length <= reach + 1e-9
+                    if mt.budget_db[c] > 0:
+                        ok &= loss <= mt.budget_db[c] + 1e-9
                     if named is not None:
                         ok[:] = True
                     medium[left[ok]] = c
@@ -459,60 +536,55 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
         base += np.bincount(end_seg, weights=w, minlength=nseg)
         cables += np.bincount(end_seg, minlength=nseg)
 
-    # trunks: per frame pair, fibre positions in (fabric, link) order
+    # the structured plant: cables between frames and each link's legs and fibre positions
     st = np.flatnonzero(structured)
     slots = mt.slots[medium[st]].astype(np.int64)
-    s_lo = np.minimum(end_frame_a[st], end_frame_b[st])
-    s_hi = np.maximum(end_frame_a[st], end_frame_b[st])
-    smf = np.array([m.kind == "smf" for m in mt.models], dtype=np.int64)[medium[st]]
-    key = (s_lo * nr + s_hi) * 2 + smf  # single-mode and multimode never share a trunk
-    order = np.lexsort((L.link[st], L.fabric[st], -slots, key))
-    st, slots, key = st[order], slots[order], key[order]
-    upairs, starts, counts = np.unique(key, return_index=True, return_counts=True)
-    cum = np.cumsum(slots)
-    pair_idx = np.repeat(np.arange(upairs.shape[0]), counts)
-    group_start = np.concatenate([[0], cum])[starts]
-    offset = cum - slots - group_start[pair_idx]
-    pair_total = np.add.reduceat(slots, starts) if st.shape[0] else np.zeros(0, np.int64)
-    pair_trunks = -(-pair_total // TRUNK_FIBERS)
-    trunk_base = np.concatenate([[0], np.cumsum(pair_trunks)])[:-1]
-    n_trunks = int(pair_trunks.sum())
-    trunk = np.full(n, NONE, dtype=np.int32)
-    leg = np.zeros(n, dtype=np.int8)
+    is_smf = np.array([m.kind == "smf" for m in mt.models], dtype=bool)
+    plant = plan_plant(
+        end_frame_a[st].astype(np.int64),
+        end_frame_b[st].astype(np.int64),
+        is_smf[medium[st]],
+        slots,
+        L.fabric[st].astype(np.int64) * (1 << 32) + L.link[st],
+        frame_hall.astype(np.int64),
+        hdf_of_hall,
+    )
+    n_trunks = plant.cable_a.shape[0]
+    hops = np.full((n, 3), NONE, dtype=np.int32)
+    hop_legs = np.zeros((n, 3), dtype=np.int16)
+    hops[st] = plant.hops
+    hop_legs[st] = plant.hop_legs
     fiber_a = np.zeros(n, dtype=np.int8)
     fiber_b = np.zeros(n, dtype=np.int8)
     span = np.zeros(n, dtype=np.int8)
-    trunk[st] = trunk_base[pair_idx] + offset // TRUNK_FIBERS
-    leg[st] = (offset % TRUNK_FIBERS) // LEG_FIBERS + 1
-    in_leg = offset % LEG_FIBERS + 1
-    sp = np.minimum(slots, LEG_FIBERS)
-    flipped = 13 - (in_leg + sp - 1)
-    a_is_lo = end_frame_a[st] == s_lo[order]
-    fiber_a[st] = np.where(a_is_lo, in_leg, flipped)
-    fiber_b[st] = np.where(a_is_lo, flipped, in_leg)
-    span[st] = sp
-    trunk_a = np.repeat(upairs // 2 // nr, pair_trunks).astype(np.int32)
-    trunk_b = np.repeat(upairs // 2 % nr, pair_trunks).astype(np.int32)
-    trunk_smf = np.repeat(upairs % 2 == 1, pair_trunks)
-    used = np.bincount(trunk[st], weights=slots, minlength=n_trunks).astype(np.int32)
+    fiber_a[st], fiber_b[st], span[st] = plant.fiber_a, plant.fiber_b, plant.span
+    on_hop = plant.hops >= 0
+    hop_link = np.repeat(np.arange(st.shape[0]), on_hop.sum(axis=1))
+    hop_cable = plant.hops[on_hop]
 
-    # route trunks (one pair of frames at a time, spreading off full trays); a trunk's route may
-    # grow only as far as the reach of every link in it allows
-    room = mt.reach_m[medium[st]] - cord_a[st] - cord_b[st] - 2 * FRAME_DROP_M - TRUNK_SLACK_M
-    trunk_room = np.full(n_trunks, np.inf)
-    np.minimum.at(trunk_room, trunk[st], room)
+    # route the cables (spreading off full trays); a cable's route may grow only by what the
+    # reach of every link in it leaves over its estimated channel
+    link_slack = np.maximum(mt.reach_m[medium[st]] - structured_len[st], 0.0)
+    trunk_slack = np.full(n_trunks, np.inf)
+    np.minimum.at(trunk_slack, hop_cable, link_slack[hop_link])
+    trunk_area = frame_cable_area_mm2(plant.cable_fibers)
     tr_len, tr_pair, tr_seg, rerouted = spread(
         pw,
-        frame_node[trunk_a],
-        frame_node[trunk_b],
-        np.full(n_trunks, TRUNK_AREA_MM2),
+        frame_node[plant.cable_a],
+        frame_node[plant.cable_b],
+        trunk_area,
         base,
-        trunk_room,
+        slack=trunk_slack,
     )
     trunk_len = tr_len + 2 * FRAME_DROP_M + TRUNK_SLACK_M
     seg_trunks = np.bincount(tr_seg, minlength=nseg).astype(np.int64)
     route_ptr = np.concatenate([[0], np.cumsum(np.bincount(tr_pair, minlength=n_trunks))])
-    base_trunk = loads(nseg, tr_pair, tr_seg, np.full(n_trunks, TRUNK_AREA_MM2))
+    base_trunk = loads(nseg, tr_pair, tr_seg, trunk_area)
+    seg_fibers = np.rint(
+        loads(nseg, tr_pair, tr_seg, plant.cable_fibers.astype(np.float64))
+    ).astype(np.int64)
+    trunk_bld = building[frame_hall[plant.cable_a]] != building[frame_hall[plant.cable_b]]
+    trunk_splices = np.where(trunk_bld & (plant.cable_kind == BACKBONE), 2, 0).astype(np.int8)
 
     # long assemblies (reach is checked on the ordered length: keep the route within it)
     ld_room = (mt.reach_m[medium[ld]] - SLACK_M) / (1 + SLACK_FRACTION) - drop_a[ld] - drop_b[ld]
@@ -522,29 +594,42 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     rerouted += rr
     length = np.where(structured, 0.0, direct)
     length[ld] = slack(drop_a[ld] + ld_len + drop_b[ld])
-    length[st] = cord_a[st] + trunk_len[trunk[st]] + cord_b[st]
+    channel = cord_a[st] + cord_b[st]
+    np.add.at(channel, hop_link, trunk_len[hop_cable])
+    length[st] = channel
     area = base + base_trunk + loads(nseg, ld_pair, ld_seg, area_link[ld])
     cables += np.bincount(ld_seg, minlength=nseg)
-    seg_fibers = (seg_trunks * TRUNK_FIBERS).astype(np.int64)
 
-    loss = np.zeros(n)
     mi = np.maximum(medium, 0)
-    loss = mt.db_per_km[mi] * length / 1000.0 + np.where(structured, 2 * mt.panel_db[mi], 0.0)
+    joints = np.zeros(n)
+    n_hops = on_hop.sum(axis=1)
+    splices = np.zeros(st.shape[0])
+    np.add.at(splices, hop_link, trunk_splices[hop_cable].astype(np.float64))
+    joints[st] = np.where(n_hops == 3, 2 * MPO_JOINT_DB, 0.0) + splices * SPLICE_DB
+    loss = mt.db_per_km[mi] * length / 1000.0 + np.where(
+        structured, 2 * mt.panel_db[mi] + joints, 0.0
+    )
     loss = np.where(medium >= 0, loss, 0.0)
     order_m = np.where(structured, 0.0, order_length(length))
 
-    # panels: each trunk takes one panel at each of its frames, numbered per frame
+    # panels: a cable takes one 1U panel per 144 fibres at each of its frames, except a
+    # trunk's end at an HDF, whose legs plug into the backbone's panels; numbered per frame
     n_frames = len(frame_names)
-    ends = np.concatenate([trunk_a, trunk_b]).astype(np.int64)
+    ends = np.concatenate([plant.cable_a, plant.cable_b]).astype(np.int64)
     tid = np.concatenate([np.arange(n_trunks), np.arange(n_trunks)])
+    size = np.tile(-(-plant.cable_fibers.astype(np.int64) // TRUNK_FIBERS), 2)
+    size[(frame_kind[ends] == HALL_FRAME) & (np.tile(plant.cable_kind, 2) == TRUNK)] = 0
     o = np.lexsort((tid, ends))
-    rank = np.zeros(2 * n_trunks, dtype=np.int64)
+    first = np.zeros(2 * n_trunks, dtype=np.int64)
     if n_trunks:
-        first_of = np.searchsorted(ends[o], ends[o], side="left")
-        rank[o] = np.arange(2 * n_trunks) - first_of
-    panel_a = (rank[:n_trunks] + 1).astype(np.int32)
-    panel_b = (rank[n_trunks:] + 1).astype(np.int32)
-    frame_panels = np.bincount(ends, minlength=n_frames).astype(np.int32)
+        cum = np.cumsum(size[o])
+        before = cum - size[o]
+        frame_start = before[np.searchsorted(ends[o], ends[o], side="left")]
+        first[o] = before - frame_start + 1
+    first[size == 0] = 0
+    panel_a = first[:n_trunks].astype(np.int32)
+    panel_b = first[n_trunks:].astype(np.int32)
+    frame_panels = np.bincount(ends, weights=size, minlength=n_frames).astype(np.int32)
 
     frame_a = np.where(structured, end_frame_a, NONE).astype(np.int32)
     frame_b = np.where(structured, end_frame_b, NONE).astype(np.int32)
@@ -572,20 +657,24 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
         loss_db=_ro(loss.astype(np.float32)),
         frame_a=_ro(frame_a),
         frame_b=_ro(frame_b),
-        trunk=_ro(trunk),
-        leg=_ro(leg),
+        hops=_ro(hops),
+        hop_legs=_ro(hop_legs),
         fiber_a=_ro(fiber_a),
         fiber_b=_ro(fiber_b),
         span=_ro(span),
         frame_names=frame_names,
         frame_hall=_ro(frame_hall),
+        frame_kind=_ro(frame_kind),
         n_row_frames=n_rows,
         frame_node=_ro(frame_node),
         frame_panels=_ro(frame_panels),
-        trunk_a=_ro(trunk_a),
-        trunk_b=_ro(trunk_b),
-        trunk_fibers_used=_ro(used),
-        trunk_smf=_ro(trunk_smf),
+        trunk_a=_ro(plant.cable_a),
+        trunk_b=_ro(plant.cable_b),
+        trunk_fibers=_ro(plant.cable_fibers),
+        trunk_fibers_used=_ro(plant.cable_used),
+        trunk_smf=_ro(plant.cable_smf),
+        trunk_kind=_ro(plant.cable_kind),
+        trunk_splices=_ro(trunk_splices),
         trunk_route_ptr=_ro(route_ptr.astype(np.int64)),
         trunk_route_seg=_ro(tr_seg.astype(np.int32)),
         trunk_length_m=_ro(trunk_len.astype(np.float32)),
@@ -609,7 +698,7 @@ def _with_findings(c: Cabling, findings: tuple[Finding, ...]) -> Cabling:
 
 
 def panel_racks(c: Cabling) -> int:
-    """Patch racks the row frames need (``PANELS_PER_RACK`` 1U panels each; a network rack's
-    panels sit in the rack itself)."""
-    row_panels = c.frame_panels[: c.n_row_frames].tolist()
-    return int(sum(math.ceil(p / PANELS_PER_RACK) for p in row_panels))
+    """Patch racks the row and hall distribution frames need (``PANELS_PER_RACK`` 1U panels
+    each; a network rack's panels sit in the rack itself)."""
+    own = c.frame_panels[c.frame_kind != RACK_FRAME].tolist()
+    return int(sum(math.ceil(p / PANELS_PER_RACK) for p in own))

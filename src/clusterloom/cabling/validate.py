@@ -8,8 +8,9 @@ code               what
 ``reach``          an assembly's ordered length, an optic's channel length, within its reach
 ``optical-budget`` fibre loss plus panel joints within the optic's channel budget
 ``tray-fill``      cables in each pathway segment within its fill limit (info: the fullest)
-``polarity``       method B: the far end of a leg position ``p`` is ``13 - p``; no trunk
-                   fibre position carries two links
+``polarity``       method B: the far end of a leg position ``p`` is ``13 - p`` (an odd
+                   number of cables); the cables chain from the a frame to the b frame; no
+                   cable fibre position carries two links, no link runs past a cable's legs
 ``labels``         every cable label unique
 =================  ===========================================================================
 """
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from clusterloom.cabling.media import LEG_FIBERS, TRUNK_FIBERS
+from clusterloom.cabling.media import LEG_FIBERS
 from clusterloom.fabric import FabricDesign
 from clusterloom.findings import Finding, Severity
 
@@ -139,30 +140,7 @@ def validate_cabling(c: Cabling, fabrics: tuple[FabricDesign, ...]) -> list[Find
 
     st = np.flatnonzero(c.structured & ok)
     if st.shape[0]:
-        fa = c.fiber_a[st].astype(np.int64)
-        fb = c.fiber_b[st].astype(np.int64)
-        sp = c.span[st].astype(np.int64)
-        bad = np.flatnonzero(
-            (fa + fb + sp - 1 != LEG_FIBERS + 1) | (fa < 1) | (fb < 1) | (c.trunk[st] < 0)
-        )
-        slots = mt.slots[mi[st]].astype(np.int64)
-        lo_fiber = np.where(c.frame_a[st] < c.frame_b[st], fa, fb)
-        start = c.trunk[st].astype(np.int64) * TRUNK_FIBERS + (
-            (c.leg[st].astype(np.int64) - 1) * LEG_FIBERS + lo_fiber - 1
-        )
-        o = np.argsort(start, kind="stable")
-        overlap = np.flatnonzero(start[o][1:] < (start[o] + slots[o])[:-1])
-        if bad.shape[0] or overlap.shape[0]:
-            w = st[bad[0]] if bad.shape[0] else st[o[overlap[0] + 1]]
-            out.append(
-                _err(
-                    "polarity",
-                    f"{bad.shape[0]:,} links break method-B polarity, {overlap.shape[0]:,} share "
-                    f"trunk fibres; link {int(c.link[w])}: trunk {int(c.trunk[w])} leg "
-                    f"{int(c.leg[w])} fibre {int(c.fiber_a[w])} -> {int(c.fiber_b[w])}",
-                    f"{c.fabrics[int(c.fabric[w])]} link {int(c.link[w])}",
-                )
-            )
+        out += _polarity(c, st)
 
     prefixes = [label_prefix(f) for f in c.fabrics]
     if len(set(prefixes)) != len(prefixes):
@@ -171,3 +149,56 @@ def validate_cabling(c: Cabling, fabrics: tuple[FabricDesign, ...]) -> list[Find
     if np.unique(lab).shape[0] != lab.shape[0]:
         out.append(_err("labels", "two cables carry the same label"))
     return out
+
+
+def _polarity(c: Cabling, st: np.ndarray) -> list[Finding]:
+    """Method-B positions and fibre occupancy of the structured links ``st``, cable by cable
+    along each link's chain from its a frame (see ``plant``)."""
+    mt = c.media
+    mi = np.maximum(c.medium[st], 0)
+    fa = c.fiber_a[st].astype(np.int64)
+    fb = c.fiber_b[st].astype(np.int64)
+    sp = c.span[st].astype(np.int64)
+    slots = mt.slots[mi].astype(np.int64)
+    n_hops = c.n_hops[st]
+    bad = (fa + fb + sp - 1 != LEG_FIBERS + 1) | (fa < 1) | (fb < 1) | (n_hops % 2 == 0)
+    base = np.concatenate([[0], np.cumsum(c.trunk_fibers.astype(np.int64))])
+    cur = c.frame_a[st].astype(np.int64)
+    starts: list[np.ndarray] = []
+    extents: list[np.ndarray] = []
+    owners: list[np.ndarray] = []
+    for col in range(c.hops.shape[1]):
+        on = np.flatnonzero(c.hops[st, col] >= 0)
+        t = c.hops[st[on], col].astype(np.int64)
+        ta, tb = c.trunk_a[t].astype(np.int64), c.trunk_b[t].astype(np.int64)
+        faces = ta == cur[on]
+        bad[on[~faces & (tb != cur[on])]] = True  # the chain breaks
+        cur[on] = np.where(faces, tb, ta)
+        pos = fa[on] if col % 2 == 0 else fb[on]
+        pos_at_a = np.where(faces, pos, LEG_FIBERS + 1 - (pos + sp[on] - 1))
+        leg = c.hop_legs[st[on], col].astype(np.int64)
+        legs = -(-slots[on] // LEG_FIBERS)
+        bad[on[(leg < 1) | (leg + legs - 1 > c.trunk_fibers[t] // LEG_FIBERS)]] = True
+        starts.append(base[t] + (leg - 1) * LEG_FIBERS + pos_at_a - 1)
+        extents.append(slots[on])
+        owners.append(on)
+    bad |= cur != c.frame_b[st]
+    start = np.concatenate(starts)
+    extent = np.concatenate(extents)
+    owner = np.concatenate(owners)
+    o = np.argsort(start, kind="stable")
+    overlap = np.flatnonzero(start[o][1:] < (start[o] + extent[o])[:-1])
+    bad_i = np.flatnonzero(bad)
+    if not bad_i.shape[0] and not overlap.shape[0]:
+        return []
+    w = st[bad_i[0]] if bad_i.shape[0] else st[owner[o[overlap[0] + 1]]]
+    hops = " > ".join(f"t{int(x):05d}" for x in c.hops[w] if x >= 0)
+    return [
+        _err(
+            "polarity",
+            f"{bad_i.shape[0]:,} links break method-B polarity or their cable chain, "
+            f"{overlap.shape[0]:,} share cable fibres; link {int(c.link[w])}: {hops} leg "
+            f"{int(c.leg[w])} fibre {int(c.fiber_a[w])} -> {int(c.fiber_b[w])}",
+            f"{c.fabrics[int(c.fabric[w])]} link {int(c.link[w])}",
+        )
+    ]

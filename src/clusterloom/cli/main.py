@@ -65,8 +65,10 @@ def _guard(fn: Callable[[], T]) -> T:
     except ClusterloomError as exc:
         if _state["debug"]:
             raise
-        problems = exc.problems if isinstance(exc, SpecError) else (
-            getattr(exc, "problems", None) or (str(exc),)
+        problems = (
+            exc.problems
+            if isinstance(exc, SpecError)
+            else (getattr(exc, "problems", None) or (str(exc),))
         )
         for problem in problems:
             err.print(f"[bold red]error[/]: {problem}", markup=True, soft_wrap=True)

@@ -3,8 +3,11 @@
 - ``cabling/cut_sheet.csv``: every realized link (fabric by fabric, in topology link order):
   label; both ends' device, port, rack and rack unit; medium; length (the cable, or the channel
   of a structured link) and ordered length; for a structured link each end's frame, panel and
-  port, the trunk, its legs and the fibre positions at each end; the channel loss;
-- ``cabling/trunks.csv``: every trunk with its frames, panels, fibres, length and route;
+  port, the cable at each end (``trunk``, ``b_trunk``), between halls the path through the
+  hall distribution frames (``via``: HDF panel/port, backbone, HDF panel/port), the legs and
+  fibre positions at each end; the channel loss;
+- ``cabling/trunks.csv``: every cable between frames (144-fibre trunks and the backbones
+  between hall distribution frames) with its frames, panels, fibres, splices, length and route;
 - ``cabling/pull_list.csv``: every pathway segment with its cables, trunks, fibres and fill;
 - ``cabling/bom.csv``: the cabling bill of materials (``cabling.bom``);
 - ``netbox/cables.csv``: NetBox's cable bulk import (DCIM > Cables > Import) with one cable per
@@ -28,6 +31,7 @@ from numpy.typing import NDArray
 from clusterloom.cabling import Cabling
 from clusterloom.cabling.bom import cabling_bom
 from clusterloom.cabling.pathways import SEGMENT_KINDS
+from clusterloom.cabling.plant import BACKBONE
 from clusterloom.cabling.validate import label_prefix
 from clusterloom.export.atomic import StrPath, atomic_open
 from clusterloom.export.naming import TopologyNames, topology_names
@@ -55,6 +59,8 @@ CUT_SHEET_COLUMNS = (
     "a_panel_port",
     "a_fibers",
     "trunk",
+    "via",
+    "b_trunk",
     "b_frame",
     "b_panel",
     "b_panel_port",
@@ -87,6 +93,7 @@ NETBOX_CABLE_TYPES: dict[str, str] = {
 }
 TRUNK_COLUMNS = (
     "trunk",
+    "kind",
     "fibre",
     "a_frame",
     "a_panel",
@@ -94,6 +101,7 @@ TRUNK_COLUMNS = (
     "b_panel",
     "fibres",
     "fibres_used",
+    "splices",
     "length_m",
     "route",
 )
@@ -162,6 +170,66 @@ def _labels(c: Cabling, sel: NDArray[np.int64]) -> NDArray[np.object_]:
     return _obj(["".join(r) for r in pieces.tolist()])
 
 
+def _panel_ports(
+    c: Cabling,
+    t: NDArray[np.int32],
+    frame: NDArray[np.int32],
+    leg: NDArray[np.int16],
+    on: NDArray[np.bool_],
+    legs: NDArray[np.int64],
+) -> tuple[NDArray[np.int64], NDArray[np.object_]]:
+    """Panel number and port(s) where cable ``t``'s leg ``leg`` (and the link's next
+    ``legs - 1``) ends at ``frame``; a cable takes one 12-port panel per 144 fibres."""
+    tt = np.where(on, t, c.n_trunks)  # a link without a cable reads the padding
+    ta = np.append(c.trunk_a, -1)[tt]
+    first = np.where(
+        ta == frame, np.append(c.trunk_panel_a, 0)[tt], np.append(c.trunk_panel_b, 0)[tt]
+    )
+    lg = leg.astype(np.int64) - 1
+    panel = first.astype(np.int64) + lg // 12
+    p0 = lg % 12 + 1
+    ports = _obj(
+        [
+            "" if not s else (f"{g}" if k == 1 else f"{g}-{g + k - 1}")
+            for s, g, k in zip(on.tolist(), p0.tolist(), legs.tolist(), strict=True)
+        ]
+    )
+    return panel, ports
+
+
+def _via(c: Cabling, sel: NDArray[np.int64], legs: NDArray[np.int64]) -> NDArray[np.object_]:
+    """For a link between halls: ``HDF panel/port > backbone > HDF panel/port``."""
+    via = np.full(sel.shape[0], "", dtype=object)
+    three = np.flatnonzero(c.n_hops[sel] == 3)
+    if not three.shape[0]:
+        return via
+    rows = sel[three]
+    bb = c.hops[rows, 1]
+    leg = c.hop_legs[rows, 1]
+    on = np.ones(rows.shape[0], dtype=bool)
+    # the HDF on the a side is the far end of the a-end trunk
+    t0 = c.hops[rows, 0]
+    hdf_a = np.where(c.trunk_a[t0] == c.frame_a[rows], c.trunk_b[t0], c.trunk_a[t0])
+    hdf_b = np.where(c.trunk_a[bb] == hdf_a, c.trunk_b[bb], c.trunk_a[bb])
+    pa, qa = _panel_ports(c, bb, hdf_a, leg, on, legs[three])
+    pb, qb = _panel_ports(c, bb, hdf_b, leg, on, legs[three])
+    names = c.frame_names
+    via[three] = [
+        f"{names[x]} {p}/{q} > {trunk_name(b)} > {names[y]} {r}/{s}"
+        for x, p, q, b, y, r, s in zip(
+            hdf_a.tolist(),
+            pa.tolist(),
+            qa.tolist(),
+            bb.tolist(),
+            hdf_b.tolist(),
+            pb.tolist(),
+            qb.tolist(),
+            strict=True,
+        )
+    ]
+    return via
+
+
 def cut_sheet_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[str]:
     """The cut sheet's rows (no header) as text chunks."""
     c = design.cabling
@@ -177,20 +245,9 @@ def cut_sheet_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[s
         sel = rows[start : start + chunk_rows]
         a_dev, a_if, b_dev, b_if = _ends(c, names, sel)
         st = c.structured[sel]
-        # trunk -1 (a direct link) reads the padding after the last trunk
-        t = np.where(c.trunk[sel] >= 0, c.trunk[sel], c.n_trunks)
-        a_lo = c.frame_a[sel] == np.append(c.trunk_a, -1)[t]
-        panel_a, panel_b = np.append(c.trunk_panel_a, 0), np.append(c.trunk_panel_b, 0)
-        pa = np.where(a_lo, panel_a[t], panel_b[t])
-        pb = np.where(a_lo, panel_b[t], panel_a[t])
         legs = np.maximum(-(-c.media.slots[c.medium[sel]] // 12), 1)
-        leg = c.leg[sel].astype(np.int64)
-        port = _obj(
-            [
-                "" if not s else (f"{g}" if k == 1 else f"{g}-{g + k - 1}")
-                for s, g, k in zip(st.tolist(), leg.tolist(), legs.tolist(), strict=True)
-            ]
-        )
+        pa, port_a = _panel_ports(c, c.trunk[sel], c.frame_a[sel], c.leg[sel], st, legs)
+        pb, port_b = _panel_ports(c, c.b_trunk[sel], c.frame_b[sel], c.b_leg[sel], st, legs)
         fa = c.fiber_a[sel].astype(np.int64)
         fb = c.fiber_b[sel].astype(np.int64)
         sp = c.span[sel].astype(np.int64)
@@ -226,12 +283,14 @@ def cut_sheet_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[s
             np.where(st, blank, _num(c.order_m[sel], "g")),
             frames[c.frame_a[sel]],
             np.where(st, _num(pa, "d"), blank),
-            port,
+            port_a,
             fib_a,
-            np.where(st, _obj([trunk_name(x) for x in t.tolist()]), blank),
+            np.where(st, _obj([trunk_name(x) for x in c.trunk[sel].tolist()]), blank),
+            _via(c, sel, legs),
+            np.where(st, _obj([trunk_name(x) for x in c.b_trunk[sel].tolist()]), blank),
             frames[c.frame_b[sel]],
             np.where(st, _num(pb, "d"), blank),
-            port,
+            port_b,
             fib_b,
             _num(c.loss_db[sel], ".2f"),
         ]
@@ -286,6 +345,15 @@ def _write_chunks(path: Path, header: tuple[str, ...], chunks: Iterator[str]) ->
     return path
 
 
+def _panels(first: int, fibres: int) -> str:
+    """``3`` or ``3-26`` (one panel per 144 fibres); empty when the end has no panel of its own
+    (a trunk's legs plugging into a backbone's panels at an HDF)."""
+    if first == 0:
+        return ""
+    n = -(-fibres // 144)
+    return f"{first}" if n == 1 else f"{first}-{first + n - 1}"
+
+
 def write_trunks(c: Cabling, path: Path) -> Path:
     pw = c.pathways
     frames = c.frame_names
@@ -297,13 +365,15 @@ def write_trunks(c: Cabling, path: Path) -> Path:
             w.writerow(
                 (
                     trunk_name(t),
+                    "backbone" if c.trunk_kind[t] == BACKBONE else "trunk",
                     "smf" if c.trunk_smf[t] else "mmf",
                     frames[int(c.trunk_a[t])],
-                    int(c.trunk_panel_a[t]),
+                    _panels(int(c.trunk_panel_a[t]), int(c.trunk_fibers[t])),
                     frames[int(c.trunk_b[t])],
-                    int(c.trunk_panel_b[t]),
-                    144,
+                    _panels(int(c.trunk_panel_b[t]), int(c.trunk_fibers[t])),
+                    int(c.trunk_fibers[t]),
                     int(c.trunk_fibers_used[t]),
+                    int(c.trunk_splices[t]),
                     f"{float(c.trunk_length_m[t]):.1f}",
                     " > ".join(pw.segment_name(int(s)) for s in segs.tolist()),
                 )

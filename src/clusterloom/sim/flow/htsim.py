@@ -413,6 +413,7 @@ def format_htsim(traffic: Traffic, *, done: Literal["recv", "send"] = "recv") ->
 
     def flows(idx: np.ndarray[tuple[int], np.dtype[np.intp]]) -> str:
         return ", ".join(str(int(i)) for i in idx[:5]) + (" ..." if idx.shape[0] > 5 else "")
+
     start_us = (traffic.start_ps + PS_PER_US // 2) // PS_PER_US
     late = np.flatnonzero(start_us > HTSIM_MAX_START_US)
     if late.shape[0]:

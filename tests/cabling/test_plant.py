@@ -1,0 +1,213 @@
+"""The structured plant: legs packed into trunks and backbones, links through the hall
+distribution frames, their losses, files and checks."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clusterloom.cabling import validate_cabling
+from clusterloom.cabling.bom import cabling_bom, fibres_between
+from clusterloom.cabling.media import MPO_JOINT_DB, SPLICE_DB
+from clusterloom.cabling.plant import BACKBONE, TRUNK, pack_legs, plan_plant
+from clusterloom.export import write_design
+from clusterloom.findings import Severity
+from clusterloom.pipeline import Design, run_design
+from clusterloom.spec import parse_spec
+from helpers import MINIMAL_SPEC
+
+BACKBONE_LEGS = (72, 144, 288, 576)
+
+
+def test_pack_legs_by_hand() -> None:
+    """13 legs of group 0 and 5 of group 1 in 12-leg trunks: a full trunk and one of a single
+    leg for group 0, one for group 1. 600 backbone legs: a 6,912-fibre cable (576 legs) and
+    the smallest that holds the other 24, an 864-fibre one (72 legs)."""
+    cable, leg, group, size = pack_legs(np.array([0] * 13 + [1] * 5), (12,))
+    assert cable.tolist() == [0] * 12 + [1] + [2] * 5
+    assert leg.tolist() == [*range(1, 13), 1, *range(1, 6)]
+    assert group.tolist() == [0, 0, 1] and size.tolist() == [12, 12, 12]
+    cable, leg, group, size = pack_legs(np.zeros(600, dtype=np.int64), BACKBONE_LEGS)
+    assert size.tolist() == [576, 72] and int(leg.max()) == 576
+    assert (cable[576:] == 1).all() and leg[576:].tolist() == list(range(1, 25))
+
+
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=2000))
+@settings(max_examples=60, deadline=None)
+def test_pack_legs_properties(groups: list[int]) -> None:
+    """Every leg lands once in a cable of its group, within its size; each group uses the
+    fewest cables of the largest size, its last the smallest size that holds the rest."""
+    g = np.sort(np.array(groups, dtype=np.int64))
+    cable, leg, group, size = pack_legs(g, BACKBONE_LEGS)
+    assert (group[cable] == g).all() and (leg >= 1).all() and (leg <= size[cable]).all()
+    slots = cable * 1000 + leg
+    assert np.unique(slots).shape[0] == g.shape[0]
+    for k, n in zip(*np.unique(g, return_counts=True), strict=True):
+        mine = size[group == k]
+        assert mine.shape[0] == -(-n // 576)
+        rest = n - 576 * (mine.shape[0] - 1)
+        assert mine[-1] == min(s for s in BACKBONE_LEGS if s >= rest)
+
+
+def test_plan_plant_by_hand() -> None:
+    """Frames 0 and 1 in hall 0, frame 2 in hall 1; the halls' distribution frames are 3 and 4::
+
+        [0] ══ t0 (144) ══ [1]                          seven duplex links 0 -> 1: one trunk
+        [0] ══ t1 ══ [HDF 3] ══ t2 (864, backbone) ══ [HDF 4] ══ t3 ══ [2]
+                                                        a 24-fibre link and three duplex
+                                                        links 0 -> 2, one duplex 2 -> 0
+
+    The pair 0-2 takes legs 1-2 (the 24-fibre link, whole legs first) and leg 3 (four duplex
+    links at positions 1, 3, 5, 7, in link order); every cable flips a leg, so a duplex link
+    at 1-2 on frame 0 arrives at 11-12 on frame 2, whichever end is its a end."""
+    a = np.array([0] * 7 + [0, 0, 0, 0, 2])
+    b = np.array([1] * 7 + [2, 2, 2, 2, 0])
+    slots = np.array([2] * 7 + [2, 24, 2, 2, 2])
+    p = plan_plant(
+        a,
+        b,
+        np.ones(12, dtype=bool),
+        slots,
+        np.arange(12),
+        frame_hall=np.array([0, 0, 1, 0, 1]),
+        hdf_of_hall=np.array([3, 4]),
+    )
+    assert p.cable_a.tolist() == [0, 0, 3, 4] and p.cable_b.tolist() == [1, 3, 4, 2]
+    assert p.cable_kind.tolist() == [TRUNK, TRUNK, BACKBONE, TRUNK]
+    assert p.cable_fibers.tolist() == [144, 144, 864, 144]
+    assert p.cable_used.tolist() == [14, 32, 32, 32]
+    assert (p.hops[:7] == [0, -1, -1]).all() and (p.hops[7:11] == [1, 2, 3]).all()
+    assert p.hops[11].tolist() == [3, 2, 1]  # from its a end, frame 2
+    assert p.fiber_a[:7].tolist() == [1, 3, 5, 7, 9, 11, 1]
+    assert p.hop_legs[:7, 0].tolist() == [1] * 6 + [2]
+    assert p.hop_legs[8].tolist() == [1, 1, 1] and p.span[8] == 12
+    duplex_02 = [7, 9, 10]
+    assert p.fiber_a[duplex_02].tolist() == [1, 3, 5] and (p.hop_legs[duplex_02] == 3).all()
+    assert p.fiber_b[duplex_02].tolist() == [11, 9, 7]
+    # link 11 runs 2 -> 0: position 7-8 at frame 0 is its b end, 5-6 at frame 2 its a end
+    assert (p.fiber_a[11], p.fiber_b[11]) == (5, 7)
+
+
+def _two_halls(buildings: int) -> dict[str, Any]:
+    """One row of two positions per hall, two halls in one building or one hall in each of
+    two buildings 200 m apart: the three racks cannot share a hall."""
+    doc: dict[str, Any] = yaml.safe_load(MINIMAL_SPEC)
+    template = {"rows": 1, "positions_per_row": 2, "pitch_m": 1.0, "origin_m": [0.5, 1.0]}
+
+    def hall(name: str) -> dict[str, Any]:
+        return {"name": name, "width_m": 40, "depth_m": 30, "template": template}
+
+    if buildings == 1:
+        doc["site"] = {"buildings": [{"name": "b1", "halls": [hall("h1"), hall("h2")]}]}
+    else:
+        doc["site"] = {
+            "buildings": [
+                {"name": "b1", "halls": [hall("h1")]},
+                {"name": "b2", "x_m": 200, "halls": [hall("h1")]},
+            ]
+        }
+    return doc
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["two-halls", "two-buildings"])
+def apart(request: pytest.FixtureRequest) -> Design:
+    return run_design(parse_spec(yaml.safe_dump(_two_halls(request.param))), compare=False)
+
+
+def test_links_between_halls_go_through_both_hdfs(apart: Design) -> None:
+    """A link between halls: trunk to its hall's HDF, backbone, trunk from the far HDF. Its
+    channel is the cords plus the three cables, its loss the fibre plus two panels, two MPO
+    interconnects and, between buildings, two splices."""
+    c = apart.cabling
+    assert c is not None
+    two_buildings = len(c.pathways.building_names) == 2
+    st_ = np.flatnonzero(c.structured)
+    inter = st_[c.frame_hall[c.frame_a[st_]] != c.frame_hall[c.frame_b[st_]]]
+    assert inter.shape[0] > 0
+    assert (c.n_hops[inter] == 3).all()
+    assert (c.trunk_kind[c.hops[inter, 1]] == BACKBONE).all()
+    assert (c.trunk_kind[c.hops[inter][:, [0, 2]]] == TRUNK).all()
+    hdf = c.frame_kind[c.trunk_b[c.hops[inter, 0]]]
+    assert (np.minimum(hdf, c.frame_kind[c.trunk_a[c.hops[inter, 0]]]) < 2).all()
+    channel = c.cord_a_m[inter] + c.cord_b_m[inter] + c.trunk_length_m[c.hops[inter]].sum(axis=1)
+    assert c.length_m[inter] == pytest.approx(channel, abs=1e-3)
+    mi = c.medium[inter]
+    splices = 2 * SPLICE_DB if two_buildings else 0.0
+    expected = (
+        c.media.db_per_km[mi] * c.length_m[inter] / 1000
+        + 2 * c.media.panel_db[mi]
+        + 2 * MPO_JOINT_DB
+        + splices
+    )
+    assert c.loss_db[inter] == pytest.approx(expected, abs=1e-4)
+    bb = np.unique(c.hops[inter, 1])
+    assert (c.trunk_splices[bb] == (2 if two_buildings else 0)).all()
+    level = "building" if two_buildings else "hall"
+    between = fibres_between(c, level)
+    assert sum(f for _, f in between.values()) == int(c.trunk_fibers[bb].sum())
+    assert not [f for f in c.findings if f.severity is Severity.ERROR]
+    bom = {(x.category, x.item): x.count for x in cabling_bom(c)}
+    fibres = int(c.trunk_fibers[bb].sum())
+    assert bom[("splice", "fusion splice (labour, not priced)")] == fibres * (
+        2 + (2 if two_buildings else 0)
+    )
+    assert bom[("patch panel", "1U 144-fibre MPO panel")] == int(c.frame_panels.sum())
+
+
+def test_cut_sheet_names_the_path_through_the_hdfs(apart: Design, tmp_path: Path) -> None:
+    c = apart.cabling
+    assert c is not None
+    write_design(apart, tmp_path)
+    with open(tmp_path / "cabling" / "cut_sheet.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    with open(tmp_path / "cabling" / "trunks.csv") as fh:
+        cables = {r["trunk"]: r for r in csv.DictReader(fh)}
+    via = [r for r in rows if r["via"]]
+    assert via and len(via) == int((c.n_hops == 3).sum())
+    for r in via:
+        hdf_a, backbone, hdf_b = r["via"].split(" > ")
+        assert hdf_a.split(" ")[0].endswith("-hdf") and hdf_b.split(" ")[0].endswith("-hdf")
+        assert cables[backbone]["kind"] == "backbone"
+        assert cables[r["trunk"]]["kind"] == cables[r["b_trunk"]]["kind"] == "trunk"
+        assert r["a_frame"] in (cables[r["trunk"]]["a_frame"], cables[r["trunk"]]["b_frame"])
+        assert r["b_frame"] in (cables[r["b_trunk"]]["a_frame"], cables[r["b_trunk"]]["b_frame"])
+    # the HDF end of a trunk has no panel of its own: its legs plug into the backbone's
+    hdf_ends = [r for r in cables.values() if r["kind"] == "trunk" and r["b_frame"].endswith("hdf")]
+    assert hdf_ends and all(r["b_panel"] == "" for r in hdf_ends)
+
+
+def test_a_broken_chain_or_shared_fibre_is_a_polarity_finding(apart: Design) -> None:
+    c = apart.cabling
+    assert c is not None
+    fabrics = apart.fabrics
+    three = np.flatnonzero(c.n_hops == 3)
+    hops = c.hops.copy()
+    hops[three[0], 2] = hops[three[0], 0]  # the last cable does not reach the b frame
+    broken = dataclasses.replace(c, hops=hops)
+    assert [f for f in validate_cabling(broken, fabrics) if f.code == "polarity"]
+    # another link of the same frame pair and span put on the first one's fibres
+    i = three[0]
+    twin = three[
+        (c.frame_a[three] == c.frame_a[i])
+        & (c.frame_b[three] == c.frame_b[i])
+        & (c.span[three] == c.span[i])
+    ]
+    assert twin.shape[0] >= 2
+    j = twin[1]
+    moved = {}
+    for name in ("hops", "hop_legs", "fiber_a", "fiber_b"):
+        arr = getattr(c, name).copy()
+        arr[j] = arr[i]
+        moved[name] = arr
+    shared = dataclasses.replace(c, **moved)
+    found = [f for f in validate_cabling(shared, fabrics) if f.code == "polarity"]
+    assert found and "0 links break" in found[0].message
+    assert "share cable fibres" in found[0].message
