@@ -32,9 +32,11 @@ from clusterloom.cabling import Cabling
 from clusterloom.cabling.bom import cabling_bom
 from clusterloom.cabling.pathways import SEGMENT_KINDS
 from clusterloom.cabling.plant import BACKBONE
+from clusterloom.cabling.stage import order_length
 from clusterloom.cabling.validate import label_prefix
 from clusterloom.export.atomic import StrPath, atomic_open
 from clusterloom.export.naming import TopologyNames, topology_names
+from clusterloom.export.netbox_plant import write_netbox_plant
 from clusterloom.pipeline import Design
 
 CUT_SHEET_COLUMNS = (
@@ -79,6 +81,8 @@ NETBOX_CABLE_COLUMNS = (
     "side_b_name",
     "type",
     "status",
+    "profile",
+    "bundle",
     "label",
     "length",
     "length_unit",
@@ -303,33 +307,85 @@ def cut_sheet_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[s
 
 
 def netbox_cable_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[str]:
-    """``netbox/cables.csv`` rows (no header) as text chunks."""
+    """``netbox/cables.csv`` rows (no header) as text chunks: a direct link is one cable
+    between its two interfaces; a structured link is its two patch cords, each from an
+    interface to the front port of its frame's panel (``export.netbox_plant``: the panels, their
+    ports and the trunk legs between them)."""
+    from clusterloom.export.netbox_plant import PlantNames, cord_ends
+
     c = design.cabling
     assert c is not None
     names = _names(design)
+    plant = PlantNames(c)
     site = design.spec.name
     types = _obj([NETBOX_CABLE_TYPES[m.kind] for m in c.media.models])
     rows = np.flatnonzero(c.realized())
     for start in range(0, rows.shape[0], chunk_rows):
         sel = rows[start : start + chunk_rows]
         a_dev, a_if, b_dev, b_if = _ends(c, names, sel)
-        length = np.where(c.structured[sel], c.length_m[sel], c.order_m[sel])
+        labels = _labels(c, sel)
+        st = c.structured[sel]
+        k = np.flatnonzero(st)
+        n_legs = -(-c.media.slots[c.medium[sel]].astype(np.int64) // 12)
+        # a structured link's two cords replace its end-to-end cable: rows (i, 0) and (i, 1)
+        rep = np.where(st, 2, 1)
+        idx = np.repeat(np.arange(sel.shape[0]), rep)
+        second = np.zeros(idx.shape[0], dtype=bool)
+        second[np.cumsum(rep)[st] - 1] = True
+        first_cord = np.zeros(idx.shape[0], dtype=bool)
+        first_cord[(np.cumsum(rep) - rep)[st]] = True
+        pa_dev, pa_port = cord_ends(plant, sel[k], "a")
+        pb_dev, pb_port = cord_ends(plant, sel[k], "b")
+        side_b_dev = b_dev.copy()
+        side_b_if = b_if.copy()
+        side_b_type = np.full(sel.shape[0], "dcim.interface", dtype=object)
+        dev_a, port_a = _obj(pa_dev), _obj(pa_port)
+        dev_b, port_b = _obj(pb_dev), _obj(pb_port)
+        a_col = a_dev[idx]
+        a_name = a_if[idx]
+        b_col = side_b_dev[idx]
+        b_name = side_b_if[idx]
+        b_type = side_b_type[idx]
+        pos = np.cumsum(st) - 1  # structured rank of each link in the chunk
+        one = first_cord
+        two = second
+        b_col[one] = dev_a[pos[idx[one]]]
+        b_name[one] = port_a[pos[idx[one]]]
+        b_type[one | two] = "dcim.frontport"
+        a_col[two] = b_dev[idx[two]]
+        a_name[two] = b_if[idx[two]]
+        b_col[two] = dev_b[pos[idx[two]]]
+        b_name[two] = port_b[pos[idx[two]]]
+        length = np.where(
+            st,
+            0.0,
+            c.order_m[sel],
+        )[idx]
+        length[one] = order_length(c.cord_a_m[sel][idx[one]].astype(np.float64))
+        length[two] = order_length(c.cord_b_m[sel][idx[two]].astype(np.float64))
+        label = labels[idx].copy()
+        label[one] = label[one] + "/A"
+        label[two] = label[two] + "/B"
+        profile = np.where(n_legs[idx] > 1, "", "single-1c1p").astype(object)
+        m = idx.shape[0]
         cols = [
-            np.full(sel.shape[0], site, dtype=object),
-            a_dev,
-            np.full(sel.shape[0], "dcim.interface", dtype=object),
-            a_if,
-            np.full(sel.shape[0], site, dtype=object),
-            b_dev,
-            np.full(sel.shape[0], "dcim.interface", dtype=object),
-            b_if,
-            types[c.medium[sel]],
-            np.full(sel.shape[0], "planned", dtype=object),
-            _labels(c, sel),
+            np.full(m, site, dtype=object),
+            a_col,
+            np.full(m, "dcim.interface", dtype=object),
+            a_name,
+            np.full(m, site, dtype=object),
+            b_col,
+            b_type,
+            b_name,
+            types[c.medium[sel]][idx],
+            np.full(m, "planned", dtype=object),
+            profile,
+            np.full(m, "", dtype=object),
+            label,
             _num(length, ".1f"),
-            np.full(sel.shape[0], "m", dtype=object),
+            np.full(m, "m", dtype=object),
         ]
-        pieces = np.empty((sel.shape[0], 2 * len(cols)), dtype=object)
+        pieces = np.empty((m, 2 * len(cols)), dtype=object)
         for j, col in enumerate(cols):
             pieces[:, 2 * j] = col
             pieces[:, 2 * j + 1] = ","
@@ -445,4 +501,5 @@ def write_cabling(design: Design, out_dir: StrPath) -> list[Path]:
         _write_chunks(
             out / "netbox" / "cables.csv", NETBOX_CABLE_COLUMNS, netbox_cable_chunks(design)
         ),
+        *write_netbox_plant(design, out),
     ]
