@@ -125,7 +125,7 @@ def apart(request: pytest.FixtureRequest) -> Design:
 def test_links_between_halls_go_through_both_hdfs(apart: Design) -> None:
     """A link between halls: trunk to its hall's HDF, backbone, trunk from the far HDF. Its
     channel is the cords plus the three cables, its loss the fibre plus two panels, two MPO
-    interconnects and, between buildings, two splices."""
+    interconnects, the backbone's two pigtail splices and, between buildings, two more."""
     c = apart.cabling
     assert c is not None
     two_buildings = len(c.pathways.building_names) == 2
@@ -140,7 +140,7 @@ def test_links_between_halls_go_through_both_hdfs(apart: Design) -> None:
     channel = c.cord_a_m[inter] + c.cord_b_m[inter] + c.trunk_length_m[c.hops[inter]].sum(axis=1)
     assert c.length_m[inter] == pytest.approx(channel, abs=1e-3)
     mi = c.medium[inter]
-    splices = 2 * SPLICE_DB if two_buildings else 0.0
+    splices = (4 if two_buildings else 2) * SPLICE_DB
     expected = (
         c.media.db_per_km[mi] * c.length_m[inter] / 1000
         + 2 * c.media.panel_db[mi]
@@ -149,7 +149,7 @@ def test_links_between_halls_go_through_both_hdfs(apart: Design) -> None:
     )
     assert c.loss_db[inter] == pytest.approx(expected, abs=1e-4)
     bb = np.unique(c.hops[inter, 1])
-    assert (c.trunk_splices[bb] == (2 if two_buildings else 0)).all()
+    assert (c.trunk_splices[bb] == (4 if two_buildings else 2)).all()
     level = "building" if two_buildings else "hall"
     between = fibres_between(c, level)
     assert sum(f for _, f in between.values()) == int(c.trunk_fibers[bb].sum())
@@ -157,7 +157,7 @@ def test_links_between_halls_go_through_both_hdfs(apart: Design) -> None:
     bom = {(x.category, x.item): x.count for x in cabling_bom(c)}
     fibres = int(c.trunk_fibers[bb].sum())
     assert bom[("splice", "fusion splice (labour, not priced)")] == fibres * (
-        2 + (2 if two_buildings else 0)
+        4 if two_buildings else 2
     )
     assert bom[("patch panel", "1U 144-fibre MPO panel")] == int(c.frame_panels.sum())
 

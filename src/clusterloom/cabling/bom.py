@@ -122,7 +122,7 @@ def cabling_bom(c: Cabling) -> list[BomLine]:
                     unit = TRUNK_USD_PER_M / TRUNK_FIBERS * size * length
                 out.append(BomLine("trunk", item, float(length), int(k), unit, 0.0))
         bb = c.trunk_kind == BACKBONE
-        splices = int(((2 + c.trunk_splices[bb].astype(np.int64)) * c.trunk_fibers[bb]).sum())
+        splices = int((c.trunk_splices[bb].astype(np.int64) * c.trunk_fibers[bb]).sum())
         if splices:
             out.append(
                 BomLine("splice", "fusion splice (labour, not priced)", 0.0, splices, 0.0, 0.0)

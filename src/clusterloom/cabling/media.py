@@ -40,7 +40,7 @@ multimode (850 nm, OM4)     3.0 dB/km     TIA-568.3-D OM4 at 850 nm (3.0 dB/km c
 single-mode (1310 nm)       0.5 dB/km     TIA-568.3-D outside plant / ITU-T G.652 at 1310 nm
 MPO joint                   0.35 dB       REFERENCES.md (low-loss MPO <= 0.35 dB)
 LC joint                    0.25 dB       REFERENCES.md (LC <= 0.25 dB)
-fusion splice               0.3 dB        TIA-568.3-D maximum per splice
+fusion splice               0.1 dB        typical fusion splice (FOA); TIA-568.3-D allows 0.3
 SR (<= 100 m) budget        1.9 dB        IEEE 802.3cm 400GBASE-SR4.2 / 802.3bs SR8 channel IL
 DR (<= 500 m) budget        3.0 dB        IEEE 802.3bs 400GBASE-DR4 channel insertion loss
 FR (<= 2 km) budget         4.0 dB        IEEE 802.3cu 400GBASE-FR4
@@ -50,8 +50,8 @@ LR (<= 10 km) budget        6.3 dB        IEEE 802.3cu 400GBASE-LR4-6
 A patch panel is one mated pair for parallel optics (MPO through an MPO adapter) and two for
 duplex optics (LC front, MPO rear of a cassette: 0.25 + 0.35 dB). A structured channel passes
 two panels (one per frame), the arrangement reach is quoted for; a channel between halls adds
-one MPO interconnect at each hall distribution frame and, between buildings, a splice at each
-building entrance (``plant``).
+one MPO interconnect at each hall distribution frame, the backbone's two pigtail splices and,
+between buildings, a splice at each building entrance (``plant``).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ MMF_DB_PER_KM = 3.0
 SMF_DB_PER_KM = 0.5
 MPO_JOINT_DB = 0.35
 LC_JOINT_DB = 0.25
-SPLICE_DB = 0.3
+SPLICE_DB = 0.1
 #: (reach up to metres, channel budget dB) for single-mode optics; multimode uses SR_BUDGET_DB
 SMF_BUDGETS_DB: tuple[tuple[float, float], ...] = ((500.0, 3.0), (2000.0, 4.0), (10000.0, 6.3))
 SR_BUDGET_DB = 1.9

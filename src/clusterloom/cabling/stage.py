@@ -425,8 +425,12 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     route_est[x] += est[n_p : n_p + x.shape[0]] + est[n_p + x.shape[0] :]
     trunk_est = route_est + hops_of_pair * (2 * FRAME_DROP_M + TRUNK_SLACK_M)
     building = floor.hall_building.astype(np.int64)
+    # a backbone is spliced to pigtailed panels at both HDFs, and again at each building
+    # entrance it passes (outside-plant cable to indoor cable)
     p_splices = np.where(
-        building[frame_hall[p_lo]] != building[frame_hall[p_hi]], 2 * SPLICE_DB, 0.0
+        p_inter,
+        np.where(building[frame_hall[p_lo]] != building[frame_hall[p_hi]], 4, 2) * SPLICE_DB,
+        0.0,
     )
     structured_len = np.zeros(n)
     structured_len[leaves] = cord_a[leaves] + trunk_est[pair_of] + cord_b[leaves]
@@ -584,7 +588,9 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
         loads(nseg, tr_pair, tr_seg, plant.cable_fibers.astype(np.float64))
     ).astype(np.int64)
     trunk_bld = building[frame_hall[plant.cable_a]] != building[frame_hall[plant.cable_b]]
-    trunk_splices = np.where(trunk_bld & (plant.cable_kind == BACKBONE), 2, 0).astype(np.int8)
+    trunk_splices = np.where(plant.cable_kind == BACKBONE, np.where(trunk_bld, 4, 2), 0).astype(
+        np.int8
+    )
 
     # long assemblies (reach is checked on the ordered length: keep the route within it)
     ld_room = (mt.reach_m[medium[ld]] - SLACK_M) / (1 + SLACK_FRACTION) - drop_a[ld] - drop_b[ld]
