@@ -470,9 +470,10 @@ def test_cli_cable_from_an_existing_design(tmp_path: Path) -> None:
 def test_change_reuses_spare_trunk_fibres_first() -> None:
     """Two rows of two positions; 16 GPUs grow to 24. Old: 16 links leave their row on
     sr4-400g (8 fibres: a whole 12-position leg each), 16 x 12 = 192 positions in two
-    144-fibre trunks, 288 - 192 = 96 spare. New: all 24 of its structured links are pulled
-    (none keeps both ends, racks and frames of an old one), 24 x 12 = 288 positions: 96 go to
-    the spare fibres, 192 need two new trunks."""
+    144-fibre trunks, 96 spare. New: all 24 of its structured links are pulled (none keeps
+    both ends, racks and frames of an old one), so the 16 old ones are re-pulled and free
+    their legs too: all 288 old positions are spare, the 24 x 12 = 288 positions of the
+    pulled links fit in them and no new trunk is needed."""
     small = _design(_doc(rows=2, positions=2))
     doc = _doc(rows=2, positions=2)
     doc["compute"]["accelerators"] = 24
@@ -486,7 +487,8 @@ def test_change_reuses_spare_trunk_fibres_first() -> None:
     ch = plan_change(old, small.fabrics, small.placement, new, grown.fabrics, grown.placement)
     pulled = np.concatenate([ch.added, ch.changed])
     assert int(new.structured[pulled].sum()) == 24
-    assert ch.spare_fibres == 96 and ch.reused_fibres == 96 and ch.new_trunks == 2
+    assert ch.kept.shape[0] == 0 or not old.structured[ch.kept].any()
+    assert ch.spare_fibres == 288 and ch.reused_fibres == 288 and ch.new_trunks == 0
 
 
 def test_two_buildings_trunks_cross_the_campus() -> None:

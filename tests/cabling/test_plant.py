@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from clusterloom.cabling import validate_cabling
 from clusterloom.cabling.bom import cabling_bom, fibres_between
-from clusterloom.cabling.media import MPO_JOINT_DB, SPLICE_DB
+from clusterloom.cabling.media import LEG_FIBERS, MPO_JOINT_DB, SPLICE_DB
 from clusterloom.cabling.plant import BACKBONE, TRUNK, pack_legs, plan_plant
 from clusterloom.export import write_design
 from clusterloom.findings import Severity
@@ -211,3 +211,94 @@ def test_a_broken_chain_or_shared_fibre_is_a_polarity_finding(apart: Design) -> 
     found = [f for f in validate_cabling(shared, fabrics) if f.code == "polarity"]
     assert found and "0 links break" in found[0].message
     assert "share cable fibres" in found[0].message
+
+
+def _grown(accelerators: int, medium: str | None) -> Design:
+    doc: dict[str, Any] = yaml.safe_load(MINIMAL_SPEC)
+    template = {"rows": 2, "positions_per_row": 2, "pitch_m": 1.0, "origin_m": [0.5, 1.0]}
+    hall = {"name": "h1", "width_m": 40, "depth_m": 30, "template": template}
+    doc["site"] = {"buildings": [{"name": "b1", "halls": [hall]}]}
+    doc["compute"]["accelerators"] = accelerators
+    if medium:
+        doc["fabrics"]["backend"]["media"] = {"host_leaf": medium, "leaf_spine": medium}
+    return run_design(parse_spec(yaml.safe_dump(doc)), compare=False)
+
+
+@pytest.mark.parametrize("medium", ["sr4-400g", "fr4-400g"], ids=["parallel", "duplex"])
+def test_change_puts_pulled_links_on_free_fibres_of_the_old_plant(medium: str) -> None:
+    """16 GPUs grow to 24 on two rows of two positions. Every pulled structured link that
+    finds room names old cables and legs between its own two frames, on positions no old link
+    keeps and no other pulled link takes, with method-B positions; a duplex link first fills
+    a leg its frame pair already uses."""
+    from clusterloom.cabling.change import plan_change
+
+    small, grown = _grown(16, medium), _grown(24, medium)
+    old, new = small.cabling, grown.cabling
+    assert old is not None and new is not None
+    assert small.placement is not None and grown.placement is not None
+    ch = plan_change(old, small.fabrics, small.placement, new, grown.fabrics, grown.placement)
+    got = np.flatnonzero(ch.reuse_hops[:, 0] >= 0)
+    assert got.shape[0] > 0
+    span = new.span[ch.pulled].astype(np.int64)
+    # what the old links that stay occupy, then each placed link: never a position twice
+    taken: set[tuple[int, int, int]] = set()
+
+    def occupy(hops: Any, legs: Any, frame: str, fa: int, fb: int, span: int) -> None:
+        for k, (t, g) in enumerate(zip(hops, legs, strict=True)):
+            if t < 0:
+                continue
+            a, b = old.frame_names[int(old.trunk_a[t])], old.frame_names[int(old.trunk_b[t])]
+            assert frame in (a, b), "the chain breaks"
+            pos = fa if k % 2 == 0 else fb
+            at_a = pos if frame == a else LEG_FIBERS + 1 - (pos + span - 1)
+            for p in range(at_a, at_a + span):
+                assert (int(t), int(g), p) not in taken
+                taken.add((int(t), int(g), p))
+            frame = b if frame == a else a
+
+    for i in ch.kept[old.structured[ch.kept]].tolist():
+        f = old.frame_names[int(old.frame_a[i])]
+        occupy(
+            old.hops[i],
+            old.hop_legs[i],
+            f,
+            int(old.fiber_a[i]),
+            int(old.fiber_b[i]),
+            int(old.span[i]),
+        )
+    for j in got.tolist():
+        i = int(ch.pulled[j])
+        fa, fb = int(ch.reuse_fiber_a[j]), int(ch.reuse_fiber_b[j])
+        assert fa + fb + span[j] - 1 == LEG_FIBERS + 1
+        f = new.frame_names[int(new.frame_a[i])]
+        occupy(ch.reuse_hops[j], ch.reuse_legs[j], f, fa, fb, int(span[j]))
+    assert ch.reused_fibres == int(new.media.slots[new.medium[ch.pulled[got]]].sum())
+    assert ch.reused_fibres <= ch.spare_fibres
+    if medium == "fr4-400g":
+        legs = {(int(ch.reuse_hops[j, 0]), int(ch.reuse_legs[j, 0])) for j in got.tolist()}
+        assert len(legs) < got.shape[0]  # several duplex links share a leg
+
+
+def test_cli_writes_the_change_file(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from clusterloom.cli.main import app
+
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    for path, n in ((old, 16), (new, 24)):
+        doc: dict[str, Any] = yaml.safe_load(MINIMAL_SPEC)
+        template = {"rows": 2, "positions_per_row": 2, "pitch_m": 1.0, "origin_m": [0.5, 1.0]}
+        hall = {"name": "h1", "width_m": 40, "depth_m": 30, "template": template}
+        doc["site"] = {"buildings": [{"name": "b1", "halls": [hall]}]}
+        doc["compute"]["accelerators"] = n
+        path.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["cable", str(new), "--from", str(old), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    with open(out / "cabling" / "change.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    actions = {r["action"] for r in rows}
+    assert actions <= {"remove", "re-pull", "add"} and "add" in actions
+    added = [r for r in rows if r["action"] != "remove" and r["a_frame"]]
+    assert all(r["cables"] == "new" or r["cables"].startswith("t") for r in added)
+    assert any(r["cables"].startswith("t") and r["a_fibers"] for r in added)

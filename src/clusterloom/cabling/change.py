@@ -10,10 +10,12 @@ identity the device and interface names encode. A link of both designs is
   cable is pulled again.
 
 **Rewired** links are the existing links that must be touched: changed plus removed (the
-expansion metric of Zhang et al., NSDI'19, REFERENCES.md). **Spare trunk fibres**: trunks of the
-existing design keep their free positions (144 less those used); the structured links the change
-adds or re-pulls between two frames use those first (single-mode and multimode apart, frames
-matched by name) and only the rest needs new trunks.
+expansion metric of Zhang et al., NSDI'19, REFERENCES.md). **Spare fibres**: the cables
+between frames of the existing design keep their free positions (those no link that stays
+uses: a removed or re-pulled link frees its fibres); the structured links the
+change adds or re-pulls take those first, with real positions (:class:`_Reuse`: free
+positions in a leg of the same frame pair, then legs free along the whole chain of cables,
+single-mode and multimode apart, frames matched by name), and only the rest needs new cables.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from clusterloom.cabling.media import TRUNK_FIBERS
+from clusterloom.cabling.media import BACKBONE_SIZES, LEG_FIBERS, TRUNK_FIBERS
+from clusterloom.cabling.plant import pack_legs
 from clusterloom.cabling.stage import Cabling
 from clusterloom.fabric import FabricDesign
 from clusterloom.placement import Placement
@@ -40,6 +43,16 @@ class Change:
     spare_fibres: int
     reused_fibres: int
     new_trunks: int
+    #: the structured rows of the new cabling that are pulled (added or changed), and where
+    #: each goes in the old plant: cables and legs from its a end (-1: a new cable), first
+    #: fibre position at each end
+    pulled: NDArray[np.int64]
+    #: rows of the old cabling that stay as they are
+    kept: NDArray[np.int64]
+    reuse_hops: NDArray[np.int32]
+    reuse_legs: NDArray[np.int16]
+    reuse_fiber_a: NDArray[np.int8]
+    reuse_fiber_b: NDArray[np.int8]
 
     @property
     def rewired(self) -> int:
@@ -127,41 +140,191 @@ def plan_change(
     removed = np.flatnonzero(ok_old & ~matched_old)
     changed = np.sort(inew[~same])
 
-    # spare trunk positions of the old design, per (frame pair by row names, fibre type)
-    spare: dict[tuple[str, str, bool], int] = {}
-    for t in range(old.n_trunks):
-        a, b = (
-            old.frame_names[int(old.trunk_a[t])],
-            old.frame_names[int(old.trunk_b[t])],
-        )
-        key = (min(a, b), max(a, b), bool(old.trunk_smf[t]))
-        spare[key] = spare.get(key, 0) + TRUNK_FIBERS - int(old.trunk_fibers_used[t])
-    need: dict[tuple[str, str, bool], int] = {}
     pulled = np.concatenate([added, changed])
-    pulled = pulled[new.structured[pulled]]
-    smf = np.array([m.kind == "smf" for m in new.media.models], dtype=bool)
-    for fa, fb, s, slots in zip(
-        new.frame_a[pulled].tolist(),
-        new.frame_b[pulled].tolist(),
-        smf[new.medium[pulled]].tolist(),
-        new.media.slots[new.medium[pulled]].tolist(),
-        strict=True,
-    ):
-        a, b = new.frame_names[fa], new.frame_names[fb]
-        key = (min(a, b), max(a, b), bool(s))
-        need[key] = need.get(key, 0) + int(slots)
-    reused = 0
-    trunks = 0
-    for key, n in sorted(need.items()):
-        use = min(n, spare.get(key, 0))
-        reused += use
-        trunks += -(-(n - use) // TRUNK_FIBERS)
+    pulled = np.sort(pulled[new.structured[pulled]])
+    kept = np.zeros(old.n_links, dtype=bool)
+    kept[io[same]] = True
+    reuse = _Reuse(old, kept)
+    spare = reuse.spare_fibres()
+    hops, legs, fa, fb = reuse.place(new, pulled)
+    reused = hops[:, 0] >= 0
+    slots = new.media.slots[new.medium[pulled]].astype(np.int64)
     return Change(
         added=added,
         changed=changed,
         removed=removed,
         unchanged=int(same.sum()),
-        spare_fibres=sum(spare.values()),
-        reused_fibres=reused,
-        new_trunks=trunks,
+        spare_fibres=spare,
+        reused_fibres=int(slots[reused].sum()),
+        new_trunks=reuse.new_cables(),
+        pulled=pulled,
+        kept=np.flatnonzero(kept),
+        reuse_hops=hops,
+        reuse_legs=legs,
+        reuse_fiber_a=fa,
+        reuse_fiber_b=fb,
     )
+
+
+class _Reuse:
+    """Free positions of the old design's cables between frames, handed to pulled links.
+
+    Frames are matched by name (the names encode hall, row and rack position, not array
+    ids). A leg of an old cable belongs to one frame pair end to end (``plant``: legs pass
+    whole through the HDFs), so a pulled duplex link first takes free positions in a leg its
+    frame pair already uses, then a leg free in every cable of its chain (a trunk between the
+    two frames in one hall; trunk to the HDF, backbone, trunk from the far HDF between halls),
+    whole legs for parallel optics; what finds no room is counted as new cables per chain
+    group (``new_cables``)."""
+
+    def __init__(self, old: Cabling, kept: NDArray[np.bool_]) -> None:
+        self.old = old
+        names = old.frame_names
+        legs = old.trunk_fibers.astype(np.int64) // LEG_FIBERS
+        self.leg_base = np.concatenate([[0], np.cumsum(legs)])
+        self.used = np.zeros(int(self.leg_base[-1]), dtype=bool)
+        # the cables between each two named frames (either way round), per fibre type
+        self.between: dict[tuple[str, str, bool], list[int]] = {}
+        for t in range(old.n_trunks):
+            a, b = names[int(old.trunk_a[t])], names[int(old.trunk_b[t])]
+            key = (min(a, b), max(a, b), bool(old.trunk_smf[t]))
+            self.between.setdefault(key, []).append(t)
+        # occupied legs, and per leg used by a frame pair the positions taken at the pair's
+        # lower-named frame (a bit mask) and the chain of (cable, leg) from that frame
+        self.mask: dict[int, int] = {}
+        self.chain: dict[int, tuple[tuple[int, int], ...]] = {}
+        self.pair_legs: dict[tuple[str, str, bool], list[int]] = {}
+        smf = np.array([m.kind == "smf" for m in old.media.models], dtype=bool)
+        # the positions of the links that stay; those of removed and re-pulled links are free
+        st = np.flatnonzero(old.structured & old.realized() & kept)
+        for i in st.tolist():
+            n_legs = -(-int(old.media.slots[old.medium[i]]) // LEG_FIBERS)
+            chain = [
+                (int(t), int(g))
+                for t, g in zip(old.hops[i], old.hop_legs[i], strict=True)
+                if t >= 0
+            ]
+            a, b = names[int(old.frame_a[i])], names[int(old.frame_b[i])]
+            pos = int(old.fiber_a[i])
+            if b < a:
+                chain, a, b, pos = chain[::-1], b, a, int(old.fiber_b[i])
+            key = (a, b, bool(smf[old.medium[i]]))
+            for k in range(n_legs):
+                for t, g in chain:
+                    self.used[self.leg_base[t] + g - 1 + k] = True
+                head = int(self.leg_base[chain[0][0]] + chain[0][1] - 1 + k)
+                if head not in self.chain:
+                    self.chain[head] = tuple((t, g + k) for t, g in chain)
+                    self.pair_legs.setdefault(key, []).append(head)
+                span = min(int(old.span[i]), LEG_FIBERS)
+                self.mask[head] = self.mask.get(head, 0) | (((1 << span) - 1) << (pos - 1))
+        self.need: dict[tuple[str, str, bool], int] = {}
+
+    def spare_fibres(self) -> int:
+        """Fibres of the old cables that no kept link uses."""
+        used = sum(
+            bin(m).count("1") * int(self.chain_len(h)) for h, m in self.mask.items()
+        )
+        return int(self.old.trunk_fibers.astype(np.int64).sum()) - used
+
+    def chain_len(self, head: int) -> int:
+        return len(self.chain[head])
+
+    def _free_legs(self, key: tuple[str, str, bool], n: int) -> tuple[int, int] | None:
+        """A cable between ``key``'s frames with ``n`` free legs in a row (starting at an odd
+        leg when ``n`` is 2): (cable, first leg)."""
+        for t in self.between.get(key, []):
+            base = int(self.leg_base[t])
+            n_legs = int(self.leg_base[t + 1]) - base
+            free = ~self.used[base : base + n_legs]
+            for g in range(0, n_legs - n + 1, n):
+                if free[g : g + n].all():
+                    return t, g + 1
+        return None
+
+    def place(
+        self, new: Cabling, rows: NDArray[np.int64]
+    ) -> tuple[NDArray[np.int32], NDArray[np.int16], NDArray[np.int8], NDArray[np.int8]]:
+        """Old cables, legs and fibre positions (from each link's a end) for the structured
+        links ``rows`` of ``new``; cable -1 where a new cable is needed."""
+        names = new.frame_names
+        smf = np.array([m.kind == "smf" for m in new.media.models], dtype=bool)
+        hall_names = new.pathways.hall_names
+        hops = np.full((rows.shape[0], 3), -1, dtype=np.int32)
+        legs = np.zeros((rows.shape[0], 3), dtype=np.int16)
+        fa = np.zeros(rows.shape[0], dtype=np.int8)
+        fb = np.zeros(rows.shape[0], dtype=np.int8)
+        for j, i in enumerate(rows.tolist()):
+            a, b = names[int(new.frame_a[i])], names[int(new.frame_b[i])]
+            ha = hall_names[int(new.frame_hall[new.frame_a[i]])]
+            hb = hall_names[int(new.frame_hall[new.frame_b[i]])]
+            flip = b < a
+            if flip:
+                a, b, ha, hb = b, a, hb, ha
+            s = bool(smf[new.medium[i]])
+            slots = int(new.media.slots[new.medium[i]])
+            span = min(int(new.span[i]), LEG_FIBERS)
+            n_legs = -(-slots // LEG_FIBERS)
+            groups = [(a, b)]
+            if ha != hb:
+                da, db = f"{ha.replace('/', '-')}-hdf", f"{hb.replace('/', '-')}-hdf"
+                groups = [(a, da), (da, db), (db, b)]
+            keys = [(min(x, y), max(x, y), s) for x, y in groups]
+            found = self._take(keys, (a, b, s), n_legs, span)
+            if found is None:
+                for key in keys:
+                    self.need[key] = self.need.get(key, 0) + n_legs
+                continue
+            chain, pos = found
+            far = LEG_FIBERS + 1 - (pos + span - 1)
+            if flip:
+                chain, pos, far = chain[::-1], far, pos
+            for k, (t, g) in enumerate(chain):
+                hops[j, k], legs[j, k] = t, g
+            fa[j], fb[j] = pos, far
+        return hops, legs, fa, fb
+
+    def _take(
+        self,
+        keys: list[tuple[str, str, bool]],
+        pair: tuple[str, str, bool],
+        n_legs: int,
+        span: int,
+    ) -> tuple[tuple[tuple[int, int], ...], int] | None:
+        """Room for a link of ``n_legs`` legs (``span`` positions in a leg) of frame pair
+        ``pair`` along cables ``keys``: its chain of (cable, leg) from the lower-named frame
+        and its first position there."""
+        want = (1 << span) - 1
+        if n_legs == 1 and span < LEG_FIBERS:
+            for head in self.pair_legs.get(pair, []):
+                m = self.mask[head]
+                for p in range(0, LEG_FIBERS - span + 1, span):
+                    if not m & (want << p):
+                        self.mask[head] = m | (want << p)
+                        return self.chain[head], p + 1
+        picks = [self._free_legs(k, n_legs) for k in keys]
+        if any(x is None for x in picks):
+            return None
+        chain = tuple(x for x in picks if x is not None)
+        for t, g in chain:
+            self.used[self.leg_base[t] + g - 1 : self.leg_base[t] + g - 1 + n_legs] = True
+        for k in range(n_legs):
+            head = int(self.leg_base[chain[0][0]] + chain[0][1] - 1 + k)
+            self.chain[head] = tuple((t, g + k) for t, g in chain)
+            self.mask[head] = want
+            if n_legs == 1 and span < LEG_FIBERS:
+                self.pair_legs.setdefault(pair, []).append(head)
+        return chain, 1
+
+    def new_cables(self) -> int:
+        """Cables the links without room need: per group of frames, the legs in cables of the
+        sizes ``plant`` packs (trunks of 12 legs; backbones between two HDFs)."""
+        total = 0
+        for (a, b, _), n in sorted(self.need.items()):
+            if a.endswith("-hdf") and b.endswith("-hdf"):
+                sizes = tuple(f // LEG_FIBERS for f, _ in BACKBONE_SIZES)
+            else:
+                sizes = (TRUNK_FIBERS // LEG_FIBERS,)
+            _, _, _, cables = pack_legs(np.zeros(n, dtype=np.int64), sizes)
+            total += int(cables.shape[0])
+        return total

@@ -231,7 +231,8 @@ def cable(
         typer.Option(
             "--from",
             help="the spec of an existing design: also print the cables this one adds, "
-            "changes and removes, links rewired and spare trunk fibres reused",
+            "changes and removes, links rewired and spare trunk fibres reused; with -o, "
+            "write them to cabling/change.csv with the old cables and fibres each reuses",
             show_default=False,
         ),
     ] = None,
@@ -283,6 +284,12 @@ def cable(
                 f"reused, {change.new_trunks:,} new trunks",
                 soft_wrap=True,
             )
+            if output is not None:
+                from clusterloom.export.cabling_files import write_change
+
+                written.append(
+                    write_change(before, result, change, output / "cabling" / "change.csv")
+                )
         shown = [f for f in result.findings if f.severity.value != "info"]
         if shown:
             render.findings(out, shown)

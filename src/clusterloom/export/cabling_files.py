@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 
 from clusterloom.cabling import Cabling
 from clusterloom.cabling.bom import cabling_bom
+from clusterloom.cabling.change import Change
 from clusterloom.cabling.pathways import SEGMENT_KINDS
 from clusterloom.cabling.plant import BACKBONE
 from clusterloom.cabling.stage import order_length
@@ -503,3 +504,78 @@ def write_cabling(design: Design, out_dir: StrPath) -> list[Path]:
         ),
         *write_netbox_plant(design, out),
     ]
+
+
+CHANGE_COLUMNS = (
+    "action",
+    "label",
+    "a_device",
+    "a_port",
+    "b_device",
+    "b_port",
+    "medium",
+    "length_m",
+    "a_frame",
+    "b_frame",
+    "cables",
+    "a_fibers",
+    "b_fibers",
+)
+
+
+def write_change(before: Design, after: Design, change: Change, path: StrPath) -> Path:
+    """``cabling/change.csv``: every cable the change touches, in the order an installer works:
+    removed (from the existing design, its labels), then re-pulled and added (the grown
+    design's labels). A structured link pulled into the existing plant names the old cables
+    and legs it takes (``t00012:L5 > ...``, from its a end) and its fibre positions; ``new``
+    when it needs a cable the existing plant lacks."""
+    c_old, c_new = before.cabling, after.cabling
+    assert c_old is not None and c_new is not None
+    where: dict[int, int] = {int(r): j for j, r in enumerate(change.pulled.tolist())}
+
+    def rows(
+        d: Design, c: Cabling, sel: NDArray[np.int64], action: str
+    ) -> Iterator[tuple[object, ...]]:
+        if sel.shape[0] == 0:
+            return
+        a_dev, a_if, b_dev, b_if = _ends(c, _names(d), sel)
+        labels = _labels(c, sel)
+        media = c.media.names
+        for k, i in enumerate(sel.tolist()):
+            cables, fa, fb = "", "", ""
+            if c.structured[i] and action != "remove":
+                j = where[i]
+                n = int(c.span[i])
+                if change.reuse_hops[j, 0] < 0:
+                    cables = "new"
+                else:
+                    cables = " > ".join(
+                        f"{trunk_name(int(t))}:L{int(g)}"
+                        for t, g in zip(change.reuse_hops[j], change.reuse_legs[j], strict=True)
+                        if t >= 0
+                    )
+                    x, y = int(change.reuse_fiber_a[j]), int(change.reuse_fiber_b[j])
+                    fa, fb = f"{x}-{x + n - 1}", f"{y}-{y + n - 1}"
+            yield (
+                action,
+                labels[k],
+                a_dev[k],
+                a_if[k],
+                b_dev[k],
+                b_if[k],
+                media[int(c.medium[i])],
+                f"{float(c.length_m[i]):.1f}",
+                c.frame_names[int(c.frame_a[i])] if c.structured[i] else "",
+                c.frame_names[int(c.frame_b[i])] if c.structured[i] else "",
+                cables,
+                fa,
+                fb,
+            )
+
+    with atomic_open(path, "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(CHANGE_COLUMNS)
+        w.writerows(rows(before, c_old, change.removed, "remove"))
+        w.writerows(rows(after, c_new, change.changed, "re-pull"))
+        w.writerows(rows(after, c_new, change.added, "add"))
+    return Path(path)
