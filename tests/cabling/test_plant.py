@@ -40,6 +40,20 @@ def test_pack_legs_by_hand() -> None:
     assert (cable[576:] == 1).all() and leg[576:].tolist() == list(range(1, 25))
 
 
+def test_pack_legs_splits_a_remainder_when_small_cables_take_less_room() -> None:
+    """Trunk sizes 144 / 864 / 1,728 / 3,456 fibres (12 / 72 / 144 / 288 legs), 12 / 18 / 24 /
+    28 mm: 13 legs go in two 144-fibre trunks (2 x 113 mm2 < 254 mm2 of one 864), 100 legs in
+    one 1,728 (452 mm2 < 9 x 113 mm2), 300 legs in a 3,456 and one 144 for the last 12."""
+    from clusterloom.cabling.media import TRUNK_SIZES
+
+    sizes = tuple(f // 12 for f, _ in TRUNK_SIZES)
+    area = tuple(float(np.pi * d * d / 4) for _, d in TRUNK_SIZES)
+    for n, expect in ((13, [12, 12]), (100, [144]), (300, [288, 12])):
+        cable, leg, _, size = pack_legs(np.zeros(n, dtype=np.int64), sizes, area)
+        assert size.tolist() == expect
+        assert (leg <= size[cable]).all() and np.unique(cable * 1000 + leg).shape[0] == n
+
+
 @given(st.lists(st.integers(0, 5), min_size=1, max_size=2000))
 @settings(max_examples=60, deadline=None)
 def test_pack_legs_properties(groups: list[int]) -> None:

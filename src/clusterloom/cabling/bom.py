@@ -9,10 +9,11 @@ BOM lines (costs indicative, for comparing designs):
   row, two per structured link; the catalog's ``cable_cost_usd`` of the medium;
 - **trunks**: 144-fibre MPO trunks by fibre type and ordered length, ``TRUNK_USD`` plus
   ``TRUNK_USD_PER_M`` (indicative street prices of pre-terminated trunks);
-- **backbones** between hall distribution frames by size, fibre type and ordered length, priced
-  per fibre-metre as a trunk's length (``TRUNK_USD_PER_M / 144``; high-count cable is cheaper
-  per fibre, so this is an upper figure), and the **fusion splices** they need (each fibre at
-  both HDFs' pigtailed panels, and at each building entrance they pass), counted, not priced;
+- **ribbon cables** (backbones between hall distribution frames, and trunks of more than 144
+  fibres) by size, fibre type and ordered length, priced per fibre-metre as a trunk's length
+  (``TRUNK_USD_PER_M / 144``; high-count cable is cheaper per fibre, so this is an upper
+  figure), and the **fusion splices** they need (each fibre at both ends' pigtailed panels,
+  and at each building entrance a backbone passes), counted, not priced;
 - **patch panels**: one 1U 144-fibre MPO panel per 144 fibres of a cable end (``PANEL_USD``
   with cassettes; a trunk's end at an HDF plugs into the backbone's panels), and the 48U patch
   racks (36 panels each) the row and hall distribution frames need.
@@ -112,17 +113,17 @@ def cabling_bom(c: Cabling) -> list[BomLine]:
             fibre = "SMF" if smf else "MMF"
             ls, counts = np.unique(tl[sel], return_counts=True)
             for length, k in zip(ls.tolist(), counts.tolist(), strict=True):
-                if kind == TRUNK:
+                if kind == TRUNK and size == TRUNK_FIBERS:
                     item, unit = (
                         f"{size}-fibre MPO trunk {fibre}",
                         TRUNK_USD + TRUNK_USD_PER_M * length,
                     )
                 else:
-                    item = f"{size}-fibre ribbon backbone {fibre}"
+                    what = "backbone" if kind == BACKBONE else "trunk"
+                    item = f"{size}-fibre ribbon {what} {fibre} (spliced)"
                     unit = TRUNK_USD_PER_M / TRUNK_FIBERS * size * length
                 out.append(BomLine("trunk", item, float(length), int(k), unit, 0.0))
-        bb = c.trunk_kind == BACKBONE
-        splices = int((c.trunk_splices[bb].astype(np.int64) * c.trunk_fibers[bb]).sum())
+        splices = int((c.trunk_splices.astype(np.int64) * c.trunk_fibers).sum())
         if splices:
             out.append(
                 BomLine("splice", "fusion splice (labour, not priced)", 0.0, splices, 0.0, 0.0)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from clusterloom.cabling.media import BACKBONE_SIZES, LEG_FIBERS, TRUNK_FIBERS
+from clusterloom.cabling.media import BACKBONE_SIZES, LEG_FIBERS, TRUNK_SIZES
 from clusterloom.cabling.plant import pack_legs
 from clusterloom.cabling.stage import Cabling
 from clusterloom.fabric import FabricDesign
@@ -222,9 +222,7 @@ class _Reuse:
 
     def spare_fibres(self) -> int:
         """Fibres of the old cables that no kept link uses."""
-        used = sum(
-            bin(m).count("1") * int(self.chain_len(h)) for h, m in self.mask.items()
-        )
+        used = sum(bin(m).count("1") * int(self.chain_len(h)) for h, m in self.mask.items())
         return int(self.old.trunk_fibers.astype(np.int64).sum()) - used
 
     def chain_len(self, head: int) -> int:
@@ -321,10 +319,9 @@ class _Reuse:
         sizes ``plant`` packs (trunks of 12 legs; backbones between two HDFs)."""
         total = 0
         for (a, b, _), n in sorted(self.need.items()):
-            if a.endswith("-hdf") and b.endswith("-hdf"):
-                sizes = tuple(f // LEG_FIBERS for f, _ in BACKBONE_SIZES)
-            else:
-                sizes = (TRUNK_FIBERS // LEG_FIBERS,)
-            _, _, _, cables = pack_legs(np.zeros(n, dtype=np.int64), sizes)
+            table = BACKBONE_SIZES if a.endswith("-hdf") and b.endswith("-hdf") else TRUNK_SIZES
+            sizes = tuple(f // LEG_FIBERS for f, _ in table)
+            area = tuple(float(np.pi * d * d / 4) for _, d in table)
+            _, _, _, cables = pack_legs(np.zeros(n, dtype=np.int64), sizes, area)
             total += int(cables.shape[0])
         return total

@@ -80,6 +80,12 @@ BACKBONE_SIZES: tuple[tuple[int, float], ...] = (
     (3456, 28.0),
     (6912, 31.0),
 )
+#: trunks from a frame to another frame or to its HDF: the 144-fibre MPO trunk, and spliced
+#: ribbon cables up to 3,456 fibres for frames with many legs (a spine rack's)
+TRUNK_SIZES: tuple[tuple[int, float], ...] = (
+    (TRUNK_FIBERS, TRUNK_DIAMETER_MM),
+    *BACKBONE_SIZES[:3],
+)
 
 MMF_DB_PER_KM = 3.0
 SMF_DB_PER_KM = 0.5
@@ -104,7 +110,7 @@ TRUNK_AREA_MM2 = float(np.pi * TRUNK_DIAMETER_MM**2 / 4.0)
 
 def frame_cable_area_mm2(fibers: NDArray[np.integer]) -> NDArray[np.float64]:
     """Cross-section of a cable between frames of ``fibers`` fibres: a 144-fibre trunk, or the
-    backbone size that holds them."""
+    ribbon size that holds them."""
     sizes = np.array([TRUNK_FIBERS] + [f for f, _ in BACKBONE_SIZES])
     diam = np.array([TRUNK_DIAMETER_MM] + [d for _, d in BACKBONE_SIZES])
     k = np.minimum(np.searchsorted(sizes, fibers), sizes.shape[0] - 1)

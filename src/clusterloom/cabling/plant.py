@@ -32,7 +32,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from clusterloom.cabling.media import BACKBONE_SIZES, LEG_FIBERS, TRUNK_FIBERS
+from clusterloom.cabling.media import (
+    BACKBONE_SIZES,
+    LEG_FIBERS,
+    TRUNK_SIZES,
+    frame_cable_area_mm2,
+)
 
 #: hop kinds of a cable: a frame-to-frame or frame-to-HDF trunk, an HDF-to-HDF backbone
 TRUNK, BACKBONE = 0, 1
@@ -64,30 +69,47 @@ class Plant:
 
 
 def pack_legs(
-    group: NDArray[np.int64], sizes_legs: tuple[int, ...]
+    group: NDArray[np.int64],
+    sizes_legs: tuple[int, ...],
+    areas: tuple[float, ...] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
     """Pack legs into cables. ``group`` (non-decreasing) is each leg's group in packing order;
-    ``sizes_legs`` the cable sizes in legs, ascending. Returns each leg's cable and leg number
-    (1-based) and each cable's group and size in legs: full cables of the largest size, the
-    last of a group the smallest size holding the rest."""
+    ``sizes_legs`` the cable sizes in legs, ascending, and ``areas`` their cross-sections.
+    Returns each leg's cable and leg number (1-based) and each cable's group and size in legs:
+    full cables of the largest size, then what is left in one cable of the smallest size that
+    holds it, or in cables of the smallest size when those take less cross-section together
+    (without ``areas``: always the one cable)."""
     n = group.shape[0]
     if n == 0:
         z = np.zeros(0, np.int64)
         return z, z, z, z
     groups, start, count = np.unique(group, return_index=True, return_counts=True)
-    big = sizes_legs[-1]
+    sizes = np.asarray(sizes_legs, dtype=np.int64)
+    big, small = int(sizes[-1]), int(sizes[0])
     full, rem = np.divmod(count, big)
-    n_cab = full + (rem > 0)
+    one_size = sizes[np.minimum(np.searchsorted(sizes, rem), sizes.shape[0] - 1)]
+    n_small = -(-rem // small)
+    split = np.zeros(groups.shape[0], dtype=bool)
+    if areas is not None:
+        area = dict(zip(sizes_legs, areas, strict=True))
+        one_area = np.array([area[int(x)] for x in one_size.tolist()])
+        split = (rem > 0) & (n_small * area[small] < one_area)
+    n_rem = np.where(rem > 0, np.where(split, n_small, 1), 0)
+    n_cab = full + n_rem
     base = np.concatenate([[0], np.cumsum(n_cab)[:-1]])
     g_of = np.repeat(np.arange(groups.shape[0]), count)
     rank = np.arange(n) - start[g_of]
-    cable = base[g_of] + rank // big
-    leg = rank % big + 1
+    r2 = rank - full[g_of] * big
+    in_rem = r2 >= 0
+    step = np.where(split[g_of], small, np.maximum(rem[g_of], 1))
+    cable = np.where(in_rem, base[g_of] + full[g_of] + r2 // step, base[g_of] + rank // big)
+    leg = np.where(in_rem, r2 % step + 1, rank % big + 1)
     cable_group = np.repeat(groups, n_cab)
     cable_legs = np.full(int(n_cab.sum()), big, dtype=np.int64)
-    has_rem = rem > 0
-    sizes = np.asarray(sizes_legs, dtype=np.int64)
-    cable_legs[(base + n_cab - 1)[has_rem]] = sizes[np.searchsorted(sizes, rem[has_rem])]
+    first_rem = base + full
+    for g in np.flatnonzero(rem > 0).tolist():
+        k = int(n_rem[g])
+        cable_legs[first_rem[g] : first_rem[g] + k] = small if split[g] else one_size[g]
     return cable.astype(np.int64), leg.astype(np.int64), cable_group, cable_legs
 
 
@@ -160,7 +182,8 @@ def plan_plant(
         """Pack the pair legs ``legs_sel`` (already in packing order, ``group`` each) into
         cables joining ``ends`` (per pair leg) as hop ``col``."""
         nonlocal n_cab
-        cable, leg, _, legs = pack_legs(group, sizes)
+        area = tuple(float(a) for a in frame_cable_area_mm2(np.array(sizes) * LEG_FIBERS))
+        cable, leg, _, legs = pack_legs(group, sizes, area)
         pl_hops[legs_sel, col] = cable + n_cab
         pl_legs[legs_sel, col] = leg
         first = np.zeros(legs.shape[0], dtype=np.int64)
@@ -173,7 +196,7 @@ def plan_plant(
         cab["kind"].append(np.full(legs.shape[0], kind, dtype=np.int64))
         n_cab += legs.shape[0]
 
-    trunk_legs = (TRUNK_FIBERS // LEG_FIBERS,)
+    trunk_legs = tuple(f // LEG_FIBERS for f, _ in TRUNK_SIZES)
     # direct trunks: per frame pair, in pair order
     d = np.flatnonzero(~inter)
     add(d, pl_pair[d], trunk_legs, (p_lo[pl_pair[d]], p_hi[pl_pair[d]]), TRUNK, 0)

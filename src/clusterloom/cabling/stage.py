@@ -426,11 +426,14 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     trunk_est = route_est + hops_of_pair * (2 * FRAME_DROP_M + TRUNK_SLACK_M)
     building = floor.hall_building.astype(np.int64)
     # a backbone is spliced to pigtailed panels at both HDFs, and again at each building
-    # entrance it passes (outside-plant cable to indoor cable)
-    p_splices = np.where(
-        p_inter,
-        np.where(building[frame_hall[p_lo]] != building[frame_hall[p_hi]], 4, 2) * SPLICE_DB,
-        0.0,
+    # entrance it passes (outside-plant cable to indoor cable); a trunk of more than 144 fibres
+    # (ribbon) is spliced at both ends. Packing comes after the choice of medium, so the choice
+    # counts every trunk of a channel as possibly spliced (at most 0.4 dB too many)
+    p_splices = (
+        np.where(
+            p_inter, np.where(building[frame_hall[p_lo]] != building[frame_hall[p_hi]], 8, 6), 2
+        )
+        * SPLICE_DB
     )
     structured_len = np.zeros(n)
     structured_len[leaves] = cord_a[leaves] + trunk_est[pair_of] + cord_b[leaves]
@@ -588,9 +591,11 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
         loads(nseg, tr_pair, tr_seg, plant.cable_fibers.astype(np.float64))
     ).astype(np.int64)
     trunk_bld = building[frame_hall[plant.cable_a]] != building[frame_hall[plant.cable_b]]
-    trunk_splices = np.where(plant.cable_kind == BACKBONE, np.where(trunk_bld, 4, 2), 0).astype(
-        np.int8
-    )
+    trunk_splices = np.where(
+        plant.cable_kind == BACKBONE,
+        np.where(trunk_bld, 4, 2),
+        np.where(plant.cable_fibers > TRUNK_FIBERS, 2, 0),
+    ).astype(np.int8)
 
     # long assemblies (reach is checked on the ordered length: keep the route within it)
     ld_room = (mt.reach_m[medium[ld]] - SLACK_M) / (1 + SLACK_FRACTION) - drop_a[ld] - drop_b[ld]
