@@ -3,13 +3,16 @@
 A structured link leaves its row; each end reaches its **frame** by patch cord (a row's
 distribution frame, or a network rack's own panels). Between the two frames:
 
-- **same hall**: one 144-fibre MPO trunk joins the two frames (TIA-942's zone cabling);
+- **same hall**: a trunk joins the two frames (TIA-942's zone cabling);
 - **different halls**: the link goes through each hall's **hall distribution frame** (HDF,
-  patch racks at the hall door): a 144-fibre trunk from its frame to its HDF, a **backbone**
+  patch racks at the hall door): a trunk from its frame to its HDF, a **backbone**
   cable from HDF to HDF, a trunk from the far HDF to the far frame. Backbones are high-fibre-
   count ribbon cables (:data:`~clusterloom.cabling.media.BACKBONE_SIZES`, up to 6,912 fibres),
   spliced onto MPO panels at both HDFs; between buildings they are also spliced at each
   building entrance (outside-plant cable to indoor cable).
+
+A trunk is a 144-fibre MPO trunk or, for a group of many legs, a spliced ribbon cable
+(:data:`~clusterloom.cabling.media.TRUNK_SIZES`, up to 3,456 fibres).
 
 **Legs pass whole.** Fibre positions are handed out per frame pair in MPO-12 *legs* (parallel
 optics take whole legs, duplex optics pack into legs), so every leg carries links of one frame
@@ -21,8 +24,9 @@ would add a mated pair per HDF; it is not modelled.
 
 **Packing.** Legs are packed into cables per group, in a stable order: a direct trunk per frame
 pair; a frame's trunk to its HDF per (frame, fibre type); a backbone per (hall pair, fibre
-type). Full cables first; the last cable of a group takes the smallest size that holds what is
-left. Single-mode and multimode never share a cable.
+type). Full cables of the largest size first; what is left goes in one cable of the smallest
+size that holds it, or in cables of the smallest size when those take less cross-section
+(:func:`pack_legs`). Single-mode and multimode never share a cable.
 """
 
 from __future__ import annotations
