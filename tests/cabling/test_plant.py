@@ -316,3 +316,50 @@ def test_cli_writes_the_change_file(tmp_path: Path) -> None:
     added = [r for r in rows if r["action"] != "remove" and r["a_frame"]]
     assert all(r["cables"] == "new" or r["cables"].startswith("t") for r in added)
     assert any(r["cables"].startswith("t") and r["a_fibers"] for r in added)
+
+
+def test_broken_out_cages_reach_their_frames_through_a_shuffle() -> None:
+    """800G switches broken out to 2 x 400G, links on FR4 (duplex) between two halls. A
+    structured end at a switch is a lane of a cage: it rides the cage's one MPO cord to a
+    shuffle cassette (MPO front and rear, 0.7 dB) instead of its own LC cord to a cassette
+    (LC + MPO, 0.6 dB). The BOM counts one cage cord and one shuffle per cage, and LC cords
+    only for the other ends."""
+    from clusterloom.cabling.media import SHUFFLE_DB
+    from helpers import switch_entry
+
+    doc = _two_halls(1)
+    doc["catalog"] = {"switches": {"bo800": switch_entry(32, 800, breakouts=(400,))}}
+    doc["fabrics"]["backend"]["switch"] = "bo800"
+    doc["fabrics"]["backend"]["media"] = {"host_leaf": "fr4-400g", "leaf_spine": "fr4-400g"}
+    d = run_design(parse_spec(yaml.safe_dump(doc)), compare=False)
+    c = d.cabling
+    assert c is not None
+    st_ = np.flatnonzero(c.structured)
+    assert (c.shuffle_a[st_] == (c.a_breakout[st_] > 1)).all()
+    assert (c.shuffle_b[st_] == (c.b_breakout[st_] > 1)).all()
+    assert not (c.shuffle_a | c.shuffle_b)[~c.structured].any()
+    both = st_[c.shuffle_a[st_] & c.shuffle_b[st_]]
+    assert both.shape[0] > 0
+    mi = c.medium[st_]
+    joints = np.where(c.n_hops[st_] == 3, 2 * MPO_JOINT_DB + 2 * SPLICE_DB, 0.0)
+    n_sh = c.shuffle_a[st_].astype(int) + c.shuffle_b[st_]
+    expected = (
+        c.media.db_per_km[mi] * c.length_m[st_] / 1000
+        + 2 * c.media.panel_db[mi]
+        + joints
+        + n_sh * (SHUFFLE_DB - c.media.panel_db[mi])
+    )
+    assert c.loss_db[st_] == pytest.approx(expected, abs=1e-4)
+    cages = set()
+    for side in ("a", "b"):
+        sh = np.flatnonzero(getattr(c, f"shuffle_{side}"))
+        node = getattr(c, f"{side}_node")[sh]
+        port = getattr(c, f"{side}_port")[sh] // 2
+        cages |= set(zip(node.tolist(), port.tolist(), strict=True))
+    bom = cabling_bom(c)
+    cage_cords = sum(x.count for x in bom if x.item.endswith("(cage)"))
+    shuffles = sum(x.count for x in bom if x.item.startswith("shuffle cassette"))
+    assert cage_cords == shuffles == len(cages)
+    lc = sum(x.count for x in bom if x.item == "patch cord SMF LC duplex")
+    direct = int((~c.structured & c.realized()).sum())
+    assert lc == direct + 2 * st_.shape[0] - int(n_sh.sum())

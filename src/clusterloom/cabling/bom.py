@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from clusterloom.cabling.media import TRUNK_FIBERS
 from clusterloom.cabling.plant import BACKBONE, TRUNK
@@ -47,6 +48,28 @@ class BomLine:
     @property
     def cost_usd(self) -> float:
         return self.count * self.unit_usd
+
+
+def _cage_cords(c: Cabling, rows: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """Ordered length of the one MPO cord of each broken-out switch cage whose lanes among
+    ``rows`` reach their frames through a shuffle (the longest of its lanes' cords)."""
+    keys: list[NDArray[np.int64]] = []
+    lengths: list[NDArray[np.float64]] = []
+    for side in ("a", "b"):
+        sel = np.flatnonzero(rows & getattr(c, f"shuffle_{side}"))
+        if not sel.shape[0]:
+            continue
+        node = getattr(c, f"{side}_node")[sel].astype(np.int64)
+        cage = getattr(c, f"{side}_port")[sel] // getattr(c, f"{side}_breakout")[sel]
+        keys.append((c.fabric[sel].astype(np.int64) << 56) | (node << 20) | cage)
+        lengths.append(getattr(c, f"cord_{side}_m")[sel].astype(np.float64))
+    if not keys:
+        return np.zeros(0)
+    key, length = np.concatenate(keys), np.concatenate(lengths)
+    uniq, inv = np.unique(key, return_inverse=True)
+    longest = np.zeros(uniq.shape[0])
+    np.maximum.at(longest, inv, length)
+    return order_length(longest)
 
 
 def cabling_bom(c: Cabling) -> list[BomLine]:
@@ -90,13 +113,33 @@ def cabling_bom(c: Cabling) -> list[BomLine]:
         lengths = np.concatenate(
             [
                 c.order_m[mine & ~c.structured],
-                order_length(c.cord_a_m[st].astype(np.float64)),
-                order_length(c.cord_b_m[st].astype(np.float64)),
+                order_length(c.cord_a_m[st & ~c.shuffle_a].astype(np.float64)),
+                order_length(c.cord_b_m[st & ~c.shuffle_b].astype(np.float64)),
             ]
         )
         ls, counts = np.unique(lengths, return_counts=True)
         for length, k in zip(ls.tolist(), counts.tolist(), strict=True):
             out.append(BomLine("patch cord", cord, float(length), int(k), m.cable_cost_usd, 0.0))
+        # the lanes of a broken-out cage share one MPO cord to one shuffle cassette
+        cage_len = _cage_cords(c, mine)
+        if cage_len.shape[0]:
+            f = int(max(c.a_breakout.max(), c.b_breakout.max()))
+            item = f"patch cord {m.kind.upper()} MPO-{2 * f if 2 * f > 12 else 12} (cage)"
+            ls, counts = np.unique(cage_len, return_counts=True)
+            for length, k in zip(ls.tolist(), counts.tolist(), strict=True):
+                out.append(
+                    BomLine("patch cord", item, float(length), int(k), m.cable_cost_usd * f, 0.0)
+                )
+            out.append(
+                BomLine(
+                    "patch panel",
+                    f"shuffle cassette MPO to {f} duplex lanes (in the panels' price)",
+                    0.0,
+                    int(cage_len.shape[0]),
+                    0.0,
+                    0.0,
+                )
+            )
     if c.n_trunks:
         tl = order_length(c.trunk_length_m.astype(np.float64))
         for kind, size, smf in sorted(

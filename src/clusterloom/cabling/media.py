@@ -48,10 +48,12 @@ LR (<= 10 km) budget        6.3 dB        IEEE 802.3cu 400GBASE-LR4-6
 ==========================  ============  ====================================================
 
 A patch panel is one mated pair for parallel optics (MPO through an MPO adapter) and two for
-duplex optics (LC front, MPO rear of a cassette: 0.25 + 0.35 dB). A structured channel passes
-two panels (one per frame), the arrangement reach is quoted for; a channel between halls adds
-one MPO interconnect at each hall distribution frame, the backbone's two pigtail splices and,
-between buildings, a splice at each building entrance (``plant``).
+duplex optics (LC front, MPO rear of a cassette: 0.25 + 0.35 dB). A duplex lane of a
+broken-out switch cage (one 800G DR8 module as eight 100G links) reaches its frame on the
+cage's MPO cord and a shuffle cassette (MPO front, MPO rear: 0.7 dB) instead. A structured
+channel passes two panels (one per frame), the arrangement reach is quoted for; a channel
+between halls adds one MPO interconnect at each hall distribution frame, the backbone's two
+pigtail splices and, between buildings, a splice at each building entrance (``plant``).
 """
 
 from __future__ import annotations
@@ -92,6 +94,8 @@ SMF_DB_PER_KM = 0.5
 MPO_JOINT_DB = 0.35
 LC_JOINT_DB = 0.25
 SPLICE_DB = 0.1
+#: a shuffle cassette at a frame: the cage's MPO cord in front, the legs' MPO at the rear
+SHUFFLE_DB = 2 * MPO_JOINT_DB
 #: (reach up to metres, channel budget dB) for single-mode optics; multimode uses SR_BUDGET_DB
 SMF_BUDGETS_DB: tuple[tuple[float, float], ...] = ((500.0, 3.0), (2000.0, 4.0), (10000.0, 6.3))
 SR_BUDGET_DB = 1.9

@@ -40,6 +40,7 @@ from numpy.typing import NDArray
 
 from clusterloom.cabling.media import (
     MPO_JOINT_DB,
+    SHUFFLE_DB,
     SPLICE_DB,
     TIER_FIELDS,
     TRUNK_FIBERS,
@@ -53,10 +54,11 @@ from clusterloom.cabling.plant import BACKBONE, TRUNK, plan_plant
 from clusterloom.cabling.route import loads, route_pairs, spread
 from clusterloom.fabric import FabricDesign
 from clusterloom.fabric.sizing import fabric_spec
+from clusterloom.fabric.topology import Role
 from clusterloom.findings import Finding, Severity
 from clusterloom.placement import Placement
 from clusterloom.placement.demand import NETWORK
-from clusterloom.spec import ClusterSpec
+from clusterloom.spec import Catalog, ClusterSpec
 
 RU_M = 0.04445  # EIA-310 rack unit
 TRAY_HEIGHT_M = 2.7  # tray bottom above the floor: 48U rack (~2.3 m) plus clearance
@@ -104,7 +106,10 @@ class Cabling:
     each end, -1), ``hops`` (the cables between the frames from the a end, -1 padded: one trunk
     in a hall; trunk, backbone, trunk between halls), ``hop_legs`` (the link's first leg in
     each, 1-based), ``fiber_a`` and ``fiber_b`` (first fibre position in the leg at the link's
-    a and b end), ``span`` (positions taken in a leg).
+    a and b end), ``span`` (positions taken in a leg); ``a_breakout``/``b_breakout`` (logical
+    ports per cage of each end's switch, 1 for a host) and ``shuffle_a``/``shuffle_b`` (a
+    duplex lane of a broken-out cage, reaching its frame through the cage's MPO cord and a
+    shuffle cassette).
 
     The cables between frames (``trunk_*``, indexed by cable ``t``) are 144-fibre trunks and
     backbones (``trunk_kind``, see ``plant``); frames are the rows' distribution frames, then
@@ -136,6 +141,10 @@ class Cabling:
     frame_b: NDArray[np.int32]
     hops: NDArray[np.int32]
     hop_legs: NDArray[np.int16]
+    a_breakout: NDArray[np.int16]
+    b_breakout: NDArray[np.int16]
+    shuffle_a: NDArray[np.bool_]
+    shuffle_b: NDArray[np.bool_]
     fiber_a: NDArray[np.int8]
     fiber_b: NDArray[np.int8]
     span: NDArray[np.int8]
@@ -227,14 +236,23 @@ class _Links:
     b_h: NDArray[np.int8]
     tier: NDArray[np.int8]
     speed: NDArray[np.int32]
+    a_breakout: NDArray[np.int16]
+    b_breakout: NDArray[np.int16]
 
 
-def _gather(placement: Placement, fabrics: tuple[FabricDesign, ...]) -> _Links:
+def _gather(placement: Placement, fabrics: tuple[FabricDesign, ...], catalog: Catalog) -> _Links:
     parts: dict[str, list[NDArray[Any]]] = {k: [] for k in _Links.__dataclass_fields__}
     for i, fd in enumerate(fabrics):
         t = fd.topology
         dev = placement.device(fd.name)
         n = t.n_links
+        # logical ports per switch cage (a 51.2T switch's 800G cage as eight 100G ports)
+        factor = np.ones(t.n_nodes, dtype=np.int16)
+        for tier in fd.plan.switch_tiers:
+            f = catalog.switches[tier.model].breakout_factor(fd.plan.speed_gbps) or 1
+            factor[t.node_role == int(Role[tier.role.upper()])] = f
+        parts["a_breakout"].append(factor[t.link_src])
+        parts["b_breakout"].append(factor[t.link_dst])
         parts["fabric"].append(np.full(n, i, dtype=np.int8))
         parts["link"].append(np.arange(n, dtype=np.int32))
         parts["a_node"].append(t.link_src.astype(np.int32))
@@ -327,7 +345,7 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     floor = placement.floor
     pw = build_pathways(floor, site_trays(spec.site))
     mt = media_table(catalog)
-    L = _gather(placement, fabrics)
+    L = _gather(placement, fabrics, catalog)
     n = L.link.shape[0]
     findings: list[Finding] = []
 
@@ -437,6 +455,9 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     )
     structured_len = np.zeros(n)
     structured_len[leaves] = cord_a[leaves] + trunk_est[pair_of] + cord_b[leaves]
+    # a switch end in a broken-out cage (eight 100G lanes of one 800G module): the cage's one
+    # MPO cord lands on a shuffle cassette that spreads its lanes over the frame's legs
+    broken_ends = (L.a_breakout > 1).astype(np.int64) + (L.b_breakout > 1)
     # joints a channel adds to its two panels: an MPO interconnect at each HDF, the splices
     joint_db = np.zeros(n)
     joint_db[leaves] = np.where(p_inter, 2 * MPO_JOINT_DB, 0.0)[pair_of] + p_splices[pair_of]
@@ -483,8 +504,13 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
                     long_direct[left[lv]] = True
                 else:
                     length = np.where(lv, structured_len[left], direct[left])
+                    shuffled = broken_ends[left] if mt.fibers[c] < 8 else 0
                     loss = mt.db_per_km[c] * length / 1000.0 + np.where(
-                        lv, 2 * mt.panel_db[c] + joint_db[left], 0.0
+                        lv,
+                        2 * mt.panel_db[c]
+                        + joint_db[left]
+                        + shuffled * (SHUFFLE_DB - mt.panel_db[c]),
+                        0.0,
                     )
                     ok = length <= reach + 1e-9
                     if mt.budget_db[c] > 0:
@@ -617,8 +643,12 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     splices = np.zeros(st.shape[0])
     np.add.at(splices, hop_link, trunk_splices[hop_cable].astype(np.float64))
     joints[st] = np.where(n_hops == 3, 2 * MPO_JOINT_DB, 0.0) + splices * SPLICE_DB
+    duplex = mt.fibers[mi] < 8
+    shuffle_a = structured & duplex & (L.a_breakout > 1)
+    shuffle_b = structured & duplex & (L.b_breakout > 1)
+    shuffled = shuffle_a.astype(np.int64) + shuffle_b
     loss = mt.db_per_km[mi] * length / 1000.0 + np.where(
-        structured, 2 * mt.panel_db[mi] + joints, 0.0
+        structured, 2 * mt.panel_db[mi] + joints + shuffled * (SHUFFLE_DB - mt.panel_db[mi]), 0.0
     )
     loss = np.where(medium >= 0, loss, 0.0)
     order_m = np.where(structured, 0.0, order_length(length))
@@ -670,6 +700,10 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
         frame_b=_ro(frame_b),
         hops=_ro(hops),
         hop_legs=_ro(hop_legs),
+        a_breakout=_ro(L.a_breakout),
+        b_breakout=_ro(L.b_breakout),
+        shuffle_a=_ro(shuffle_a),
+        shuffle_b=_ro(shuffle_b),
         fiber_a=_ro(fiber_a),
         fiber_b=_ro(fiber_b),
         span=_ro(span),

@@ -3,7 +3,9 @@
 - ``cabling/cut_sheet.csv``: every realized link (fabric by fabric, in topology link order):
   label; both ends' device, port, rack and rack unit; medium; length (the cable, or the channel
   of a structured link) and ordered length; for a structured link each end's frame, panel and
-  port, the cable at each end (``trunk``, ``b_trunk``), between halls the path through the
+  port, the cord at each end (``a_cord``, ``b_cord``: ``LC``, ``MPO``, or ``cage`` for a lane of
+  a broken-out cage on the cage's MPO cord and a shuffle), the cable at each end (``trunk``,
+  ``b_trunk``), between halls the path through the
   hall distribution frames (``via``: HDF panel/port, backbone, HDF panel/port), the legs and
   fibre positions at each end; the channel loss;
 - ``cabling/trunks.csv``: every cable between frames (144-fibre trunks and the backbones
@@ -57,6 +59,7 @@ CUT_SHEET_COLUMNS = (
     "kind",
     "length_m",
     "order_m",
+    "a_cord",
     "a_frame",
     "a_panel",
     "a_panel_port",
@@ -68,6 +71,7 @@ CUT_SHEET_COLUMNS = (
     "b_panel",
     "b_panel_port",
     "b_fibers",
+    "b_cord",
     "loss_db",
 )
 #: NetBox cable import fields (``dcim.forms.CableImportForm``).
@@ -202,6 +206,17 @@ def _panel_ports(
     return panel, ports
 
 
+def _cords(c: Cabling, sel: NDArray[np.int64], side: str) -> NDArray[np.object_]:
+    """The patch cord at one end of a structured link: ``LC`` (duplex, to a cassette),
+    ``MPO`` (parallel), or ``cage`` (a lane of a broken-out switch cage: the cage's one MPO
+    cord to a shuffle cassette)."""
+    parallel = c.media.fibers[c.medium[sel]] >= 8
+    kind = np.where(parallel, "MPO", "LC").astype(object)
+    kind[getattr(c, f"shuffle_{side}")[sel]] = "cage"
+    kind[~c.structured[sel]] = ""
+    return kind
+
+
 def _via(c: Cabling, sel: NDArray[np.int64], legs: NDArray[np.int64]) -> NDArray[np.object_]:
     """For a link between halls: ``HDF panel/port > backbone > HDF panel/port``."""
     via = np.full(sel.shape[0], "", dtype=object)
@@ -286,6 +301,7 @@ def cut_sheet_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[s
             kinds[c.medium[sel]],
             _num(c.length_m[sel], ".1f"),
             np.where(st, blank, _num(c.order_m[sel], "g")),
+            _cords(c, sel, "a"),
             frames[c.frame_a[sel]],
             np.where(st, _num(pa, "d"), blank),
             port_a,
@@ -297,6 +313,7 @@ def cut_sheet_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[s
             np.where(st, _num(pb, "d"), blank),
             port_b,
             fib_b,
+            _cords(c, sel, "b"),
             _num(c.loss_db[sel], ".2f"),
         ]
         pieces = np.empty((sel.shape[0], 2 * len(cols)), dtype=object)
