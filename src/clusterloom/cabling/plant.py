@@ -25,8 +25,9 @@ would add a mated pair per HDF; it is not modelled.
 **Packing.** Legs are packed into cables per group, in a stable order: a direct trunk per frame
 pair; a frame's trunk to its HDF per (frame, fibre type); a backbone per (hall pair, fibre
 type). Full cables of the largest size first; what is left goes in one cable of the smallest
-size that holds it, or in cables of the smallest size when those take less cross-section
-(:func:`pack_legs`). Single-mode and multimode never share a cable.
+size that holds it, or in cables of the smallest size when those take less cross-section or
+that one would be less than half full (:func:`pack_legs`): a spine rack's thousands of
+fibres go in ribbon, a leaf rack's few hundred in MPO trunks (no splices in their channels). Single-mode and multimode never share a cable.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def pack_legs(
     Returns each leg's cable and leg number (1-based) and each cable's group and size in legs:
     full cables of the largest size, then what is left in one cable of the smallest size that
     holds it, or in cables of the smallest size when those take less cross-section together
-    (without ``areas``: always the one cable)."""
+    or the one cable would be less than half full (without ``areas``: always the one cable)."""
     n = group.shape[0]
     if n == 0:
         z = np.zeros(0, np.int64)
@@ -97,7 +98,7 @@ def pack_legs(
     if areas is not None:
         area = dict(zip(sizes_legs, areas, strict=True))
         one_area = np.array([area[int(x)] for x in one_size.tolist()])
-        split = (rem > 0) & (n_small * area[small] < one_area)
+        split = (rem > 0) & ((n_small * area[small] < one_area) | (2 * rem < one_size))
     n_rem = np.where(rem > 0, np.where(split, n_small, 1), 0)
     n_cab = full + n_rem
     base = np.concatenate([[0], np.cumsum(n_cab)[:-1]])

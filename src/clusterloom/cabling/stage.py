@@ -444,12 +444,12 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     trunk_est = route_est + hops_of_pair * (2 * FRAME_DROP_M + TRUNK_SLACK_M)
     building = floor.hall_building.astype(np.int64)
     # a backbone is spliced to pigtailed panels at both HDFs, and again at each building
-    # entrance it passes (outside-plant cable to indoor cable); a trunk of more than 144 fibres
-    # (ribbon) is spliced at both ends. Packing comes after the choice of medium, so the choice
-    # counts every trunk of a channel as possibly spliced (at most 0.4 dB too many)
+    # entrance it passes (outside-plant cable to indoor cable). A trunk of more than 144 fibres
+    # (ribbon) is spliced at both ends too, but which trunks are ribbon is known only once the
+    # plant is packed: channels that then exceed their budget move on (below)
     p_splices = (
         np.where(
-            p_inter, np.where(building[frame_hall[p_lo]] != building[frame_hall[p_hi]], 8, 6), 2
+            p_inter, np.where(building[frame_hall[p_lo]] != building[frame_hall[p_hi]], 4, 2), 0
         )
         * SPLICE_DB
     )
@@ -467,6 +467,7 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     structured = np.zeros(n, dtype=bool)
     long_direct = np.zeros(n, dtype=bool)
     fab_names = tuple(fd.name for fd in fabrics)
+    cand_lists: dict[tuple[int, int], tuple[list[int], bool]] = {}
     for fi, fd in enumerate(fabrics):
         fs = fabric_spec(spec, fd.name)
         for tier in range(1, fd.plan.tiers + 1):
@@ -477,6 +478,7 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
             if named is not None and catalog.media[named].speed_gbps != fd.plan.speed_gbps:
                 named = None
             cands = candidates(mt, fd.plan.speed_gbps, named)
+            cand_lists[(fi, tier)] = (cands, named is not None)
             where = f"{fd.name} tier {tier}"
             if not cands:
                 findings.append(
@@ -651,6 +653,7 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
         structured, 2 * mt.panel_db[mi] + joints + shuffled * (SHUFFLE_DB - mt.panel_db[mi]), 0.0
     )
     loss = np.where(medium >= 0, loss, 0.0)
+    _past_budget(medium, loss, L, mt, cand_lists, length, joints, shuffled, structured, is_smf)
     order_m = np.where(structured, 0.0, order_length(length))
 
     # panels: a cable takes one 1U panel per 144 fibres at each of its frames, except a
@@ -734,6 +737,54 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     )
     findings += validate_cabling(draft, fabrics)
     return _with_findings(draft, tuple(findings))
+
+
+def _past_budget(
+    medium: NDArray[np.int16],
+    loss: NDArray[np.float64],
+    L: _Links,
+    mt: MediaTable,
+    cand_lists: dict[tuple[int, int], tuple[list[int], bool]],
+    length: NDArray[np.float64],
+    joints: NDArray[np.float64],
+    shuffled: NDArray[np.int64],
+    structured: NDArray[np.bool_],
+    is_smf: NDArray[np.bool_],
+) -> None:
+    """Move structured links whose packed channel (spliced ribbon trunks) exceeds their optic's
+    budget to the next candidate that takes the same positions (fibre type and legs, so the
+    plant stays as packed) and whose reach and budget cover the channel; in place. Cheaper
+    candidates failed with fewer joints already. A medium named by the spec stays (the
+    optical-budget check reports it)."""
+    mi = np.maximum(medium, 0)
+    over = np.flatnonzero(
+        structured & (medium >= 0) & (mt.budget_db[mi] > 0) & (loss > mt.budget_db[mi] + 1e-9)
+    )
+    for (fi, tier), (cands, named) in cand_lists.items():
+        rows = over[(L.fabric[over] == fi) & (L.tier[over] == tier)]
+        if named:
+            continue
+        for c in cands:
+            if rows.shape[0] == 0:
+                break
+            if mt.assembly[c]:
+                continue
+            cur = medium[rows]
+            lc = (
+                mt.db_per_km[c] * length[rows] / 1000.0
+                + 2 * mt.panel_db[c]
+                + joints[rows]
+                + shuffled[rows] * (SHUFFLE_DB - mt.panel_db[c])
+            )
+            ok = (
+                (mt.slots[c] == mt.slots[cur])
+                & (is_smf[c] == is_smf[cur])
+                & (length[rows] <= mt.reach_m[c] + 1e-9)
+                & (lc <= mt.budget_db[c] + 1e-9)
+            )
+            medium[rows[ok]] = c
+            loss[rows[ok]] = lc[ok]
+            rows = rows[~ok]
 
 
 def _with_findings(c: Cabling, findings: tuple[Finding, ...]) -> Cabling:
