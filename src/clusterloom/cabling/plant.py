@@ -27,7 +27,8 @@ pair; a frame's trunk to its HDF per (frame, fibre type); a backbone per (hall p
 type). Full cables of the largest size first; what is left goes in one cable of the smallest
 size that holds it, or in cables of the smallest size when those take less cross-section or
 that one would be less than half full (:func:`pack_legs`): a spine rack's thousands of
-fibres go in ribbon, a leaf rack's few hundred in MPO trunks (no splices in their channels). Single-mode and multimode never share a cable.
+fibres go in ribbon, a leaf rack's few hundred in MPO trunks (no splices in their channels).
+Single-mode and multimode never share a cable.
 """
 
 from __future__ import annotations

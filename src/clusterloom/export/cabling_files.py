@@ -179,6 +179,9 @@ def _labels(c: Cabling, sel: NDArray[np.int64]) -> NDArray[np.object_]:
     return _obj(["".join(r) for r in pieces.tolist()])
 
 
+PORT_NAMES = np.array([str(p) for p in range(13)], dtype=object)
+
+
 def _panel_ports(
     c: Cabling,
     t: NDArray[np.int32],
@@ -197,12 +200,9 @@ def _panel_ports(
     lg = leg.astype(np.int64) - 1
     panel = first.astype(np.int64) + lg // 12
     p0 = lg % 12 + 1
-    ports = _obj(
-        [
-            "" if not s else (f"{g}" if k == 1 else f"{g}-{g + k - 1}")
-            for s, g, k in zip(on.tolist(), p0.tolist(), legs.tolist(), strict=True)
-        ]
-    )
+    ports = np.where(on, PORT_NAMES[p0], "").astype(object)
+    for i in np.flatnonzero(on & (legs > 1)).tolist():
+        ports[i] = f"{p0[i]}-{p0[i] + legs[i] - 1}"
     return panel, ports
 
 
@@ -233,20 +233,23 @@ def _via(c: Cabling, sel: NDArray[np.int64], legs: NDArray[np.int64]) -> NDArray
     hdf_b = np.where(c.trunk_a[bb] == hdf_a, c.trunk_b[bb], c.trunk_a[bb])
     pa, qa = _panel_ports(c, bb, hdf_a, leg, on, legs[three])
     pb, qb = _panel_ports(c, bb, hdf_b, leg, on, legs[three])
-    names = c.frame_names
-    via[three] = [
-        f"{names[x]} {p}/{q} > {trunk_name(b)} > {names[y]} {r}/{s}"
-        for x, p, q, b, y, r, s in zip(
-            hdf_a.tolist(),
-            pa.tolist(),
-            qa.tolist(),
-            bb.tolist(),
-            hdf_b.tolist(),
-            pb.tolist(),
-            qb.tolist(),
-            strict=True,
-        )
-    ]
+    names = np.array(c.frame_names, dtype=object)
+    num = np.array([str(x) for x in range(int(max(pa.max(), pb.max())) + 1)], dtype=object)
+    via[three] = (
+        names[hdf_a]
+        + " "
+        + num[pa]
+        + "/"
+        + qa
+        + " > "
+        + _obj([trunk_name(b) for b in bb.tolist()])
+        + " > "
+        + names[hdf_b]
+        + " "
+        + num[pb]
+        + "/"
+        + qb
+    )
     return via
 
 
@@ -352,13 +355,11 @@ def netbox_cable_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterato
         second[np.cumsum(rep)[st] - 1] = True
         first_cord = np.zeros(idx.shape[0], dtype=bool)
         first_cord[(np.cumsum(rep) - rep)[st]] = True
-        pa_dev, pa_port = cord_ends(plant, sel[k], "a")
-        pb_dev, pb_port = cord_ends(plant, sel[k], "b")
+        dev_a, port_a = cord_ends(plant, sel[k], "a")
+        dev_b, port_b = cord_ends(plant, sel[k], "b")
         side_b_dev = b_dev.copy()
         side_b_if = b_if.copy()
         side_b_type = np.full(sel.shape[0], "dcim.interface", dtype=object)
-        dev_a, port_a = _obj(pa_dev), _obj(pa_port)
-        dev_b, port_b = _obj(pb_dev), _obj(pb_port)
         a_col = a_dev[idx]
         a_name = a_if[idx]
         b_col = side_b_dev[idx]

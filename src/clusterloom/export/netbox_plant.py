@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -86,6 +87,20 @@ def _write(path: Path, header: tuple[str, ...], rows: Iterator[tuple[object, ...
     return path
 
 
+def _write_text(path: Path, header: tuple[str, ...], chunks: Iterator[str]) -> Path:
+    with atomic_open(path, "w") as fh:
+        fh.write(",".join(header) + "\n")
+        for chunk in chunks:
+            fh.write(chunk)
+    return path
+
+
+def _obj(values: list[Any]) -> NDArray[np.object_]:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
 class PlantNames:
     """Names of panels and ports at the ends of the cables between frames."""
 
@@ -113,23 +128,23 @@ class PlantNames:
             g = self.leg_base[c.hops[three, col]] + c.hop_legs[three, col] - 1
             self.peer[g] = bb
 
+        frames = np.empty(len(c.frame_names), dtype=object)
+        frames[:] = c.frame_names
+        self.frames = frames
+        top = int(c.frame_panels.max(initial=0)) + 1
+        self.suffix = _obj([f"-pp{k:03d}" for k in range(top)])
+
     def panel_name(self, frame: int, panel: int) -> str:
         return f"{self.c.frame_names[frame]}-pp{panel:03d}"
 
-    def end(self, t: int, frame: int) -> tuple[int, int]:
-        """First panel of cable ``t`` at ``frame`` (0: none), and the frame."""
+    def panels(
+        self, t: NDArray[np.int64], frame: NDArray[np.int64], leg: NDArray[np.int64]
+    ) -> NDArray[np.object_]:
+        """Names of the panels where legs ``leg`` of cables ``t`` end at ``frame`` (vector)."""
         c = self.c
-        first = c.trunk_panel_a[t] if c.trunk_a[t] == frame else c.trunk_panel_b[t]
-        return int(first), frame
-
-    def rear(self, t: int, frame: int, leg: int) -> tuple[str, str]:
-        """Panel and rear port where leg ``leg`` (1-based) of cable ``t`` ends at ``frame``."""
-        first, _ = self.end(t, frame)
-        return self.panel_name(frame, first + (leg - 1) // 12), f"R{(leg - 1) % 12 + 1:02d}"
-
-    def flipped(self, t: int, frame: int) -> bool:
-        """Whether the cassettes at this end map front port ``m`` to rear position ``7 - m``."""
-        return bool(self.c.trunk_b[t] == frame)
+        first = np.where(c.trunk_a[t] == frame, c.trunk_panel_a[t], c.trunk_panel_b[t])
+        panel = first.astype(np.int64) + (leg - 1) // 12
+        return self.frames[frame] + self.suffix[panel]  # type: ignore[no-any-return]
 
 
 def _panel_rows(design: Design, n: PlantNames) -> Iterator[tuple[object, ...]]:
@@ -179,35 +194,80 @@ def _patch_rack_rows(design: Design, c: Cabling) -> Iterator[tuple[object, ...]]
             )
 
 
-def _ends(c: Cabling) -> Iterator[tuple[int, int, int]]:
-    """(cable, frame, first panel) of every cable end that has panels of its own."""
-    for t in range(c.n_trunks):
-        for frame, first in (
-            (c.trunk_a[t], c.trunk_panel_a[t]),
-            (c.trunk_b[t], c.trunk_panel_b[t]),
-        ):
-            if first > 0:
-                yield t, int(frame), int(first)
-
-
-def _port_rows(n: PlantNames, front: bool) -> Iterator[tuple[object, ...]]:
+def _end_legs(n: PlantNames) -> dict[str, NDArray[Any]]:
+    """Every leg of every cable end that has panels of its own: cable, frame, leg, kind, the
+    panel's name, whether its cassettes flip and whether it stands at an HDF."""
     c = n.c
-    for t, frame, first in _ends(c):
-        hdf = c.frame_kind[frame] == HALL_FRAME
-        flip = n.flipped(t, frame)
-        for leg in range(1, int(c.trunk_fibers[t]) // LEG_FIBERS + 1):
-            kind = int(n.kind[n.leg_base[t] + leg - 1])
-            device = n.panel_name(frame, first + (leg - 1) // 12)
-            port = (leg - 1) % 12 + 1
-            positions = max(kind, 1)
-            if not front:
-                yield device, f"R{port:02d}", "mpo", positions, f"{_cable(t)} leg {leg}"
-            elif hdf or kind != LANES:
-                yield device, f"F{port:02d}", "mpo", positions, f"R{port:02d}", 1
-            else:
-                for m in range(1, LANES + 1):
-                    pos = LANES + 1 - m if flip else m
-                    yield device, f"F{port:02d}-{m}", "lc", 1, f"R{port:02d}", pos
+    t = np.concatenate([np.arange(c.n_trunks), np.arange(c.n_trunks)])
+    frame = np.concatenate([c.trunk_a, c.trunk_b]).astype(np.int64)
+    first = np.concatenate([c.trunk_panel_a, c.trunk_panel_b])
+    o = np.lexsort((frame, t))  # cable by cable, its a end first
+    t, frame, first = t[o], frame[o], first[o]
+    keep = first > 0
+    t, frame = t[keep], frame[keep]
+    legs = (c.trunk_fibers[t] // LEG_FIBERS).astype(np.int64)
+    e = np.repeat(np.arange(t.shape[0]), legs)
+    leg = np.arange(int(legs.sum())) - np.repeat(np.cumsum(legs) - legs, legs) + 1
+    tt, ff = t[e], frame[e]
+    return {
+        "t": tt,
+        "frame": ff,
+        "leg": leg,
+        "kind": n.kind[n.leg_base[tt] + leg - 1],
+        "panel": n.panels(tt, ff, leg),
+        "flip": c.trunk_b[tt] == ff,
+        "hdf": c.frame_kind[ff] == HALL_FRAME,
+    }
+
+
+FRONT = _obj([f"F{p:02d}" for p in range(13)])
+REAR = _obj([f"R{p:02d}" for p in range(13)])
+LANE = np.array([[f"F{p:02d}-{m}" for m in range(LANES + 1)] for p in range(13)], dtype=object)
+
+
+def _csv_chunks(cols: list[NDArray[Any]], chunk: int = 1 << 18) -> Iterator[str]:
+    n = cols[0].shape[0]
+    for start in range(0, n, chunk):
+        part = [np.asarray(col[start : start + chunk], dtype=object) for col in cols]
+        m = part[0].shape[0]
+        pieces = np.empty((m, 2 * len(part)), dtype=object)
+        for j, col in enumerate(part):
+            pieces[:, 2 * j] = col
+            pieces[:, 2 * j + 1] = ","
+        pieces[:, -1] = "\n"
+        yield "".join(str(x) for x in pieces.ravel().tolist())
+
+
+def _rear_ports(n: PlantNames) -> Iterator[str]:
+    e = _end_legs(n)
+    port = (e["leg"] - 1) % 12 + 1
+    desc = _obj(
+        [f"t{t:05d} leg {g}" for t, g in zip(e["t"].tolist(), e["leg"].tolist(), strict=True)]
+    )
+    return _csv_chunks(
+        [
+            e["panel"],
+            REAR[port],
+            np.full(port.shape[0], "mpo", dtype=object),
+            np.maximum(e["kind"], 1),
+            desc,
+        ]
+    )
+
+
+def _front_ports(n: PlantNames) -> Iterator[str]:
+    e = _end_legs(n)
+    port = (e["leg"] - 1) % 12 + 1
+    cassette = ~e["hdf"] & (e["kind"] == LANES)
+    r = np.where(cassette, LANES, 1)
+    i = np.repeat(np.arange(port.shape[0]), r)
+    m = np.arange(i.shape[0]) - np.repeat(np.cumsum(r) - r, r) + 1  # lane of a cassette
+    cas = cassette[i]
+    pos = np.where(cas, np.where(e["flip"][i], LANES + 1 - m, m), 1)
+    name = np.where(cas, LANE[port[i], np.where(cas, m, 0)], FRONT[port[i]])
+    kind = np.where(cas, "lc", "mpo").astype(object)
+    positions = np.where(cas, 1, np.maximum(e["kind"][i], 1))
+    return _csv_chunks([e["panel"][i], name, kind, positions, REAR[port[i]], pos])
 
 
 def _cable(t: int) -> str:
@@ -218,43 +278,53 @@ def _fibre_type(c: Cabling, t: int) -> str:
     return "smf-os2" if c.trunk_smf[t] else "mmf-om4"
 
 
-def _leg_rows(design: Design, n: PlantNames) -> Iterator[tuple[object, ...]]:
+def _leg_rows(design: Design, n: PlantNames) -> Iterator[str]:
     """One NetBox cable per leg of every cable between frames."""
     c = n.c
     site = design.spec.name
-    for t in range(c.n_trunks):
-        a, b = int(c.trunk_a[t]), int(c.trunk_b[t])
-        length = f"{float(c.trunk_length_m[t]):.1f}"
-        for leg in range(1, int(c.trunk_fibers[t]) // LEG_FIBERS + 1):
-            g = int(n.leg_base[t]) + leg - 1
-            kind = int(n.kind[g])
-            sides = []
-            for frame in (a, b):
-                first, _ = n.end(t, frame)
-                if first > 0:
-                    dev, port = n.rear(t, frame, leg)
-                    sides.append((dev, "dcim.rearport", port))
-                elif n.peer[g] >= 0:  # a trunk leg plugging into a backbone leg at an HDF
-                    bb = int(np.searchsorted(n.leg_base, n.peer[g], side="right") - 1)
-                    bleg = int(n.peer[g] - n.leg_base[bb]) + 1
-                    dev, port = n.rear(bb, frame, bleg)
-                    sides.append((dev, "dcim.frontport", "F" + port[1:]))
-            if len(sides) < 2:
-                continue
-            profile = f"single-1c{LANES}p" if kind == LANES else "single-1c1p"
-            yield (
-                site,
-                *sides[0],
-                site,
-                *sides[1],
-                _fibre_type(c, t),
-                STATUS,
-                profile,
-                _cable(t),
-                f"{_cable(t)}/L{leg:03d}",
-                length,
-                "m",
-            )
+    legs = (c.trunk_fibers // LEG_FIBERS).astype(np.int64)
+    t = np.repeat(np.arange(c.n_trunks), legs)
+    leg = np.arange(int(legs.sum())) - np.repeat(np.cumsum(legs) - legs, legs) + 1
+    g = n.leg_base[t] + leg - 1
+    port = (leg - 1) % 12 + 1
+    cols: dict[str, list[NDArray[Any]]] = {}
+    ok = np.ones(t.shape[0], dtype=bool)
+    for side, frame, first in (
+        ("a", c.trunk_a[t].astype(np.int64), c.trunk_panel_a[t]),
+        ("b", c.trunk_b[t].astype(np.int64), c.trunk_panel_b[t]),
+    ):
+        dev = np.empty(t.shape[0], dtype=object)
+        kind = np.full(t.shape[0], "dcim.rearport", dtype=object)
+        name = REAR[port].copy()
+        own = first > 0
+        dev[own] = n.panels(t[own], frame[own], leg[own])
+        # a trunk's leg at an HDF plugs into the front port of its backbone leg there
+        plug = ~own & (n.peer[g] >= 0)
+        peer = n.peer[g[plug]]
+        bb = np.searchsorted(n.leg_base, peer, side="right") - 1
+        bleg = peer - n.leg_base[bb] + 1
+        dev[plug] = n.panels(bb, frame[plug], bleg)
+        kind[plug] = "dcim.frontport"
+        name[plug] = FRONT[(bleg - 1) % 12 + 1]
+        ok &= own | plug
+        cols[side] = [np.full(t.shape[0], site, dtype=object), dev, kind, name]
+    smf = np.where(c.trunk_smf[t], "smf-os2", "mmf-om4").astype(object)
+    profile = np.where(n.kind[g] == LANES, f"single-1c{LANES}p", "single-1c1p").astype(object)
+    bundle = _obj([f"t{x:05d}" for x in range(c.n_trunks)])[t]
+    label = bundle + _obj([f"/L{x:03d}" for x in range(int(legs.max(initial=1)) + 1)])[leg]
+    length = _obj([f"{float(x):.1f}" for x in c.trunk_length_m.tolist()])[t]
+    rows = [
+        *cols["a"],
+        *cols["b"],
+        smf,
+        np.full(t.shape[0], STATUS, dtype=object),
+        profile,
+        bundle,
+        label,
+        length,
+        np.full(t.shape[0], "m", dtype=object),
+    ]
+    return _csv_chunks([col[ok] for col in rows])
 
 
 def _bundle_rows(c: Cabling) -> Iterator[tuple[object, ...]]:
@@ -268,33 +338,25 @@ def _bundle_rows(c: Cabling) -> Iterator[tuple[object, ...]]:
         )
 
 
-def cord_ends(n: PlantNames, rows: NDArray[np.int64], side: str) -> tuple[list[str], list[str]]:
+def cord_ends(
+    n: PlantNames, rows: NDArray[np.int64], side: str
+) -> tuple[NDArray[np.object_], NDArray[np.object_]]:
     """Panel and front port(s) where the patch cord of each structured link in ``rows`` ends
-    on its ``side`` (``"a"`` or ``"b"``)."""
+    on its ``side`` (``"a"`` or ``"b"``): a cassette's LC port for a duplex link (the lane its
+    fibres take there), the MPO port(s) of its leg(s) for parallel optics."""
     c = n.c
-    t = (c.trunk if side == "a" else c.b_trunk)[rows]
-    leg = (c.leg if side == "a" else c.b_leg)[rows]
-    frame = (c.frame_a if side == "a" else c.frame_b)[rows]
-    fiber = (c.fiber_a if side == "a" else c.fiber_b)[rows]
+    t = (c.trunk if side == "a" else c.b_trunk)[rows].astype(np.int64)
+    leg = (c.leg if side == "a" else c.b_leg)[rows].astype(np.int64)
+    frame = (c.frame_a if side == "a" else c.frame_b)[rows].astype(np.int64)
+    fiber = (c.fiber_a if side == "a" else c.fiber_b)[rows].astype(np.int64)
     n_legs = -(-c.media.slots[c.medium[rows]].astype(np.int64) // LEG_FIBERS)
-    devices: list[str] = []
-    ports: list[str] = []
-    for ti, lg, fr, fb, k, sp in zip(
-        t.tolist(),
-        leg.tolist(),
-        frame.tolist(),
-        fiber.tolist(),
-        n_legs.tolist(),
-        c.span[rows].tolist(),
-        strict=True,
-    ):
-        dev, rear = n.rear(ti, fr, lg)
-        devices.append(dev)
-        if sp < LEG_FIBERS:
-            ports.append(f"F{rear[1:]}-{(fb + 1) // 2}")
-        else:
-            names = [f"F{(lg - 1 + j) % 12 + 1:02d}" for j in range(k)]
-            ports.append(names[0] if k == 1 else '"' + ",".join(names) + '"')
+    devices = n.panels(t, frame, leg)
+    port = (leg - 1) % 12 + 1
+    duplex = c.span[rows] < LEG_FIBERS
+    ports = np.where(duplex, LANE[port, np.where(duplex, (fiber + 1) // 2, 0)], FRONT[port])
+    for i in np.flatnonzero(n_legs > 1).tolist():
+        names = [f"F{(int(leg[i]) - 1 + j) % 12 + 1:02d}" for j in range(int(n_legs[i]))]
+        ports[i] = '"' + ",".join(names) + '"'
     return devices, ports
 
 
@@ -325,8 +387,8 @@ def write_netbox_plant(design: Design, out_dir: StrPath) -> list[Path]:
         _write(out / "device_types_panels.csv", DEVICE_TYPE_COLUMNS, panel_type),
         _write(out / "patch_racks.csv", PATCH_RACK_COLUMNS, _patch_rack_rows(design, c)),
         _write(out / "panels.csv", PANEL_COLUMNS, _panel_rows(design, n)),
-        _write(out / "rear_ports.csv", REAR_PORT_COLUMNS, _port_rows(n, front=False)),
-        _write(out / "front_ports.csv", FRONT_PORT_COLUMNS, _port_rows(n, front=True)),
+        _write_text(out / "rear_ports.csv", REAR_PORT_COLUMNS, _rear_ports(n)),
+        _write_text(out / "front_ports.csv", FRONT_PORT_COLUMNS, _front_ports(n)),
         _write(out / "cable_bundles.csv", BUNDLE_COLUMNS, _bundle_rows(c)),
-        _write(out / "cables_plant.csv", NETBOX_CABLE_COLUMNS, _leg_rows(design, n)),
+        _write_text(out / "cables_plant.csv", NETBOX_CABLE_COLUMNS, _leg_rows(design, n)),
     ]
