@@ -263,6 +263,8 @@ def cut_sheet_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[s
     fabrics = _obj(list(c.fabrics))
     media = _obj(list(c.media.names))
     kinds = _obj([m.kind for m in c.media.models])
+    # a cable's name by id; -1 (no cable) reads the empty name at the end
+    cable_names = _obj([*(trunk_name(t) for t in range(c.n_trunks)), ""])
     rows = np.flatnonzero(c.realized())
     for start in range(0, rows.shape[0], chunk_rows):
         sel = rows[start : start + chunk_rows]
@@ -309,9 +311,9 @@ def cut_sheet_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[s
             np.where(st, _num(pa, "d"), blank),
             port_a,
             fib_a,
-            np.where(st, _obj([trunk_name(x) for x in c.trunk[sel].tolist()]), blank),
+            cable_names[c.trunk[sel]],
             _via(c, sel, legs),
-            np.where(st, _obj([trunk_name(x) for x in c.b_trunk[sel].tolist()]), blank),
+            cable_names[c.b_trunk[sel]],
             frames[c.frame_b[sel]],
             np.where(st, _num(pb, "d"), blank),
             port_b,
