@@ -345,7 +345,8 @@ def cabling(console: Console, c: Cabling) -> None:
         Column("metres", justify="right"),
         Column("longest", justify="right"),
         title=f"Cabling: {int(ok.sum()):,} of {c.n_links:,} links realized, "
-        f"{c.n_trunks:,} trunks, {int(c.frame_panels.sum()):,} panels",
+        f"{int((c.trunk_kind == 0).sum()):,} trunks, {int((c.trunk_kind == 1).sum()):,} "
+        f"backbones, {int(c.frame_panels.sum()):,} panels",
         title_justify="left",
     )
     for i, name in enumerate(mt.names):
@@ -372,7 +373,7 @@ def cabling(console: Console, c: Cabling) -> None:
         if between:
             console.print(
                 f"fibres between {level}s: "
-                + "; ".join(f"{a}-{b} {f:,} ({t:,} trunks)" for (a, b), (t, f) in between.items()),
+                + "; ".join(f"{a}-{b} {f:,} ({t:,} cables)" for (a, b), (t, f) in between.items()),
                 soft_wrap=True,
             )
             break

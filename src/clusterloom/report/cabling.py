@@ -159,13 +159,13 @@ def cabling_section(c: Cabling) -> str:
     ]
     halls = (
         _table(
-            (("hall", False), ("hall", False), ("trunks", True), ("fibres", True)),
+            (("hall", False), ("hall", False), ("cables", True), ("fibres", True)),
             hall_rows,
             table_id="cabling-halls",
             css_class="halls",
         )
         if hall_rows
-        else "<p>No trunks between halls.</p>"
+        else "<p>No cables between halls.</p>"
     )
     pictures = []
     for h, name in enumerate(c.pathways.hall_names[:MAX_HALLS_DRAWN]):
@@ -177,7 +177,8 @@ def cabling_section(c: Cabling) -> str:
         pictures.append(f"<h3>Fibres between buildings</h3>\n{campus}")
     return (
         '<section id="cabling">\n<h2>Cabling</h2>\n'
-        f"<p>{int(ok.sum()):,} of {c.n_links:,} links realized; {c.n_trunks:,} trunks, "
+        f"<p>{int(ok.sum()):,} of {c.n_links:,} links realized; {int((c.trunk_kind == 0).sum()):,} "
+        f"trunks and {int((c.trunk_kind == 1).sum()):,} backbones, "
         f"{int(c.frame_panels.sum()):,} panel ends; tray segments coloured by fill against "
         "their limit (green under half, amber to the limit, red over it).</p>\n"
         + media
