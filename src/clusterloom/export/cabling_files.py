@@ -37,6 +37,7 @@ from clusterloom.cabling.pathways import SEGMENT_KINDS
 from clusterloom.cabling.plant import BACKBONE
 from clusterloom.cabling.stage import order_length
 from clusterloom.cabling.validate import label_prefix
+from clusterloom.export._csv import csv_text, obj, write_chunks
 from clusterloom.export.atomic import StrPath, atomic_open
 from clusterloom.export.naming import TopologyNames, topology_names
 from clusterloom.export.netbox_plant import write_netbox_plant
@@ -132,14 +133,8 @@ BOM_COLUMNS = ("category", "item", "length_m", "count", "unit_usd", "cost_usd", 
 CHUNK_ROWS = 1 << 18
 
 
-def _obj(values: list[str]) -> NDArray[np.object_]:
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
-
-
 def _num(values: NDArray[np.generic], fmt: str) -> NDArray[np.object_]:
-    return _obj([format(v, fmt) for v in values.tolist()])
+    return obj([format(v, fmt) for v in values.tolist()])
 
 
 def trunk_name(t: int) -> str:
@@ -171,12 +166,12 @@ def _ends(
 
 
 def _labels(c: Cabling, sel: NDArray[np.int64]) -> NDArray[np.object_]:
-    prefix = _obj([label_prefix(f) for f in c.fabrics])
+    prefix = obj([label_prefix(f) for f in c.fabrics])
     pieces = np.empty((sel.shape[0], 3), dtype=object)
     pieces[:, 0] = prefix[c.fabric[sel]]
     pieces[:, 1] = _num(c.tier[sel], "d")
-    pieces[:, 2] = _obj([f"-{v:07d}" for v in c.link[sel].tolist()])
-    return _obj(["".join(r) for r in pieces.tolist()])
+    pieces[:, 2] = obj([f"-{v:07d}" for v in c.link[sel].tolist()])
+    return obj(["".join(r) for r in pieces.tolist()])
 
 
 PORT_NAMES = np.array([str(p) for p in range(13)], dtype=object)
@@ -242,7 +237,7 @@ def _via(c: Cabling, sel: NDArray[np.int64], legs: NDArray[np.int64]) -> NDArray
         + "/"
         + qa
         + " > "
-        + _obj([trunk_name(b) for b in bb.tolist()])
+        + obj([trunk_name(b) for b in bb.tolist()])
         + " > "
         + names[hdf_b]
         + " "
@@ -258,13 +253,13 @@ def cut_sheet_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[s
     c = design.cabling
     assert c is not None and design.placement is not None
     names = _names(design)
-    racks = _obj(list(design.placement.rack_names))
-    frames = _obj([*c.frame_names, ""])
-    fabrics = _obj(list(c.fabrics))
-    media = _obj(list(c.media.names))
-    kinds = _obj([m.kind for m in c.media.models])
+    racks = obj(list(design.placement.rack_names))
+    frames = obj([*c.frame_names, ""])
+    fabrics = obj(list(c.fabrics))
+    media = obj(list(c.media.names))
+    kinds = obj([m.kind for m in c.media.models])
     # a cable's name by id; -1 (no cable) reads the empty name at the end
-    cable_names = _obj([*(trunk_name(t) for t in range(c.n_trunks)), ""])
+    cable_names = obj([*(trunk_name(t) for t in range(c.n_trunks)), ""])
     rows = np.flatnonzero(c.realized())
     for start in range(0, rows.shape[0], chunk_rows):
         sel = rows[start : start + chunk_rows]
@@ -276,13 +271,13 @@ def cut_sheet_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[s
         fa = c.fiber_a[sel].astype(np.int64)
         fb = c.fiber_b[sel].astype(np.int64)
         sp = c.span[sel].astype(np.int64)
-        fib_a = _obj(
+        fib_a = obj(
             [
                 f"{x}-{x + n - 1}" if s else ""
                 for s, x, n in zip(st.tolist(), fa.tolist(), sp.tolist(), strict=True)
             ]
         )
-        fib_b = _obj(
+        fib_b = obj(
             [
                 f"{x}-{x + n - 1}" if s else ""
                 for s, x, n in zip(st.tolist(), fb.tolist(), sp.tolist(), strict=True)
@@ -321,12 +316,7 @@ def cut_sheet_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[s
             _cords(c, sel, "b"),
             _num(c.loss_db[sel], ".2f"),
         ]
-        pieces = np.empty((sel.shape[0], 2 * len(cols)), dtype=object)
-        for j, col in enumerate(cols):
-            pieces[:, 2 * j] = col
-            pieces[:, 2 * j + 1] = ","
-        pieces[:, -1] = "\n"
-        yield "".join(pieces.ravel().tolist())
+        yield csv_text(cols)
 
 
 def netbox_cable_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterator[str]:
@@ -341,7 +331,7 @@ def netbox_cable_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterato
     names = _names(design)
     plant = PlantNames(c)
     site = design.spec.name
-    types = _obj([NETBOX_CABLE_TYPES[m.kind] for m in c.media.models])
+    types = obj([NETBOX_CABLE_TYPES[m.kind] for m in c.media.models])
     rows = np.flatnonzero(c.realized())
     for start in range(0, rows.shape[0], chunk_rows):
         sel = rows[start : start + chunk_rows]
@@ -406,20 +396,7 @@ def netbox_cable_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterato
             _num(length, ".1f"),
             np.full(m, "m", dtype=object),
         ]
-        pieces = np.empty((m, 2 * len(cols)), dtype=object)
-        for j, col in enumerate(cols):
-            pieces[:, 2 * j] = col
-            pieces[:, 2 * j + 1] = ","
-        pieces[:, -1] = "\n"
-        yield "".join(pieces.ravel().tolist())
-
-
-def _write_chunks(path: Path, header: tuple[str, ...], chunks: Iterator[str]) -> Path:
-    with atomic_open(path, "w") as fh:
-        fh.write(",".join(header) + "\n")
-        for chunk in chunks:
-            fh.write(chunk)
-    return path
+        yield csv_text(cols)
 
 
 def _panels(first: int, fibres: int) -> str:
@@ -513,13 +490,13 @@ def write_cabling(design: Design, out_dir: StrPath) -> list[Path]:
         return []
     out = Path(out_dir)
     return [
-        _write_chunks(
+        write_chunks(
             out / "cabling" / "cut_sheet.csv", CUT_SHEET_COLUMNS, cut_sheet_chunks(design)
         ),
         write_trunks(c, out / "cabling" / "trunks.csv"),
         write_pull_list(c, out / "cabling" / "pull_list.csv"),
         write_cabling_bom(c, out / "cabling" / "bom.csv"),
-        _write_chunks(
+        write_chunks(
             out / "netbox" / "cables.csv", NETBOX_CABLE_COLUMNS, netbox_cable_chunks(design)
         ),
         *write_netbox_plant(design, out),

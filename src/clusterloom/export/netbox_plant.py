@@ -42,6 +42,7 @@ from clusterloom.cabling import Cabling
 from clusterloom.cabling.media import LEG_FIBERS, TRUNK_FIBERS
 from clusterloom.cabling.plant import BACKBONE
 from clusterloom.cabling.stage import HALL_FRAME, PANELS_PER_RACK, RACK_FRAME
+from clusterloom.export._csv import csv_chunks, obj, write_chunks
 from clusterloom.export.atomic import StrPath, atomic_open
 from clusterloom.pipeline import Design
 
@@ -87,20 +88,6 @@ def _write(path: Path, header: tuple[str, ...], rows: Iterator[tuple[object, ...
     return path
 
 
-def _write_text(path: Path, header: tuple[str, ...], chunks: Iterator[str]) -> Path:
-    with atomic_open(path, "w") as fh:
-        fh.write(",".join(header) + "\n")
-        for chunk in chunks:
-            fh.write(chunk)
-    return path
-
-
-def _obj(values: list[Any]) -> NDArray[np.object_]:
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
-
-
 class PlantNames:
     """Names of panels and ports at the ends of the cables between frames."""
 
@@ -132,7 +119,7 @@ class PlantNames:
         frames[:] = c.frame_names
         self.frames = frames
         top = int(c.frame_panels.max(initial=0)) + 1
-        self.suffix = _obj([f"-pp{k:03d}" for k in range(top)])
+        self.suffix = obj([f"-pp{k:03d}" for k in range(top)])
 
     def panel_name(self, frame: int, panel: int) -> str:
         return f"{self.c.frame_names[frame]}-pp{panel:03d}"
@@ -220,31 +207,18 @@ def _end_legs(n: PlantNames) -> dict[str, NDArray[Any]]:
     }
 
 
-FRONT = _obj([f"F{p:02d}" for p in range(13)])
-REAR = _obj([f"R{p:02d}" for p in range(13)])
+FRONT = obj([f"F{p:02d}" for p in range(13)])
+REAR = obj([f"R{p:02d}" for p in range(13)])
 LANE = np.array([[f"F{p:02d}-{m}" for m in range(LANES + 1)] for p in range(13)], dtype=object)
-
-
-def _csv_chunks(cols: list[NDArray[Any]], chunk: int = 1 << 18) -> Iterator[str]:
-    n = cols[0].shape[0]
-    for start in range(0, n, chunk):
-        part = [np.asarray(col[start : start + chunk], dtype=object) for col in cols]
-        m = part[0].shape[0]
-        pieces = np.empty((m, 2 * len(part)), dtype=object)
-        for j, col in enumerate(part):
-            pieces[:, 2 * j] = col
-            pieces[:, 2 * j + 1] = ","
-        pieces[:, -1] = "\n"
-        yield "".join(str(x) for x in pieces.ravel().tolist())
 
 
 def _rear_ports(n: PlantNames) -> Iterator[str]:
     e = _end_legs(n)
     port = (e["leg"] - 1) % 12 + 1
-    desc = _obj(
+    desc = obj(
         [f"t{t:05d} leg {g}" for t, g in zip(e["t"].tolist(), e["leg"].tolist(), strict=True)]
     )
-    return _csv_chunks(
+    return csv_chunks(
         [
             e["panel"],
             REAR[port],
@@ -267,7 +241,7 @@ def _front_ports(n: PlantNames) -> Iterator[str]:
     name = np.where(cas, LANE[port[i], np.where(cas, m, 0)], FRONT[port[i]])
     kind = np.where(cas, "lc", "mpo").astype(object)
     positions = np.where(cas, 1, np.maximum(e["kind"][i], 1))
-    return _csv_chunks([e["panel"][i], name, kind, positions, REAR[port[i]], pos])
+    return csv_chunks([e["panel"][i], name, kind, positions, REAR[port[i]], pos])
 
 
 def _cable(t: int) -> str:
@@ -310,9 +284,9 @@ def _leg_rows(design: Design, n: PlantNames) -> Iterator[str]:
         cols[side] = [np.full(t.shape[0], site, dtype=object), dev, kind, name]
     smf = np.where(c.trunk_smf[t], "smf-os2", "mmf-om4").astype(object)
     profile = np.where(n.kind[g] == LANES, f"single-1c{LANES}p", "single-1c1p").astype(object)
-    bundle = _obj([f"t{x:05d}" for x in range(c.n_trunks)])[t]
-    label = bundle + _obj([f"/L{x:03d}" for x in range(int(legs.max(initial=1)) + 1)])[leg]
-    length = _obj([f"{float(x):.1f}" for x in c.trunk_length_m.tolist()])[t]
+    bundle = obj([f"t{x:05d}" for x in range(c.n_trunks)])[t]
+    label = bundle + obj([f"/L{x:03d}" for x in range(int(legs.max(initial=1)) + 1)])[leg]
+    length = obj([f"{float(x):.1f}" for x in c.trunk_length_m.tolist()])[t]
     rows = [
         *cols["a"],
         *cols["b"],
@@ -324,7 +298,7 @@ def _leg_rows(design: Design, n: PlantNames) -> Iterator[str]:
         length,
         np.full(t.shape[0], "m", dtype=object),
     ]
-    return _csv_chunks([col[ok] for col in rows])
+    return csv_chunks([col[ok] for col in rows])
 
 
 def _bundle_rows(c: Cabling) -> Iterator[tuple[object, ...]]:
@@ -387,8 +361,8 @@ def write_netbox_plant(design: Design, out_dir: StrPath) -> list[Path]:
         _write(out / "device_types_panels.csv", DEVICE_TYPE_COLUMNS, panel_type),
         _write(out / "patch_racks.csv", PATCH_RACK_COLUMNS, _patch_rack_rows(design, c)),
         _write(out / "panels.csv", PANEL_COLUMNS, _panel_rows(design, n)),
-        _write_text(out / "rear_ports.csv", REAR_PORT_COLUMNS, _rear_ports(n)),
-        _write_text(out / "front_ports.csv", FRONT_PORT_COLUMNS, _front_ports(n)),
+        write_chunks(out / "rear_ports.csv", REAR_PORT_COLUMNS, _rear_ports(n)),
+        write_chunks(out / "front_ports.csv", FRONT_PORT_COLUMNS, _front_ports(n)),
         _write(out / "cable_bundles.csv", BUNDLE_COLUMNS, _bundle_rows(c)),
-        _write_text(out / "cables_plant.csv", NETBOX_CABLE_COLUMNS, _leg_rows(design, n)),
+        write_chunks(out / "cables_plant.csv", NETBOX_CABLE_COLUMNS, _leg_rows(design, n)),
     ]
