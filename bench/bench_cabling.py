@@ -52,9 +52,13 @@ def main(name: str = "mrc-131k") -> None:
     print(f"writing {write_s:.1f} s, {sizes / 1e6:,.0f} MB in {len(written)} files")
     print(f"process peak RSS {rss_gb:.2f} GB")
     ok = c.realized()
+    trunk = c.trunk_kind == 0
+    ribbon = int((c.trunk_fibers[trunk] > 144).sum())
+    backbones = int((c.trunk_kind == 1).sum())
     print(
         f"realized {int(ok.sum()):,}, structured {int(c.structured.sum()):,}, trunks "
-        f"{c.n_trunks:,}, panels {int(c.frame_panels.sum()):,}, rerouted {c.rerouted:,}"
+        f"{int(trunk.sum()):,} ({ribbon:,} ribbon), backbones {backbones:,}, panels "
+        f"{int(c.frame_panels.sum()):,}, rerouted {c.rerouted:,}"
     )
     for i, m in enumerate(c.media.names):
         sel = ok & (c.medium == i)
@@ -70,7 +74,7 @@ def main(name: str = "mrc-131k") -> None:
         f"{int((c.seg_area_mm2 > c.pathways.seg_capacity_mm2).sum())} segments over limit"
     )
     for (a, b), (t, f) in fibres_between(c, "building").items():
-        print(f"  {a}-{b}: {t:,} trunks, {f:,} fibres")
+        print(f"  {a}-{b}: {t:,} backbones, {f:,} fibres")
     cost = sum(x.cost_usd for x in cabling_bom(c))
     print(f"cabling cost ${cost / 1e6:,.1f} M")
     errors = [f for f in c.findings if f.severity.value == "error"]
