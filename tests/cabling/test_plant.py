@@ -363,3 +363,37 @@ def test_broken_out_cages_reach_their_frames_through_a_shuffle() -> None:
     lc = sum(x.count for x in bom if x.item == "patch cord SMF LC duplex")
     direct = int((~c.structured & c.realized()).sum())
     assert lc == direct + 2 * st_.shape[0] - int(n_sh.sum())
+
+
+def test_a_site_sets_its_own_plant_losses() -> None:
+    """Low-loss parts and indoor/outdoor backbones (no entrance splices): a link between
+    buildings loses the fibre plus two cassettes at 0.15 + 0.2 dB, two 0.2 dB interconnects and
+    the backbone's two pigtail splices at 0.05 dB."""
+    doc = _two_halls(2)
+    doc["fabrics"]["backend"]["media"] = {"host_leaf": "fr4-400g", "leaf_spine": "fr4-400g"}
+    doc["site"]["losses"] = {
+        "mpo_db": 0.2,
+        "lc_db": 0.15,
+        "splice_db": 0.05,
+        "entrance_splices": False,
+    }
+    d = run_design(parse_spec(yaml.safe_dump(doc)), compare=False)
+    c = d.cabling
+    assert c is not None
+    three = np.flatnonzero(c.n_hops == 3)
+    assert three.shape[0] > 0
+    assert (c.trunk_splices[c.hops[three, 1]] == 2).all()
+    mi = c.medium[three]
+    assert c.media.panel_db[mi] == pytest.approx(np.full(mi.shape[0], 0.35))
+    expected = c.media.db_per_km[mi] * c.length_m[three] / 1000 + 2 * 0.35 + 2 * 0.2 + 2 * 0.05
+    assert c.loss_db[three] == pytest.approx(expected, abs=1e-4)
+
+
+def test_bad_plant_losses_name_their_field() -> None:
+    from clusterloom.errors import SpecError
+
+    doc = _two_halls(1)
+    doc["site"]["losses"] = {"mpo_db": -0.1}
+    with pytest.raises(SpecError) as err:
+        parse_spec(yaml.safe_dump(doc))
+    assert "site.losses.mpo_db" in str(err.value)

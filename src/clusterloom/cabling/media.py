@@ -47,6 +47,9 @@ FR (<= 2 km) budget         4.0 dB        IEEE 802.3cu 400GBASE-FR4
 LR (<= 10 km) budget        6.3 dB        IEEE 802.3cu 400GBASE-LR4-6
 ==========================  ============  ====================================================
 
+A site sets its own connector and splice losses, and whether backbones are spliced at building
+entrances (``site.losses``).
+
 A patch panel is one mated pair for parallel optics (MPO through an MPO adapter) and two for
 duplex optics (LC front, MPO rear of a cassette: 0.25 + 0.35 dB). A duplex lane of a
 broken-out switch cage (one 800G DR8 module as eight 100G links) reaches its frame on the
@@ -64,6 +67,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clusterloom.spec import Catalog, MediaModel
+from clusterloom.spec.site import PlantLosses
 
 DIAMETER_MM: dict[str, float] = {
     "dac": 9.4,
@@ -91,9 +95,11 @@ TRUNK_SIZES: tuple[tuple[int, float], ...] = (
 
 MMF_DB_PER_KM = 3.0
 SMF_DB_PER_KM = 0.5
-MPO_JOINT_DB = 0.35
-LC_JOINT_DB = 0.25
-SPLICE_DB = 0.1
+#: the default losses of the plant's parts (a site sets its own: ``site.losses``)
+DEFAULT_LOSSES = PlantLosses()
+MPO_JOINT_DB = DEFAULT_LOSSES.mpo_db
+LC_JOINT_DB = DEFAULT_LOSSES.lc_db
+SPLICE_DB = DEFAULT_LOSSES.splice_db
 #: a shuffle cassette at a frame: the cage's MPO cord in front, the legs' MPO at the rear
 SHUFFLE_DB = 2 * MPO_JOINT_DB
 #: (reach up to metres, channel budget dB) for single-mode optics; multimode uses SR_BUDGET_DB
@@ -133,9 +139,9 @@ def budget_db(m: MediaModel) -> float:
     return 0.0
 
 
-def panel_loss_db(m: MediaModel) -> float:
+def panel_loss_db(m: MediaModel, losses: PlantLosses = DEFAULT_LOSSES) -> float:
     """Loss of one patch panel on a channel of ``m`` (parallel: MPO; duplex: LC + MPO)."""
-    return MPO_JOINT_DB if m.fibers >= 8 else LC_JOINT_DB + MPO_JOINT_DB
+    return losses.mpo_db if m.fibers >= 8 else losses.lc_db + losses.mpo_db
 
 
 def attenuation_db_per_km(m: MediaModel) -> float:
@@ -172,7 +178,7 @@ class MediaTable:
         return self.names.index(name)
 
 
-def media_table(catalog: Catalog) -> MediaTable:
+def media_table(catalog: Catalog, losses: PlantLosses = DEFAULT_LOSSES) -> MediaTable:
     names = tuple(sorted(catalog.media))
     models = tuple(catalog.media[n] for n in names)
     return MediaTable(
@@ -185,7 +191,7 @@ def media_table(catalog: Catalog) -> MediaTable:
         slots=np.array([legs(m) for m in models], dtype=np.int16),
         budget_db=np.array([budget_db(m) for m in models], dtype=np.float64),
         db_per_km=np.array([attenuation_db_per_km(m) for m in models], dtype=np.float64),
-        panel_db=np.array([panel_loss_db(m) for m in models], dtype=np.float64),
+        panel_db=np.array([panel_loss_db(m, losses) for m in models], dtype=np.float64),
     )
 
 

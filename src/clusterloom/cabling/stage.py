@@ -39,9 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clusterloom.cabling.media import (
-    MPO_JOINT_DB,
-    SHUFFLE_DB,
-    SPLICE_DB,
+    DEFAULT_LOSSES,
     TIER_FIELDS,
     TRUNK_FIBERS,
     MediaTable,
@@ -344,7 +342,10 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     catalog = spec.resolved_catalog()
     floor = placement.floor
     pw = build_pathways(floor, site_trays(spec.site))
-    mt = media_table(catalog)
+    losses = spec.site.losses if spec.site is not None else DEFAULT_LOSSES
+    mpo_db, splice_db, shuffle_db = losses.mpo_db, losses.splice_db, 2 * losses.mpo_db
+    entrance = 2 if losses.entrance_splices else 0
+    mt = media_table(catalog, losses)
     L = _gather(placement, fabrics, catalog)
     n = L.link.shape[0]
     findings: list[Finding] = []
@@ -449,9 +450,11 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     # plant is packed: channels that then exceed their budget move on (below)
     p_splices = (
         np.where(
-            p_inter, np.where(building[frame_hall[p_lo]] != building[frame_hall[p_hi]], 4, 2), 0
+            p_inter,
+            np.where(building[frame_hall[p_lo]] != building[frame_hall[p_hi]], 2 + entrance, 2),
+            0,
         )
-        * SPLICE_DB
+        * splice_db
     )
     structured_len = np.zeros(n)
     structured_len[leaves] = cord_a[leaves] + trunk_est[pair_of] + cord_b[leaves]
@@ -460,7 +463,7 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     broken_ends = (L.a_breakout > 1).astype(np.int64) + (L.b_breakout > 1)
     # joints a channel adds to its two panels: an MPO interconnect at each HDF, the splices
     joint_db = np.zeros(n)
-    joint_db[leaves] = np.where(p_inter, 2 * MPO_JOINT_DB, 0.0)[pair_of] + p_splices[pair_of]
+    joint_db[leaves] = np.where(p_inter, 2 * mpo_db, 0.0)[pair_of] + p_splices[pair_of]
 
     # assemblies named for a tier whose links leave the row run pos to pos through the trays
     medium = np.full(n, NONE, dtype=np.int16)
@@ -511,7 +514,7 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
                         lv,
                         2 * mt.panel_db[c]
                         + joint_db[left]
-                        + shuffled * (SHUFFLE_DB - mt.panel_db[c]),
+                        + shuffled * (shuffle_db - mt.panel_db[c]),
                         0.0,
                     )
                     ok = length <= reach + 1e-9
@@ -621,7 +624,7 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     trunk_bld = building[frame_hall[plant.cable_a]] != building[frame_hall[plant.cable_b]]
     trunk_splices = np.where(
         plant.cable_kind == BACKBONE,
-        np.where(trunk_bld, 4, 2),
+        np.where(trunk_bld, 2 + entrance, 2),
         np.where(plant.cable_fibers > TRUNK_FIBERS, 2, 0),
     ).astype(np.int8)
 
@@ -644,16 +647,18 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     n_hops = on_hop.sum(axis=1)
     splices = np.zeros(st.shape[0])
     np.add.at(splices, hop_link, trunk_splices[hop_cable].astype(np.float64))
-    joints[st] = np.where(n_hops == 3, 2 * MPO_JOINT_DB, 0.0) + splices * SPLICE_DB
+    joints[st] = np.where(n_hops == 3, 2 * mpo_db, 0.0) + splices * splice_db
     duplex = mt.fibers[mi] < 8
     shuffle_a = structured & duplex & (L.a_breakout > 1)
     shuffle_b = structured & duplex & (L.b_breakout > 1)
     shuffled = shuffle_a.astype(np.int64) + shuffle_b
     loss = mt.db_per_km[mi] * length / 1000.0 + np.where(
-        structured, 2 * mt.panel_db[mi] + joints + shuffled * (SHUFFLE_DB - mt.panel_db[mi]), 0.0
+        structured, 2 * mt.panel_db[mi] + joints + shuffled * (shuffle_db - mt.panel_db[mi]), 0.0
     )
     loss = np.where(medium >= 0, loss, 0.0)
-    _past_budget(medium, loss, L, mt, cand_lists, length, joints, shuffled, structured, is_smf)
+    _past_budget(
+        medium, loss, L, mt, cand_lists, length, joints, shuffled, structured, is_smf, shuffle_db
+    )
     order_m = np.where(structured, 0.0, order_length(length))
 
     # panels: a cable takes one 1U panel per 144 fibres at each of its frames, except a
@@ -750,6 +755,7 @@ def _past_budget(
     shuffled: NDArray[np.int64],
     structured: NDArray[np.bool_],
     is_smf: NDArray[np.bool_],
+    shuffle_db: float,
 ) -> None:
     """Move structured links whose packed channel (spliced ribbon trunks) exceeds their optic's
     budget to the next candidate that takes the same positions (fibre type and legs, so the
@@ -774,7 +780,7 @@ def _past_budget(
                 mt.db_per_km[c] * length[rows] / 1000.0
                 + 2 * mt.panel_db[c]
                 + joints[rows]
-                + shuffled[rows] * (SHUFFLE_DB - mt.panel_db[c])
+                + shuffled[rows] * (shuffle_db - mt.panel_db[c])
             )
             ok = (
                 (mt.slots[c] == mt.slots[cur])

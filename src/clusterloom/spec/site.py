@@ -264,6 +264,21 @@ class PathwaySpec(SpecModel):
         return f"{many}{bank}"
 
 
+class PlantLosses(SpecModel):
+    """Insertion loss of the fibre plant's parts, in dB. The defaults are REFERENCES.md's
+    figures for low-loss connectors (at most 0.35 dB per MPO, 0.25 dB per LC joint) and a
+    typical fusion splice (TIA-568.3-D allows up to 0.3 dB)."""
+
+    mpo_db: float = Field(default=0.35, ge=0.0, le=2.0, description="one mated MPO pair")
+    lc_db: float = Field(default=0.25, ge=0.0, le=2.0, description="one mated LC pair")
+    splice_db: float = Field(default=0.1, ge=0.0, le=1.0, description="one fusion splice")
+    entrance_splices: bool = Field(
+        default=True,
+        description="backbones between buildings are spliced at each building entrance "
+        "(outside-plant to indoor cable); false for indoor/outdoor-rated cable",
+    )
+
+
 class SiteSpec(SpecModel):
     campus: str = Field(default="campus", pattern=_NAME)
     buildings: list[BuildingSpec] = Field(min_length=1)
@@ -288,6 +303,7 @@ class SiteSpec(SpecModel):
         default_factory=dict,
         description="pathway sizes per segment kind (unset kinds keep cabling's defaults)",
     )
+    losses: PlantLosses = PlantLosses()
 
 
 # --- resolving positions ----------------------------------------------------------------------
