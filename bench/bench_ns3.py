@@ -315,6 +315,11 @@ def run(a: argparse.Namespace) -> dict[str, object]:
         bulk.SetAttribute("SendSize", ns.UintegerValue(64 * 1024))
         bulk.Install(nodes.Get(s)).Start(ns.Seconds(0))
     setup_s = time.perf_counter() - t_setup
+    if a.progress:
+        print(
+            f"  import {t_setup - t_import:.1f} s, setup {setup_s:.1f} s (routes {routes_s:.1f} s)",
+            flush=True,
+        )
 
     sim = ns.Simulator
     ev0 = sim.GetEventCount()
@@ -386,7 +391,12 @@ def main() -> None:
     ap.add_argument("--dupack", type=int, default=3, help="TCP duplicate-ACK threshold")
     ap.add_argument("--min-rto-us", type=int, default=1000)
     ap.add_argument("--slice-us", type=int, default=50, help="simulated time per progress slice")
-    ap.add_argument("--limit", type=float, default=2400, help="wall-clock limit, seconds")
+    ap.add_argument(
+        "--limit",
+        type=float,
+        default=2400,
+        help="wall-clock limit of the event loop, seconds (checked between slices)",
+    )
     ap.add_argument("--max-sim-us", type=int, default=1_000_000)
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--json", action="store_true", help="print one JSON line only")
