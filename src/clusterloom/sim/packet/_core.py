@@ -20,8 +20,8 @@ State layout (all ``int64``):
   hop index into it.
 - ``T[:S[S_TN], :]``: trace records ``(time, what, pid, dl)`` (drops and trims) when
   ``S[C_TRACE]`` is set.
-- ``CM[i, :]``: Python's commands (``CMD_*``); a send's packet id is written back to
-  ``CM[i, 5]``.
+- ``CM[:n, :]``: Python's commands (``CMD_*``). Python takes a send's packet slot from the
+  free stack itself (the core never allocates), so it can keep the packet's object by id.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ EV_WIRE, EV_TXDONE, EV_PAUSE, EV_RESUME = 4, 5, 6, 7
 
 # commands
 CMD_SEND, CMD_PUSH, CMD_DOWN, CMD_UP = 0, 1, 2, 3
-CMD_COLS = 6
+CMD_COLS = 8
 
 # what step returns
 ST_EMPTY, ST_LIMIT, ST_PYTHON, ST_STOP_CHECK, ST_GROW = 0, 1, 2, 3, 4
@@ -68,8 +68,12 @@ TR_DROP, TR_TRIM = 0, 1
 PS8 = 8 * 10**12  # bits to picoseconds at 1 b/s
 NIL = -1
 
+#: compiled and cached; integer division by a rate never sees zero (rates are at least 1 b/s),
+#: so numpy's error model spares the check
+_jit = njit(cache=True, error_model="numpy")
 
-@njit(cache=True)
+
+@_jit
 def push(H: Any, S: Any, time: int, kind: int, a: int, b: int) -> None:
     """Add an event; it takes the next sequence number."""
     seq = S[S_SEQ] + 1
@@ -91,7 +95,7 @@ def push(H: Any, S: Any, time: int, kind: int, a: int, b: int) -> None:
     H[i, 4] = b
 
 
-@njit(cache=True)
+@_jit
 def _pop(H: Any, S: Any) -> None:
     """Remove the first event (read it from ``H[0]`` before)."""
     n = S[S_HN] - 1
@@ -120,7 +124,7 @@ def _pop(H: Any, S: Any) -> None:
         H[i, c] = H[n, c]
 
 
-@njit(cache=True)
+@_jit
 def _mix(x: Any) -> Any:
     """splitmix64 of one uint64 (as :func:`clusterloom.sim.flow.paths.splitmix64`)."""
     z = x + np.uint64(0x9E3779B97F4A7C15)
@@ -129,7 +133,7 @@ def _mix(x: Any) -> Any:
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True)
+@_jit
 def _uniform(S: Any) -> float:
     """The next number in [0, 1) of the run's counter-based generator."""
     z = _mix(np.uint64(S[C_RNGKEY]) + np.uint64(S[S_RNG]))
@@ -137,13 +141,13 @@ def _uniform(S: Any) -> float:
     return float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@njit(cache=True)
+@_jit
 def _free(P: Any, S: Any, pid: int) -> None:
     P[S[S_NFREE], P_FREE] = pid
     S[S_NFREE] += 1
 
 
-@njit(cache=True)
+@_jit
 def _trace(T: Any, S: Any, what: int, pid: int, dl: int) -> None:
     if S[C_TRACE]:
         i = S[S_TN]
@@ -154,7 +158,7 @@ def _trace(T: Any, S: Any, what: int, pid: int, dl: int) -> None:
         S[S_TN] = i + 1
 
 
-@njit(cache=True)
+@_jit
 def _release(L: Any, P: Any, H: Any, S: Any, pid: int) -> None:
     """PFC accounting of a packet that leaves its switch (sent on or dropped)."""
     ing = P[pid, P_ING]
@@ -166,7 +170,7 @@ def _release(L: Any, P: Any, H: Any, S: Any, pid: int) -> None:
             push(H, S, S[S_NOW] + L[ing, L_PROP], EV_RESUME, ing, 0)
 
 
-@njit(cache=True)
+@_jit
 def _transmit(L: Any, P: Any, H: Any, S: Any, dl: int) -> None:
     """Start sending the next packet of port ``dl`` if it has one it may send."""
     pid = L[dl, L_HH]
@@ -204,7 +208,7 @@ def _transmit(L: Any, P: Any, H: Any, S: Any, dl: int) -> None:
         push(H, S, end, EV_TXDONE, dl, 0)
 
 
-@njit(cache=True)
+@_jit
 def _append(L: Any, P: Any, dl: int, pid: int, head: int, tail: int) -> None:
     P[pid, P_NEXT] = NIL
     if L[dl, tail] == NIL:
@@ -214,7 +218,7 @@ def _append(L: Any, P: Any, dl: int, pid: int, head: int, tail: int) -> None:
     L[dl, tail] = pid
 
 
-@njit(cache=True)
+@_jit
 def _enqueue(L: Any, P: Any, H: Any, S: Any, T: Any, dl: int, pid: int) -> None:
     """Queue packet ``pid`` on output port ``dl`` (or drop, mark, trim it)."""
     if not L[dl, L_ALIVE]:
@@ -271,7 +275,7 @@ def _enqueue(L: Any, P: Any, H: Any, S: Any, T: Any, dl: int, pid: int) -> None:
             push(H, S, L[dl, L_FREE], EV_TXDONE, dl, 0)
 
 
-@njit(cache=True)
+@_jit
 def _link_down(L: Any, P: Any, H: Any, S: Any, dl: int) -> None:
     """A hard failure of directed link ``dl``: it drops what it holds and what is on the wire."""
     if not L[dl, L_ALIVE]:
@@ -301,21 +305,18 @@ def _link_down(L: Any, P: Any, H: Any, S: Any, dl: int) -> None:
     L[dl, L_HB] = 0
 
 
-@njit(cache=True)
-def _apply(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, CM: Any) -> None:
-    """Apply Python's queued commands in order (a send's packet id back in ``CM[i, 5]``)."""
-    for i in range(CM.shape[0]):
+@_jit
+def _apply(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, CM: Any, n: int) -> None:
+    """Apply Python's first ``n`` queued commands in order."""
+    for i in range(n):
         op = CM[i, 0]
-        if op == CMD_SEND:
-            k = S[S_NFREE] - 1
-            S[S_NFREE] = k
-            pid = P[k, P_FREE]
+        if op == CMD_SEND:  # size, prio, ecn, trimmed, route offset, packet id
+            pid = CM[i, 6]
             P[pid, P_SIZE] = CM[i, 1]
             P[pid, P_PRIO] = CM[i, 2]
             P[pid, P_ECN] = CM[i, 3]
             P[pid, P_TRIM] = CM[i, 4]
             r = CM[i, 5]
-            CM[i, 5] = pid
             P[pid, P_ROUTE] = r
             P[pid, P_HOP] = 1
             P[pid, P_ING] = NIL
@@ -329,7 +330,7 @@ def _apply(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, CM: Any) -> None:
             L[CM[i, 1], L_RATE] = CM[i, 2]
 
 
-@njit(cache=True)
+@_jit
 def step(
     L: Any,
     P: Any,
@@ -338,17 +339,19 @@ def step(
     T: Any,
     RL: Any,
     CM: Any,
+    n_cm: int,
     limit: int,
     check_stop: bool,
     skip_check: bool,
 ) -> tuple[int, int, int, int, int, int, int, int, int]:
-    """Apply the commands ``CM`` then run events up to ``limit`` until one needs Python. Returns
-    ``(status, kind, a, b, now, size, prio, ecn, trimmed)``: ``ST_PYTHON`` with the event's
-    kind and arguments (for a delivery, ``a`` is the packet id, ``b`` the link, and its header
-    fields follow); ``ST_EMPTY``; ``ST_LIMIT`` (the next event is past ``limit``);
-    ``ST_STOP_CHECK`` (the run's 4,096th event is due and ``check_stop`` asks Python whether to
-    go on; the event is not run); ``ST_GROW`` (the heap or the trace needs room)."""
-    _apply(L, P, H, S, T, RL, CM)
+    """Apply the first ``n_cm`` commands of ``CM``, then run events up to ``limit`` until one
+    needs Python. Returns ``(status, kind, a, b, now, size, prio, ecn, trimmed)``:
+    ``ST_PYTHON`` with the event's kind and arguments (for a delivery, ``a`` is the packet id,
+    ``b`` the link, and its header fields follow); ``ST_EMPTY``; ``ST_LIMIT`` (the next event
+    is past ``limit``); ``ST_STOP_CHECK`` (the run's 4,096th event is due and ``check_stop``
+    asks Python whether to go on; the event is not run); ``ST_GROW`` (the heap or the trace
+    needs room)."""
+    _apply(L, P, H, S, T, RL, CM, n_cm)
     n_hosts = S[C_NHOSTS]
     hcap = H.shape[0]
     tcap = T.shape[0]

@@ -4,8 +4,11 @@ Model (every assumption here is also listed in ``docs/packet.md``):
 
 - **Time and order.** Events sit in one binary heap keyed by ``(time_ps, seq)``; ``seq`` is a
   counter incremented on every push, so two events at the same picosecond run in the order they
-  were scheduled. All randomness (ECN marking, transports) comes from ``random.Random(seed)``
-  objects created from the run's seed: the same inputs give the same run, event for event.
+  were scheduled. The heap and the data plane are compiled (:mod:`._core`); Python's calls are
+  applied in the order they were made, so the order is that of a plain loop. ECN marking draws
+  from a counter-based generator (splitmix64 of a key from the seed and a draw counter), the
+  transports hash their entropy values from the seed: the same inputs give the same run, event
+  for event, with or without a tracer.
 - **Links.** Every physical link of the topology is two directed links (``2i`` up, ``2i+1``
   down, as in :mod:`clusterloom.sim.flow.paths`) with the link's rate and propagation delay. A
   directed link is an output port at its source node: one FIFO for data and one strict-priority
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Protocol
 
 import numpy as np
@@ -290,14 +294,15 @@ class PacketSim:
         self._rl_used = 0
         self._route_at: dict[tuple[int, ...], int] = {}  # a route's offset in _rl
         #: commands for the data plane, CMD_COLS integers each, and the packets of the sends
-        self._cmds: list[int] = []
-        self._sent: list[tuple[int, Packet]] = []
+        self._cm = np.zeros((256, core.CMD_COLS), dtype=np.int64)
+        self._cmv = self._cm.reshape(-1).data  # writes from Python without numpy calls
+        self._n_cm = 0
         self._downs = 0
-        self._no_cmds = np.zeros((0, core.CMD_COLS), dtype=np.int64)
+        self._smv = self._s.data
         self._actions: list[tuple[Callable[..., None], Any] | None] = []
         self._injected: list[Packet | None] = []
-        #: paths by (src, dst, port, ev): their links (None: no path) and offset in _rl (-1:
-        #: not stored yet), ECMP under the current routing view and static source routes
+        #: paths by (src, dst, port, ev): their links (None: no path) and offset in _rl, ECMP
+        #: under the current routing view and static source routes
         self._ecmp: dict[tuple[int, int, int, int], tuple[tuple[int, ...] | None, int]] = {}
         self._static: dict[tuple[int, int, int, int], tuple[tuple[int, ...] | None, int]] = {}
         self.live_view = np.ones(t.n_links, dtype=bool)
@@ -348,7 +353,7 @@ class PacketSim:
 
     def timer(self, at_ps: int, conn: int, token: int) -> None:
         """Call ``conns[conn].on_timer(token)`` at ``at_ps`` (never earlier than now)."""
-        self._cmds += (core.CMD_PUSH, max(at_ps, self.now), core.EV_TIMER, conn, token, 0)
+        self._command(core.CMD_PUSH, max(at_ps, self.now), core.EV_TIMER, conn, token)
 
     def at(self, at_ps: int, action: Callable[[], None]) -> None:
         """Run ``action()`` at ``at_ps``."""
@@ -356,9 +361,7 @@ class PacketSim:
 
     def _call_at(self, at_ps: int, fn: Callable[..., None], arg: Any) -> None:
         self._actions.append((fn, arg))
-        self._cmds += (
-            core.CMD_PUSH, max(at_ps, self.now), core.EV_ACTION, len(self._actions) - 1, 0, 0
-        )  # fmt: skip
+        self._command(core.CMD_PUSH, max(at_ps, self.now), core.EV_ACTION, len(self._actions) - 1)
 
     def add(self, conn: Endpoint) -> int:
         """Register a connection; its id is the ``flow`` its packets carry."""
@@ -388,9 +391,37 @@ class PacketSim:
             view=view,
         )
         table = self._static if static else self._ecmp
-        for key, row in zip(keys, rows.tolist(), strict=True):
-            links = tuple(x for x in row if x >= 0)
-            table[key] = (links or None, -1)
+        hops = (rows >= 0).sum(axis=1)
+        paths: list[tuple[int, ...] | None] = [None] * len(keys)
+        if len(keys) > 16 and ((rows >= 0) == (np.arange(rows.shape[1]) < hops[:, None])).all():
+            # the usual case: every path is a prefix of its row; tuples made by length
+            for n in np.unique(hops[hops > 0]).tolist():
+                where = np.flatnonzero(hops == n).tolist()
+                for i, made in zip(where, map(tuple, rows[where, :n].tolist()), strict=True):
+                    paths[i] = made
+        else:
+            for i, row in enumerate(rows.tolist()):
+                paths[i] = tuple(x for x in row if x >= 0) or None
+        route_at = self._route_at
+        start = used = self._rl_used
+        new: list[tuple[int, ...]] = []
+        for key, links in zip(keys, paths, strict=True):
+            if links is None:
+                table[key] = (None, -1)
+                continue
+            at = route_at.get(links)
+            if at is None:
+                at = route_at[links] = used
+                used += len(links)
+                new.append(links)
+            table[key] = (links, at)
+        if new:
+            if used > len(self._rl):
+                grown = np.zeros(max(2 * len(self._rl), used), dtype=np.int64)
+                grown[:start] = self._rl[:start]
+                self._rl = grown
+            self._rl[start:used] = np.fromiter(chain.from_iterable(new), np.int64, used - start)
+            self._rl_used = used
 
     def prefetch(self, keys: Iterable[tuple[int, int, int, int]], *, static: bool = False) -> None:
         """Compute the paths of (src, dst, port, ev) keys in one vectorized call."""
@@ -412,21 +443,6 @@ class PacketSim:
 
     def plane_of_port(self, port: int) -> int:
         return port // max(self.topology.plan.ports_per_host, 1)
-
-    def _store(self, links: tuple[int, ...]) -> int:
-        """The offset of route ``links`` in the route array (stored on first use)."""
-        at = self._route_at.get(links)
-        if at is None:
-            at = self._rl_used
-            end = at + len(links)
-            if end > len(self._rl):
-                grown = np.zeros(max(2 * len(self._rl), end), dtype=np.int64)
-                grown[:at] = self._rl[:at]
-                self._rl = grown
-            self._rl[at:end] = links
-            self._rl_used = end
-            self._route_at[links] = at
-        return at
 
     # -- sending -----------------------------------------------------------------------------
 
@@ -453,21 +469,34 @@ class PacketSim:
         pkt.hop = 1
         if tracer is not None:
             tracer.routed(pkt)
-        if at < 0:
-            at = self._store(links)
-            table[key] = (links, at)
-        cmds = self._cmds
-        self._sent.append((len(cmds) // core.CMD_COLS, pkt))
-        cmds += (core.CMD_SEND, pkt.size, pkt.prio, pkt.ecn, pkt.trimmed, at)
+        smv = self._smv
+        k = smv[core.S_NFREE] - 1
+        if k < 0:
+            self._grow_pool(1)
+            k = smv[core.S_NFREE] - 1
+        smv[core.S_NFREE] = k
+        pid = self._pmv[k * core.P_COLS + core.P_FREE]
+        self._objs[pid] = pkt
+        n = self._n_cm
+        if n == len(self._cm):
+            self._grow_commands()
+        mv = self._cmv
+        i = n * core.CMD_COLS
+        mv[i] = core.CMD_SEND
+        mv[i + 1] = pkt.size
+        mv[i + 2] = pkt.prio
+        mv[i + 3] = pkt.ecn
+        mv[i + 4] = pkt.trimmed
+        mv[i + 5] = at
+        mv[i + 6] = pid
+        self._n_cm = n + 1
         return True
 
     def deliver_later(self, pkt: Packet, delay_ps: int) -> None:
         """Deliver ``pkt`` to its destination host after ``delay_ps`` (scripted injection)."""
         pkt.route = ()
         self._injected.append(pkt)
-        self._cmds += (
-            core.CMD_PUSH, self.now + delay_ps, core.EV_ARRIVE, len(self._injected) - 1, 0, 0
-        )  # fmt: skip
+        self._command(core.CMD_PUSH, self.now + delay_ps, core.EV_ARRIVE, len(self._injected) - 1)
 
     # -- the compiled data plane -------------------------------------------------------------
 
@@ -480,6 +509,7 @@ class PacketSim:
         pkts[nfree : nfree + new - old, core.P_FREE] = np.arange(new - 1, old - 1, -1)
         self._s[core.S_NFREE] = nfree + new - old
         self._pkts = pkts
+        self._pmv = pkts.reshape(-1).data
         self._objs.extend([None] * (new - old))
 
     def _grow_heap(self, need: int) -> None:
@@ -489,45 +519,45 @@ class PacketSim:
             heap[:cap] = self._heap
             self._heap = heap
 
+    def _command(self, op: int, a: int, b: int = 0, c: int = 0, d: int = 0) -> None:
+        n = self._n_cm
+        if n == len(self._cm):
+            self._grow_commands()
+        self._cm[n, :5] = (op, a, b, c, d)
+        self._n_cm = n + 1
+
+    def _grow_commands(self) -> None:
+        cm = np.zeros((2 * len(self._cm), core.CMD_COLS), dtype=np.int64)
+        cm[: len(self._cm)] = self._cm
+        self._cm = cm
+        self._cmv = cm.reshape(-1).data
+
     def _step(
         self, limit: int, check_stop: bool, skip_check: bool
     ) -> tuple[int, int, int, int, int, int, int, int, int]:
         """Apply the queued commands and run the compiled loop until it needs Python
         (:func:`._core.step`)."""
-        cmds = self._cmds
-        if cmds:
-            s = self._s
-            sent = self._sent
-            if len(sent) > s[core.S_NFREE]:
-                self._grow_pool(len(sent))
-            n_cmds = len(cmds) // core.CMD_COLS
-            held = len(self._pkts) - int(s[core.S_NFREE]) if self._downs else 0
-            if int(s[core.S_HN]) + 3 * n_cmds + held + 16 > len(self._heap):
-                self._grow_heap(int(s[core.S_HN]) + 3 * n_cmds + held + 16)
-            cm = np.array(cmds, dtype=np.int64).reshape(n_cmds, core.CMD_COLS)
-            self._cmds = []
-            self._sent = []
-            self._downs = 0
-            out = core.step(
-                self._links, self._pkts, self._heap, s, self._trace, self._rl, cm,
-                limit, check_stop, skip_check,
-            )  # fmt: skip
-            objs = self._objs
-            ids = cm[:, 5].tolist()
-            for i, pkt in sent:
-                objs[ids[i]] = pkt
-        else:
-            out = core.step(
-                self._links, self._pkts, self._heap, self._s, self._trace, self._rl,
-                self._no_cmds, limit, check_stop, skip_check,
-            )  # fmt: skip
-        if self._s[core.S_TN]:
+        n = self._n_cm
+        smv = self._smv
+        if n:
+            need = smv[core.S_HN] + 3 * n + 16
+            if self._downs:
+                need += len(self._pkts) - smv[core.S_NFREE]
+                self._downs = 0
+            if need > len(self._heap):
+                self._grow_heap(need)
+            self._n_cm = 0
+        out = core.step(
+            self._links, self._pkts, self._heap, self._s, self._trace, self._rl, self._cm, n,
+            limit, check_stop, skip_check,
+        )  # fmt: skip
+        if smv[core.S_TN]:
             self._drain_trace()
         return out
 
     def _flush(self) -> None:
         """Apply the queued commands now (before reading the data plane's state)."""
-        if self._cmds:
+        if self._n_cm:
             self._step(-1, False, False)
 
     def _drain_trace(self) -> None:
@@ -599,11 +629,11 @@ class PacketSim:
     def _set_links(self, directed: list[int], fraction: float, hard: bool) -> None:
         for dl in directed:
             if fraction == 0.0:
-                self._cmds += (core.CMD_DOWN, dl, 0, 0, 0, 0)
+                self._command(core.CMD_DOWN, dl)
                 self._downs += 1
             else:
                 rate = max(1, round(self.base_rate[dl] * fraction))
-                self._cmds += (core.CMD_UP, dl, rate, 0, 0, 0)
+                self._command(core.CMD_UP, dl, rate)
         if self.tracer is not None:
             self.tracer.event(
                 self.now,
@@ -636,17 +666,35 @@ class PacketSim:
         self._s[core.S_RUN_N] = 0
         check = stop is not None
         skip = False
-        step = self._step
         conns = self.conns
         objs = self._objs
+        smv = self._smv
+        step = core.step
         while True:
-            out = step(limit, check, skip)
+            # self._step inlined
+            n = self._n_cm
+            if n:
+                need = smv[core.S_HN] + 3 * n + 16
+                if self._downs:
+                    need += len(self._pkts) - smv[core.S_NFREE]
+                    self._downs = 0
+                if need > len(self._heap):
+                    self._grow_heap(need)
+                self._n_cm = 0
+            out = step(
+                self._links, self._pkts, self._heap, self._s, self._trace, self._rl, self._cm, n,
+                limit, check, skip,
+            )  # fmt: skip
+            if smv[core.S_TN]:
+                self._drain_trace()
             skip = False
             status = out[0]
             if status == core.ST_PYTHON:
                 now = self.now = out[4]
                 kind = out[1]
-                if kind == core.EV_DELIVER and self.impair is None and self.tracer is None:
+                if kind == core.EV_TIMER:
+                    conns[out[2]].on_timer(out[3], now)
+                elif kind == core.EV_DELIVER and self.impair is None and self.tracer is None:
                     # the common case inlined: a packet of a connection reaches a host
                     a = out[2]
                     pkt = objs[a]
