@@ -75,13 +75,14 @@ _jit = njit(cache=True, error_model="numpy")
 
 @_jit
 def push(H: Any, S: Any, time: int, kind: int, a: int, b: int) -> None:
-    """Add an event; it takes the next sequence number."""
+    """Add an event; it takes the next sequence number. The heap is 4-ary (half the depth of a
+    binary one, and the children of a node are adjacent rows)."""
     seq = S[S_SEQ] + 1
     S[S_SEQ] = seq
     i = S[S_HN]
     S[S_HN] = i + 1
     while i > 0:  # move parents down into the hole until the new event fits
-        parent = (i - 1) >> 1
+        parent = (i - 1) >> 2
         pt = H[parent, 0]
         if pt < time or (pt == time and H[parent, 1] < seq):
             break
@@ -105,17 +106,20 @@ def _pop(H: Any, S: Any) -> None:
     time = H[n, 0]
     seq = H[n, 1]
     i = 0
-    while True:  # move the smaller child up into the hole until the last event fits
-        child = 2 * i + 1
-        if child >= n:
+    while True:  # move the smallest child up into the hole until the last event fits
+        first = 4 * i + 1
+        if first >= n:
             break
-        right = child + 1
-        if right < n and (
-            H[right, 0] < H[child, 0] or (H[right, 0] == H[child, 0] and H[right, 1] < H[child, 1])
-        ):
-            child = right
-        ct = H[child, 0]
-        if time < ct or (time == ct and seq < H[child, 1]):
+        child = first
+        ct = H[first, 0]
+        cs = H[first, 1]
+        for k in range(first + 1, min(first + 4, n)):
+            kt = H[k, 0]
+            if kt < ct or (kt == ct and H[k, 1] < cs):
+                child = k
+                ct = kt
+                cs = H[k, 1]
+        if time < ct or (time == ct and seq < cs):
             break
         for c in range(5):
             H[i, c] = H[child, c]

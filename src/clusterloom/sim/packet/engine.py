@@ -523,7 +523,13 @@ class PacketSim:
         n = self._n_cm
         if n == len(self._cm):
             self._grow_commands()
-        self._cm[n, :5] = (op, a, b, c, d)
+        mv = self._cmv
+        i = n * core.CMD_COLS
+        mv[i] = op
+        mv[i + 1] = a
+        mv[i + 2] = b
+        mv[i + 3] = c
+        mv[i + 4] = d
         self._n_cm = n + 1
 
     def _grow_commands(self) -> None:
