@@ -293,7 +293,7 @@ class PacketSim:
         self._rl = np.zeros(1024, dtype=np.int64)  # the links of every route, back to back
         self._rl_used = 0
         self._route_at: dict[tuple[int, ...], int] = {}  # a route's offset in _rl
-        #: commands for the data plane, CMD_COLS integers each, and the packets of the sends
+        #: commands for the data plane (CMD_COLS integers each), applied at the next step
         self._cm = np.zeros((256, core.CMD_COLS), dtype=np.int64)
         self._cmv = self._cm.reshape(-1).data  # writes from Python without numpy calls
         self._n_cm = 0
