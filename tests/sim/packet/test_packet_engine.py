@@ -161,6 +161,8 @@ def test_events_ordered_by_time_then_sequence(pair) -> None:  # type: ignore[no-
 def test_bad_config_refused(pair) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(PacketSimError, match="ecn_kmin"):
         PacketSim(pair, PacketConfig(ecn_kmin=10, ecn_kmax=5))
+    with pytest.raises(PacketSimError, match="1 MiB"):
+        PacketSim(pair, PacketConfig(mtu=2 << 20, buffer_bytes=4 << 20))
     with pytest.raises(PacketSimError, match="exclude"):
         PacketSim(pair, PacketConfig(pfc=True, trimming=True))
     with pytest.raises(PacketSimError, match="unknown packet transport"):

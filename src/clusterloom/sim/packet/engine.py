@@ -103,6 +103,8 @@ class PacketConfig:
         out = []
         if self.mtu <= 0 or self.header <= 0:
             out.append(f"mtu and header must be positive, got {self.mtu} and {self.header}")
+        if self.mtu + self.header > 1 << 20:  # the compiled loop computes bits * 10^12 in int64
+            out.append(f"mtu plus header is at most 1 MiB, got {self.mtu + self.header}")
         if self.buffer_bytes < self.mtu + self.header:
             out.append(f"buffer_bytes {self.buffer_bytes} holds not even one packet")
         if not 0 <= self.ecn_kmin <= self.ecn_kmax:
