@@ -54,6 +54,53 @@ from clusterloom.fabric.topology import Topology
 from clusterloom.sim.flow.paths import Router, RouteView, build_router, route, route_view
 from clusterloom.sim.flow.run import Failure
 from clusterloom.sim.packet import _core as core
+from clusterloom.sim.packet._core import (  # bound here: read on every event
+    C_CTRL,
+    C_ECN,
+    C_HEADER,
+    C_KMAX,
+    C_KMIN,
+    C_NHOSTS,
+    C_PFC,
+    C_RNGKEY,
+    C_TRACE,
+    C_TRIMMING,
+    C_XOFF,
+    C_XON,
+    CMD_COLS,
+    CMD_DOWN,
+    CMD_PUSH,
+    CMD_SEND,
+    CMD_UP,
+    EV_ACTION,
+    EV_ARRIVE,
+    EV_DELIVER,
+    EV_TIMER,
+    L_ALIVE,
+    L_LIMIT,
+    L_MAXQ,
+    L_PROP,
+    L_RATE,
+    L_SW,
+    L_TO,
+    P_COLS,
+    P_FREE,
+    S_COLS,
+    S_DROPS,
+    S_EVENTS,
+    S_HN,
+    S_MARKS,
+    S_NFREE,
+    S_NOW,
+    S_PAUSES,
+    S_RUN_N,
+    S_TN,
+    S_TRIMS,
+    ST_GROW,
+    ST_PYTHON,
+    ST_STOP_CHECK,
+    TR_DROP,
+)
 from clusterloom.units import PS_PER_S, PS_PER_US
 
 __all__ = [
@@ -272,31 +319,31 @@ class PacketSim:
         switch = frm >= self.n_hosts
         self.switch_port: list[bool] = switch.tolist()
         links = core.new_links(n)
-        links[:, core.L_TO] = to
-        links[:, core.L_RATE] = rate
-        links[:, core.L_PROP] = prop
-        links[:, core.L_SW] = switch
-        links[:, core.L_LIMIT] = np.where(switch, cfg.buffer_bytes, 1 << 62)
+        links[:, L_TO] = to
+        links[:, L_RATE] = rate
+        links[:, L_PROP] = prop
+        links[:, L_SW] = switch
+        links[:, L_LIMIT] = np.where(switch, cfg.buffer_bytes, 1 << 62)
         self._links = links
-        self._pkts = np.zeros((0, core.P_COLS), dtype=np.int64)
+        self._pkts = np.zeros((0, P_COLS), dtype=np.int64)
         self._objs: list[Packet | None] = []
         self._heap = np.zeros((1024, 5), dtype=np.int64)
-        self._s = np.zeros(core.S_COLS, dtype=np.int64)
+        self._s = np.zeros(S_COLS, dtype=np.int64)
         c = self._s
-        c[core.C_NHOSTS] = self.n_hosts
-        c[core.C_HEADER] = cfg.header
-        c[core.C_CTRL] = cfg.control_buffer_bytes
-        c[core.C_KMIN], c[core.C_KMAX], c[core.C_ECN] = cfg.ecn_kmin, cfg.ecn_kmax, cfg.ecn
-        c[core.C_TRIMMING], c[core.C_PFC] = cfg.trimming, cfg.pfc
-        c[core.C_XOFF], c[core.C_XON] = cfg.pfc_xoff, cfg.pfc_xon
-        c[core.C_RNGKEY] = rng_key(seed)
-        c[core.C_TRACE] = tracer is not None
+        c[C_NHOSTS] = self.n_hosts
+        c[C_HEADER] = cfg.header
+        c[C_CTRL] = cfg.control_buffer_bytes
+        c[C_KMIN], c[C_KMAX], c[C_ECN] = cfg.ecn_kmin, cfg.ecn_kmax, cfg.ecn
+        c[C_TRIMMING], c[C_PFC] = cfg.trimming, cfg.pfc
+        c[C_XOFF], c[C_XON] = cfg.pfc_xoff, cfg.pfc_xon
+        c[C_RNGKEY] = rng_key(seed)
+        c[C_TRACE] = tracer is not None
         self._trace = np.zeros((64, 4), dtype=np.int64)
         self._rl = np.zeros(1024, dtype=np.int64)  # the links of every route, back to back
         self._rl_used = 0
         self._route_at: dict[tuple[int, ...], int] = {}  # a route's offset in _rl
         #: commands for the data plane (CMD_COLS integers each), applied at the next step
-        self._cm = np.zeros((256, core.CMD_COLS), dtype=np.int64)
+        self._cm = np.zeros((256, CMD_COLS), dtype=np.int64)
         self._cmv = self._cm.reshape(-1).data  # writes from Python without numpy calls
         self._n_cm = 0
         self._downs = 0
@@ -323,7 +370,7 @@ class PacketSim:
     @property
     def events(self) -> int:
         """Events run so far."""
-        return int(self._s[core.S_EVENTS])
+        return int(self._s[S_EVENTS])
 
     @property
     def stats(self) -> NetStats:
@@ -331,11 +378,11 @@ class PacketSim:
         self._flush()
         s = self._s
         return NetStats(
-            drops=int(s[core.S_DROPS]),
-            trims=int(s[core.S_TRIMS]),
-            marks=int(s[core.S_MARKS]),
+            drops=int(s[S_DROPS]),
+            trims=int(s[S_TRIMS]),
+            marks=int(s[S_MARKS]),
             no_route=self._no_route,
-            pauses=int(s[core.S_PAUSES]),
+            pauses=int(s[S_PAUSES]),
             data_bytes_delivered=self._delivered,
         )
 
@@ -343,19 +390,19 @@ class PacketSim:
     def max_qbytes(self) -> NDArray[np.int64]:
         """The largest data backlog of each directed link's port so far (a writable view)."""
         self._flush()
-        view: NDArray[np.int64] = self._links[:, core.L_MAXQ]
+        view: NDArray[np.int64] = self._links[:, L_MAXQ]
         return view
 
     @property
     def alive(self) -> list[bool]:
         self._flush()
-        return [bool(x) for x in self._links[:, core.L_ALIVE].tolist()]
+        return [bool(x) for x in self._links[:, L_ALIVE].tolist()]
 
     # -- scheduling --------------------------------------------------------------------------
 
     def timer(self, at_ps: int, conn: int, token: int) -> None:
         """Call ``conns[conn].on_timer(token)`` at ``at_ps`` (never earlier than now)."""
-        self._command(core.CMD_PUSH, max(at_ps, self.now), core.EV_TIMER, conn, token)
+        self._command(CMD_PUSH, max(at_ps, self.now), EV_TIMER, conn, token)
 
     def at(self, at_ps: int, action: Callable[[], None]) -> None:
         """Run ``action()`` at ``at_ps``."""
@@ -363,7 +410,7 @@ class PacketSim:
 
     def _call_at(self, at_ps: int, fn: Callable[..., None], arg: Any) -> None:
         self._actions.append((fn, arg))
-        self._command(core.CMD_PUSH, max(at_ps, self.now), core.EV_ACTION, len(self._actions) - 1)
+        self._command(CMD_PUSH, max(at_ps, self.now), EV_ACTION, len(self._actions) - 1)
 
     def add(self, conn: Endpoint) -> int:
         """Register a connection; its id is the ``flow`` its packets carry."""
@@ -472,19 +519,19 @@ class PacketSim:
         if tracer is not None:
             tracer.routed(pkt)
         smv = self._smv
-        k = smv[core.S_NFREE] - 1
+        k = smv[S_NFREE] - 1
         if k < 0:
             self._grow_pool(1)
-            k = smv[core.S_NFREE] - 1
-        smv[core.S_NFREE] = k
-        pid = self._pmv[k * core.P_COLS + core.P_FREE]
+            k = smv[S_NFREE] - 1
+        smv[S_NFREE] = k
+        pid = self._pmv[k * P_COLS + P_FREE]
         self._objs[pid] = pkt
         n = self._n_cm
         if n == len(self._cm):
             self._grow_commands()
         mv = self._cmv
-        i = n * core.CMD_COLS
-        mv[i] = core.CMD_SEND
+        i = n * CMD_COLS
+        mv[i] = CMD_SEND
         mv[i + 1] = pkt.size
         mv[i + 2] = pkt.prio
         mv[i + 3] = pkt.ecn
@@ -498,18 +545,18 @@ class PacketSim:
         """Deliver ``pkt`` to its destination host after ``delay_ps`` (scripted injection)."""
         pkt.route = ()
         self._injected.append(pkt)
-        self._command(core.CMD_PUSH, self.now + delay_ps, core.EV_ARRIVE, len(self._injected) - 1)
+        self._command(CMD_PUSH, self.now + delay_ps, EV_ARRIVE, len(self._injected) - 1)
 
     # -- the compiled data plane -------------------------------------------------------------
 
     def _grow_pool(self, need: int) -> None:
         old = len(self._pkts)
         new = max(2 * old, old + need)
-        pkts = np.zeros((new, core.P_COLS), dtype=np.int64)
+        pkts = np.zeros((new, P_COLS), dtype=np.int64)
         pkts[:old] = self._pkts
-        nfree = int(self._s[core.S_NFREE])
-        pkts[nfree : nfree + new - old, core.P_FREE] = np.arange(new - 1, old - 1, -1)
-        self._s[core.S_NFREE] = nfree + new - old
+        nfree = int(self._s[S_NFREE])
+        pkts[nfree : nfree + new - old, P_FREE] = np.arange(new - 1, old - 1, -1)
+        self._s[S_NFREE] = nfree + new - old
         self._pkts = pkts
         self._pmv = pkts.reshape(-1).data
         self._objs.extend([None] * (new - old))
@@ -526,7 +573,7 @@ class PacketSim:
         if n == len(self._cm):
             self._grow_commands()
         mv = self._cmv
-        i = n * core.CMD_COLS
+        i = n * CMD_COLS
         mv[i] = op
         mv[i + 1] = a
         mv[i + 2] = b
@@ -535,7 +582,7 @@ class PacketSim:
         self._n_cm = n + 1
 
     def _grow_commands(self) -> None:
-        cm = np.zeros((2 * len(self._cm), core.CMD_COLS), dtype=np.int64)
+        cm = np.zeros((2 * len(self._cm), CMD_COLS), dtype=np.int64)
         cm[: len(self._cm)] = self._cm
         self._cm = cm
         self._cmv = cm.reshape(-1).data
@@ -548,9 +595,9 @@ class PacketSim:
         n = self._n_cm
         smv = self._smv
         if n:
-            need = smv[core.S_HN] + 3 * n + 16
+            need = smv[S_HN] + 3 * n + 16
             if self._downs:
-                need += len(self._pkts) - smv[core.S_NFREE]
+                need += len(self._pkts) - smv[S_NFREE]
                 self._downs = 0
             if need > len(self._heap):
                 self._grow_heap(need)
@@ -559,7 +606,7 @@ class PacketSim:
             self._links, self._pkts, self._heap, self._s, self._trace, self._rl, self._cm, n,
             limit, check_stop, skip_check,
         )  # fmt: skip
-        if smv[core.S_TN]:
+        if smv[S_TN]:
             self._drain_trace()
         return out
 
@@ -570,20 +617,20 @@ class PacketSim:
 
     def _drain_trace(self) -> None:
         tracer = self.tracer
-        n = int(self._s[core.S_TN])
-        self._s[core.S_TN] = 0
+        n = int(self._s[S_TN])
+        self._s[S_TN] = 0
         if tracer is None:
             return
         for t, what, pid, dl in self._trace[:n].tolist():
             pkt = self._objs[pid]
             if pkt is not None:
-                tracer.event(t, pkt.flow, "drop" if what == core.TR_DROP else "trim", pkt.seq, dl)
+                tracer.event(t, pkt.flow, "drop" if what == TR_DROP else "trim", pkt.seq, dl)
 
     # -- host events -------------------------------------------------------------------------
 
     def _python_event(self, out: tuple[int, int, int, int, int, int, int, int, int]) -> None:
         _, kind, a, b, now, size, prio, ecn, trimmed = out
-        if kind == core.EV_DELIVER:
+        if kind == EV_DELIVER:
             pkt = self._objs[a]
             self._objs[a] = None
             assert pkt is not None
@@ -600,9 +647,9 @@ class PacketSim:
                         self.deliver_later(p, delay) if delay > 0 else self._deliver(p)
                     return
             self._deliver(pkt)
-        elif kind == core.EV_TIMER:
+        elif kind == EV_TIMER:
             self.conns[a].on_timer(b, now)
-        elif kind == core.EV_ACTION:
+        elif kind == EV_ACTION:
             entry = self._actions[a]
             self._actions[a] = None
             assert entry is not None
@@ -637,11 +684,11 @@ class PacketSim:
     def _set_links(self, directed: list[int], fraction: float, hard: bool) -> None:
         for dl in directed:
             if fraction == 0.0:
-                self._command(core.CMD_DOWN, dl)
+                self._command(CMD_DOWN, dl)
                 self._downs += 1
             else:
                 rate = max(1, round(self.base_rate[dl] * fraction))
-                self._command(core.CMD_UP, dl, rate)
+                self._command(CMD_UP, dl, rate)
         if self.tracer is not None:
             self.tracer.event(
                 self.now,
@@ -671,7 +718,7 @@ class PacketSim:
         The compiled loop (:func:`._core.step`) runs the network's events and returns on each
         event that needs Python: a delivery to a host, a timer, an action."""
         limit = self.cfg.max_time_ps if until_ps is None else until_ps
-        self._s[core.S_RUN_N] = 0
+        self._s[S_RUN_N] = 0
         check = stop is not None
         skip = False
         conns = self.conns
@@ -682,9 +729,9 @@ class PacketSim:
             # self._step inlined
             n = self._n_cm
             if n:
-                need = smv[core.S_HN] + 3 * n + 16
+                need = smv[S_HN] + 3 * n + 16
                 if self._downs:
-                    need += len(self._pkts) - smv[core.S_NFREE]
+                    need += len(self._pkts) - smv[S_NFREE]
                     self._downs = 0
                 if need > len(self._heap):
                     self._grow_heap(need)
@@ -693,16 +740,16 @@ class PacketSim:
                 self._links, self._pkts, self._heap, self._s, self._trace, self._rl, self._cm, n,
                 limit, check, skip,
             )  # fmt: skip
-            if smv[core.S_TN]:
+            if smv[S_TN]:
                 self._drain_trace()
             skip = False
             status = out[0]
-            if status == core.ST_PYTHON:
+            if status == ST_PYTHON:
                 now = self.now = out[4]
                 kind = out[1]
-                if kind == core.EV_TIMER:
+                if kind == EV_TIMER:
                     conns[out[2]].on_timer(out[3], now)
-                elif kind == core.EV_DELIVER and self.impair is None and self.tracer is None:
+                elif kind == EV_DELIVER and self.impair is None and self.tracer is None:
                     # the common case inlined: a packet of a connection reaches a host
                     a = out[2]
                     pkt = objs[a]
@@ -720,16 +767,16 @@ class PacketSim:
                         conns[pkt.flow].on_packet(pkt, now)
                 else:
                     self._python_event(out)
-            elif status == core.ST_GROW:
-                self._grow_heap(int(self._s[core.S_HN]) + 64)
-            elif status == core.ST_STOP_CHECK:
+            elif status == ST_GROW:
+                self._grow_heap(int(self._s[S_HN]) + 64)
+            elif status == ST_STOP_CHECK:
                 assert stop is not None
                 if stop():
                     break
                 skip = True
             else:
                 break
-        self.now = int(self._s[core.S_NOW])
+        self.now = int(self._s[S_NOW])
         return self.now
 
     # -- observation -------------------------------------------------------------------------
@@ -738,7 +785,7 @@ class PacketSim:
         """The largest data backlog any switch port held."""
         self._flush()
         links = self._links
-        held = links[links[:, core.L_SW] != 0, core.L_MAXQ]
+        held = links[links[:, L_SW] != 0, L_MAXQ]
         return int(held.max()) if held.size else 0
 
 
