@@ -887,12 +887,13 @@ class _Pacer:
         self.armed = False
         self.id = sim.add(self)
         self.next_free = 0
+        link = int(sim.router.host_link[host, 0])
+        self.line = sim.base_rate[2 * link] * sim.ports_per_host  # unless set_receiver_rate
+        self.rates = sim.shared.setdefault("rx_rate", {})
+        self.packet_bytes = sim.cfg.mtu + sim.cfg.header
 
     def interval(self) -> int:
-        rates = self.sim.shared.setdefault("rx_rate", {})
-        link = int(self.sim.router.host_link[self.host, 0])
-        rate = rates.get(self.host, self.sim.base_rate[2 * link] * self.sim.ports_per_host)
-        return _ser(self.sim.cfg.mtu + self.sim.cfg.header, rate)
+        return _ser(self.packet_bytes, self.rates.get(self.host, self.line))
 
     def request(self, conn: ReceiverDriven, now: int) -> None:
         if conn.pull_wanted == 0:
