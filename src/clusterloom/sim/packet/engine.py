@@ -344,6 +344,7 @@ class PacketSim:
         self._route_at: dict[tuple[int, ...], int] = {}  # a route's offset in _rl
         #: commands for the data plane (CMD_COLS integers each), applied at the next step
         self._cm = np.zeros((256, CMD_COLS), dtype=np.int64)
+        self._grown = 0  # counts reallocations of the arrays above (the run loop keeps them)
         self._cmv = self._cm.reshape(-1).data  # writes from Python without numpy calls
         self._n_cm = 0
         self._downs = 0
@@ -469,6 +470,7 @@ class PacketSim:
                 grown = np.zeros(max(2 * len(self._rl), used), dtype=np.int64)
                 grown[:start] = self._rl[:start]
                 self._rl = grown
+                self._grown += 1
             self._rl[start:used] = np.fromiter(chain.from_iterable(new), np.int64, used - start)
             self._rl_used = used
 
@@ -558,6 +560,7 @@ class PacketSim:
         pkts[nfree : nfree + new - old, P_FREE] = np.arange(new - 1, old - 1, -1)
         self._s[S_NFREE] = nfree + new - old
         self._pkts = pkts
+        self._grown += 1
         self._pmv = pkts.reshape(-1).data
         self._objs.extend([None] * (new - old))
 
@@ -567,6 +570,7 @@ class PacketSim:
             heap = np.zeros((max(2 * cap, need), 5), dtype=np.int64)
             heap[:cap] = self._heap
             self._heap = heap
+            self._grown += 1
 
     def _command(self, op: int, a: int, b: int = 0, c: int = 0, d: int = 0) -> None:
         n = self._n_cm
@@ -585,6 +589,7 @@ class PacketSim:
         cm = np.zeros((2 * len(self._cm), CMD_COLS), dtype=np.int64)
         cm[: len(self._cm)] = self._cm
         self._cm = cm
+        self._grown += 1
         self._cmv = cm.reshape(-1).data
 
     def _step(
@@ -725,21 +730,25 @@ class PacketSim:
         objs = self._objs
         smv = self._smv
         step = core.step
+        grown = -1
         while True:
+            if self._grown != grown:  # an array was reallocated: take the new ones
+                grown = self._grown
+                links, pkts, heap, st = self._links, self._pkts, self._heap, self._s
+                trace, rl, cm = self._trace, self._rl, self._cm
             # self._step inlined
             n = self._n_cm
             if n:
                 need = smv[S_HN] + 3 * n + 16
                 if self._downs:
-                    need += len(self._pkts) - smv[S_NFREE]
+                    need += len(pkts) - smv[S_NFREE]
                     self._downs = 0
-                if need > len(self._heap):
+                if need > len(heap):
                     self._grow_heap(need)
+                    heap = self._heap
+                    grown = self._grown
                 self._n_cm = 0
-            out = step(
-                self._links, self._pkts, self._heap, self._s, self._trace, self._rl, self._cm, n,
-                limit, check, skip,
-            )  # fmt: skip
+            out = step(links, pkts, heap, st, trace, rl, cm, n, limit, check, skip)
             if smv[S_TN]:
                 self._drain_trace()
             skip = False
