@@ -14,7 +14,7 @@ State layout (all ``int64``):
   linked lists of packet ids through ``P[:, P_NEXT]``.
 - ``P[pid, :]``: one row per packet slot, columns ``P_*``; ``P[:S[S_NFREE], P_FREE]`` is the
   stack of free slots.
-- ``H[:S[S_HN], :]``: the binary heap of events ``(time, seq, kind, a, b)``.
+- ``H[:S[S_HN], :]``: the 4-ary heap of events ``(time, seq, kind, a, b)``.
 - ``S``: scalars and counters (``S_*``), then the configuration (``C_*``).
 - ``RL``: the routes back to back; a packet holds the offset of its route's first link and its
   hop index into it.
