@@ -1,6 +1,7 @@
 """Packet-level engine benchmark: a random permutation on a k-ary fat tree, one run per
-transport, each in its own process (so peak memory is per run). Prints wall time, simulated
-events and events per second; the figures go to bench/RESULTS.md.
+transport, each in its own process (so peak memory is per run). Prints wall time, the process's
+CPU time (the machine is shared: wall time depends on the load), simulated events and events
+per second; the figures go to bench/RESULTS.md.
 
     python bench/bench_packet.py                       # k=16, 2 MB, every transport
     python bench/bench_packet.py --k 32 --size 256KB --transport mrc-spray
@@ -25,16 +26,19 @@ def one(k: int, size: str, name: str, seed: int) -> dict[str, float | int | str]
     from clusterloom.sim.packet.run import run_packets
 
     t0 = time.perf_counter()
+    c0 = time.process_time()
     topology = fat_tree(k)
     traffic = permutation(topology.plan.hosts, parse_size(size), seed=seed)
     r = run_packets(topology, traffic, name, seed=seed)
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     fct = r.fct_ps[r.finish_ps >= 0]
     return {
         "transport": name,
         "hosts": topology.plan.hosts,
         "finished": r.finished,
         "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),
         "run_s": round(r.wall_s, 1),
         "events": r.events,
         "events_per_s": round(r.events_per_s),
@@ -58,10 +62,10 @@ def main() -> None:
         print(json.dumps(one(a.k, a.size, a.transport, a.seed)))
         return
     print(
-        "| transport | hosts | finished | wall s | events | events/s | FCT p50 us | "
+        "| transport | hosts | finished | wall s | CPU s | events | events/s | FCT p50 us | "
         "FCT max us | drops | trims | peak GB |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in a.transport.split(","):
         cmd = [
             sys.executable,
@@ -79,7 +83,7 @@ def main() -> None:
         row = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
         print(
             f"| {row['transport']} | {row['hosts']:,} | {row['finished']:,} | "
-            f"{row['wall_s']} | {row['events']:,} | {row['events_per_s']:,} | "
+            f"{row['wall_s']} | {row['cpu_s']} | {row['events']:,} | {row['events_per_s']:,} | "
             f"{row['fct_p50_us']:,} | {row['fct_max_us']:,} | {row['drops']:,} | "
             f"{row['trims']:,} | {row['peak_gb']} |",
             flush=True,

@@ -14,7 +14,7 @@ from clusterloom.sim.flow.run import parse_failure
 from clusterloom.sim.flow.traffic import Traffic, incast, permutation
 from clusterloom.sim.packet.engine import PacketConfig, PacketSim, PacketSimError
 from clusterloom.sim.packet.fabrics import fat_tree, small_fabric
-from clusterloom.sim.packet.run import config_for, run_packets
+from clusterloom.sim.packet.run import PacketResult, config_for, run_packets
 
 SER = (4096 + 64) * 8 * 10**12 // (100 * 10**9)  # one full packet at 100 Gb/s, ps
 PROP = 1_000_000  # 1 us
@@ -91,6 +91,44 @@ def test_deterministic_byte_for_byte(fabric8) -> None:  # type: ignore[no-untype
     assert other.records != runs[0][0]  # the seed changes the entropy values
 
 
+def _figures(r: PacketResult) -> tuple[object, ...]:
+    return (
+        r.finish_ps.tolist(),
+        r.retransmissions.tolist(),
+        r.events,
+        r.end_ps,
+        r.drops,
+        r.trims,
+        r.marks,
+        r.pauses,
+        r.max_queue_bytes,
+        r.data_bytes_delivered,
+    )
+
+
+@pytest.mark.parametrize("name", ["roce-ecmp", "mrc-spray", "metaroce", "receiver-driven"])
+def test_a_tracer_does_not_change_the_run(fabric8, name: str) -> None:  # type: ignore[no-untyped-def]
+    """The traced and the untraced run are one engine: same events, same figures, including
+    drops and trims that the compiled loop reports to the tracer. The incast fills queues so
+    that marks, drops (or trims, or pauses) happen."""
+    traffic = incast(6, 512 * 1024, receiver=7, n_hosts=8)
+    f = (parse_failure("link:3@40us-80us", fabric8),)
+    plain = run_packets(fabric8, traffic, name, f, seed=4)
+    trace = Trace()
+    traced = run_packets(fabric8, traffic, name, f, seed=4, tracer=trace)
+    assert _figures(plain) == _figures(traced)
+    assert plain.marks + plain.drops + plain.trims + plain.pauses > 0
+    # every trim is reported; drops by overflow are, those of a failed link are not
+    assert len(trace.of("trim")) == traced.trims
+    assert len(trace.of("drop")) <= traced.drops
+
+
+def test_untraced_runs_are_deterministic(fabric8) -> None:  # type: ignore[no-untyped-def]
+    traffic = incast(6, 256 * 1024, receiver=7, n_hosts=8)
+    a, b = (run_packets(fabric8, traffic, "mrc-spray", seed=9) for _ in range(2))
+    assert _figures(a) == _figures(b) and a.marks > 0
+
+
 def test_failed_link_is_avoided_by_a_sprayer(fabric8) -> None:  # type: ignore[no-untyped-def]
     f = parse_failure("switch:8@20us", fabric8)  # a spine of plane 0 fails mid-run
     r = run_packets(fabric8, Traffic.from_arrays([0], [5], [2 << 20], n_hosts=8), "mrc-spray", (f,))
@@ -123,6 +161,8 @@ def test_events_ordered_by_time_then_sequence(pair) -> None:  # type: ignore[no-
 def test_bad_config_refused(pair) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(PacketSimError, match="ecn_kmin"):
         PacketSim(pair, PacketConfig(ecn_kmin=10, ecn_kmax=5))
+    with pytest.raises(PacketSimError, match="1 MiB"):
+        PacketSim(pair, PacketConfig(mtu=2 << 20, buffer_bytes=4 << 20))
     with pytest.raises(PacketSimError, match="exclude"):
         PacketSim(pair, PacketConfig(pfc=True, trimming=True))
     with pytest.raises(PacketSimError, match="unknown packet transport"):

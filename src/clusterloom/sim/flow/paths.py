@@ -93,6 +93,42 @@ def build_router(t: Topology) -> Router:
     return Router(t, host_link, up, down, lower_slot, 2 * p.tiers)
 
 
+@dataclass(frozen=True, eq=False)
+class RouteView:
+    """What :func:`route` derives from one state of the links, kept for many calls (the packet
+    engine asks for paths one at a time)."""
+
+    router: Router
+    live: NDArray[np.bool_]
+    up_any: NDArray[np.bool_]  # per switch: a live uplink at all
+    down_any: NDArray[np.bool_]  # per (switch, lower slot): a live link down to it
+    link_src: I64
+    link_dst: I64
+    node_pod: I64
+    degraded: bool  # a 3-tier fabric with a dead link: uplinks must still reach the target
+
+
+def route_view(r: Router, alive: NDArray[np.bool_] | None = None) -> RouteView:
+    """The routing view of ``r`` with ``alive`` marking the usable physical links (default:
+    all)."""
+    t = r.topology
+    live = np.ones(t.n_links, dtype=bool) if alive is None else np.asarray(alive, dtype=bool)
+    up_any: NDArray[np.bool_] = np.asarray(((r.up >= 0) & live[np.maximum(r.up, 0)]).any(axis=1))
+    down_any: NDArray[np.bool_] = np.asarray(
+        ((r.down >= 0) & live[np.maximum(r.down, 0)]).any(axis=2)
+    )
+    return RouteView(
+        r,
+        live,
+        up_any,
+        down_any,
+        t.link_src.astype(np.int64),
+        t.link_dst.astype(np.int64),
+        t.node_pod.astype(np.int64),
+        t.plan.tiers == 3 and not bool(live.all()),
+    )
+
+
 def route(
     r: Router,
     src: I64,
@@ -102,39 +138,35 @@ def route(
     *,
     seed: int = 0,
     alive: NDArray[np.bool_] | None = None,
+    view: RouteView | None = None,
 ) -> I64:
     """Directed links of the path of each flow (rows, ``-1`` padded to ``max_hops`` columns).
 
     ``port`` is the host port (``plane * ports_per_host + j``) used at both ends; ``alive``
-    marks usable physical links (default: all). Compiled, one row at a time.
+    marks usable physical links (default: all), or ``view`` gives them prepared
+    (:func:`route_view`). Compiled, one row at a time.
     """
-    t = r.topology
-    live = np.ones(t.n_links, dtype=bool) if alive is None else np.asarray(alive, dtype=bool)
-    # per switch: a live uplink at all; per (switch, lower slot): a live link down to it
-    up_any: NDArray[np.bool_] = np.asarray(((r.up >= 0) & live[np.maximum(r.up, 0)]).any(axis=1))
-    down_any: NDArray[np.bool_] = np.asarray(
-        ((r.down >= 0) & live[np.maximum(r.down, 0)]).any(axis=2)
-    )
+    v = view if view is not None else route_view(r, alive)
     out = np.full((np.shape(src)[0], r.max_hops), -1, dtype=np.int64)
     _route_rows(
         r.host_link,
         r.up,
         r.down,
         r.lower_slot,
-        t.link_src.astype(np.int64),
-        t.link_dst.astype(np.int64),
-        t.node_pod.astype(np.int64),
-        t.plan.tiers,
+        v.link_src,
+        v.link_dst,
+        v.node_pod,
+        r.topology.plan.tiers,
         np.asarray(src, dtype=np.int64),
         np.asarray(dst, dtype=np.int64),
         np.asarray(port, dtype=np.int64),
         np.asarray(ev, dtype=np.int64),
         np.uint64(seed & _MASK64),
         np.uint64((seed ^ 0x5EED) & _MASK64),
-        live,
-        up_any,
-        down_any,
-        t.plan.tiers == 3 and not bool(live.all()),
+        v.live,
+        v.up_any,
+        v.down_any,
+        v.degraded,
         out,
     )
     return out

@@ -11,10 +11,13 @@ key and job ID, and transport options.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
+import numpy as np
+
+from clusterloom.sim.flow.paths import splitmix64
 from clusterloom.sim.packet.engine import ACK, DATA, PROBE, Packet, PacketSim
 
 __all__ = ["ConnSpec", "Connection", "Transport"]
@@ -34,6 +37,18 @@ def entropy(*parts: int) -> int:
     for p in parts:
         h = _mix(h ^ (p & 0xFFFFFFFFFFFFFFFF))
     return h & 0xFFFFFFFF
+
+
+def entropy_range(head: Sequence[int], n: int, tail: Sequence[int] = ()) -> list[int]:
+    """``[entropy(*head, i, *tail) for i in range(n)]``, vectorized."""
+    h = 0
+    for p in head:
+        h = _mix(h ^ (p & 0xFFFFFFFFFFFFFFFF))
+    z = splitmix64(np.uint64(h) ^ np.arange(n, dtype=np.uint64))
+    for p in tail:
+        z = splitmix64(z ^ np.uint64(p & 0xFFFFFFFFFFFFFFFF))
+    out: list[int] = (z & np.uint64(0xFFFFFFFF)).astype(np.int64).tolist()
+    return out
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,11 @@ Model (every assumption here is also listed in ``docs/packet.md``):
 
 - **Time and order.** Events sit in one binary heap keyed by ``(time_ps, seq)``; ``seq`` is a
   counter incremented on every push, so two events at the same picosecond run in the order they
-  were scheduled. All randomness (ECN marking, transports) comes from ``random.Random(seed)``
-  objects created from the run's seed: the same inputs give the same run, event for event.
+  were scheduled. The heap and the data plane are compiled (:mod:`._core`); Python's calls are
+  applied in the order they were made, so the order is that of a plain loop. ECN marking draws
+  from a counter-based generator (splitmix64 of a key from the seed and a draw counter), the
+  transports hash their entropy values from the seed: the same inputs give the same run, event
+  for event, with or without a tracer.
 - **Links.** Every physical link of the topology is two directed links (``2i`` up, ``2i+1``
   down, as in :mod:`clusterloom.sim.flow.paths`) with the link's rate and propagation delay. A
   directed link is an output port at its source node: one FIFO for data and one strict-priority
@@ -38,20 +41,66 @@ Model (every assumption here is also listed in ``docs/packet.md``):
 
 from __future__ import annotations
 
-import heapq
-import itertools
-import random
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 
 from clusterloom.errors import ClusterloomError
 from clusterloom.fabric.topology import Topology
-from clusterloom.sim.flow.paths import Router, build_router, route
+from clusterloom.sim.flow.paths import Router, RouteView, build_router, route, route_view
 from clusterloom.sim.flow.run import Failure
+from clusterloom.sim.packet import _core as core
+from clusterloom.sim.packet._core import (  # bound here: read on every event
+    C_CTRL,
+    C_ECN,
+    C_HEADER,
+    C_KMAX,
+    C_KMIN,
+    C_NHOSTS,
+    C_PFC,
+    C_RNGKEY,
+    C_TRACE,
+    C_TRIMMING,
+    C_XOFF,
+    C_XON,
+    CMD_COLS,
+    CMD_DOWN,
+    CMD_PUSH,
+    CMD_SEND,
+    CMD_UP,
+    EV_ACTION,
+    EV_ARRIVE,
+    EV_DELIVER,
+    EV_TIMER,
+    L_ALIVE,
+    L_LIMIT,
+    L_MAXQ,
+    L_PROP,
+    L_RATE,
+    L_SW,
+    L_TO,
+    P_COLS,
+    P_FREE,
+    S_COLS,
+    S_DROPS,
+    S_EVENTS,
+    S_HN,
+    S_MARKS,
+    S_NFREE,
+    S_NOW,
+    S_PAUSES,
+    S_RUN_N,
+    S_TN,
+    S_TRIMS,
+    ST_GROW,
+    ST_PYTHON,
+    ST_STOP_CHECK,
+    TR_DROP,
+)
 from clusterloom.units import PS_PER_S, PS_PER_US
 
 __all__ = [
@@ -73,9 +122,6 @@ __all__ = [
 # packet kinds
 DATA, ACK, NACK, PULL, PROBE, PROBE_ACK, CNP = range(7)
 KIND_NAMES = ("data", "ack", "nack", "pull", "probe", "probe-ack", "cnp")
-
-# event kinds
-_ARRIVE, _TXDONE, _TIMER, _ACTION, _WIRE = range(5)
 
 
 class PacketSimError(ClusterloomError, ValueError):
@@ -104,6 +150,8 @@ class PacketConfig:
         out = []
         if self.mtu <= 0 or self.header <= 0:
             out.append(f"mtu and header must be positive, got {self.mtu} and {self.header}")
+        if self.mtu + self.header > 1 << 20:  # the compiled loop computes bits * 10^12 in int64
+            out.append(f"mtu plus header is at most 1 MiB, got {self.mtu + self.header}")
         if self.buffer_bytes < self.mtu + self.header:
             out.append(f"buffer_bytes {self.buffer_bytes} holds not even one packet")
         if not 0 <= self.ecn_kmin <= self.ecn_kmax:
@@ -227,14 +275,14 @@ class NetStats:
     data_bytes_delivered: int = 0
 
 
-@dataclass
-class _Route:
-    ecmp: dict[tuple[int, int, int, int], tuple[int, ...] | None] = field(default_factory=dict)
-    static: dict[tuple[int, int, int, int], tuple[int, ...] | None] = field(default_factory=dict)
-
-
 class PacketSim:
-    """One run of the packet engine over ``topology`` (module docstring for the model)."""
+    """One run of the packet engine over ``topology`` (module docstring for the model).
+
+    The data plane (queues, wires, the event heap) lives in the integer arrays of
+    :mod:`._core` and runs compiled; this object holds what stays in Python: the packets' header
+    objects, the connections, the paths and the actions. Calls that change the data plane
+    (:meth:`send`, :meth:`timer`, :meth:`at`, failures) are queued and applied, in order, when
+    the compiled loop next runs (or when a reader such as :attr:`stats` needs them)."""
 
     def __init__(
         self,
@@ -252,7 +300,6 @@ class PacketSim:
         self.topology = t = topology
         self.router = router or build_router(t)
         self.seed = seed
-        self.rng = random.Random(seed)
         self.tracer = tracer
         self.n_hosts = t.plan.hosts
         self.ports_per_host = int(self.router.host_link.shape[1])
@@ -265,50 +312,106 @@ class PacketSim:
         frm[0::2], frm[1::2] = lo, hi
         self.dl_to: list[int] = to.tolist()
         self.dl_from: list[int] = frm.tolist()
-        self.base_rate: list[int] = np.repeat(t.link_capacity_bps, 2).tolist()
-        self.rate: list[int] = list(self.base_rate)
-        self.prop: list[int] = np.repeat(t.link_latency_ps, 2).tolist()
-        self.switch_port: list[bool] = (frm >= self.n_hosts).tolist()
-        big = 1 << 62
-        self.limit: list[int] = [cfg.buffer_bytes if s else big for s in self.switch_port]
-        self.q: list[deque[Packet]] = [deque() for _ in range(n)]
-        self.hq: list[deque[Packet]] = [deque() for _ in range(n)]
-        self.qbytes = [0] * n
-        self.hbytes = [0] * n
-        self.max_qbytes = [0] * n
-        self.free_at = [0] * n
-        self.pending = [False] * n
-        self.paused = [False] * n
-        self.alive = [True] * n
-        self.epoch = [0] * n
-        #: packets on each directed link's wire, in order: (arrival time, packet); the heap
-        #: holds one event per busy link (its first arrival), not one per packet in flight
-        self.wire: list[deque[tuple[int, Packet]]] = [deque() for _ in range(n)]
-        self.ingress_bytes = [0] * n
-        self.routes = _Route()
+        rate = np.repeat(t.link_capacity_bps, 2).astype(np.int64)
+        prop = np.repeat(t.link_latency_ps, 2).astype(np.int64)
+        self.base_rate: list[int] = rate.tolist()
+        self.prop: list[int] = prop.tolist()
+        switch = frm >= self.n_hosts
+        self.switch_port: list[bool] = switch.tolist()
+        links = core.new_links(n)
+        links[:, L_TO] = to
+        links[:, L_RATE] = rate
+        links[:, L_PROP] = prop
+        links[:, L_SW] = switch
+        links[:, L_LIMIT] = np.where(switch, cfg.buffer_bytes, 1 << 62)
+        self._links = links
+        self._pkts = np.zeros((0, P_COLS), dtype=np.int64)
+        self._objs: list[Packet | None] = []
+        self._heap = np.zeros((1024, 5), dtype=np.int64)
+        self._s = np.zeros(S_COLS, dtype=np.int64)
+        c = self._s
+        c[C_NHOSTS] = self.n_hosts
+        c[C_HEADER] = cfg.header
+        c[C_CTRL] = cfg.control_buffer_bytes
+        c[C_KMIN], c[C_KMAX], c[C_ECN] = cfg.ecn_kmin, cfg.ecn_kmax, cfg.ecn
+        c[C_TRIMMING], c[C_PFC] = cfg.trimming, cfg.pfc
+        c[C_XOFF], c[C_XON] = cfg.pfc_xoff, cfg.pfc_xon
+        c[C_RNGKEY] = rng_key(seed)
+        c[C_TRACE] = tracer is not None
+        self._trace = np.zeros((64, 4), dtype=np.int64)
+        self._rl = np.zeros(1024, dtype=np.int64)  # the links of every route, back to back
+        self._rl_used = 0
+        self._route_at: dict[tuple[int, ...], int] = {}  # a route's offset in _rl
+        #: commands for the data plane (CMD_COLS integers each), applied at the next step
+        self._cm = np.zeros((256, CMD_COLS), dtype=np.int64)
+        self._grown = 0  # counts reallocations of the arrays above (the run loop keeps them)
+        self._cmv = self._cm.reshape(-1).data  # writes from Python without numpy calls
+        self._n_cm = 0
+        self._downs = 0
+        self._smv = self._s.data
+        self._actions: list[tuple[Callable[..., None], Any] | None] = []
+        self._injected: list[Packet | None] = []
+        #: paths by (src, dst, port, ev): their links (None: no path) and offset in _rl, ECMP
+        #: under the current routing view and static source routes
+        self._ecmp: dict[tuple[int, int, int, int], tuple[tuple[int, ...] | None, int]] = {}
+        self._static: dict[tuple[int, int, int, int], tuple[tuple[int, ...] | None, int]] = {}
         self.live_view = np.ones(t.n_links, dtype=bool)
+        self._views: dict[bool, RouteView] = {}  # the routing views of the paths, by static
         self.conns: list[Endpoint] = []
         self.impair: Impair | None = None
         #: state shared by the connections of one host (receiver pacers, rate hints), by name
         self.shared: dict[str, dict[int, Any]] = {}
-        self.stats = NetStats()
-        self.heap: list[tuple[int, int, int, Any, Any]] = []
-        self._counter = itertools.count(1)
+        self._no_route = 0
+        self._delivered = 0
         self.now = 0
-        self.events = 0
+        self._grow_pool(4096)
+
+    # -- state -------------------------------------------------------------------------------
+
+    @property
+    def events(self) -> int:
+        """Events run so far."""
+        return int(self._s[S_EVENTS])
+
+    @property
+    def stats(self) -> NetStats:
+        """The network's counters so far (a snapshot)."""
+        self._flush()
+        s = self._s
+        return NetStats(
+            drops=int(s[S_DROPS]),
+            trims=int(s[S_TRIMS]),
+            marks=int(s[S_MARKS]),
+            no_route=self._no_route,
+            pauses=int(s[S_PAUSES]),
+            data_bytes_delivered=self._delivered,
+        )
+
+    @property
+    def max_qbytes(self) -> NDArray[np.int64]:
+        """The largest data backlog of each directed link's port so far (a writable view)."""
+        self._flush()
+        view: NDArray[np.int64] = self._links[:, L_MAXQ]
+        return view
+
+    @property
+    def alive(self) -> list[bool]:
+        self._flush()
+        return [bool(x) for x in self._links[:, L_ALIVE].tolist()]
 
     # -- scheduling --------------------------------------------------------------------------
 
-    def _push(self, time: int, kind: int, a: Any, b: Any) -> None:
-        heapq.heappush(self.heap, (time, next(self._counter), kind, a, b))
-
     def timer(self, at_ps: int, conn: int, token: int) -> None:
         """Call ``conns[conn].on_timer(token)`` at ``at_ps`` (never earlier than now)."""
-        self._push(max(at_ps, self.now), _TIMER, conn, token)
+        self._command(CMD_PUSH, max(at_ps, self.now), EV_TIMER, conn, token)
 
     def at(self, at_ps: int, action: Callable[[], None]) -> None:
         """Run ``action()`` at ``at_ps``."""
-        self._push(max(at_ps, self.now), _ACTION, action, None)
+        self._call_at(at_ps, action, None)
+
+    def _call_at(self, at_ps: int, fn: Callable[..., None], arg: Any) -> None:
+        self._actions.append((fn, arg))
+        self._command(CMD_PUSH, max(at_ps, self.now), EV_ACTION, len(self._actions) - 1)
 
     def add(self, conn: Endpoint) -> int:
         """Register a connection; its id is the ``flow`` its packets carry."""
@@ -324,7 +427,10 @@ class PacketSim:
         bad = (arr[:, :2] < 0) | (arr[:, :2] >= self.n_hosts)
         if bad.any() or ((arr[:, 2] < 0) | (arr[:, 2] >= self.ports_per_host)).any():
             raise PacketSimError(f"a path key is out of range: {keys[int(np.argmax(bad.any(1)))]}")
-        alive = None if static else self.live_view
+        view = self._views.get(static)
+        if view is None:
+            view = route_view(self.router, None if static else self.live_view)
+            self._views[static] = view
         rows = route(
             self.router,
             arr[:, 0],
@@ -332,16 +438,45 @@ class PacketSim:
             arr[:, 2],
             arr[:, 3] & 0xFFFFFFFF,
             seed=self.seed,
-            alive=alive,
+            view=view,
         )
-        table = self.routes.static if static else self.routes.ecmp
-        for key, row in zip(keys, rows.tolist(), strict=True):
-            links = tuple(x for x in row if x >= 0)
-            table[key] = links or None
+        table = self._static if static else self._ecmp
+        hops = (rows >= 0).sum(axis=1)
+        paths: list[tuple[int, ...] | None] = [None] * len(keys)
+        if len(keys) > 16 and ((rows >= 0) == (np.arange(rows.shape[1]) < hops[:, None])).all():
+            # the usual case: every path is a prefix of its row; tuples made by length
+            for n in np.unique(hops[hops > 0]).tolist():
+                where = np.flatnonzero(hops == n).tolist()
+                for i, made in zip(where, map(tuple, rows[where, :n].tolist()), strict=True):
+                    paths[i] = made
+        else:
+            for i, row in enumerate(rows.tolist()):
+                paths[i] = tuple(x for x in row if x >= 0) or None
+        route_at = self._route_at
+        start = used = self._rl_used
+        new: list[tuple[int, ...]] = []
+        for key, links in zip(keys, paths, strict=True):
+            if links is None:
+                table[key] = (None, -1)
+                continue
+            at = route_at.get(links)
+            if at is None:
+                at = route_at[links] = used
+                used += len(links)
+                new.append(links)
+            table[key] = (links, at)
+        if new:
+            if used > len(self._rl):
+                grown = np.zeros(max(2 * len(self._rl), used), dtype=np.int64)
+                grown[:start] = self._rl[:start]
+                self._rl = grown
+                self._grown += 1
+            self._rl[start:used] = np.fromiter(chain.from_iterable(new), np.int64, used - start)
+            self._rl_used = used
 
     def prefetch(self, keys: Iterable[tuple[int, int, int, int]], *, static: bool = False) -> None:
         """Compute the paths of (src, dst, port, ev) keys in one vectorized call."""
-        table = self.routes.static if static else self.routes.ecmp
+        table = self._static if static else self._ecmp
         todo = list(dict.fromkeys(k for k in keys if k not in table))
         self._compute(todo, static)
 
@@ -352,10 +487,10 @@ class PacketSim:
         the ECMP path under the current routing view, or (``static``) the source route fixed on
         the healthy fabric. None: no live path."""
         key = (src, dst, port, ev)
-        table = self.routes.static if static else self.routes.ecmp
+        table = self._static if static else self._ecmp
         if key not in table:
             self._compute([key], static)
-        return table[key]
+        return table[key][0]
 
     def plane_of_port(self, port: int) -> int:
         return port // max(self.topology.plan.ports_per_host, 1)
@@ -367,161 +502,175 @@ class PacketSim:
         when no route exists (the packet is dropped)."""
         pkt.ev = ev
         pkt.port = port
-        pkt.sent_ps = self.now
-        r = self.path(pkt.src, pkt.dst, port, ev, source_route)
-        if self.tracer is not None:
-            self.tracer.packet(self.now, "tx", pkt.src, pkt)
-        if r is None:
-            self.stats.no_route += 1
+        now = pkt.sent_ps = self.now
+        key = (pkt.src, pkt.dst, port, ev)
+        table = self._static if source_route else self._ecmp
+        entry = table.get(key)
+        if entry is None:
+            self._compute([key], source_route)
+            entry = table[key]
+        links, at = entry
+        tracer = self.tracer
+        if tracer is not None:
+            tracer.packet(now, "tx", pkt.src, pkt)
+        if links is None:
+            self._no_route += 1
             return False
-        pkt.route = r
+        pkt.route = links
         pkt.hop = 1
-        if self.tracer is not None:
-            self.tracer.routed(pkt)
-        self._enqueue(r[0], pkt)
+        if tracer is not None:
+            tracer.routed(pkt)
+        smv = self._smv
+        k = smv[S_NFREE] - 1
+        if k < 0:
+            self._grow_pool(1)
+            k = smv[S_NFREE] - 1
+        smv[S_NFREE] = k
+        pid = self._pmv[k * P_COLS + P_FREE]
+        self._objs[pid] = pkt
+        n = self._n_cm
+        if n == len(self._cm):
+            self._grow_commands()
+        mv = self._cmv
+        i = n * CMD_COLS
+        mv[i] = CMD_SEND
+        mv[i + 1] = pkt.size
+        mv[i + 2] = pkt.prio
+        mv[i + 3] = pkt.ecn
+        mv[i + 4] = pkt.trimmed
+        mv[i + 5] = at
+        mv[i + 6] = pid
+        self._n_cm = n + 1
         return True
 
     def deliver_later(self, pkt: Packet, delay_ps: int) -> None:
         """Deliver ``pkt`` to its destination host after ``delay_ps`` (scripted injection)."""
         pkt.route = ()
-        self._push(self.now + delay_ps, _ARRIVE, pkt, -1)
+        self._injected.append(pkt)
+        self._command(CMD_PUSH, self.now + delay_ps, EV_ARRIVE, len(self._injected) - 1)
 
-    # -- the data plane ----------------------------------------------------------------------
+    # -- the compiled data plane -------------------------------------------------------------
 
-    def _enqueue(self, dl: int, pkt: Packet) -> None:
-        if not self.alive[dl]:
-            self.stats.drops += 1
-            self._release(pkt)
+    def _grow_pool(self, need: int) -> None:
+        old = len(self._pkts)
+        new = max(2 * old, old + need)
+        pkts = np.zeros((new, P_COLS), dtype=np.int64)
+        pkts[:old] = self._pkts
+        nfree = int(self._s[S_NFREE])
+        pkts[nfree : nfree + new - old, P_FREE] = np.arange(new - 1, old - 1, -1)
+        self._s[S_NFREE] = nfree + new - old
+        self._pkts = pkts
+        self._grown += 1
+        self._pmv = pkts.reshape(-1).data
+        self._objs.extend([None] * (new - old))
+
+    def _grow_heap(self, need: int) -> None:
+        cap = len(self._heap)
+        if need > cap:
+            heap = np.zeros((max(2 * cap, need), 5), dtype=np.int64)
+            heap[:cap] = self._heap
+            self._heap = heap
+            self._grown += 1
+
+    def _command(self, op: int, a: int, b: int = 0, c: int = 0, d: int = 0) -> None:
+        n = self._n_cm
+        if n == len(self._cm):
+            self._grow_commands()
+        mv = self._cmv
+        i = n * CMD_COLS
+        mv[i] = op
+        mv[i + 1] = a
+        mv[i + 2] = b
+        mv[i + 3] = c
+        mv[i + 4] = d
+        self._n_cm = n + 1
+
+    def _grow_commands(self) -> None:
+        cm = np.zeros((2 * len(self._cm), CMD_COLS), dtype=np.int64)
+        cm[: len(self._cm)] = self._cm
+        self._cm = cm
+        self._grown += 1
+        self._cmv = cm.reshape(-1).data
+
+    def _step(
+        self, limit: int, check_stop: bool, skip_check: bool
+    ) -> tuple[int, int, int, int, int, int, int, int, int]:
+        """Apply the queued commands and run the compiled loop until it needs Python
+        (:func:`._core.step`)."""
+        n = self._n_cm
+        smv = self._smv
+        if n:
+            need = smv[S_HN] + 3 * n + 16
+            if self._downs:
+                need += len(self._pkts) - smv[S_NFREE]
+                self._downs = 0
+            if need > len(self._heap):
+                self._grow_heap(need)
+            self._n_cm = 0
+        out = core.step(
+            self._links, self._pkts, self._heap, self._s, self._trace, self._rl, self._cm, n,
+            limit, check_stop, skip_check,
+        )  # fmt: skip
+        if smv[S_TN]:
+            self._drain_trace()
+        return out
+
+    def _flush(self) -> None:
+        """Apply the queued commands now (before reading the data plane's state)."""
+        if self._n_cm:
+            self._step(-1, False, False)
+
+    def _drain_trace(self) -> None:
+        tracer = self.tracer
+        n = int(self._s[S_TN])
+        self._s[S_TN] = 0
+        if tracer is None:
             return
-        size = pkt.size
-        if pkt.prio:
-            if self.hbytes[dl] + size > self.cfg.control_buffer_bytes and self.switch_port[dl]:
-                self.stats.drops += 1
-                self._release(pkt)
-                return
-            self.hq[dl].append(pkt)
-            self.hbytes[dl] += size
-        else:
-            qb = self.qbytes[dl]
-            if self.switch_port[dl]:
-                cfg = self.cfg
-                if qb + size > self.limit[dl] and not cfg.pfc:
-                    if cfg.trimming:
-                        self._trim(dl, pkt)
-                        return
-                    self.stats.drops += 1
-                    if self.tracer is not None:
-                        self.tracer.event(self.now, pkt.flow, "drop", pkt.seq, dl)
-                    self._release(pkt)
-                    return
-                span = cfg.ecn_kmax - cfg.ecn_kmin
-                if (
-                    cfg.ecn
-                    and qb > cfg.ecn_kmin
-                    and not pkt.ecn
-                    and (qb >= cfg.ecn_kmax or self.rng.random() * span < qb - cfg.ecn_kmin)
-                ):
-                    pkt.ecn = True
-                    self.stats.marks += 1
-            self.q[dl].append(pkt)
-            qb += size
-            self.qbytes[dl] = qb
-            if qb > self.max_qbytes[dl]:
-                self.max_qbytes[dl] = qb
-        if not self.pending[dl]:
-            if self.free_at[dl] <= self.now:
-                self._transmit(dl)
-            else:
-                self.pending[dl] = True
-                self._push(self.free_at[dl], _TXDONE, dl, None)
+        for t, what, pid, dl in self._trace[:n].tolist():
+            pkt = self._objs[pid]
+            if pkt is not None:
+                tracer.event(t, pkt.flow, "drop" if what == TR_DROP else "trim", pkt.seq, dl)
 
-    def _trim(self, dl: int, pkt: Packet) -> None:
-        """Cut a data packet that does not fit to its header, queued at high priority."""
-        self.stats.trims += 1
-        pkt.trimmed = True
-        pkt.prio = True
-        pkt.size = self.cfg.header
-        if self.tracer is not None:
-            self.tracer.event(self.now, pkt.flow, "trim", pkt.seq, dl)
-        self._enqueue(dl, pkt)
+    # -- host events -------------------------------------------------------------------------
 
-    def _release(self, pkt: Packet) -> None:
-        """PFC accounting of a packet that leaves its switch (sent on or dropped)."""
-        ing = pkt.ingress
-        if ing >= 0:
+    def _python_event(self, out: tuple[int, int, int, int, int, int, int, int, int]) -> None:
+        _, kind, a, b, now, size, prio, ecn, trimmed = out
+        if kind == EV_DELIVER:
+            pkt = self._objs[a]
+            self._objs[a] = None
+            assert pkt is not None
+            pkt.size = size
+            pkt.prio = prio != 0
+            pkt.ecn = ecn != 0
+            pkt.trimmed = trimmed != 0
+            pkt.hop = len(pkt.route)
             pkt.ingress = -1
-            left = self.ingress_bytes[ing] - pkt.size
-            self.ingress_bytes[ing] = left
-            if self.paused[ing] and left <= self.cfg.pfc_xon:
-                self._push(self.now + self.prop[ing], _ACTION, self._resume, ing)
-
-    def _transmit(self, dl: int) -> None:
-        """Start sending the next packet of port ``dl`` if it has one it may send."""
-        hq = self.hq[dl]
-        if hq:
-            pkt = hq.popleft()
-            self.hbytes[dl] -= pkt.size
-        elif self.q[dl] and not self.paused[dl]:
-            pkt = self.q[dl].popleft()
-            self.qbytes[dl] -= pkt.size
-        else:
-            return
-        if pkt.ingress >= 0:
-            self._release(pkt)
-        end = self.now + pkt.size * 8 * PS_PER_S // self.rate[dl]
-        self.free_at[dl] = end
-        arrival = end + self.prop[dl]
-        wire = self.wire[dl]
-        wire.append((arrival, pkt))
-        if len(wire) == 1:
-            self._push(arrival, _WIRE, dl, self.epoch[dl])
-        if hq or (self.q[dl] and not self.paused[dl]):
-            self.pending[dl] = True
-            self._push(end, _TXDONE, dl, None)
-
-    def _resume(self, dl: Any) -> None:
-        if self.paused[dl] and self.ingress_bytes[dl] <= self.cfg.pfc_xon:
-            self.paused[dl] = False
-            if not self.pending[dl] and self.q[dl]:
-                if self.free_at[dl] <= self.now:
-                    self._transmit(dl)
-                else:
-                    self.pending[dl] = True
-                    self._push(self.free_at[dl], _TXDONE, dl, None)
-
-    def _pause(self, dl: Any) -> None:
-        if self.ingress_bytes[dl] > self.cfg.pfc_xon and not self.paused[dl]:
-            self.paused[dl] = True
-            self.stats.pauses += 1
-
-    def _arrive(self, pkt: Packet, dl: int) -> None:
-        """``pkt`` came off directed link ``dl`` (-1: injected at its destination host)."""
-        node = self.dl_to[dl] if dl >= 0 else pkt.dst
-        if node < self.n_hosts:
-            if self.impair is not None and dl >= 0:
-                instead = self.impair(pkt, self.now)
+            if self.impair is not None:
+                instead = self.impair(pkt, now)
                 if instead is not None:
                     for delay, p in instead:
                         self.deliver_later(p, delay) if delay > 0 else self._deliver(p)
                     return
             self._deliver(pkt)
-            return
-        r = pkt.route
-        nxt = r[pkt.hop]
-        pkt.hop += 1
-        if self.cfg.pfc and not pkt.prio:
-            pkt.ingress = dl
-            held = self.ingress_bytes[dl] + pkt.size
-            self.ingress_bytes[dl] = held
-            if held > self.cfg.pfc_xoff and not self.paused[dl]:
-                self._push(self.now + self.prop[dl], _ACTION, self._pause, dl)
-        self._enqueue(nxt, pkt)
+        elif kind == EV_TIMER:
+            self.conns[a].on_timer(b, now)
+        elif kind == EV_ACTION:
+            entry = self._actions[a]
+            self._actions[a] = None
+            assert entry is not None
+            fn, arg = entry
+            fn() if arg is None else fn(arg)
+        else:
+            injected = self._injected[a]
+            self._injected[a] = None
+            assert injected is not None
+            self._deliver(injected)
 
     def _deliver(self, pkt: Packet) -> None:
         if self.tracer is not None:
             self.tracer.packet(self.now, "rx", pkt.dst, pkt)
         if pkt.kind == DATA and not pkt.trimmed:
-            self.stats.data_bytes_delivered += pkt.payload
+            self._delivered += pkt.payload
         if 0 <= pkt.flow < len(self.conns):
             self.conns[pkt.flow].on_packet(pkt, self.now)
 
@@ -530,7 +679,7 @@ class PacketSim:
     def schedule_failure(self, f: Failure) -> None:
         """Apply a failure of :mod:`clusterloom.sim.flow.run` at its times."""
         directed = [int(x) for link in f.links.tolist() for x in (2 * link, 2 * link + 1)]
-        bad = [d for d in directed if d >= len(self.alive)]
+        bad = [d for d in directed if d >= len(self.dl_to)]
         if bad:
             raise PacketSimError(f"failure {f.label}: no directed link {bad[0]}")
         self.at(f.start_ps, lambda: self._set_links(directed, f.fraction, f.fraction == 0.0))
@@ -540,20 +689,11 @@ class PacketSim:
     def _set_links(self, directed: list[int], fraction: float, hard: bool) -> None:
         for dl in directed:
             if fraction == 0.0:
-                if self.alive[dl]:
-                    self.alive[dl] = False
-                    self.epoch[dl] += 1  # what is on the wire is lost
-                    self.stats.drops += len(self.wire[dl])
-                    self.wire[dl].clear()
-                    for queue in (self.q[dl], self.hq[dl]):
-                        self.stats.drops += len(queue)
-                        for pkt in queue:
-                            self._release(pkt)
-                        queue.clear()
-                    self.qbytes[dl] = self.hbytes[dl] = 0
+                self._command(CMD_DOWN, dl)
+                self._downs += 1
             else:
-                self.alive[dl] = True
-                self.rate[dl] = max(1, round(self.base_rate[dl] * fraction))
+                rate = max(1, round(self.base_rate[dl] * fraction))
+                self._command(CMD_UP, dl, rate)
         if self.tracer is not None:
             self.tracer.event(
                 self.now,
@@ -569,8 +709,9 @@ class PacketSim:
         """The switches' routing view catches up with the links (ECMP paths recomputed)."""
         alive = np.array(self.alive, dtype=bool)
         self.live_view = alive[0::2] & alive[1::2]
-        keys = list(self.routes.ecmp)
-        self.routes.ecmp.clear()
+        self._views.pop(False, None)
+        keys = list(self._ecmp)
+        self._ecmp.clear()
         self._compute(keys, False)
 
     # -- the loop ----------------------------------------------------------------------------
@@ -579,161 +720,94 @@ class PacketSim:
         """Run events up to ``until_ps`` (default: the config's ``max_time_ps``) or until the
         heap is empty or ``stop()`` is true (checked every 4,096 events). Returns the time.
 
-        The common cases (a packet arriving at a switch and queued on its output port, a port
-        finishing a packet) are inlined here; the rest calls the methods above, which keep the
-        same state."""
+        The compiled loop (:func:`._core.step`) runs the network's events and returns on each
+        event that needs Python: a delivery to a host, a timer, an action."""
         limit = self.cfg.max_time_ps if until_ps is None else until_ps
-        heap = self.heap
-        pop, push = heapq.heappop, heapq.heappush
-        counter = self._counter
+        self._s[S_RUN_N] = 0
+        check = stop is not None
+        skip = False
         conns = self.conns
-        arrive_slow, transmit = self._arrive, self._transmit
-        pending, free_at, epoch, wire = self.pending, self.free_at, self.epoch, self.wire
-        dl_to, n_hosts = self.dl_to, self.n_hosts
-        q, hq, qbytes, hbytes, max_q = self.q, self.hq, self.qbytes, self.hbytes, self.max_qbytes
-        limit_b, alive, paused = self.limit, self.alive, self.paused
-        rate, prop = self.rate, self.prop
-        ingress_bytes = self.ingress_bytes
-        cfg = self.cfg
-        slow = self.impair is not None or self.tracer is not None
-        pfc, trimming = cfg.pfc, cfg.trimming
-        xoff = cfg.pfc_xoff
-        release, trim, pause = self._release, self._trim, self._pause
-        ecn, kmin, kmax = cfg.ecn, cfg.ecn_kmin, cfg.ecn_kmax
-        span = kmax - kmin
-        ctrl_limit = cfg.control_buffer_bytes
-        rnd = self.rng.random
-        stats = self.stats
-        ps8 = 8 * PS_PER_S
-        n = 0
-        while heap:
-            item = pop(heap)
-            time = item[0]
-            if time > limit:
-                push(heap, item)
-                break
-            if stop is not None and not (n + 1) & 4095 and stop():
-                push(heap, item)  # not run: a later run() takes it up
-                break
-            self.now = time
-            n += 1
-            kind = item[2]
-            if kind == _WIRE:
-                dl = item[3]
-                ep = item[4]
-                if ep != epoch[dl]:  # the link failed since: its wire was emptied
-                    continue
-                w = wire[dl]
-                pkt = w.popleft()[1]
-                if w:
-                    push(heap, (w[0][0], next(counter), _WIRE, dl, ep))
-                if slow:
-                    arrive_slow(pkt, dl)
-                    continue
-                node = dl_to[dl]
-                if node < n_hosts:
-                    if pkt.kind == DATA:
-                        stats.data_bytes_delivered += pkt.payload
-                    conns[pkt.flow].on_packet(pkt, time)
-                    continue
-                dl_in = dl
-                dl = pkt.route[pkt.hop]
-                pkt.hop += 1
-                # enqueue on output port dl
-                if not alive[dl]:
-                    stats.drops += 1
-                    continue
-                size = pkt.size
-                if pfc and not pkt.prio:
-                    pkt.ingress = dl_in
-                    held = ingress_bytes[dl_in] + size
-                    ingress_bytes[dl_in] = held
-                    if held > xoff and not paused[dl_in]:
-                        push(heap, (time + prop[dl_in], next(counter), _ACTION, pause, dl_in))
-                if pkt.prio:
-                    hb = hbytes[dl] + size
-                    if hb > ctrl_limit:
-                        stats.drops += 1
-                        continue
-                    hq[dl].append(pkt)
-                    hbytes[dl] = hb
+        objs = self._objs
+        smv = self._smv
+        step = core.step
+        grown = -1
+        while True:
+            if self._grown != grown:  # an array was reallocated: take the new ones
+                grown = self._grown
+                links, pkts, heap, st = self._links, self._pkts, self._heap, self._s
+                trace, rl, cm = self._trace, self._rl, self._cm
+            # self._step inlined
+            n = self._n_cm
+            if n:
+                need = smv[S_HN] + 3 * n + 16
+                if self._downs:
+                    need += len(pkts) - smv[S_NFREE]
+                    self._downs = 0
+                if need > len(heap):
+                    self._grow_heap(need)
+                    heap = self._heap
+                    grown = self._grown
+                self._n_cm = 0
+            out = step(links, pkts, heap, st, trace, rl, cm, n, limit, check, skip)
+            if smv[S_TN]:
+                self._drain_trace()
+            skip = False
+            status = out[0]
+            if status == ST_PYTHON:
+                now = self.now = out[4]
+                kind = out[1]
+                if kind == EV_TIMER:
+                    conns[out[2]].on_timer(out[3], now)
+                elif kind == EV_DELIVER and self.impair is None and self.tracer is None:
+                    # the common case inlined: a packet of a connection reaches a host
+                    a = out[2]
+                    pkt = objs[a]
+                    objs[a] = None
+                    assert pkt is not None
+                    pkt.size = out[5]
+                    pkt.prio = out[6] != 0
+                    pkt.ecn = out[7] != 0
+                    pkt.trimmed = out[8] != 0
+                    pkt.hop = len(pkt.route)
+                    pkt.ingress = -1
+                    if pkt.kind == DATA and not pkt.trimmed:
+                        self._delivered += pkt.payload
+                    if 0 <= pkt.flow < len(conns):
+                        conns[pkt.flow].on_packet(pkt, now)
                 else:
-                    qb = qbytes[dl]
-                    if qb + size > limit_b[dl] and not pfc:
-                        if trimming:
-                            trim(dl, pkt)
-                        else:
-                            stats.drops += 1
-                        continue
-                    if (
-                        ecn
-                        and qb > kmin
-                        and not pkt.ecn
-                        and (qb >= kmax or rnd() * span < qb - kmin)
-                    ):
-                        pkt.ecn = True
-                        stats.marks += 1
-                    q[dl].append(pkt)
-                    qb += size
-                    qbytes[dl] = qb
-                    if qb > max_q[dl]:
-                        max_q[dl] = qb
-                if pending[dl]:
-                    continue
-                if free_at[dl] > time:
-                    pending[dl] = True
-                    push(heap, (free_at[dl], next(counter), _TXDONE, dl, None))
-                    continue
-                # fall through: transmit now
-            elif kind == _TXDONE:
-                dl = item[3]
-                pending[dl] = False
-                if slow:
-                    transmit(dl)
-                    continue
-            elif kind == _TIMER:
-                conns[item[3]].on_timer(item[4], time)
-                continue
-            elif kind == _ARRIVE:
-                arrive_slow(item[3], item[4])
-                continue
+                    self._python_event(out)
+            elif status == ST_GROW:
+                self._grow_heap(int(self._s[S_HN]) + 64)
+            elif status == ST_STOP_CHECK:
+                assert stop is not None
+                if stop():
+                    break
+                skip = True
             else:
-                a, b = item[3], item[4]
-                a() if b is None else a(b)
-                continue
-            # transmit the next packet of port dl (switch_port or host port; no PFC here)
-            hqd = hq[dl]
-            if hqd:
-                pkt = hqd.popleft()
-                hbytes[dl] -= pkt.size
-            else:
-                qd = q[dl]
-                if not qd or paused[dl]:
-                    continue
-                pkt = qd.popleft()
-                qbytes[dl] -= pkt.size
-            if pkt.ingress >= 0:
-                release(pkt)
-            end = time + pkt.size * ps8 // rate[dl]
-            free_at[dl] = end
-            arrival = end + prop[dl]
-            w = wire[dl]
-            w.append((arrival, pkt))
-            if len(w) == 1:
-                push(heap, (arrival, next(counter), _WIRE, dl, epoch[dl]))
-            if hqd or q[dl]:
-                pending[dl] = True
-                push(heap, (end, next(counter), _TXDONE, dl, None))
-        self.events += n
+                break
+        self.now = int(self._s[S_NOW])
         return self.now
 
     # -- observation -------------------------------------------------------------------------
 
     def max_queue_bytes(self) -> int:
         """The largest data backlog any switch port held."""
-        return max(
-            (b for b, s in zip(self.max_qbytes, self.switch_port, strict=True) if s), default=0
-        )
+        self._flush()
+        links = self._links
+        held = links[links[:, L_SW] != 0, L_MAXQ]
+        return int(held.max()) if held.size else 0
+
+
+def rng_key(seed: int) -> int:
+    """The key of a run's counter-based generator (ECN marking): splitmix64 of the seed, 63
+    bits so that it is a non-negative ``int64``."""
+    z = ((seed ^ 0xEC4) + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFFFFF
+
+
+_MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
 def us(value: float) -> int:

@@ -157,11 +157,14 @@ def run_packets(
     for f in failures:
         sim.schedule_failure(f)
     start_with_deps(sim, traffic, conns)
-    remaining = [len(conns)]
+    first = [0]  # every connection before it has finished or failed (they stay so)
 
     def stop() -> bool:
-        remaining[0] = sum(1 for c in conns if c.finish_ps < 0 and not c.failed)
-        return remaining[0] == 0
+        i = first[0]
+        while i < len(conns) and (conns[i].finish_ps >= 0 or conns[i].failed):
+            i += 1
+        first[0] = i
+        return i == len(conns)
 
     sim.run(max_time_ps if max_time_ps is not None else cfg.max_time_ps, stop)
     wall = time.perf_counter() - t0

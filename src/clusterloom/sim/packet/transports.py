@@ -59,7 +59,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from clusterloom.sim.packet.base import Connection, ConnSpec, entropy
+from clusterloom.sim.packet.base import Connection, ConnSpec, entropy, entropy_range
 from clusterloom.sim.packet.engine import (
     ACK,
     CNP,
@@ -345,7 +345,7 @@ class MrcSpray(_Sprayer):
         if not 1 <= k <= 256:
             raise PacketSimError(f"{self.name}: evs is 1..256, got {k}")
         self.k = k
-        self.evs = [entropy(sim.seed, flow, i) for i in range(k)]
+        self.evs = entropy_range((sim.seed, flow), k)
         self.ev_port = [i % self.ports for i in range(k)]
         self.ev_index = {ev: i for i, ev in enumerate(self.evs)}
         self.bad = [False] * k
@@ -620,7 +620,7 @@ class MetaRoce(_Sprayer):
         self.p = p
         self.gen = [0] * p
         self.pport = [i % self.ports for i in range(p)]
-        self.pev = [entropy(sim.seed, flow, i, 0) for i in range(p)]
+        self.pev = entropy_range((sim.seed, flow), p, (0,))
         self.failures = [0] * p
         self.pfailed = [False] * p
         self.pnext = [0] * p
@@ -887,12 +887,13 @@ class _Pacer:
         self.armed = False
         self.id = sim.add(self)
         self.next_free = 0
+        link = int(sim.router.host_link[host, 0])
+        self.line = sim.base_rate[2 * link] * sim.ports_per_host  # unless set_receiver_rate
+        self.rates = sim.shared.setdefault("rx_rate", {})
+        self.packet_bytes = sim.cfg.mtu + sim.cfg.header
 
     def interval(self) -> int:
-        rates = self.sim.shared.setdefault("rx_rate", {})
-        link = int(self.sim.router.host_link[self.host, 0])
-        rate = rates.get(self.host, self.sim.base_rate[2 * link] * self.sim.ports_per_host)
-        return _ser(self.sim.cfg.mtu + self.sim.cfg.header, rate)
+        return _ser(self.packet_bytes, self.rates.get(self.host, self.line))
 
     def request(self, conn: ReceiverDriven, now: int) -> None:
         if conn.pull_wanted == 0:
@@ -964,7 +965,7 @@ class ReceiverDriven(_Sprayer):
         if not 1 <= k <= 256:
             raise PacketSimError(f"{self.name}: evs is 1..256, got {k}")
         self.k = k
-        self.evs = [entropy(sim.seed, flow, i) for i in range(k)]
+        self.evs = entropy_range((sim.seed, flow), k)
         self.ev_port = [i % self.ports for i in range(k)]
         self.bad = [False] * k
         self.rr = flow % k
@@ -994,7 +995,7 @@ class ReceiverDriven(_Sprayer):
         out = []
         for ev, port in zip(self.evs, self.ev_port, strict=True):
             out.append((self.src, self.dst, port, ev, False))
-            out.append((self.dst, self.src, port, ev, False))
+            out.append((self.dst, self.src, port, ev ^ 1, False))  # ACKs and pulls
         return out
 
     def start(self) -> None:

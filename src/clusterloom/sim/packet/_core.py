@@ -1,0 +1,441 @@
+"""The compiled data plane of the packet engine (numba): the event heap, the directed links'
+output queues, serialization and propagation, ECN marking, drop-tail, trimming, PFC and link
+failures, over packets that are rows of preallocated integer arrays.
+
+:func:`step` runs events until one needs Python (a packet delivered to a host, a transport
+timer, a scheduled Python action, an injected delivery) and returns it; what Python asks of the
+data plane in between (sends, timers, link state changes) is queued as commands and applied,
+in order, at the start of the next :func:`step`. Every push takes the next sequence number, so
+the order of events is exactly that of a Python loop doing the same work one call at a time.
+
+State layout (all ``int64``):
+
+- ``L[dl, :]``: one row per directed link, columns ``L_*``; queues and the wire are singly
+  linked lists of packet ids through ``P[:, P_NEXT]``.
+- ``P[pid, :]``: one row per packet slot, columns ``P_*``; ``P[:S[S_NFREE], P_FREE]`` is the
+  stack of free slots.
+- ``H[:S[S_HN], :]``: the 4-ary heap of events ``(time, seq, kind, a, b)``.
+- ``S``: scalars and counters (``S_*``), then the configuration (``C_*``).
+- ``RL``: the routes back to back; a packet holds the offset of its route's first link and its
+  hop index into it.
+- ``T[:S[S_TN], :]``: trace records ``(time, what, pid, dl)`` (drops and trims) when
+  ``S[C_TRACE]`` is set.
+- ``CM[:n, :]``: Python's commands (``CMD_*``). Python takes a send's packet slot from the
+  free stack itself (the core never allocates), so it can keep the packet's object by id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+# link columns
+L_TO, L_RATE, L_PROP, L_SW, L_LIMIT = 0, 1, 2, 3, 4
+L_QH, L_QT, L_QB, L_HH, L_HT, L_HB = 5, 6, 7, 8, 9, 10
+L_MAXQ, L_FREE, L_PEND, L_PAUSED, L_ALIVE, L_EPOCH = 11, 12, 13, 14, 15, 16
+L_WH, L_WT, L_WN, L_ING = 17, 18, 19, 20
+L_COLS = 21
+
+# packet columns
+P_SIZE, P_PRIO, P_ECN, P_TRIM, P_ROUTE, P_HOP, P_ING, P_NEXT, P_ARR, P_FREE = range(10)
+P_COLS = 10
+
+# scalars
+S_NOW, S_SEQ, S_HN, S_NFREE, S_EVENTS, S_RUN_N = 0, 1, 2, 3, 4, 5
+S_DROPS, S_TRIMS, S_MARKS, S_PAUSES, S_RNG, S_TN = 6, 7, 8, 9, 10, 11
+
+# configuration, in S after the scalars
+C_NHOSTS, C_HEADER, C_CTRL, C_KMIN, C_KMAX, C_ECN = 16, 17, 18, 19, 20, 21
+C_TRIMMING, C_PFC, C_XOFF, C_XON, C_RNGKEY, C_TRACE = 22, 23, 24, 25, 26, 27
+S_COLS = 28
+
+# event kinds (those below EV_WIRE are Python's)
+EV_TIMER, EV_ACTION, EV_ARRIVE, EV_DELIVER = 0, 1, 2, 3
+EV_WIRE, EV_TXDONE, EV_PAUSE, EV_RESUME = 4, 5, 6, 7
+
+# commands
+CMD_SEND, CMD_PUSH, CMD_DOWN, CMD_UP = 0, 1, 2, 3
+CMD_COLS = 8
+
+# what step returns
+ST_EMPTY, ST_LIMIT, ST_PYTHON, ST_STOP_CHECK, ST_GROW = 0, 1, 2, 3, 4
+
+# trace record kinds
+TR_DROP, TR_TRIM = 0, 1
+
+PS8 = 8 * 10**12  # bits to picoseconds at 1 b/s
+NIL = -1
+
+#: compiled and cached; integer division by a rate never sees zero (rates are at least 1 b/s),
+#: so numpy's error model spares the check
+_jit = njit(cache=True, error_model="numpy")
+
+
+@_jit
+def push(H: Any, S: Any, time: int, kind: int, a: int, b: int) -> None:
+    """Add an event; it takes the next sequence number. The heap is 4-ary (half the depth of a
+    binary one, and the children of a node are adjacent rows)."""
+    seq = S[S_SEQ] + 1
+    S[S_SEQ] = seq
+    i = S[S_HN]
+    S[S_HN] = i + 1
+    while i > 0:  # move parents down into the hole until the new event fits
+        parent = (i - 1) >> 2
+        pt = H[parent, 0]
+        if pt < time or (pt == time and H[parent, 1] < seq):
+            break
+        for c in range(5):
+            H[i, c] = H[parent, c]
+        i = parent
+    H[i, 0] = time
+    H[i, 1] = seq
+    H[i, 2] = kind
+    H[i, 3] = a
+    H[i, 4] = b
+
+
+@_jit
+def _pop(H: Any, S: Any) -> None:
+    """Remove the first event (read it from ``H[0]`` before)."""
+    n = S[S_HN] - 1
+    S[S_HN] = n
+    if n == 0:
+        return
+    time = H[n, 0]
+    seq = H[n, 1]
+    i = 0
+    while True:  # move the smallest child up into the hole until the last event fits
+        first = 4 * i + 1
+        if first >= n:
+            break
+        child = first
+        ct = H[first, 0]
+        cs = H[first, 1]
+        for k in range(first + 1, min(first + 4, n)):
+            kt = H[k, 0]
+            if kt < ct or (kt == ct and H[k, 1] < cs):
+                child = k
+                ct = kt
+                cs = H[k, 1]
+        if time < ct or (time == ct and seq < cs):
+            break
+        for c in range(5):
+            H[i, c] = H[child, c]
+        i = child
+    for c in range(5):
+        H[i, c] = H[n, c]
+
+
+@_jit
+def _mix(x: Any) -> Any:
+    """splitmix64 of one uint64 (as :func:`clusterloom.sim.flow.paths.splitmix64`)."""
+    z = x + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@_jit
+def _uniform(S: Any) -> float:
+    """The next number in [0, 1) of the run's counter-based generator."""
+    z = _mix(np.uint64(S[C_RNGKEY]) + np.uint64(S[S_RNG]))
+    S[S_RNG] += 1
+    return float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@_jit
+def _free(P: Any, S: Any, pid: int) -> None:
+    P[S[S_NFREE], P_FREE] = pid
+    S[S_NFREE] += 1
+
+
+@_jit
+def _trace(T: Any, S: Any, what: int, pid: int, dl: int) -> None:
+    if S[C_TRACE]:
+        i = S[S_TN]
+        T[i, 0] = S[S_NOW]
+        T[i, 1] = what
+        T[i, 2] = pid
+        T[i, 3] = dl
+        S[S_TN] = i + 1
+
+
+@_jit
+def _release(L: Any, P: Any, H: Any, S: Any, pid: int) -> None:
+    """PFC accounting of a packet that leaves its switch (sent on or dropped)."""
+    ing = P[pid, P_ING]
+    if ing >= 0:
+        P[pid, P_ING] = NIL
+        left = L[ing, L_ING] - P[pid, P_SIZE]
+        L[ing, L_ING] = left
+        if L[ing, L_PAUSED] and left <= S[C_XON]:
+            push(H, S, S[S_NOW] + L[ing, L_PROP], EV_RESUME, ing, 0)
+
+
+@_jit
+def _transmit(L: Any, P: Any, H: Any, S: Any, dl: int) -> None:
+    """Start sending the next packet of port ``dl`` if it has one it may send."""
+    pid = L[dl, L_HH]
+    if pid != NIL:
+        L[dl, L_HH] = P[pid, P_NEXT]
+        if P[pid, P_NEXT] == NIL:
+            L[dl, L_HT] = NIL
+        L[dl, L_HB] -= P[pid, P_SIZE]
+    else:
+        pid = L[dl, L_QH]
+        if pid == NIL or L[dl, L_PAUSED]:
+            return
+        L[dl, L_QH] = P[pid, P_NEXT]
+        if P[pid, P_NEXT] == NIL:
+            L[dl, L_QT] = NIL
+        L[dl, L_QB] -= P[pid, P_SIZE]
+    if P[pid, P_ING] >= 0:
+        _release(L, P, H, S, pid)
+    now = S[S_NOW]
+    end = now + P[pid, P_SIZE] * PS8 // L[dl, L_RATE]
+    L[dl, L_FREE] = end
+    arrival = end + L[dl, L_PROP]
+    P[pid, P_ARR] = arrival
+    P[pid, P_NEXT] = NIL
+    if L[dl, L_WT] == NIL:
+        L[dl, L_WH] = pid
+    else:
+        P[L[dl, L_WT], P_NEXT] = pid
+    L[dl, L_WT] = pid
+    L[dl, L_WN] += 1
+    if L[dl, L_WN] == 1:
+        push(H, S, arrival, EV_WIRE, dl, L[dl, L_EPOCH])
+    if L[dl, L_HH] != NIL or (L[dl, L_QH] != NIL and not L[dl, L_PAUSED]):
+        L[dl, L_PEND] = 1
+        push(H, S, end, EV_TXDONE, dl, 0)
+
+
+@_jit
+def _append(L: Any, P: Any, dl: int, pid: int, head: int, tail: int) -> None:
+    P[pid, P_NEXT] = NIL
+    if L[dl, tail] == NIL:
+        L[dl, head] = pid
+    else:
+        P[L[dl, tail], P_NEXT] = pid
+    L[dl, tail] = pid
+
+
+@_jit
+def _enqueue(L: Any, P: Any, H: Any, S: Any, T: Any, dl: int, pid: int) -> None:
+    """Queue packet ``pid`` on output port ``dl`` (or drop, mark, trim it)."""
+    if not L[dl, L_ALIVE]:
+        S[S_DROPS] += 1
+        _release(L, P, H, S, pid)
+        _free(P, S, pid)
+        return
+    if not P[pid, P_PRIO] and L[dl, L_SW]:
+        qb = L[dl, L_QB]
+        if qb + P[pid, P_SIZE] > L[dl, L_LIMIT] and not S[C_PFC]:
+            if S[C_TRIMMING]:  # cut to the header, sent at high priority
+                S[S_TRIMS] += 1
+                P[pid, P_TRIM] = 1
+                P[pid, P_PRIO] = 1
+                P[pid, P_SIZE] = S[C_HEADER]
+                _trace(T, S, TR_TRIM, pid, dl)
+            else:
+                S[S_DROPS] += 1
+                _trace(T, S, TR_DROP, pid, dl)
+                _release(L, P, H, S, pid)
+                _free(P, S, pid)
+                return
+        else:
+            kmin = S[C_KMIN]
+            if (
+                S[C_ECN]
+                and qb > kmin
+                and not P[pid, P_ECN]
+                and (qb >= S[C_KMAX] or _uniform(S) * (S[C_KMAX] - kmin) < qb - kmin)
+            ):
+                P[pid, P_ECN] = 1
+                S[S_MARKS] += 1
+    size = P[pid, P_SIZE]
+    if P[pid, P_PRIO]:
+        hb = L[dl, L_HB] + size
+        if hb > S[C_CTRL] and L[dl, L_SW]:
+            S[S_DROPS] += 1
+            _release(L, P, H, S, pid)
+            _free(P, S, pid)
+            return
+        _append(L, P, dl, pid, L_HH, L_HT)
+        L[dl, L_HB] = hb
+    else:
+        _append(L, P, dl, pid, L_QH, L_QT)
+        qb = L[dl, L_QB] + size
+        L[dl, L_QB] = qb
+        if qb > L[dl, L_MAXQ]:
+            L[dl, L_MAXQ] = qb
+    if not L[dl, L_PEND]:
+        if L[dl, L_FREE] <= S[S_NOW]:
+            _transmit(L, P, H, S, dl)
+        else:
+            L[dl, L_PEND] = 1
+            push(H, S, L[dl, L_FREE], EV_TXDONE, dl, 0)
+
+
+@_jit
+def _link_down(L: Any, P: Any, H: Any, S: Any, dl: int) -> None:
+    """A hard failure of directed link ``dl``: it drops what it holds and what is on the wire."""
+    if not L[dl, L_ALIVE]:
+        return
+    L[dl, L_ALIVE] = 0
+    L[dl, L_EPOCH] += 1
+    S[S_DROPS] += L[dl, L_WN]
+    pid = L[dl, L_WH]
+    while pid != NIL:
+        nxt = P[pid, P_NEXT]
+        _free(P, S, pid)
+        pid = nxt
+    L[dl, L_WH] = NIL
+    L[dl, L_WT] = NIL
+    L[dl, L_WN] = 0
+    for head, tail in ((L_QH, L_QT), (L_HH, L_HT)):
+        pid = L[dl, head]
+        while pid != NIL:
+            nxt = P[pid, P_NEXT]
+            S[S_DROPS] += 1
+            _release(L, P, H, S, pid)
+            _free(P, S, pid)
+            pid = nxt
+        L[dl, head] = NIL
+        L[dl, tail] = NIL
+    L[dl, L_QB] = 0
+    L[dl, L_HB] = 0
+
+
+@_jit
+def _apply(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, CM: Any, n: int) -> None:
+    """Apply Python's first ``n`` queued commands in order."""
+    for i in range(n):
+        op = CM[i, 0]
+        if op == CMD_SEND:  # size, prio, ecn, trimmed, route offset, packet id
+            pid = CM[i, 6]
+            P[pid, P_SIZE] = CM[i, 1]
+            P[pid, P_PRIO] = CM[i, 2]
+            P[pid, P_ECN] = CM[i, 3]
+            P[pid, P_TRIM] = CM[i, 4]
+            r = CM[i, 5]
+            P[pid, P_ROUTE] = r
+            P[pid, P_HOP] = 1
+            P[pid, P_ING] = NIL
+            _enqueue(L, P, H, S, T, RL[r], pid)
+        elif op == CMD_PUSH:
+            push(H, S, CM[i, 1], CM[i, 2], CM[i, 3], CM[i, 4])
+        elif op == CMD_DOWN:
+            _link_down(L, P, H, S, CM[i, 1])
+        else:
+            L[CM[i, 1], L_ALIVE] = 1
+            L[CM[i, 1], L_RATE] = CM[i, 2]
+
+
+@_jit
+def step(
+    L: Any,
+    P: Any,
+    H: Any,
+    S: Any,
+    T: Any,
+    RL: Any,
+    CM: Any,
+    n_cm: int,
+    limit: int,
+    check_stop: bool,
+    skip_check: bool,
+) -> tuple[int, int, int, int, int, int, int, int, int]:
+    """Apply the first ``n_cm`` commands of ``CM``, then run events up to ``limit`` until one
+    needs Python. Returns ``(status, kind, a, b, now, size, prio, ecn, trimmed)``:
+    ``ST_PYTHON`` with the event's kind and arguments (for a delivery, ``a`` is the packet id,
+    ``b`` the link, and its header fields follow); ``ST_EMPTY``; ``ST_LIMIT`` (the next event
+    is past ``limit``); ``ST_STOP_CHECK`` (the run's 4,096th event is due and ``check_stop``
+    asks Python whether to go on; the event is not run); ``ST_GROW`` (the heap or the trace
+    needs room)."""
+    _apply(L, P, H, S, T, RL, CM, n_cm)
+    n_hosts = S[C_NHOSTS]
+    hcap = H.shape[0]
+    tcap = T.shape[0]
+    skip = skip_check
+    while True:
+        if S[S_HN] == 0:
+            return ST_EMPTY, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
+        time = H[0, 0]
+        if time > limit:
+            return ST_LIMIT, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
+        if S[S_HN] + 8 > hcap or S[S_TN] + 4 > tcap:
+            return ST_GROW, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
+        if check_stop and not skip and ((S[S_RUN_N] + 1) & 4095) == 0:
+            return ST_STOP_CHECK, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
+        skip = False
+        kind = H[0, 2]
+        a = H[0, 3]
+        b = H[0, 4]
+        _pop(H, S)
+        S[S_NOW] = time
+        S[S_RUN_N] += 1
+        S[S_EVENTS] += 1
+        if kind == EV_WIRE:
+            dl = a
+            if b != L[dl, L_EPOCH]:  # the link failed since: its wire was emptied
+                continue
+            pid = L[dl, L_WH]
+            nxt = P[pid, P_NEXT]
+            L[dl, L_WH] = nxt
+            L[dl, L_WN] -= 1
+            if nxt == NIL:
+                L[dl, L_WT] = NIL
+            else:
+                push(H, S, P[nxt, P_ARR], EV_WIRE, dl, b)
+            if L[dl, L_TO] < n_hosts:
+                _free(P, S, pid)  # its row is read by Python before the next send reuses it
+                return (
+                    ST_PYTHON,
+                    EV_DELIVER,
+                    pid,
+                    dl,
+                    time,
+                    P[pid, P_SIZE],
+                    P[pid, P_PRIO],
+                    P[pid, P_ECN],
+                    P[pid, P_TRIM],
+                )
+            hop = P[pid, P_HOP]
+            out = RL[P[pid, P_ROUTE] + hop]
+            P[pid, P_HOP] = hop + 1
+            if S[C_PFC] and not P[pid, P_PRIO]:
+                P[pid, P_ING] = dl
+                held = L[dl, L_ING] + P[pid, P_SIZE]
+                L[dl, L_ING] = held
+                if held > S[C_XOFF] and not L[dl, L_PAUSED]:
+                    push(H, S, time + L[dl, L_PROP], EV_PAUSE, dl, 0)
+            _enqueue(L, P, H, S, T, out, pid)
+        elif kind == EV_TXDONE:
+            L[a, L_PEND] = 0
+            _transmit(L, P, H, S, a)
+        elif kind == EV_PAUSE:
+            if L[a, L_ING] > S[C_XON] and not L[a, L_PAUSED]:
+                L[a, L_PAUSED] = 1
+                S[S_PAUSES] += 1
+        elif kind == EV_RESUME:
+            if L[a, L_PAUSED] and L[a, L_ING] <= S[C_XON]:
+                L[a, L_PAUSED] = 0
+                if not L[a, L_PEND] and L[a, L_QH] != NIL:
+                    if L[a, L_FREE] <= time:
+                        _transmit(L, P, H, S, a)
+                    else:
+                        L[a, L_PEND] = 1
+                        push(H, S, L[a, L_FREE], EV_TXDONE, a, 0)
+        else:
+            return ST_PYTHON, kind, a, b, time, 0, 0, 0, 0
+
+
+def new_links(n: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+    out = np.zeros((n, L_COLS), dtype=np.int64)
+    for col in (L_QH, L_QT, L_HH, L_HT, L_WH, L_WT):
+        out[:, col] = NIL
+    out[:, L_ALIVE] = 1
+    return out
