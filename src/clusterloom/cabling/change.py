@@ -26,8 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clusterloom.cabling.media import BACKBONE_SIZES, LEG_FIBERS, TRUNK_SIZES
-from clusterloom.cabling.plant import pack_legs
-from clusterloom.cabling.stage import Cabling
+from clusterloom.cabling.plant import pack_cables
+from clusterloom.cabling.stage import Cabling, hdf_name
 from clusterloom.fabric import FabricDesign
 from clusterloom.placement import Placement
 
@@ -194,7 +194,7 @@ class _Reuse:
         self.mask: dict[int, int] = {}
         self.chain: dict[int, tuple[tuple[int, int], ...]] = {}
         self.pair_legs: dict[tuple[str, str, bool], list[int]] = {}
-        smf = np.array([m.kind == "smf" for m in old.media.models], dtype=bool)
+        smf = old.media.smf
         # the positions of the links that stay; those of removed and re-pulled links are free
         st = np.flatnonzero(old.structured & old.realized() & kept)
         for i in st.tolist():
@@ -246,7 +246,7 @@ class _Reuse:
         """Old cables, legs and fibre positions (from each link's a end) for the structured
         links ``rows`` of ``new``; cable -1 where a new cable is needed."""
         names = new.frame_names
-        smf = np.array([m.kind == "smf" for m in new.media.models], dtype=bool)
+        smf = new.media.smf
         hall_names = new.pathways.hall_names
         hops = np.full((rows.shape[0], 3), -1, dtype=np.int32)
         legs = np.zeros((rows.shape[0], 3), dtype=np.int16)
@@ -265,7 +265,7 @@ class _Reuse:
             n_legs = -(-slots // LEG_FIBERS)
             groups = [(a, b)]
             if ha != hb:
-                da, db = f"{ha.replace('/', '-')}-hdf", f"{hb.replace('/', '-')}-hdf"
+                da, db = hdf_name(ha), hdf_name(hb)
                 groups = [(a, da), (da, db), (db, b)]
             keys = [(min(x, y), max(x, y), s) for x, y in groups]
             found = self._take(keys, (a, b, s), n_legs, span)
@@ -320,8 +320,6 @@ class _Reuse:
         total = 0
         for (a, b, _), n in sorted(self.need.items()):
             table = BACKBONE_SIZES if a.endswith("-hdf") and b.endswith("-hdf") else TRUNK_SIZES
-            sizes = tuple(f // LEG_FIBERS for f, _ in table)
-            area = tuple(float(np.pi * d * d / 4) for _, d in table)
-            _, _, _, cables = pack_legs(np.zeros(n, dtype=np.int64), sizes, area)
+            _, _, _, cables = pack_cables(np.zeros(n, dtype=np.int64), table)
             total += int(cables.shape[0])
         return total

@@ -173,6 +173,7 @@ class MediaTable:
     budget_db: NDArray[np.float64]
     db_per_km: NDArray[np.float64]
     panel_db: NDArray[np.float64]
+    smf: NDArray[np.bool_]  # single-mode (never shares a cable with multimode)
 
     def index(self, name: str) -> int:
         return self.names.index(name)
@@ -192,6 +193,7 @@ def media_table(catalog: Catalog, losses: PlantLosses = DEFAULT_LOSSES) -> Media
         budget_db=np.array([budget_db(m) for m in models], dtype=np.float64),
         db_per_km=np.array([attenuation_db_per_km(m) for m in models], dtype=np.float64),
         panel_db=np.array([panel_loss_db(m, losses) for m in models], dtype=np.float64),
+        smf=np.array([m.kind == "smf" for m in models], dtype=bool),
     )
 
 

@@ -38,12 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from clusterloom.cabling.media import (
-    BACKBONE_SIZES,
-    LEG_FIBERS,
-    TRUNK_SIZES,
-    frame_cable_area_mm2,
-)
+from clusterloom.cabling.media import BACKBONE_SIZES, LEG_FIBERS, TRUNK_SIZES
 
 #: hop kinds of a cable: a frame-to-frame or frame-to-HDF trunk, an HDF-to-HDF backbone
 TRUNK, BACKBONE = 0, 1
@@ -119,6 +114,16 @@ def pack_legs(
     return cable.astype(np.int64), leg.astype(np.int64), cable_group, cable_legs
 
 
+def pack_cables(
+    group: NDArray[np.int64], table: tuple[tuple[int, float], ...]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """:func:`pack_legs` with the sizes of a cable table ((fibres, outer diameter mm), as
+    :data:`~clusterloom.cabling.media.TRUNK_SIZES`), their cross-sections deciding splits."""
+    sizes = tuple(f // LEG_FIBERS for f, _ in table)
+    areas = tuple(float(np.pi * d * d / 4.0) for _, d in table)
+    return pack_legs(group, sizes, areas)
+
+
 def _ranks(k: NDArray[np.int64]) -> NDArray[np.int64]:
     """``0..k[i]-1`` for each ``i``, concatenated."""
     starts = np.repeat(np.cumsum(k) - k, k)
@@ -180,7 +185,7 @@ def plan_plant(
     def add(
         legs_sel: NDArray[np.int64],
         group: NDArray[np.int64],
-        sizes: tuple[int, ...],
+        table: tuple[tuple[int, float], ...],
         ends: tuple[NDArray[np.int64], NDArray[np.int64]],
         kind: int,
         col: int,
@@ -188,8 +193,7 @@ def plan_plant(
         """Pack the pair legs ``legs_sel`` (already in packing order, ``group`` each) into
         cables joining ``ends`` (per pair leg) as hop ``col``."""
         nonlocal n_cab
-        area = tuple(float(a) for a in frame_cable_area_mm2(np.array(sizes) * LEG_FIBERS))
-        cable, leg, _, legs = pack_legs(group, sizes, area)
+        cable, leg, _, legs = pack_cables(group, table)
         pl_hops[legs_sel, col] = cable + n_cab
         pl_legs[legs_sel, col] = leg
         first = np.zeros(legs.shape[0], dtype=np.int64)
@@ -202,27 +206,25 @@ def plan_plant(
         cab["kind"].append(np.full(legs.shape[0], kind, dtype=np.int64))
         n_cab += legs.shape[0]
 
-    trunk_legs = tuple(f // LEG_FIBERS for f, _ in TRUNK_SIZES)
     # direct trunks: per frame pair, in pair order
     d = np.flatnonzero(~inter)
-    add(d, pl_pair[d], trunk_legs, (p_lo[pl_pair[d]], p_hi[pl_pair[d]]), TRUNK, 0)
+    add(d, pl_pair[d], TRUNK_SIZES, (p_lo[pl_pair[d]], p_hi[pl_pair[d]]), TRUNK, 0)
     x = np.flatnonzero(inter)
     xp = pl_pair[x]
     hdf_lo, hdf_hi = hdf_of_hall[h_lo[xp]], hdf_of_hall[h_hi[xp]]
     # the low frame to its HDF: per (frame, fibre type)
     g = p_lo[xp] * 2 + p_smf[xp]
     o = np.lexsort((pl_local[x], xp, -unit[x], g))
-    add(x[o], g[o], trunk_legs, (p_lo[xp][o], hdf_lo[o]), TRUNK, 0)
+    add(x[o], g[o], TRUNK_SIZES, (p_lo[xp][o], hdf_lo[o]), TRUNK, 0)
     # backbone HDF to HDF: per (hall pair, fibre type)
     n_halls = int(hdf_of_hall.shape[0])
     g = (h_lo[xp] * n_halls + h_hi[xp]) * 2 + p_smf[xp]
     o = np.lexsort((pl_local[x], xp, -unit[x], g))
-    sizes = tuple(f // LEG_FIBERS for f, _ in BACKBONE_SIZES)
-    add(x[o], g[o], sizes, (hdf_lo[o], hdf_hi[o]), BACKBONE, 1)
+    add(x[o], g[o], BACKBONE_SIZES, (hdf_lo[o], hdf_hi[o]), BACKBONE, 1)
     # the far HDF to the high frame: per (frame, fibre type)
     g = p_hi[xp] * 2 + p_smf[xp]
     o = np.lexsort((pl_local[x], xp, -unit[x], g))
-    add(x[o], g[o], trunk_legs, (hdf_hi[o], p_hi[xp][o]), TRUNK, 2)
+    add(x[o], g[o], TRUNK_SIZES, (hdf_hi[o], p_hi[xp][o]), TRUNK, 2)
 
     cable_fibers = np.concatenate(cab["legs"]) * LEG_FIBERS if n_cab else np.zeros(0, np.int64)
     # per link: hops in lo -> hi order, reversed when its a end is the high frame

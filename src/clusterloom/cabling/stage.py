@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -192,20 +193,38 @@ class Cabling:
         """The link's first leg in its a-end cable."""
         return self.hop_legs[:, 0]
 
-    @property
+    @cached_property
     def n_hops(self) -> NDArray[np.int64]:
-        return (self.hops >= 0).sum(axis=1)  # type: ignore[no-any-return]
+        """Cables between each link's frames (0, 1 or 3); computed once, the arrays are
+        read-only."""
+        return _ro((self.hops >= 0).sum(axis=1))
 
-    @property
+    @cached_property
+    def _last_hop(self) -> NDArray[np.int64]:
+        return np.maximum(self.n_hops - 1, 0)
+
+    @cached_property
     def b_trunk(self) -> NDArray[np.int32]:
         """The cable at each link's b end (its last hop; -1 when not structured)."""
-        last = np.maximum(self.n_hops - 1, 0)
-        return self.hops[np.arange(self.n_links), last]
+        return _ro(self.hops[np.arange(self.n_links), self._last_hop])
 
-    @property
+    @cached_property
     def b_leg(self) -> NDArray[np.int16]:
-        last = np.maximum(self.n_hops - 1, 0)
-        return self.hop_legs[np.arange(self.n_links), last]
+        """The link's first leg in its b-end cable."""
+        return _ro(self.hop_legs[np.arange(self.n_links), self._last_hop])
+
+    def panel_of(
+        self, t: NDArray[np.integer], frame: NDArray[np.integer], leg: NDArray[np.integer]
+    ) -> NDArray[np.int64]:
+        """The panel (1-based, per frame; 0 for none) where leg ``leg`` of cable ``t`` ends at
+        ``frame``: a cable takes one 12-port panel per 144 fibres; ``t`` -1 reads 0."""
+        tt = np.where(t >= 0, t, self.n_trunks)
+        first = np.where(
+            np.append(self.trunk_a, -1)[tt] == frame,
+            np.append(self.trunk_panel_a, 0)[tt],
+            np.append(self.trunk_panel_b, 0)[tt],
+        )
+        return first.astype(np.int64) + (leg.astype(np.int64) - 1) // 12
 
     @property
     def seg_fill(self) -> NDArray[np.float64]:
@@ -247,7 +266,7 @@ def _gather(placement: Placement, fabrics: tuple[FabricDesign, ...], catalog: Ca
         # logical ports per switch cage (a 51.2T switch's 800G cage as eight 100G ports)
         factor = np.ones(t.n_nodes, dtype=np.int16)
         for tier in fd.plan.switch_tiers:
-            f = catalog.switches[tier.model].breakout_factor(fd.plan.speed_gbps) or 1
+            f = catalog.switches[tier.model].ports_per_cage(fd.plan.speed_gbps)
             factor[t.node_role == int(Role[tier.role.upper()])] = f
         parts["a_breakout"].append(factor[t.link_src])
         parts["b_breakout"].append(factor[t.link_dst])
@@ -266,6 +285,11 @@ def _gather(placement: Placement, fabrics: tuple[FabricDesign, ...], catalog: Ca
         parts["tier"].append(t.link_tier.astype(np.int8))
         parts["speed"].append(np.full(n, fd.plan.speed_gbps, dtype=np.int32))
     return _Links(**{k: np.concatenate(v) for k, v in parts.items()})
+
+
+def hdf_name(hall: str) -> str:
+    """The frame name of ``hall``'s distribution frame (``b1/h1`` -> ``b1-h1-hdf``)."""
+    return f"{hall.replace('/', '-')}-hdf"
 
 
 def _row_geometry(pw: Pathways, placement: Placement) -> tuple[NDArray[Any], ...]:
@@ -394,7 +418,7 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     # one hall distribution frame per hall, at its door
     n_halls = floor.n_halls
     hdf_of_hall = len(frame_names) + np.arange(n_halls, dtype=np.int64)
-    frame_names += tuple(f"{h.replace('/', '-')}-hdf" for h in floor.hall_names)
+    frame_names += tuple(hdf_name(h) for h in floor.hall_names)
     frame_node = np.concatenate([frame_node, pw.hall_door]).astype(np.int32)
     frame_hall = np.concatenate([frame_hall, np.arange(n_halls)]).astype(np.int32)
     frame_kind = np.repeat(
@@ -577,11 +601,10 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     # the structured plant: cables between frames and each link's legs and fibre positions
     st = np.flatnonzero(structured)
     slots = mt.slots[medium[st]].astype(np.int64)
-    is_smf = np.array([m.kind == "smf" for m in mt.models], dtype=bool)
     plant = plan_plant(
         end_frame_a[st].astype(np.int64),
         end_frame_b[st].astype(np.int64),
-        is_smf[medium[st]],
+        mt.smf[medium[st]],
         slots,
         L.fabric[st].astype(np.int64) * (1 << 32) + L.link[st],
         frame_hall.astype(np.int64),
@@ -656,9 +679,7 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
         structured, 2 * mt.panel_db[mi] + joints + shuffled * (shuffle_db - mt.panel_db[mi]), 0.0
     )
     loss = np.where(medium >= 0, loss, 0.0)
-    _past_budget(
-        medium, loss, L, mt, cand_lists, length, joints, shuffled, structured, is_smf, shuffle_db
-    )
+    _past_budget(medium, loss, L, mt, cand_lists, length, joints, shuffled, structured, shuffle_db)
     order_m = np.where(structured, 0.0, order_length(length))
 
     # panels: a cable takes one 1U panel per 144 fibres at each of its frames, except a
@@ -754,7 +775,6 @@ def _past_budget(
     joints: NDArray[np.float64],
     shuffled: NDArray[np.int64],
     structured: NDArray[np.bool_],
-    is_smf: NDArray[np.bool_],
     shuffle_db: float,
 ) -> None:
     """Move structured links whose packed channel (spliced ribbon trunks) exceeds their optic's
@@ -784,7 +804,7 @@ def _past_budget(
             )
             ok = (
                 (mt.slots[c] == mt.slots[cur])
-                & (is_smf[c] == is_smf[cur])
+                & (mt.smf[c] == mt.smf[cur])
                 & (length[rows] <= mt.reach_m[c] + 1e-9)
                 & (lc <= mt.budget_db[c] + 1e-9)
             )

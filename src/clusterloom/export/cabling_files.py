@@ -186,15 +186,9 @@ def _panel_ports(
     legs: NDArray[np.int64],
 ) -> tuple[NDArray[np.int64], NDArray[np.object_]]:
     """Panel number and port(s) where cable ``t``'s leg ``leg`` (and the link's next
-    ``legs - 1``) ends at ``frame``; a cable takes one 12-port panel per 144 fibres."""
-    tt = np.where(on, t, c.n_trunks)  # a link without a cable reads the padding
-    ta = np.append(c.trunk_a, -1)[tt]
-    first = np.where(
-        ta == frame, np.append(c.trunk_panel_a, 0)[tt], np.append(c.trunk_panel_b, 0)[tt]
-    )
-    lg = leg.astype(np.int64) - 1
-    panel = first.astype(np.int64) + lg // 12
-    p0 = lg % 12 + 1
+    ``legs - 1``) ends at ``frame``."""
+    panel = c.panel_of(np.where(on, t, -1), frame, leg)
+    p0 = (leg.astype(np.int64) - 1) % 12 + 1
     ports = np.where(on, PORT_NAMES[p0], "").astype(object)
     for i in np.flatnonzero(on & (legs > 1)).tolist():
         ports[i] = f"{p0[i]}-{p0[i] + legs[i] - 1}"

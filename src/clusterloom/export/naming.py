@@ -174,7 +174,7 @@ def topology_names(topology: Topology, catalog: Catalog) -> TopologyNames:
 
     breakout: dict[str, int] = {}
     for tier in plan.switch_tiers:
-        factor = catalog.switches[tier.model].breakout_factor(plan.speed_gbps) or 1
+        factor = catalog.switches[tier.model].ports_per_cage(plan.speed_gbps)
         breakout[tier.role] = factor
         start = len(tables)
         tables += [switch_port_name(i, factor) for i in range(tier.radix)]

@@ -44,6 +44,7 @@ from clusterloom.cabling.plant import BACKBONE
 from clusterloom.cabling.stage import HALL_FRAME, PANELS_PER_RACK, RACK_FRAME
 from clusterloom.export._csv import csv_chunks, obj, write_chunks
 from clusterloom.export.atomic import StrPath, atomic_open
+from clusterloom.export.placement_files import hall_location
 from clusterloom.pipeline import Design
 
 PANEL_TYPE = "clusterloom-mpo-panel-1u"
@@ -115,9 +116,7 @@ class PlantNames:
             g = self.leg_base[c.hops[three, col]] + c.hop_legs[three, col] - 1
             self.peer[g] = bb
 
-        frames = np.empty(len(c.frame_names), dtype=object)
-        frames[:] = c.frame_names
-        self.frames = frames
+        self.frames = obj(c.frame_names)
         top = int(c.frame_panels.max(initial=0)) + 1
         self.suffix = obj([f"-pp{k:03d}" for k in range(top)])
 
@@ -128,17 +127,14 @@ class PlantNames:
         self, t: NDArray[np.int64], frame: NDArray[np.int64], leg: NDArray[np.int64]
     ) -> NDArray[np.object_]:
         """Names of the panels where legs ``leg`` of cables ``t`` end at ``frame`` (vector)."""
-        c = self.c
-        first = np.where(c.trunk_a[t] == frame, c.trunk_panel_a[t], c.trunk_panel_b[t])
-        panel = first.astype(np.int64) + (leg - 1) // 12
-        return self.frames[frame] + self.suffix[panel]  # type: ignore[no-any-return]
+        return self.frames[frame] + self.suffix[self.c.panel_of(t, frame, leg)]  # type: ignore[no-any-return]
 
 
 def _panel_rows(design: Design, n: PlantNames) -> Iterator[tuple[object, ...]]:
     c = n.c
     p = design.placement
     assert p is not None
-    halls = [h.replace("/", "-") for h in p.floor.hall_names]
+    halls = [hall_location(h) for h in p.floor.hall_names]
     for f in range(len(c.frame_names)):
         name = c.frame_names[f]
         own = c.frame_kind[f] == RACK_FRAME
@@ -163,7 +159,7 @@ def _panel_rows(design: Design, n: PlantNames) -> Iterator[tuple[object, ...]]:
 def _patch_rack_rows(design: Design, c: Cabling) -> Iterator[tuple[object, ...]]:
     p = design.placement
     assert p is not None
-    halls = [h.replace("/", "-") for h in p.floor.hall_names]
+    halls = [hall_location(h) for h in p.floor.hall_names]
     for f in range(len(c.frame_names)):
         if c.frame_kind[f] == RACK_FRAME:
             continue

@@ -151,7 +151,7 @@ def bill_of_materials(plan: FabricPlan, catalog: Catalog) -> Bom:
         if i > 0:
             ends.append((plan.tier(roles[i - 1]), plan.tier(roles[i - 1]).up))
         for sw, ports in ends:
-            factor = catalog.switches[sw.model].breakout_factor(plan.speed_gbps) or 1
+            factor = catalog.switches[sw.model].ports_per_cage(plan.speed_gbps)
             cages.append(
                 (f"{f}.{tier_name}.{sw.role}", math.ceil(ports / factor) * sw.count * planes)
             )

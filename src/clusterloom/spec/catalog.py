@@ -58,6 +58,11 @@ class SwitchModel(SpecModel):
             return None
         return self.port_speed_gbps // speed_gbps
 
+    def ports_per_cage(self, speed_gbps: int) -> int:
+        """Logical ports one cage carries at ``speed_gbps`` (1 when the speed is not a
+        breakout of this switch)."""
+        return self.breakout_factor(speed_gbps) or 1
+
     def radix(self, speed_gbps: int) -> int | None:
         """Logical ports at ``speed_gbps``; None when that speed is not offered."""
         factor = self.breakout_factor(speed_gbps)

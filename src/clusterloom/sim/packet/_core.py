@@ -198,12 +198,7 @@ def _transmit(L: Any, P: Any, H: Any, S: Any, dl: int) -> None:
     L[dl, L_FREE] = end
     arrival = end + L[dl, L_PROP]
     P[pid, P_ARR] = arrival
-    P[pid, P_NEXT] = NIL
-    if L[dl, L_WT] == NIL:
-        L[dl, L_WH] = pid
-    else:
-        P[L[dl, L_WT], P_NEXT] = pid
-    L[dl, L_WT] = pid
+    _append(L, P, dl, pid, L_WH, L_WT)
     L[dl, L_WN] += 1
     if L[dl, L_WN] == 1:
         push(H, S, arrival, EV_WIRE, dl, L[dl, L_EPOCH])
