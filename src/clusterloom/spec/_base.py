@@ -1,4 +1,5 @@
-"""Base model of every spec section: frozen, no unknown fields, assignment validated."""
+"""Base model of every spec section: frozen, no unknown fields, no infinite or NaN number,
+defaults validated. Numeric ranges are the annotated types of ``limits.py``."""
 
 from __future__ import annotations
 
@@ -6,4 +7,6 @@ from pydantic import BaseModel, ConfigDict
 
 
 class SpecModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
+    )

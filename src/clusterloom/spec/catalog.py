@@ -12,9 +12,19 @@ from importlib import resources
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, model_validator
 
 from clusterloom.spec._base import SpecModel
+from clusterloom.spec.limits import (
+    DeviceCount,
+    LengthM,
+    MassKg,
+    PortGbps,
+    PowerKw,
+    PowerW,
+    PriceUsd,
+    RackUnits,
+)
 
 MediaKind = Literal["dac", "aec", "aoc", "mmf", "smf"]
 RackKind = Literal["compute", "network", "patch"]
@@ -24,18 +34,18 @@ OPTICAL_KINDS: frozenset[str] = frozenset({"mmf", "smf"})
 class SwitchModel(SpecModel):
     """A switch: native ports and the speeds each port can be broken out to."""
 
-    vendor: str
-    asic: str = ""
+    vendor: str = Field(max_length=128)
+    asic: str = Field(default="", max_length=128)
     technology: Literal["ethernet", "infiniband"] = "ethernet"
-    ports: PositiveInt = Field(description="native (cage) ports")
-    port_speed_gbps: PositiveInt = Field(description="native speed of one cage")
-    breakouts_gbps: tuple[PositiveInt, ...] = Field(
+    ports: DeviceCount = Field(description="native (cage) ports")
+    port_speed_gbps: PortGbps = Field(description="native speed of one cage")
+    breakouts_gbps: tuple[PortGbps, ...] = Field(
         default=(), description="lower speeds one cage can be split into (native speed implied)"
     )
-    power_w: PositiveFloat = Field(description="typical system power without optics, watts")
-    rack_units: PositiveInt = 1
-    weight_kg: PositiveFloat = Field(default=25.0, description="chassis with fans and PSUs")
-    cost_usd: float = Field(default=0.0, ge=0)
+    power_w: PowerW = Field(gt=0, description="typical system power without optics, watts")
+    rack_units: RackUnits = 1
+    weight_kg: MassKg = Field(default=25.0, description="chassis with fans and PSUs")
+    cost_usd: PriceUsd = 0.0
     source: str = ""
 
     @model_validator(mode="after")
@@ -77,12 +87,12 @@ class MediaModel(SpecModel):
     """A link medium: a cable assembly (dac, aec, aoc) or a pair of transceivers and fibre."""
 
     kind: MediaKind
-    speed_gbps: PositiveInt
-    reach_m: PositiveFloat
-    fibers: int = Field(default=0, ge=0, description="fibres per link (0 for copper)")
-    power_w_per_end: float = Field(default=0.0, ge=0)
-    cost_usd_per_end: float = Field(default=0.0, ge=0, description="transceiver or cable end")
-    cable_cost_usd: float = Field(default=0.0, ge=0, description="cable or patch cord per link")
+    speed_gbps: PortGbps
+    reach_m: LengthM
+    fibers: int = Field(default=0, ge=0, le=64, description="fibres per link (0 for copper)")
+    power_w_per_end: PowerW = 0.0
+    cost_usd_per_end: PriceUsd = Field(default=0.0, description="transceiver or cable end")
+    cable_cost_usd: PriceUsd = Field(default=0.0, description="cable or patch cord per link")
     source: str = ""
 
     @property
@@ -96,20 +106,22 @@ class RackModel(SpecModel):
     unit) or a patch-panel rack (a distribution frame)."""
 
     kind: RackKind
-    rack_units: PositiveInt = 48
-    width_mm: PositiveInt = 600
-    depth_mm: PositiveInt = 1200
-    servers: int = Field(default=0, ge=0, description="compute: servers (nodes) it holds")
-    server_ru: PositiveInt = Field(default=1, description="compute: rack units per server")
-    first_u: PositiveInt = Field(default=1, description="lowest rack unit used for equipment")
-    usable_ru: int = Field(default=0, ge=0, description="network: rack units for switches")
-    power_kw: PositiveFloat = Field(
+    rack_units: RackUnits = 48
+    width_mm: int = Field(default=600, ge=1, le=10_000)
+    depth_mm: int = Field(default=1200, ge=1, le=10_000)
+    servers: int = Field(default=0, ge=0, le=256, description="compute: servers (nodes) it holds")
+    server_ru: RackUnits = Field(default=1, description="compute: rack units per server")
+    first_u: RackUnits = Field(default=1, description="lowest rack unit used for equipment")
+    usable_ru: int = Field(default=0, ge=0, le=256, description="network: rack units for switches")
+    power_kw: PowerKw = Field(
         description="compute: the rack's draw when loaded; network and patch: the most it "
         "may draw (its PDUs)"
     )
-    weight_kg: PositiveFloat = Field(description="compute: loaded; network and patch: empty")
+    weight_kg: MassKg = Field(description="compute: loaded; network and patch: empty")
     cooling: Literal["air", "liquid", "hybrid"] = "air"
-    patch_ports: int = Field(default=0, ge=0, description="patch: duplex ports it terminates")
+    patch_ports: int = Field(
+        default=0, ge=0, le=100_000, description="patch: duplex ports it terminates"
+    )
     source: str = ""
 
     @model_validator(mode="after")

@@ -10,21 +10,22 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, model_validator
 
 from clusterloom.spec._base import SpecModel
+from clusterloom.spec.limits import Accelerators, ModelCount, ModelDim
 
 Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
 
 class MoESpec(SpecModel):
-    experts: PositiveInt
-    top_k: PositiveInt
-    expert_ffn_hidden: PositiveInt
-    shared_experts: NonNegativeInt = 0
-    every: PositiveInt = Field(default=1, description="every n-th layer is a MoE layer")
-    dense_layers: NonNegativeInt = Field(default=0, description="leading layers kept dense")
+    experts: ModelCount
+    top_k: ModelCount
+    expert_ffn_hidden: ModelDim
+    shared_experts: int = Field(default=0, ge=0, le=2**24)
+    every: ModelCount = Field(default=1, description="every n-th layer is a MoE layer")
+    dense_layers: int = Field(default=0, ge=0, le=2**24, description="leading layers kept dense")
 
     @model_validator(mode="after")
     def _top_k_fits(self) -> MoESpec:
@@ -34,14 +35,14 @@ class MoESpec(SpecModel):
 
 
 class ModelSpec(SpecModel):
-    name: str = "model"
-    layers: PositiveInt
-    hidden: PositiveInt
-    ffn_hidden: PositiveInt
-    heads: PositiveInt
-    kv_heads: PositiveInt | None = None
-    vocab: PositiveInt
-    sequence_length: PositiveInt
+    name: str = Field(default="model", max_length=128)
+    layers: ModelCount
+    hidden: ModelDim
+    ffn_hidden: ModelDim
+    heads: ModelDim
+    kv_heads: ModelDim | None = None
+    vocab: ModelDim
+    sequence_length: ModelDim
     gated_mlp: bool = True
     tied_embeddings: bool = False
     moe: MoESpec | None = None
@@ -62,24 +63,25 @@ class PrecisionSpec(SpecModel):
 
 
 class BatchSpec(SpecModel):
-    global_batch: PositiveInt = Field(description="sequences per optimizer step")
-    micro_batch: PositiveInt = Field(default=1, description="sequences per micro-batch")
+    global_batch: ModelCount = Field(description="sequences per optimizer step")
+    micro_batch: ModelCount = Field(default=1, description="sequences per micro-batch")
 
 
 class ParallelismSpec(SpecModel):
-    tp: PositiveInt = 1
-    pp: PositiveInt = 1
-    dp: PositiveInt | None = Field(default=None, description="default: what the world size leaves")
-    cp: PositiveInt = 1
-    ep: PositiveInt = Field(default=1, description="expert parallel, carved out of dp")
+    tp: Accelerators = 1
+    pp: Accelerators = 1
+    dp: Accelerators | None = Field(default=None, description="default: what the world size leaves")
+    cp: Accelerators = 1
+    ep: Accelerators = Field(default=1, description="expert parallel, carved out of dp")
     zero: Literal[0, 1, 2, 3] = Field(default=1, description="ZeRO stage; 3 is FSDP")
     sequence_parallel: bool = True
-    virtual_stages: PositiveInt = Field(default=1, description="interleaved pipeline chunks")
+    virtual_stages: ModelCount = Field(default=1, description="interleaved pipeline chunks")
     tp_beyond_scale_up: bool = Field(
         default=False, description="allow a TP group larger than the scale-up domain"
     )
     order: str = Field(
         default="tp-cp-ep-dp-pp",
+        max_length=64,
         description="rank order, innermost first (Megatron's RankGenerator); ep sits just "
         "inside dp because expert-parallel groups are carved out of data parallel",
     )
@@ -95,7 +97,9 @@ class ParallelismSpec(SpecModel):
 
 
 class ComputeFigures(SpecModel):
-    peak_tflops: PositiveFloat = Field(description="dense peak per accelerator at the precision")
+    peak_tflops: float = Field(
+        gt=0, le=1e6, description="dense peak per accelerator at the precision"
+    )
     utilisation: float = Field(default=0.4, gt=0, le=1, description="achieved share of peak")
 
 
@@ -124,8 +128,8 @@ class Overlap(SpecModel):
 class LatencySpec(SpecModel):
     """Per-step latency (alpha) of a collective algorithm step, microseconds."""
 
-    scale_up_us: float = Field(default=2.0, ge=0)
-    scale_out_us: float = Field(default=8.0, ge=0)
+    scale_up_us: float = Field(default=2.0, ge=0, le=1e6)
+    scale_out_us: float = Field(default=8.0, ge=0, le=1e6)
 
 
 class JobSpec(SpecModel):

@@ -14,19 +14,30 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from clusterloom.errors import Problem, SpecError
+from clusterloom.spec.limits import MAX_SPEC_BYTES, check_yaml_shape
 from clusterloom.spec.models import LINK_TIERS, SWITCH_ROLES, ClusterSpec, FabricSpec
 from clusterloom.spec.scenario import scenario_problems
 from clusterloom.spec.site import site_problems
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe loader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """A safe loader (libyaml's parser where PyYAML has it) that refuses a key given twice in
+    one mapping (PyYAML keeps the last)."""
 
 
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                "a key must be a plain value, not a list or mapping",
+                key_node.start_mark,
+            ) from None
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"key '{key}' is given twice", key_node.start_mark
@@ -81,6 +92,12 @@ def _pick(annotation: Any) -> Any:
     return annotation
 
 
+def _shown(value: object, limit: int = 60) -> str:
+    """A value as a message shows it: its repr, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _problems_from_validation(exc: ValidationError) -> list[Problem]:
     problems: list[Problem] = []
     errors = exc.errors(include_url=False)
@@ -113,7 +130,7 @@ def _problems_from_validation(exc: ValidationError) -> list[Problem]:
             if msg.startswith("Value error, "):
                 msg = msg[len("Value error, ") :]
             if kind not in {"model_type", "dict_type"} and "input" in err:
-                msg += f" (got {err['input']!r})"
+                msg += f" (got {_shown(err['input'])})"
         if (where, msg) not in {(p.where, p.message) for p in problems}:
             problems.append(Problem(where, msg))
     return problems
@@ -217,6 +234,8 @@ def _check_job(spec: ClusterSpec) -> list[Problem]:
         f"tp {par.tp} x pp {par.pp} x cp {par.cp} x dp {par.dp or '?'} must equal the "
         f"{world} accelerators of compute.accelerators",
     )
+    if problems:  # the checks below divide by the data-parallel degree
+        return problems
     need(dp % par.ep == 0, "parallelism.ep", f"ep {par.ep} must divide dp {dp}")
     domain = c.scale_up.domain_size
     need(
@@ -365,7 +384,11 @@ def check_spec(spec: ClusterSpec) -> list[Problem]:
 
 
 def parse_spec(text: str, source: str = "<spec>") -> ClusterSpec:
-    """Parse and check a spec given as YAML text; raise ``SpecError`` listing every problem."""
+    """Parse and check a spec given as YAML text; raise ``SpecError`` listing every problem.
+
+    The text is held to the document limits of :mod:`clusterloom.spec.limits` before anything
+    is built from it."""
+    check_yaml_shape(text, source)
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.MarkedYAMLError as exc:
@@ -380,7 +403,8 @@ def parse_spec(text: str, source: str = "<spec>") -> ClusterSpec:
         raise SpecError(
             [
                 Problem(
-                    "version", f"this clusterloom reads spec version 1, got {data.get('version')!r}"
+                    "version",
+                    f"this clusterloom reads spec version 1, got {_shown(data.get('version'))}",
                 )
             ]
         )
@@ -398,7 +422,13 @@ def load_spec(path: str | Path) -> ClusterSpec:
     """Read and check the spec at ``path``."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as fh:
+            data = fh.read(MAX_SPEC_BYTES + 1)
+        if len(data) > MAX_SPEC_BYTES:
+            raise SpecError(
+                [Problem(str(p), f"larger than the {MAX_SPEC_BYTES:,} bytes a spec may have")]
+            )
+        text = data.decode("utf-8")
     except OSError as exc:
         raise SpecError([Problem(str(p), f"cannot read: {exc.strerror or exc}")]) from exc
     except UnicodeDecodeError as exc:

@@ -12,11 +12,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, PositiveInt, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from clusterloom.spec._base import SpecModel
 from clusterloom.spec.catalog import Catalog, builtin_catalog
 from clusterloom.spec.job import JobSpec
+from clusterloom.spec.limits import (
+    Accelerators,
+    BandwidthGbps,
+    DeviceCount,
+    LatencyNs,
+    PortGbps,
+)
 from clusterloom.spec.scenario import ScenarioSpec
 from clusterloom.spec.site import SiteSpec
 
@@ -48,21 +55,21 @@ Ratio = Annotated[float, BeforeValidator(_parse_ratio), Field(ge=1.0, le=64.0)]
 class ScaleUpSpec(SpecModel):
     """The scale-up domain: accelerators joined by a memory-semantic fabric (NVLink, UALink...)."""
 
-    domain_size: PositiveInt = Field(
+    domain_size: Accelerators = Field(
         default=8, description="accelerators per scale-up domain (8 for an HGX node, 72 for NVL72)"
     )
     technology: Literal["nvlink", "ualink", "ethernet"] = "nvlink"
-    bandwidth_gbps: float = Field(
-        default=0.0, ge=0, description="scale-up bandwidth per accelerator, one direction"
+    bandwidth_gbps: BandwidthGbps = Field(
+        default=0.0, description="scale-up bandwidth per accelerator, one direction"
     )
 
 
 class NicSpec(SpecModel):
     """Accelerator NIC ports. Each port serves scale-out or scale-up ("network fungibility")."""
 
-    ports_per_accelerator: PositiveInt = 1
-    port_speed_gbps: PositiveInt = 400
-    scale_out_ports: PositiveInt | None = Field(
+    ports_per_accelerator: DeviceCount = 1
+    port_speed_gbps: PortGbps = 400
+    scale_out_ports: DeviceCount | None = Field(
         default=None, description="ports per accelerator on the backend fabric (default: all)"
     )
 
@@ -88,14 +95,14 @@ class NicSpec(SpecModel):
 class FrontendNicSpec(SpecModel):
     """Host (CPU) NIC ports per node on the frontend fabric."""
 
-    ports_per_node: PositiveInt = 1
-    port_speed_gbps: PositiveInt = 200
+    ports_per_node: DeviceCount = 1
+    port_speed_gbps: PortGbps = 200
 
 
 class ComputeSpec(SpecModel):
-    accelerators: PositiveInt
-    accelerators_per_node: PositiveInt = 8
-    accelerator_model: str = "generic"
+    accelerators: Accelerators
+    accelerators_per_node: DeviceCount = 8
+    accelerator_model: str = Field(default="generic", max_length=128)
     scale_up: ScaleUpSpec = ScaleUpSpec()
     nic: NicSpec = NicSpec()
     frontend_nic: FrontendNicSpec | None = None
@@ -123,9 +130,9 @@ class Oversubscription(SpecModel):
 class LinkLatency(SpecModel):
     """One-way latency per link tier in nanoseconds (propagation, ~4.9 ns per metre of fibre)."""
 
-    host_leaf: float = Field(default=150.0, ge=0)
-    leaf_spine: float = Field(default=500.0, ge=0)
-    spine_core: float = Field(default=1500.0, ge=0)
+    host_leaf: LatencyNs = 150.0
+    leaf_spine: LatencyNs = 500.0
+    spine_core: LatencyNs = 1500.0
 
 
 class LinkMedia(SpecModel):
@@ -138,19 +145,19 @@ class LinkMedia(SpecModel):
 
 class FabricSpec(SpecModel):
     family: Literal["rail-optimized", "fat-tree"] = "rail-optimized"
-    planes: PositiveInt | None = Field(
+    planes: DeviceCount | None = Field(
         default=None, description="independent planes; default: one per host port"
     )
     tiers: Literal[2, 3, "auto"] = "auto"
     switch: str | SwitchChoice
     oversubscription: Oversubscription = Oversubscription()
-    scalable_unit_nodes: PositiveInt | None = Field(
+    scalable_unit_nodes: Accelerators | None = Field(
         default=None, description="nodes per scalable unit (rail-optimized); default: fill a leaf"
     )
-    nodes_per_leaf: PositiveInt | None = Field(
+    nodes_per_leaf: DeviceCount | None = Field(
         default=None, description="nodes on one top-of-rack leaf (fat-tree); default: fill it"
     )
-    pod_leaves: PositiveInt | None = Field(
+    pod_leaves: DeviceCount | None = Field(
         default=None, description="leaves per pod in a 3-tier fabric; default: the most that fit"
     )
     link_latency_ns: LinkLatency = LinkLatency()
@@ -171,7 +178,7 @@ class FabricsSpec(SpecModel):
 class ClusterSpec(SpecModel):
     version: Literal[1]
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=64)
-    description: str = ""
+    description: str = Field(default="", max_length=4096)
     compute: ComputeSpec
     fabrics: FabricsSpec
     job: JobSpec | None = None

@@ -49,19 +49,29 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     Field,
-    NonNegativeFloat,
-    NonNegativeInt,
-    PositiveFloat,
-    PositiveInt,
     model_validator,
 )
 
 from clusterloom.errors import Problem
 from clusterloom.spec._base import SpecModel
+from clusterloom.spec.limits import (
+    MAX_EFFORT,
+    MAX_HALL_ROWS,
+    MAX_ROW_POSITIONS,
+    MAX_SITE_POSITIONS,
+    CoordinateM,
+    DeviceCount,
+    LengthM,
+    LengthMm,
+    MassKg,
+    PowerKw,
+    Seed,
+    SpacingM,
+)
 
 __all__ = [
     "BuildingDistance",
@@ -97,11 +107,11 @@ class PositionSpec(SpecModel):
     """One rack position, listed explicitly; budgets default to its row's."""
 
     name: str = Field(pattern=_NAME)
-    x_m: float
-    y_m: float
-    power_kw: PositiveFloat | None = None
-    cooling_kw: PositiveFloat | None = None
-    max_weight_kg: PositiveFloat | None = None
+    x_m: CoordinateM
+    y_m: CoordinateM
+    power_kw: PowerKw | None = None
+    cooling_kw: PowerKw | None = None
+    max_weight_kg: MassKg | None = None
     state: PositionState = "free"
 
 
@@ -110,19 +120,19 @@ class RowSpec(SpecModel):
     the first position's centre at ``x_m``/``y_m``) or listed (``positions: [...]``)."""
 
     name: str = Field(pattern=_NAME)
-    x_m: float = 0.0
-    y_m: float = 0.0
+    x_m: CoordinateM = 0.0
+    y_m: CoordinateM = 0.0
     direction: Direction = Field(default="east", description="the way generated positions run")
     facing: Direction = Field(default="north", description="where rack fronts face")
-    aisle: str = Field(default="", description="the cold aisle the fronts open on")
-    positions: PositiveInt | list[PositionSpec]
-    pitch_m: PositiveFloat = 0.6
-    rack_depth_m: PositiveFloat = 1.2
-    power_kw: PositiveFloat | None = Field(default=None, description="row budget (busway)")
-    cooling_kw: PositiveFloat | None = Field(default=None, description="row budget")
-    position_power_kw: PositiveFloat | None = None
-    position_cooling_kw: PositiveFloat | None = None
-    max_weight_kg: PositiveFloat | None = None
+    aisle: str = Field(default="", max_length=128, description="the cold aisle the fronts open on")
+    positions: Annotated[int, Field(ge=1, le=MAX_ROW_POSITIONS)] | list[PositionSpec]
+    pitch_m: SpacingM = 0.6
+    rack_depth_m: SpacingM = 1.2
+    power_kw: PowerKw | None = Field(default=None, description="row budget (busway)")
+    cooling_kw: PowerKw | None = Field(default=None, description="row budget")
+    position_power_kw: PowerKw | None = None
+    position_cooling_kw: PowerKw | None = None
+    max_weight_kg: MassKg | None = None
     feed: str = Field(default="feed-a", pattern=_NAME, description="UPS/PDU line of the row")
     cooling_loop: str = Field(default="loop-1", pattern=_NAME)
 
@@ -130,54 +140,60 @@ class RowSpec(SpecModel):
 class HallTemplate(SpecModel):
     """A hall generated as ``rows`` parallel rows (along x) of ``positions_per_row``."""
 
-    rows: PositiveInt
-    positions_per_row: PositiveInt
-    pitch_m: PositiveFloat = 0.6
-    rack_depth_m: PositiveFloat = 1.2
-    aisle_m: PositiveFloat = 1.2
-    origin_m: tuple[float, float] = Field(
+    rows: Annotated[int, Field(ge=1, le=MAX_HALL_ROWS)]
+    positions_per_row: Annotated[int, Field(ge=1, le=MAX_ROW_POSITIONS)]
+    pitch_m: SpacingM = 0.6
+    rack_depth_m: SpacingM = 1.2
+    aisle_m: SpacingM = 1.2
+    origin_m: tuple[CoordinateM, CoordinateM] = Field(
         default=(1.5, 1.5), description="centre of the first position of the first row"
     )
-    row_power_kw: PositiveFloat | None = None
-    row_cooling_kw: PositiveFloat | None = None
-    position_power_kw: PositiveFloat | None = None
-    position_cooling_kw: PositiveFloat | None = None
-    max_weight_kg: PositiveFloat | None = None
-    feeds: list[str] = Field(default_factory=lambda: ["feed-a"], min_length=1)
-    cooling_loops: list[str] = Field(default_factory=lambda: ["loop-1"], min_length=1)
+    row_power_kw: PowerKw | None = None
+    row_cooling_kw: PowerKw | None = None
+    position_power_kw: PowerKw | None = None
+    position_cooling_kw: PowerKw | None = None
+    max_weight_kg: MassKg | None = None
+    feeds: list[Annotated[str, Field(pattern=_NAME)]] = Field(
+        default_factory=lambda: ["feed-a"], min_length=1
+    )
+    cooling_loops: list[Annotated[str, Field(pattern=_NAME)]] = Field(
+        default_factory=lambda: ["loop-1"], min_length=1
+    )
 
 
 class HallSpec(SpecModel):
     name: str = Field(pattern=_NAME)
-    x_m: float = 0.0
-    y_m: float = 0.0
-    width_m: PositiveFloat = Field(description="floor extent along x")
-    depth_m: PositiveFloat = Field(description="floor extent along y")
-    door_m: tuple[float, float] = Field(
+    x_m: CoordinateM = 0.0
+    y_m: CoordinateM = 0.0
+    width_m: LengthM = Field(description="floor extent along x")
+    depth_m: LengthM = Field(description="floor extent along y")
+    door_m: tuple[CoordinateM, CoordinateM] = Field(
         default=(0.0, 0.0), description="where cables leave the hall, in the hall's frame"
     )
-    power_kw: PositiveFloat | None = None
-    cooling_kw: PositiveFloat | None = None
-    floor_load_kg_m2: PositiveFloat | None = Field(
+    power_kw: PowerKw | None = None
+    cooling_kw: PowerKw | None = None
+    floor_load_kg_m2: MassKg | None = Field(
         default=None, description="floor rating; a rack may weigh this times its footprint"
     )
-    feeds: dict[str, PositiveFloat] = Field(
+    feeds: dict[str, PowerKw] = Field(
         default_factory=dict, description="power budget (kW) of each feed; unlisted: no limit"
     )
-    cooling_loops: dict[str, PositiveFloat] = Field(
+    cooling_loops: dict[str, PowerKw] = Field(
         default_factory=dict, description="cooling budget (kW) of each loop; unlisted: no limit"
     )
     template: HallTemplate | None = None
     rows: list[RowSpec] = Field(default_factory=list)
     blocked: list[str] = Field(default_factory=list, description="ROW/POSITION never used")
     reserved: list[str] = Field(default_factory=list, description="ROW/POSITION kept free")
-    hold_back: NonNegativeInt = Field(default=0, description="free positions kept for growth")
+    hold_back: int = Field(
+        default=0, ge=0, le=MAX_SITE_POSITIONS, description="free positions kept for growth"
+    )
 
 
 class BuildingSpec(SpecModel):
     name: str = Field(pattern=_NAME)
-    x_m: float = 0.0
-    y_m: float = 0.0
+    x_m: CoordinateM = 0.0
+    y_m: CoordinateM = 0.0
     halls: list[HallSpec] = Field(min_length=1)
 
 
@@ -186,7 +202,7 @@ class BuildingDistance(SpecModel):
 
     a: str
     b: str
-    m: PositiveFloat
+    m: LengthM
 
 
 class SiteRacks(SpecModel):
@@ -200,11 +216,11 @@ class SiteRacks(SpecModel):
 class SpreadSpec(SpecModel):
     """Failure-domain spreading rules."""
 
-    planes_per_feed: PositiveInt = Field(
+    planes_per_feed: DeviceCount = Field(
         default=1,
         description="most planes of one scalable unit whose leaf racks share a feed",
     )
-    spine_feeds: PositiveInt = Field(
+    spine_feeds: DeviceCount = Field(
         default=2, description="feeds a spine group spreads over (as far as it has racks)"
     )
 
@@ -213,10 +229,12 @@ class SiteSolver(SpecModel):
     """CP-SAT limits. Effort is CP-SAT's deterministic time (about seconds on one core), so
     the result does not depend on the machine's speed or load."""
 
-    seed: NonNegativeInt = 0
+    seed: Seed = 0
     workers: int = Field(default=1, ge=1, le=2)
-    hall_effort: PositiveFloat = Field(default=4.0, description="per hall subproblem")
-    campus_effort: PositiveFloat = Field(default=20.0, description="for the hall assignment")
+    hall_effort: float = Field(default=4.0, gt=0, le=MAX_EFFORT, description="per hall subproblem")
+    campus_effort: float = Field(
+        default=20.0, gt=0, le=MAX_EFFORT, description="for the hall assignment"
+    )
 
 
 class PathwaySpec(SpecModel):
@@ -224,11 +242,11 @@ class PathwaySpec(SpecModel):
     ``depth_mm``) or a duct bank (``ducts`` x ``duct_diameter_mm``), ``count`` of them side by
     side, filled to at most ``fill`` of their area."""
 
-    width_mm: PositiveFloat | None = None
-    depth_mm: PositiveFloat | None = None
-    ducts: PositiveInt | None = None
-    duct_diameter_mm: PositiveFloat | None = None
-    count: PositiveInt = Field(default=1, description="trays or duct banks side by side")
+    width_mm: LengthMm | None = None
+    depth_mm: LengthMm | None = None
+    ducts: DeviceCount | None = None
+    duct_diameter_mm: LengthMm | None = None
+    count: DeviceCount = Field(default=1, description="trays or duct banks side by side")
     fill: float = Field(default=0.5, gt=0.0, le=1.0, description="largest share of the area")
 
     @model_validator(mode="after")
@@ -285,18 +303,24 @@ class SiteSpec(SpecModel):
     distances: list[BuildingDistance] = Field(default_factory=list)
     racks: SiteRacks = SiteRacks()
     spread: SpreadSpec = SpreadSpec()
-    growth_fraction: NonNegativeFloat = Field(
-        default=0.0, le=0.9, description="share of each hall's free positions kept for growth"
+    growth_fraction: float = Field(
+        default=0.0, ge=0, le=0.9, description="share of each hall's free positions kept for growth"
     )
     split_units: bool = Field(
         default=True,
         description="split a scalable unit longer than any row over neighbouring rows",
     )
-    trunk_penalty_m: NonNegativeFloat = Field(
-        default=20.0, description="extra cost of a link leaving its hall, in metres of cable"
+    trunk_penalty_m: float = Field(
+        default=20.0,
+        ge=0,
+        le=100_000,
+        description="extra cost of a link leaving its hall, in metres of cable",
     )
-    reach_allowance_m: NonNegativeFloat = Field(
-        default=0.0, description="kept from a medium's reach for vertical runs and slack"
+    reach_allowance_m: float = Field(
+        default=0.0,
+        ge=0,
+        le=100_000,
+        description="kept from a medium's reach for vertical runs and slack",
     )
     solver: SiteSolver = SiteSolver()
     pathways: dict[PathwayKind, PathwaySpec] = Field(
@@ -316,8 +340,8 @@ class ResolvedPosition:
     row: int
     row_name: str
     name: str
-    x_m: float
-    y_m: float
+    x_m: CoordinateM
+    y_m: CoordinateM
     width_m: float
     depth_m: float
     power_kw: float  # math.inf when unlimited
@@ -464,6 +488,13 @@ def _overlaps(hall: HallSpec, positions: list[ResolvedPosition], base: str) -> l
     return out
 
 
+def _hall_size(hall: HallSpec) -> int:
+    """Rack positions of a hall, counted without building them."""
+    if hall.template is not None:
+        return hall.template.rows * hall.template.positions_per_row
+    return sum(r.positions if isinstance(r.positions, int) else len(r.positions) for r in hall.rows)
+
+
 def _hall_problems(hall: HallSpec, base: str) -> list[Problem]:
     out: list[Problem] = []
     if (hall.template is None) == (not hall.rows):
@@ -546,6 +577,16 @@ def site_problems(site: SiteSpec, base: str = "site") -> list[Problem]:
     for name in _duplicates([b.name for b in site.buildings]):
         out.append(Problem(f"{base}.buildings", f"building name '{name}' is used twice"))
     buildings = {b.name for b in site.buildings}
+    counted = sum(_hall_size(h) for b in site.buildings for h in b.halls)
+    if counted > MAX_SITE_POSITIONS:  # before any position is built
+        out.append(
+            Problem(
+                f"{base}.buildings",
+                f"the halls hold {counted:,} rack positions, beyond the limit of "
+                f"{MAX_SITE_POSITIONS:,}; check the templates' rows and positions_per_row",
+            )
+        )
+        return out
     for i, b in enumerate(site.buildings):
         for name in _duplicates([h.name for h in b.halls]):
             out.append(
