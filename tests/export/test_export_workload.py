@@ -21,10 +21,10 @@ def test_workload_files_are_consistent_and_deterministic(
 ) -> None:
     spec = parse_spec(job_spec(parallelism={"tp": 2, "pp": 2, "zero": 1}))
     design = run_design(spec)
-    first = write_design(design, tmp_path / "a")
+    first = write_design(design, tmp_path / "a", flows=True)
     real = time.time
     monkeypatch.setattr(time, "time", lambda: real() + 86_400)  # a day later
-    second = write_design(run_design(spec), tmp_path / "b")
+    second = write_design(run_design(spec), tmp_path / "b", flows=True)
     names = [p.relative_to(tmp_path / "a") for p in first]
     assert names == [p.relative_to(tmp_path / "b") for p in second]
     assert {"workload.json", "traffic_matrix.csv", "flows.npz"} <= {str(n) for n in names}
@@ -43,6 +43,12 @@ def test_workload_files_are_consistent_and_deterministic(
     grid = np.array([[int(x) for x in row[1:]] for row in rows[1:]])
     assert grid.shape == (16, 16) and np.trace(grid) == 0
     assert grid.sum() == pytest.approx(w.matrix.sum(), rel=1e-9)
+
+    # per-flow files only when asked for: the summary files are the default
+    default = write_design(design, tmp_path / "c")
+    assert [p.relative_to(tmp_path / "c") for p in default] == [
+        n for n in names if str(n) != "flows.npz"
+    ]
 
     flows = np.load(tmp_path / "a" / "flows.npz")
     assert np.array_equal(flows["src"], w.flows.src)

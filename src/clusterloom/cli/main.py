@@ -1,12 +1,16 @@
 """The command line: parse, call the library, print with Rich. Nothing else lives here.
 
-Exit codes: 0 done; 1 the design was written but has error findings; 2 bad input (a spec that
-does not parse or cannot be built, an unknown example, an output path that cannot be written).
+Exit codes (the contract of every command): 0 done, no error finding; 1 done, checks found
+errors; 2 bad input or usage (a spec that does not parse or cannot be built, an unknown
+example, an output directory that cannot be used), one line per problem; 70 an internal error
+(a bug), one line saying so; 130 interrupted; 141 stdout was closed (``| head``), quietly.
+Messages are printed as text, never read as Rich markup.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -16,6 +20,7 @@ from rich.console import Console
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+    from clusterloom.export.outdir import OutputRun
     from clusterloom.pipeline import Design
     from clusterloom.sim.flow.traffic import Traffic
     from clusterloom.spec import ClusterSpec
@@ -27,8 +32,18 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+
+
+class _Console(Console):
+    """A console whose closed pipe reaches ``_guard`` (Rich's own handler exits with 1)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
+out = _Console(highlight=False, markup=False)
+err = _Console(stderr=True, highlight=False, markup=False)
 _state = {"debug": False}
 
 T = TypeVar("T")
@@ -40,6 +55,14 @@ SpecArg = Annotated[
 ]
 ExampleOpt = Annotated[
     str | None, typer.Option("--example", "-e", help="a built-in example by name")
+]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="use an output directory that holds other files: they are moved aside to "
+        "DIR.moved-N, never deleted",
+    ),
 ]
 
 
@@ -56,12 +79,42 @@ def _progress() -> Progress:
     )
 
 
+#: exit codes beyond 0, 1 and 2 (see the module docstring)
+EXIT_BUG, EXIT_INTERRUPTED, EXIT_CLOSED_PIPE = 70, 130, 141
+
+
+def _say(label: str, style: str, message: object) -> None:
+    from rich.text import Text
+
+    err.print(Text.assemble((label, style), f": {message}"), soft_wrap=True)
+
+
 def _guard(fn: Callable[[], T]) -> T:
-    """Run ``fn``; a clusterloom error becomes one line per problem and exit code 2."""
+    """Run ``fn`` under the exit-code contract: a clusterloom error becomes one line per
+    problem and exit 2; any other exception is a bug: one line and exit 70 (``--debug`` shows
+    the traceback); a closed stdout ends quietly."""
+    import os
+    import sys
+
     from clusterloom.errors import ClusterloomError, SpecError
 
     try:
-        return fn()
+        result = fn()
+        sys.stdout.flush()  # a closed pipe shows here, under this guard, not at exit
+        return result
+    except (typer.Exit, typer.Abort):
+        raise
+    except BrokenPipeError:
+        # the reader went away (``| head``): stop quietly; point stdout at nothing so that
+        # the interpreter's last flush does not fail again
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(EXIT_CLOSED_PIPE) from None
+    except KeyboardInterrupt:
+        if _state["debug"]:
+            raise
+        _say("interrupted", "bold red", "nothing half-written was left in the output")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except ClusterloomError as exc:
         if _state["debug"]:
             raise
@@ -71,8 +124,38 @@ def _guard(fn: Callable[[], T]) -> T:
             else (getattr(exc, "problems", None) or (str(exc),))
         )
         for problem in problems:
-            err.print(f"[bold red]error[/]: {problem}", markup=True, soft_wrap=True)
+            _say("error", "bold red", problem)
         raise typer.Exit(2) from None
+    except Exception as exc:  # a bug: say so in one line
+        if _state["debug"]:
+            raise
+        first = (str(exc).splitlines() or [""])[0][:200]
+        _say(
+            "internal error",
+            "bold red",
+            f"{type(exc).__name__}: {first} (a bug in clusterloom; run again with --debug "
+            "for the traceback and report it)",
+        )
+        raise typer.Exit(EXIT_BUG) from None
+
+
+@contextlib.contextmanager
+def _writing(output: str, cluster: ClusterSpec, force: bool) -> Iterator[OutputRun]:
+    """The output directory as a transaction (``export.outdir``): locked now, so a second run
+    is refused before any work; switched to the new run when the block ends."""
+    from clusterloom import __version__
+    from clusterloom.export.outdir import output_run
+    from clusterloom.spec import spec_hash
+
+    with output_run(output, spec_hash=spec_hash(cluster), version=__version__, force=force) as run:
+        yield run
+
+
+def _wrote(paths: list[Path], run: OutputRun) -> None:
+    from clusterloom.export.outdir import relative
+
+    names = relative(paths, run)
+    out.print(f"wrote {len(names)} files to {run.target}/: " + ", ".join(names), soft_wrap=True)
 
 
 def _load(spec: Path | None, example: str | None) -> ClusterSpec:
@@ -98,12 +181,16 @@ def _root(
 @app.command()
 def examples() -> None:
     """List the built-in example specs."""
-    from clusterloom.examples import example_names, example_text
-    from clusterloom.spec import parse_spec
 
-    for name in example_names():
-        spec = parse_spec(example_text(name), source=f"example {name}")
-        out.print(f"{name:<14} {spec.description}", soft_wrap=True)
+    def run() -> None:
+        from clusterloom.examples import example_names, example_text
+        from clusterloom.spec import parse_spec
+
+        for name in example_names():
+            spec = parse_spec(example_text(name), source=f"example {name}")
+            out.print(f"{name:<14} {spec.description}", soft_wrap=True)
+
+    _guard(run)
 
 
 @app.command()
@@ -128,15 +215,31 @@ def init(
 
 
 @app.command()
-def validate(spec: SpecArg = None, example: ExampleOpt = None) -> None:
-    """Check a spec and the fabric it asks for; print the findings."""
+def validate(
+    spec: SpecArg = None,
+    example: ExampleOpt = None,
+    place: Annotated[
+        bool,
+        typer.Option(
+            "--place",
+            help="also place and cable the racks and check the result (minutes on the largest "
+            "sites); without it, the site gets the checks placement makes before it solves",
+        ),
+    ] = False,
+) -> None:
+    """Check a spec and the fabrics it asks for (seconds); print the findings."""
 
     def run() -> int:
         from clusterloom.cli import render
         from clusterloom.findings import Severity
         from clusterloom.pipeline import run_design
 
-        design = run_design(_load(spec, example), compare=False)
+        cluster = _load(spec, example)
+        design = run_design(cluster, compare=False, place=place)
+        if cluster.site is not None and not place:
+            from clusterloom.placement import check_site
+
+            check_site(cluster, design.fabrics)
         render.findings(out, design.findings)
         bad = [f for f in design.findings if f.severity is Severity.ERROR]
         out.print(f"{len(design.findings)} findings, {len(bad)} errors")
@@ -166,7 +269,7 @@ def place(
     spec: SpecArg = None,
     example: ExampleOpt = None,
     output: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--output",
             "-o",
@@ -174,6 +277,7 @@ def place(
             show_default=False,
         ),
     ] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Place racks and network devices on the spec's site; print halls, lengths and the gap."""
 
@@ -185,27 +289,30 @@ def place(
         cluster = _load(spec, example)
         if cluster.site is None:
             raise SpecError([Problem("site", "this spec has no site section to place racks on")])
-        with _progress() as progress:
-            progress.add_task("placing", total=None)
-            result = run_design(cluster, compare=False, cable=False)
-            if output is not None:
-                from clusterloom.export import write_placement
-                from clusterloom.export.atomic import atomic_write
-                from clusterloom.report import render_report
+        with contextlib.ExitStack() as stack:
+            target = (
+                None if output is None else stack.enter_context(_writing(output, cluster, force))
+            )
+            with _progress() as progress:
+                progress.add_task("placing", total=None)
+                result = run_design(cluster, compare=False, cable=False)
+                if target is not None:
+                    from clusterloom.export import write_placement
+                    from clusterloom.export.atomic import atomic_write
+                    from clusterloom.report import render_report
 
-                progress.add_task(f"writing {output}", total=None)
-                written = write_placement(result, output)
-                written.append(atomic_write(output / "report.html", render_report(result)))
+                    progress.add_task(f"writing {output}", total=None)
+                    written = write_placement(result, target.staging)
+                    written.append(
+                        atomic_write(target.staging / "report.html", render_report(result))
+                    )
         assert result.placement is not None
         render.placement(out, result.placement)
         problems = [f for f in result.findings if f.code in _PLACEMENT_CODES]
         if any(f.severity.value != "info" for f in problems):
             render.findings(out, [f for f in problems if f.severity.value != "info"])
-        if output is not None:
-            out.print(
-                f"wrote {len(written)} files to {output}/: "
-                + ", ".join(str(p.relative_to(output)) for p in written)
-            )
+        if target is not None:
+            _wrote(written, target)
         return result
 
     result = _guard(run)
@@ -217,7 +324,7 @@ def cable(
     spec: SpecArg = None,
     example: ExampleOpt = None,
     output: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--output",
             "-o",
@@ -236,6 +343,7 @@ def cable(
             show_default=False,
         ),
     ] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Realize every link through the trays of the spec's site: media, lengths, patch panels,
     trunks; print media, trunks, tray fill and cost."""
@@ -248,56 +356,63 @@ def cable(
         cluster = _load(spec, example)
         if cluster.site is None:
             raise SpecError([Problem("site", "this spec has no site section to cable")])
-        with _progress() as progress:
-            progress.add_task("placing and cabling", total=None)
-            result = run_design(cluster, compare=False)
-            if output is not None:
-                from clusterloom.export import write_cabling, write_placement
-                from clusterloom.export.atomic import atomic_write
-                from clusterloom.report import render_report
-
-                progress.add_task(f"writing {output}", total=None)
-                written = write_placement(result, output) + write_cabling(result, output)
-                written.append(atomic_write(output / "report.html", render_report(result)))
-        assert result.cabling is not None
-        render.cabling(out, result.cabling)
-        if from_spec is not None:
-            from clusterloom.cabling.change import plan_change
-
-            before = run_design(_load(from_spec, None), compare=False)
-            if before.cabling is None or before.placement is None:
-                raise SpecError([Problem("--from", "that spec has no site section to cable")])
-            assert result.placement is not None
-            change = plan_change(
-                before.cabling,
-                before.fabrics,
-                before.placement,
-                result.cabling,
-                result.fabrics,
-                result.placement,
+        before_spec = None if from_spec is None else _load(from_spec, None)
+        with contextlib.ExitStack() as stack:
+            target = (
+                None if output is None else stack.enter_context(_writing(output, cluster, force))
             )
-            out.print(
-                f"change from {from_spec}: {change.added.shape[0]:,} cables added, "
-                f"{change.changed.shape[0]:,} changed, {change.removed.shape[0]:,} removed, "
-                f"{change.unchanged:,} unchanged; {change.rewired:,} links rewired; "
-                f"{change.reused_fibres:,} of {change.spare_fibres:,} spare trunk fibres "
-                f"reused, {change.new_trunks:,} new trunks",
-                soft_wrap=True,
-            )
-            if output is not None:
-                from clusterloom.export.cabling_files import write_change
+            with _progress() as progress:
+                progress.add_task("placing and cabling", total=None)
+                result = run_design(cluster, compare=False)
+                if target is not None:
+                    from clusterloom.export import write_cabling, write_placement
+                    from clusterloom.export.atomic import atomic_write
+                    from clusterloom.report import render_report
 
-                written.append(
-                    write_change(before, result, change, output / "cabling" / "change.csv")
+                    progress.add_task(f"writing {output}", total=None)
+                    written = write_placement(result, target.staging)
+                    written += write_cabling(result, target.staging)
+                    written.append(
+                        atomic_write(target.staging / "report.html", render_report(result))
+                    )
+            assert result.cabling is not None
+            render.cabling(out, result.cabling)
+            if before_spec is not None:
+                from clusterloom.cabling.change import plan_change
+
+                before = run_design(before_spec, compare=False)
+                if before.cabling is None or before.placement is None:
+                    raise SpecError([Problem("--from", "that spec has no site section to cable")])
+                assert result.placement is not None
+                change = plan_change(
+                    before.cabling,
+                    before.fabrics,
+                    before.placement,
+                    result.cabling,
+                    result.fabrics,
+                    result.placement,
                 )
+                out.print(
+                    f"change from {from_spec}: {change.added.shape[0]:,} cables added, "
+                    f"{change.changed.shape[0]:,} changed, {change.removed.shape[0]:,} removed, "
+                    f"{change.unchanged:,} unchanged; {change.rewired:,} links rewired; "
+                    f"{change.reused_fibres:,} of {change.spare_fibres:,} spare trunk fibres "
+                    f"reused, {change.new_trunks:,} new trunks",
+                    soft_wrap=True,
+                )
+                if target is not None:
+                    from clusterloom.export.cabling_files import write_change
+
+                    written.append(
+                        write_change(
+                            before, result, change, target.staging / "cabling" / "change.csv"
+                        )
+                    )
         shown = [f for f in result.findings if f.severity.value != "info"]
         if shown:
             render.findings(out, shown)
-        if output is not None:
-            out.print(
-                f"wrote {len(written)} files to {output}/: "
-                + ", ".join(str(p.relative_to(output)) for p in written)
-            )
+        if target is not None:
+            _wrote(written, target)
         return result
 
     result = _guard(run)
@@ -395,7 +510,7 @@ def simulate(
         int | None, typer.Option(help="with --sweep: worker processes (default: all cores)")
     ] = None,
     output: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--output",
             "-o",
@@ -403,6 +518,7 @@ def simulate(
             show_default=False,
         ),
     ] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Simulate traffic on the backend fabric with each transport (flow level) and compare.
     Options left out come from the spec's ``scenario`` section, then from the defaults."""
@@ -469,48 +585,54 @@ def simulate(
         if output is not None and topology.n_links <= WATCH_LINKS_UP_TO:
             watch = 2 * np.flatnonzero(topology.link_tier >= 2)
         summaries, runs = [], []
-        with _progress() as progress:
-            for tr in chosen:
-                progress.add_task(f"{tr.name}: {len(load):,} flows", total=None)
-                result = run(
-                    topology,
-                    load,
-                    tr,
-                    failures,
-                    seed=the_seed,
-                    router=router,
-                    rtol=rtol,
-                    watch_links=watch,
-                )
-                summaries.append(summarize(tr.name, result, load.barrier))
-                if output is not None:
-                    runs.append(Run(tr.name, load, result, router.capacity_bytes()))
-            end = max((sm.makespan_ps for sm in summaries), default=0)
-            late = [
-                f for f in failures if f.start_ps >= end and any(sm.finished for sm in summaries)
-            ]
-            if late:
-                raise SpecError(
-                    [
-                        Problem(
-                            f"--fail {f.label}",
-                            f"starts at {f.start_ps / 1e6:,.3f} us, after every transport finished "
-                            f"(the last at {end / 1e6:,.3f} us); use an earlier time",
-                        )
-                        for f in late
-                    ]
-                )
-            if output is not None and runs:
-                progress.add_task(f"writing {output}", total=None)
-                util = utilisations(runs)
-                write_results(output, runs, util=util)
-                page = render_simulation(
-                    cluster.name, runs, failures, util=util, traffic_label=kind
-                )
-                atomic_write(output / "simulation.html", page)
+        with contextlib.ExitStack() as stack:
+            target = (
+                None if output is None else stack.enter_context(_writing(output, cluster, force))
+            )
+            with _progress() as progress:
+                for tr in chosen:
+                    progress.add_task(f"{tr.name}: {len(load):,} flows", total=None)
+                    result = run(
+                        topology,
+                        load,
+                        tr,
+                        failures,
+                        seed=the_seed,
+                        router=router,
+                        rtol=rtol,
+                        watch_links=watch,
+                    )
+                    summaries.append(summarize(tr.name, result, load.barrier))
+                    if output is not None:
+                        runs.append(Run(tr.name, load, result, router.capacity_bytes()))
+                end = max((sm.makespan_ps for sm in summaries), default=0)
+                late = [
+                    f
+                    for f in failures
+                    if f.start_ps >= end and any(sm.finished for sm in summaries)
+                ]
+                if late:
+                    raise SpecError(
+                        [
+                            Problem(
+                                f"--fail {f.label}",
+                                f"starts at {f.start_ps / 1e6:,.3f} us, after every transport "
+                                f"finished (the last at {end / 1e6:,.3f} us); use an earlier time",
+                            )
+                            for f in late
+                        ]
+                    )
+                if target is not None and runs:
+                    progress.add_task(f"writing {output}", total=None)
+                    util = utilisations(runs)
+                    write_results(target.staging, runs, util=util)
+                    page = render_simulation(
+                        cluster.name, runs, failures, util=util, traffic_label=kind
+                    )
+                    atomic_write(target.staging / "simulation.html", page)
         render.simulation(out, summaries, kind, len(load), failures)
-        if output is not None:
-            out.print(f"results written to {output}")
+        if target is not None:
+            out.print(f"results written to {target.target}/")
 
     _guard(run_all)
 
@@ -595,7 +717,22 @@ def _traffic(
 def design(
     spec: SpecArg = None,
     example: ExampleOpt = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="output directory")] = Path("out"),
+    output: Annotated[
+        str,
+        typer.Option(
+            "--output",
+            "-o",
+            help="output directory; holds the previous run or this one whole, never a mix",
+        ),
+    ] = "out",
+    force: ForceOpt = False,
+    flows: Annotated[
+        bool,
+        typer.Option(
+            "--flows",
+            help="also write flows.npz, every flow of a step (large: 187 MB for rail-16k)",
+        ),
+    ] = False,
 ) -> None:
     """Run every stage and write the artifacts and report.html to the output directory."""
 
@@ -606,7 +743,7 @@ def design(
 
         cluster = _load(spec, example)
         stages = stage_names(cluster)
-        with _progress() as progress:
+        with _writing(output, cluster, force) as target, _progress() as progress:
             task = progress.add_task("design", total=len(stages) + 1)
 
             def step(stage: str) -> None:
@@ -614,13 +751,10 @@ def design(
 
             result = run_design(cluster, progress=step)
             progress.update(task, description="writing artifacts", advance=1)
-            written = write_design(result, output)
+            written = write_design(result, target.staging, flows=flows)
         render.design_summary(out, result)
         render.timings(out, result)
-        out.print(
-            f"wrote {len(written)} files to {output}/: "
-            + ", ".join(str(p.relative_to(output)) for p in written)
-        )
+        _wrote(written, target)
         return result
 
     result = _guard(run)

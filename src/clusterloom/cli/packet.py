@@ -162,6 +162,7 @@ def register(
 
         def run() -> int:
             from rich.table import Table
+            from rich.text import Text
 
             from clusterloom.conformance import CHECKS, PacketImplementation, run_suite
             from clusterloom.conformance.checks import by_id
@@ -213,7 +214,7 @@ def register(
                     r.implementation,
                     r.check,
                     r.title,
-                    f"[{style[r.status]}]{r.status.value}[/]",
+                    Text(r.status.value, style[r.status]),
                     r.detail,
                 )
             out.print(table)

@@ -1,4 +1,7 @@
-"""Rich renderings of library artifacts for the terminal."""
+"""Rich renderings of library artifacts for the terminal.
+
+Text is never read as Rich markup (the consoles are made with ``markup=False``): names from a
+spec may hold brackets. Styles are given as ``Text`` spans."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from rich.console import Console
 from rich.table import Column, Table
+from rich.text import Text
 
 from clusterloom.fabric import FabricDesign
 from clusterloom.findings import Finding, Severity
@@ -33,7 +37,7 @@ _COLOUR = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "gr
 def findings(console: Console, items: Iterable[Finding]) -> None:
     table = Table("severity", "code", "message", "where", title="Findings", title_justify="left")
     for f in sorted(items, key=lambda f: -f.severity.rank):
-        table.add_row(f"[{_COLOUR[f.severity]}]{f.severity.value}[/]", f.code, f.message, f.where)
+        table.add_row(Text(f.severity.value, _COLOUR[f.severity]), f.code, f.message, f.where)
     console.print(table)
 
 
@@ -110,7 +114,7 @@ def _options(console: Console, fd: FabricDesign) -> None:
         )
     console.print(table)
     for o in infeasible:
-        console.print(f"  [dim]{o.label}: not buildable: {o.infeasible}[/]")
+        console.print(Text(f"  {o.label}: not buildable: {o.infeasible}", "dim"))
 
 
 def workload(console: Console, spec: ClusterSpec, w: WorkloadDesign) -> None:
@@ -118,10 +122,13 @@ def workload(console: Console, spec: ClusterSpec, w: WorkloadDesign) -> None:
     job, t = spec.job, w.timing
     sizes = ", ".join(f"{a} {w.layout.size(a)}" for a in w.layout.order)
     console.print(
-        f"[bold]{job.model.name}[/]: {w.shape.parameters / 1e9:,.1f}B parameters "
-        f"({w.shape.active_parameters / 1e9:,.1f}B active), {w.layout.world:,} ranks ({sizes}; "
-        f"ZeRO {job.parallelism.zero}), {w.micro_batches} micro-batches of "
-        f"{job.batch.micro_batch}"
+        Text.assemble(
+            (job.model.name, "bold"),
+            f": {w.shape.parameters / 1e9:,.1f}B parameters "
+            f"({w.shape.active_parameters / 1e9:,.1f}B active), {w.layout.world:,} ranks "
+            f"({sizes}; ZeRO {job.parallelism.zero}), {w.micro_batches} micro-batches of "
+            f"{job.batch.micro_batch}",
+        )
     )
     table = Table(
         "dimension",
@@ -169,9 +176,13 @@ def workload(console: Console, spec: ClusterSpec, w: WorkloadDesign) -> None:
         )
     console.print(top)
     console.print(
-        f"step time [bold]{t.step_s:.3f} s[/] = compute {t.compute_s:.3f} + bubble "
-        f"{t.bubble_s:.3f} + exposed communication {t.exposed_comm_s:.3f}; with every "
-        f"collective at its bandwidth bound {t.bound_step_s:.3f} s; MFU {t.mfu:.1%}"
+        Text.assemble(
+            "step time ",
+            (f"{t.step_s:.3f} s", "bold"),
+            f" = compute {t.compute_s:.3f} + bubble {t.bubble_s:.3f} + exposed communication "
+            f"{t.exposed_comm_s:.3f}; with every collective at its bandwidth bound "
+            f"{t.bound_step_s:.3f} s; MFU {t.mfu:.1%}",
+        )
     )
     problems = [f for f in w.findings if f.severity is not Severity.INFO]
     if problems:
@@ -181,8 +192,11 @@ def workload(console: Console, spec: ClusterSpec, w: WorkloadDesign) -> None:
 def design_summary(console: Console, design: Design) -> None:
     c = design.spec.compute
     console.print(
-        f"[bold]{design.spec.name}[/]: {c.accelerators:,} accelerators in "
-        f"{c.nodes:,} nodes, scale-up domain {c.scale_up.domain_size}"
+        Text.assemble(
+            (design.spec.name, "bold"),
+            f": {c.accelerators:,} accelerators in {c.nodes:,} nodes, scale-up domain "
+            f"{c.scale_up.domain_size}",
+        )
     )
     if design.workload is not None:
         workload(console, design.spec, design.workload)
@@ -195,7 +209,7 @@ def design_summary(console: Console, design: Design) -> None:
     if problems:
         findings(console, problems)
     else:
-        console.print(f"[green]all {len(design.findings)} checks passed[/]")
+        console.print(Text(f"all {len(design.findings)} checks passed", "green"))
 
 
 def timings(console: Console, design: Design) -> None:

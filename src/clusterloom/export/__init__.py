@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 
-def write_design(design: Design, out_dir: StrPath) -> list[Path]:
+def write_design(design: Design, out_dir: StrPath, *, flows: bool = False) -> list[Path]:
     """Write every export of ``design`` into ``out_dir`` (created when missing), each file
         atomically, and return the paths written in this order: ``design.json``, ``bom.csv``,
         ``options.csv``, ``netbox/devices.csv``, ``netbox/interfaces.csv``, with a placement the
@@ -61,8 +61,9 @@ def write_design(design: Design, out_dir: StrPath) -> list[Path]:
     sites, locations, racks and rack devices), with a cabling the files of ``write_cabling``
     (cut sheet, trunks, pull list, cabling BOM, NetBox ``cables.csv``), then per fabric
         ``<fabric>.nodelink.json`` and ``<fabric>.graphml`` (only for fabrics of at most
-        ``GRAPH_LINK_LIMIT`` links), with a job ``workload.json``, ``traffic_matrix.csv`` and
-        ``flows.npz``, and ``report.html``.
+        ``GRAPH_LINK_LIMIT`` links), with a job ``workload.json``, ``traffic_matrix.csv`` and,
+        when ``flows`` is set, ``flows.npz`` (every flow of a step: hundreds of MB on the
+        largest examples), and ``report.html``.
 
         Raises ``OutputError`` when a file cannot be written; files written before it stay.
     """
@@ -90,6 +91,7 @@ def write_design(design: Design, out_dir: StrPath) -> list[Path]:
     if design.workload is not None:
         paths.append(write_workload_json(design, out / "workload.json"))
         paths.append(write_traffic_matrix(design.workload, out / "traffic_matrix.csv"))
-        paths.append(write_flows(design.workload, out / "flows.npz"))
+        if flows:
+            paths.append(write_flows(design.workload, out / "flows.npz"))
     paths.append(atomic_write(out / "report.html", render_report(design)))
     return paths

@@ -8,7 +8,7 @@ CP-SAT (``solve``) and checks the result (``validate``).
 from clusterloom.placement.demand import Demand, FabricDevices, Unit, build_demand
 from clusterloom.placement.floor import FloorPlan, floor_plan
 from clusterloom.placement.solve import SolveStats
-from clusterloom.placement.stage import LinkLengths, Placement, place
+from clusterloom.placement.stage import LinkLengths, Placement, check_site, place
 from clusterloom.placement.validate import validate_placement
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "SolveStats",
     "Unit",
     "build_demand",
+    "check_site",
     "floor_plan",
     "place",
     "validate_placement",

@@ -22,7 +22,7 @@ from clusterloom.placement.solve import (
     precheck,
     unit_links,
 )
-from clusterloom.spec import ClusterSpec
+from clusterloom.spec import ClusterSpec, SiteSpec
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,31 @@ def _lengths(placement: Placement, fabrics: tuple[FabricDesign, ...]) -> tuple[L
     return tuple(out)
 
 
+def _checked_demand(
+    spec: ClusterSpec, site: SiteSpec, fabrics: tuple[FabricDesign, ...]
+) -> tuple[FloorPlan, Demand]:
+    """The floor and the racks to place on it, after the campus-wide pre-checks."""
+    floor = floor_plan(site)
+    demand = build_demand(spec, fabrics)
+    if site.split_units:
+        longest = max((n for _, _, n in floor.free_runs()), default=0)
+        demand = split_blocks(demand, longest)
+    precheck(floor, demand, site)
+    return floor, demand
+
+
+def check_site(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> None:
+    """What ``place`` checks before it solves, without solving: the site has the positions,
+    power, cooling, rack fit and runs the racks of ``fabrics`` need. Takes seconds where the
+    placement takes minutes (``clusterloom validate``).
+
+    Raises ``SpecError`` naming what is short and by how much.
+    """
+    if spec.site is None:
+        raise SpecError([Problem("site", "this spec has no site section to place racks on")])
+    _checked_demand(spec, spec.site, fabrics)
+
+
 def place(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> Placement:
     """Place the racks and devices of ``fabrics`` on ``spec``'s site.
 
@@ -129,12 +154,7 @@ def place(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> Placement:
     from clusterloom.placement.validate import validate_placement
 
     site = spec.site
-    floor = floor_plan(site)
-    demand = build_demand(spec, fabrics)
-    if site.split_units:
-        longest = max((n for _, _, n in floor.free_runs()), default=0)
-        demand = split_blocks(demand, longest)
-    precheck(floor, demand, site)
+    floor, demand = _checked_demand(spec, site, fabrics)
     ends: list[tuple[NDArray[Any], NDArray[Any]]] = []
     for dev, fd in zip(demand.devices, fabrics, strict=True):
         t = fd.topology
