@@ -485,13 +485,16 @@ def simulate(
     ] = None,
     hosts: Annotated[int | None, typer.Option(help="hosts taking part (default: all)")] = None,
     seed: Annotated[
-        int | None, typer.Option(help="seed of random traffic and hashing [default: 0]")
+        int | None,
+        typer.Option(min=0, max=2**32 - 1, help="seed of random traffic and hashing [default: 0]"),
     ] = None,
     rtol: Annotated[
         float,
         typer.Option(
+            min=1e-12,
+            max=0.5,
             help="rate tolerance: links within this fraction of a filling level saturate "
-            "together (1e-9 for exact; larger is faster with sprayed transports)"
+            "together (1e-9 for exact; larger is faster with sprayed transports)",
         ),
     ] = 0.01,
     sweep_tier: Annotated[
@@ -504,10 +507,12 @@ def simulate(
     ] = None,
     fail_at: Annotated[str, typer.Option(help="when --sweep fails each link")] = "10us",
     max_links: Annotated[
-        int | None, typer.Option(help="with --sweep: a seeded sample of at most this many links")
+        int | None,
+        typer.Option(min=1, help="with --sweep: a seeded sample of at most this many links"),
     ] = None,
     jobs: Annotated[
-        int | None, typer.Option(help="with --sweep: worker processes (default: all cores)")
+        int | None,
+        typer.Option(min=1, max=1024, help="with --sweep: worker processes (default: all cores)"),
     ] = None,
     output: Annotated[
         str | None,

@@ -59,7 +59,9 @@ def register(
             list[str] | None, typer.Option(help="KIND:TARGET@START[-END][*FRACTION]; repeatable")
         ] = None,
         hosts: Annotated[int | None, typer.Option(help="hosts taking part")] = None,
-        seed: Annotated[int | None, typer.Option(help="seed of traffic and hashing")] = None,
+        seed: Annotated[
+            int | None, typer.Option(min=0, max=2**32 - 1, help="seed of traffic and hashing")
+        ] = None,
         crossval: Annotated[
             bool, typer.Option(help="also run the flow-level engine and compare completion times")
         ] = False,

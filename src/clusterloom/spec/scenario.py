@@ -58,7 +58,7 @@ class ScenarioSpec(SpecModel):
         default=None, description="htsim connection-matrix file (traffic: htsim)"
     )
     transports: tuple[str, ...] = Field(default=("roce-ecmp", "mrc-spray", "ideal"), min_length=1)
-    seed: int = Field(default=0, ge=0)
+    seed: int = Field(default=0, ge=0, le=2**32 - 1)
     failures: tuple[str, ...] = ()
     transport_options: dict[str, dict[str, float]] = Field(default_factory=dict)
 

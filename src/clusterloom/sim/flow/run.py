@@ -38,6 +38,11 @@ I64 = NDArray[np.int64]
 
 _WATCH_NONE = np.zeros(0, dtype=np.int64)
 _WATCH_NONE.setflags(write=False)
+#: the longest time a failure or run may name (a day), and the largest flow (1 TiB): beyond
+#: them nothing is physical, and picoseconds of a day still fit an int64 100 times over
+MAX_TIME_S = 86_400
+MAX_TIME_PS = MAX_TIME_S * PS_PER_S
+MAX_SIZE_BYTES = 2**40
 _UNITS = {"ps": 1, "ns": 1_000, "us": 1_000_000, "ms": 1_000_000_000, "s": PS_PER_S}
 FAILURE_SYNTAX = re.compile(
     r"^(?P<kind>link|switch|port|plane):(?P<target>\d+(?::\d+)?)@(?P<start>[\d.]+[a-z]*)"
@@ -50,7 +55,10 @@ def parse_time(text: str, where: str) -> int:
     m = re.fullmatch(r"(\d+(?:\.\d*)?|\.\d+)([a-z]*)", text)
     if not m or m.group(2) not in {"", *_UNITS}:
         raise SpecError([Problem(where, f"'{text}' is not a time like 10us or 1.5ms")])
-    return round(float(m.group(1)) * _UNITS[m.group(2) or "ps"])
+    value = float(m.group(1)) * _UNITS[m.group(2) or "ps"]
+    if not value <= MAX_TIME_PS:
+        raise SpecError([Problem(where, f"'{text}' is beyond the {MAX_TIME_S:,} s a run may last")])
+    return round(value)
 
 
 @dataclass(frozen=True)
@@ -82,7 +90,12 @@ def parse_failure(text: str, t: Topology) -> Failure:
     kind, target = m.group("kind"), m.group("target")
     start = parse_time(m.group("start"), where)
     end = parse_time(m.group("end"), where) if m.group("end") else None
-    fraction = float(m.group("fraction")) if m.group("fraction") else 0.0
+    try:
+        fraction = float(m.group("fraction")) if m.group("fraction") else 0.0
+    except ValueError:
+        raise SpecError(
+            [Problem(where, f"'{m.group('fraction')}' is not a fraction like 0.5")]
+        ) from None
     if end is not None and end <= start:
         raise SpecError([Problem(where, "the end of a failure comes after its start")])
     if not 0.0 <= fraction < 1.0:
@@ -275,7 +288,11 @@ def parse_size(text: str, where: str = "--size") -> int:
     if not m or (m.group(2) or "B") not in scale:
         raise SpecError([Problem(where, f"'{text}' is not a size like 2MB or 512KiB")])
     try:
-        value = float(m.group(1))
+        value = float(m.group(1)) * scale[m.group(2) or "B"]
     except ValueError:
         raise SpecError([Problem(where, f"'{text}' is not a size like 2MB or 512KiB")]) from None
-    return round(value * scale[m.group(2) or "B"])
+    if not 1 <= value <= MAX_SIZE_BYTES:
+        raise SpecError(
+            [Problem(where, f"'{text}': a size is from 1 B to {MAX_SIZE_BYTES:,} B (1 TiB)")]
+        )
+    return round(value)
