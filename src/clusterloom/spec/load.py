@@ -396,7 +396,8 @@ def parse_spec(text: str, source: str = "<spec>") -> ClusterSpec:
         where = f"{source} line {mark.line + 1}, column {mark.column + 1}" if mark else source
         raise SpecError([Problem(where, f"not valid YAML: {exc.problem or exc}")]) from exc
     except yaml.YAMLError as exc:
-        raise SpecError([Problem(source, f"not valid YAML: {exc}")]) from exc
+        reason = " ".join(str(exc).split())  # one line: PyYAML's reader errors span two
+        raise SpecError([Problem(source, f"not valid YAML: {reason}")]) from exc
     if not isinstance(data, dict):
         raise SpecError([Problem(source, "a spec is a YAML mapping with version, name, ...")])
     if data.get("version") != 1:
