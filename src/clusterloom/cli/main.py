@@ -86,7 +86,8 @@ EXIT_BUG, EXIT_INTERRUPTED, EXIT_CLOSED_PIPE = 70, 130, 141
 def _say(label: str, style: str, message: object) -> None:
     from rich.text import Text
 
-    err.print(Text.assemble((label, style), f": {message}"), soft_wrap=True)
+    one_line = " ".join(str(message).split())  # one line per problem, whatever it holds
+    err.print(Text.assemble((label, style), f": {one_line}"), soft_wrap=True)
 
 
 def _guard(fn: Callable[[], T]) -> T:
