@@ -196,7 +196,7 @@ def examples() -> None:
 
 @app.command()
 def init(
-    path: Annotated[Path, typer.Argument(help="where to write the spec")] = Path("cluster.yaml"),
+    path: Annotated[str, typer.Argument(help="where to write the spec")] = "cluster.yaml",
     example: ExampleOpt = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing file")] = False,
 ) -> None:
@@ -207,9 +207,12 @@ def init(
         from clusterloom.examples import DEFAULT_EXAMPLE, example_text
         from clusterloom.export.atomic import atomic_write
 
-        if path.exists() and not force:
-            raise SpecError([Problem(str(path), "exists; pass --force to overwrite it")])
-        atomic_write(path, example_text(example or DEFAULT_EXAMPLE))
+        target = Path(path)
+        if not path.strip() or target.is_dir():
+            raise SpecError([Problem(repr(path), "is not a file name; e.g. cluster.yaml")])
+        if target.exists() and not force:
+            raise SpecError([Problem(path, "exists; pass --force to overwrite it")])
+        atomic_write(target, example_text(example or DEFAULT_EXAMPLE))
         out.print(f"wrote {path}; next: clusterloom design {path} -o out/")
 
     _guard(run)

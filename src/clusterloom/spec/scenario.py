@@ -101,6 +101,13 @@ def failure_problems(text: str, where: str) -> list[Problem]:
     return out
 
 
+#: a whole-number option (entropy values, queue pairs) is at most this: MRC sprays over 128 to
+#: 256 EVs, RoCE uses a handful of QPs per connection
+MAX_OPTION_COUNT = 65_536
+#: a time option (``*_s``: detection, reroute) is at most a day, as every simulated time
+MAX_OPTION_SECONDS = 86_400
+
+
 def option_problems(name: str, options: dict[str, float], where: str) -> list[Problem]:
     """Everything wrong with the options of one (known) transport, each at ``where.KEY``."""
     from clusterloom.sim.flow.transports import option_kinds, transport
@@ -118,8 +125,19 @@ def option_problems(name: str, options: dict[str, float], where: str) -> list[Pr
             out.append(Problem(f"{where}.{key}", f"{key} is 1 (on) or 0 (off), got {value}"))
         elif kind == "int" and (value != int(value) or value < 1):
             out.append(Problem(f"{where}.{key}", f"{key} is a positive whole number, got {value}"))
+        elif kind == "int" and value > MAX_OPTION_COUNT:
+            out.append(
+                Problem(f"{where}.{key}", f"{key} is at most {MAX_OPTION_COUNT:,}, got {value:g}")
+            )
         elif value < 0:
             out.append(Problem(f"{where}.{key}", f"{key} must be >= 0, got {value}"))
+        elif key.endswith("_s") and value > MAX_OPTION_SECONDS:
+            out.append(
+                Problem(
+                    f"{where}.{key}",
+                    f"{key} is at most {MAX_OPTION_SECONDS:,} s (a day), got {value:g}",
+                )
+            )
     if out:
         return out
     try:
