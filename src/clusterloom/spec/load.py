@@ -101,16 +101,25 @@ def _shown(value: object, limit: int = 60) -> str:
 def _problems_from_validation(exc: ValidationError) -> list[Problem]:
     problems: list[Problem] = []
     errors = exc.errors(include_url=False)
+
     # a value given as a mapping for a field that may also be a plain value (switch: str | {...})
     # fails both members of the union: keep only the errors from inside the mapping
-    deeper = {tuple(e["loc"][:i]) for e in errors for i in range(1, len(e["loc"]))}
+    def explained_deeper(e: Any) -> bool:  # another error inside the same mapping
+        parent = tuple(e["loc"][:-1])
+        return any(
+            o is not e
+            and len(o["loc"]) > len(e["loc"])
+            and tuple(o["loc"][: len(parent)]) == parent
+            for o in errors
+        )
+
     errors = [
         e
         for e in errors
         if not (
             str(e["type"]).endswith("_type")
-            and tuple(e["loc"][:-1]) in deeper
             and isinstance(e["input"], dict)
+            and explained_deeper(e)
         )
     ]
     for err in errors:
