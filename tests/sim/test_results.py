@@ -222,7 +222,9 @@ def test_cli_writes_results(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "mrc-spray" in result.output
-    assert sorted(p.name for p in out.iterdir()) == sorted([*FILES, "simulation.html"])
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [*FILES, "simulation.html", "manifest.json"]
+    )
     flows = pq.read_table(out / "flows.parquet")
     assert flows.num_rows == 2 * 32
     assert pq.read_table(out / "link_utilisation.parquet").num_rows > 0
