@@ -79,6 +79,19 @@ def test_out_of_range_numbers_name_their_line(text: str, line: int, words: str) 
     assert words in _problem(text, line)
 
 
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ("transport roce-ecmp\ntransport mrc-spray\n" + EXPECT, 2, "given twice (first on line 1)"),
+        ("transport mrc-spray ack_every=1\n" + EXPECT, 1, "not one of mrc-spray's: evs,"),
+        ("transport mrc-spray\nflow messages=1,2\n" + EXPECT, 2, "messages sum to 3, not"),
+    ],
+)
+def test_what_the_transport_would_refuse_names_its_line(text: str, line: int, words: str) -> None:
+    """These were refused only when the run began, naming no line."""
+    assert words in _problem(text, line)
+
+
 def test_the_bounds_themselves_are_accepted() -> None:
     s = parse_script(
         "transport mrc-spray evs=256 rto_us=1 retries=64\n"

@@ -217,6 +217,7 @@ def parse_script(text: str, *, source: str = "<script>") -> Script:
     if len(text) > SCRIPT_MAX_CHARS:
         raise ConformanceInputError([_too_big(source, len(text))])
     last = 0
+    lines = [0, 0]  # where the transport and the flow were given
     for n, raw in enumerate(text.splitlines(), start=1):
         if n > SCRIPT_MAX_LINES:
             problems.append(
@@ -248,12 +249,27 @@ def parse_script(text: str, *, source: str = "<script>") -> Script:
                     Problem(where, f"transport must be one of {', '.join(sorted(TRANSPORTS))}")
                 )
                 continue
+            if script.transport:
+                problems.append(Problem(where, f"transport given twice (first on line {lines[0]})"))
+                continue
             script.transport = words[1]
+            lines[0] = n
+            known = TRANSPORTS[words[1]].defaults
             for w in words[2:]:
                 option = _option(where, w, problems)
-                if option is not None:
-                    script.options[w.partition("=")[0]] = option
+                name = w.partition("=")[0]
+                if option is not None and name not in known:
+                    problems.append(
+                        Problem(
+                            where,
+                            f"option '{name[:40]}' is not one of {words[1]}'s: "
+                            f"{', '.join(known) or 'none'}",
+                        )
+                    )
+                elif option is not None:
+                    script.options[name] = option
         elif head == "flow":
+            lines[1] = n
             for w in words[1:]:
                 k, _, v = w.partition("=")
                 try:
@@ -347,6 +363,14 @@ def parse_script(text: str, *, source: str = "<script>") -> Script:
                     except ValueError as exc:
                         problems.append(Problem(where, f"{k}: {exc} (or * or @K)"))
             script.lines.append(Line(n, t, words[1], KIND_NAMES.index(words[2]), fields, raw))
+    if script.messages and sum(script.messages) != script.nbytes:
+        problems.append(
+            Problem(
+                f"{source}: line {lines[1]}",
+                f"messages sum to {sum(script.messages)}, not the flow's {script.nbytes} bytes "
+                "(give bytes=SUM)",
+            )
+        )
     if not script.transport:
         problems.append(Problem(source, "no 'transport NAME' line"))
     if not any(ln.direction == ">" for ln in script.lines):
