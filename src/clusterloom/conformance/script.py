@@ -33,8 +33,9 @@ waits on is bounded, and refused outside the bound with its line named.
   run ends at the last time plus the tolerance;
 - ``flow bytes``: 0..:data:`SCRIPT_MAX_FLOW_BYTES` (64 MiB); ``messages``: at most
   :data:`SCRIPT_MAX_MESSAGES` (4,096), each 0..SCRIPT_MAX_FLOW_BYTES;
-- transport options: finite, in the range of :data:`OPTION_RANGES` (timer periods at least
-  1 us, retries at most 64, EV and path counts 1..256, fractions 0..1, window factors 0..1000);
+- one ``transport`` line; its options: the transport's own, finite, in the range of
+  :data:`OPTION_RANGES` (timer periods at least 1 us, retries at most 64, EV and path counts
+  1..256, fractions 0..1, window factors 0..1000); ``messages`` must sum to ``bytes``;
 - packet fields: the width of the header field they stand for (:data:`FIELD_RANGES`:
   sequence numbers 24 bits like a RoCE PSN, SACK up to the 256-bit path bitmap, EVs and keys
   32 bits, payload up to 65,535 bytes); ``@K`` takes a sequence number; a number has at most
