@@ -129,6 +129,8 @@ def _clip(token: str, width: int = 40) -> str:
 def _int(digits: str) -> int | None:
     """The value of a string of ASCII digits, or None past :data:`HTSIM_MAX_DIGITS` digits
     (Python refuses to convert 4,300 digits and more; leading zeros do not count)."""
+    if len(digits) <= HTSIM_MAX_DIGITS:  # the common case, fast
+        return int(digits)
     significant = digits.lstrip("0")
     return None if len(significant) > HTSIM_MAX_DIGITS else int(significant or "0")
 
@@ -294,17 +296,18 @@ class _Parser:
         conn = _Conn(line=n)
         self.conns.append(conn)
         m = _ARROW.fullmatch(tokens[0])
-        hosts = [_int(g) for g in m.groups()] if m is not None else []
         if m is None:
             self.bad(n, f"'{_clip(tokens[0])}': expected 'SRC->DST' with non-negative host ids")
-        elif any(h is None or h >= HTSIM_MAX_NODES for h in hosts):
-            self.bad(
-                n, f"'{_clip(tokens[0])}': out of range, host ids are 0..{HTSIM_MAX_NODES - 1}"
-            )
         else:
-            conn.src, conn.dst = (h or 0 for h in hosts)
-            if conn.src == conn.dst:
-                self.bad(n, f"'{tokens[0]}': a connection from a host to itself")
+            src, dst = _int(m.group(1)), _int(m.group(2))
+            if src is None or dst is None or src >= HTSIM_MAX_NODES or dst >= HTSIM_MAX_NODES:
+                self.bad(
+                    n, f"'{_clip(tokens[0])}': out of range, host ids are 0..{HTSIM_MAX_NODES - 1}"
+                )
+            else:
+                conn.src, conn.dst = src, dst
+                if src == dst:
+                    self.bad(n, f"'{tokens[0]}': a connection from a host to itself")
         seen: set[str] = set()
         i = 1
         while i < len(tokens):
