@@ -181,6 +181,8 @@ def j_spray_balance(o: Sequence[Outcome], impl: Implementation) -> Verdict:
     counts = Counter(r.ev for r in data_tx(out.trace))
     want = _width(impl)
     total = sum(counts.values())
+    if total == 0:
+        return _ok(False, "no data packet was sent: nothing to balance")
     expect = min(want, total)
     if len(counts) < expect:
         return _ok(False, f"{len(counts)} entropy values used, {expect} active")

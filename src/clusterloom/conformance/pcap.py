@@ -23,11 +23,20 @@ PSN of the pair. A capture sees both directions at one point, so data packets co
 by the sender and received by the receiver at the capture time, and ACKs the other way round.
 Checks a capture can decide: SPR-01 (EVs balanced; the set of active EVs is unknown, so every
 EV seen counts), ORD-01 (no retransmission of acknowledged data), LOS-02 (every SACK matches
-the data seen; valid for a capture taken at the receiver).
+the data seen; valid for a capture taken at the receiver). A capture without a RoCEv2 data
+packet decides nothing: each check fails with that reason.
+
+Input limits (a capture may come from anywhere; beyond them it is refused with a
+``ConformanceInputError`` naming the file or the packet and the fix, before any large
+allocation): the file at most :data:`PCAP_MAX_BYTES` (256 MiB; :func:`check_capture` checks
+the size before reading), at most :data:`PCAP_MAX_PACKETS` records (2**20), each record's
+captured length at most :data:`PCAP_MAX_RECORD_BYTES` (262,144, libpcap's own largest
+snapshot length). Every check is linear in the number of packets.
 """
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,6 +62,13 @@ _DATA_OPS = set(range(0x00, 0x0C))
 _ACK_OP = 0x11
 CAPTURE_CHECKS = ("SPR-01", "ORD-01", "LOS-02")
 
+#: the largest capture read, in bytes
+PCAP_MAX_BYTES = 256 * 2**20
+#: the most records (packets) a capture may hold
+PCAP_MAX_PACKETS = 2**20
+#: the largest captured length of one record (libpcap's MAXIMUM_SNAPLEN)
+PCAP_MAX_RECORD_BYTES = 262_144
+
 
 @dataclass
 class _Pair:
@@ -64,9 +80,20 @@ def _fail(n: int, why: str) -> ConformanceInputError:
     return ConformanceInputError([Problem(f"packet {n}", why)])
 
 
+def _too_big(source: str, size: int) -> Problem:
+    return Problem(
+        source,
+        f"{size} bytes, over the {PCAP_MAX_BYTES // 2**20} MiB limit of a capture: "
+        "split it into smaller files",
+    )
+
+
 def read_pcap(data: bytes, *, source: str = "<pcap>") -> Trace:
     """A trace of the RoCEv2 packets in a classic pcap file (module docstring). Malformed
-    input raises ConformanceInputError naming the packet (``packet 3: ...``)."""
+    input raises ConformanceInputError naming the packet (``packet 3: ...``), and so does a
+    capture past the limits of the module docstring."""
+    if len(data) > PCAP_MAX_BYTES:
+        raise ConformanceInputError([_too_big(source, len(data))])
     if len(data) < 24:
         raise ConformanceInputError([Problem(source, "not a pcap file: shorter than its header")])
     magic = data[:4]
@@ -87,10 +114,21 @@ def read_pcap(data: bytes, *, source: str = "<pcap>") -> Trace:
     off, n, t0 = 24, 0, None
     while off < len(data):
         n += 1
+        if n > PCAP_MAX_PACKETS:
+            raise _fail(
+                n,
+                f"more than {PCAP_MAX_PACKETS} packets in the capture: split it into smaller files",
+            )
         if off + 16 > len(data):
             raise _fail(n, "truncated record header")
         sec, frac, incl, _orig = struct.unpack(end + "IIII", data[off : off + 16])
         off += 16
+        if incl > PCAP_MAX_RECORD_BYTES:
+            raise _fail(
+                n,
+                f"record says {incl} bytes, more than any capture holds "
+                f"({PCAP_MAX_RECORD_BYTES}): the file is corrupt from here on",
+            )
         if off + incl > len(data):
             raise _fail(n, f"record says {incl} bytes, {len(data) - off} left in the file")
         frame = data[off : off + incl]
@@ -267,6 +305,11 @@ def write_pcap(trace: Trace, path: Path | str, *, flow: int = 0, at: str = "send
 def _judge_capture(check_id: str, trace: Trace) -> tuple[bool, str]:
     from clusterloom.conformance.checks import AckView
 
+    if not any(r.kind == DATA for r in trace.records):
+        return False, (
+            "no RoCEv2 data packet in the capture: nothing to judge; capture the connection's "
+            f"traffic (UDP to port {ROCE_PORT}, RC SEND/WRITE opcodes)"
+        )
     outcome = Outcome(trace=trace, flows=[FlowOutcome(0, -1, False, [], 0)])
     if check_id == "SPR-01":
 
@@ -284,20 +327,20 @@ def _judge_capture(check_id: str, trace: Trace) -> tuple[bool, str]:
         return v.passed, v.detail
     if check_id == "ORD-01":
         bad = 0
-        flows = {r.flow for r in trace.records}
-        for f in flows:
-            view = AckView()
-            for r in trace.records:
-                if r.flow != f or r.host != 0:
-                    continue
-                if r.where == "tx" and r.kind == DATA:
-                    bad += view.covered(r.seq)
-                elif r.where == "rx" and r.kind in (ACK, NACK):
-                    view.ack(r)
+        views: dict[int, AckView] = {}  # one per flow, in one pass over the records
+        for r in trace.records:
+            if r.host != 0:
+                continue
+            view = views.setdefault(r.flow, AckView())
+            if r.where == "tx" and r.kind == DATA:
+                bad += view.covered(r.seq)
+            elif r.where == "rx" and r.kind in (ACK, NACK):
+                view.ack(r)
         return bad == 0, f"{bad} retransmissions of acknowledged data"
     # LOS-02: each ACK claims exactly the data seen before it
     wrong = checked = 0
     got: dict[int, set[int]] = {}
+    prefix: dict[int, int] = {}  # per flow: the first sequence not seen (only grows)
     for r in trace.records:
         if r.host != 1:
             continue
@@ -305,9 +348,10 @@ def _judge_capture(check_id: str, trace: Trace) -> tuple[bool, str]:
         if r.where == "rx" and r.kind == DATA:
             have.add(r.seq)
         elif r.where == "tx" and r.kind == ACK:
-            cum = 0
+            cum = prefix.get(r.flow, 0)
             while cum in have:
                 cum += 1
+            prefix[r.flow] = cum
             bits = sum(1 << i for i in range(64) if cum + 1 + i in have)
             checked += 1
             wrong += r.cum != cum or r.sack != bits
@@ -318,7 +362,11 @@ def check_capture(path: Path | str, checks: Sequence[Check] = ()) -> list[CheckR
     """Evaluate the capture-decidable checks (those in ``checks`` if given) on a pcap file."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        with p.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > PCAP_MAX_BYTES:
+                raise ConformanceInputError([_too_big(str(p), size)])
+            data = fh.read(PCAP_MAX_BYTES + 1)  # a pipe or device has no size
     except OSError as exc:
         raise ConformanceInputError([Problem(str(p), f"cannot read: {exc}")]) from exc
     trace = read_pcap(data, source=str(p))

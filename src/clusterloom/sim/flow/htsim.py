@@ -48,12 +48,32 @@ Groups. The writer records ``group`` and ``group_names`` in two comment lines be
 JSON), which htsim skips and this reader restores.
 
 Bad input raises ``SpecError`` with one ``Problem`` per bad line (``where`` is
-``"FILE line N"``), every problem of the file at once.
+``"FILE line N"``), every problem of the file at once (at most :data:`HTSIM_MAX_PROBLEMS`
+lines; then the reader stops and says so).
+
+Input limits. A file from elsewhere may be hostile, so every number is bounded to what htsim
+itself can hold or what a traffic of this project can be simulated with, and refused outside
+that range with the line named (never an overflow or an allocation the size of a number):
+
+- the file: at most :data:`HTSIM_MAX_FILE_BYTES` (256 MiB; :func:`read_htsim` checks the size
+  before reading, :func:`parse_htsim` the length of the text);
+- ``Nodes``: at most :data:`HTSIM_MAX_NODES` (2**24 hosts, 16 times the largest fabric
+  simulated here);
+- ``Connections``, ``Triggers``, a barrier's ``count`` and the connection lines themselves:
+  at most :data:`HTSIM_MAX_CONNECTIONS` (2**22; an all-to-all among 2,048 hosts);
+- ``size``: 0..:data:`HTSIM_MAX_SIZE` bytes (htsim's C ``int``);
+- ``start``: a finite decimal, 0..:data:`HTSIM_MAX_START_US` microseconds (htsim's
+  ``uint32_t``); ``nan``, ``inf``, negative numbers and exponents past the range are refused;
+- ids (``id``, ``trigger``, ``*_done_trigger``, ``prio``) and host ids: 0..2**31 - 1 (htsim's
+  C ``int``), with at most :data:`HTSIM_MAX_DIGITS` digits read;
+- the ``# clusterloom`` comments: groups -1..2**31 - 1, run lengths 0..HTSIM_MAX_CONNECTIONS,
+  JSON nested at most a few levels (deeper is refused, not a ``RecursionError``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections import defaultdict
@@ -75,12 +95,44 @@ StrPath = str | os.PathLike[str]
 #: htsim stores a connection's size in a C ``int`` and its start as ``uint32_t`` microseconds
 HTSIM_MAX_SIZE = 2**31 - 1
 HTSIM_MAX_START_US = 2**32 - 1
+#: ids (flow, trigger, priority) and host ids: htsim's C ``int``
+HTSIM_MAX_ID = 2**31 - 1
+#: the largest file read, in bytes (characters for :func:`parse_htsim`)
+HTSIM_MAX_FILE_BYTES = 256 * 2**20
+#: the most hosts a file may declare (``Nodes``)
+HTSIM_MAX_NODES = 2**24
+#: the most connections (and triggers, and a barrier's count) a file may hold
+HTSIM_MAX_CONNECTIONS = 2**22
+#: the most digits read in one integer token (2**64 has 20)
+HTSIM_MAX_DIGITS = 20
+#: the most bad lines reported; the reader stops at the next one
+HTSIM_MAX_PROBLEMS = 1_000
 
-_ARROW = re.compile(r"^(\d+)->(\d+)$")
-_UINT = re.compile(r"^\d+$")
-_NUMBER = re.compile(r"^(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_ARROW = re.compile(r"([0-9]+)->([0-9]+)")
+_UINT = re.compile(r"[0-9]+")
+_NUMBER = re.compile(r"([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_HEADER_MAX = {
+    "Nodes": HTSIM_MAX_NODES,
+    "Connections": HTSIM_MAX_CONNECTIONS,
+    "Triggers": HTSIM_MAX_CONNECTIONS,
+    "Failures": HTSIM_MAX_ID,
+}
 _META = "# clusterloom "
 _CONN_KEYS = ("id", "start", "size", "trigger", "send_done_trigger", "recv_done_trigger", "prio")
+
+
+def _clip(token: str, width: int = 40) -> str:
+    """``token`` for a message: a hostile file's 100 MB token is not copied into it."""
+    return token if len(token) <= width else token[:width] + "..."
+
+
+def _int(digits: str) -> int | None:
+    """The value of a string of ASCII digits, or None past :data:`HTSIM_MAX_DIGITS` digits
+    (Python refuses to convert 4,300 digits and more; leading zeros do not count)."""
+    if len(digits) <= HTSIM_MAX_DIGITS:  # the common case, fast
+        return int(digits)
+    significant = digits.lstrip("0")
+    return None if len(significant) > HTSIM_MAX_DIGITS else int(significant or "0")
 
 
 @dataclass
@@ -112,22 +164,40 @@ class _Parser:
         self.group_names: tuple[str, ...] = ()
         self.group_runs: list[tuple[int, int]] | None = None
         self.meta_line = 0
+        self.stopped = False  # too many problems or connections: the rest was not read
+        self.bad_headers: set[str] = set()  # given, but with a value already reported
 
     def bad(self, line: int, message: str) -> None:
         self.errors[line].append(message)
 
-    def uint(self, line: int, key: str, token: str | None, *, positive: bool = False) -> int:
+    def stop(self, line: int, message: str) -> None:
+        self.bad(line, message)
+        self.stopped = True
+
+    def uint(
+        self,
+        line: int,
+        key: str,
+        token: str | None,
+        *,
+        positive: bool = False,
+        limit: int = HTSIM_MAX_ID,
+    ) -> int:
         if token is None:
             self.bad(line, f"'{key}' needs a value")
             return -1
-        if not _UINT.match(token):
+        lo = 1 if positive else 0
+        if not _UINT.fullmatch(token):
             what = "a positive integer" if positive else "a non-negative integer"
-            if token.startswith("-") and _UINT.match(token[1:]):
-                self.bad(line, f"'{key} {token}': negative, expected {what}")
+            if token.startswith("-") and _UINT.fullmatch(token[1:]):
+                self.bad(line, f"'{key} {_clip(token)}': negative, expected {what}")
             else:
-                self.bad(line, f"'{key} {token}': expected {what}")
+                self.bad(line, f"'{key} {_clip(token)}': expected {what}")
             return -1
-        value = int(token)
+        value = _int(token)
+        if value is None or value > limit:
+            self.bad(line, f"'{key} {_clip(token)}': out of range, expected {lo}..{limit}")
+            return -1
         if positive and value == 0:
             self.bad(line, f"'{key} 0': htsim does not allow id 0, expected a positive integer")
             return -1
@@ -135,6 +205,15 @@ class _Parser:
 
     def parse(self, text: str) -> None:
         for n, raw in enumerate(text.splitlines(), start=1):
+            if self.stopped:
+                break
+            if len(self.errors) >= HTSIM_MAX_PROBLEMS:
+                self.stop(
+                    n,
+                    f"more than {HTSIM_MAX_PROBLEMS} bad lines; stopped reading here: "
+                    "fix the lines above first",
+                )
+                break
             stripped = raw.strip()
             if stripped.startswith(_META):
                 self.meta(n, stripped[len(_META) :])
@@ -154,14 +233,17 @@ class _Parser:
             else:
                 self.bad(
                     n,
-                    f"'{head}': expected a header (Nodes, Connections, Triggers), "
+                    f"'{_clip(head)}': expected a header (Nodes, Connections, Triggers), "
                     "a connection 'SRC->DST ...' or 'trigger id ...'",
                 )
 
     def meta(self, n: int, body: str) -> None:
         key, _, value = body.partition(" ")
         try:
-            data = json.loads(value)
+            try:
+                data = json.loads(value)
+            except RecursionError:
+                raise ValueError("nested too deeply") from None
             if key == "group-names":
                 if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
                     raise ValueError("a list of strings")
@@ -173,20 +255,28 @@ class _Parser:
                 )
                 if not ok:
                     raise ValueError("a list of [group, count] pairs")
+                if not all(
+                    -1 <= g <= HTSIM_MAX_ID and 0 <= c <= HTSIM_MAX_CONNECTIONS for g, c in data
+                ):
+                    raise ValueError(
+                        f"groups -1..{HTSIM_MAX_ID} and counts 0..{HTSIM_MAX_CONNECTIONS}"
+                    )
                 self.group_runs = [(int(g), int(c)) for g, c in data]
                 self.meta_line = n
             else:
                 self.bad(n, f"'{key}': unknown clusterloom comment (group-names, flow-groups)")
         except ValueError as exc:
-            self.bad(n, f"'{key}' comment: expected JSON, {exc}")
+            self.bad(n, f"'{_clip(key)}' comment: expected JSON, {_clip(str(exc), 200)}")
 
     def header(self, n: int, tokens: list[str]) -> None:
         name = tokens[0]
         if len(tokens) != 2:
             self.bad(n, f"'{name}' header: expected '{name} COUNT'")
+            self.bad_headers.add(name)
             return
-        value = self.uint(n, name, tokens[1])
+        value = self.uint(n, name, tokens[1], limit=_HEADER_MAX[name])
         if value < 0:
+            self.bad_headers.add(name)
             return
         if name in self.headers:
             self.bad(n, f"'{name}' header repeated (first on line {self.headers[name][1]})")
@@ -196,15 +286,28 @@ class _Parser:
         self.headers[name] = (value, n)
 
     def connection(self, n: int, tokens: list[str]) -> None:
+        if len(self.conns) >= HTSIM_MAX_CONNECTIONS:
+            self.stop(
+                n,
+                f"more than {HTSIM_MAX_CONNECTIONS} connections; stopped reading here: "
+                "split the traffic into several files",
+            )
+            return
         conn = _Conn(line=n)
         self.conns.append(conn)
-        m = _ARROW.match(tokens[0])
+        m = _ARROW.fullmatch(tokens[0])
         if m is None:
-            self.bad(n, f"'{tokens[0]}': expected 'SRC->DST' with non-negative host ids")
+            self.bad(n, f"'{_clip(tokens[0])}': expected 'SRC->DST' with non-negative host ids")
         else:
-            conn.src, conn.dst = int(m.group(1)), int(m.group(2))
-            if conn.src == conn.dst:
-                self.bad(n, f"'{tokens[0]}': a connection from a host to itself")
+            src, dst = _int(m.group(1)), _int(m.group(2))
+            if src is None or dst is None or src >= HTSIM_MAX_NODES or dst >= HTSIM_MAX_NODES:
+                self.bad(
+                    n, f"'{_clip(tokens[0])}': out of range, host ids are 0..{HTSIM_MAX_NODES - 1}"
+                )
+            else:
+                conn.src, conn.dst = src, dst
+                if src == dst:
+                    self.bad(n, f"'{tokens[0]}': a connection from a host to itself")
         seen: set[str] = set()
         i = 1
         while i < len(tokens):
@@ -212,19 +315,27 @@ class _Parser:
             value = tokens[i + 1] if i + 1 < len(tokens) else None
             i += 2
             if key not in _CONN_KEYS:
-                self.bad(n, f"'{key}': unknown token, expected one of {', '.join(_CONN_KEYS)}")
+                self.bad(
+                    n, f"'{_clip(key)}': unknown token, expected one of {', '.join(_CONN_KEYS)}"
+                )
                 i -= 1
                 continue
             if key in seen:
                 self.bad(n, f"'{key}' given twice")
             seen.add(key)
             if key == "start":
-                if value is None or not _NUMBER.match(value):
-                    self.bad(n, f"'start {value or ''}'".rstrip() + ": expected microseconds >= 0")
+                us = float(value) if value is not None and _NUMBER.fullmatch(value) else -1.0
+                if not (math.isfinite(us) and 0 <= us <= HTSIM_MAX_START_US):
+                    shown = f"start {_clip(value)}" if value else "start"
+                    self.bad(
+                        n,
+                        f"'{shown}': expected microseconds 0..{HTSIM_MAX_START_US} "
+                        "(htsim's uint32) as a plain decimal",
+                    )
                 else:
-                    conn.start_ps = round(float(value) * PS_PER_US)
+                    conn.start_ps = round(us * PS_PER_US)
             elif key == "size":
-                size = self.uint(n, "size", value)
+                size = self.uint(n, "size", value, limit=HTSIM_MAX_SIZE)
                 conn.size = size if size >= 0 else None
             elif key == "id":
                 conn.flow_id = self.uint(n, "id", value, positive=True)
@@ -259,9 +370,9 @@ class _Parser:
             if key == "id":
                 tid = self.uint(n, "id", value, positive=True)
             elif key == "count":
-                count = self.uint(n, "count", value)
+                count = self.uint(n, "count", value, limit=HTSIM_MAX_CONNECTIONS)
             else:
-                self.bad(n, f"'{key}': expected 'id TID', 'oneshot', 'barrier' or 'count N'")
+                self.bad(n, f"'{_clip(key)}': expected 'id TID', 'oneshot', 'barrier' or 'count N'")
                 i -= 1
         if tid == 0:
             self.bad(n, "trigger without 'id TID'")
@@ -285,6 +396,8 @@ class _Parser:
             ("Connections", len(self.conns)),
             ("Triggers", len(self.triggers)),
         ):
+            if name in self.bad_headers:
+                continue
             if name not in self.headers:
                 if name == "Nodes" or (name == "Connections" and self.conns):
                     self.bad(first, f"no '{name}' header: expected '{name} COUNT' at the top")
@@ -369,14 +482,20 @@ class _Parser:
 
 
 def parse_htsim(text: str, *, source: str = "<htsim>") -> Traffic:
-    """The traffic of connection-matrix ``text``; ``source`` names it in problems."""
+    """The traffic of connection-matrix ``text``; ``source`` names it in problems.
+
+    Raises ``SpecError`` for a bad file, one problem per bad line, or for a text longer than
+    :data:`HTSIM_MAX_FILE_BYTES` characters (module docstring, "Input limits")."""
+    if len(text) > HTSIM_MAX_FILE_BYTES:
+        raise SpecError([_too_big(source, len(text))])
     parser = _Parser(source)
     parser.parse(text)
-    parser.check()
+    if not parser.stopped:
+        parser.check()
     if parser.errors:
         raise SpecError(parser.problems())
     traffic = parser.traffic()
-    for k in np.flatnonzero(traffic.levels() < 0):
+    for k in np.flatnonzero(traffic.levels() < 0)[:HTSIM_MAX_PROBLEMS]:
         parser.bad(parser.conns[k].line, "never starts: waits on a trigger dependency cycle")
     if parser.errors:
         raise SpecError(parser.problems())
@@ -384,12 +503,27 @@ def parse_htsim(text: str, *, source: str = "<htsim>") -> Traffic:
 
 
 def read_htsim(path: StrPath) -> Traffic:
-    """Read an htsim connection-matrix file. Raises ``SpecError`` on a bad or unreadable file."""
+    """Read an htsim connection-matrix file. Raises ``SpecError`` on a bad or unreadable file
+    or one over :data:`HTSIM_MAX_FILE_BYTES` (refused before it is read)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with Path(path).open("rb") as fh:
+            if os.fstat(fh.fileno()).st_size > HTSIM_MAX_FILE_BYTES:
+                raise SpecError([_too_big(str(path), os.fstat(fh.fileno()).st_size)])
+            data = fh.read(HTSIM_MAX_FILE_BYTES + 1)  # a pipe or device has no size
+        if len(data) > HTSIM_MAX_FILE_BYTES:
+            raise SpecError([_too_big(str(path), len(data))])
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError([Problem(str(path), f"cannot read: {exc}")]) from exc
     return parse_htsim(text, source=str(path))
+
+
+def _too_big(source: str, size: int) -> Problem:
+    return Problem(
+        source,
+        f"{size} bytes, over the {HTSIM_MAX_FILE_BYTES // 2**20} MiB limit of an htsim file: "
+        "split the traffic into several files",
+    )
 
 
 def _runs(group: np.ndarray[tuple[int], np.dtype[np.int32]]) -> list[list[int]]:
