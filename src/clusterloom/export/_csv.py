@@ -88,7 +88,10 @@ def csv_text(cols: Sequence[NDArray[Any]]) -> str:
     m = cols[0].shape[0]
     if m == 0:
         return ""
-    rows = map(",".join, zip(*(csv_fields(col) for col in cols), strict=True))
+    fields = [csv_fields(col) for col in cols]
+    if len(fields) == 1:  # a row of one empty field is "" (an empty line is no row)
+        fields[0] = [f or '""' for f in fields[0]]
+    rows = map(",".join, zip(*fields, strict=True))
     return "\n".join(rows) + "\n"
 
 
