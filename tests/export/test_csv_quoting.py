@@ -114,6 +114,21 @@ def test_csv_text_reads_back_exactly(columns: list[list[str]], chunk: int) -> No
         assert text == _writer_text(rows)
 
 
+@given(_columns(), TEXT)
+def test_composite_fields_read_back(columns: list[list[str]], text: str) -> None:
+    """A field made of parts end to end (``("to ", device, " ", port)``), alone or with others."""
+    a, *rest = columns
+    m = len(a)
+    b = rest[0] if rest else [text] * m
+    composite = ("to ", obj(a), text, obj(b))
+    joined = [f"to {x}{text}{y}" for x, y in zip(a, b, strict=True)]
+    assert _parse(csv_text([composite])) == [[v] for v in joined]
+    cols = [obj(c) for c in rest]
+    rows = [[*r, j] for r, j in zip(zip(*rest, strict=True), joined, strict=True)] if rest else []
+    if rest:
+        assert _parse(csv_text([*cols, composite])) == rows
+
+
 @given(st.lists(st.integers(-(10**12), 10**12), min_size=1, max_size=20), TEXT)
 def test_csv_text_mixes_numbers_and_text(numbers: list[int], text: str) -> None:
     m = len(numbers)

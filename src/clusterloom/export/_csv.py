@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from clusterloom.export.atomic import StrPath, atomic_open
 
-#: Characters that make :func:`csv.writer` (``QUOTE_MINIMAL``) quote a field.
+#: Characters that make a field quoted (RFC 4180; ``csv.writer`` with ``QUOTE_MINIMAL``).
 SPECIAL = (",", '"', "\r", "\n")
 _SPECIAL_CODES = np.array([ord(ch) for ch in SPECIAL], dtype=np.uint32)
 
@@ -64,41 +64,96 @@ def write_rows(path: StrPath, header: Sequence[str], rows: Iterable[Iterable[obj
     return Path(path)
 
 
-def csv_fields(col: NDArray[Any]) -> list[str]:
-    """The values of ``col`` as CSV fields (``str`` of each, quoted where needed)."""
-    if col.dtype.kind in "biuf":  # numbers never need quoting
-        return list(map(str, col.tolist()))
-    values: list[str] = list(map(str, col.tolist()))
-    text = "".join(values)
+#: A column of :func:`csv_text`: an array of values, or one field made of several parts laid
+#: end to end (arrays of equal length and constant strings), such as ``("to ", device, " ",
+#: port)``.
+Column = NDArray[Any] | tuple[NDArray[Any] | str, ...]
+
+
+def _strings(col: NDArray[Any]) -> tuple[NDArray[Any], str]:
+    """``col`` as values that join as text (the array itself when it holds strings), and its
+    text joined (empty for numbers, which never need quoting)."""
+    if col.dtype.kind in "biuf":
+        return obj(list(map(str, col.tolist()))), ""
+    values = col.tolist()
+    try:
+        return col, "".join(values)  # a TypeError when a value is not a string
+    except TypeError:
+        text = list(map(str, values))
+        return obj(text), "".join(text)
+
+
+def _quoted(values: NDArray[Any], text: str) -> NDArray[Any]:
+    """``values`` (whose joined text is ``text``) with the fields that hold a special character
+    quoted. Only those fields are touched: the positions of the special characters in the
+    joined text map to fields by the running length of the fields."""
     if not any(ch in text for ch in SPECIAL):
         return values
-    # which fields hold a special character: their code points' positions in the joined text,
-    # mapped to fields by the running length of the fields
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     at = np.flatnonzero(np.isin(codes, _SPECIAL_CODES))
-    ends = np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=len(values)))
+    ends = np.cumsum(np.fromiter(map(len, values.tolist()), dtype=np.int64, count=len(values)))
+    out = np.array(values, dtype=object)
     for i in np.unique(np.searchsorted(ends, at, side="right")).tolist():
-        values[i] = '"' + values[i].replace('"', '""') + '"'
-    return values
+        out[i] = '"' + str(out[i]).replace('"', '""') + '"'
+    return out
 
 
-def csv_text(cols: Sequence[NDArray[Any]]) -> str:
+def csv_fields(col: NDArray[Any]) -> NDArray[Any]:
+    """The values of ``col`` as CSV fields (``str`` of each, quoted where needed)."""
+    return _quoted(*_strings(col))
+
+
+def _parts(col: Column, m: int) -> list[NDArray[Any] | str]:
+    """The pieces one column puts in each row: its quoted field, or the parts of a composite
+    field as they are when none holds a special character (else the field they make, quoted)."""
+    if not isinstance(col, tuple):
+        return [csv_fields(col)]
+    parts: list[tuple[NDArray[Any] | str, str]] = [
+        (p, p) if isinstance(p, str) else _strings(p) for p in col
+    ]
+    if not any(ch in text for _, text in parts for ch in SPECIAL):
+        return [p for p, _ in parts]
+    return [csv_fields(_joined([p for p, _ in parts], m))]
+
+
+def _joined(parts: Sequence[NDArray[Any] | str], m: int) -> NDArray[np.object_]:
+    """The ``m`` strings that ``parts`` (arrays of strings and constants) make end to end."""
+    lists = [[p] * m if isinstance(p, str) else p.tolist() for p in parts]
+    return obj(list(map("".join, zip(*lists, strict=True))))
+
+
+def csv_text(cols: Sequence[Column]) -> str:
     """Rows of equal-length columns as CSV text, each field quoted as :func:`csv.writer` would
-    (the caller formats numbers)."""
-    m = cols[0].shape[0]
+    (the caller formats numbers). Every row is laid out as pieces (fields, parts of composite
+    fields, separators) in one object matrix joined once."""
+    m = next(
+        p.shape[0]
+        for c in cols
+        for p in (c if isinstance(c, tuple) else (c,))
+        if not isinstance(p, str)
+    )
     if m == 0:
         return ""
-    fields = [csv_fields(col) for col in cols]
+    fields = [_parts(col, m) for col in cols]
     if len(fields) == 1:  # a row of one empty field is "" (an empty line is no row)
-        fields[0] = [f or '""' for f in fields[0]]
-    rows = map(",".join, zip(*fields, strict=True))
-    return "\n".join(rows) + "\n"
+        joined = _joined(fields[0], m)
+        fields = [[np.where(joined == "", '""', joined).astype(object)]]
+    pieces = np.empty((m, sum(len(f) for f in fields) + len(fields)), dtype=object)
+    k = 0
+    for f in fields:
+        for part in f:
+            pieces[:, k] = part
+            k += 1
+        pieces[:, k] = ","
+        k += 1
+    pieces[:, -1] = "\n"
+    return "".join(pieces.ravel().tolist())
 
 
 def csv_chunks(cols: Sequence[NDArray[Any]], chunk: int = 1 << 18) -> Iterator[str]:
     """:func:`csv_text` of ``chunk`` rows at a time."""
     for start in range(0, cols[0].shape[0], chunk):
-        yield csv_text([np.asarray(c[start : start + chunk]) for c in cols])
+        yield csv_text([c[start : start + chunk] for c in cols])
 
 
 def write_chunks(path: Path, header: tuple[str, ...], chunks: Iterator[str]) -> Path:

@@ -178,26 +178,19 @@ def interface_chunks(
     peers = np.concatenate([t.link_dst, t.link_src])
     peer_ports = np.concatenate([t.link_dst_port, t.link_src_port])
 
+    speeds = np.full(t.n_nodes, str(speed), dtype=object)
+    enabled = np.full(t.n_nodes, "true", dtype=object)
     for start in range(0, order.shape[0], chunk_rows):
         sel = order[start : start + chunk_rows]
         node, peer = ends[sel], peers[sel]
-        m = sel.shape[0]
-        description = np.empty(m, dtype=object)
-        description[:] = list(
-            map(
-                "to {} {}".format,
-                names.device(peer).tolist(),
-                names.interface(peer, peer_ports[sel]).tolist(),
-            )
-        )
         yield csv_text(
             [
                 names.device(node),
                 names.interface(node, ports[sel]),
                 types[node],
-                np.full(m, str(speed), dtype=object),
-                np.full(m, "true", dtype=object),
-                description,
+                speeds[node],
+                enabled[node],
+                ("to ", names.device(peer), " ", names.interface(peer, peer_ports[sel])),
             ]
         )
 

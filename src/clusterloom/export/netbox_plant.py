@@ -333,18 +333,16 @@ def write_netbox_plant(design: Design, out_dir: StrPath) -> list[Path]:
     n = PlantNames(c)
     from clusterloom.export.cabling_files import NETBOX_CABLE_COLUMNS
 
-    panel_type = iter(
-        [
-            (
-                PANEL_MANUFACTURER,
-                PANEL_TYPE,
-                PANEL_TYPE,
-                1,
-                "false",
-                f"1U patch panel, 12 MPO-12 ports ({TRUNK_FIBERS} fibres)",
-            )
-        ]
-    )
+    panel_type = [
+        (
+            PANEL_MANUFACTURER,
+            PANEL_TYPE,
+            PANEL_TYPE,
+            1,
+            "false",
+            f"1U patch panel, 12 MPO-12 ports ({TRUNK_FIBERS} fibres)",
+        )
+    ]
     return [
         write_rows(out / "device_types_panels.csv", DEVICE_TYPE_COLUMNS, panel_type),
         write_rows(out / "patch_racks.csv", PATCH_RACK_COLUMNS, _patch_rack_rows(design, c)),
