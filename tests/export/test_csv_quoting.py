@@ -154,6 +154,7 @@ def test_quoting_by_hand() -> None:
         '"a,b",0\n"say ""hi""",1\n,2\n"x\ny",3\n pad ,4\n"\r",5\n'  # spaces need no quotes
     )
     assert csv_text([obj(["", "a"])]) == '""\na\n'  # one empty field is a row, not a blank
+    assert csv_text(["same, always", obj(["x", "y"])]) == '"same, always",x\n"same, always",y\n'
     assert csv_text([obj([])]) == ""
 
 

@@ -64,10 +64,10 @@ def write_rows(path: StrPath, header: Sequence[str], rows: Iterable[Iterable[obj
     return Path(path)
 
 
-#: A column of :func:`csv_text`: an array of values, or one field made of several parts laid
-#: end to end (arrays of equal length and constant strings), such as ``("to ", device, " ",
-#: port)``.
-Column = NDArray[Any] | tuple[NDArray[Any] | str, ...]
+#: A column of :func:`csv_text`: an array of values, a string (the same in every row), or one
+#: field made of several parts laid end to end (arrays of equal length and constant strings),
+#: such as ``("to ", device, " ", port)``.
+Column = NDArray[Any] | str | tuple[NDArray[Any] | str, ...]
 
 
 def _strings(col: NDArray[Any]) -> tuple[NDArray[Any], str]:
@@ -106,6 +106,8 @@ def csv_fields(col: NDArray[Any]) -> NDArray[Any]:
 def _parts(col: Column, m: int) -> list[NDArray[Any] | str]:
     """The pieces one column puts in each row: its quoted field, or the parts of a composite
     field as they are when none holds a special character (else the field they make, quoted)."""
+    if isinstance(col, str):
+        return [quote(col)]
     if not isinstance(col, tuple):
         return [csv_fields(col)]
     parts: list[tuple[NDArray[Any] | str, str]] = [
@@ -131,7 +133,7 @@ def csv_text(cols: Sequence[Column]) -> str:
         for c in cols
         for p in (c if isinstance(c, tuple) else (c,))
         if not isinstance(p, str)
-    )
+    )  # (at least one column is an array)
     if m == 0:
         return ""
     fields = [_parts(col, m) for col in cols]

@@ -178,8 +178,6 @@ def interface_chunks(
     peers = np.concatenate([t.link_dst, t.link_src])
     peer_ports = np.concatenate([t.link_dst_port, t.link_src_port])
 
-    speeds = np.full(t.n_nodes, str(speed), dtype=object)
-    enabled = np.full(t.n_nodes, "true", dtype=object)
     for start in range(0, order.shape[0], chunk_rows):
         sel = order[start : start + chunk_rows]
         node, peer = ends[sel], peers[sel]
@@ -188,8 +186,8 @@ def interface_chunks(
                 names.device(node),
                 names.interface(node, ports[sel]),
                 types[node],
-                speeds[node],
-                enabled[node],
+                str(speed),
+                "true",
                 ("to ", names.device(peer), " ", names.interface(peer, peer_ports[sel])),
             ]
         )
