@@ -134,7 +134,7 @@ def test_csv_text_mixes_numbers_and_text(numbers: list[int], text: str) -> None:
     m = len(numbers)
     cols = [
         np.array(numbers, dtype=np.int64),
-        np.full(m, text, dtype=object),
+        obj([text] * m),  # (np.full would drop trailing NULs: numpy strings strip them)
         np.array(numbers, dtype=np.float64) / 8,
     ]
     expected = [[str(x), text, str(x / 8)] for x in numbers]
