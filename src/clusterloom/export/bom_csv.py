@@ -3,12 +3,12 @@ fabric's sizing compared), rounded like ``design.json``."""
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 from pathlib import Path
 
+from clusterloom.export._csv import write_rows
 from clusterloom.export._numbers import dollars, ratio, unit_dollars, unit_watts, watts
-from clusterloom.export.atomic import StrPath, atomic_open
+from clusterloom.export.atomic import StrPath
 from clusterloom.pipeline import Design
 
 BOM_COLUMNS = (
@@ -94,19 +94,11 @@ def option_rows(design: Design) -> Iterator[Row]:
             )
 
 
-def _write(path: StrPath, header: tuple[str, ...], rows: Iterator[Row]) -> Path:
-    with atomic_open(path, "w", newline="") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
-    return Path(path)
-
-
 def write_bom_csv(design: Design, path: StrPath) -> Path:
     """Write ``bom.csv`` atomically; return its path."""
-    return _write(path, BOM_COLUMNS, bom_rows(design))
+    return write_rows(path, BOM_COLUMNS, bom_rows(design))
 
 
 def write_options_csv(design: Design, path: StrPath) -> Path:
     """Write ``options.csv`` atomically; return its path."""
-    return _write(path, OPTION_COLUMNS, option_rows(design))
+    return write_rows(path, OPTION_COLUMNS, option_rows(design))

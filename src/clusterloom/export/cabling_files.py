@@ -23,7 +23,7 @@ chunks, so millions of links never become millions of Python objects at once.
 
 from __future__ import annotations
 
-import csv
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,8 +37,8 @@ from clusterloom.cabling.pathways import SEGMENT_KINDS
 from clusterloom.cabling.plant import BACKBONE
 from clusterloom.cabling.stage import order_length
 from clusterloom.cabling.validate import label_prefix
-from clusterloom.export._csv import csv_text, obj, write_chunks
-from clusterloom.export.atomic import StrPath, atomic_open
+from clusterloom.export._csv import csv_text, obj, write_chunks, write_rows
+from clusterloom.export.atomic import StrPath
 from clusterloom.export.naming import TopologyNames, topology_names
 from clusterloom.export.netbox_plant import write_netbox_plant
 from clusterloom.pipeline import Design
@@ -402,77 +402,70 @@ def _panels(first: int, fibres: int) -> str:
     return f"{first}" if n == 1 else f"{first}-{first + n - 1}"
 
 
-def write_trunks(c: Cabling, path: Path) -> Path:
+def _trunk_rows(c: Cabling) -> Iterator[tuple[object, ...]]:
     pw = c.pathways
     frames = c.frame_names
-    with atomic_open(path, "w", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(TRUNK_COLUMNS)
-        for t in range(c.n_trunks):
-            segs = c.trunk_route_seg[c.trunk_route_ptr[t] : c.trunk_route_ptr[t + 1]][::-1]
-            w.writerow(
-                (
-                    trunk_name(t),
-                    "backbone" if c.trunk_kind[t] == BACKBONE else "trunk",
-                    "smf" if c.trunk_smf[t] else "mmf",
-                    frames[int(c.trunk_a[t])],
-                    _panels(int(c.trunk_panel_a[t]), int(c.trunk_fibers[t])),
-                    frames[int(c.trunk_b[t])],
-                    _panels(int(c.trunk_panel_b[t]), int(c.trunk_fibers[t])),
-                    int(c.trunk_fibers[t]),
-                    int(c.trunk_fibers_used[t]),
-                    int(c.trunk_splices[t]),
-                    f"{float(c.trunk_length_m[t]):.1f}",
-                    " > ".join(pw.segment_name(int(s)) for s in segs.tolist()),
-                )
-            )
-    return path
+    for t in range(c.n_trunks):
+        segs = c.trunk_route_seg[c.trunk_route_ptr[t] : c.trunk_route_ptr[t + 1]][::-1]
+        yield (
+            trunk_name(t),
+            "backbone" if c.trunk_kind[t] == BACKBONE else "trunk",
+            "smf" if c.trunk_smf[t] else "mmf",
+            frames[int(c.trunk_a[t])],
+            _panels(int(c.trunk_panel_a[t]), int(c.trunk_fibers[t])),
+            frames[int(c.trunk_b[t])],
+            _panels(int(c.trunk_panel_b[t]), int(c.trunk_fibers[t])),
+            int(c.trunk_fibers[t]),
+            int(c.trunk_fibers_used[t]),
+            int(c.trunk_splices[t]),
+            f"{float(c.trunk_length_m[t]):.1f}",
+            " > ".join(pw.segment_name(int(s)) for s in segs.tolist()),
+        )
+
+
+def write_trunks(c: Cabling, path: Path) -> Path:
+    return write_rows(path, TRUNK_COLUMNS, _trunk_rows(c))
+
+
+def _pull_rows(c: Cabling) -> Iterator[tuple[object, ...]]:
+    pw = c.pathways
+    fill = c.seg_fill
+    for s in range(pw.n_segments):
+        yield (
+            s,
+            SEGMENT_KINDS[int(pw.seg_kind[s])],
+            pw.node_names[int(pw.seg_a[s])],
+            pw.node_names[int(pw.seg_b[s])],
+            f"{float(pw.seg_length_m[s]):.1f}",
+            pw.tray(s).description,
+            int(c.seg_cables[s]),
+            int(c.seg_trunks[s]),
+            int(c.seg_fibers[s]),
+            f"{float(c.seg_area_mm2[s]):.0f}",
+            f"{100 * float(fill[s]):.1f}",
+            f"{100 * pw.tray(s).fill:.0f}",
+        )
 
 
 def write_pull_list(c: Cabling, path: Path) -> Path:
-    pw = c.pathways
-    fill = c.seg_fill
-    with atomic_open(path, "w", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(PULL_COLUMNS)
-        for s in range(pw.n_segments):
-            kind = SEGMENT_KINDS[int(pw.seg_kind[s])]
-            w.writerow(
-                (
-                    s,
-                    kind,
-                    pw.node_names[int(pw.seg_a[s])],
-                    pw.node_names[int(pw.seg_b[s])],
-                    f"{float(pw.seg_length_m[s]):.1f}",
-                    pw.tray(s).description,
-                    int(c.seg_cables[s]),
-                    int(c.seg_trunks[s]),
-                    int(c.seg_fibers[s]),
-                    f"{float(c.seg_area_mm2[s]):.0f}",
-                    f"{100 * float(fill[s]):.1f}",
-                    f"{100 * pw.tray(s).fill:.0f}",
-                )
-            )
-    return path
+    return write_rows(path, PULL_COLUMNS, _pull_rows(c))
+
+
+def _cabling_bom_rows(c: Cabling) -> Iterator[tuple[object, ...]]:
+    for line in cabling_bom(c):
+        yield (
+            line.category,
+            line.item,
+            f"{line.length_m:g}" if line.length_m else "",
+            line.count,
+            f"{line.unit_usd:.2f}",
+            f"{line.cost_usd:.2f}",
+            f"{line.power_w:.1f}",
+        )
 
 
 def write_cabling_bom(c: Cabling, path: Path) -> Path:
-    with atomic_open(path, "w", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(BOM_COLUMNS)
-        for line in cabling_bom(c):
-            w.writerow(
-                (
-                    line.category,
-                    line.item,
-                    f"{line.length_m:g}" if line.length_m else "",
-                    line.count,
-                    f"{line.unit_usd:.2f}",
-                    f"{line.cost_usd:.2f}",
-                    f"{line.power_w:.1f}",
-                )
-            )
-    return path
+    return write_rows(path, BOM_COLUMNS, _cabling_bom_rows(c))
 
 
 def write_cabling(design: Design, out_dir: StrPath) -> list[Path]:
@@ -563,10 +556,12 @@ def write_change(before: Design, after: Design, change: Change, path: StrPath) -
                 fb,
             )
 
-    with atomic_open(path, "w", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(CHANGE_COLUMNS)
-        w.writerows(rows(before, c_old, change.removed, "remove"))
-        w.writerows(rows(after, c_new, change.changed, "re-pull"))
-        w.writerows(rows(after, c_new, change.added, "add"))
-    return Path(path)
+    return write_rows(
+        path,
+        CHANGE_COLUMNS,
+        itertools.chain(
+            rows(before, c_old, change.removed, "remove"),
+            rows(after, c_new, change.changed, "re-pull"),
+            rows(after, c_new, change.added, "add"),
+        ),
+    )

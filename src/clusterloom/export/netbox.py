@@ -9,21 +9,20 @@ device types (switches: the catalog model name; servers: ``{accelerator_model}
 ``interfaces.csv`` has one row per link end, so only connected ports appear, grouped by device
 and ordered by port; speeds are in Kbps. At 131,072 accelerators it holds millions of rows: they
 are built from the topology arrays with numpy gathers and written in chunks, never as one Python
-object per row kept in memory. Names never contain a comma, a quote or a line end (see
-``naming``), so the interface rows need no CSV quoting; ``devices.csv`` carries catalog text and
-goes through the ``csv`` module.
+object per row kept in memory. Both files are quoted by ``export._csv`` (names never need it,
+see ``naming``; catalog text in ``devices.csv`` may).
 """
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-from clusterloom.export.atomic import StrPath, atomic_open
+from clusterloom.export._csv import csv_text, write_chunks, write_rows
+from clusterloom.export.atomic import StrPath
 from clusterloom.export.naming import server_name, topology_names
 from clusterloom.fabric import FabricDesign
 from clusterloom.fabric.topology import ROLE_NAMES, Role
@@ -141,11 +140,7 @@ def device_rows(design: Design) -> Iterator[tuple[str, ...]]:
 
 def write_devices(design: Design, path: StrPath) -> Path:
     """Write ``devices.csv`` atomically; return its path."""
-    with atomic_open(path, "w", newline="") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(DEVICE_COLUMNS)
-        writer.writerows(device_rows(design))
-    return Path(path)
+    return write_rows(path, DEVICE_COLUMNS, device_rows(design))
 
 
 def _node_types(fd: FabricDesign, catalog: Catalog) -> NDArray[np.object_]:
@@ -183,35 +178,26 @@ def interface_chunks(
     peers = np.concatenate([t.link_dst, t.link_src])
     peer_ports = np.concatenate([t.link_dst_port, t.link_src_port])
 
-    # a row is eight pieces: device "," name ",type,speed,true,to " peer-device " " peer-name
-    # "\n"; gathering them into an object matrix and joining it once is faster than formatting
-    # row by row
-    middle = np.empty(types.shape[0], dtype=object)
-    middle[:] = [f",{slug},{speed},true,to " for slug in types.tolist()]
     for start in range(0, order.shape[0], chunk_rows):
         sel = order[start : start + chunk_rows]
         node, peer = ends[sel], peers[sel]
-        pieces = np.empty((sel.shape[0], 8), dtype=object)
-        pieces[:, 0] = names.device(node)
-        pieces[:, 1] = ","
-        pieces[:, 2] = names.interface(node, ports[sel])
-        pieces[:, 3] = middle[node]
-        pieces[:, 4] = names.device(peer)
-        pieces[:, 5] = " "
-        pieces[:, 6] = names.interface(peer, peer_ports[sel])
-        pieces[:, 7] = "\n"
-        yield "".join(pieces.ravel().tolist())
+        yield csv_text(
+            [
+                names.device(node),
+                names.interface(node, ports[sel]),
+                types[node],
+                str(speed),
+                "true",
+                ("to ", names.device(peer), " ", names.interface(peer, peer_ports[sel])),
+            ]
+        )
 
 
 def write_interfaces(design: Design, path: StrPath, *, chunk_rows: int = CHUNK_ROWS) -> Path:
     """Write ``interfaces.csv`` atomically, chunk by chunk; return its path."""
     catalog = design.spec.resolved_catalog()
-    with atomic_open(path, "w") as fh:
-        fh.write(",".join(INTERFACE_COLUMNS) + "\n")
-        for fd in design.fabrics:
-            for chunk in interface_chunks(fd, catalog, chunk_rows):
-                fh.write(chunk)
-    return Path(path)
+    chunks = (c for fd in design.fabrics for c in interface_chunks(fd, catalog, chunk_rows))
+    return write_chunks(Path(path), INTERFACE_COLUMNS, chunks)
 
 
 def write_netbox(design: Design, directory: StrPath) -> list[Path]:

@@ -42,8 +42,8 @@ from clusterloom.cabling import Cabling
 from clusterloom.cabling.media import LEG_FIBERS, TRUNK_FIBERS
 from clusterloom.cabling.plant import BACKBONE
 from clusterloom.cabling.stage import HALL_FRAME, PANELS_PER_RACK, RACK_FRAME
-from clusterloom.export._csv import csv_chunks, obj, write_chunks
-from clusterloom.export.atomic import StrPath, atomic_open
+from clusterloom.export._csv import csv_chunks, obj, write_chunks, write_rows
+from clusterloom.export.atomic import StrPath
 from clusterloom.export.placement_files import hall_location
 from clusterloom.pipeline import Design
 
@@ -79,14 +79,6 @@ FRONT_PORT_COLUMNS = ("device", "name", "type", "positions", "rear_port", "rear_
 BUNDLE_COLUMNS = ("name", "description")
 LANES = LEG_FIBERS // 2  # duplex connections in a leg
 STATUS = "planned"
-
-
-def _write(path: Path, header: tuple[str, ...], rows: Iterator[tuple[object, ...]]) -> Path:
-    with atomic_open(path, "w") as fh:
-        fh.write(",".join(header) + "\n")
-        for row in rows:
-            fh.write(",".join(str(x) for x in row) + "\n")
-    return path
 
 
 class PlantNames:
@@ -326,7 +318,7 @@ def cord_ends(
     ports = np.where(duplex, LANE[port, np.where(duplex, (fiber + 1) // 2, 0)], FRONT[port])
     for i in np.flatnonzero(n_legs > 1).tolist():
         names = [f"F{(int(leg[i]) - 1 + j) % 12 + 1:02d}" for j in range(int(n_legs[i]))]
-        ports[i] = '"' + ",".join(names) + '"'
+        ports[i] = ",".join(names)  # one field: the CSV writer quotes it
     return devices, ports
 
 
@@ -341,24 +333,22 @@ def write_netbox_plant(design: Design, out_dir: StrPath) -> list[Path]:
     n = PlantNames(c)
     from clusterloom.export.cabling_files import NETBOX_CABLE_COLUMNS
 
-    panel_type = iter(
-        [
-            (
-                PANEL_MANUFACTURER,
-                PANEL_TYPE,
-                PANEL_TYPE,
-                1,
-                "false",
-                f"1U patch panel, 12 MPO-12 ports ({TRUNK_FIBERS} fibres)",
-            )
-        ]
-    )
+    panel_type = [
+        (
+            PANEL_MANUFACTURER,
+            PANEL_TYPE,
+            PANEL_TYPE,
+            1,
+            "false",
+            f"1U patch panel, 12 MPO-12 ports ({TRUNK_FIBERS} fibres)",
+        )
+    ]
     return [
-        _write(out / "device_types_panels.csv", DEVICE_TYPE_COLUMNS, panel_type),
-        _write(out / "patch_racks.csv", PATCH_RACK_COLUMNS, _patch_rack_rows(design, c)),
-        _write(out / "panels.csv", PANEL_COLUMNS, _panel_rows(design, n)),
+        write_rows(out / "device_types_panels.csv", DEVICE_TYPE_COLUMNS, panel_type),
+        write_rows(out / "patch_racks.csv", PATCH_RACK_COLUMNS, _patch_rack_rows(design, c)),
+        write_rows(out / "panels.csv", PANEL_COLUMNS, _panel_rows(design, n)),
         write_chunks(out / "rear_ports.csv", REAR_PORT_COLUMNS, _rear_ports(n)),
         write_chunks(out / "front_ports.csv", FRONT_PORT_COLUMNS, _front_ports(n)),
-        _write(out / "cable_bundles.csv", BUNDLE_COLUMNS, _bundle_rows(c)),
+        write_rows(out / "cable_bundles.csv", BUNDLE_COLUMNS, _bundle_rows(c)),
         write_chunks(out / "cables_plant.csv", NETBOX_CABLE_COLUMNS, _leg_rows(design, n)),
     ]

@@ -16,11 +16,11 @@ Rows are in a fixed order (rack id, then device), so the same spec gives the sam
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 from pathlib import Path
 
-from clusterloom.export.atomic import StrPath, atomic_open
+from clusterloom.export._csv import write_rows
+from clusterloom.export.atomic import StrPath
 from clusterloom.export.naming import server_name, topology_names
 from clusterloom.fabric.topology import ROLE_NAMES, Role
 from clusterloom.pipeline import Design
@@ -148,14 +148,6 @@ def elevation_rows(design: Design) -> Iterator[tuple[str, ...]]:
             )
 
 
-def _write(path: StrPath, columns: tuple[str, ...], rows: Iterator[tuple[str, ...]]) -> Path:
-    with atomic_open(path, "w", newline="") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(rows)
-    return Path(path)
-
-
 def _locations(design: Design) -> Iterator[tuple[str, ...]]:
     p = design.placement
     assert p is not None
@@ -216,10 +208,12 @@ def write_placement(design: Design, out_dir: StrPath) -> list[Path]:
     assert site is not None
     sites = iter([(design.spec.name, _slug(design.spec.name), STATUS, f"campus {site.campus}")])
     return [
-        _write(out / "placement" / "racks.csv", RACK_COLUMNS, rack_rows(p)),
-        _write(out / "placement" / "elevations.csv", ELEVATION_COLUMNS, elevation_rows(design)),
-        _write(out / "netbox" / "sites.csv", NETBOX_SITE_COLUMNS, sites),
-        _write(out / "netbox" / "locations.csv", NETBOX_LOCATION_COLUMNS, _locations(design)),
-        _write(out / "netbox" / "racks.csv", NETBOX_RACK_COLUMNS, _netbox_racks(design)),
-        _write(out / "netbox" / "rack_devices.csv", NETBOX_DEVICE_COLUMNS, _netbox_devices(design)),
+        write_rows(out / "placement" / "racks.csv", RACK_COLUMNS, rack_rows(p)),
+        write_rows(out / "placement" / "elevations.csv", ELEVATION_COLUMNS, elevation_rows(design)),
+        write_rows(out / "netbox" / "sites.csv", NETBOX_SITE_COLUMNS, sites),
+        write_rows(out / "netbox" / "locations.csv", NETBOX_LOCATION_COLUMNS, _locations(design)),
+        write_rows(out / "netbox" / "racks.csv", NETBOX_RACK_COLUMNS, _netbox_racks(design)),
+        write_rows(
+            out / "netbox" / "rack_devices.csv", NETBOX_DEVICE_COLUMNS, _netbox_devices(design)
+        ),
     ]
