@@ -11,9 +11,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from clusterloom import __version__
+from clusterloom.design_bom import DesignBom, design_bom
 from clusterloom.fabric import FabricDesign, design_fabric, fabric_names
 from clusterloom.findings import Finding
 from clusterloom.spec import ClusterSpec, spec_hash
@@ -53,6 +55,13 @@ class Design:
         placed = self.placement.findings if self.placement is not None else ()
         cabled = self.cabling.findings if self.cabling is not None else ()
         return own + tuple(f for fd in self.fabrics for f in fd.findings) + placed + cabled
+
+    @cached_property
+    def bom(self) -> DesignBom:
+        """The design's one bill of materials (computed once, on first use): switches from
+        the fabrics, link media and plant from the cabling when it ran, else the fabrics'
+        assumed media as an estimate (``design_bom``)."""
+        return design_bom(self.fabrics, self.cabling)
 
     def fabric(self, name: str) -> FabricDesign:
         for fd in self.fabrics:

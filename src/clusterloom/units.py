@@ -3,6 +3,8 @@
 - data rates: bits per second (``int``), e.g. ``gbps(400) == 400_000_000_000``
 - simulation and link latency: picoseconds (``int``)
 - lengths: metres (``float``); power: watts (``float``); money: US dollars (``float``)
+- a bill of materials' sums: milliwatts and cents (``int``), so that a total is exactly the sum
+  of its lines, e.g. ``cents(345.5) == 34_550``
 """
 
 from __future__ import annotations
@@ -45,6 +47,26 @@ def to_ns(ps: int) -> float:
 def to_kbps(bps: int) -> int:
     """Bits per second to kilobits per second (NetBox's interface speed unit)."""
     return bps // 1000
+
+
+def cents(usd: float) -> int:
+    """US dollars to cents."""
+    return round(usd * 100)
+
+
+def to_usd(amount_cents: int) -> float:
+    """Cents to US dollars."""
+    return amount_cents / 100
+
+
+def milliwatts(watts: float) -> int:
+    """Watts to milliwatts."""
+    return round(watts * 1000)
+
+
+def to_watts(mw: int) -> float:
+    """Milliwatts to watts."""
+    return mw / 1000
 
 
 def fmt_bytes(n: float) -> str:

@@ -141,10 +141,10 @@ def test_bom_counts_match_the_links(two_rows: Design) -> None:
     optical = c.realized() & ~c.media.assembly[c.medium]
     assert sum(x.count for x in bom if x.category == "transceiver") == 2 * int(optical.sum())
     cords = int((optical & ~c.structured).sum() + 2 * (optical & c.structured).sum())
-    assert sum(x.count for x in bom if x.category == "patch cord") == cords
+    assert sum(x.count for x in bom if x.category == "patch-cord") == cords
     assert sum(x.count for x in bom if x.category == "trunk") == c.n_trunks
     assemblies = int((c.realized() & c.media.assembly[c.medium]).sum())
-    assert sum(x.count for x in bom if x.category == "assembly") == assemblies
+    assert sum(x.count for x in bom if x.category == "cable") == assemblies
 
 
 def test_order_length_buckets() -> None:

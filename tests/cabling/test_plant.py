@@ -173,7 +173,7 @@ def test_links_between_halls_go_through_both_hdfs(apart: Design) -> None:
     assert bom[("splice", "fusion splice (labour, not priced)")] == fibres * (
         4 if two_buildings else 2
     )
-    assert bom[("patch panel", "1U 144-fibre MPO panel")] == int(c.frame_panels.sum())
+    assert bom[("patch-panel", "1U 144-fibre MPO panel")] == int(c.frame_panels.sum())
 
 
 def test_cut_sheet_names_the_path_through_the_hdfs(apart: Design, tmp_path: Path) -> None:

@@ -71,7 +71,10 @@ def _read_all(out: Path) -> dict[str, list[list[str]]]:
         assert len(set(header)) == len(header) and all(header), (name, header)
         for i, row in enumerate(rows[1:], start=2):
             assert len(row) == len(header), f"{name} line {i}: {len(row)} fields, {row}"
-        ids = [0, *(j for j, h in enumerate(header) if h in ID_COLUMNS)]
+        # the first column names the row, except bom.csv's: its fabric is empty, by design, on
+        # the plant the fabrics share (trunks, panels) and on the total
+        first = [] if header[0] == "fabric" else [0]
+        ids = [*first, *(j for j, h in enumerate(header) if h in ID_COLUMNS)]
         for row in rows[1:]:
             assert all(row[j] for j in ids), (name, row)
         files[name] = rows

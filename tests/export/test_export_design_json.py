@@ -39,7 +39,7 @@ def test_byte_identical_for_the_same_spec(demo: Design, tmp_path: Path) -> None:
     second = write_design_json(again, tmp_path / "b.json").read_bytes()
     assert first == second
     assert first.endswith(b"}\n") and not first.endswith(b"\n\n")
-    assert first.startswith(b'{\n  "schema": "clusterloom.design",\n  "schema_version": 1,')
+    assert first.startswith(b'{\n  "schema": "clusterloom.design",\n  "schema_version": 2,')
 
 
 def test_no_timing_or_date_anywhere(demo: Design) -> None:
@@ -60,6 +60,7 @@ def test_top_level_layout(demo: Design) -> None:
         "provenance",
         "spec",
         "fabrics",
+        "bom",
         "placement",
         "findings",
     ]
@@ -94,8 +95,10 @@ def test_counts_match_plan_bom_and_topology(which: str, request: pytest.FixtureR
         assert links == bom.links == fab["bom"]["totals"]["links"] == topo.n_links
         assert [t["media"] for t in fab["links_per_tier"]] == list(plan.media)
         assert [t["latency_ns"] * 1000 for t in fab["links_per_tier"]] == list(plan.latency_ps)
-        lines = fab["bom"]["lines"]
+        # no site: the fabric's lines of the one BOM are its own BOM, media as estimates
+        lines = [x for x in doc["bom"]["lines"] if x["fabric"] == fd.name]
         assert [line["quantity"] for line in lines] == [line.quantity for line in bom.lines]
+        assert {x["basis"] for x in lines} == {"fabric", "estimate"}
         transceivers = [x["quantity"] for x in lines if x["category"] == "transceiver"]
         assert sum(transceivers) == fab["bom"]["totals"]["transceivers"]
         assert fab["bom"]["totals"]["power_w"] == pytest.approx(bom.power_w, abs=0.05)
@@ -124,10 +127,12 @@ def test_infeasible_options_carry_a_reason_and_no_figures(options_design: Design
 
 
 def test_rounding(ib: Design) -> None:
+    """BOM figures are exact to the cent and the milliwatt (version 2: costs were whole
+    dollars, which could not add up to a total to the cent)."""
     doc = design_document(ib)
-    for line in doc["fabrics"][0]["bom"]["lines"]:
-        assert isinstance(line["cost_usd"], int)
-        assert line["power_w"] == round(line["power_w"], 1)
+    for line in doc["bom"]["lines"]:
+        assert line["cost_usd"] == round(line["cost_usd"], 2)
+        assert line["power_w"] == round(line["power_w"], 3)
 
 
 def test_checked_in_schema_is_current() -> None:

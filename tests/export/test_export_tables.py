@@ -23,11 +23,15 @@ def read(path: Path) -> tuple[list[str], list[dict[str, str]]]:
 
 
 def test_bom_csv(demo: Design, tmp_path: Path) -> None:
+    """No site: the fabrics' BOM lines, switches as such and media as an estimate, then the
+    total row (``length_m`` and ``basis`` are new columns; costs to the cent, so that the total
+    row adds up)."""
     header, rows = read(write_bom_csv(demo, tmp_path / "bom.csv"))
     assert header == list(BOM_COLUMNS) == [
-        "fabric", "tier", "category", "item", "quantity", "unit_power_w", "power_w",
-        "unit_cost_usd", "cost_usd",
+        "fabric", "tier", "category", "item", "length_m", "quantity", "unit_power_w",
+        "power_w", "unit_cost_usd", "cost_usd", "basis",
     ]  # fmt: skip
+    *rows, total = rows
     lines = [line for fd in demo.fabrics for line in fd.bom.lines]
     assert len(rows) == len(lines)
     for row, line in zip(rows, lines, strict=True):
@@ -36,9 +40,16 @@ def test_bom_csv(demo: Design, tmp_path: Path) -> None:
         )  # fmt: skip
         assert int(row["quantity"]) == line.quantity
         assert float(row["power_w"]) == pytest.approx(line.power_w, abs=0.05)
-        assert int(row["cost_usd"]) == round(line.cost_usd)
-    total = sum(float(r["power_w"]) for r in rows)
-    assert total == pytest.approx(sum(fd.bom.power_w for fd in demo.fabrics), abs=1)
+        assert float(row["cost_usd"]) == pytest.approx(line.cost_usd, abs=0.005)
+        assert row["basis"] == ("fabric" if line.category == "switch" else "estimate")
+    assert total["category"] == "total" and total["basis"] == "estimate"
+    assert "estimate (assumed media, before cabling)" in total["item"]
+    assert float(total["power_w"]) == pytest.approx(
+        sum(fd.bom.power_w for fd in demo.fabrics), abs=0.001
+    )
+    assert float(total["cost_usd"]) == pytest.approx(
+        sum(fd.bom.cost_usd for fd in demo.fabrics), abs=0.005
+    )
 
 
 def test_options_csv(options_design: Design, tmp_path: Path) -> None:

@@ -380,7 +380,7 @@ def cable(
                         atomic_write(target.staging / "report.html", render_report(result))
                     )
             assert result.cabling is not None
-            render.cabling(out, result.cabling)
+            render.cabling(out, result)
             if before_spec is not None:
                 from clusterloom.cabling.change import plan_change
 

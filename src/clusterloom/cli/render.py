@@ -18,10 +18,10 @@ from clusterloom.findings import Finding, Severity
 from clusterloom.pipeline import Design
 from clusterloom.spec import ClusterSpec
 from clusterloom.units import fmt_bytes as _bytes
+from clusterloom.units import to_usd, to_watts
 from clusterloom.workload import WorkloadDesign
 
 if TYPE_CHECKING:
-    from clusterloom.cabling import Cabling
     from clusterloom.placement import Placement
     from clusterloom.sim.flow.run import Failure, Summary
     from clusterloom.sim.flow.sweep import SweepRow
@@ -41,7 +41,7 @@ def findings(console: Console, items: Iterable[Finding]) -> None:
     console.print(table)
 
 
-def _plan(console: Console, fd: FabricDesign) -> None:
+def _plan(console: Console, design: Design, fd: FabricDesign) -> None:
     p = fd.plan
     table = Table(
         "tier",
@@ -66,17 +66,22 @@ def _plan(console: Console, fd: FabricDesign) -> None:
             str(t.radix),
         )
     console.print(table)
-    links = ", ".join(
-        f"{name.split('.')[-1]} {n:,} ({m})"
-        for (name, n), m in zip(fd.bom.links_per_tier, p.media, strict=True)
-    )
+    bom = design.bom
+    share = bom.share(fd.name)
+    if bom.cabled:
+        links = ", ".join(f"{name.split('.')[-1]} {n:,}" for name, n in fd.bom.links_per_tier)
+    else:
+        links = ", ".join(
+            f"{name.split('.')[-1]} {n:,} ({m}, assumed)"
+            for (name, n), m in zip(fd.bom.links_per_tier, p.media, strict=True)
+        )
     bis = p.bisection_bps * p.planes / 1e12
     console.print(
         f"links: {links}\n"
-        f"switches {fd.bom.switches:,}, transceivers {fd.bom.transceivers:,}, "
-        f"fibres {fd.bom.fibers:,}, power {fd.bom.power_w / 1e3:,.1f} kW, "
-        f"indicative cost ${fd.bom.cost_usd / 1e6:,.2f}M, bisection {bis:,.1f} Tb/s, "
-        f"{p.ecmp_paths()} equal-cost paths per plane"
+        f"switches {share.switches:,}, transceivers {share.transceivers:,}, "
+        f"fibres {share.fibers:,}, power {to_watts(share.power_mw) / 1e3:,.1f} kW, "
+        f"indicative cost ${to_usd(share.cost_cents) / 1e6:,.2f}M ({bom.label}), "
+        f"bisection {bis:,.1f} Tb/s, {p.ecmp_paths()} equal-cost paths per plane"
     )
 
 
@@ -91,7 +96,7 @@ def _options(console: Console, fd: FabricDesign) -> None:
         "cost $M",
         "bisection/host",
         "paths",
-        title=f"{fd.name}: options compared",
+        title=f"{fd.name}: options compared, each priced with assumed media (an estimate)",
         title_justify="left",
     )
     infeasible = []
@@ -201,10 +206,14 @@ def design_summary(console: Console, design: Design) -> None:
     if design.workload is not None:
         workload(console, design.spec, design.workload)
     for fd in design.fabrics:
-        _plan(console, fd)
+        _plan(console, design, fd)
         _options(console, fd)
     if design.placement is not None:
         placement(console, design.placement)
+    if design.cabling is not None:
+        cabling(console, design)
+    else:
+        bom_total(console, design)
     problems = [f for f in design.findings if f.severity is not Severity.INFO]
     if problems:
         findings(console, problems)
@@ -346,10 +355,12 @@ def placement(console: Console, p: Placement) -> None:
         )
 
 
-def cabling(console: Console, c: Cabling) -> None:
-    """Links by medium (lengths, structured share), trunks, fill and the BOM totals."""
-    from clusterloom.cabling.bom import cabling_bom, fibres_between
+def cabling(console: Console, design: Design) -> None:
+    """Links by medium (lengths, structured share), trunks, fill and the design's BOM total."""
+    from clusterloom.cabling.bom import fibres_between
 
+    c = design.cabling
+    assert c is not None
     mt = c.media
     ok = c.realized()
     table = Table(
@@ -391,7 +402,18 @@ def cabling(console: Console, c: Cabling) -> None:
                 soft_wrap=True,
             )
             break
-    bom = cabling_bom(c)
-    cost = sum(x.cost_usd for x in bom)
-    power = sum(x.power_w for x in bom)
-    console.print(f"cabling cost ${cost:,.0f}, optics and active cables {power / 1e3:,.1f} kW")
+    bom_total(console, design)
+
+
+def bom_total(console: Console, design: Design) -> None:
+    """The design's one total (``Design.bom``), as ``bom.csv``, ``design.json`` and
+    ``report.html`` give it."""
+    bom = design.bom
+    console.print(
+        Text.assemble(
+            f"bill of materials, {bom.label}: {bom.switches:,} switches, "
+            f"{bom.transceivers:,} transceivers, ",
+            (f"${to_usd(bom.cost_cents):,.2f}, {to_watts(bom.power_mw):,.1f} W", "bold"),
+        ),
+        soft_wrap=True,
+    )

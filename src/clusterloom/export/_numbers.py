@@ -11,19 +11,9 @@ def watts(value: float) -> float:
     return round(value, 1) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def unit_watts(value: float) -> float:
-    """A per-item power, to 1 mW."""
-    return round(value, 3) + 0.0
-
-
 def dollars(value: float) -> int:
     """A cost total, to the whole dollar."""
     return round(value)
-
-
-def unit_dollars(value: float) -> float:
-    """A per-item cost, to the cent."""
-    return round(value, 2) + 0.0
 
 
 def ratio(value: float) -> float:

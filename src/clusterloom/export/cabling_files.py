@@ -11,7 +11,9 @@
 - ``cabling/trunks.csv``: every cable between frames (144-fibre trunks and the backbones
   between hall distribution frames) with its frames, panels, fibres, splices, length and route;
 - ``cabling/pull_list.csv``: every pathway segment with its cables, trunks, fibres and fill;
-- ``cabling/bom.csv``: the cabling bill of materials (``cabling.bom``);
+- ``cabling/bom.csv``: the rows of ``bom.csv`` the cabling stage chose (media by fabric, tier
+  and ordered length; trunks, splices, panels), in ``bom.csv``'s columns; ``bom.csv`` adds the
+  switches and holds the design's one total;
 - ``netbox/cables.csv``: NetBox's cable bulk import (DCIM > Cables > Import) with one cable per
   link between the two interfaces ``netbox/interfaces.csv`` lists. Device and interface names
   are ``export.naming``'s. A structured link is one end-to-end cable there (its patch cords
@@ -31,7 +33,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clusterloom.cabling import Cabling
-from clusterloom.cabling.bom import cabling_bom
 from clusterloom.cabling.change import Change
 from clusterloom.cabling.pathways import SEGMENT_KINDS
 from clusterloom.cabling.plant import BACKBONE
@@ -39,6 +40,7 @@ from clusterloom.cabling.stage import order_length
 from clusterloom.cabling.validate import label_prefix
 from clusterloom.export._csv import csv_text, obj, write_chunks, write_rows
 from clusterloom.export.atomic import StrPath
+from clusterloom.export.bom_csv import write_cabling_bom_csv
 from clusterloom.export.naming import TopologyNames, topology_names
 from clusterloom.export.netbox_plant import write_netbox_plant
 from clusterloom.pipeline import Design
@@ -129,7 +131,6 @@ PULL_COLUMNS = (
     "fill_pct",
     "limit_pct",
 )
-BOM_COLUMNS = ("category", "item", "length_m", "count", "unit_usd", "cost_usd", "power_w")
 CHUNK_ROWS = 1 << 18
 
 
@@ -451,23 +452,6 @@ def write_pull_list(c: Cabling, path: Path) -> Path:
     return write_rows(path, PULL_COLUMNS, _pull_rows(c))
 
 
-def _cabling_bom_rows(c: Cabling) -> Iterator[tuple[object, ...]]:
-    for line in cabling_bom(c):
-        yield (
-            line.category,
-            line.item,
-            f"{line.length_m:g}" if line.length_m else "",
-            line.count,
-            f"{line.unit_usd:.2f}",
-            f"{line.cost_usd:.2f}",
-            f"{line.power_w:.1f}",
-        )
-
-
-def write_cabling_bom(c: Cabling, path: Path) -> Path:
-    return write_rows(path, BOM_COLUMNS, _cabling_bom_rows(c))
-
-
 def write_cabling(design: Design, out_dir: StrPath) -> list[Path]:
     """The cabling files of ``design`` (none without a cabling), in this order:
     ``cabling/cut_sheet.csv``, ``cabling/trunks.csv``, ``cabling/pull_list.csv``,
@@ -482,7 +466,7 @@ def write_cabling(design: Design, out_dir: StrPath) -> list[Path]:
         ),
         write_trunks(c, out / "cabling" / "trunks.csv"),
         write_pull_list(c, out / "cabling" / "pull_list.csv"),
-        write_cabling_bom(c, out / "cabling" / "bom.csv"),
+        write_cabling_bom_csv(design, out / "cabling" / "bom.csv"),
         write_chunks(
             out / "netbox" / "cables.csv", NETBOX_CABLE_COLUMNS, netbox_cable_chunks(design)
         ),

@@ -7,8 +7,15 @@ clusterloom, and a test keeps the two equal. Rules:
 - ``schema`` and ``schema_version`` name the format; a change that removes or renames a field
   bumps the version, adding a field does not;
 - no timings, dates or host names: the same spec gives the same bytes;
-- counts are integers; power totals are rounded to 0.1 W, cost totals to whole dollars, unit
-  figures a little finer (see ``_numbers``); bandwidths are integer bits per second.
+- counts are integers; the bill of materials (``bom``, and each fabric's share in
+  ``fabrics[].bom.totals``) is exact to the milliwatt and the cent (``Design.bom`` sums
+  integers), other power figures are rounded to 0.1 W and costs to whole dollars (see
+  ``_numbers``); bandwidths are integer bits per second.
+
+Version 2 (from 1): the design's one bill of materials is the top-level ``bom`` (``basis``
+``cabling`` when the cabling stage chose the media, else ``estimate``; every line with its
+``fabric``, ``length_m`` and ``basis``; the one total); ``fabrics[].bom`` keeps the fabric's
+share (``totals``) and ``cages`` and no longer has ``lines``; BOM costs are numbers to the cent.
 """
 
 from __future__ import annotations
@@ -19,20 +26,21 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clusterloom.export._numbers import dollars, ratio, unit_dollars, unit_watts, watts
+from clusterloom.design_bom import CABLED, ESTIMATE
+from clusterloom.export._numbers import dollars, ratio, watts
 from clusterloom.export.atomic import StrPath, atomic_write
 from clusterloom.fabric import FabricDesign, FabricOption
 from clusterloom.fabric.bom import LINK_TIER_NAMES
 from clusterloom.findings import Finding
 from clusterloom.pipeline import Design
 from clusterloom.spec import LINK_TIERS, ClusterSpec, LinkTier, SwitchRole
-from clusterloom.units import to_ns
+from clusterloom.units import to_ns, to_usd, to_watts
 
 SCHEMA_NAME = "clusterloom.design"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA_PATH = Path(__file__).with_name("design.schema.json")
 
-Category = Literal["switch", "transceiver", "cable", "patch-cord"]
+Category = Literal["switch", "transceiver", "cable", "patch-cord", "trunk", "splice", "patch-panel"]
 
 
 class _Doc(BaseModel):
@@ -59,34 +67,71 @@ class SwitchTierDoc(_Doc):
 
 class LinkTierDoc(_Doc):
     tier: LinkTier
-    media: str = Field(description="catalog media")
+    media: str = Field(
+        description="catalog media the fabric stage assumed for the tier (its latency, and the "
+        "estimate before cabling); the media cabling chose are in bom"
+    )
     count_per_plane: int = Field(ge=0)
     count: int = Field(ge=0, description="all planes")
     latency_ns: float = Field(ge=0, description="one-way latency of one link")
 
 
 class BomLineDoc(_Doc):
-    tier: str = Field(description="switch role or link tier the line belongs to")
+    fabric: str | None = Field(
+        description="the fabric whose switches or links the line is; null for the plant the "
+        "fabrics share (trunks, backbones, splices, panels, patch racks)"
+    )
+    tier: str | None = Field(
+        description="switch role or link tier the line belongs to; null for the shared plant"
+    )
     category: Category
     item: str
+    length_m: float | None = Field(
+        ge=0, description="ordered length of a cable chosen by cabling; null otherwise"
+    )
     quantity: int = Field(ge=0)
     unit_power_w: float = Field(ge=0)
     power_w: float = Field(ge=0)
     unit_cost_usd: float = Field(ge=0)
-    cost_usd: int = Field(ge=0)
+    cost_usd: float = Field(ge=0, description="to the cent")
+    basis: Literal["fabric", "cabling", "estimate"] = Field(
+        description=f"fabric: switches (the fabric stage); cabling: media and plant as the "
+        f"cabling stage chose them from real lengths; estimate: {ESTIMATE}"
+    )
+
+
+class DesignBomTotalsDoc(_Doc):
+    power_w: float = Field(ge=0, description="the sum of the lines' power_w, to the milliwatt")
+    cost_usd: float = Field(ge=0, description="the sum of the lines' cost_usd, to the cent")
+    switches: int = Field(ge=0)
+    transceivers: int = Field(ge=0, description="link ends with a pluggable transceiver")
+
+
+class DesignBomDoc(_Doc):
+    """The design's one bill of materials: bom.csv and report.html show the same lines and
+    total."""
+
+    basis: Literal["cabling", "estimate"] = Field(
+        description=f"cabling: {CABLED}; estimate: {ESTIMATE} (no site, or a run that stopped "
+        "before cabling)"
+    )
+    label: str = Field(description="what the renderers print beside the total")
+    lines: list[BomLineDoc]
+    totals: DesignBomTotalsDoc
 
 
 class BomTotalsDoc(_Doc):
-    power_w: float = Field(ge=0, description="switches and optics, all planes")
-    cost_usd: int = Field(ge=0, description="indicative")
+    power_w: float = Field(ge=0, description="the fabric's lines of bom: switches and media")
+    cost_usd: float = Field(ge=0, description="the fabric's lines of bom, to the cent")
     switches: int = Field(ge=0)
     transceivers: int = Field(ge=0, description="link ends with a pluggable transceiver")
     links: int = Field(ge=0)
-    fibers: int = Field(ge=0, description="fibres of optical links (input of cabling)")
+    fibers: int = Field(ge=0, description="fibres of optical links at the media of bom")
 
 
 class BomDoc(_Doc):
-    lines: list[BomLineDoc]
+    """The fabric's share of the design's bom (the plant shared by fabrics is in no share)."""
+
     totals: BomTotalsDoc
     cages: dict[str, dict[str, int]] = Field(
         description="switch cages occupied: link tier -> switch role -> cages (all planes)"
@@ -94,7 +139,10 @@ class BomDoc(_Doc):
 
 
 class OptionDoc(_Doc):
-    """A variant of the fabric; the priced figures are null when it cannot be built."""
+    """A variant of the fabric; the priced figures are null when it cannot be built. Every
+    option, the chosen one too, is priced with the fabric stage's assumed media: an estimate
+    (assumed media, before cabling), to compare the options with one another; the design's
+    own figures are in bom."""
 
     label: str
     chosen: bool
@@ -197,10 +245,11 @@ class DesignDoc(_Doc):
     )
 
     schema_name: Literal["clusterloom.design"] = Field(alias="schema")
-    schema_version: Literal[1]
+    schema_version: Literal[2]
     provenance: ProvenanceDoc
     spec: ClusterSpec
     fabrics: list[FabricDoc]
+    bom: DesignBomDoc
     placement: PlacementDoc | None = Field(default=None, description="when the spec has a site")
     findings: list[FindingDoc] = Field(
         description="every fabric's findings, in fabric order, then the placement's, then the "
@@ -241,33 +290,51 @@ def _cages(fd: FabricDesign) -> dict[str, dict[str, int]]:
     return out
 
 
-def _bom(fd: FabricDesign) -> BomDoc:
-    bom = fd.bom
+def _bom(design: Design, fd: FabricDesign) -> BomDoc:
+    share = design.bom.share(fd.name)
+    totals = BomTotalsDoc(
+        power_w=to_watts(share.power_mw),
+        cost_usd=to_usd(share.cost_cents),
+        switches=share.switches,
+        transceivers=share.transceivers,
+        links=share.links,
+        fibers=share.fibers,
+    )
+    return BomDoc(totals=totals, cages=_cages(fd))
+
+
+def _design_bom(design: Design) -> DesignBomDoc:
+    bom = design.bom
     lines = [
         BomLineDoc(
-            tier=line.tier,
+            fabric=line.fabric or None,
+            tier=line.tier or None,
             category=line.category,
             item=line.item,
+            length_m=line.length_m or None,
             quantity=line.quantity,
-            unit_power_w=unit_watts(line.unit_power_w),
-            power_w=watts(line.power_w),
-            unit_cost_usd=unit_dollars(line.unit_cost_usd),
-            cost_usd=dollars(line.cost_usd),
+            unit_power_w=to_watts(line.unit_power_mw),
+            power_w=to_watts(line.power_mw),
+            unit_cost_usd=to_usd(line.unit_cost_cents),
+            cost_usd=to_usd(line.cost_cents),
+            basis=line.basis,
         )
         for line in bom.lines
     ]
-    totals = BomTotalsDoc(
-        power_w=watts(bom.power_w),
-        cost_usd=dollars(bom.cost_usd),
-        switches=bom.switches,
-        transceivers=bom.transceivers,
-        links=bom.links,
-        fibers=bom.fibers,
+    return DesignBomDoc(
+        basis="cabling" if bom.cabled else "estimate",
+        label=bom.label,
+        lines=lines,
+        totals=DesignBomTotalsDoc(
+            power_w=to_watts(bom.power_mw),
+            cost_usd=to_usd(bom.cost_cents),
+            switches=bom.switches,
+            transceivers=bom.transceivers,
+        ),
     )
-    return BomDoc(lines=lines, totals=totals, cages=_cages(fd))
 
 
-def _fabric(fd: FabricDesign) -> FabricDoc:
+def _fabric(design: Design, fd: FabricDesign) -> FabricDoc:
     p = fd.plan
     return FabricDoc(
         name=p.fabric,
@@ -314,7 +381,7 @@ def _fabric(fd: FabricDesign) -> FabricDoc:
         bisection_bps_per_plane=p.bisection_bps,
         full_bisection_bps_per_plane=p.full_bisection_bps,
         ecmp_paths=p.ecmp_paths(),
-        bom=_bom(fd),
+        bom=_bom(design, fd),
         options=[_option(o) for o in fd.options],
         findings=[_finding(f) for f in fd.findings],
     )
@@ -381,7 +448,8 @@ def design_model(design: Design) -> DesignDoc:
             clusterloom_version=prov.clusterloom_version,
         ),
         spec=design.spec,
-        fabrics=[_fabric(fd) for fd in design.fabrics],
+        fabrics=[_fabric(design, fd) for fd in design.fabrics],
+        bom=_design_bom(design),
         placement=_placement(design),
         findings=[_finding(f) for f in design.findings],
     )

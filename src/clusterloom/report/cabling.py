@@ -1,13 +1,14 @@
 """The cabling section of ``report.html``: per hall a picture (SVG) of the tray graph with each
 segment coloured by its fill against its limit; the campus with the fibres between buildings;
-tables of media, fibres between halls and the cabling bill of materials."""
+tables of media and fibres between halls. What cabling chose is priced in the design's one bill
+of materials (``report.html``'s ``#bom`` section, ``Design.bom``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from clusterloom.cabling import SEGMENT_KINDS, Cabling
-from clusterloom.cabling.bom import cabling_bom, fibres_between
+from clusterloom.cabling.bom import fibres_between
 from clusterloom.report.html import _table, _td, esc
 
 #: Halls drawn in the report (the tables cover all of them).
@@ -128,30 +129,6 @@ def cabling_section(c: Cabling) -> str:
         table_id="cabling-media",
         css_class="media",
     )
-    bom_rows = [
-        "<tr>"
-        + _td(esc(x.category))
-        + _td(esc(x.item))
-        + _td(f"{x.length_m:g} m" if x.length_m else "", True)
-        + _td(f"{x.count:,}", True)
-        + _td(f"${x.cost_usd:,.0f}", True)
-        + _td(f"{x.power_w / 1e3:,.1f} kW" if x.power_w else "", True)
-        + "</tr>"
-        for x in cabling_bom(c)
-    ]
-    bom = _table(
-        (
-            ("category", False),
-            ("item", False),
-            ("length", True),
-            ("count", True),
-            ("cost", True),
-            ("power", True),
-        ),
-        bom_rows,
-        table_id="cabling-bom",
-        css_class="bom",
-    )
     between = fibres_between(c, "hall")
     hall_rows = [
         "<tr>" + _td(esc(a)) + _td(esc(b)) + _td(f"{t:,}", True) + _td(f"{f:,}", True) + "</tr>"
@@ -186,7 +163,6 @@ def cabling_section(c: Cabling) -> str:
         + halls
         + "\n"
         + "\n".join(pictures)
-        + "\n<h3>Cabling bill of materials</h3>\n"
-        + bom
-        + "\n</section>"
+        + "\n<p>The cables, transceivers, patch cords, trunks, splices and panels cabling chose "
+        'are lines of the design\'s <a href="#bom">bill of materials</a>.</p>' + "\n</section>"
     )

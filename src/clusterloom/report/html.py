@@ -2,7 +2,9 @@
 or links to fetch), deterministic for a given design.
 
 Sections: title and provenance; a summary of the cluster and of each fabric; per fabric a tier
-diagram of one plane, the bill of materials and the options compared; the findings. Every piece
+diagram of one plane, its lines of the bill of materials and the options compared; placement and
+cabling when they ran; the design's one bill of materials (``Design.bom``: every line and the
+total, labelled an estimate when no cabling ran); the findings. Every piece
 of text that comes from the spec or the catalog is HTML-escaped.
 """
 
@@ -14,12 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from clusterloom.design_bom import ESTIMATE, DesignBomLine
 from clusterloom.fabric import FabricDesign, FabricOption
 from clusterloom.fabric.bom import LINK_TIER_NAMES
 from clusterloom.fabric.topology import Role
 from clusterloom.findings import Finding, Severity
 from clusterloom.pipeline import Design
-from clusterloom.units import BPS_PER_GBPS
+from clusterloom.units import BPS_PER_GBPS, to_usd, to_watts
 
 # --- formatting ---------------------------------------------------------------------------
 
@@ -46,6 +49,16 @@ def _power(watts: float) -> str:
 
 def _usd(amount: float) -> str:
     return f"${amount:,.0f}"
+
+
+def _cents(amount: int) -> str:
+    """A BOM figure in cents, as dollars to the cent."""
+    return f"${to_usd(amount):,.2f}"
+
+
+def _watts(mw: int) -> str:
+    """A BOM power in milliwatts, as watts to 0.1 W."""
+    return f"{to_watts(mw):,.1f} W"
 
 
 def _usd_short(amount: float) -> str:
@@ -161,16 +174,15 @@ def _td(value: str, numeric: bool = False, css: str = "") -> str:
 
 def _summary(design: Design) -> str:
     c = design.spec.compute
-    switches = sum(fd.bom.switches for fd in design.fabrics)
-    power = sum(fd.bom.power_w for fd in design.fabrics)
-    cost = sum(fd.bom.cost_usd for fd in design.fabrics)
+    bom = design.bom
+    note = "" if bom.cabled else f" ({ESTIMATE})"
     counts = {s: sum(1 for f in design.findings if f.severity is s) for s in Severity}
     cards = [
         (_int(c.accelerators), "accelerators"),
         (_int(c.nodes), f"nodes of {c.accelerators_per_node}"),
-        (_int(switches), "switches"),
-        (_power(power), "network power"),
-        (_usd_short(cost), "indicative cost"),
+        (_int(bom.switches), "switches"),
+        (_power(to_watts(bom.power_mw)), f"network power{note}"),
+        (_usd_short(to_usd(bom.cost_cents)), f"indicative cost{note}"),
         (f"{counts[Severity.ERROR]} / {counts[Severity.WARNING]}", "errors / warnings"),
     ]
     card_html = "".join(
@@ -191,7 +203,7 @@ def _summary(design: Design) -> str:
     ]
     rows = []
     for fd in design.fabrics:
-        p, bom = fd.plan, fd.bom
+        p, share = fd.plan, bom.share(fd.name)
         rows.append(
             "<tr>"
             + "".join(
@@ -200,11 +212,11 @@ def _summary(design: Design) -> str:
                     _td(esc(p.family)),
                     _td(str(p.tiers), True),
                     _td(esc(f"{p.planes} {TIMES} {_gbps(p.speed_gbps)}"), True),
-                    _td(_int(bom.switches), True),
-                    _td(_int(bom.links), True),
-                    _td(_int(bom.transceivers), True),
-                    _td(esc(_power(bom.power_w)), True),
-                    _td(esc(_usd(bom.cost_usd)), True),
+                    _td(_int(share.switches), True),
+                    _td(_int(share.links), True),
+                    _td(_int(share.transceivers), True),
+                    _td(esc(_power(to_watts(share.power_mw))), True),
+                    _td(esc(_usd(to_usd(share.cost_cents))), True),
                     _td(esc(_bandwidth(p.bisection_bps)), True),
                     _td(esc(_bandwidth(p.bisection_bps * p.planes)), True),
                 ]
@@ -213,9 +225,14 @@ def _summary(design: Design) -> str:
         )
     description = design.spec.description.strip()
     lead = f'<p class="lead">{esc(description)}</p>' if description else ""
+    basis = (
+        f'<p class="muted">Power and cost: the <a href="#bom">bill of materials</a>, '
+        f"{esc(bom.label)}.</p>"
+    )
     return (
         f'<section id="summary"><h2>Summary</h2>{lead}<div class="cards">{card_html}</div>\n'
         + _table(headers, rows, table_id="summary-fabrics", css_class="summary")
+        + basis
         + "</section>"
     )
 
@@ -474,54 +491,92 @@ def tier_diagram(fd: FabricDesign) -> str:
 # --- per-fabric tables --------------------------------------------------------------------
 
 
-def _bom_table(fd: FabricDesign) -> str:
+def bom_table(lines: Sequence[DesignBomLine], table_id: str, total: str) -> str:
+    """Lines of the design's BOM (``Design.bom``) and a total row (``id="{table_id}-total"``)
+    that sums them: power to 0.1 W, cost to the cent."""
     headers = [
+        ("Fabric", False),
         ("Tier", False),
         ("Category", False),
         ("Item", False),
+        ("Length", True),
         ("Quantity", True),
         ("Unit power", True),
         ("Power", True),
         ("Unit cost", True),
         ("Cost", True),
+        ("Basis", False),
     ]
     rows = [
         "<tr>"
         + "".join(
             [
+                _td(esc(line.fabric or "shared plant")),
                 _td(esc(line.tier)),
                 _td(esc(line.category)),
                 _td(f"<code>{esc(line.item)}</code>"),
+                _td(esc(f"{line.length_m:g} m") if line.length_m else "", True),
                 _td(_int(line.quantity), True),
-                _td(esc(f"{line.unit_power_w:g} W"), True),
-                _td(esc(_kw(line.power_w)), True),
-                _td(esc(_usd(line.unit_cost_usd)), True),
-                _td(esc(_usd(line.cost_usd)), True),
+                _td(esc(f"{to_watts(line.unit_power_mw):g} W"), True),
+                _td(esc(_watts(line.power_mw)), True),
+                _td(esc(_cents(line.unit_cost_cents)), True),
+                _td(esc(_cents(line.cost_cents)), True),
+                _td(esc(ESTIMATE if line.basis == "estimate" else line.basis)),
             ]
         )
         + "</tr>"
-        for line in fd.bom.lines
+        for line in lines
     ]
-    bom = fd.bom
-    totals = (
-        f"{_int(bom.switches)} switches, {_int(bom.transceivers)} transceivers, "
-        f"{_int(bom.links)} links, {_int(bom.fibers)} fibres"
-    )
+    power = sum(line.power_mw for line in lines)
+    cost = sum(line.cost_cents for line in lines)
     rows.append(
-        '<tr class="total">'
+        f'<tr class="total" id="{esc(table_id)}-total">'
         + "".join(
             [
                 _td("Total"),
+                f'<td colspan="6">{esc(total)}</td>',
+                _td(esc(_watts(power)), True),
                 _td(""),
-                f'<td colspan="3">{esc(totals)}</td>',
-                _td(esc(_kw(bom.power_w)), True),
+                _td(esc(_cents(cost)), True),
                 _td(""),
-                _td(esc(_usd(bom.cost_usd)), True),
             ]
         )
         + "</tr>"
     )
-    return _table(headers, rows, table_id=f"bom-{fd.name}", css_class="bom")
+    return _table(headers, rows, table_id=table_id, css_class="bom")
+
+
+def _fabric_bom(design: Design, fd: FabricDesign) -> str:
+    share = design.bom.share(fd.name)
+    what = (
+        f"{fd.name}: {_int(share.switches)} switches, {_int(share.transceivers)} "
+        f"transceivers, {_int(share.links)} links, {_int(share.fibers)} fibres"
+    )
+    return bom_table(design.bom.of_fabric(fd.name), f"bom-{fd.name}", what)
+
+
+def bom_section(design: Design) -> str:
+    """The design's one bill of materials, every line and the total."""
+    bom = design.bom
+    if bom.cabled:
+        lead = (
+            "Switches from the fabric stage; cables, transceivers, patch cords, trunks, "
+            "splices and panels as the cabling stage chose them from real lengths. Lines "
+            "without a fabric are the plant the fabrics share."
+        )
+    else:
+        lead = (
+            f"Switches from the fabric stage; link media are an {ESTIMATE}: one medium "
+            "per tier as the fabric stage assumed it. A site in the spec and a full design "
+            "run let the cabling stage choose them from real lengths."
+        )
+    total = f"the design, {bom.label}"
+    return (
+        f'<section id="bom"><h2>Bill of materials &mdash; {esc(bom.label)}</h2>\n'
+        f'<p class="lead">{esc(lead)}</p>\n'
+        + bom_table(bom.lines, "bom-design", total)
+        + "\n</section>"
+    )
 
 
 def _option_row(o: FabricOption, chosen_cost: float) -> str:
@@ -581,7 +636,7 @@ def _options_table(fd: FabricDesign) -> str:
     return _table(headers, rows, table_id=f"options-{fd.name}", css_class="options")
 
 
-def _fabric_section(fd: FabricDesign) -> str:
+def _fabric_section(design: Design, fd: FabricDesign) -> str:
     p = fd.plan
     speed = p.speed_gbps * BPS_PER_GBPS
     tiers = " · ".join(f"{_int(t.count * p.planes)} {t.role}" for t in p.switch_tiers)
@@ -598,14 +653,17 @@ def _fabric_section(fd: FabricDesign) -> str:
     )
     caption = (
         f"One plane of {p.planes}; boxes are switches (the first ones, ⋯, the last), "
-        f"lines the links between the switches drawn. Media — {media}."
+        f"lines the links between the switches drawn. Media the fabric stage assumed — "
+        f"{media}."
     )
     return (
         f'<section id="fabric-{esc(fd.name)}"><h2>{esc(_title(fd.name))} fabric</h2>\n'
         f'<p class="lead">{esc(lead)}</p>\n'
         f"<figure>{tier_diagram(fd)}<figcaption>{esc(caption)}</figcaption></figure>\n"
-        f"<h3>Bill of materials</h3>\n{_bom_table(fd)}\n"
-        f"<h3>Options compared</h3>\n{_options_table(fd)}\n</section>"
+        f"<h3>Bill of materials &mdash; {esc(design.bom.label)}</h3>\n"
+        f"{_fabric_bom(design, fd)}\n"
+        f"<h3>Options compared &mdash; each priced with assumed media (an estimate)</h3>\n"
+        f"{_options_table(fd)}\n</section>"
     )
 
 
@@ -646,7 +704,7 @@ def render_report(design: Design) -> str:
         from clusterloom.report.workload import workload_section
 
         sections.append(workload_section(design.spec, design.workload))
-    sections += [_fabric_section(fd) for fd in design.fabrics]
+    sections += [_fabric_section(design, fd) for fd in design.fabrics]
     if design.placement is not None:
         from clusterloom.report.placement import placement_section
 
@@ -655,6 +713,7 @@ def render_report(design: Design) -> str:
         from clusterloom.report.cabling import cabling_section
 
         sections.append(cabling_section(design.cabling))
+    sections.append(bom_section(design))
     sections.append(_findings_table(design.findings))
     body = "\n".join(sections)
     return (
