@@ -397,3 +397,37 @@ def test_bad_plant_losses_name_their_field() -> None:
     with pytest.raises(SpecError) as err:
         parse_spec(yaml.safe_dump(doc))
     assert "site.losses.mpo_db" in str(err.value)
+
+
+def test_packing_that_takes_multimode_past_its_budget_moves_it_to_single_mode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Which trunks are spliced ribbon is known only once the plant is packed. Two halls, 400G
+    links between them on sr4-400g (multimode, 1.9 dB): two panels (0.7 dB), two HDF
+    interconnects (0.7 dB), the backbone's two splices (0.2 dB) and ~20 m of fibre lose 1.66
+    dB. With a 192-fibre ribbon trunk in the table, each frame's 16 legs to its HDF go in one
+    spliced ribbon cable: 0.4 dB more, 2.06 dB, past SR's budget, and no other multimode
+    optic at 400G takes the same legs. Such links must take single-mode (dr4-400g, 3.0 dB) and
+    the plant be packed again, not be left over their budget (nvl72-64k had 13,484)."""
+    import clusterloom.cabling.plant as plant_mod
+
+    monkeypatch.setattr(plant_mod, "TRUNK_SIZES", ((144, 12.0), (192, 13.0)))
+    d = run_design(parse_spec(yaml.safe_dump(_two_halls(1))), compare=False)
+    c = d.cabling
+    assert c is not None
+    st_ = np.flatnonzero(c.structured)
+    inter = st_[c.n_hops[st_] == 3]
+    assert inter.shape[0] > 0
+    ribbon = (c.trunk_kind == TRUNK) & (c.trunk_fibers > 144)
+    assert ribbon[c.hops[inter][:, [0, 2]]].all()  # both trunks of every such channel spliced
+    assert {c.media.names[m] for m in c.medium[inter]} == {"dr4-400g"}
+    mi = c.medium[inter]
+    expected = (
+        c.media.db_per_km[mi] * c.length_m[inter] / 1000
+        + 2 * c.media.panel_db[mi]
+        + 2 * MPO_JOINT_DB
+        + 6 * SPLICE_DB  # the backbone's two, two per ribbon trunk
+    )
+    assert c.loss_db[inter] == pytest.approx(expected, abs=1e-4)
+    assert (c.loss_db[inter] <= 3.0).all()
+    assert not [f for f in c.findings if f.severity is Severity.ERROR]

@@ -18,7 +18,9 @@ Every logical link of every fabric is realized as arrays (no Python object per l
    lengths of :data:`LENGTH_BUCKETS_M`; reach is checked on the ordered length of an assembly
    and on the channel (cords + trunk) of an optic.
 4. **Medium** by reach, optical budget and cost (``media``): fibre loss, the two panels, the
-   HDF interconnects and splices of a channel between halls.
+   HDF interconnects and splices of a channel between halls; once the plant is packed, the
+   splices of its ribbon trunks too (channels they take past their budget move on to another
+   optic, of another fibre type if need be, and the plant is packed again).
 5. **Cables and fibres** (``plant``): 144-fibre trunks of 12 MPO-12 legs and high-count
    backbones; parallel optics take whole legs, duplex optics pack into legs; positions are
    assigned per frame pair in (fabric, link) order and flipped by every cable (TIA-568 method
@@ -68,6 +70,8 @@ SLACK_M = 0.5
 TRUNK_SLACK_M = 2.5
 PATCH_PANEL_RU = 1
 PANELS_PER_RACK = 36  # catalog patch-48u: 36 x 1U panels
+#: rounds of packing and moving channels that packing takes past their budget (see ``cable``)
+REPACK_ROUNDS = 4
 
 LENGTH_BUCKETS_M: tuple[float, ...] = (
     0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 5, 6, 7, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 70, 80, 100,
@@ -493,8 +497,46 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     medium = np.full(n, NONE, dtype=np.int16)
     structured = np.zeros(n, dtype=bool)
     long_direct = np.zeros(n, dtype=bool)
+    # the splices of ribbon trunks a channel was packed into (known after packing, below)
+    ribbon_db = np.zeros(n)
     fab_names = tuple(fd.name for fd in fabrics)
     cand_lists: dict[tuple[int, int], tuple[list[int], bool]] = {}
+
+    def assign(sel: NDArray[np.int64], cands: list[int], named: str | None) -> None:
+        """The first of ``cands`` (cheapest first) each link of ``sel`` without a medium
+        fits: reach, kind of run and, for an optic, the channel's loss within its budget."""
+        for c in cands:
+            left = sel[medium[sel] == NONE]
+            if left.shape[0] == 0:
+                break
+            assembly = bool(mt.assembly[c])
+            reach = float(mt.reach_m[c])
+            lv = leaves[left]
+            if assembly and named is None:
+                ok = ~lv & (order_length(direct[left]) <= reach + 1e-9)
+                medium[left[ok]] = c
+            elif assembly:
+                medium[left] = c
+                long_direct[left[lv]] = True
+            else:
+                length = np.where(lv, structured_len[left], direct[left])
+                shuffled = broken_ends[left] if mt.fibers[c] < 8 else 0
+                loss = mt.db_per_km[c] * length / 1000.0 + np.where(
+                    lv,
+                    2 * mt.panel_db[c]
+                    + joint_db[left]
+                    + ribbon_db[left]
+                    + shuffled * (shuffle_db - mt.panel_db[c]),
+                    0.0,
+                )
+                ok = length <= reach + 1e-9
+                if mt.budget_db[c] > 0:
+                    ok &= loss <= mt.budget_db[c] + 1e-9
+                if named is not None:
+                    ok[:] = True
+                medium[left[ok]] = c
+                structured[left[ok & lv]] = True
+
     for fi, fd in enumerate(fabrics):
         fs = fabric_spec(spec, fd.name)
         for tier in range(1, fd.plan.tiers + 1):
@@ -518,51 +560,73 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
                     )
                 )
                 continue
-            for c in cands:
-                left = sel[medium[sel] == NONE]
-                if left.shape[0] == 0:
-                    break
-                assembly = bool(mt.assembly[c])
-                reach = float(mt.reach_m[c])
-                lv = leaves[left]
-                if assembly and named is None:
-                    ok = ~lv & (order_length(direct[left]) <= reach + 1e-9)
-                    medium[left[ok]] = c
-                elif assembly:
-                    medium[left] = c
-                    long_direct[left[lv]] = True
-                else:
-                    length = np.where(lv, structured_len[left], direct[left])
-                    shuffled = broken_ends[left] if mt.fibers[c] < 8 else 0
-                    loss = mt.db_per_km[c] * length / 1000.0 + np.where(
-                        lv,
-                        2 * mt.panel_db[c]
-                        + joint_db[left]
-                        + shuffled * (shuffle_db - mt.panel_db[c]),
-                        0.0,
-                    )
-                    ok = length <= reach + 1e-9
-                    if mt.budget_db[c] > 0:
-                        ok &= loss <= mt.budget_db[c] + 1e-9
-                    if named is not None:
-                        ok[:] = True
-                    medium[left[ok]] = c
-                    structured[left[ok & lv]] = True
+            assign(sel, cands, named)
             left = sel[medium[sel] == NONE]
             if left.shape[0]:
                 worst = left[np.argmax(np.where(leaves[left], structured_len[left], direct[left]))]
                 longest = float(max(mt.reach_m[c] for c in cands))
-                length = float(structured_len[worst] if leaves[worst] else direct[worst])
+                need_m = float(structured_len[worst] if leaves[worst] else direct[worst])
                 findings.append(
                     Finding(
                         Severity.ERROR,
                         "no-medium",
                         f"{left.shape[0]:,} links no {fd.plan.speed_gbps}G medium reaches, the "
-                        f"longest link {int(L.link[worst])} needs {length:.1f} m, the longest "
+                        f"longest link {int(L.link[worst])} needs {need_m:.1f} m, the longest "
                         f"reach is {longest:g} m",
                         f"{where} link {int(L.link[worst])}",
                     )
                 )
+
+    # Which trunks are ribbon (spliced at both ends) is known once the plant is packed, and
+    # packing depends on the media (fibre type, legs). A channel whose packed trunks take it
+    # past its optic's budget is given the first optic that covers them, of any fibre type
+    # (multimode between halls may have to become single-mode), and the plant is packed
+    # again; a link keeps the splices it was found with, so each round only moves links on
+    # and the rounds end. A link no optic covers keeps its own (the optical-budget check
+    # reports it).
+    for _ in range(REPACK_ROUNDS):
+        st = np.flatnonzero(structured)
+        if st.shape[0] == 0:
+            break
+        pre = plan_plant(
+            end_frame_a[st].astype(np.int64),
+            end_frame_b[st].astype(np.int64),
+            mt.smf[medium[st]],
+            mt.slots[medium[st]].astype(np.int64),
+            L.fabric[st].astype(np.int64) * (1 << 32) + L.link[st],
+            frame_hall.astype(np.int64),
+            hdf_of_hall,
+        )
+        spliced = (pre.cable_kind == TRUNK) & (pre.cable_fibers > TRUNK_FIBERS)
+        packed_db = (
+            np.where(pre.hops >= 0, 2 * spliced[np.maximum(pre.hops, 0)], 0).sum(axis=1) * splice_db
+        )
+        m_st = medium[st]
+        dup = mt.fibers[m_st] < 8
+        est = (
+            mt.db_per_km[m_st] * structured_len[st] / 1000.0
+            + 2 * mt.panel_db[m_st]
+            + joint_db[st]
+            + packed_db
+            + np.where(dup, broken_ends[st], 0) * (shuffle_db - mt.panel_db[m_st])
+        )
+        over = (mt.budget_db[m_st] > 0) & (est > mt.budget_db[m_st] + 1e-9)
+        moved = 0
+        for (fi, tier), (cands, named) in cand_lists.items():
+            rows = st[over & (L.fabric[st] == fi) & (L.tier[st] == tier)]
+            if named or rows.shape[0] == 0:
+                continue
+            was = medium[rows].copy()
+            ribbon_db[rows] = np.maximum(ribbon_db[rows], packed_db[np.searchsorted(st, rows)])
+            medium[rows] = NONE
+            structured[rows] = False
+            assign(rows, cands, None)
+            stay = medium[rows] == NONE
+            medium[rows[stay]] = was[stay]
+            structured[rows[stay]] = True
+            moved += int((medium[rows] != was).sum())
+        if moved == 0:
+            break
 
     # long assemblies: routed position to position
     ld = np.flatnonzero(long_direct)
