@@ -297,7 +297,7 @@ def placement(console: Console, p: Placement) -> None:
     hall = f.pos_hall[p.rack_position]
     racks = np.bincount(hall, minlength=f.n_halls)
     power = np.bincount(hall, weights=d.rack_power_w, minlength=f.n_halls)
-    free = np.bincount(f.pos_hall[f.pos_state == 0], minlength=f.n_halls)
+    free = p.free_positions
     table = Table(
         "hall",
         Column("racks", justify="right"),
@@ -341,7 +341,7 @@ def placement(console: Console, p: Placement) -> None:
     console.print(lengths)
     console.print(
         f"objective {p.objective:,.0f} link-metres, lower bound {p.bound:,.0f}, gap "
-        f"{p.gap * 100:.2f}% over {len(p.solves)} CP-SAT model(s)"
+        f"{p.gap * 100:.2f}% over {len(p.solves)} CP-SAT model(s), {p.bound_quality} bound"
     )
     halls = [x for x in p.solves if x.name != "campus"]
     campus = [x for x in p.solves if x.name == "campus"]
@@ -349,9 +349,12 @@ def placement(console: Console, p: Placement) -> None:
         obj = sum(x.objective for x in halls)
         bound = sum(x.bound for x in halls)
         hall_gap = 0.0 if obj <= 0 else (obj - bound) / obj
+        from clusterloom.placement.solve import bound_quality
+
         console.print(
-            f"campus (hall assignment) gap {campus[0].gap * 100:.2f}%, halls together "
-            f"{hall_gap * 100:.2f}%"
+            f"campus (hall assignment) gap {campus[0].gap * 100:.2f}% "
+            f"({campus[0].bound_quality} bound), halls together {hall_gap * 100:.2f}% "
+            f"({bound_quality(hall_gap)} bound)"
         )
 
 
