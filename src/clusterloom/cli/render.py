@@ -5,7 +5,7 @@ spec may hold brackets. Styles are given as ``Text`` spans."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,7 +23,7 @@ from clusterloom.workload import WorkloadDesign
 
 if TYPE_CHECKING:
     from clusterloom.placement import Placement
-    from clusterloom.sim.flow.run import Failure, Summary
+    from clusterloom.sim.flow.run import Compared, Failure
     from clusterloom.sim.flow.sweep import SweepRow
 
 
@@ -227,12 +227,13 @@ def timings(console: Console, design: Design) -> None:
 
 def simulation(
     console: Console,
-    summaries: list[Summary],
+    compared: Sequence[Compared],
     traffic: str,
     flows: int,
     failures: tuple[Failure, ...],
 ) -> None:
-    ideal = next((s for s in summaries if s.transport == "ideal"), None)
+    """The comparison ``simulation.html`` shows (``run.compare``): completion and its ratio to
+    the ideal only when every flow finished, then the assumed failure reactions."""
     title = f"{traffic}: {flows:,} flows" + (
         f", failures: {', '.join(f.label for f in failures)}" if failures else ""
     )
@@ -247,18 +248,25 @@ def simulation(
         title=title,
         title_justify="left",
     )
-    for s in summaries:
-        ratio = f"{s.makespan_ps / ideal.makespan_ps:.2f}x" if ideal and ideal.makespan_ps else "-"
+    for c in compared:
+        s = c.summary
         table.add_row(
             s.transport,
             f"{s.finished:,}/{s.flows:,}",
-            f"{s.makespan_ps / 1e9:,.3f}",
-            f"{s.fct_p50_ps / 1e9:,.3f}",
-            f"{s.fct_p99_ps / 1e9:,.3f}",
-            f"{s.fct_max_ps / 1e9:,.3f}",
-            ratio,
+            "-" if c.completion_ps is None else f"{c.completion_ps / 1e9:,.3f}",
+            _ms_ps(s.fct_p50_ps),
+            _ms_ps(s.fct_p99_ps),
+            _ms_ps(s.fct_max_ps),
+            "-" if c.vs_ideal is None else f"{c.vs_ideal:,.2f}x",
         )
     console.print(table)
+    for c in compared:
+        if c.assumption:
+            console.print(f"{c.transport}: {c.assumption}")
+
+
+def _ms_ps(ps: float) -> str:
+    return "-" if ps != ps else f"{ps / 1e9:,.3f}"  # NaN: no flow finished
 
 
 def sweep(console: Console, rows: list[SweepRow], tier: str, traffic: str, flows: int) -> None:

@@ -20,8 +20,8 @@ def esc(value: object) -> str:
 
 def nice_length(limit: float) -> float:
     """The largest 1, 2 or 5 times a power of ten not above ``limit`` (> 0)."""
-    mag = 10 ** math.floor(math.log10(limit))
-    return max(m * mag for m in (1, 2, 5) if m * mag <= limit + 1e-9)
+    mag = 10.0 ** math.floor(math.log10(limit))
+    return float(max(m * mag for m in (1, 2, 5) if m * mag <= limit + 1e-9))
 
 
 def scale_bar(x: float, y: float, px_per_m: float, max_px: float) -> tuple[str, float]:
