@@ -177,11 +177,11 @@ def test_report_is_self_contained(runs: list[Run], failures: tuple[Failure, ...]
     assert 'id="comparison"' in page
     for name in TRANSPORTS:
         assert f"<td>{name}</td>" in page
-    assert page.count("<svg") == 2
+    assert page.count("<svg") == 3  # the CDF, the series and the heat map with its axes
     assert 'id="fct-cdf"' in page and 'id="util-series"' in page
     assert page.count('class="series"') == 2 * len(TRANSPORTS)
     assert page.count('class="failure"') == 2  # down and up again
-    assert 'id="util-heatmap"' in page and "data:image/png;base64," in page
+    assert '<svg id="util-heatmap"' in page and "data:image/png;base64," in page
     assert not re.search(r"https?:", page)
 
 

@@ -542,7 +542,14 @@ def simulate(
         from clusterloom.report.simulation import render_simulation
         from clusterloom.sim.flow.paths import build_router
         from clusterloom.sim.flow.results import Run, utilisations, write_results
-        from clusterloom.sim.flow.run import parse_failure, parse_size, parse_time, run, summarize
+        from clusterloom.sim.flow.run import (
+            compare,
+            parse_failure,
+            parse_size,
+            parse_time,
+            run,
+            summarize,
+        )
         from clusterloom.sim.flow.transports import transport
 
         cluster = _load(spec, example)
@@ -631,15 +638,21 @@ def simulate(
                             for f in late
                         ]
                     )
+                compared = compare(summaries, chosen, failures)
                 if target is not None and runs:
                     progress.add_task(f"writing {output}", total=None)
                     util = utilisations(runs)
                     write_results(target.staging, runs, util=util)
                     page = render_simulation(
-                        cluster.name, runs, failures, util=util, traffic_label=kind
+                        cluster.name,
+                        runs,
+                        failures,
+                        util=util,
+                        traffic_label=kind,
+                        compared=compared,
                     )
                     atomic_write(target.staging / "simulation.html", page)
-        render.simulation(out, summaries, kind, len(load), failures)
+        render.simulation(out, compared, kind, len(load), failures)
         if target is not None:
             out.print(f"results written to {target.target}/")
 

@@ -5,7 +5,7 @@ spec may hold brackets. Styles are given as ``Text`` spans."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,7 +23,7 @@ from clusterloom.workload import WorkloadDesign
 
 if TYPE_CHECKING:
     from clusterloom.placement import Placement
-    from clusterloom.sim.flow.run import Failure, Summary
+    from clusterloom.sim.flow.run import Compared, Failure
     from clusterloom.sim.flow.sweep import SweepRow
 
 
@@ -227,12 +227,13 @@ def timings(console: Console, design: Design) -> None:
 
 def simulation(
     console: Console,
-    summaries: list[Summary],
+    compared: Sequence[Compared],
     traffic: str,
     flows: int,
     failures: tuple[Failure, ...],
 ) -> None:
-    ideal = next((s for s in summaries if s.transport == "ideal"), None)
+    """The comparison ``simulation.html`` shows (``run.compare``): completion and its ratio to
+    the ideal only when every flow finished, then the assumed failure reactions."""
     title = f"{traffic}: {flows:,} flows" + (
         f", failures: {', '.join(f.label for f in failures)}" if failures else ""
     )
@@ -247,18 +248,25 @@ def simulation(
         title=title,
         title_justify="left",
     )
-    for s in summaries:
-        ratio = f"{s.makespan_ps / ideal.makespan_ps:.2f}x" if ideal and ideal.makespan_ps else "-"
+    for c in compared:
+        s = c.summary
         table.add_row(
             s.transport,
             f"{s.finished:,}/{s.flows:,}",
-            f"{s.makespan_ps / 1e9:,.3f}",
-            f"{s.fct_p50_ps / 1e9:,.3f}",
-            f"{s.fct_p99_ps / 1e9:,.3f}",
-            f"{s.fct_max_ps / 1e9:,.3f}",
-            ratio,
+            "-" if c.completion_ps is None else f"{c.completion_ps / 1e9:,.3f}",
+            _ms_ps(s.fct_p50_ps),
+            _ms_ps(s.fct_p99_ps),
+            _ms_ps(s.fct_max_ps),
+            "-" if c.vs_ideal is None else f"{c.vs_ideal:,.2f}x",
         )
     console.print(table)
+    for c in compared:
+        if c.assumption:
+            console.print(f"{c.transport}: {c.assumption}")
+
+
+def _ms_ps(ps: float) -> str:
+    return "-" if ps != ps else f"{ps / 1e9:,.3f}"  # NaN: no flow finished
 
 
 def sweep(console: Console, rows: list[SweepRow], tier: str, traffic: str, flows: int) -> None:
@@ -297,7 +305,7 @@ def placement(console: Console, p: Placement) -> None:
     hall = f.pos_hall[p.rack_position]
     racks = np.bincount(hall, minlength=f.n_halls)
     power = np.bincount(hall, weights=d.rack_power_w, minlength=f.n_halls)
-    free = np.bincount(f.pos_hall[f.pos_state == 0], minlength=f.n_halls)
+    free = p.free_positions
     table = Table(
         "hall",
         Column("racks", justify="right"),
@@ -341,7 +349,7 @@ def placement(console: Console, p: Placement) -> None:
     console.print(lengths)
     console.print(
         f"objective {p.objective:,.0f} link-metres, lower bound {p.bound:,.0f}, gap "
-        f"{p.gap * 100:.2f}% over {len(p.solves)} CP-SAT model(s)"
+        f"{p.gap * 100:.2f}% over {len(p.solves)} CP-SAT model(s), {p.bound_quality} bound"
     )
     halls = [x for x in p.solves if x.name != "campus"]
     campus = [x for x in p.solves if x.name == "campus"]
@@ -349,9 +357,12 @@ def placement(console: Console, p: Placement) -> None:
         obj = sum(x.objective for x in halls)
         bound = sum(x.bound for x in halls)
         hall_gap = 0.0 if obj <= 0 else (obj - bound) / obj
+        from clusterloom.placement.solve import bound_quality
+
         console.print(
-            f"campus (hall assignment) gap {campus[0].gap * 100:.2f}%, halls together "
-            f"{hall_gap * 100:.2f}%"
+            f"campus (hall assignment) gap {campus[0].gap * 100:.2f}% "
+            f"({campus[0].bound_quality} bound), halls together {hall_gap * 100:.2f}% "
+            f"({bound_quality(hall_gap)} bound)"
         )
 
 

@@ -65,6 +65,38 @@ class SolveStats:
             0.0 if self.objective <= 0 else max(0.0, (self.objective - self.bound) / self.objective)
         )
 
+    @property
+    def bound_quality(self) -> str:
+        """:func:`bound_quality` of this model's gap and status."""
+        return bound_quality(self.gap, self.status)
+
+
+#: Gaps up to this are reported as a tight bound; beyond :data:`WEAK_GAP` as a weak one.
+TIGHT_GAP, WEAK_GAP = 0.05, 0.30
+#: What each bound quality means, for the reader of a gap.
+BOUND_NOTES = {
+    "proven optimal": "the objective equals the bound",
+    "tight": f"gap at most {TIGHT_GAP:.0%}: the placement is within that of the optimum",
+    "loose": f"gap up to {WEAK_GAP:.0%}: the optimum lies somewhere between bound and objective",
+    "weak": (
+        f"gap over {WEAK_GAP:.0%}, from a weak bound: the star and CP-SAT bounds of a hall "
+        "ignore that the positions near a unit are taken by other units, so the gap overstates "
+        "how far the placement is from the optimum (docs/placement.md)"
+    ),
+}
+
+
+def bound_quality(gap: float, status: str = "") -> str:
+    """The quality of a placement bound, shown next to its gap: a key of :data:`BOUND_NOTES`
+    (``proven optimal``, ``tight``, ``loose`` or ``weak``)."""
+    if status == "optimal" or gap <= 1e-9:
+        return "proven optimal"
+    if gap <= TIGHT_GAP:
+        return "tight"
+    if gap <= WEAK_GAP:
+        return "loose"
+    return "weak"
+
 
 def _params(solver: cp_model.CpSolver, site: SiteSpec, effort: float) -> None:
     p = solver.parameters

@@ -18,6 +18,7 @@ from clusterloom.placement.floor import FloorPlan, floor_plan
 from clusterloom.placement.solve import (
     SolveStats,
     assign_halls,
+    bound_quality,
     place_hall,
     precheck,
     unit_links,
@@ -72,6 +73,23 @@ class Placement:
     def gap(self) -> float:
         obj = self.objective
         return 0.0 if obj <= 0 else max(0.0, (obj - self.bound) / obj)
+
+    @cached_property
+    def free_positions(self) -> NDArray[np.int64]:
+        """Per hall, the usable positions (not blocked or reserved) no rack stands on: where
+        the hall can still grow."""
+        f = self.floor
+        free = f.free_mask().copy()
+        free[self.rack_position] = False
+        out: NDArray[np.int64] = np.bincount(f.pos_hall[free], minlength=f.n_halls).astype(np.int64)
+        out.setflags(write=False)
+        return out
+
+    @property
+    def bound_quality(self) -> str:
+        """How far the gap can be trusted (:func:`~clusterloom.placement.solve.bound_quality`
+        of the summed objective and bound)."""
+        return bound_quality(self.gap)
 
     @cached_property
     def rack_names(self) -> tuple[str, ...]:

@@ -9,11 +9,13 @@ import numpy as np
 
 from clusterloom.cabling import SEGMENT_KINDS, Cabling
 from clusterloom.cabling.bom import fibres_between
+from clusterloom.report._svg import FONT, scale_bar
 from clusterloom.report.html import _table, _td, esc
 
 #: Halls drawn in the report (the tables cover all of them).
 MAX_HALLS_DRAWN = 24
-SCALE = 18.0  # pixels per metre
+#: Pixels per metre at most, and the widest picture of a hall's trays.
+MAX_SCALE, PLAN_PX = 40.0, 1000.0
 
 
 def _fill_colour(ratio: float) -> str:
@@ -27,8 +29,18 @@ def _fill_colour(ratio: float) -> str:
     return "#cbd5e1"
 
 
+#: The tray-fill legend: colour and what it means (of the tray's fill limit).
+FILL_LEGEND = (
+    ("#cbd5e1", "empty"),
+    ("#16a34a", "up to half the limit"),
+    ("#f59e0b", "half to the limit"),
+    ("#dc2626", "over the limit"),
+)
+
+
 def hall_fill_svg(c: Cabling, h: int) -> str:
-    """Tray segments of hall ``h`` (row, cross-aisle, spine) by fill; y grows upwards."""
+    """Tray segments of hall ``h`` (row, cross-aisle, spine) by fill, to scale (y grows
+    upwards), line width growing with fill; the door, a scale bar and a legend."""
     pw = c.pathways
     segs = np.flatnonzero(pw.seg_hall == h)
     if segs.shape[0] == 0:
@@ -37,17 +49,15 @@ def hall_fill_svg(c: Cabling, h: int) -> str:
     xy = pw.node_xy
     pts = np.concatenate([xy[a], xy[b]])
     lo, hi = pts.min(axis=0) - 1.0, pts.max(axis=0) + 1.0
-    width = float((hi[0] - lo[0]) * SCALE)
-    height = float((hi[1] - lo[1]) * SCALE)
+    k = min(PLAN_PX / max(float(hi[0] - lo[0]), 1.0), MAX_SCALE)
+    width = float((hi[0] - lo[0]) * k)
+    height = float((hi[1] - lo[1]) * k)
     fill = c.seg_fill
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
-        f'width="{min(width, 900):.0f}" role="img" aria-label="tray fill {esc(pw.hall_names[h])}">'
-    ]
+    parts = []
     for s, u, v in zip(segs.tolist(), a.tolist(), b.tolist(), strict=True):
         ratio = float(fill[s]) / pw.tray(s).fill
-        x1, y1 = (xy[u] - lo) * SCALE
-        x2, y2 = (xy[v] - lo) * SCALE
+        x1, y1 = (xy[u] - lo) * k
+        x2, y2 = (xy[v] - lo) * k
         stroke = 2.0 + 6.0 * min(ratio, 1.2)
         parts.append(
             f'<line x1="{x1:.1f}" y1="{height - y1:.1f}" x2="{x2:.1f}" y2="{height - y2:.1f}" '
@@ -57,10 +67,29 @@ def hall_fill_svg(c: Cabling, h: int) -> str:
             f"{int(c.seg_cables[s]):,} cables, {int(c.seg_trunks[s]):,} trunks</title></line>"
         )
     door = xy[pw.hall_door[h]]
-    dx, dy = (door - lo) * SCALE
-    parts.append(f'<circle cx="{dx:.1f}" cy="{height - dy:.1f}" r="6" fill="#0f172a"/>')
-    parts.append("</svg>")
-    return "".join(parts)
+    dx, dy = (door - lo) * k
+    parts.append(
+        f'<circle cx="{dx:.1f}" cy="{height - dy:.1f}" r="6" fill="#0f172a"/>'
+        f'<text x="{dx + 9:.1f}" y="{height - dy - 8:.1f}" font-size="12" fill="#0f172a">door'
+        "</text>"
+    )
+    bar, _ = scale_bar(0.0, height + 14, k, min(width, 240.0))
+    parts.append(bar)
+    x, y = 0.0, height + 48
+    for colour, label in FILL_LEGEND:
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{y:.1f}" x2="{x + 22:.1f}" y2="{y:.1f}" stroke="{colour}" '
+            f'stroke-width="5" stroke-linecap="round"/><text x="{x + 28:.1f}" y="{y + 4:.1f}" '
+            f'font-size="12" fill="#334155">{esc(label)}</text>'
+        )
+        x += 44 + 6.8 * len(label)
+    total_w, total_h = max(width, x), height + 60
+    head = (
+        f'<svg class="tray-fill" viewBox="0 -4 {total_w:.0f} {total_h + 4:.0f}" '
+        f'style="width:{total_w:.0f}px;max-width:100%" role="img" '
+        f'aria-label="tray fill {esc(pw.hall_names[h])}" font-family="{FONT}">'
+    )
+    return head + "".join(parts) + "</svg>"
 
 
 def campus_svg(c: Cabling) -> str:
@@ -148,7 +177,11 @@ def cabling_section(c: Cabling) -> str:
     for h, name in enumerate(c.pathways.hall_names[:MAX_HALLS_DRAWN]):
         svg = hall_fill_svg(c, h)
         if svg:
-            pictures.append(f"<h3>Tray fill, {esc(name)}</h3>\n{svg}")
+            pictures.append(
+                f"<h3>Tray fill, {esc(name)}</h3>\n<figure>{svg}<figcaption>Trays of hall "
+                f"{esc(name)} to scale, coloured by fill against their limit, wider when "
+                "fuller; hover a tray for its fill, cables and trunks.</figcaption></figure>"
+            )
     campus = campus_svg(c)
     if campus:
         pictures.append(f"<h3>Fibres between buildings</h3>\n{campus}")

@@ -11,6 +11,7 @@ of text that comes from the spec or the catalog is HTML-escaped.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -140,6 +141,13 @@ figure { margin: 8px 0 4px; border: 1px solid var(--line); border-radius: 8px; p
 figure svg { display: block; width: 100%; height: auto; }
 figcaption { color: var(--muted); font-size: 12px; padding: 4px 6px 0; }
 .muted { color: var(--muted); }
+nav.toc { border: 1px solid var(--line); border-radius: 8px; background: var(--soft);
+  padding: 8px 14px; margin: 0 0 8px; font-size: 13px; }
+nav.toc b { display: block; font-size: 12px; color: var(--muted); text-transform: uppercase;
+  letter-spacing: .04em; }
+nav.toc ol { margin: 4px 0 2px; padding-left: 20px; columns: 3 200px; }
+nav.toc a { color: var(--accent); text-decoration: none; }
+ul.assumptions { margin: 6px 0; padding-left: 20px; color: #7c2d12; }
 footer { margin-top: 36px; color: var(--muted); font-size: 12px; border-top: 1px solid var(--line);
   padding-top: 10px; }
 """
@@ -167,6 +175,12 @@ def _td(value: str, numeric: bool = False, css: str = "") -> str:
     classes = " ".join(c for c in ("n" if numeric else "", css) if c)
     attr = f' class="{classes}"' if classes else ""
     return f"<td{attr}>{value}</td>"
+
+
+def toc(entries: Sequence[tuple[str, str]]) -> str:
+    """A table of contents: a link to each (section id, title)."""
+    items = "".join(f'<li><a href="#{esc(sid)}">{esc(title)}</a></li>' for sid, title in entries)
+    return f'<nav class="toc" id="contents"><b>Contents</b><ol>{items}</ol></nav>'
 
 
 # --- summary ------------------------------------------------------------------------------
@@ -688,6 +702,20 @@ def _findings_table(findings: Sequence[Finding]) -> str:
     )
 
 
+_SECTION = re.compile(r'<section id="([^"]+)"[^>]*>\s*<h2>(.*?)</h2>', re.S)
+
+
+def _section_titles(sections: Sequence[str]) -> list[tuple[str, str]]:
+    """(id, title) of each section, read from its markup (titles as plain text)."""
+    out = []
+    for markup in sections:
+        m = _SECTION.search(markup)
+        if m:
+            title = html.unescape(re.sub(r"<[^>]+>", "", m.group(2)))
+            out.append((html.unescape(m.group(1)), title))
+    return out
+
+
 def render_report(design: Design) -> str:
     """The report of ``design`` as one self-contained HTML page."""
     prov = design.provenance
@@ -716,6 +744,7 @@ def render_report(design: Design) -> str:
     sections.append(bom_section(design))
     sections.append(_findings_table(design.findings))
     body = "\n".join(sections)
+    contents = toc(_section_titles(sections))
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -723,7 +752,7 @@ def render_report(design: Design) -> str:
         f"<title>{name} — clusterloom design report</title>\n"
         f"<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
         f"<header><h1>{name}<small>clusterloom design report</small></h1>{provenance}</header>\n"
-        f"{body}\n"
+        f"{contents}\n{body}\n"
         "<footer>Costs are indicative list prices for comparing options, not quotes. Power is "
         "typical switch power without optics plus optics and active cables.</footer>\n"
         "</main>\n</body>\n</html>\n"

@@ -1,5 +1,8 @@
-"""The placement section of ``report.html``: per hall a floor picture (SVG) with every position
-coloured by the role of its rack, its row's feed drawn as a band under the row, blocked and
+"""The placement section of ``report.html``: a campus overview (every hall as a tile by
+building: racks against positions, power against budget, a link to its plan); per hall a floor
+plan (SVG, to scale with a scale bar) with every position coloured by the role of its rack and
+labelled with its position, each row labelled with its name and power feed (the feed also drawn
+as a line style under the row, so feeds never compete with role colours), blocked and
 reserved positions marked; tables of halls, solves and link lengths."""
 
 from __future__ import annotations
@@ -8,6 +11,8 @@ import numpy as np
 
 from clusterloom.placement import Placement
 from clusterloom.placement.floor import BLOCKED, RESERVED
+from clusterloom.placement.solve import BOUND_NOTES
+from clusterloom.report._svg import FONT, scale_bar
 from clusterloom.report.html import _table, _td, esc
 
 ROLE_COLOURS = {
@@ -17,22 +22,78 @@ ROLE_COLOURS = {
     "spine": "#7c3aed",
     "core": "#db2777",
 }
-FEED_COLOURS = (
-    "#f59e0b",
-    "#10b981",
-    "#ef4444",
-    "#3b82f6",
-    "#a855f7",
-    "#84cc16",
-    "#ec4899",
-    "#14b8a6",
+#: Feeds are told apart by line style (dash pattern, then ink), not by a colour that could be
+#: read as a role.
+FEED_STYLES = (
+    ("#0f172a", ""),
+    ("#0f172a", "7 3"),
+    ("#0f172a", "2 2"),
+    ("#a8a29e", ""),
+    ("#a8a29e", "7 3"),
+    ("#a8a29e", "2 2"),
 )
-#: Halls drawn in the report (the tables cover all of them).
+BLOCKED_FILL, RESERVED_FILL = "#cbd5e1", "#fef9c3"
+#: Halls drawn in the report (the tables and the campus overview cover all of them).
 MAX_HALLS_DRAWN = 24
+#: Pixels per metre at most, and the widest plan; left margin for the row labels.
+MAX_SCALE, PLAN_PX, LABEL_PX = 48.0, 1000.0, 92.0
+#: Position labels are written in a rack when it is at least this many pixels wide.
+TEXT_MIN_PX = 9.0
+
+
+def hall_anchor(name: str) -> str:
+    return "hall-" + name.replace("/", "-")
+
+
+def _short(name: str) -> str:
+    return name.rsplit("/", 1)[-1]
+
+
+def _feed_line(x1: float, x2: float, y: float, style: tuple[str, str], width: float = 3) -> str:
+    colour, dash = style
+    dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+    return (
+        f'<line x1="{x1:.1f}" y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}" stroke="{colour}" '
+        f'stroke-width="{width}"{dash_attr}/>'
+    )
+
+
+def _legend(
+    items: list[tuple[str, str]], feeds: list[tuple[tuple[str, str], str]], y: float, width: float
+) -> tuple[list[str], float]:
+    """Swatches (fill, label) then feed line samples, wrapped to ``width``; the SVG and the
+    height used."""
+    out: list[str] = []
+    x, row = 0.0, 0
+    for kind, (style, label) in [("fill", it) for it in items] + [("feed", ft) for ft in feeds]:
+        need = 34 + 6.6 * len(label)
+        if x + need > width and x > 0:
+            x, row = 0.0, row + 1
+        ly = y + 18 * row
+        if kind == "fill":
+            fill = str(style)
+            extra = (
+                ' stroke="#64748b" stroke-width="0.6"' if fill in (RESERVED_FILL, "#ffffff") else ""
+            )
+            out.append(
+                f'<rect x="{x:.1f}" y="{ly:.1f}" width="12" height="12" fill="{fill}"{extra}/>'
+            )
+        else:
+            assert isinstance(style, tuple)
+            out.append(_feed_line(x, x + 22, ly + 6, style))
+        tx = x + (16 if kind == "fill" else 26)
+        out.append(
+            f'<text x="{tx:.1f}" y="{ly + 10.5:.1f}" font-size="11" fill="#334155">'
+            f"{esc(label)}</text>"
+        )
+        x += need
+    return out, 18.0 * (row + 1)
 
 
 def hall_svg(p: Placement, h: int) -> str:
-    """The floor of hall ``h``: positions at their coordinates (y grows upwards)."""
+    """The floor of hall ``h`` to scale (y grows upwards): racks coloured by role with their
+    position (``p07``) written in them when wide enough, a label per row (its name and feed),
+    the feed as a line style under the row, the door, a scale bar and a legend."""
     f, d = p.floor, p.demand
     pos = f.hall_positions(h)
     x, y = f.pos_x[pos], f.pos_y[pos]
@@ -40,27 +101,30 @@ def hall_svg(p: Placement, h: int) -> str:
     door = f.hall_door[h]
     width = float(max((x + w / 2).max(), door[0]) + 1.0)
     depth = float(max((y + dp / 2).max(), door[1]) + 1.0)
-    scale = min(1000.0 / width, 24.0)
-    legend_h = 28.0
+    scale = min(PLAN_PX / width, MAX_SCALE)
     sw, sh = width * scale, depth * scale
+    ox, oy = LABEL_PX, 6.0
     occupant = np.full(f.n_positions, -1, dtype=np.int64)
     occupant[p.rack_position] = np.arange(p.n_racks)
-    feeds = sorted(set(f.row_feed[f.pos_row[pos]].tolist()))
-    feed_colour = {fd: FEED_COLOURS[i % len(FEED_COLOURS)] for i, fd in enumerate(feeds)}
+    rows = sorted(set(f.pos_row[pos].tolist()))
+    feeds = sorted({int(f.row_feed[r]) for r in rows})
+    feed_style = {fd: FEED_STYLES[i % len(FEED_STYLES)] for i, fd in enumerate(feeds)}
+    total_w = ox + max(sw, 420.0) + 8
     out = [
-        f'<svg viewBox="0 0 {sw:.0f} {sh + legend_h:.0f}" role="img" '
-        f'aria-label="hall {esc(f.hall_names[h])}" font-family="system-ui, sans-serif">',
-        f'<rect x="0" y="0" width="{sw:.1f}" height="{sh:.1f}" fill="#f8fafc" stroke="#94a3b8"/>',
+        f'<rect x="{ox:.1f}" y="{oy:.1f}" width="{sw:.1f}" height="{sh:.1f}" fill="#f8fafc" '
+        'stroke="#94a3b8"/>'
     ]
+    text_fits = float(w.min()) * scale >= TEXT_MIN_PX
+    font = min(11.0, float(w.min()) * scale * 0.55)
     for i, q in enumerate(pos.tolist()):
-        px = (x[i] - w[i] / 2) * scale
-        py = sh - (y[i] + dp[i] / 2) * scale
+        px = ox + (x[i] - w[i] / 2) * scale
+        py = oy + sh - (y[i] + dp[i] / 2) * scale
         pw, ph = w[i] * scale, dp[i] * scale
         rack = int(occupant[q])
         state = int(f.pos_state[q])
-        feed = feed_colour[int(f.row_feed[f.pos_row[q]])]
-        out.append(
-            f'<rect x="{px:.1f}" y="{py + ph - 2:.1f}" width="{pw:.1f}" height="2" fill="{feed}"/>'
+        rect = (
+            f'x="{px + 0.5:.1f}" y="{py + 0.5:.1f}" width="{max(pw - 1, 0.5):.1f}" '
+            f'height="{max(ph - 4, 0.5):.1f}"'
         )
         if rack >= 0:
             role = d.rack_role[rack]
@@ -68,35 +132,129 @@ def hall_svg(p: Placement, h: int) -> str:
                 f"{p.rack_names[rack]}: {d.rack_label[rack]} ({d.rack_power_w[rack] / 1e3:,.1f} kW)"
             )
             out.append(
-                f'<rect x="{px + 0.5:.1f}" y="{py + 0.5:.1f}" width="{max(pw - 1, 0.5):.1f}" '
-                f'height="{max(ph - 3, 0.5):.1f}" fill="{ROLE_COLOURS.get(role, "#475569")}">'
+                f'<rect class="rack" {rect} fill="{ROLE_COLOURS.get(role, "#475569")}">'
                 f"<title>{esc(tip)}</title></rect>"
             )
-        else:
-            fill = "#1e293b" if state == BLOCKED else "#fde68a" if state == RESERVED else "#ffffff"
+        elif state == BLOCKED:
             out.append(
-                f'<rect x="{px + 0.5:.1f}" y="{py + 0.5:.1f}" width="{max(pw - 1, 0.5):.1f}" '
-                f'height="{max(ph - 3, 0.5):.1f}" fill="{fill}" stroke="#cbd5e1" '
-                'stroke-width="0.5"/>'
+                f'<rect {rect} fill="{BLOCKED_FILL}"><title>{esc(f.pos_names[q])}: blocked'
+                f'</title></rect><path d="M{px + 1:.1f} {py + 1:.1f}l{pw - 2:.1f} {ph - 5:.1f}'
+                f'M{px + pw - 1:.1f} {py + 1:.1f}l{2 - pw:.1f} {ph - 5:.1f}" stroke="#64748b" '
+                'stroke-width="0.7"/>'
             )
-    dx, dy = door[0] * scale, sh - door[1] * scale
-    out.append(
-        f'<circle cx="{dx:.1f}" cy="{dy:.1f}" r="4" fill="#0f172a"><title>door</title></circle>'
-    )
-    items = [(c, r) for r, c in ROLE_COLOURS.items()]
-    items += [("#1e293b", "blocked"), ("#fde68a", "reserved")]
-    items += [(feed_colour[fd], f.feed_names[fd].rsplit("/", 1)[1]) for fd in feeds]
-    lx = 4.0
-    legend: list[str] = []
-    for colour, label in items:
-        legend.append(
-            f'<rect x="{lx:.0f}" y="{sh + 9:.0f}" width="10" height="10" fill="{colour}"/>'
-            f'<text x="{lx + 13:.0f}" y="{sh + 18:.0f}" font-size="11" fill="#334155">'
-            f"{esc(label)}</text>"
+        else:
+            fill = RESERVED_FILL if state == RESERVED else "#ffffff"
+            what = "reserved" if state == RESERVED else "free"
+            out.append(
+                f'<rect {rect} fill="{fill}" stroke="#cbd5e1" stroke-width="0.5">'
+                f"<title>{esc(f.pos_names[q])}: {what}</title></rect>"
+            )
+        if text_fits:
+            cx, cy = px + pw / 2, py + (ph - 4) / 2
+            ink = "#ffffff" if rack >= 0 else "#94a3b8"
+            out.append(
+                f'<text class="pos" x="{cx:.1f}" y="{cy:.1f}" font-size="{font:.1f}" '
+                f'fill="{ink}" text-anchor="middle" dominant-baseline="central" '
+                f'transform="rotate(-90 {cx:.1f} {cy:.1f})">{esc(_short(f.pos_names[q]))}</text>'
+            )
+    for r in rows:
+        mine = pos[f.pos_row[pos] == r]
+        x1 = ox + float((f.pos_x[mine] - f.pos_width[mine] / 2).min()) * scale
+        x2 = ox + float((f.pos_x[mine] + f.pos_width[mine] / 2).max()) * scale
+        bottom = oy + sh - float((f.pos_y[mine] - f.pos_depth[mine] / 2).min()) * scale
+        top = oy + sh - float((f.pos_y[mine] + f.pos_depth[mine] / 2).max()) * scale
+        style = feed_style[int(f.row_feed[r])]
+        out.append(_feed_line(x1, x2, bottom - 1.5, style))
+        mid = (top + bottom) / 2
+        out.append(
+            f'<text class="row-label" x="{ox - 8:.1f}" y="{mid - 2:.1f}" font-size="12" '
+            f'font-weight="700" fill="#0f172a" text-anchor="end">{esc(_short(f.row_names[r]))}'
+            f'</text><text x="{ox - 8:.1f}" y="{mid + 11:.1f}" font-size="10.5" fill="#475569" '
+            f'text-anchor="end">{esc(_short(f.feed_names[int(f.row_feed[r])]))}</text>'
         )
-        lx += 22 + 6.5 * len(label)
-    out += legend
-    out[0] = out[0].replace(f'viewBox="0 0 {sw:.0f} ', f'viewBox="0 0 {max(sw, lx):.0f} ')
+    dx, dy = ox + door[0] * scale, oy + sh - door[1] * scale
+    out.append(
+        f'<circle cx="{dx:.1f}" cy="{dy:.1f}" r="5" fill="#0f172a"><title>door</title></circle>'
+        f'<text x="{dx + 8:.1f}" y="{dy + 4:.1f}" font-size="11" fill="#0f172a">door</text>'
+    )
+    base = oy + sh + 12
+    bar, _ = scale_bar(ox, base, scale, min(sw, 240.0))
+    out.append(bar)
+    present = sorted({d.rack_role[int(r)] for r in occupant[pos] if r >= 0})
+    items = [(ROLE_COLOURS.get(r, "#475569"), r) for r in present]
+    states = set(f.pos_state[pos].tolist())
+    items.append(("#ffffff", "free"))
+    if BLOCKED in states:
+        items.append((BLOCKED_FILL, "blocked"))
+    if RESERVED in states:
+        items.append((RESERVED_FILL, "reserved"))
+    feed_items = [(feed_style[fd], "feed " + _short(f.feed_names[fd])) for fd in feeds]
+    legend, legend_h = _legend(items, feed_items, base + 28, total_w - ox)
+    out.append(f'<g class="legend" transform="translate({ox:.1f} 0)">' + "".join(legend) + "</g>")
+    total_h = base + 28 + legend_h + 4
+    head = (
+        f'<svg class="floor" viewBox="0 0 {total_w:.0f} {total_h:.0f}" '
+        f'style="width:{total_w:.0f}px;max-width:100%" role="img" '
+        f'aria-label="floor plan of hall {esc(f.hall_names[h])}" font-family="{FONT}">'
+    )
+    return "\n".join([head, *out, "</svg>"])
+
+
+def campus_svg(p: Placement) -> str:
+    """The campus at a glance: a tile per hall, one row of tiles per building, each with its
+    racks against its positions, its power against its budget and a link to its plan."""
+    f, d = p.floor, p.demand
+    hall_of_rack = f.pos_hall[p.rack_position]
+    racks = np.bincount(hall_of_rack, minlength=f.n_halls)
+    power = np.bincount(hall_of_rack, weights=d.rack_power_w, minlength=f.n_halls)
+    usable = np.bincount(f.pos_hall[f.free_mask()], minlength=f.n_halls)
+    per_building = [np.flatnonzero(f.hall_building == b) for b in range(len(f.building_names))]
+    cols = max(1, min(8, max(len(hs) for hs in per_building)))
+    tile_w, tile_h, gap, left = 156.0, 78.0, 10.0, 64.0
+    lines = [-(-len(hs) // cols) for hs in per_building]  # rows of tiles per building
+    width = left + cols * (tile_w + gap)
+    height = sum(lines) * (tile_h + gap) + 8 * len(lines)
+    out = [
+        f'<svg id="campus-overview" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'style="width:{width:.0f}px;max-width:100%" role="img" aria-label="campus overview" '
+        f'font-family="{FONT}">'
+    ]
+    y = 0.0
+    for b, hs in enumerate(per_building):
+        out.append(
+            f'<text x="0" y="{y + 16:.1f}" font-size="13" font-weight="700" fill="#0f172a">'
+            f"{esc(f.building_names[b])}</text>"
+            f'<text x="0" y="{y + 31:.1f}" font-size="10.5" fill="#64748b">{len(hs)} hall'
+            f"{'s' if len(hs) != 1 else ''}</text>"
+        )
+        for k, h in enumerate(hs.tolist()):
+            tx = left + (k % cols) * (tile_w + gap)
+            ty = y + (k // cols) * (tile_h + gap)
+            budget = float(f.hall_power_w[h])
+            share = 0.0 if np.isinf(budget) or budget <= 0 else min(power[h] / budget, 1.0)
+            fill = 0.0 if usable[h] == 0 else min(racks[h] / usable[h], 1.0)
+            budget_text = "no limit" if np.isinf(budget) else f"{budget / 1e6:,.1f} MW"
+            drawn = h < MAX_HALLS_DRAWN
+            body = (
+                f'<rect x="{tx:.1f}" y="{ty:.1f}" width="{tile_w:.0f}" height="{tile_h:.0f}" '
+                f'rx="6" fill="#f8fafc" stroke="#94a3b8"/>'
+                f'<text x="{tx + 8:.1f}" y="{ty + 16:.1f}" font-size="12" font-weight="700" '
+                f'fill="{"#1d4ed8" if drawn else "#0f172a"}">{esc(f.hall_names[h])}</text>'
+                f'<text x="{tx + 8:.1f}" y="{ty + 32:.1f}" font-size="10.5" fill="#334155">'
+                f"{int(racks[h]):,} racks / {int(usable[h]):,} positions</text>"
+                f'<rect x="{tx + 8:.1f}" y="{ty + 37:.1f}" width="{tile_w - 16:.0f}" height="5" '
+                f'fill="#e2e8f0"/><rect x="{tx + 8:.1f}" y="{ty + 37:.1f}" '
+                f'width="{(tile_w - 16) * fill:.1f}" height="5" fill="#64748b"/>'
+                f'<text x="{tx + 8:.1f}" y="{ty + 57:.1f}" font-size="10.5" fill="#334155">'
+                f"{power[h] / 1e6:,.1f} of {budget_text}</text>"
+                f'<rect x="{tx + 8:.1f}" y="{ty + 62:.1f}" width="{tile_w - 16:.0f}" height="5" '
+                f'fill="#e2e8f0"/><rect x="{tx + 8:.1f}" y="{ty + 62:.1f}" '
+                f'width="{(tile_w - 16) * share:.1f}" height="5" fill="#d97706"/>'
+            )
+            if drawn:
+                body = f'<a href="#{esc(hall_anchor(f.hall_names[h]))}">{body}</a>'
+            out.append(body)
+        y += lines[b] * (tile_h + gap) + 8
     out.append("</svg>")
     return "\n".join(out)
 
@@ -106,14 +264,14 @@ def placement_section(p: Placement) -> str:
     hall_of_rack = f.pos_hall[p.rack_position]
     racks = np.bincount(hall_of_rack, minlength=f.n_halls)
     power = np.bincount(hall_of_rack, weights=d.rack_power_w, minlength=f.n_halls)
-    free = np.bincount(f.pos_hall[f.pos_state == 0], minlength=f.n_halls)
+    free = p.free_positions
     rows = []
     for h in range(f.n_halls):
         budget = f.hall_power_w[h]
-        anchor = esc(f.hall_names[h].replace("/", "-"))
+        anchor = esc(hall_anchor(f.hall_names[h]))
         rows.append(
             "<tr>"
-            + _td(f'<a href="#hall-{anchor}">{esc(f.hall_names[h])}</a>')
+            + _td(f'<a href="#{anchor}">{esc(f.hall_names[h])}</a>')
             + _td(f"{int(racks[h]):,}", True)
             + _td(f"{int(free[h]):,}", True)
             + _td(f"{power[h] / 1e6:,.2f} MW", True)
@@ -140,6 +298,7 @@ def placement_section(p: Placement) -> str:
             ("Objective", True),
             ("Bound", True),
             ("Gap", True),
+            ("Bound quality", False),
         ],
         [
             "<tr>"
@@ -149,6 +308,7 @@ def placement_section(p: Placement) -> str:
             + _td(f"{s.objective:,.1f}", True)
             + _td(f"{s.bound:,.1f}", True)
             + _td(f"{s.gap * 100:.2f}%", True)
+            + _td(esc(s.bound_quality))
             + "</tr>"
             for s in p.solves
         ],
@@ -180,9 +340,11 @@ def placement_section(p: Placement) -> str:
         css_class="placement",
     )
     figures = [
-        f'<figure id="hall-{esc(f.hall_names[h].replace("/", "-"))}">{hall_svg(p, h)}'
-        f"<figcaption>Hall {esc(f.hall_names[h])}: racks coloured by role, the band under each "
-        "position is its row's feed; the dot is the door.</figcaption></figure>"
+        f'<figure id="{esc(hall_anchor(f.hall_names[h]))}">{hall_svg(p, h)}'
+        f"<figcaption>Hall {esc(f.hall_names[h])}, to scale: racks coloured by role, each "
+        f"labelled with its position (rack {esc(f.hall_names[h].replace('/', '-'))}-ROW-POSITION; "
+        "hover for its name, device and power); rows labelled with their feed, also drawn as "
+        "the line style under the row.</figcaption></figure>"
         for h in range(min(f.n_halls, MAX_HALLS_DRAWN))
     ]
     more = (
@@ -193,12 +355,28 @@ def placement_section(p: Placement) -> str:
     lead = (
         f"{p.n_racks:,} racks on {len(f.hall_names)} hall(s) of {len(f.building_names)} "
         f"building(s). Objective {p.objective:,.0f} link-metres, bound {p.bound:,.0f}, gap "
-        f"{p.gap * 100:.2f}% (of the decomposed problem: campus, then each hall)."
+        f"{p.gap * 100:.2f}% (of the decomposed problem: campus, then each hall), "
+        f"{p.bound_quality} bound: {BOUND_NOTES[p.bound_quality]}."
+    )
+    qualities = dict.fromkeys(s.bound_quality for s in p.solves)
+    notes = "".join(
+        f"<li><b>{esc(q)}</b>: {esc(BOUND_NOTES[q])}</li>"
+        for q in qualities
+        if q != p.bound_quality
+    )
+    solves += f'<ul class="muted">{notes}</ul>' if notes else ""
+    overview = (
+        f"<h3>Campus overview</h3>\n<figure>{campus_svg(p)}<figcaption>Every hall by building: "
+        "racks placed over usable positions (grey bar), power over its budget (amber bar); a "
+        "blue name links to the hall's floor plan below.</figcaption></figure>\n"
+        if f.n_halls > 1
+        else ""
     )
     return (
         '<section id="placement"><h2>Placement</h2>\n'
-        f'<p class="lead">{esc(lead)}</p>\n<h3>Halls</h3>\n{halls}\n'
+        f'<p class="lead">{esc(lead)}</p>\n{overview}<h3>Halls</h3>\n{halls}\n'
         f"<h3>Link lengths over the floor</h3>\n{lengths}\n<h3>Solver</h3>\n{solves}\n"
+        + "<h3>Floor plans</h3>\n"
         + "\n".join(figures)
         + more
         + "</section>"

@@ -10,29 +10,30 @@ utilisation of the watched links over time as a heat map for one transport. Text
 
 from __future__ import annotations
 
-import base64
 import math
 from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
-from clusterloom.report.html import CSS, DASH, esc
+from clusterloom.report._svg import heatmap_svg, index_ticks
+from clusterloom.report.html import CSS, DASH, esc, toc
 from clusterloom.report.html import _table as table
 from clusterloom.report.html import _td as td
 from clusterloom.sim.flow.results import (
     IDEAL,
     Run,
     Utilisation,
-    busy_end_ps,
+    Window,
     grid,
-    utilisations,
+    time_window,
+    utilisation,
 )
-from clusterloom.sim.flow.run import Failure, summarize
+from clusterloom.sim.flow.run import Compared, Failure, compare, fmt_time, summarize
 from clusterloom.units import PS_PER_US
 from clusterloom.workload.heatmap import _RAMP, png
 
-__all__ = ["render_simulation"]
+__all__ = ["render_simulation", "window_of"]
 
 #: Line colours of the transports, in the order the runs are given (then repeated).
 COLOURS = ("#2563eb", "#db2777", "#059669", "#d97706", "#7c3aed", "#475569")
@@ -197,13 +198,22 @@ def fct_cdf_svg(runs: Sequence[Run]) -> str:
 
 
 def utilisation_svg(
-    runs: Sequence[Run], util: Sequence[Utilisation], failures: Sequence[Failure]
+    runs: Sequence[Run],
+    util: Sequence[Utilisation],
+    failures: Sequence[Failure],
+    window: Window,
+    compared: Sequence[Compared] = (),
 ) -> str:
-    """The largest link utilisation over time, one line per transport (the maximum over each of
-    :data:`SERIES_BINS` bins, so peaks survive thinning); failures as vertical lines."""
-    edges = grid(max((busy_end_ps(r.result) for r in runs), default=0), SERIES_BINS)
+    """The largest link utilisation over ``window``, one line per transport (the maximum over
+    each of :data:`SERIES_BINS` bins, so peaks survive thinning); failures as vertical lines; a
+    run that goes on past the window is marked at the right edge with its end (and the
+    assumption that drives it)."""
+    edges = grid(window.end_ps, SERIES_BINS)
     ax = _Axes(0.0, edges[-1] / PS_PER_US, 1.0, False)
     parts = ax.frame("time (µs)", "max link utilisation")
+    parts[0] = parts[0].replace(
+        "<rect ", f'<rect class="plot" data-x-end-us="{edges[-1] / PS_PER_US:g}" ', 1
+    )
     mids = np.repeat(edges / PS_PER_US, 2)[1:-1]
     for i, (r, u) in enumerate(zip(runs, util, strict=True)):
         ys = np.repeat(u.binned_max(edges), 2)
@@ -219,7 +229,16 @@ def utilisation_svg(
                 f'<text x="{_f(x + 3)}" y="{_f(_T + 11)}" font-size="11" fill="#b91c1c">'
                 f"{esc(f.label)} {what}</text>"
             )
-    parts += _legend([r.transport for r in runs])
+    names = [r.transport for r in runs]
+    for k, (name, end) in enumerate(window.beyond):
+        i = names.index(name)
+        y = _T + 30 + 16 * k
+        parts.append(
+            f'<text class="beyond" x="{_f(_W - _R - 6)}" y="{_f(y)}" text-anchor="end" '
+            f'font-size="11" fill="{_colour(i)}">{esc(name)} goes on to '
+            f"{esc(fmt_time(end))} \u2192</text>"
+        )
+    parts += _legend(names)
     return _svg(parts, "largest link utilisation over time per transport", "util-series")
 
 
@@ -232,17 +251,21 @@ def _linear_colours(cells: NDArray[np.float64]) -> NDArray[np.uint8]:
     return np.rint(rgb).astype(np.uint8)
 
 
-def heatmap_png(u: Utilisation, rows: int = HEAT_ROWS) -> bytes:
+def _heat_cells(u: Utilisation, rows: int = HEAT_ROWS) -> tuple[NDArray[np.float64], int]:
     """Watched links (grouped into at most ``rows`` rows of consecutive links, the largest of
-    each group) down, time bins across, linear colour from 0 to 1."""
+    each group) down, time bins across; and the links per row."""
     m = u.matrix.T  # links x bins
     size = max(1, -(-m.shape[0] // rows))
     n = -(-m.shape[0] // size)
     padded = np.zeros((n * size, m.shape[1]))
     padded[: m.shape[0]] = m
-    cells = padded.reshape(n, size, m.shape[1]).max(axis=1)
-    scale = max(1, min(8, 800 // max(m.shape[1], 1), 400 // max(n, 1)))
-    return png(_linear_colours(cells), scale=scale)
+    return padded.reshape(n, size, m.shape[1]).max(axis=1), size
+
+
+def heatmap_png(u: Utilisation, rows: int = HEAT_ROWS) -> bytes:
+    """The cells of :func:`_heat_cells` as a PNG, linear colour from 0 to 1."""
+    cells, _ = _heat_cells(u, rows)
+    return png(_linear_colours(cells), scale=1)
 
 
 def _heatmap(runs: Sequence[Run], util: Sequence[Utilisation]) -> str:
@@ -256,31 +279,44 @@ def _heatmap(runs: Sequence[Run], util: Sequence[Utilisation]) -> str:
     )
     if pick is None:
         return (
-            '<p class="muted">No watched link carried traffic (the fabric was too large to '
-            "watch every link, or only the ideal transport ran).</p>"
+            '<p class="muted">No watched link carried traffic in the window drawn (the fabric '
+            "was too large to watch every link, or only the ideal transport ran).</p>"
         )
     r, u = pick
-    picture = base64.b64encode(heatmap_png(u)).decode("ascii")
-    size = max(1, -(-u.matrix.shape[1] // HEAT_ROWS))
+    cells, size = _heat_cells(u)
+    end_us = u.bin_edges_ps[-1] / PS_PER_US
+    x_ticks = [
+        (float(t / end_us), f"{t:,.0f}" if t >= 10 else f"{t:g}")
+        for t in _linear_ticks(0.0, end_us)
+        if t <= end_us * (1 + 1e-9)
+    ]
+    y_ticks = [(f, f"{i * size:,}") for f, i in index_ticks(cells.shape[0], 6)]
+    svg = heatmap_svg(
+        heatmap_png(u),
+        svg_id="util-heatmap",
+        label="utilisation heat map of " + r.transport,
+        size=(560.0, 300.0),
+        x_label="time (µs)",
+        y_label="watched link (directed id order)",
+        x_ticks=x_ticks,
+        y_ticks=y_ticks,
+        scale_ticks=[(v, f"{v:.0%}") for v in (0.0, 0.25, 0.5, 0.75, 1.0)],
+        scale_title="utilisation",
+    )
     caption = (
         f"{r.transport}: utilisation of {u.matrix.shape[1]:,} watched links "
         f"(rows of {size:,} consecutive links, the busiest of each) over "
         f"{u.bins} time bins of {(u.bin_edges_ps[1] - u.bin_edges_ps[0]) / PS_PER_US:,.1f} µs, "
-        "time-averaged in each bin; dark 0, yellow fully used."
+        "time-averaged in each bin."
     )
-    return (
-        f'<figure><img id="util-heatmap" alt="{esc("utilisation heat map of " + r.transport)}" '
-        'style="width:100%;image-rendering:pixelated" '
-        f'src="data:image/png;base64,{picture}"><figcaption>{esc(caption)}</figcaption></figure>'
-    )
+    return f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>"
 
 
 # --- page ---------------------------------------------------------------------------------
 
 
-def _comparison(runs: Sequence[Run]) -> str:
-    summaries = [summarize(r.transport, r.result) for r in runs]
-    ideal = next((s for s in summaries if s.transport == IDEAL), None)
+def _comparison(compared: Sequence[Compared]) -> str:
+    stated = any(c.assumption for c in compared)
     headers = [
         ("Transport", False),
         ("Finished", True),
@@ -290,25 +326,31 @@ def _comparison(runs: Sequence[Run]) -> str:
         ("FCT max ms", True),
         ("vs ideal", True),
     ]
+    if stated:
+        headers.append(("Reaction to the failure (assumed)", False))
     rows = []
-    for s in summaries:
-        ratio = (
-            f"{s.makespan_ps / ideal.makespan_ps:.2f}{esc(chr(0xD7))}"
-            if ideal and ideal.makespan_ps and s.finished == s.flows
-            else DASH
-        )
-        rows.append(
-            "<tr>"
-            + td(esc(s.transport))
+    for c in compared:
+        s = c.summary
+        cells = (
+            td(esc(s.transport))
             + td(f"{s.finished:,}/{s.flows:,}", True)
-            + td(_ms(s.makespan_ps) if s.finished == s.flows else DASH, True)
+            + td(DASH if c.completion_ps is None else _ms(c.completion_ps), True)
             + td(_ms(s.fct_p50_ps), True)
             + td(_ms(s.fct_p99_ps), True)
             + td(_ms(s.fct_max_ps), True)
-            + td(ratio, True)
-            + "</tr>"
+            + td(DASH if c.vs_ideal is None else f"{c.vs_ideal:,.2f}{chr(0xD7)}", True)
         )
+        if stated:
+            cells += td(esc(c.assumption or DASH), css="reason")
+        rows.append(f"<tr>{cells}</tr>")
     return table(headers, rows, table_id="comparison", css_class="comparison")
+
+
+def window_of(runs: Sequence[Run], failures: Sequence[Failure] = ()) -> Window:
+    """The time window the pictures draw (``results.time_window`` with the failures kept in
+    view)."""
+    marks = [t for f in failures for t in (f.start_ps, f.end_ps) if t is not None]
+    return time_window(runs, marks)
 
 
 def render_simulation(
@@ -318,32 +360,78 @@ def render_simulation(
     *,
     util: Sequence[Utilisation] | None = None,
     traffic_label: str = "",
+    compared: Sequence[Compared] | None = None,
 ) -> str:
-    """The simulation report of ``runs`` as one self-contained HTML page; ``util`` are the runs'
-    utilisations on one grid when already computed (``results.utilisations``)."""
+    """The simulation report of ``runs`` as one self-contained HTML page. ``compared`` is the
+    comparison the terminal shows (``run.compare``, with the transports' assumptions); without
+    it the runs are summarised here, without assumptions. ``util`` are the runs' utilisations
+    on one grid when already computed (``results.utilisations``); the pictures draw only the
+    time :func:`window_of` the runs and recompute them on it when it is shorter."""
     runs = [Run(*r) for r in runs]
-    util = utilisations(runs) if util is None else util
+    if compared is None:
+        summaries = [
+            summarize(r.transport, r.result, r.traffic.barrier if r.traffic.barrier.any() else None)
+            for r in runs
+        ]
+        compared = compare(summaries, None, failures)
+    window = window_of(runs, failures)
+    if util is None or (util and int(util[0].bin_edges_ps[-1]) > max(window.end_ps, 1) * 1.001):
+        edges = grid(window.end_ps, util[0].bins if util else 100)
+        util = [utilisation(r.result, r.capacity, edges_ps=edges) for r in runs]
     name = esc(spec_name)
     flows = len(runs[0].traffic) if runs else 0
     lead = (
         f"{traffic_label + ': ' if traffic_label else ''}{flows:,} flows, "
         f"{len(runs)} transport{'s' if len(runs) != 1 else ''}"
         + (f"; failures: {', '.join(f.label for f in failures)}" if failures else "; no failures")
-        + ". Completion is the last finish; it is shown only when every flow finished."
+        + ". Completion is the last finish; it and its ratio to the ideal are shown only when "
+        "every flow finished."
+    )
+    by_name = {c.transport: c for c in compared}
+    notes = []
+    for tname, end in window.beyond:
+        c = by_name.get(tname)
+        why = (
+            f" Its figures are driven by an assumption: it {c.assumption}."
+            if c and c.assumption
+            else ""
+        )
+        notes.append(
+            f"<li><b>{esc(tname)}</b> goes on to {esc(fmt_time(end))}, past the "
+            f"{esc(fmt_time(window.end_ps))} drawn below (the other transports were done "
+            f"by then).{esc(why)}</li>"
+        )
+    beyond = f'<ul class="assumptions">{"".join(notes)}</ul>' if notes else ""
+    window_text = (
+        f"Drawn from 0 to {fmt_time(window.end_ps)}: the runs that ended within "
+        f"10{chr(0xD7)} the first one to end, and the failures in that time."
     )
     sections = [
-        f'<section id="comparison-section"><h2>Transports compared</h2>\n'
-        f'<p class="lead">{esc(lead)}</p>\n{_comparison(runs)}</section>',
-        '<section id="fct"><h2>Flow completion times</h2>\n'
-        f"<figure>{fct_cdf_svg(runs)}<figcaption>Fraction of all flows finished within a "
-        "given time after they started.</figcaption></figure></section>",
-        '<section id="utilisation"><h2>Link utilisation over time</h2>\n'
-        f"<figure>{utilisation_svg(runs, util, failures)}<figcaption>The busiest link's "
-        "utilisation (load over nominal capacity) at each moment; dashed lines: failures "
-        "and recoveries.</figcaption></figure>\n"
-        f"<h3>Watched links</h3>\n{_heatmap(runs, util)}</section>",
+        (
+            "comparison-section",
+            "Transports compared",
+            f'<p class="lead">{esc(lead)}</p>\n{_comparison(compared)}{beyond}',
+        ),
+        (
+            "fct",
+            "Flow completion times",
+            f"<figure>{fct_cdf_svg(runs)}<figcaption>Fraction of all flows finished within a "
+            "given time after they started.</figcaption></figure>",
+        ),
+        (
+            "utilisation",
+            "Link utilisation over time",
+            f"<figure>{utilisation_svg(runs, util, failures, window, compared)}<figcaption>The "
+            "busiest link's utilisation (load over nominal capacity) at each moment; dashed lines: "
+            f"failures and recoveries. {esc(window_text)}</figcaption></figure>\n"
+            f'<h3 id="watched-links">Watched links</h3>\n{_heatmap(runs, util)}',
+        ),
     ]
-    body = "\n".join(sections)
+    body = "\n".join(
+        f'<section id="{sid}"><h2>{esc(title)}</h2>\n{html}</section>'
+        for sid, title, html in sections
+    )
+    contents = toc([(sid, title) for sid, title, _ in sections])
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -351,7 +439,7 @@ def render_simulation(
         f"<title>{name} — clusterloom simulation</title>\n"
         f"<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
         f"<header><h1>{name}<small>clusterloom flow-level simulation</small></h1></header>\n"
-        f"{body}\n"
+        f"{contents}\n{body}\n"
         "<footer>Fluid, max-min fair flow-level model: no queues, packets or congestion "
         "control dynamics.</footer>\n"
         "</main>\n</body>\n</html>\n"

@@ -49,11 +49,13 @@ __all__ = [
     "IDEAL",
     "Run",
     "Utilisation",
+    "Window",
     "busy_end_ps",
     "flow_table",
     "grid",
     "group_table",
     "link_utilisation_table",
+    "time_window",
     "utilisation",
     "utilisation_table",
     "utilisations",
@@ -306,6 +308,36 @@ def busy_end_ps(result: SimResult) -> int:
     busy = result.seg_end_ps[result.seg_max_util > 0]
     end = max(int(result.finish_ps.max(initial=-1)), int(busy.max(initial=-1)))
     return end if end > 0 else result.end_ps
+
+
+#: A run counts towards the time window of the pictures when it stops moving bytes within this
+#: factor of the run that stops first (a run held up by an assumed 1 s reroute does not).
+WINDOW_FACTOR = 10
+
+
+@dataclass(frozen=True)
+class Window:
+    """The time window worth drawing, from 0 to ``end_ps``: the latest :func:`busy_end_ps` of
+    the runs that ended within :data:`WINDOW_FACTOR` times the earliest (and the marks, e.g.
+    failures, inside that horizon). ``beyond`` names each run that went on past it, with its
+    end: a long tail the pictures state in words instead of flattening every other run."""
+
+    end_ps: int
+    beyond: tuple[tuple[str, int], ...]
+
+
+def time_window(runs: Sequence[Run], marks_ps: Sequence[int] = ()) -> Window:
+    """The :class:`Window` of ``runs`` (``marks_ps``: times to keep in view when they fall
+    within the horizon, such as failures)."""
+    ends = [busy_end_ps(r.result) for r in runs]
+    positive = [e for e in ends if e > 0]
+    if not positive:
+        return Window(max(ends, default=0), ())
+    horizon = WINDOW_FACTOR * min(positive)
+    inside = [e for e in ends if e <= horizon]
+    inside += [int(t) for t in marks_ps if 0 <= t <= horizon]
+    beyond = tuple((r.transport, e) for r, e in zip(runs, ends, strict=True) if e > horizon)
+    return Window(max(inside), beyond)
 
 
 def utilisations(runs: Sequence[Run], bins: int = BINS) -> list[Utilisation]:

@@ -12,6 +12,7 @@ not detected (routing does not see it).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -296,3 +297,79 @@ def parse_size(text: str, where: str = "--size") -> int:
             [Problem(where, f"'{text}': a size is from 1 B to {MAX_SIZE_BYTES:,} B (1 TiB)")]
         )
     return round(value)
+
+
+def fmt_time(ps: float) -> str:
+    """A duration in the unit that reads best: ``1 s``, ``20 µs``, ``0.240 ms``."""
+    for scale, unit in ((PS_PER_S, "s"), (PS_PER_S // 1000, "ms"), (PS_PER_S // 10**6, "µs")):
+        if ps >= scale:
+            return f"{ps / scale:,.6g} {unit}"
+    return f"{ps / 1000:,.4g} ns"
+
+
+#: the option of each transport that sets its reaction to a hard failure
+_REACTION_OPTION = {
+    "roce-ecmp": "reroute_s",
+    "mrc-spray": "detect_s",
+    "receiver-driven": "detect_s",
+}
+_REACTION_WHAT = {
+    "reroute_s": "reroutes {t} after a failure (detection and routing reconvergence)",
+    "detect_s": "retires dead paths {t} after a failure (endpoint detection)",
+}
+
+
+def reaction(tr: Transport) -> tuple[int, str]:
+    """When ``tr`` acts on a hard failure (picoseconds after it) and that assumption in words,
+    naming the option that sets it (``roce-ecmp.reroute_s=1``)."""
+    delay = round(tr.reroute_delay_s() * PS_PER_S)
+    option = _REACTION_OPTION.get(tr.name)
+    if option is None or not hasattr(tr, option):
+        return delay, "acts on a failure at once" if delay == 0 else (
+            f"acts on a failure {fmt_time(delay)} after it"
+        )
+    what = _REACTION_WHAT[option].format(t=fmt_time(delay))
+    return delay, f"{what}; assumed: {tr.name}.{option}={getattr(tr, option):g}"
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One transport's row of a comparison, computed once for every renderer (the terminal
+    table and ``simulation.html``): ``completion_ps`` is the last finish only when every flow
+    finished (else None), ``vs_ideal`` that completion over the ideal transport's (None unless
+    both are complete), ``assumption`` the failure reaction that drives the figures when the run
+    has hard failures (empty otherwise)."""
+
+    summary: Summary
+    completion_ps: int | None
+    vs_ideal: float | None
+    reaction_ps: int | None = None
+    assumption: str = ""
+
+    @property
+    def transport(self) -> str:
+        return self.summary.transport
+
+
+def compare(
+    summaries: Sequence[Summary],
+    transports: Sequence[Transport] | None = None,
+    failures: Sequence[Failure] = (),
+) -> tuple[Compared, ...]:
+    """The comparison of ``summaries`` (one per transport, ``transports`` in the same order
+    when known); reactions are stated only when ``failures`` hold a hard one."""
+    hard = any(f.fraction == 0.0 for f in failures)
+
+    def done(s: Summary) -> int | None:
+        return s.makespan_ps if s.flows and s.finished == s.flows else None
+
+    ideal = next((done(s) for s in summaries if s.transport == "ideal"), None)
+    rows = []
+    for i, s in enumerate(summaries):
+        completion = done(s)
+        ratio = completion / ideal if completion is not None and ideal else None
+        delay, text = (None, "")
+        if hard and transports is not None:
+            delay, text = reaction(transports[i])
+        rows.append(Compared(s, completion, ratio, delay, text))
+    return tuple(rows)
