@@ -189,12 +189,18 @@ def test_every_csv_of_the_example_parses(tmp_path: Path) -> None:
         "netbox/devices.csv",
         "netbox/interfaces.csv",
         "netbox/cables.csv",
-        "netbox/device_types_panels.csv",
+        "netbox/custom_fields.csv",
         "netbox/cables_plant.csv",
     ):
         assert len(files[name]) > 1, name
-    (panel,) = files["netbox/device_types_panels.csv"][1:]
-    assert panel[-1] == "1U patch panel, 12 MPO-12 ports (144 fibres)"
+    x_m = files["netbox/custom_fields.csv"][1]
+    assert x_m[:5] == [
+        "x_m",
+        "dcim.rack",
+        "decimal",
+        "x (m)",
+        "rack centre across its hall, metres",
+    ]
 
 
 SWITCH = 'leaf, "fast"'

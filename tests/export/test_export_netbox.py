@@ -34,8 +34,8 @@ def demo_csvs(demo: Design, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
 
 def test_headers_are_netbox_import_fields(demo_csvs: tuple[Path, Path]) -> None:
     devices, interfaces = demo_csvs
-    assert DEVICE_COLUMNS == ("name", "role", "manufacturer", "device_type", "site", "status",
-                              "description")  # fmt: skip
+    assert DEVICE_COLUMNS == ("name", "role", "manufacturer", "device_type", "site", "location",
+                              "rack", "position", "face", "status", "description")  # fmt: skip
     assert INTERFACE_COLUMNS == ("device", "name", "type", "speed", "enabled", "description")
     assert read_csv(devices)[0] == list(DEVICE_COLUMNS)
     assert read_csv(interfaces)[0] == list(INTERFACE_COLUMNS)
@@ -55,11 +55,11 @@ def test_one_device_per_server_and_switch(demo: Design, demo_csvs: tuple[Path, P
     by_name = {r["name"]: r for r in rows}
     leaf = by_name["be-p0-leaf0000"]
     assert (leaf["role"], leaf["manufacturer"], leaf["device_type"]) == (
-        "leaf-switch", "NVIDIA", "sn5600",
+        "leaf-switch", "NVIDIA", "sn5600 128x400G",
     )  # fmt: skip
     spine = by_name["fe-p1-spine0000"]
     assert (spine["role"], spine["manufacturer"], spine["device_type"]) == (
-        "spine-switch", "Generic", "tomahawk4-64x400g",
+        "spine-switch", "Generic", "tomahawk4-64x400g 128x200G",
     )  # fmt: skip
 
 

@@ -256,8 +256,9 @@ def test_cli_place_writes_and_exits_zero(tmp_path: Path) -> None:
     assert racks[0].split(",")[:3] == ["site", "location", "name"]
     assert {"cf_x_m", "cf_y_m", "cf_row", "cf_feed"} <= set(racks[0].split(","))
     assert len(racks) == 1 + 41
-    devices = (tmp_path / "netbox" / "rack_devices.csv").read_text().splitlines()
-    assert devices[0] == "name,site,location,rack,position,face,status"
+    devices = (tmp_path / "netbox" / "devices.csv").read_text().splitlines()
+    assert devices[0].split(",")[4:9] == ["site", "location", "rack", "position", "face"]
+    assert devices[1].split(",")[4:9] == ["hgx-1k-roce", "b1-h1", "b1-h1-r01-p07", "3", "front"]
     # every server and switch once: 128 servers, 16 + 8 backend and 8 + 4 frontend switches
     assert len(devices) == 1 + 128 + 24 + 12
     assert len({line.split(",")[0] for line in devices[1:]}) == len(devices) - 1

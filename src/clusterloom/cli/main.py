@@ -301,12 +301,15 @@ def place(
                 progress.add_task("placing", total=None)
                 result = run_design(cluster, compare=False, cable=False)
                 if target is not None:
-                    from clusterloom.export import write_placement
+                    from clusterloom.export import write_devices, write_placement
                     from clusterloom.export.atomic import atomic_write
+                    from clusterloom.export.netbox_setup import write_netbox_setup
                     from clusterloom.report import render_report
 
                     progress.add_task(f"writing {output}", total=None)
                     written = write_placement(result, target.staging)
+                    written.append(write_devices(result, target.staging / "netbox" / "devices.csv"))
+                    written += write_netbox_setup(result, target.staging)
                     written.append(
                         atomic_write(target.staging / "report.html", render_report(result))
                     )

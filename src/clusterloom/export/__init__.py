@@ -20,6 +20,7 @@ from clusterloom.export.graph import (
     write_node_link,
 )
 from clusterloom.export.netbox import write_devices, write_interfaces
+from clusterloom.export.netbox_setup import write_netbox_setup
 from clusterloom.export.placement_files import write_placement
 from clusterloom.export.workload_files import (
     write_flows,
@@ -59,7 +60,8 @@ def write_design(design: Design, out_dir: StrPath, *, flows: bool = False) -> li
         ``options.csv``, ``netbox/devices.csv``, ``netbox/interfaces.csv``, with a placement the
     files of ``write_placement`` (``placement/racks.csv``, ``placement/elevations.csv``, NetBox
     sites, locations, racks and rack devices), with a cabling the files of ``write_cabling``
-    (cut sheet, trunks, pull list, cabling BOM, NetBox ``cables.csv``), then per fabric
+    (cut sheet, trunks, pull list, cabling BOM, NetBox ``cables.csv`` and the plant), NetBox's
+    prerequisites and ``netbox/IMPORT_ORDER.txt`` (``write_netbox_setup``), then per fabric
         ``<fabric>.nodelink.json`` and ``<fabric>.graphml`` (only for fabrics of at most
         ``GRAPH_LINK_LIMIT`` links), with a job ``workload.json``, ``traffic_matrix.csv`` and,
         when ``flows`` is set, ``flows.npz`` (every flow of a step: hundreds of MB on the
@@ -78,6 +80,7 @@ def write_design(design: Design, out_dir: StrPath, *, flows: bool = False) -> li
     ]
     paths += write_placement(design, out)
     paths += write_cabling(design, out)
+    paths += write_netbox_setup(design, out)
     for fd in design.fabrics:
         if not graphable(fd.topology):
             continue

@@ -14,10 +14,11 @@
 - ``cabling/bom.csv``: the rows of ``bom.csv`` the cabling stage chose (media by fabric, tier
   and ordered length; trunks, splices, panels), in ``bom.csv``'s columns; ``bom.csv`` adds the
   switches and holds the design's one total;
-- ``netbox/cables.csv``: NetBox's cable bulk import (DCIM > Cables > Import) with one cable per
-  link between the two interfaces ``netbox/interfaces.csv`` lists. Device and interface names
-  are ``export.naming``'s. A structured link is one end-to-end cable there (its patch cords
-  and trunk are in the cut sheet; panels as NetBox front and rear ports are not exported yet).
+- ``netbox/cables.csv``: NetBox's cable bulk import (DCIM > Cables > Import): a direct link is
+  one cable between its two interfaces, a structured link its two patch cords, each from an
+  interface to a panel's front port (``export.netbox_plant``). Device and interface names are
+  ``export.naming``'s; every end names its device's site. It imports after the plant's
+  ``cables_plant.csv`` (``export.netbox_setup.IMPORT_ORDER``).
 
 The cut sheet and NetBox rows are built from the arrays with numpy gathers and written in
 chunks, so millions of links never become millions of Python objects at once.

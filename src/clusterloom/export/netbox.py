@@ -1,21 +1,26 @@
 """NetBox bulk-import CSVs: ``devices.csv`` and ``interfaces.csv``.
 
-Headers are NetBox's import field names (DCIM > Devices / Interfaces > Import). Referenced
-objects must exist before the import: the site (named after the spec), the device roles
-(``ai-server``, ``leaf-switch``, ``spine-switch``, ``core-switch``), the manufacturers and the
-device types (switches: the catalog model name; servers: ``{accelerator_model}
-{n}-accelerator server``).
+Headers are NetBox's import field names (DCIM > Devices / Interfaces > Import). ``devices.csv``
+carries every server and switch with its rack placement (location, rack, lowest rack unit,
+face) when the design has a placement. What it refers to is exported too
+(``export.netbox_setup``): the site, the device roles (``ai-server``, ``leaf-switch``,
+``spine-switch``, ``core-switch``), the manufacturers and the device types (:func:`device_types`:
+a server type ``{accelerator_model} {n}-accelerator server`` and one switch type per catalog
+model and port layout, each with an interface template per port, so a device comes with its
+interfaces and no component file names a device without its site).
 
-``interfaces.csv`` has one row per link end, so only connected ports appear, grouped by device
-and ordered by port; speeds are in Kbps. At 131,072 accelerators it holds millions of rows: they
-are built from the topology arrays with numpy gathers and written in chunks, never as one Python
-object per row kept in memory. Both files are quoted by ``export._csv`` (names never need it,
-see ``naming``; catalog text in ``devices.csv`` may).
+``interfaces.csv`` lists the connected ports (one row per link end, grouped by device and
+ordered by port; speeds in Kbps; the description names the other end). It is a listing, not
+an import file: the device types create the interfaces. At 131,072 accelerators it holds
+millions of rows: they are built from the topology arrays with numpy gathers and written in
+chunks, never as one Python object per row kept in memory. Both files are quoted by
+``export._csv`` (names never need it, see ``naming``; catalog text in ``devices.csv`` may).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,14 +28,26 @@ from numpy.typing import NDArray
 
 from clusterloom.export._csv import csv_text, write_chunks, write_rows
 from clusterloom.export.atomic import StrPath
-from clusterloom.export.naming import server_name, topology_names
+from clusterloom.export.naming import server_name, switch_port_name, topology_names
 from clusterloom.fabric import FabricDesign
 from clusterloom.fabric.topology import ROLE_NAMES, Role
 from clusterloom.pipeline import Design
-from clusterloom.spec import Catalog, SwitchModel
+from clusterloom.spec import Catalog
 from clusterloom.units import BPS_PER_GBPS, to_kbps
 
-DEVICE_COLUMNS = ("name", "role", "manufacturer", "device_type", "site", "status", "description")
+DEVICE_COLUMNS = (
+    "name",
+    "role",
+    "manufacturer",
+    "device_type",
+    "site",
+    "location",
+    "rack",
+    "position",
+    "face",
+    "status",
+    "description",
+)
 INTERFACE_COLUMNS = ("device", "name", "type", "speed", "enabled", "description")
 
 SERVER_ROLE = "ai-server"
@@ -93,30 +110,141 @@ def _switch_description(fd: FabricDesign, plane: int, role: str, index: int, pod
     return text
 
 
-def device_rows(design: Design) -> Iterator[tuple[str, ...]]:
+@dataclass(frozen=True)
+class DeviceType:
+    """A NetBox device type: manufacturer, model, height and its interfaces (name, type)."""
+
+    manufacturer: str
+    model: str
+    u_height: int
+    interfaces: tuple[tuple[str, str], ...]
+    description: str
+
+    def document(self) -> dict[str, object]:
+        """The device type as NetBox's device-type import reads it (YAML or JSON)."""
+        return {
+            "manufacturer": self.manufacturer,
+            "model": self.model,
+            "slug": slug(self.model),
+            "u_height": self.u_height,
+            "is_full_depth": True,
+            "description": self.description,
+            "interfaces": [{"name": n, "type": t} for n, t in self.interfaces],
+        }
+
+
+def slug(text: str) -> str:
+    """A NetBox slug (lower case letters, digits, ``-`` and ``_``) of ``text``."""
+    out = "".join(c if c.isalnum() or c == "_" else "-" for c in text.lower())
+    return "-".join(part for part in out.split("-") if part)
+
+
+def switch_type_name(model: str, radix: int, speed_gbps: int, factor: int) -> str:
+    """NetBox device type of a switch: the catalog model, or with its cages broken out
+    (``factor`` logical ports per cage) ``{model} {radix}x{speed}G``."""
+    return model if factor == 1 else f"{model} {radix}x{speed_gbps}G"
+
+
+def _server_height(design: Design) -> int:
+    p = design.placement
+    return 1 if p is None else int(p.demand.server_height)
+
+
+def server_type(design: Design) -> DeviceType:
+    """The server's device type: every backend and frontend host port as an interface."""
+    catalog = design.spec.resolved_catalog()
+    ports: list[tuple[str, str]] = []
+    for fd in design.fabrics:
+        names = topology_names(fd.topology, catalog)
+        plan = fd.plan
+        per_node = plan.ports_per_host * plan.planes * plan.hosts_per_node
+        leaf = catalog.switches[plan.switch_tiers[0].model]
+        kind = interface_type(plan.speed_gbps, leaf.technology)
+        ports += [(str(n), kind) for n in names.ports[:per_node].tolist()]
+    return DeviceType(
+        SERVER_MANUFACTURER,
+        server_device_type(design),
+        _server_height(design),
+        tuple(ports),
+        _server_description(design),
+    )
+
+
+def switch_types(design: Design) -> dict[tuple[str, str], DeviceType]:
+    """The device type of each fabric's switch tiers, by (fabric, role)."""
+    catalog = design.spec.resolved_catalog()
+    out: dict[tuple[str, str], DeviceType] = {}
+    for fd in design.fabrics:
+        plan = fd.plan
+        for tier in plan.switch_tiers:
+            model = catalog.switches[tier.model]
+            factor = model.ports_per_cage(plan.speed_gbps)
+            kind = interface_type(plan.speed_gbps, model.technology)
+            ports = tuple((switch_port_name(i, factor), kind) for i in range(tier.radix))
+            out[(fd.name, tier.role)] = DeviceType(
+                manufacturer(model.vendor),
+                switch_type_name(tier.model, tier.radix, plan.speed_gbps, factor),
+                model.rack_units,
+                ports,
+                f"{model.vendor}: {tier.radix} x {plan.speed_gbps}G",
+            )
+    return out
+
+
+def device_types(design: Design) -> list[DeviceType]:
+    """Every device type of the design's servers and switches, once each (by model)."""
+    seen: dict[str, DeviceType] = {}
+    for dt in (server_type(design), *switch_types(design).values()):
+        known = seen.setdefault(dt.model, dt)
+        if known != dt:
+            raise ValueError(f"two layouts of device type {dt.model!r}")
+    return list(seen.values())
+
+
+def _placed(design: Design) -> dict[str, tuple[object, ...]]:
+    """Location, rack, lowest rack unit and face of every placed device, by name."""
+    from clusterloom.export.placement_files import elevation_rows, hall_location
+
+    p = design.placement
+    if p is None:
+        return {}
+    f = p.floor
+    halls = [
+        hall_location(f.hall_names[int(f.pos_hall[int(p.rack_position[r])])])
+        for r in range(p.n_racks)
+    ]
+    index = {name: r for r, name in enumerate(p.rack_names)}
+    return {
+        device: (halls[index[rack]], rack, u, "front")
+        for rack, u, _, device, _, _ in elevation_rows(design)
+    }
+
+
+def device_rows(design: Design) -> Iterator[tuple[object, ...]]:
     """Rows of ``devices.csv`` (no header): every server once, then each fabric's switches in
-    topology order (plane, tier, index)."""
+    topology order (plane, tier, index), each with its rack placement when there is one."""
     catalog = design.spec.resolved_catalog()
     site = design.spec.name
-    server_type = server_device_type(design)
+    placed = _placed(design)
+    unplaced = ("", "", "", "")
+    server = server_type(design)
     description = _server_description(design)
     for n in range(design.spec.compute.nodes):
+        name = server_name(n)
         yield (
-            server_name(n),
+            name,
             SERVER_ROLE,
             SERVER_MANUFACTURER,
-            server_type,
+            server.model,
             site,
+            *placed.get(name, unplaced),
             STATUS,
             description,
         )
+    types = switch_types(design)
     for fd in design.fabrics:
         t = fd.topology
         names = topology_names(t, catalog)
-        models: dict[str, SwitchModel] = {
-            tier.role: catalog.switches[tier.model] for tier in fd.plan.switch_tiers
-        }
-        model_names: dict[str, str] = {tier.role: tier.model for tier in fd.plan.switch_tiers}
         hosts = fd.plan.hosts
         for v, role_id, plane, index, pod in zip(
             range(hosts, t.n_nodes),
@@ -127,12 +255,15 @@ def device_rows(design: Design) -> Iterator[tuple[str, ...]]:
             strict=True,
         ):
             role = ROLE_NAMES[Role(role_id)]
+            dt = types[(fd.name, role)]
+            name = str(names.devices[v])
             yield (
-                str(names.devices[v]),
+                name,
                 f"{role}-switch",
-                manufacturer(models[role].vendor),
-                model_names[role],
+                dt.manufacturer,
+                dt.model,
                 site,
+                *placed.get(name, unplaced),
                 STATUS,
                 _switch_description(fd, plane, role, index, pod),
             )

@@ -1,12 +1,15 @@
 """NetBox import of the structured plant: patch racks, patch panels with their rear and front
 ports, and the cables between them with cable profiles and bundles.
 
-NetBox model (4.5+: cable profiles, front ports with positions, ``CableBundle``):
+NetBox model (4.5: cable profiles and front ports with positions; 4.6: cable bundles):
 
-- **Panels** are devices of type :data:`PANEL_TYPE` (1U): ``{frame}-pp{n:03d}``, panel ``n``
-  of a frame, in the frame's patch rack (``{frame}-pr{k}``, 36 panels each, at rack units
-  1-36) or, for a network rack's own panels, in that rack without a position (cabling does not
-  check the rack's free units).
+- **Panels** are 1U devices ``{frame}-pp{n:03d}``, panel ``n`` of a frame, in the frame's patch
+  rack (``{frame}-pr{k}``, 36 panels each, at rack units 1-36) or, for a network rack's own
+  panels, in that rack without a position (cabling does not check the rack's free units).
+  A panel's ports come from its device type (:func:`panel_type`, one per port layout,
+  ``clusterloom-mpo-panel-1u-ddddddmmmmmm``), so no file names a panel without its site and
+  every front position is mapped (NetBox's front-port CSV import maps only a port's first
+  position).
 - **Rear ports** ``R01``-``R12`` (type ``mpo``): one per MPO-12 leg of the cable that ends on
   the panel; ``positions`` 6 for a leg of duplex links, 1 for a leg of parallel optics (and
   a spare leg).
@@ -18,15 +21,18 @@ NetBox model (4.5+: cable profiles, front ports with positions, ``CableBundle``)
   a structured link adds two patch cords (interface to front port, ``{label}/A`` and
   ``/B``), and every cable between frames is one NetBox cable per leg (rear port to rear
   port, or rear port to an HDF front port), profile ``single-1c6p`` (duplex) or
-  ``single-1c1p``, grouped by the **bundle** of its trunk or backbone (``t00012``), labelled
-  ``t00012/L03``. Spare legs of a trunk to an HDF plug into nothing and are not exported.
+  ``single-1c1p``, grouped by the **bundle** of its trunk or backbone (``{site}/t00012``:
+  bundle names are unique across a NetBox), labelled ``t00012/L03``. Spare legs of a trunk to
+  an HDF plug into nothing and are not exported.
 
 **Lanes and polarity.** NetBox numbers the connections in a connector (positions) and its
-straight profiles keep them across a cable; the fibres themselves cross (TIA-568 method B).
-So the lanes NetBox traces are the lanes at each frame pair's lower frame (the cable's ``a``
-end), and the cassettes at the far end map their front port ``m`` (the physical LC port, as on
-the cut sheet) to rear position ``7 - m``. A trace from a switch port then ends on the right
-far interface.
+straight profiles keep them across every cable and HDF interconnect; the fibres themselves
+cross (TIA-568 method B, an odd number of cables per channel), so lane ``m`` at one frame is
+lane ``7 - m`` at the other. The cassettes of a duplex leg at the channel's higher frame
+(``X``) map front port ``m`` to rear position ``7 - m``, those at the lower frame (``D``)
+straight; a link's cord at its ``a`` frame is on its first lane ``m`` and at its ``b`` frame
+on ``7 - m``, the physical LC port its fibres reach. NetBox's own trace from either interface
+then ends on the other (``tests/export/test_netbox_real.py`` checks it in a real NetBox).
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clusterloom.cabling import Cabling
-from clusterloom.cabling.media import LEG_FIBERS, TRUNK_FIBERS
+from clusterloom.cabling.media import LEG_FIBERS
 from clusterloom.cabling.plant import BACKBONE
 from clusterloom.cabling.stage import HALL_FRAME, PANELS_PER_RACK, RACK_FRAME
 from clusterloom.export._csv import csv_chunks, obj, write_chunks, write_rows
@@ -63,7 +69,6 @@ PANEL_COLUMNS = (
     "status",
     "description",
 )
-DEVICE_TYPE_COLUMNS = ("manufacturer", "model", "slug", "u_height", "is_full_depth", "description")
 PATCH_RACK_COLUMNS = (
     "site",
     "location",
@@ -74,8 +79,6 @@ PATCH_RACK_COLUMNS = (
     "u_height",
     "description",
 )
-REAR_PORT_COLUMNS = ("device", "name", "type", "positions", "description")
-FRONT_PORT_COLUMNS = ("device", "name", "type", "positions", "rear_port", "rear_port_position")
 BUNDLE_COLUMNS = ("name", "description")
 LANES = LEG_FIBERS // 2  # duplex connections in a leg
 STATUS = "planned"
@@ -102,6 +105,17 @@ class PlantNames:
             for k in range(int(n_legs.max(initial=1))):
                 more = n_legs[on] > k
                 self.kind[g[more] + k] = kind[on][more]
+        # the cassettes of a duplex leg: the one at the channel's higher frame maps front port
+        # m to rear position 7 - m (end 0 is a cable's a end, 1 its b end)
+        self.flip = np.zeros((int(self.leg_base[-1]), 2), dtype=bool)
+        for t_col, leg_col, here, there in (
+            (c.trunk, c.leg, c.frame_a, c.frame_b),
+            (c.b_trunk, c.b_leg, c.frame_b, c.frame_a),
+        ):
+            tt = t_col[st].astype(np.int64)
+            g = self.leg_base[tt] + leg_col[st].astype(np.int64) - 1
+            end = (c.trunk_a[tt] != here[st]).astype(np.int64)
+            self.flip[g, end] = here[st] > there[st]
         three = st[c.n_hops[st] == 3]
         bb = self.leg_base[c.hops[three, 1]] + c.hop_legs[three, 1] - 1
         for col in (0, 2):
@@ -122,7 +136,9 @@ class PlantNames:
         return self.frames[frame] + self.suffix[self.c.panel_of(t, frame, leg)]  # type: ignore[no-any-return]
 
 
-def _panel_rows(design: Design, n: PlantNames) -> Iterator[tuple[object, ...]]:
+def _panel_rows(
+    design: Design, n: PlantNames, codes: dict[str, str]
+) -> Iterator[tuple[object, ...]]:
     c = n.c
     p = design.placement
     assert p is not None
@@ -133,11 +149,12 @@ def _panel_rows(design: Design, n: PlantNames) -> Iterator[tuple[object, ...]]:
         for k in range(1, int(c.frame_panels[f]) + 1):
             rack = name[: -len("-pp")] if own else f"{name}-pr{(k - 1) // PANELS_PER_RACK + 1}"
             position = "" if own else (k - 1) % PANELS_PER_RACK + 1
+            panel = n.panel_name(f, k)
             yield (
-                n.panel_name(f, k),
+                panel,
                 PANEL_ROLE,
                 PANEL_MANUFACTURER,
-                PANEL_TYPE,
+                panel_type_name(codes.get(panel, "")),
                 design.spec.name,
                 halls[int(c.frame_hall[f])],
                 rack,
@@ -190,7 +207,7 @@ def _end_legs(n: PlantNames) -> dict[str, NDArray[Any]]:
         "leg": leg,
         "kind": n.kind[n.leg_base[tt] + leg - 1],
         "panel": n.panels(tt, ff, leg),
-        "flip": c.trunk_b[tt] == ff,
+        "flip": n.flip[n.leg_base[tt] + leg - 1, (c.trunk_a[tt] != ff).astype(np.int64)],
         "hdf": c.frame_kind[ff] == HALL_FRAME,
     }
 
@@ -199,41 +216,91 @@ FRONT = obj([f"F{p:02d}" for p in range(13)])
 REAR = obj([f"R{p:02d}" for p in range(13)])
 LANE = np.array([[f"F{p:02d}-{m}" for m in range(LANES + 1)] for p in range(13)], dtype=object)
 
+#: What a panel's port ``p`` holds, one letter per port in the panel type's name: ``D`` a
+#: cassette of six LC ports ``Fpp-1``..``Fpp-6`` (front ``m`` on rear position ``m``), ``X``
+#: the same cassette at a channel's higher frame (front ``m`` on rear position ``7 - m``),
+#: ``M`` one MPO adapter ``Fpp`` (one position: parallel optics or a spare leg), ``H`` one
+#: MPO adapter with six positions straight through (an HDF interconnect of duplex legs).
+PORT_KINDS = "DXMH"
 
-def _rear_ports(n: PlantNames) -> Iterator[str]:
+
+def panel_codes(n: PlantNames) -> dict[str, str]:
+    """The port layout of every panel (a letter of :data:`PORT_KINDS` per port, port 1
+    first), by panel name."""
     e = _end_legs(n)
-    port = (e["leg"] - 1) % 12 + 1
-    desc = obj(
-        [f"t{t:05d} leg {g}" for t, g in zip(e["t"].tolist(), e["leg"].tolist(), strict=True)]
-    )
-    return csv_chunks(
-        [
-            e["panel"],
-            REAR[port],
-            np.full(port.shape[0], "mpo", dtype=object),
-            np.maximum(e["kind"], 1),
-            desc,
-        ]
-    )
-
-
-def _front_ports(n: PlantNames) -> Iterator[str]:
-    e = _end_legs(n)
-    port = (e["leg"] - 1) % 12 + 1
     cassette = ~e["hdf"] & (e["kind"] == LANES)
-    r = np.where(cassette, LANES, 1)
-    i = np.repeat(np.arange(port.shape[0]), r)
-    m = np.arange(i.shape[0]) - np.repeat(np.cumsum(r) - r, r) + 1  # lane of a cassette
-    cas = cassette[i]
-    pos = np.where(cas, np.where(e["flip"][i], LANES + 1 - m, m), 1)
-    name = np.where(cas, LANE[port[i], np.where(cas, m, 0)], FRONT[port[i]])
-    kind = np.where(cas, "lc", "mpo").astype(object)
-    positions = np.where(cas, 1, np.maximum(e["kind"][i], 1))
-    return csv_chunks([e["panel"][i], name, kind, positions, REAR[port[i]], pos])
+    letter = np.where(
+        cassette,
+        np.where(e["flip"], "X", "D"),
+        np.where(e["hdf"] & (e["kind"] == LANES), "H", "M"),
+    )
+    port = (e["leg"] - 1) % 12
+    codes: dict[str, list[str]] = {}
+    for name, p, k in zip(e["panel"].tolist(), port.tolist(), letter.tolist(), strict=True):
+        row = codes.setdefault(name, [])
+        row.extend("-" * (p - len(row)))
+        row.append(k)
+    return {name: "".join(row) for name, row in codes.items()}
 
 
-def _cable(t: int) -> str:
-    return f"t{t:05d}"
+def panel_type_name(code: str) -> str:
+    return f"{PANEL_TYPE}-{code.lower()}"
+
+
+def panel_type(code: str) -> dict[str, object]:
+    """The NetBox device type (import document) of a panel whose ports hold ``code``: rear
+    ports ``R01``.., front ports and the mapping of every front position to its rear
+    position."""
+    rear: list[dict[str, object]] = []
+    front: list[dict[str, object]] = []
+    maps: list[dict[str, object]] = []
+    for p, k in enumerate(code, start=1):
+        if k == "-":
+            continue
+        r = f"R{p:02d}"
+        rear.append({"name": r, "type": "mpo", "positions": 1 if k == "M" else LANES})
+        if k in "DX":
+            for m in range(1, LANES + 1):
+                f = f"F{p:02d}-{m}"
+                front.append({"name": f, "type": "lc", "positions": 1})
+                to = LANES + 1 - m if k == "X" else m
+                maps.append(_mapping(f, 1, r, to))
+        else:
+            positions = 1 if k == "M" else LANES
+            front.append({"name": f"F{p:02d}", "type": "mpo", "positions": positions})
+            maps += [_mapping(f"F{p:02d}", q, r, q) for q in range(1, positions + 1)]
+    legs = sum(k != "-" for k in code)
+    return {
+        "manufacturer": PANEL_MANUFACTURER,
+        "model": panel_type_name(code),
+        "slug": panel_type_name(code),
+        "u_height": 1,
+        "is_full_depth": False,
+        "description": f"1U patch panel, {legs} MPO-12 legs ({code})",
+        "rear-ports": rear,
+        "front-ports": front,
+        "port-mappings": maps,
+    }
+
+
+def _mapping(front: str, fpos: int, rear: str, rpos: int) -> dict[str, object]:
+    return {
+        "front_port": front,
+        "front_port_position": fpos,
+        "rear_port": rear,
+        "rear_port_position": rpos,
+    }
+
+
+def panel_types(codes: dict[str, str]) -> list[dict[str, object]]:
+    """One device type per distinct panel layout, in layout order."""
+    return [panel_type(code) for code in sorted(set(codes.values()))]
+
+
+def bundle_name(site: str, t: int) -> str:
+    """NetBox cable bundle of cable ``t`` between frames: ``{site}/t00012`` (bundle names are
+    unique across a whole NetBox, so they carry the design's site)."""
+    return f"{site}/t{t:05d}"
 
 
 def _fibre_type(c: Cabling, t: int) -> str:
@@ -272,8 +339,11 @@ def _leg_rows(design: Design, n: PlantNames) -> Iterator[str]:
         cols[side] = [np.full(t.shape[0], site, dtype=object), dev, kind, name]
     smf = np.where(c.trunk_smf[t], "smf-os2", "mmf-om4").astype(object)
     profile = np.where(n.kind[g] == LANES, f"single-1c{LANES}p", "single-1c1p").astype(object)
-    bundle = obj([f"t{x:05d}" for x in range(c.n_trunks)])[t]
-    label = bundle + obj([f"/L{x:03d}" for x in range(int(legs.max(initial=1)) + 1)])[leg]
+    bundle = obj([bundle_name(site, x) for x in range(c.n_trunks)])[t]
+    label = (
+        obj([f"t{x:05d}" for x in range(c.n_trunks)])[t]
+        + obj([f"/L{x:03d}" for x in range(int(legs.max(initial=1)) + 1)])[leg]
+    )
     length = obj([f"{float(x):.1f}" for x in c.trunk_length_m.tolist()])[t]
     rows = [
         *cols["a"],
@@ -289,12 +359,12 @@ def _leg_rows(design: Design, n: PlantNames) -> Iterator[str]:
     return csv_chunks([col[ok] for col in rows])
 
 
-def _bundle_rows(c: Cabling) -> Iterator[tuple[object, ...]]:
+def _bundle_rows(c: Cabling, site: str) -> Iterator[tuple[object, ...]]:
     for t in range(c.n_trunks):
         what = "backbone" if c.trunk_kind[t] == BACKBONE else "MPO trunk"
         fibre = "SMF" if c.trunk_smf[t] else "MMF"
         yield (
-            _cable(t),
+            bundle_name(site, t),
             f"{int(c.trunk_fibers[t])}-fibre {fibre} {what} "
             f"{c.frame_names[int(c.trunk_a[t])]} to {c.frame_names[int(c.trunk_b[t])]}",
         )
@@ -310,12 +380,17 @@ def cord_ends(
     t = (c.trunk if side == "a" else c.b_trunk)[rows].astype(np.int64)
     leg = (c.leg if side == "a" else c.b_leg)[rows].astype(np.int64)
     frame = (c.frame_a if side == "a" else c.frame_b)[rows].astype(np.int64)
-    fiber = (c.fiber_a if side == "a" else c.fiber_b)[rows].astype(np.int64)
+    # a duplex link's lane at its a frame, and at its b frame the lane those fibres reach
+    # (method B: positions p and p + 1 arrive on 13 - p and 12 - p, lane 7 - m), which is
+    # where NetBox's trace arrives through the cassettes (one of the two maps m to 7 - m)
+    lane = (c.fiber_a[rows].astype(np.int64) + 1) // 2
+    if side == "b":
+        lane = LANES + 1 - lane
     n_legs = -(-c.media.slots[c.medium[rows]].astype(np.int64) // LEG_FIBERS)
     devices = n.panels(t, frame, leg)
     port = (leg - 1) % 12 + 1
     duplex = c.span[rows] < LEG_FIBERS
-    ports = np.where(duplex, LANE[port, np.where(duplex, (fiber + 1) // 2, 0)], FRONT[port])
+    ports = np.where(duplex, LANE[port, np.where(duplex, lane, 0)], FRONT[port])
     for i in np.flatnonzero(n_legs > 1).tolist():
         names = [f"F{(int(leg[i]) - 1 + j) % 12 + 1:02d}" for j in range(int(n_legs[i]))]
         ports[i] = ",".join(names)  # one field: the CSV writer quotes it
@@ -323,32 +398,21 @@ def cord_ends(
 
 
 def write_netbox_plant(design: Design, out_dir: StrPath) -> list[Path]:
-    """``netbox/device_types_panels.csv``, ``patch_racks.csv``, ``panels.csv``,
-    ``rear_ports.csv``, ``front_ports.csv``, ``cable_bundles.csv`` and the leg cables
-    ``cables_plant.csv`` (import in that order, after ``cables.csv``'s devices)."""
+    """``netbox/patch_racks.csv``, ``panels.csv``, ``cable_bundles.csv`` and the leg cables
+    ``cables_plant.csv``; the panels' device types are :func:`panel_types` (written by
+    ``export.netbox_setup`` with the other device types)."""
     c = design.cabling
     if c is None or design.placement is None:
         return []
     out = Path(out_dir) / "netbox"
     n = PlantNames(c)
+    codes = panel_codes(n)
     from clusterloom.export.cabling_files import NETBOX_CABLE_COLUMNS
 
-    panel_type = [
-        (
-            PANEL_MANUFACTURER,
-            PANEL_TYPE,
-            PANEL_TYPE,
-            1,
-            "false",
-            f"1U patch panel, 12 MPO-12 ports ({TRUNK_FIBERS} fibres)",
-        )
-    ]
+    site = design.spec.name
     return [
-        write_rows(out / "device_types_panels.csv", DEVICE_TYPE_COLUMNS, panel_type),
         write_rows(out / "patch_racks.csv", PATCH_RACK_COLUMNS, _patch_rack_rows(design, c)),
-        write_rows(out / "panels.csv", PANEL_COLUMNS, _panel_rows(design, n)),
-        write_chunks(out / "rear_ports.csv", REAR_PORT_COLUMNS, _rear_ports(n)),
-        write_chunks(out / "front_ports.csv", FRONT_PORT_COLUMNS, _front_ports(n)),
-        write_rows(out / "cable_bundles.csv", BUNDLE_COLUMNS, _bundle_rows(c)),
+        write_rows(out / "panels.csv", PANEL_COLUMNS, _panel_rows(design, n, codes)),
+        write_rows(out / "cable_bundles.csv", BUNDLE_COLUMNS, _bundle_rows(c, site)),
         write_chunks(out / "cables_plant.csv", NETBOX_CABLE_COLUMNS, _leg_rows(design, n)),
     ]

@@ -8,8 +8,8 @@
 - ``netbox/sites.csv``, ``netbox/locations.csv`` (buildings, then halls inside them),
   ``netbox/racks.csv`` (rack x/y, row, feed and cooling loop in custom fields, which NetBox
   lacks: create custom fields ``x_m``, ``y_m``, ``row``, ``position``, ``feed``,
-  ``cooling_loop`` on dcim.rack first) and ``netbox/rack_devices.csv`` (every device with its
-  site, location, rack, position and face, to update the devices of ``devices.csv``).
+  ``cooling_loop`` on dcim.rack: ``netbox/custom_fields.csv``). Each device's rack, position
+  and face are in ``netbox/devices.csv`` (``export.netbox``).
 
 Rows are in a fixed order (rack id, then device), so the same spec gives the same bytes.
 """
@@ -68,7 +68,6 @@ NETBOX_RACK_COLUMNS = (
     "cf_feed",
     "cf_cooling_loop",
 )
-NETBOX_DEVICE_COLUMNS = ("name", "site", "location", "rack", "position", "face", "status")
 STATUS = "planned"
 
 
@@ -185,19 +184,6 @@ def _netbox_racks(design: Design) -> Iterator[tuple[str, ...]]:
         )
 
 
-def _netbox_devices(design: Design) -> Iterator[tuple[str, ...]]:
-    p = design.placement
-    assert p is not None
-    f = p.floor
-    halls = {
-        r: hall_location(f.hall_names[int(f.pos_hall[int(p.rack_position[r])])])
-        for r in range(p.n_racks)
-    }
-    index = {name: r for r, name in enumerate(p.rack_names)}
-    for rack, u, _, device, _, _ in elevation_rows(design):
-        yield (device, design.spec.name, halls[index[rack]], rack, u, "front", STATUS)
-
-
 def write_placement(design: Design, out_dir: StrPath) -> list[Path]:
     """Write the placement files of ``design`` (which has a placement) under ``out_dir``."""
     p = design.placement
@@ -213,7 +199,4 @@ def write_placement(design: Design, out_dir: StrPath) -> list[Path]:
         write_rows(out / "netbox" / "sites.csv", NETBOX_SITE_COLUMNS, sites),
         write_rows(out / "netbox" / "locations.csv", NETBOX_LOCATION_COLUMNS, _locations(design)),
         write_rows(out / "netbox" / "racks.csv", NETBOX_RACK_COLUMNS, _netbox_racks(design)),
-        write_rows(
-            out / "netbox" / "rack_devices.csv", NETBOX_DEVICE_COLUMNS, _netbox_devices(design)
-        ),
     ]
