@@ -158,3 +158,45 @@ def test_outputs_are_byte_identical_to_before_the_stage(tmp_path: Path) -> None:
     recorded = json.loads((out / "scenario.json").read_text())
     assert recorded["transports"] == list(DEFAULTS["flow"])
     assert recorded["failures"] == ["switch:1200@50us"] and recorded["hosts"] == 16
+
+
+@pytest.mark.parametrize(
+    ("named", "numbered"),
+    [
+        ("switch:spine0000@1us", "switch:1152@1us"),  # hosts, 128 leaves, then spines
+        ("switch:be-p0-spine0000@1us", "switch:1152@1us"),
+        ("link:leaf0003-spine0001@1us", "link:1049@1us"),
+        ("link:spine0001-leaf0003@1us", "link:1049@1us"),
+    ],
+)
+def test_failures_by_name_fail_the_same_links(
+    topology: Topology, named: str, numbered: str
+) -> None:
+    from clusterloom.sim.failures import parse_failure
+
+    assert parse_failure(named, topology).links.tolist() == (
+        parse_failure(numbered, topology).links.tolist()
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("switch:spine9999@1us", "no spine9999 in plane 0; spines are spine0000..spine0127"),
+        ("link:leaf0003-spine0099@1us", "no link between leaf0003 and spine0099"),
+        ("switch:foo@1us", "'foo' names no switch"),
+        ("plane:abc@1us", "a plane failure takes a number"),
+    ],
+)
+def test_a_name_that_is_not_there_is_refused(topology: Topology, text: str, fragment: str) -> None:
+    from clusterloom.sim.failures import parse_failure
+
+    with pytest.raises(SpecError, match=fragment):
+        parse_failure(text, topology)
+
+
+def test_the_spec_takes_named_failures() -> None:
+    from clusterloom.spec.scenario import failure_problems
+
+    assert failure_problems("link:leaf0003-spine0001@1ms-2ms*0.5", "x") == []
+    assert failure_problems("switch:p1-spine0000@5us", "x") == []

@@ -28,7 +28,8 @@ MAX_TIME_PS = MAX_TIME_S * PS_PER_S
 MAX_SIZE_BYTES = 2**40
 _UNITS = {"ps": 1, "ns": 1_000, "us": 1_000_000, "ms": 1_000_000_000, "s": PS_PER_S}
 FAILURE_SYNTAX = re.compile(
-    r"^(?P<kind>link|switch|port|plane):(?P<target>\d+(?::\d+)?)@(?P<start>[\d.]+[a-z]*)"
+    r"^(?P<kind>link|switch|port|plane):(?P<target>\d+(?::\d+)?|[a-z][a-z0-9-]*)"
+    r"@(?P<start>[\d.]+[a-z]*)"
     r"(?:-(?P<end>[\d.]+[a-z]*))?(?:\*(?P<fraction>[\d.]+))?$"
 )
 
@@ -85,7 +86,9 @@ def parse_failure(text: str, t: Topology) -> Failure:
         raise SpecError(
             [Problem(where, f"a gray failure keeps a fraction in [0, 1), got {fraction}")]
         )
-    if kind == "link":
+    if not target[0].isdigit():
+        links = _named(kind, target, t, where)
+    elif kind == "link":
         link = int(target)
         if link >= t.n_links:
             raise SpecError([Problem(where, f"no link {link}; links are 0..{t.n_links - 1}")])
@@ -146,3 +149,79 @@ def parse_size(text: str, where: str = "--size") -> int:
             [Problem(where, f"'{text}': a size is from 1 B to {MAX_SIZE_BYTES:,} B (1 TiB)")]
         )
     return round(value)
+
+
+#: a switch by name: ``spine0000`` (its role and index within its tier and plane), with the
+#: plane when the fabric has several (``p1-spine0000``), optionally the exports' fabric
+#: prefix (``be-p1-spine0000``, as in the NetBox files)
+SWITCH_NAME = r"(?:[a-z]+-)??(?:p(?P<plane{n}>\d+)-)?(?P<role{n}>leaf|spine|core)(?P<index{n}>\d+)"
+_ONE_SWITCH = re.compile("^" + SWITCH_NAME.format(n="") + "$")
+_TWO_SWITCHES = re.compile("^" + SWITCH_NAME.format(n="a") + "-" + SWITCH_NAME.format(n="b") + "$")
+_ROLES = {"leaf": 1, "spine": 2, "core": 3}
+
+
+def _node(t: Topology, plane: str | None, role: str, index: str, where: str) -> int:
+    """The node id of the switch named by its plane, role and index."""
+    planes = int(t.plan.planes)
+    if plane is None and planes > 1:
+        raise SpecError(
+            [Problem(where, f"the fabric has {planes} planes; name one, e.g. p0-{role}{index}")]
+        )
+    p_, i_ = int(plane or 0), int(index)
+    hit = np.flatnonzero(
+        (t.node_role == _ROLES[role]) & (t.node_plane == p_) & (t.node_index == i_)
+    )
+    if hit.size == 0:
+        count = int(((t.node_role == _ROLES[role]) & (t.node_plane == p_)).sum())
+        raise SpecError(
+            [
+                Problem(
+                    where,
+                    f"no {role}{i_:04d} in plane {p_}; "
+                    + (
+                        f"{role}s are {role}0000..{role}{count - 1:04d}" if count else f"no {role}s"
+                    ),
+                )
+            ]
+        )
+    return int(hit[0])
+
+
+def _named(kind: str, target: str, t: Topology, where: str) -> I64:
+    """The links of a failure that names a switch (``switch:spine0003``) or the link(s)
+    between two switches (``link:leaf0003-spine0001``: every parallel link of the pair)."""
+    if kind == "switch" and (m := _ONE_SWITCH.match(target)):
+        node = _node(t, m["plane"], m["role"], m["index"], where)
+        return np.flatnonzero((t.link_src == node) | (t.link_dst == node)).astype(np.int64)
+    if kind == "link" and (m := _TWO_SWITCHES.match(target)):
+        a = _node(t, m["planea"], m["rolea"], m["indexa"], where)
+        b = _node(t, m["planeb"], m["roleb"], m["indexb"], where)
+        sel = ((t.link_src == a) & (t.link_dst == b)) | ((t.link_src == b) & (t.link_dst == a))
+        links = np.flatnonzero(sel).astype(np.int64)
+        if links.size == 0:
+            raise SpecError(
+                [
+                    Problem(
+                        where,
+                        f"no link between {m['rolea']}{m['indexa']} and {m['roleb']}{m['indexb']}",
+                    )
+                ]
+            )
+        return links
+    examples = {
+        "switch": "switch:spine0000 or switch:p1-spine0000",
+        "link": "link:leaf0003-spine0001",
+    }
+    raise SpecError(
+        [
+            Problem(
+                where,
+                f"'{target}' names no {kind}; "
+                + (
+                    f"use a number or a name like {examples[kind]}"
+                    if kind in examples
+                    else f"a {kind} failure takes a number"
+                ),
+            )
+        ]
+    )

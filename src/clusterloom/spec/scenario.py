@@ -79,7 +79,8 @@ def failure_problems(text: str, where: str) -> list[Problem]:
             Problem(
                 where,
                 f"'{text}' is not a failure like link:17@1ms or plane:0@2ms-4ms*0.5 "
-                "(KIND:TARGET@START[-END][*FRACTION], KIND link, switch, port or plane)",
+                "(KIND:TARGET@START[-END][*FRACTION], KIND link, switch, port or plane; "
+                "TARGET a number or a name like spine0000 or leaf0003-spine0001)",
             )
         ]
     try:
