@@ -200,3 +200,18 @@ def test_the_spec_takes_named_failures() -> None:
 
     assert failure_problems("link:leaf0003-spine0001@1ms-2ms*0.5", "x") == []
     assert failure_problems("switch:p1-spine0000@5us", "x") == []
+
+
+def test_run_design_with_the_predict_stage() -> None:
+    from clusterloom import run_design
+    from clusterloom.pipeline import stage_names
+
+    spec = _spec("  size: 64KB\n  transports: [mrc-spray, ideal]\n")
+    assert stage_names(spec, predict=True)[-1] == "predict"
+    assert "predict" not in stage_names(spec) and "predict" not in stage_names(
+        _spec(None), predict=True
+    )
+    design = run_design(spec, compare=False, predict=True)
+    assert isinstance(design.prediction, FlowPrediction)
+    assert [s.transport for s in design.prediction.summaries] == ["mrc-spray", "ideal"]
+    assert run_design(spec, compare=False).prediction is None
