@@ -155,7 +155,7 @@ def permutation_pairs(n: int, nbytes: int, seed: int) -> list[int]:
     """Destination of each host: clusterloom's permutation when installed, else the same
     algorithm (rejection-sampled derangement on ``numpy.random.default_rng(seed)``)."""
     try:
-        from clusterloom.sim.flow.traffic import permutation
+        from clusterloom.sim.traffic import permutation
 
         t = permutation(n, nbytes, seed=seed)
         src = [int(x) for x in t.src]

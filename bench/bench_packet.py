@@ -20,10 +20,10 @@ TRANSPORTS = ("roce-ecmp", "mrc-spray", "metaroce", "receiver-driven")
 
 
 def one(k: int, size: str, name: str, seed: int) -> dict[str, float | int | str]:
-    from clusterloom.sim.flow.run import parse_size
-    from clusterloom.sim.flow.traffic import permutation
+    from clusterloom.sim.failures import parse_size
     from clusterloom.sim.packet.fabrics import fat_tree
     from clusterloom.sim.packet.run import run_packets
+    from clusterloom.sim.traffic import permutation
 
     t0 = time.perf_counter()
     c0 = time.process_time()

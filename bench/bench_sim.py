@@ -46,7 +46,7 @@ CASES = {
 def _child(case: str, name: str) -> None:
     from clusterloom.examples import example_text
     from clusterloom.fabric import generate, plan_fabric
-    from clusterloom.sim.flow import traffic as tr
+    from clusterloom.sim import traffic as tr
     from clusterloom.sim.flow.run import run, summarize
     from clusterloom.sim.flow.transports import transport
     from clusterloom.spec import parse_spec

@@ -12,6 +12,8 @@ from clusterloom.errors import ClusterloomError, OutputError, Problem, SpecError
 from clusterloom.fabric import FabricDesign, FabricPlan, Topology, design_fabric, plan_fabric
 from clusterloom.findings import Finding, Severity
 from clusterloom.pipeline import Design, run_design
+from clusterloom.sim.predict import predict
+from clusterloom.sim.scenario import Scenario, resolve_scenario
 from clusterloom.spec import ClusterSpec, load_spec, parse_spec
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "Finding",
     "OutputError",
     "Problem",
+    "Scenario",
     "Severity",
     "SpecError",
     "Topology",
@@ -31,5 +34,7 @@ __all__ = [
     "load_spec",
     "parse_spec",
     "plan_fabric",
+    "predict",
+    "resolve_scenario",
     "run_design",
 ]

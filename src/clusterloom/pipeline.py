@@ -1,7 +1,9 @@
 """Runs the stages that exist, in order, and records what ran (provenance) and how long it took.
 
 Stages today: ``workload`` when the spec has a job, then one ``fabric`` stage per fabric, then
-``placement`` and ``cabling`` when the spec has a site. A stage
+``placement`` and ``cabling`` when the spec has a site, then, when asked for (``predict=True``)
+and the spec has a ``scenario:``, ``predict`` (the scenario on the backend fabric, flow engine,
+``clusterloom.sim.predict``). A stage
 is a pure function of the spec (and of earlier artifacts); the pipeline only sequences them,
 times them and reports progress through a callback so that the library never prints.
 """
@@ -23,6 +25,7 @@ from clusterloom.spec import ClusterSpec, spec_hash
 if TYPE_CHECKING:
     from clusterloom.cabling import Cabling
     from clusterloom.placement import Placement
+    from clusterloom.sim.predict import Prediction
     from clusterloom.workload import WorkloadDesign
 
 Progress = Callable[[str], None]
@@ -48,6 +51,8 @@ class Design:
     workload: WorkloadDesign | None = None
     placement: Placement | None = None
     cabling: Cabling | None = None
+    #: the spec's scenario predicted on the backend fabric (``run_design(predict=True)``)
+    prediction: Prediction | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -70,14 +75,19 @@ class Design:
         raise KeyError(name)
 
 
-def stage_names(spec: ClusterSpec, *, place: bool = True, cable: bool = True) -> tuple[str, ...]:
+def stage_names(
+    spec: ClusterSpec, *, place: bool = True, cable: bool = True, predict: bool = False
+) -> tuple[str, ...]:
     """The stages ``run_design`` will run for ``spec``, in order (``place=False`` stops after
-    the fabrics even when the spec has a site; ``cable=False`` after placement)."""
+    the fabrics even when the spec has a site; ``cable=False`` after placement; ``predict``
+    adds the prediction of the spec's scenario, when it has one)."""
     workload = ("workload",) if spec.job is not None else ()
     placement: tuple[str, ...] = ("placement",) if spec.site is not None and place else ()
     if placement and cable:
         placement += ("cabling",)
-    return workload + tuple(f"fabric:{name}" for name in fabric_names(spec)) + placement
+    predicted = ("predict",) if predict and spec.scenario is not None else ()
+    fabrics = tuple(f"fabric:{name}" for name in fabric_names(spec))
+    return workload + fabrics + placement + predicted
 
 
 def run_design(
@@ -86,17 +96,21 @@ def run_design(
     compare: bool = True,
     place: bool = True,
     cable: bool = True,
+    predict: bool = False,
     progress: Progress | None = None,
 ) -> Design:
     """Run every stage for ``spec``. ``progress`` is called with each stage's name as it starts;
     ``place=False`` skips placement and cabling (``clusterloom fabric``), ``cable=False``
-    cabling (``clusterloom place``)."""
+    cabling (``clusterloom place``); ``predict=True`` runs the spec's ``scenario:`` (when it
+    has one) on the backend fabric with the flow engine and keeps it as ``Design.prediction``
+    (``resolve_scenario`` with no overrides, then ``predict``)."""
     fabrics: list[FabricDesign] = []
     timings: list[tuple[str, float]] = []
     workload = None
     placement = None
     cabling = None
-    for stage in stage_names(spec, place=place, cable=cable):
+    prediction = None
+    for stage in stage_names(spec, place=place, cable=cable, predict=predict):
         if progress is not None:
             progress(stage)
         start = time.perf_counter()
@@ -113,8 +127,23 @@ def run_design(
 
             assert placement is not None
             cabling = cable_links(spec, tuple(fabrics), placement)
+        elif stage == "predict":
+            from clusterloom.sim.predict import predict as run_prediction
+            from clusterloom.sim.scenario import resolve_scenario
+
+            backend = next(fd for fd in fabrics if fd.name == "backend")
+            prediction = run_prediction(backend.topology, resolve_scenario(spec, backend.topology))
         else:
             fabrics.append(design_fabric(spec, stage.split(":", 1)[1], compare=compare))
         timings.append((stage, time.perf_counter() - start))
     provenance = Provenance(spec.name, spec_hash(spec), __version__)
-    return Design(spec, tuple(fabrics), provenance, tuple(timings), workload, placement, cabling)
+    return Design(
+        spec,
+        tuple(fabrics),
+        provenance,
+        tuple(timings),
+        workload,
+        placement,
+        cabling,
+        prediction,
+    )

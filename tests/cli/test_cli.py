@@ -229,7 +229,7 @@ def test_a_failure_after_the_run_is_refused(tmp_path: Path) -> None:
 
 
 def test_command_line_transport_options_override_the_scenario() -> None:
-    from clusterloom.cli.main import _transport_options
+    from clusterloom.sim.scenario import merge_options as _transport_options
 
     merged = _transport_options(
         {"mrc-spray": {"evs": 128.0, "detect_s": 1e-5}, "roce-ecmp": {"qps": 4.0}},

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clusterloom.errors import ClusterloomError, SpecError
-from clusterloom.sim.flow.htsim import (
+from clusterloom.sim.htsim import (
     HTSIM_MAX_CONNECTIONS,
     HTSIM_MAX_NODES,
     HTSIM_MAX_PROBLEMS,
@@ -21,7 +21,7 @@ from clusterloom.sim.flow.htsim import (
     format_htsim,
     parse_htsim,
 )
-from clusterloom.sim.flow.traffic import Traffic, all_to_all, ring_all_reduce
+from clusterloom.sim.traffic import Traffic, all_to_all, ring_all_reduce
 from clusterloom.units import PS_PER_US
 
 CORPUS = Path(__file__).parent / "corpus" / "htsim"

@@ -22,11 +22,11 @@ from clusterloom.placement.solve import BOUND_NOTES, bound_quality
 from clusterloom.report import render_report
 from clusterloom.report.placement import hall_svg
 from clusterloom.report.simulation import render_simulation, window_of
-from clusterloom.sim.flow.paths import build_router
 from clusterloom.sim.flow.results import Run
 from clusterloom.sim.flow.run import compare, parse_failure, run, summarize
-from clusterloom.sim.flow.traffic import permutation
 from clusterloom.sim.flow.transports import transport
+from clusterloom.sim.paths import build_router
+from clusterloom.sim.traffic import permutation
 from clusterloom.spec import parse_spec
 from clusterloom.units import PS_PER_S, PS_PER_US
 from helpers import MINIMAL_SPEC, kport_plan, spec_yaml, switch_entry

@@ -7,8 +7,8 @@ import pytest
 
 from clusterloom.fabric.topology import generate
 from clusterloom.sim.flow.run import run
-from clusterloom.sim.flow.traffic import from_step_flows
 from clusterloom.sim.flow.transports import Ideal, MrcSpray, RoceEcmp, Transport
+from clusterloom.sim.traffic import from_step_flows
 from clusterloom.workload.algorithms import Algorithm, Collective
 from clusterloom.workload.flows import step_flows
 from clusterloom.workload.ops import CollectiveOp, LinkClass

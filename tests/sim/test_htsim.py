@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from clusterloom.errors import OutputError, SpecError
-from clusterloom.sim.flow.htsim import format_htsim, parse_htsim, read_htsim, write_htsim
-from clusterloom.sim.flow.traffic import Traffic, all_to_all, from_step_flows, ring_all_reduce
+from clusterloom.sim.htsim import format_htsim, parse_htsim, read_htsim, write_htsim
+from clusterloom.sim.traffic import Traffic, all_to_all, from_step_flows, ring_all_reduce
 from clusterloom.units import PS_PER_US
 from clusterloom.workload.algorithms import Algorithm, Collective
 from clusterloom.workload.flows import step_flows

@@ -1,4 +1,4 @@
-"""Hostile htsim files: every number is bounded (module docstring of ``sim.flow.htsim``, "Input
+"""Hostile htsim files: every number is bounded (module docstring of ``sim.htsim``, "Input
 limits") and refused with its line named, never an overflow, a crash or a huge allocation."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from clusterloom.errors import SpecError
-from clusterloom.sim.flow import htsim
-from clusterloom.sim.flow.htsim import (
+from clusterloom.sim import htsim
+from clusterloom.sim.htsim import (
     HTSIM_MAX_CONNECTIONS,
     HTSIM_MAX_FILE_BYTES,
     HTSIM_MAX_NODES,

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from clusterloom.fabric.topology import generate
-from clusterloom.sim.flow.paths import build_router, path_count, route
+from clusterloom.sim.paths import build_router, path_count, route
 from helpers import build_plan, kport_plan
 
 
@@ -116,7 +116,7 @@ def test_a_dead_link_near_the_destination_is_avoided_from_the_first_hop() -> Non
 def test_compiled_hop_hash_is_splitmix64(values: list[int]) -> None:
     """The router's compiled per-hop hash and the vectorized ``splitmix64`` the transports use
     are one function."""
-    from clusterloom.sim.flow.paths import _mix, splitmix64
+    from clusterloom.sim.paths import _mix, splitmix64
 
     x = np.array(values, dtype=np.uint64)
     assert [int(_mix(np.uint64(v))) for v in x] == splitmix64(x).tolist()

@@ -21,7 +21,6 @@ from typer.testing import CliRunner
 from clusterloom.cli.main import app
 from clusterloom.fabric.topology import Topology, generate
 from clusterloom.report.simulation import render_simulation
-from clusterloom.sim.flow.paths import build_router
 from clusterloom.sim.flow.results import (
     FILES,
     Run,
@@ -32,8 +31,9 @@ from clusterloom.sim.flow.results import (
     write_results,
 )
 from clusterloom.sim.flow.run import Failure, parse_failure, run
-from clusterloom.sim.flow.traffic import Traffic, permutation, ring_all_reduce
 from clusterloom.sim.flow.transports import transport
+from clusterloom.sim.paths import build_router
+from clusterloom.sim.traffic import Traffic, permutation, ring_all_reduce
 from clusterloom.units import PS_PER_US
 from helpers import kport_plan, spec_yaml, switch_entry
 
@@ -223,7 +223,7 @@ def test_cli_writes_results(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "mrc-spray" in result.output
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [*FILES, "simulation.html", "manifest.json"]
+        [*FILES, "simulation.html", "scenario.json", "manifest.json"]
     )
     flows = pq.read_table(out / "flows.parquet")
     assert flows.num_rows == 2 * 32

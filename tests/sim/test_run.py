@@ -7,10 +7,10 @@ import pytest
 
 from clusterloom.errors import SpecError
 from clusterloom.fabric.topology import generate
-from clusterloom.sim.flow.paths import build_router
 from clusterloom.sim.flow.run import parse_failure, run
-from clusterloom.sim.flow.traffic import Traffic, incast, ring_all_reduce
 from clusterloom.sim.flow.transports import Ideal, MrcSpray, ReceiverDriven, RoceEcmp, transport
+from clusterloom.sim.paths import build_router
+from clusterloom.sim.traffic import Traffic, incast, ring_all_reduce
 from clusterloom.units import PS_PER_S
 from helpers import kport_plan
 
@@ -142,7 +142,7 @@ def test_rate_tolerance_costs_little_accuracy() -> None:
     completion times stay within 2% of the exact run (the makespan within 1%). Not a theorem:
     freezing a link early leaves capacity that others then use, so single flows can finish a
     little earlier as well as later."""
-    from clusterloom.sim.flow.traffic import permutation
+    from clusterloom.sim.traffic import permutation
 
     t = generate(kport_plan(128, 8, tiers=3, speed_gbps=SPEED_GBPS))
     traffic = permutation(128, S, seed=3)

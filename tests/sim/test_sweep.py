@@ -7,10 +7,10 @@ import pytest
 
 from clusterloom.errors import SpecError
 from clusterloom.fabric.topology import Topology, generate
-from clusterloom.sim.flow.paths import build_router
 from clusterloom.sim.flow.sweep import SweepRow, single_link_failures, sweep
-from clusterloom.sim.flow.traffic import Traffic, permutation
 from clusterloom.sim.flow.transports import MrcSpray, RoceEcmp, Transport
+from clusterloom.sim.paths import build_router
+from clusterloom.sim.traffic import Traffic, permutation
 from helpers import kport_plan
 
 FAIL_AT_PS = 10_000_000  # 10 us, while every flow is still running

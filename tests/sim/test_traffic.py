@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from clusterloom.errors import SpecError
-from clusterloom.sim.flow.traffic import (
+from clusterloom.sim.traffic import (
     Traffic,
     all_to_all,
     from_step_flows,

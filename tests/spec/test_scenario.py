@@ -64,7 +64,7 @@ def test_unknown_fields_and_traffic_kinds_are_schema_problems() -> None:
 def test_unknown_and_repeated_transports() -> None:
     found = _problems({"transports": ["roce-ecmp", "tcp", "roce-ecmp"]})
     assert "unknown transport 'tcp'" in found["scenario.transports[1]"]
-    assert "known: ideal, mrc-spray" in found["scenario.transports[1]"]
+    assert "known: ideal, metaroce, mrc-spray" in found["scenario.transports[1]"]
     assert "twice" in found["scenario.transports[2]"]
     assert "scenario.transports[0]" not in found
 

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
     from clusterloom.export.outdir import OutputRun
     from clusterloom.pipeline import Design
-    from clusterloom.sim.flow.traffic import Traffic
     from clusterloom.spec import ClusterSpec
 
 app = typer.Typer(
@@ -47,8 +46,6 @@ err = _Console(stderr=True, highlight=False, markup=False)
 _state = {"debug": False}
 
 T = TypeVar("T")
-#: ``simulate -o`` watches the upward fabric links for the heat map up to this many links.
-WATCH_LINKS_UP_TO = 50_000
 
 SpecArg = Annotated[
     Path | None, typer.Argument(help="cluster spec (YAML); or use --example", show_default=False)
@@ -77,6 +74,15 @@ def _progress() -> Progress:
         console=err,
         transient=True,
     )
+
+
+def _step(progress: Progress) -> Callable[[str], None]:
+    """A library progress callback that shows each step as a spinner line."""
+
+    def step(line: str) -> None:
+        progress.add_task(line, total=None)
+
+    return step
 
 
 #: exit codes beyond 0, 1 and 2 (see the module docstring)
@@ -536,206 +542,69 @@ def simulate(
     Options left out come from the spec's ``scenario`` section, then from the defaults."""
 
     def run_all() -> None:
-        import numpy as np
-
         from clusterloom.cli import render
-        from clusterloom.errors import Problem, SpecError
-        from clusterloom.export.atomic import atomic_write
         from clusterloom.fabric import generate, plan_fabric
-        from clusterloom.report.simulation import render_simulation
-        from clusterloom.sim.flow.paths import build_router
-        from clusterloom.sim.flow.results import Run, utilisations, write_results
-        from clusterloom.sim.flow.run import (
-            compare,
-            parse_failure,
-            parse_size,
-            parse_time,
-            run,
-            summarize,
+        from clusterloom.sim.predict import (
+            FlowPrediction,
+            predict,
+            predict_sweep,
+            upward_links,
         )
-        from clusterloom.sim.flow.transports import transport
+        from clusterloom.sim.scenario import resolve_scenario
 
         cluster = _load(spec, example)
-        sc = cluster.scenario
-        kind = (
-            traffic
-            or ((f"htsim:{sc.htsim_file}" if sc.traffic == "htsim" else sc.traffic) if sc else None)
-            or "permutation"
-        )
-        names = (
-            [n.strip() for n in transports.split(",") if n.strip()]
-            if transports
-            else list(sc.transports)
-            if sc
-            else ["roce-ecmp", "mrc-spray", "receiver-driven", "ideal"]
-        )
-        options = _transport_options(sc.transport_options if sc else {}, option or [])
-        chosen = [transport(n, **options.get(n, {})) for n in names]
-        the_seed = seed if seed is not None else (sc.seed if sc else 0)
-        nbytes = parse_size(size or (sc.size if sc else "2MB"))
         topology = generate(plan_fabric(cluster))
-        fail_texts = fail if fail is not None else (list(sc.failures) if sc else [])
-        failures = tuple(parse_failure(f, topology) for f in fail_texts)
-        load = _traffic(cluster, kind, nbytes, hosts, the_seed, topology.plan.hosts)
+        scenario = resolve_scenario(
+            cluster,
+            topology,
+            engine="flow",
+            traffic=traffic,
+            size=size,
+            transports=transports.split(",") if transports else None,
+            options=option or (),
+            failures=fail,
+            hosts=hosts,
+            seed=seed,
+            rtol=rtol,
+        )
+        assert scenario.traffic is not None
+        flows = len(scenario.traffic)
         if sweep_tier is not None:
-            from clusterloom.sim.flow.sweep import single_link_failures, sweep
-
-            links = single_link_failures(topology, sweep_tier, max_links=max_links, seed=the_seed)
             with _progress() as progress:
-                progress.add_task(
-                    f"sweep: {len(links):,} links x {len(chosen)} transports", total=None
-                )
-                rows = sweep(
+                rows = predict_sweep(
                     topology,
-                    load,
-                    chosen,
-                    links,
-                    fail_at_ps=parse_time(fail_at, "--fail-at"),
-                    seed=the_seed,
-                    rtol=rtol,
+                    scenario,
+                    sweep_tier,
+                    fail_at=fail_at,
+                    max_links=max_links,
                     processes=jobs,
+                    progress=_step(progress),
                 )
-            render.sweep(out, rows, sweep_tier, kind, len(load))
+            render.sweep(out, rows, sweep_tier, scenario.traffic_kind, flows)
             return
-        router = build_router(topology)
-        # With -o, watch the upward fabric links (leaf-spine, spine-core) for the heat map
-        # when that stays small; otherwise only the largest utilisation is kept.
-        watch = np.zeros(0, dtype=np.int64)
-        if output is not None and topology.n_links <= WATCH_LINKS_UP_TO:
-            watch = 2 * np.flatnonzero(topology.link_tier >= 2)
-        summaries, runs = [], []
         with contextlib.ExitStack() as stack:
             target = (
                 None if output is None else stack.enter_context(_writing(output, cluster, force))
             )
             with _progress() as progress:
-                for tr in chosen:
-                    progress.add_task(f"{tr.name}: {len(load):,} flows", total=None)
-                    result = run(
-                        topology,
-                        load,
-                        tr,
-                        failures,
-                        seed=the_seed,
-                        router=router,
-                        rtol=rtol,
-                        watch_links=watch,
-                    )
-                    summaries.append(summarize(tr.name, result, load.barrier))
-                    if output is not None:
-                        runs.append(Run(tr.name, load, result, router.capacity_bytes()))
-                end = max((sm.makespan_ps for sm in summaries), default=0)
-                late = [
-                    f
-                    for f in failures
-                    if f.start_ps >= end and any(sm.finished for sm in summaries)
-                ]
-                if late:
-                    raise SpecError(
-                        [
-                            Problem(
-                                f"--fail {f.label}",
-                                f"starts at {f.start_ps / 1e6:,.3f} us, after every transport "
-                                f"finished (the last at {end / 1e6:,.3f} us); use an earlier time",
-                            )
-                            for f in late
-                        ]
-                    )
-                compared = compare(summaries, chosen, failures)
-                if target is not None and runs:
+                result = predict(
+                    topology,
+                    scenario,
+                    progress=_step(progress),
+                    keep_runs=target is not None,
+                    watch_links=upward_links(topology) if target is not None else None,
+                )
+                assert isinstance(result, FlowPrediction)
+                if target is not None and result.runs:
+                    from clusterloom.export.prediction import write_prediction
+
                     progress.add_task(f"writing {output}", total=None)
-                    util = utilisations(runs)
-                    write_results(target.staging, runs, util=util)
-                    page = render_simulation(
-                        cluster.name,
-                        runs,
-                        failures,
-                        util=util,
-                        traffic_label=kind,
-                        compared=compared,
-                    )
-                    atomic_write(target.staging / "simulation.html", page)
-        render.simulation(out, compared, kind, len(load), failures)
+                    write_prediction(result, target.staging, cluster.name)
+        render.simulation(out, result.compared, scenario.traffic_kind, flows, scenario.failures)
         if target is not None:
             out.print(f"results written to {target.target}/")
 
     _guard(run_all)
-
-
-def _transport_options(
-    base: dict[str, dict[str, float]], given: list[str]
-) -> dict[str, dict[str, float]]:
-    """The scenario's transport options overridden by ``--option TRANSPORT.KEY=VALUE``."""
-    import re
-
-    from clusterloom.errors import Problem, SpecError
-    from clusterloom.sim.flow.transports import TRANSPORTS
-    from clusterloom.spec.scenario import option_problems
-
-    out = {name: dict(opts) for name, opts in base.items()}
-    problems: list[Problem] = []
-    for text in given:
-        m = re.fullmatch(r"([a-z-]+)\.([a-z_]+)=([-+0-9.eE]+)", text.strip())
-        if not m:
-            problems.append(
-                Problem(f"--option {text}", "expected TRANSPORT.KEY=NUMBER, e.g. mrc-spray.evs=16")
-            )
-            continue
-        name, key, value = m.groups()
-        if name not in TRANSPORTS:
-            known = ", ".join(sorted(TRANSPORTS))
-            problems.append(
-                Problem(f"--option {text}", f"unknown transport '{name}'; known: {known}")
-            )
-            continue
-        try:
-            out.setdefault(name, {})[key] = float(value)
-        except ValueError:
-            problems.append(Problem(f"--option {text}", f"'{value}' is not a number"))
-    for name, opts in out.items():
-        if name in TRANSPORTS:
-            problems += option_problems(name, opts, f"--option {name}")
-    if problems:
-        raise SpecError(problems)
-    return out
-
-
-def _traffic(
-    cluster: ClusterSpec, kind: str, nbytes: int, hosts: int | None, seed: int, fabric_hosts: int
-) -> Traffic:
-    from clusterloom.errors import Problem, SpecError
-    from clusterloom.sim.flow import traffic as tr
-    from clusterloom.sim.flow.htsim import read_htsim
-
-    n = hosts or fabric_hosts
-    if n > fabric_hosts or n < 2:
-        raise SpecError([Problem("--hosts", f"between 2 and the fabric's {fabric_hosts} hosts")])
-    if kind == "permutation":
-        return tr.permutation(n, nbytes, seed=seed)
-    if kind == "all-to-all":
-        return tr.all_to_all(n, nbytes)
-    if kind == "incast":
-        return tr.incast(n - 1, nbytes, receiver=n - 1, n_hosts=n)
-    if kind == "ring":
-        return tr.ring_all_reduce(n, nbytes)
-    if kind == "step":
-        from clusterloom.workload import design_workload
-
-        if cluster.job is None:
-            raise SpecError([Problem("--traffic", "step traffic needs a job section in the spec")])
-        w = design_workload(cluster)
-        return tr.from_step_flows(w.flows, w.ops, n_hosts=w.layout.world)
-    if kind.startswith("htsim:"):
-        return read_htsim(kind.split(":", 1)[1])
-    raise SpecError(
-        [
-            Problem(
-                "--traffic",
-                f"unknown traffic '{kind}'; use permutation, "
-                "all-to-all, incast, ring, step or htsim:FILE",
-            )
-        ]
-    )
 
 
 @app.command()

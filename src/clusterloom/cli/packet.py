@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from clusterloom.sim.registry import DEFAULTS
+
 if TYPE_CHECKING:
     from clusterloom.spec import ClusterSpec
-
-PACKET_TRANSPORTS = "roce-ecmp,mrc-spray,metaroce,receiver-driven"
 
 
 def register(
@@ -70,74 +70,26 @@ def register(
         Options left out come from the spec's ``scenario`` section, then from the defaults."""
 
         def run() -> None:
-            from rich.table import Table
-
-            from clusterloom.cli.main import _traffic
             from clusterloom.fabric import generate, plan_fabric
-            from clusterloom.sim.flow.run import parse_failure, parse_size
-            from clusterloom.sim.packet.run import run_packets
-            from clusterloom.sim.packet.transports import TRANSPORTS, transport_class
+            from clusterloom.sim.predict import PacketPrediction, predict
+            from clusterloom.sim.scenario import resolve_scenario
 
             cluster = load(spec, example)
-            sc = cluster.scenario
-            kind = traffic or (
-                (f"htsim:{sc.htsim_file}" if sc.traffic == "htsim" else sc.traffic)
-                if sc
-                else "permutation"
-            )
-            if transports:
-                names = [n.strip() for n in transports.split(",") if n.strip()]
-            else:
-                names = [n for n in (sc.transports if sc else ()) if n in TRANSPORTS]
-                names = names or PACKET_TRANSPORTS.split(",")
-            for n in names:
-                transport_class(n)
-            the_seed = seed if seed is not None else (sc.seed if sc else 0)
             topology = generate(plan_fabric(cluster))
-            texts = fail if fail is not None else (list(sc.failures) if sc else [])
-            failures = tuple(parse_failure(f, topology) for f in texts)
-            nbytes = parse_size(size or (sc.size if sc else "2MB"))
-            load_ = _traffic(cluster, kind, nbytes, hosts, the_seed, topology.plan.hosts)
-            table = Table(title=f"packet level: {kind}, {len(load_):,} flows")
-            for col in (
-                "transport",
-                "finished",
-                "FCT p50 us",
-                "FCT p99 us",
-                "FCT max us",
-                "retx",
-                "drops",
-                "trims",
-                "events",
-                "events/s",
-                "wall s",
-            ):
-                table.add_column(col, justify="left" if col == "transport" else "right")
-            if crossval:
-                table.add_column("flow-level max us", justify="right")
-            for name in names:
-                r = run_packets(topology, load_, name, failures, seed=the_seed)
-                fct = r.fct_ps[r.finish_ps >= 0] / 1e6
-                import numpy as np
-
-                p = np.percentile(fct, [50, 99, 100]) if fct.size else [float("nan")] * 3
-                row = [
-                    name,
-                    f"{r.finished:,}/{len(load_):,}",
-                    f"{p[0]:,.1f}",
-                    f"{p[1]:,.1f}",
-                    f"{p[2]:,.1f}",
-                    f"{int(r.retransmissions.sum()):,}",
-                    f"{r.drops:,}",
-                    f"{r.trims:,}",
-                    f"{r.events:,}",
-                    f"{r.events_per_s:,.0f}",
-                    f"{r.wall_s:,.1f}",
-                ]
-                if crossval:
-                    row.append(_flow_level(topology, load_, name, failures, the_seed))
-                table.add_row(*row)
-            out.print(table)
+            scenario = resolve_scenario(
+                cluster,
+                topology,
+                engine="packet",
+                traffic=traffic,
+                size=size,
+                transports=transports.split(",") if transports else None,
+                failures=fail,
+                hosts=hosts,
+                seed=seed,
+            )
+            result = predict(topology, scenario, crossval=crossval)
+            assert isinstance(result, PacketPrediction)
+            _render(out, result, crossval)
 
         guard(run)
 
@@ -145,7 +97,7 @@ def register(
     def conformance(
         transports: Annotated[
             str, typer.Option("--transport", help="comma-separated packet transports to certify")
-        ] = PACKET_TRANSPORTS,
+        ] = ",".join(DEFAULTS["packet"]),
         checks: Annotated[
             str | None, typer.Option("--check", help="comma-separated check IDs (default: all)")
         ] = None,
@@ -233,14 +185,51 @@ def register(
         raise typer.Exit(guard(run))
 
 
-def _flow_level(topology: Any, traffic: Any, name: str, failures: Any, seed: int) -> str:
-    """The flow-level engine's largest completion time for the same transport name (when the
-    flow-level engine has one)."""
-    from clusterloom.sim.flow.run import run
-    from clusterloom.sim.flow.transports import TRANSPORTS, transport
+def _render(out: Console, result: Any, crossval: bool) -> None:
+    """The packet prediction as a table, one row per transport, and its ideal bound."""
+    from rich.table import Table
 
-    if name not in TRANSPORTS:
-        return "-"
-    r = run(topology, traffic, transport(name), failures, seed=seed)
-    done = r.fct_ps[r.finish_ps >= 0]
-    return f"{done.max() / 1e6:,.1f}" if done.size else "-"
+    scenario = result.scenario
+    n = len(scenario.traffic)
+    table = Table(title=f"packet level: {scenario.traffic_kind}, {n:,} flows")
+    for col in (
+        "transport",
+        "finished",
+        "FCT p50 us",
+        "FCT p99 us",
+        "FCT max us",
+        "retx",
+        "drops",
+        "trims",
+        "events",
+        "events/s",
+        "wall s",
+    ):
+        table.add_column(col, justify="left" if col == "transport" else "right")
+    if crossval:
+        table.add_column("flow-level max us", justify="right")
+    for o in result.outcomes:
+        r = o.result
+        p = o.fct_percentiles_ps / 1e6
+        row = [
+            o.name,
+            f"{r.finished:,}/{n:,}",
+            f"{p[0]:,.1f}",
+            f"{p[1]:,.1f}",
+            f"{p[2]:,.1f}",
+            f"{int(r.retransmissions.sum()):,}",
+            f"{r.drops:,}",
+            f"{r.trims:,}",
+            f"{r.events:,}",
+            f"{r.events_per_s:,.0f}",
+            f"{r.wall_s:,.1f}",
+        ]
+        if crossval:
+            row.append("-" if o.flow_level_max_ps is None else f"{o.flow_level_max_ps / 1e6:,.1f}")
+        table.add_row(*row)
+    out.print(table)
+    ideal = result.ideal
+    out.print(
+        f"ideal bound (flow level, every flow at its fair share): completion "
+        f"{ideal.makespan_ps / 1e6:,.1f} us, {ideal.finished:,}/{ideal.flows:,} flows"
+    )

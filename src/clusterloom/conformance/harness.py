@@ -229,7 +229,7 @@ def _shift(text: str, at_ps: int) -> str:
     """``link:3@0`` at ``at_ps``: the failure's times become absolute picoseconds."""
     import re
 
-    from clusterloom.sim.flow.run import parse_time
+    from clusterloom.sim.failures import parse_time
 
     head, _, rest = text.partition("@")
     m = re.match(r"([\d.]+[a-z]*)(?:-([\d.]+[a-z]*))?(.*)$", rest)
@@ -260,7 +260,7 @@ class PacketImplementation:
         self.parameters = {k: v for k, v in merged.items() if k in ("evs", "paths")}
 
     def run(self, scenario: Scenario) -> Outcome:
-        from clusterloom.sim.flow.run import parse_failure
+        from clusterloom.sim.failures import parse_failure
         from clusterloom.sim.packet.fabrics import small_fabric
         from clusterloom.sim.packet.transports import set_receiver_rate
 

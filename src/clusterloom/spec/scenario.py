@@ -6,7 +6,7 @@
       traffic: permutation      # permutation | all-to-all | incast | ring | step | htsim
       size: 2MB                 # bytes per flow (generated traffic)
       htsim_file: flows.cm      # the connection matrix, when traffic is htsim
-      transports: [roce-ecmp, mrc-spray]
+      transports: [roce-ecmp, mrc-spray]   # default: the engine's, see clusterloom.sim.registry
       seed: 0
       failures: ["link:17@1ms", "plane:1@2ms-4ms*0.5"]
       transport_options:
@@ -57,7 +57,11 @@ class ScenarioSpec(SpecModel):
     htsim_file: str | None = Field(
         default=None, description="htsim connection-matrix file (traffic: htsim)"
     )
-    transports: tuple[str, ...] = Field(default=("roce-ecmp", "mrc-spray", "ideal"), min_length=1)
+    transports: tuple[str, ...] | None = Field(
+        default=None,
+        min_length=1,
+        description="transports to compare; default: the engine's (clusterloom.sim.registry)",
+    )
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     failures: tuple[str, ...] = ()
     transport_options: dict[str, dict[str, float]] = Field(default_factory=dict)
@@ -67,7 +71,7 @@ def failure_problems(text: str, where: str) -> list[Problem]:
     """Syntax of one failure (``KIND:TARGET@START[-END][*FRACTION]``, see
     :mod:`clusterloom.sim.flow.run`) without a topology: the form, the times, end after start
     and a gray fraction in [0, 1)."""
-    from clusterloom.sim.flow.run import FAILURE_SYNTAX, parse_time
+    from clusterloom.sim.failures import FAILURE_SYNTAX, parse_time
 
     m = FAILURE_SYNTAX.match(text)
     if not m:
@@ -75,7 +79,8 @@ def failure_problems(text: str, where: str) -> list[Problem]:
             Problem(
                 where,
                 f"'{text}' is not a failure like link:17@1ms or plane:0@2ms-4ms*0.5 "
-                "(KIND:TARGET@START[-END][*FRACTION], KIND link, switch, port or plane)",
+                "(KIND:TARGET@START[-END][*FRACTION], KIND link, switch, port or plane; "
+                "TARGET a number or a name like spine0000 or leaf0003-spine0001)",
             )
         ]
     try:
@@ -150,8 +155,8 @@ def option_problems(name: str, options: dict[str, float], where: str) -> list[Pr
 def scenario_problems(scenario: ScenarioSpec, base: str = "scenario") -> list[Problem]:
     """Everything wrong with a scenario that its model does not check, each Problem at its field
     path (``scenario.failures[2]``)."""
-    from clusterloom.sim.flow.run import parse_size
-    from clusterloom.sim.flow.transports import TRANSPORTS
+    from clusterloom.sim.failures import parse_size
+    from clusterloom.sim.registry import REGISTRY as TRANSPORTS
 
     known = ", ".join(sorted(TRANSPORTS))
     out: list[Problem] = []
@@ -169,7 +174,7 @@ def scenario_problems(scenario: ScenarioSpec, base: str = "scenario") -> list[Pr
             )
         )
     seen: set[str] = set()
-    for i, name in enumerate(scenario.transports):
+    for i, name in enumerate(scenario.transports or ()):
         where = f"{base}.transports[{i}]"
         if name not in TRANSPORTS:
             out.append(Problem(where, f"unknown transport '{name}'; known: {known}"))
@@ -182,6 +187,20 @@ def scenario_problems(scenario: ScenarioSpec, base: str = "scenario") -> list[Pr
         where = f"{base}.transport_options.{name}"
         if name not in TRANSPORTS:
             out.append(Problem(where, f"unknown transport '{name}'; known: {known}"))
+        elif "flow" not in TRANSPORTS[name].engines:
+            out += _packet_option_problems(name, options, where)
         else:
             out += option_problems(name, options, where)
     return out
+
+
+def _packet_option_problems(name: str, options: dict[str, float], where: str) -> list[Problem]:
+    """Options of a transport only the packet engine implements: the keys it takes."""
+    from clusterloom.sim.packet.transports import transport_class
+
+    allowed = transport_class(name).defaults
+    return [
+        Problem(f"{where}.{key}", f"unknown option of {name}; allowed: {', '.join(allowed)}")
+        for key in options
+        if key not in allowed
+    ]

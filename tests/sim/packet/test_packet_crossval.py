@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from clusterloom.sim.flow.traffic import Traffic, incast, permutation
-from clusterloom.sim.packet.crossval import compare
+from clusterloom.sim.crossval import compare
 from clusterloom.sim.packet.fabrics import small_fabric
+from clusterloom.sim.traffic import Traffic, incast, permutation
 
 
 @pytest.fixture(scope="module")

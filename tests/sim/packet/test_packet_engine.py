@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 
 from clusterloom.conformance.trace import Trace
-from clusterloom.sim.flow.run import parse_failure
-from clusterloom.sim.flow.traffic import Traffic, incast, permutation
+from clusterloom.sim.failures import parse_failure
 from clusterloom.sim.packet.engine import PacketConfig, PacketSim, PacketSimError
 from clusterloom.sim.packet.fabrics import fat_tree, small_fabric
 from clusterloom.sim.packet.run import PacketResult, config_for, run_packets
+from clusterloom.sim.traffic import Traffic, incast, permutation
 
 SER = (4096 + 64) * 8 * 10**12 // (100 * 10**9)  # one full packet at 100 Gb/s, ps
 PROP = 1_000_000  # 1 us

@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -41,7 +40,8 @@ from scipy import sparse
 
 from clusterloom.export.atomic import StrPath, atomic_open
 from clusterloom.sim.flow.engine import SimResult
-from clusterloom.sim.flow.traffic import Traffic
+from clusterloom.sim.flow.run import Run
+from clusterloom.sim.traffic import Traffic
 from clusterloom.units import PS_PER_US
 
 __all__ = [
@@ -71,16 +71,6 @@ FILES = ("flows.parquet", "groups.parquet", "utilisation.parquet", "link_utilisa
 
 _F64 = NDArray[np.float64]
 _I64 = NDArray[np.int64]
-
-
-class Run(NamedTuple):
-    """One transport's run: its name, the traffic, the engine's result and the nominal capacity
-    (bytes/s) of every directed link."""
-
-    transport: str
-    traffic: Traffic
-    result: SimResult
-    capacity: _F64
 
 
 def _us(ps: _I64) -> pa.Array:

@@ -11,15 +11,25 @@ not detected (routing does not see it).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from clusterloom.errors import Problem, SpecError
 from clusterloom.fabric.topology import Topology
+from clusterloom.sim.failures import (  # re-exported: the flow engine's public names
+    FAILURE_SYNTAX,
+    MAX_SIZE_BYTES,
+    MAX_TIME_PS,
+    MAX_TIME_S,
+    Failure,
+    parse_failure,
+    parse_size,
+    parse_time,
+)
 from clusterloom.sim.flow.engine import (
     RTOL_SATURATED,
     Callback,
@@ -30,111 +40,15 @@ from clusterloom.sim.flow.engine import (
     SimState,
     simulate,
 )
-from clusterloom.sim.flow.paths import Router, build_router
-from clusterloom.sim.flow.traffic import Traffic
 from clusterloom.sim.flow.transports import Transport
+from clusterloom.sim.paths import Router, build_router
+from clusterloom.sim.traffic import Traffic
 from clusterloom.units import PS_PER_S
 
 I64 = NDArray[np.int64]
 
 _WATCH_NONE = np.zeros(0, dtype=np.int64)
 _WATCH_NONE.setflags(write=False)
-#: the longest time a failure or run may name (a day), and the largest flow (1 TiB): beyond
-#: them nothing is physical, and picoseconds of a day still fit an int64 100 times over
-MAX_TIME_S = 86_400
-MAX_TIME_PS = MAX_TIME_S * PS_PER_S
-MAX_SIZE_BYTES = 2**40
-_UNITS = {"ps": 1, "ns": 1_000, "us": 1_000_000, "ms": 1_000_000_000, "s": PS_PER_S}
-FAILURE_SYNTAX = re.compile(
-    r"^(?P<kind>link|switch|port|plane):(?P<target>\d+(?::\d+)?)@(?P<start>[\d.]+[a-z]*)"
-    r"(?:-(?P<end>[\d.]+[a-z]*))?(?:\*(?P<fraction>[\d.]+))?$"
-)
-
-
-def parse_time(text: str, where: str) -> int:
-    """``'1.5ms'`` to picoseconds; a bare number is picoseconds."""
-    m = re.fullmatch(r"(\d+(?:\.\d*)?|\.\d+)([a-z]*)", text)
-    if not m or m.group(2) not in {"", *_UNITS}:
-        raise SpecError([Problem(where, f"'{text}' is not a time like 10us or 1.5ms")])
-    value = float(m.group(1)) * _UNITS[m.group(2) or "ps"]
-    if not value <= MAX_TIME_PS:
-        raise SpecError([Problem(where, f"'{text}' is beyond the {MAX_TIME_S:,} s a run may last")])
-    return round(value)
-
-
-@dataclass(frozen=True)
-class Failure:
-    """Physical links down (or cut to ``fraction`` of their capacity) from ``start_ps`` to
-    ``end_ps`` (None: to the end of the run)."""
-
-    label: str
-    links: I64
-    start_ps: int
-    end_ps: int | None
-    fraction: float = 0.0
-
-
-def parse_failure(text: str, t: Topology) -> Failure:
-    """A failure from its text form (see the module docstring), checked against ``t``."""
-    where = f"--fail {text}"
-    m = FAILURE_SYNTAX.match(text)
-    if not m:
-        raise SpecError(
-            [
-                Problem(
-                    where,
-                    "expected KIND:TARGET@START[-END][*FRACTION], e.g. "
-                    "link:17@1ms or plane:0@2ms-4ms*0.5",
-                )
-            ]
-        )
-    kind, target = m.group("kind"), m.group("target")
-    start = parse_time(m.group("start"), where)
-    end = parse_time(m.group("end"), where) if m.group("end") else None
-    try:
-        fraction = float(m.group("fraction")) if m.group("fraction") else 0.0
-    except ValueError:
-        raise SpecError(
-            [Problem(where, f"'{m.group('fraction')}' is not a fraction like 0.5")]
-        ) from None
-    if end is not None and end <= start:
-        raise SpecError([Problem(where, "the end of a failure comes after its start")])
-    if not 0.0 <= fraction < 1.0:
-        raise SpecError(
-            [Problem(where, f"a gray failure keeps a fraction in [0, 1), got {fraction}")]
-        )
-    if kind == "link":
-        link = int(target)
-        if link >= t.n_links:
-            raise SpecError([Problem(where, f"no link {link}; links are 0..{t.n_links - 1}")])
-        links = np.array([link], dtype=np.int64)
-    elif kind == "switch":
-        node = int(target)
-        if node >= t.n_nodes or t.node_role[node] == 0:
-            raise SpecError(
-                [
-                    Problem(
-                        where,
-                        f"no switch {node}; switches are node ids {t.plan.hosts}..{t.n_nodes - 1}",
-                    )
-                ]
-            )
-        links = np.flatnonzero((t.link_src == node) | (t.link_dst == node)).astype(np.int64)
-    elif kind == "port":
-        host_s, _, port_s = target.partition(":")
-        host, port = int(host_s), int(port_s or 0)
-        sel = (t.link_tier == 1) & (t.link_src == host) & (t.link_src_port == port)
-        links = np.flatnonzero(sel).astype(np.int64)
-        if links.size == 0:
-            raise SpecError([Problem(where, f"host {host} has no port {port}")])
-    else:
-        plane = int(target)
-        if plane >= t.plan.planes:
-            raise SpecError(
-                [Problem(where, f"no plane {plane}; planes are 0..{t.plan.planes - 1}")]
-            )
-        links = np.flatnonzero(t.link_plane == plane).astype(np.int64)
-    return Failure(text, links, start, end, fraction)
 
 
 def _alive(capacity: NDArray[np.float64]) -> NDArray[np.bool_]:
@@ -232,6 +146,16 @@ def run(
     )
 
 
+class Run(NamedTuple):
+    """One transport's run: its name, the traffic, the engine's result and the nominal capacity
+    (bytes/s) of every directed link (what the writers of ``sim.flow.results`` read)."""
+
+    transport: str
+    traffic: Traffic
+    result: SimResult
+    capacity: NDArray[np.float64]
+
+
 @dataclass(frozen=True)
 class Summary:
     """One transport's outcome on one traffic and failure scenario."""
@@ -270,33 +194,24 @@ def summarize(name: str, result: SimResult, barrier: NDArray[np.bool_] | None = 
     )
 
 
-def parse_size(text: str, where: str = "--size") -> int:
-    """``'2MB'``, ``'512KiB'``, ``'1e6'`` to bytes."""
-    m = re.fullmatch(r"([\d.eE+]+)\s*([kKMGT]?i?B)?", text.strip())
-    scale = {
-        "B": 1,
-        "kB": 10**3,
-        "KB": 10**3,
-        "MB": 10**6,
-        "GB": 10**9,
-        "TB": 10**12,
-        "KiB": 2**10,
-        "kiB": 2**10,
-        "MiB": 2**20,
-        "GiB": 2**30,
-        "TiB": 2**40,
-    }
-    if not m or (m.group(2) or "B") not in scale:
-        raise SpecError([Problem(where, f"'{text}' is not a size like 2MB or 512KiB")])
-    try:
-        value = float(m.group(1)) * scale[m.group(2) or "B"]
-    except ValueError:
-        raise SpecError([Problem(where, f"'{text}' is not a size like 2MB or 512KiB")]) from None
-    if not 1 <= value <= MAX_SIZE_BYTES:
-        raise SpecError(
-            [Problem(where, f"'{text}': a size is from 1 B to {MAX_SIZE_BYTES:,} B (1 TiB)")]
-        )
-    return round(value)
+__all__ = [
+    "FAILURE_SYNTAX",
+    "MAX_SIZE_BYTES",
+    "MAX_TIME_PS",
+    "MAX_TIME_S",
+    "Compared",
+    "Failure",
+    "Run",
+    "Summary",
+    "compare",
+    "fmt_time",
+    "parse_failure",
+    "parse_size",
+    "parse_time",
+    "reaction",
+    "run",
+    "summarize",
+]
 
 
 def fmt_time(ps: float) -> str:

@@ -22,10 +22,10 @@ import numpy as np
 from clusterloom.errors import Problem, SpecError
 from clusterloom.fabric.topology import Topology
 from clusterloom.sim.flow.engine import RTOL_SATURATED, SimResult
-from clusterloom.sim.flow.paths import build_router
 from clusterloom.sim.flow.run import Failure, run
-from clusterloom.sim.flow.traffic import Traffic
 from clusterloom.sim.flow.transports import Transport
+from clusterloom.sim.paths import build_router
+from clusterloom.sim.traffic import Traffic
 
 __all__ = ["TIERS", "SweepRow", "single_link_failures", "sweep"]
 

@@ -57,7 +57,7 @@ from numpy.typing import NDArray
 from clusterloom.errors import Problem, SpecError
 from clusterloom.fabric.topology import Role
 from clusterloom.sim.flow.engine import UnitSet
-from clusterloom.sim.flow.paths import Router, route, splitmix64
+from clusterloom.sim.paths import Router, connection_hash, route, splitmix64
 
 I64 = NDArray[np.int64]
 B = NDArray[np.bool_]
@@ -73,13 +73,6 @@ def _units(flow: I64, paths: I64, share: NDArray[np.float64]) -> UnitSet:
         unit_link=paths[valid].astype(np.int64),
         unit_share=share.astype(np.float64),
     )
-
-
-def _connection_hash(src: I64, dst: I64, salt: I64, seed: int) -> I64:
-    """A 63-bit hash of a connection (source, destination and a per-connection salt)."""
-    key = (src.astype(np.uint64) << np.uint64(40)) ^ (dst.astype(np.uint64) << np.uint64(16))
-    mixed = splitmix64(key ^ splitmix64(salt.astype(np.uint64) ^ np.uint64(seed)))
-    return (mixed >> np.uint64(1)).astype(np.int64)
 
 
 def _crosses_dead(paths: I64, alive: B) -> B:
@@ -198,7 +191,7 @@ class RoceEcmp:
         qp = np.tile(np.arange(qps, dtype=np.int64), ids.size)
         s, d = src[f], dst[f]
         port = (f + qp) % _ports(router)
-        ev = _connection_hash(s, d, qp, seed)  # the 5-tuple hash of the queue pair
+        ev = connection_hash(s, d, qp, seed)  # the 5-tuple hash of the queue pair
         paths = route(router, s, d, port, ev, seed=seed, alive=alive)
         none = (paths < 0).all(axis=1)
         if none.any():  # no live path: stay on the hashed path of the healthy fabric and stall
@@ -237,7 +230,7 @@ class MrcSpray:
         # each connection draws its own EVs (random 32-bit values per queue pair), so different
         # connections' EVs hash independently; static source routes, chosen on the healthy
         # fabric; EVs whose route crosses a dead link retire
-        ev = _connection_hash(s, d, f, seed) ^ splitmix64(k.astype(np.uint64)).astype(np.int64)
+        ev = connection_hash(s, d, f, seed) ^ splitmix64(k.astype(np.uint64)).astype(np.int64)
         paths = route(router, s, d, port, ev & 0xFFFFFFFF, seed=seed)
         if alive.all():  # a healthy fabric: every EV has its route
             return _units(f, paths, np.full(f.size, 1.0 / self.evs))

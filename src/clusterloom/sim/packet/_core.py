@@ -130,7 +130,7 @@ def _pop(H: Any, S: Any) -> None:
 
 @_jit
 def _mix(x: Any) -> Any:
-    """splitmix64 of one uint64 (as :func:`clusterloom.sim.flow.paths.splitmix64`)."""
+    """splitmix64 of one uint64 (as :func:`clusterloom.sim.paths.splitmix64`)."""
     z = x + np.uint64(0x9E3779B97F4A7C15)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)

@@ -17,8 +17,8 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from clusterloom.sim.flow.paths import splitmix64
 from clusterloom.sim.packet.engine import ACK, DATA, PROBE, Packet, PacketSim
+from clusterloom.sim.paths import splitmix64
 
 __all__ = ["ConnSpec", "Connection", "Transport"]
 

@@ -10,7 +10,7 @@ Model (every assumption here is also listed in ``docs/packet.md``):
   transports hash their entropy values from the seed: the same inputs give the same run, event
   for event, with or without a tracer.
 - **Links.** Every physical link of the topology is two directed links (``2i`` up, ``2i+1``
-  down, as in :mod:`clusterloom.sim.flow.paths`) with the link's rate and propagation delay. A
+  down, as in :mod:`clusterloom.sim.paths`) with the link's rate and propagation delay. A
   directed link is an output port at its source node: one FIFO for data and one strict-priority
   FIFO for control packets (ACK, NACK, pull, probe, CNP) and trimmed headers. Serialization takes
   ``size * 8 / rate`` (integer picoseconds, rounded down); the packet arrives at the far node
@@ -29,7 +29,7 @@ Model (every assumption here is also listed in ``docs/packet.md``):
   hop. Either the route is an explicit segment list (a source route, as SRv6 would carry) chosen
   by the sender, or it is the path that per-hop ECMP hashing of the packet's entropy value (EV)
   gives. ECMP hashing is stateless (``splitmix64(ev ^ seed ^ switch * golden)`` at every switch,
-  :mod:`clusterloom.sim.flow.paths`), so the switches' choices for one (source, destination,
+  :mod:`clusterloom.sim.paths`), so the switches' choices for one (source, destination,
   port, EV) are a pure function of the routing view; the engine computes that path once per key
   (vectorized, :meth:`PacketSim.prefetch`) and memoizes it. The routing view changes
   ``reroute_ps`` after a hard failure or repair (detection plus reconvergence; default 1 s as in
@@ -51,8 +51,7 @@ from numpy.typing import NDArray
 
 from clusterloom.errors import ClusterloomError
 from clusterloom.fabric.topology import Topology
-from clusterloom.sim.flow.paths import Router, RouteView, build_router, route, route_view
-from clusterloom.sim.flow.run import Failure
+from clusterloom.sim.failures import Failure
 from clusterloom.sim.packet import _core as core
 from clusterloom.sim.packet._core import (  # bound here: read on every event
     C_CTRL,
@@ -101,6 +100,7 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     ST_STOP_CHECK,
     TR_DROP,
 )
+from clusterloom.sim.paths import Router, RouteView, build_router, route, route_view
 from clusterloom.units import PS_PER_S, PS_PER_US
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Running traffic (:class:`clusterloom.sim.flow.traffic.Traffic`) over a topology with one
+"""Running traffic (:class:`clusterloom.sim.traffic.Traffic`) over a topology with one
 packet-level transport, under failures, and the figures of the run.
 
 Flow dependencies of a ``Traffic`` are honoured: a flow starts at its ``start_ps`` or when the
@@ -15,12 +15,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clusterloom.fabric.topology import Topology
-from clusterloom.sim.flow.paths import Router
-from clusterloom.sim.flow.run import Failure
-from clusterloom.sim.flow.traffic import Traffic
+from clusterloom.sim.failures import Failure
 from clusterloom.sim.packet.base import Connection, ConnSpec
 from clusterloom.sim.packet.engine import PacketConfig, PacketSim, PacketSimError, Tracer
 from clusterloom.sim.packet.transports import transport_class
+from clusterloom.sim.paths import Router
+from clusterloom.sim.traffic import Traffic
 
 __all__ = ["PacketResult", "config_for", "run_packets"]
 

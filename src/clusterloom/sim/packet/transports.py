@@ -72,6 +72,7 @@ from clusterloom.sim.packet.engine import (
     PacketSim,
     PacketSimError,
 )
+from clusterloom.sim.paths import connection_hash
 from clusterloom.units import PS_PER_S, PS_PER_US
 
 __all__ = [
@@ -119,10 +120,8 @@ class RoceEcmp(Connection):
         spec: ConnSpec,
     ) -> None:
         super().__init__(sim, flow, src, dst, nbytes, start_ps, spec)
-        from clusterloom.sim.flow.transports import _connection_hash
-
         self.port = flow % self.ports
-        h = _connection_hash(np.array([src]), np.array([dst]), np.array([0]), sim.seed)
+        h = connection_hash(np.array([src]), np.array([dst]), np.array([0]), sim.seed)
         self.ev = int(h[0]) & 0xFFFFFFFF
         self.line = float(self.line_rate_bps())
         self.rc = self.rt = self.line

@@ -339,3 +339,10 @@ def path_count(r: Router, src: int, dst: int, port: int) -> int:
     u2 = p.tier("spine").up
     par2 = u2 // p.cores_per_group
     return u1 * u2 * par2 * par1
+
+
+def connection_hash(src: I64, dst: I64, salt: I64, seed: int) -> I64:
+    """A 63-bit hash of a connection (source, destination and a per-connection salt)."""
+    key = (src.astype(np.uint64) << np.uint64(40)) ^ (dst.astype(np.uint64) << np.uint64(16))
+    mixed = splitmix64(key ^ splitmix64(salt.astype(np.uint64) ^ np.uint64(seed)))
+    return (mixed >> np.uint64(1)).astype(np.int64)

@@ -41,7 +41,7 @@ Because a connection activates at most one trigger and waits for at most one, ht
 a dependency structure only when the distinct dependency sets are disjoint (each flow is a
 dependency of one set of flows at most, and a flow with dependencies has no start time):
 :func:`write_htsim` raises ``OutputError`` otherwise. The traffic of
-:func:`clusterloom.sim.flow.traffic.from_step_flows` always qualifies.
+:func:`clusterloom.sim.traffic.from_step_flows` always qualifies.
 
 Groups. The writer records ``group`` and ``group_names`` in two comment lines before ``Nodes``
 (``# clusterloom group-names [...]`` and ``# clusterloom flow-groups [[group, run length], ...]``,
@@ -85,7 +85,7 @@ import numpy as np
 
 from clusterloom.errors import OutputError, Problem, SpecError
 from clusterloom.export.atomic import atomic_open
-from clusterloom.sim.flow.traffic import Traffic
+from clusterloom.sim.traffic import Traffic
 from clusterloom.units import PS_PER_US
 
 __all__ = ["format_htsim", "parse_htsim", "read_htsim", "write_htsim"]

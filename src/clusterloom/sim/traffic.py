@@ -31,7 +31,7 @@ the step's order; a rank in no earlier op starts at once). This is how a rank is
 order on one stream, without a global barrier between ops. Receives are not waited for: with
 aggregated, symmetric collectives a rank's sends and receives of one op end together, and keeping
 each flow in exactly one dependency set makes the traffic expressible as htsim triggers (a
-connection fires one trigger, see :mod:`clusterloom.sim.flow.htsim`).
+connection fires one trigger, see :mod:`clusterloom.sim.htsim`).
 
 **Barrier flows** keep that linear. Waiting directly, a rank with a flows in one op and b in the
 next needs a*b dependency edges (an all-to-all over g ranks and p ports: ((g-1)p)^2 per rank). When

@@ -18,12 +18,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clusterloom.fabric.topology import Topology
-from clusterloom.sim.flow.paths import build_router
 from clusterloom.sim.flow.run import run as run_flow
-from clusterloom.sim.flow.traffic import Traffic
 from clusterloom.sim.flow.transports import transport as flow_transport
 from clusterloom.sim.packet.engine import PacketConfig
 from clusterloom.sim.packet.run import config_for, run_packets
+from clusterloom.sim.paths import build_router
+from clusterloom.sim.traffic import Traffic
 
 __all__ = ["Comparison", "compare", "expected_packet_fct"]
 

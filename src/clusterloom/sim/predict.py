@@ -1,0 +1,270 @@
+"""``predict``: a resolved scenario run on a fabric by either engine, next to its ideal bound.
+
+The stage every caller uses (the commands, and later sweeps, operations, the assistant)::
+
+    scenario = resolve_scenario(spec, topology, seed=0)
+    result = predict(topology, scenario)            # or engine="packet"
+
+It runs nothing but the engine: no console, no files. Progress goes through ``progress``, a
+callback taking one line of text per step (a transport starting). Writers (``sim.flow.results``,
+``report.simulation``) read the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from clusterloom.errors import Problem, SpecError
+from clusterloom.sim.registry import Engine
+from clusterloom.sim.scenario import Scenario, late_failures
+
+if TYPE_CHECKING:
+    from clusterloom.fabric.topology import Topology
+    from clusterloom.pipeline import Design
+    from clusterloom.sim.flow.run import Compared, Run, Summary
+    from clusterloom.sim.packet.run import PacketResult
+
+__all__ = ["FlowPrediction", "PacketOutcome", "PacketPrediction", "Prediction", "predict"]
+
+Progress = Callable[[str], None]
+IDEAL = "ideal"
+
+
+@dataclass(frozen=True)
+class FlowPrediction:
+    """The flow engine's outcome: one summary per transport, in the scenario's order; the
+    ideal bound (the ``ideal`` transport's summary); ``runs`` (per-flow results, for the
+    writers) when asked for."""
+
+    scenario: Scenario
+    summaries: tuple[Summary, ...]
+    ideal: Summary
+    runs: tuple[Run, ...] = ()
+    #: the comparison every renderer shows (``flow.run.compare``: completion, ratio to the
+    #: ideal, the failure reaction each transport assumes), computed once here
+    compared: tuple[Compared, ...] = ()
+
+    @property
+    def flows(self) -> int:
+        return self.summaries[0].flows if self.summaries else 0
+
+
+@dataclass(frozen=True)
+class PacketOutcome:
+    """One packet-level run and, when asked for, the flow engine's largest completion time
+    of the same transport (``crossval``; None when the flow engine does not implement it)."""
+
+    name: str
+    result: PacketResult
+    fct_percentiles_ps: NDArray[np.float64]  # p50, p99, max of the finished flows
+    flow_level_max_ps: float | None = None
+
+
+@dataclass(frozen=True)
+class PacketPrediction:
+    """The packet engine's outcome: one run per transport; the ideal bound from the flow
+    engine (every flow at its fair share)."""
+
+    scenario: Scenario
+    outcomes: tuple[PacketOutcome, ...]
+    ideal: Summary
+
+
+Prediction = FlowPrediction | PacketPrediction
+
+
+def predict(
+    design_or_topology: Design | Topology,
+    scenario: Scenario,
+    engine: Engine | None = None,
+    progress: Progress | None = None,
+    *,
+    keep_runs: bool = False,
+    watch_links: NDArray[np.int64] | None = None,
+    crossval: bool = False,
+) -> Prediction:
+    """Run ``scenario`` on the backend fabric of a design (or on a topology) with ``engine``
+    (the scenario's by default; it must match the engine the scenario was resolved for).
+
+    ``keep_runs`` keeps the flow engine's per-flow results (for ``sim.flow.results``);
+    ``watch_links`` are directed links whose utilisation the flow engine records over time;
+    ``crossval`` also runs each packet transport on the flow engine.
+    Refuses (``SpecError``) failures that start after every transport finished."""
+    topology = _topology(design_or_topology)
+    engine = engine or scenario.engine
+    if engine != scenario.engine:
+        raise SpecError(
+            [
+                Problem(
+                    "engine",
+                    f"the scenario was resolved for the {scenario.engine} engine, not {engine}; "
+                    f"resolve it with engine='{engine}'",
+                )
+            ]
+        )
+    say = progress or (lambda _line: None)
+    if engine == "flow":
+        return _predict_flow(topology, scenario, say, keep_runs, watch_links)
+    return _predict_packet(topology, scenario, say, crossval)
+
+
+def _topology(x: Any) -> Topology:
+    fabrics = getattr(x, "fabrics", None)
+    if fabrics is None:
+        return x  # type: ignore[no-any-return]
+    for fd in fabrics:
+        if fd.name == "backend":
+            return fd.topology  # type: ignore[no-any-return]
+    raise SpecError([Problem("fabrics.backend", "the design has no backend fabric to simulate")])
+
+
+def _predict_flow(
+    topology: Topology,
+    scenario: Scenario,
+    say: Progress,
+    keep_runs: bool,
+    watch_links: NDArray[np.int64] | None,
+) -> FlowPrediction:
+    from clusterloom.sim.flow.run import Run, compare, run, summarize
+    from clusterloom.sim.flow.transports import transport
+    from clusterloom.sim.paths import build_router
+
+    load = scenario.traffic
+    assert load is not None
+    router = build_router(topology)
+    watch = np.zeros(0, dtype=np.int64) if watch_links is None else watch_links
+    summaries, runs, chosen = [], [], []
+    for name in scenario.transports:
+        tr = transport(name, **scenario.options_of(name))
+        chosen.append(tr)
+        say(f"{tr.name}: {len(load):,} flows")
+        result = run(
+            topology,
+            load,
+            tr,
+            scenario.failures,
+            seed=scenario.seed,
+            router=router,
+            rtol=scenario.rtol,
+            watch_links=watch,
+        )
+        summaries.append(summarize(tr.name, result, load.barrier))
+        if keep_runs:
+            runs.append(Run(tr.name, load, result, router.capacity_bytes()))
+    if any(sm.finished for sm in summaries):
+        late_failures(scenario.failures, [sm.makespan_ps for sm in summaries])
+    ideal = next((sm for sm in summaries if sm.transport == IDEAL), None)
+    if ideal is None:
+        ideal = _ideal(topology, scenario, say, router)
+    compared = compare(summaries, chosen, scenario.failures)
+    return FlowPrediction(scenario, tuple(summaries), ideal, tuple(runs), compared)
+
+
+def _ideal(topology: Topology, scenario: Scenario, say: Progress, router: Any = None) -> Summary:
+    """The bound: the flow engine's ideal transport on the same traffic and failures."""
+    from clusterloom.sim.flow.run import run, summarize
+    from clusterloom.sim.flow.transports import transport
+
+    assert scenario.traffic is not None
+    say(f"ideal bound: {len(scenario.traffic):,} flows")
+    result = run(
+        topology,
+        scenario.traffic,
+        transport(IDEAL),
+        scenario.failures,
+        seed=scenario.seed,
+        router=router,
+        rtol=scenario.rtol,
+    )
+    return summarize(IDEAL, result, scenario.traffic.barrier)
+
+
+def _predict_packet(
+    topology: Topology, scenario: Scenario, say: Progress, crossval: bool
+) -> PacketPrediction:
+    from clusterloom.sim.packet.run import run_packets
+    from clusterloom.sim.registry import REGISTRY
+
+    load = scenario.traffic
+    assert load is not None
+    outcomes = []
+    for name in scenario.transports:
+        say(f"{name}: {len(load):,} flows, packet level")
+        opts = scenario.options_of(name)
+        r = run_packets(
+            topology, load, name, scenario.failures, seed=scenario.seed, options=opts or None
+        )
+        fct = r.fct_ps[r.finish_ps >= 0]
+        pct = (
+            np.percentile(fct, [50, 99, 100]).astype(np.float64) if fct.size else np.full(3, np.nan)
+        )
+        flow_max = None
+        if crossval and "flow" in REGISTRY[name].engines:
+            flow_max = _flow_level_max(topology, scenario, name)
+        outcomes.append(PacketOutcome(name, r, pct, flow_max))
+    return PacketPrediction(scenario, tuple(outcomes), _ideal(topology, scenario, say))
+
+
+def _flow_level_max(topology: Topology, scenario: Scenario, name: str) -> float | None:
+    """The flow engine's largest completion time of transport ``name`` (None: none finished)."""
+    from clusterloom.sim.flow.run import run
+    from clusterloom.sim.flow.transports import transport
+
+    assert scenario.traffic is not None
+    r = run(topology, scenario.traffic, transport(name), scenario.failures, seed=scenario.seed)
+    done = r.fct_ps[r.finish_ps >= 0]
+    return float(done.max()) if done.size else None
+
+
+#: a flow prediction that is written records the upward fabric links' utilisation over time
+#: (the heat map) up to this many links; beyond, only the largest utilisation is kept
+WATCH_LINKS_UP_TO = 50_000
+
+
+def upward_links(topology: Topology, up_to: int = WATCH_LINKS_UP_TO) -> NDArray[np.int64]:
+    """The directed upward fabric links (leaf-spine, spine-core) to watch for the heat map, or
+    none when the fabric has more than ``up_to`` links."""
+    if topology.n_links > up_to:
+        return np.zeros(0, dtype=np.int64)
+    up: NDArray[np.int64] = 2 * np.flatnonzero(topology.link_tier >= 2)
+    return up
+
+
+def predict_sweep(
+    topology: Topology,
+    scenario: Scenario,
+    tier: str,
+    *,
+    fail_at: str,
+    max_links: int | None = None,
+    processes: int | None = None,
+    progress: Progress | None = None,
+) -> list[Any]:
+    """Every transport of a flow ``scenario`` with each link of ``tier`` failed in turn at
+    ``fail_at`` (a seeded sample of at most ``max_links``): ``sim.flow.sweep.SweepRow``s."""
+    from clusterloom.sim.failures import parse_time
+    from clusterloom.sim.flow.sweep import single_link_failures, sweep
+    from clusterloom.sim.flow.transports import transport
+
+    if scenario.engine != "flow":
+        raise SpecError([Problem("--sweep", "a sweep runs on the flow engine")])
+    assert scenario.traffic is not None
+    chosen = [transport(n, **scenario.options_of(n)) for n in scenario.transports]
+    links = single_link_failures(topology, tier, max_links=max_links, seed=scenario.seed)
+    if progress is not None:
+        progress(f"sweep: {len(links):,} links x {len(chosen)} transports")
+    return sweep(
+        topology,
+        scenario.traffic,
+        chosen,
+        links,
+        fail_at_ps=parse_time(fail_at, "--fail-at"),
+        seed=scenario.seed,
+        rtol=scenario.rtol,
+        processes=processes,
+    )

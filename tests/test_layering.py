@@ -1,0 +1,161 @@
+"""Import layering, read from the source (no import is run): stages never import later stages
+or the command line; the two engines never import each other; engines import no writer; the
+modules of the simulation stage and its commands have no import cycle.
+
+Every import counts, also one inside a function, except those under ``if TYPE_CHECKING:``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+ROOT = SRC / "clusterloom"
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module(p): p for p in ROOT.rglob("*.py")}
+
+
+def _type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(name: str) -> set[str]:
+    """The clusterloom modules ``name`` imports at run time."""
+    tree = ast.parse(MODULES[name].read_text())
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _type_checking(node):
+            skip |= {id(n) for child in node.body for n in ast.walk(child)}
+    out: set[str] = set()
+    package = name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            for a in node.names:
+                full = f"{base}.{a.name}"
+                out.add(full if full in MODULES else base)
+    return {m for m in out if m.split(".")[0] == "clusterloom"}
+
+
+GRAPH = {name: _imports(name) for name in MODULES}
+
+
+def _under(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _offenders(importer: str, imported: str, allowed: frozenset[str] = frozenset()) -> list[str]:
+    return sorted(
+        f"{m} imports {i}"
+        for m, deps in GRAPH.items()
+        if _under(m, importer) and m not in allowed
+        for i in deps
+        if _under(i, imported)
+    )
+
+
+#: the stages in order; an earlier one never imports a later one
+STAGES = [
+    "clusterloom.workload",
+    "clusterloom.fabric",
+    "clusterloom.placement",
+    "clusterloom.cabling",
+    "clusterloom.sim",
+]
+#: the spec's ``scenario`` checks use the simulator's vocabulary (failure syntax, transport
+#: names and options) inside its functions; it is the one module of an earlier stage that may
+EXEMPT = frozenset({"clusterloom.spec.scenario"})
+
+
+@pytest.mark.parametrize(
+    ("earlier", "later"),
+    [(a, b) for i, a in enumerate(STAGES) for b in [*STAGES[i + 1 :], "clusterloom.pipeline"]],
+)
+def test_a_stage_never_imports_a_later_one(earlier: str, later: str) -> None:
+    assert _offenders(earlier, later) == []
+
+
+def test_the_spec_imports_no_stage_but_its_scenario_checks() -> None:
+    for stage in [*STAGES, "clusterloom.pipeline"]:
+        assert _offenders("clusterloom.spec", stage, EXEMPT) == []
+
+
+def test_nothing_but_the_command_line_imports_it() -> None:
+    found = [
+        f"{m} imports {i}"
+        for m, deps in GRAPH.items()
+        if not _under(m, "clusterloom.cli")
+        for i in deps
+        if _under(i, "clusterloom.cli")
+    ]
+    assert found == []
+
+
+def test_the_engines_do_not_import_each_other() -> None:
+    assert _offenders("clusterloom.sim.flow", "clusterloom.sim.packet") == []
+    assert _offenders("clusterloom.sim.packet", "clusterloom.sim.flow") == []
+
+
+#: the writers among the simulator's modules (Parquet results, htsim files)
+SIM_WRITERS = frozenset({"clusterloom.sim.flow.results", "clusterloom.sim.htsim"})
+
+
+@pytest.mark.parametrize("writer", ["clusterloom.export", "clusterloom.report"])
+def test_engines_and_the_predict_stage_import_no_writer(writer: str) -> None:
+    assert _offenders("clusterloom.sim", writer, SIM_WRITERS) == []
+    engines = [m for m in GRAPH if _under(m, "clusterloom.sim") and m not in SIM_WRITERS]
+    assert not [m for m in engines if GRAPH[m] & SIM_WRITERS - {"clusterloom.sim.htsim"}]
+
+
+def _cycle(nodes: set[str]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for d in sorted(GRAPH[n] & nodes):
+            if state.get(d) == 1:
+                return [*stack[stack.index(d) :], d]
+            if d not in state and (found := visit(d)):
+                return found
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(nodes):
+        if n not in state and (found := visit(n)):
+            return found
+    return None
+
+
+def test_no_cycles_among_the_simulation_modules_and_commands() -> None:
+    nodes = {
+        m
+        for m in GRAPH
+        if _under(m, "clusterloom.sim")
+        or _under(m, "clusterloom.cli")
+        or m in {"clusterloom.spec.scenario", "clusterloom.export.prediction"}
+    }
+    assert _cycle(nodes) is None
