@@ -71,9 +71,7 @@ def main() -> None:
     print("| case | bytes | seconds | peak MB | answer |")
     print("|---|---:|---:|---:|---|")
     for name, size, r in rows:
-        print(
-            f"| {name} | {size:,} | {r['seconds']:.3f} | {r['peak_mb']:.0f} | {r['outcome']} |"
-        )
+        print(f"| {name} | {size:,} | {r['seconds']:.3f} | {r['peak_mb']:.0f} | {r['outcome']} |")
 
 
 if __name__ == "__main__":
