@@ -63,9 +63,17 @@ def _child(case: str, name: str) -> None:
     s = summarize(name, result)
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"seconds": round(seconds, 2), "peak_gb": round(peak / 1e9, 2),
-                      "flows": s.flows, "makespan_ms": round(s.makespan_ps / 1e9, 3),
-                      "events": s.events}))
+    print(
+        json.dumps(
+            {
+                "seconds": round(seconds, 2),
+                "peak_gb": round(peak / 1e9, 2),
+                "flows": s.flows,
+                "makespan_ms": round(s.makespan_ps / 1e9, 3),
+                "events": s.events,
+            }
+        )
+    )
 
 
 def main(argv: list[str]) -> None:
@@ -73,17 +81,25 @@ def main(argv: list[str]) -> None:
         _child(argv[1], argv[2])
         return
     print(f"# {platform.platform()}, python {platform.python_version()}")
-    print(f"{'case':>12} {'transport':>16} {'seconds':>8} {'peak GB':>8} {'flows':>9} "
-          f"{'makespan ms':>12} {'events':>7}")
+    print(
+        f"{'case':>12} {'transport':>16} {'seconds':>8} {'peak GB':>8} {'flows':>9} "
+        f"{'makespan ms':>12} {'events':>7}"
+    )
     cases = [argv[0]] if argv else list(CASES)
     for case in cases:
         names = argv[1:] or CASES[case]
         for name in names:
-            res = subprocess.run([sys.executable, __file__, "--child", case, name],
-                                 check=True, capture_output=True, text=True)
+            res = subprocess.run(
+                [sys.executable, __file__, "--child", case, name],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
             r = json.loads(res.stdout.strip().splitlines()[-1])
-            print(f"{case:>12} {name:>16} {r['seconds']:>8.2f} {r['peak_gb']:>8.2f} "
-                  f"{r['flows']:>9,} {r['makespan_ms']:>12.3f} {r['events']:>7}")
+            print(
+                f"{case:>12} {name:>16} {r['seconds']:>8.2f} {r['peak_gb']:>8.2f} "
+                f"{r['flows']:>9,} {r['makespan_ms']:>12.3f} {r['events']:>7}"
+            )
 
 
 if __name__ == "__main__":
