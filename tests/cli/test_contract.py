@@ -154,3 +154,17 @@ def test_validate_still_refuses_a_site_too_small(tmp_path: Path) -> None:
     result = runner.invoke(app, ["validate", str(spec)])
     assert result.exit_code == 2
     assert any("rack positions" in line for line in _lines(result.stderr)), result.stderr
+
+
+@pytest.mark.parametrize("command", ["simulate", "packetsim"])
+def test_a_simulation_whose_flows_did_not_all_finish_exits_3(command: str) -> None:
+    """A host port down for good leaves its flows unfinished: the run did not complete."""
+    args = [command, "--example", "fat-tree-k16", "--hosts", "8", "--size", "64KB"]
+    args += ["--transport", "mrc-spray", "--fail", "port:0:0@0"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 3, result.output
+    (line,) = [ln for ln in _lines(result.stderr) if ln.startswith("incomplete")]
+    assert "mrc-spray" in line and "did not finish" in line
+    # the same run with that port only slowed (a gray failure) completes
+    result = runner.invoke(app, [*args[:-1], "port:0:0@0*0.5"])
+    assert result.exit_code == 0, result.output

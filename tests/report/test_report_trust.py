@@ -269,7 +269,7 @@ def test_terminal_and_page_read_the_same_figures(tmp_path: Path) -> None:
         ],
         env={"COLUMNS": "200"},
     )
-    assert result.exit_code in (0, 3), result.output
+    assert result.exit_code == 3, result.output  # flows of host 3 never finish
     page = (out / "simulation.html").read_text()
     for name in ("mrc-spray", "ideal"):
         line = next(x for x in result.output.splitlines() if x.strip("│ ").startswith(name))

@@ -1,9 +1,10 @@
 """The command line: parse, call the library, print with Rich. Nothing else lives here.
 
-Exit codes (the contract of every command): 0 done, no error finding; 1 done, checks found
-errors; 2 bad input or usage (a spec that does not parse or cannot be built, an unknown
-example, an output directory that cannot be used), one line per problem; 70 an internal error
-(a bug), one line saying so; 130 interrupted; 141 stdout was closed (``| head``), quietly.
+Exit codes (the contract of every command, ``cli/contract.py``): 0 done, no error finding; 1
+done, checks found errors; 2 bad input or usage (a spec that does not parse or cannot be built,
+an unknown example, an output directory that cannot be used), one line per problem; 3 a
+simulation did not complete (flows unfinished), with which and why; 70 an internal error (a
+bug), one line saying so; 130 interrupted; 141 stdout was closed (``| head``), quietly.
 Messages are printed as text, never read as Rich markup.
 """
 
@@ -16,6 +17,15 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.console import Console
+
+from clusterloom.cli.contract import (
+    EXIT_BUG,
+    EXIT_CLOSED_PIPE,
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    incomplete,
+    say,
+)
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -85,15 +95,8 @@ def _step(progress: Progress) -> Callable[[str], None]:
     return step
 
 
-#: exit codes beyond 0, 1 and 2 (see the module docstring)
-EXIT_BUG, EXIT_INTERRUPTED, EXIT_CLOSED_PIPE = 70, 130, 141
-
-
 def _say(label: str, style: str, message: object) -> None:
-    from rich.text import Text
-
-    one_line = " ".join(str(message).split())  # one line per problem, whatever it holds
-    err.print(Text.assemble((label, style), f": {one_line}"), soft_wrap=True)
+    say(err, label, style, message)
 
 
 def _guard(fn: Callable[[], T]) -> T:
@@ -603,6 +606,9 @@ def simulate(
         render.simulation(out, result.compared, scenario.traffic_kind, flows, scenario.failures)
         if target is not None:
             out.print(f"results written to {target.target}/")
+        runs = ((sm.transport, sm.finished, sm.flows) for sm in result.summaries)
+        if incomplete(err, runs) == EXIT_INCOMPLETE:
+            raise typer.Exit(EXIT_INCOMPLETE)
 
     _guard(run_all)
 
@@ -664,7 +670,7 @@ def _has_errors(design: Design) -> bool:
 def _register_packet_commands() -> None:
     from clusterloom.cli import packet
 
-    packet.register(app, _guard, _load, out)
+    packet.register(app, _guard, _load, out, err)
 
 
 _register_packet_commands()

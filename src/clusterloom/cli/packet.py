@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from clusterloom.cli.contract import EXIT_INCOMPLETE, incomplete
 from clusterloom.sim.registry import DEFAULTS
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ def register(
     guard: Callable[[Callable[[], Any]], Any],
     load: Callable[[Path | None, str | None], ClusterSpec],
     out: Console,
+    err: Console,
 ) -> None:
     """Add ``packetsim`` and ``conformance`` to ``app``."""
 
@@ -90,6 +92,11 @@ def register(
             result = predict(topology, scenario, crossval=crossval)
             assert isinstance(result, PacketPrediction)
             _render(out, result, crossval)
+            assert scenario.traffic is not None
+            flows = len(scenario.traffic)
+            runs = ((o.name, o.result.finished, flows) for o in result.outcomes)
+            if incomplete(err, runs) == EXIT_INCOMPLETE:
+                raise typer.Exit(EXIT_INCOMPLETE)
 
         guard(run)
 
