@@ -83,7 +83,11 @@ def _refusal(exc: Exception) -> list[Any]:
         body = None
     if isinstance(body, list):
         return body
-    return [body if body is not None else str(getattr(exc, "error", exc))]
+    if body is not None:
+        return [body]
+    if req is not None:
+        return [f"HTTP {req.status_code} {req.reason}"]
+    return [str(getattr(exc, "error", exc))]
 
 
 def _say(error: Any) -> str:
@@ -140,9 +144,16 @@ class Pusher:
     ) -> dict[Key, dict[str, Any]]:
         if query and any(isinstance(v, list) and not v for v in query.values()):
             return {}
-        found = self._call(
-            kind, lambda: list(endpoint.filter(**query) if query else endpoint.all())
-        )
+        import pynetbox
+
+        try:
+            found = self._call(
+                kind, lambda: list(endpoint.filter(**query) if query else endpoint.all())
+            )
+        except pynetbox.RequestError as exc:
+            raise NetBoxError(
+                [Problem(kind, f"NetBox refused to list them: {_say(_refusal(exc)[0])}")]
+            ) from None
         out = {}
         for rec in found:
             d = rec.serialize()
@@ -176,43 +187,46 @@ class Pusher:
                 updates.append((label, {"id": rec["id"], **diff}))
             else:
                 tally.unchanged += 1
-        import pynetbox
 
         failed = False
         for i in range(0, len(creates), CHUNK):
             chunk = creates[i : i + CHUNK]
-            try:
-                made = self._call(kind, partial(endpoint.create, [p for _, _, p in chunk]))
-            except pynetbox.RequestError as exc:
-                self._refused(kind, "create", [label for _, label, _ in chunk], exc)
-                failed = True
-                continue
+            made = self._apply(kind, "create", endpoint.create, [(lb, p) for _, lb, p in chunk])
             for (k, _, _), rec in zip(chunk, made, strict=True):
+                if rec is None:
+                    failed = True
+                    continue
                 ids[k] = rec.id
-            tally.created += len(chunk)
+                tally.created += 1
         for i in range(0, len(updates), CHUNK):
-            upd = updates[i : i + CHUNK]
-            try:
-                self._call(kind, partial(endpoint.update, [p for _, p in upd]))
-            except pynetbox.RequestError as exc:
-                self._refused(kind, "update", [label for label, _ in upd], exc)
-                failed = True
-                continue
-            tally.updated += len(upd)
+            done = self._apply(kind, "update", endpoint.update, updates[i : i + CHUNK])
+            failed |= None in done
+            tally.updated += sum(1 for d in done if d is not None)
         if failed:
             raise NetBoxError(self.problems)
         return ids
 
-    def _refused(self, kind: str, verb: str, labels: list[str], exc: Exception) -> None:
-        errors = _refusal(exc)
-        if len(errors) == len(labels):
-            pairs = [(lb, e) for lb, e in zip(labels, errors, strict=True) if e]
-        else:
-            pairs = [(labels[0] if len(labels) == 1 else f"{len(labels)} objects", errors[0])]
-        for label, error in pairs:
-            self.problems.append(
-                Problem(f"{kind} {label}", f"NetBox refused to {verb} it: {_say(error)}")
-            )
+    def _apply(
+        self, kind: str, verb: str, op: Callable[[list[Any]], Any], items: list[tuple[str, Any]]
+    ) -> list[Any]:
+        """``op`` (a bulk create or update) on the payloads of ``items`` (label, payload): per
+        item, what NetBox answered, or None when it refused (recorded in ``problems``). When
+        NetBox's refusal of a bulk request does not say which object, each is sent alone."""
+        import pynetbox
+
+        try:
+            done = self._call(kind, partial(op, [p for _, p in items]))
+        except pynetbox.RequestError as exc:
+            errors = _refusal(exc)
+            if len(items) > 1 and len(errors) != len(items):
+                return [x for item in items for x in self._apply(kind, verb, op, [item])]
+            for (label, _), error in zip(items, errors, strict=False):
+                if error or len(items) == 1:
+                    self.problems.append(
+                        Problem(f"{kind} {label}", f"NetBox refused to {verb} it: {_say(error)}")
+                    )
+            return [None] * len(items)
+        return list(done) if isinstance(done, list) else [True] * len(items)
 
     # -- the steps -------------------------------------------------------------------------
 
