@@ -4,6 +4,7 @@
     ├── SpecError                a cluster spec that cannot be used (parse, schema, semantics,
     │                            impossible fabric); carries one Problem per thing to fix
     ├── OutputError              an artifact could not be written
+    ├── NetBoxError              a push into NetBox failed; one Problem per refused object
     ├── SimInputError            (sim.flow.engine; also a ValueError) inconsistent engine input
     ├── PacketSimError           (sim.packet.engine; also a ValueError) a scenario the packet
     │                            engine cannot run
@@ -44,3 +45,12 @@ class SpecError(ClusterloomError):
 
 class OutputError(ClusterloomError):
     """An output could not be written (permissions, disk full, a path that is a file...)."""
+
+
+class NetBoxError(ClusterloomError):
+    """A push into NetBox failed (unreachable, token refused, an object refused); one Problem
+    per object NetBox refused."""
+
+    def __init__(self, problems: list[Problem] | tuple[Problem, ...]) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems) or "NetBox push failed")

@@ -668,9 +668,10 @@ def _has_errors(design: Design) -> bool:
 
 
 def _register_packet_commands() -> None:
-    from clusterloom.cli import packet
+    from clusterloom.cli import netbox, packet
 
     packet.register(app, _guard, _load, out, err)
+    netbox.register(app, _guard, out)
 
 
 _register_packet_commands()
