@@ -1,6 +1,6 @@
 """Drive a real NetBox in-process: import files through NetBox's own bulk-import views, then
 read back object counts and NetBox's own cable traces. Run with NetBox's Python (3.12, its
-own packages), never imported by the test suite:
+own packages); the test suite imports only ``fresh_database`` from it (stdlib only):
 
     NETBOX_DIR/venv/bin/python netbox_driver.py JOB.json  > RESULT.json
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from netbox_driver import fresh_database
 from test_netbox_real import NETBOX_DIR, _netbox_up, _read, _rows, _site
 from typer.testing import CliRunner
 
@@ -72,17 +73,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
         if os.environ.get("CI"):
             pytest.fail(f"CI is set and NetBox is not up: {why}")
         pytest.skip(why)
-    sql = (
-        f'DROP DATABASE IF EXISTS "{DATABASE}";\n'
-        f'CREATE DATABASE "{DATABASE}" TEMPLATE "netbox" OWNER netbox;\n'
-    )
-    subprocess.run(
-        ["su", "postgres", "-c", "psql -q -v ON_ERROR_STOP=1"],
-        input=sql,
-        text=True,
-        check=True,
-        capture_output=True,
-    )
+    fresh_database(DATABASE)
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path_factory.mktemp("netbox") / "server.log"

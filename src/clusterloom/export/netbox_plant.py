@@ -50,25 +50,14 @@ from clusterloom.cabling.plant import BACKBONE
 from clusterloom.cabling.stage import HALL_FRAME, PANELS_PER_RACK, RACK_FRAME
 from clusterloom.export._csv import csv_chunks, obj, write_chunks, write_rows
 from clusterloom.export.atomic import StrPath
+from clusterloom.export.netbox import DEVICE_COLUMNS
 from clusterloom.export.placement_files import hall_location
 from clusterloom.pipeline import Design
 
 PANEL_TYPE = "clusterloom-mpo-panel-1u"
 PANEL_ROLE = "patch-panel"
 PANEL_MANUFACTURER = "Generic"
-PANEL_COLUMNS = (
-    "name",
-    "role",
-    "manufacturer",
-    "device_type",
-    "site",
-    "location",
-    "rack",
-    "position",
-    "face",
-    "status",
-    "description",
-)
+PANEL_COLUMNS = DEVICE_COLUMNS  # panels are NetBox devices, imported the same way
 PATCH_RACK_COLUMNS = (
     "site",
     "location",
