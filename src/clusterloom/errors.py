@@ -5,6 +5,8 @@
     │                            impossible fabric); carries one Problem per thing to fix
     ├── OutputError              an artifact could not be written
     ├── NetBoxError              a push into NetBox failed; one Problem per refused object
+    ├── PluginError              an installed transport plug-in that cannot be used; one
+    │                            Problem per plug-in, naming its entry point
     ├── SimInputError            (sim.flow.engine; also a ValueError) inconsistent engine input
     ├── PacketSimError           (sim.packet.engine; also a ValueError) a scenario the packet
     │                            engine cannot run
@@ -54,3 +56,13 @@ class NetBoxError(ClusterloomError):
     def __init__(self, problems: list[Problem] | tuple[Problem, ...]) -> None:
         self.problems: tuple[Problem, ...] = tuple(problems)
         super().__init__("\n".join(str(p) for p in self.problems) or "NetBox push failed")
+
+
+class PluginError(ClusterloomError):
+    """An installed transport plug-in (entry-point group ``clusterloom.transports``) that
+    cannot be used: it fails to load, is not a ``TransportPlugin``, or clashes with another
+    transport. One Problem per plug-in, naming its entry point and distribution."""
+
+    def __init__(self, problems: list[Problem] | tuple[Problem, ...]) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems) or "transport plug-in refused")

@@ -204,6 +204,31 @@ def examples() -> None:
 
 
 @app.command()
+def transports() -> None:
+    """List the transports, the engines implementing each and where it comes from (built-in or
+    an installed plug-in's entry point in the group ``clusterloom.transports``)."""
+
+    def run() -> None:
+        from rich.table import Table
+
+        from clusterloom.sim.registry import DEFAULTS, REGISTRY
+
+        table = Table("transport", "flow", "packet", "default for", "models", "from")
+        for name, info in REGISTRY.items():
+            table.add_row(
+                name,
+                "x" if "flow" in info.engines else "",
+                "x" if "packet" in info.engines else "",
+                ", ".join(e for e, names in DEFAULTS.items() if name in names),
+                info.summary,
+                info.origin,
+            )
+        out.print(table)
+
+    _guard(run)
+
+
+@app.command()
 def init(
     path: Annotated[str, typer.Argument(help="where to write the spec")] = "cluster.yaml",
     example: ExampleOpt = None,

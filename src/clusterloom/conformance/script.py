@@ -211,8 +211,9 @@ def _option(where: str, word: str, problems: list[Problem]) -> float | None:
 
 def parse_script(text: str, *, source: str = "<script>") -> Script:
     """Parse a script; every malformed line is reported (``line N: ...``)."""
-    from clusterloom.sim.packet.transports import TRANSPORTS
+    from clusterloom.sim.packet.transports import packet_transports
 
+    transports = packet_transports()
     problems: list[Problem] = []
     script = Script(name=Path(source).stem, title=source, transport="")
     if len(text) > SCRIPT_MAX_CHARS:
@@ -245,9 +246,9 @@ def parse_script(text: str, *, source: str = "<script>") -> Script:
             script.name = words[1]
             script.title = " ".join(words[2:]) or words[1]
         elif head == "transport":
-            if len(words) < 2 or words[1] not in TRANSPORTS:
+            if len(words) < 2 or words[1] not in transports:
                 problems.append(
-                    Problem(where, f"transport must be one of {', '.join(sorted(TRANSPORTS))}")
+                    Problem(where, f"transport must be one of {', '.join(sorted(transports))}")
                 )
                 continue
             if script.transport:
@@ -255,7 +256,7 @@ def parse_script(text: str, *, source: str = "<script>") -> Script:
                 continue
             script.transport = words[1]
             lines[0] = n
-            known = TRANSPORTS[words[1]].defaults
+            known = transports[words[1]].defaults
             for w in words[2:]:
                 option = _option(where, w, problems)
                 name = w.partition("=")[0]

@@ -54,10 +54,11 @@ from typing import ClassVar, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from clusterloom.errors import Problem, SpecError
+from clusterloom.errors import PluginError, Problem, SpecError
 from clusterloom.fabric.topology import Role
 from clusterloom.sim.flow.engine import UnitSet
 from clusterloom.sim.paths import Router, connection_hash, route, splitmix64
+from clusterloom.sim.registry import REGISTRY, implemented_by, plugin_implementation
 
 I64 = NDArray[np.int64]
 B = NDArray[np.bool_]
@@ -310,13 +311,31 @@ class Ideal:
 
 
 TRANSPORTS: dict[str, type] = {t.name: t for t in (RoceEcmp, MrcSpray, ReceiverDriven, Ideal)}
+_METHODS = ("units", "reroute_delay_s", "wire_factor", "trunks")
+
+
+def transport_type(name: str) -> type:
+    """The flow model named ``name``: a built-in, or an installed plug-in's
+    (:mod:`clusterloom.sim.registry`), checked to be a dataclass with the methods of
+    :class:`Transport`."""
+    if name in TRANSPORTS:
+        return TRANSPORTS[name]
+    impl = plugin_implementation(name, "flow")
+    if impl is None:
+        known = ", ".join(implemented_by("flow"))
+        raise SpecError([Problem("--transport", f"unknown transport '{name}'; known: {known}")])
+    missing = [m for m in ("mode", *_METHODS) if not hasattr(impl, m)]
+    if not dataclasses.is_dataclass(impl) or missing:
+        what = f"lacks {', '.join(missing)}" if missing else "is not a dataclass"
+        raise PluginError([Problem(REGISTRY[name].origin, f"its flow model {what}")])
+    return impl
 
 
 def option_kinds(name: str) -> dict[str, str]:
     """Each option of a (known) transport and its kind: ``bool`` (a switch), ``int`` (a whole
     number) or ``float``."""
     kinds = {}
-    for f in dataclasses.fields(TRANSPORTS[name]):
+    for f in dataclasses.fields(transport_type(name)):
         types = {t.strip() for t in str(f.type).split("|")}
         kinds[f.name] = "bool" if "bool" in types else "int" if "int" in types else "float"
     return kinds
@@ -325,11 +344,9 @@ def option_kinds(name: str) -> dict[str, str]:
 def transport(name: str, **options: float) -> Transport:
     """A transport by name with its options (e.g. ``qps=4``, ``evs=256``, ``loss=0.01``,
     ``balance=0``); numbers are converted to the option's kind (whole numbers, switches)."""
-    if name not in TRANSPORTS:
-        known = ", ".join(sorted(TRANSPORTS))
-        raise SpecError([Problem("--transport", f"unknown transport '{name}'; known: {known}")])
+    cls = transport_type(name)
     kinds = option_kinds(name)
     convert = {"bool": bool, "int": int, "float": float}
     typed = {k: convert[kinds.get(k, "float")](v) for k, v in options.items()}
-    made: Transport = TRANSPORTS[name](**typed)
+    made: Transport = cls(**typed)
     return made

@@ -59,6 +59,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from clusterloom.errors import PluginError, Problem
 from clusterloom.sim.packet.base import Connection, ConnSpec, entropy, entropy_range
 from clusterloom.sim.packet.engine import (
     ACK,
@@ -73,6 +74,7 @@ from clusterloom.sim.packet.engine import (
     PacketSimError,
 )
 from clusterloom.sim.paths import connection_hash
+from clusterloom.sim.registry import REGISTRY, implemented_by, plugin_implementation
 from clusterloom.units import PS_PER_S, PS_PER_US
 
 __all__ = [
@@ -81,6 +83,7 @@ __all__ = [
     "MrcSpray",
     "ReceiverDriven",
     "RoceEcmp",
+    "packet_transports",
     "set_receiver_rate",
     "transport_class",
 ]
@@ -1113,9 +1116,24 @@ TRANSPORTS: dict[str, type[Connection]] = {
 }
 
 
+def packet_transports() -> dict[str, type[Connection]]:
+    """Every packet model by name: the built-ins, then the installed plug-ins'."""
+    names = [n for n in implemented_by("packet") if n not in TRANSPORTS]
+    return {**TRANSPORTS, **{n: transport_class(n) for n in names}}
+
+
 def transport_class(name: str) -> type[Connection]:
-    if name not in TRANSPORTS:
+    """The packet model named ``name``: a built-in, or an installed plug-in's
+    (:mod:`clusterloom.sim.registry`), checked to be a :class:`Connection`."""
+    if name in TRANSPORTS:
+        return TRANSPORTS[name]
+    impl = plugin_implementation(name, "packet")
+    if impl is None:
         raise PacketSimError(
-            f"unknown packet transport '{name}'; known: {', '.join(sorted(TRANSPORTS))}"
+            f"unknown packet transport '{name}'; known: {', '.join(implemented_by('packet'))}"
         )
-    return TRANSPORTS[name]
+    if not issubclass(impl, Connection):
+        raise PluginError(
+            [Problem(REGISTRY[name].origin, "its packet model is not a sim.packet Connection")]
+        )
+    return impl
