@@ -1,6 +1,7 @@
 """Import layering, read from the source (no import is run): stages never import later stages
-or the command line; the two engines never import each other; engines import no writer; the
-modules of the simulation stage and its commands have no import cycle.
+or the command line; the two engines never import each other; stages and engines import no
+writer or page (atomic file output is the base module ``clusterloom.atomic``); the modules of
+the simulation stage and its commands have no import cycle.
 
 Every import counts, also one inside a function, except those under ``if TYPE_CHECKING:``.
 """
@@ -117,15 +118,22 @@ def test_the_engines_do_not_import_each_other() -> None:
     assert _offenders("clusterloom.sim.packet", "clusterloom.sim.flow") == []
 
 
-#: the writers among the simulator's modules (Parquet results, htsim files)
+#: the simulator's own writers (Parquet results, htsim files): they may write files (through
+#: the base ``clusterloom.atomic``), and no engine may depend on them
 SIM_WRITERS = frozenset({"clusterloom.sim.flow.results", "clusterloom.sim.htsim"})
 
 
 @pytest.mark.parametrize("writer", ["clusterloom.export", "clusterloom.report"])
-def test_engines_and_the_predict_stage_import_no_writer(writer: str) -> None:
-    assert _offenders("clusterloom.sim", writer, SIM_WRITERS) == []
+def test_the_simulator_imports_no_writer_or_page(writer: str) -> None:
+    assert _offenders("clusterloom.sim", writer) == []
+
+
+def test_engines_and_stages_import_neither_the_simulators_writers_nor_exports() -> None:
     engines = [m for m in GRAPH if _under(m, "clusterloom.sim") and m not in SIM_WRITERS]
     assert not [m for m in engines if GRAPH[m] & SIM_WRITERS - {"clusterloom.sim.htsim"}]
+    for stage in [s for s in STAGES if s != "clusterloom.sim"]:
+        assert _offenders(stage, "clusterloom.export") == []
+        assert _offenders(stage, "clusterloom.report") == []
 
 
 def _cycle(nodes: set[str]) -> list[str] | None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from clusterloom.atomic import atomic_open, atomic_write
 from clusterloom.errors import ClusterloomError, OutputError
-from clusterloom.export.atomic import atomic_open, atomic_write
 
 
 def leftovers(directory: Path) -> list[str]:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from clusterloom.atomic import atomic_write
 from clusterloom.errors import OutputError
-from clusterloom.export.atomic import atomic_write
 from clusterloom.export.outdir import (
     MANIFEST,
     output_run,

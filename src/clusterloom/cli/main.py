@@ -237,9 +237,9 @@ def init(
     """Write a commented example spec to start from."""
 
     def run() -> None:
+        from clusterloom.atomic import atomic_write
         from clusterloom.errors import Problem, SpecError
         from clusterloom.examples import DEFAULT_EXAMPLE, example_text
-        from clusterloom.export.atomic import atomic_write
 
         target = Path(path)
         if not path.strip() or target.is_dir():
@@ -335,8 +335,8 @@ def place(
                 progress.add_task("placing", total=None)
                 result = run_design(cluster, compare=False, cable=False)
                 if target is not None:
+                    from clusterloom.atomic import atomic_write
                     from clusterloom.export import write_devices, write_placement
-                    from clusterloom.export.atomic import atomic_write
                     from clusterloom.export.netbox_setup import write_netbox_setup
                     from clusterloom.report import render_report
 
@@ -406,8 +406,8 @@ def cable(
                 progress.add_task("placing and cabling", total=None)
                 result = run_design(cluster, compare=False)
                 if target is not None:
+                    from clusterloom.atomic import atomic_write
                     from clusterloom.export import write_cabling, write_placement
-                    from clusterloom.export.atomic import atomic_write
                     from clusterloom.report import render_report
 
                     progress.add_task(f"writing {output}", total=None)

@@ -249,7 +249,7 @@ def write_pcap(trace: Trace, path: Path | str, *, flow: int = 0, at: str = "send
     ``at="receiver"``, at the receiver's: what arrived there and the ACKs it sent), in the
     layout of the module docstring: PSN = sequence, UDP source port = EV folded into
     49152..65535, the SACK extension on ACKs."""
-    from clusterloom.export.atomic import atomic_write
+    from clusterloom.atomic import atomic_write
 
     out = [struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1)]
     data_at, ack_at = ("tx", "rx") if at == "sender" else ("rx", "tx")

@@ -95,7 +95,7 @@ def junit_xml(results: Sequence[CheckResult]) -> str:
 
 
 def write_junit(results: Sequence[CheckResult], path: Path) -> Path:
-    from clusterloom.export.atomic import atomic_write
+    from clusterloom.atomic import atomic_write
 
     atomic_write(path, junit_xml(results))
     return path

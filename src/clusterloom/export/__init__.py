@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clusterloom.export.atomic import StrPath, atomic_open, atomic_write
+from clusterloom.atomic import StrPath, atomic_open, atomic_write
 from clusterloom.export.bom_csv import write_bom_csv, write_options_csv
 from clusterloom.export.cabling_files import write_cabling
 from clusterloom.export.design_json import design_document, design_schema, write_design_json

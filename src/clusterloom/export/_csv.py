@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from clusterloom.export.atomic import StrPath, atomic_open
+from clusterloom.atomic import StrPath, atomic_open
 
 #: Characters that make a field quoted (RFC 4180; ``csv.writer`` with ``QUOTE_MINIMAL``).
 SPECIAL = (",", '"', "\r", "\n")

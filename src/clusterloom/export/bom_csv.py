@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from clusterloom.atomic import StrPath
 from clusterloom.export._csv import write_rows
 from clusterloom.export._numbers import dollars, ratio, watts
-from clusterloom.export.atomic import StrPath
 from clusterloom.pipeline import Design
 from clusterloom.units import to_usd, to_watts
 

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from clusterloom.atomic import StrPath
 from clusterloom.cabling import Cabling
 from clusterloom.cabling.change import Change
 from clusterloom.cabling.pathways import SEGMENT_KINDS
@@ -40,7 +41,6 @@ from clusterloom.cabling.plant import BACKBONE
 from clusterloom.cabling.stage import order_length
 from clusterloom.cabling.validate import label_prefix
 from clusterloom.export._csv import csv_text, obj, write_chunks, write_rows
-from clusterloom.export.atomic import StrPath
 from clusterloom.export.bom_csv import write_cabling_bom_csv
 from clusterloom.export.naming import TopologyNames, topology_names
 from clusterloom.export.netbox_plant import write_netbox_plant

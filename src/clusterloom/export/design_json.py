@@ -26,9 +26,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clusterloom.atomic import StrPath, atomic_write
 from clusterloom.design_bom import CABLED, ESTIMATE
 from clusterloom.export._numbers import dollars, ratio, watts
-from clusterloom.export.atomic import StrPath, atomic_write
 from clusterloom.fabric import FabricDesign, FabricOption
 from clusterloom.fabric.bom import LINK_TIER_NAMES
 from clusterloom.findings import Finding

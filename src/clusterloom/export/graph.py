@@ -21,7 +21,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from clusterloom.export.atomic import StrPath, atomic_open
+from clusterloom.atomic import StrPath, atomic_open
 from clusterloom.export.naming import TopologyNames, topology_names
 from clusterloom.fabric.topology import ROLE_NAMES, Role, Topology
 from clusterloom.spec import Catalog

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from clusterloom.atomic import StrPath
 from clusterloom.export._csv import csv_text, write_chunks, write_rows
-from clusterloom.export.atomic import StrPath
 from clusterloom.export.naming import server_name, switch_port_name, topology_names
 from clusterloom.fabric import FabricDesign
 from clusterloom.fabric.topology import ROLE_NAMES, Role

@@ -44,12 +44,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from clusterloom.atomic import StrPath
 from clusterloom.cabling import Cabling
 from clusterloom.cabling.media import LEG_FIBERS
 from clusterloom.cabling.plant import BACKBONE
 from clusterloom.cabling.stage import HALL_FRAME, PANELS_PER_RACK, RACK_FRAME
 from clusterloom.export._csv import csv_chunks, obj, write_chunks, write_rows
-from clusterloom.export.atomic import StrPath
 from clusterloom.export.netbox import DEVICE_COLUMNS
 from clusterloom.export.placement_files import hall_location
 from clusterloom.pipeline import Design

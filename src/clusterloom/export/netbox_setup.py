@@ -20,8 +20,8 @@ from pathlib import Path
 
 import yaml
 
+from clusterloom.atomic import StrPath, atomic_write
 from clusterloom.export._csv import write_rows
-from clusterloom.export.atomic import StrPath, atomic_write
 from clusterloom.export.netbox import (
     SERVER_ROLE,
     device_types,

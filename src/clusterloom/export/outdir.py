@@ -44,8 +44,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from clusterloom.atomic import StrPath, atomic_write
 from clusterloom.errors import OutputError
-from clusterloom.export.atomic import StrPath, atomic_write
 
 __all__ = ["MANIFEST", "OutputRun", "output_run", "read_manifest", "relative", "verify_run"]
 

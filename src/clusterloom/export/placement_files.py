@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from clusterloom.atomic import StrPath
 from clusterloom.export._csv import write_rows
-from clusterloom.export.atomic import StrPath
 from clusterloom.export.naming import server_name, topology_names
 from clusterloom.fabric.topology import ROLE_NAMES, Role
 from clusterloom.pipeline import Design

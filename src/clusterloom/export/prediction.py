@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clusterloom.export.atomic import atomic_write
+from clusterloom.atomic import atomic_write
 from clusterloom.sim.predict import FlowPrediction
 
 __all__ = ["SCENARIO_FILE", "write_prediction", "write_scenario"]

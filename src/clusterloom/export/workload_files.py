@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from clusterloom.export.atomic import StrPath, atomic_open, atomic_write
+from clusterloom.atomic import StrPath, atomic_open, atomic_write
 from clusterloom.pipeline import Design
 from clusterloom.workload import WorkloadDesign
 

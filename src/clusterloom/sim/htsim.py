@@ -83,8 +83,8 @@ from typing import Literal
 
 import numpy as np
 
+from clusterloom.atomic import atomic_open
 from clusterloom.errors import OutputError, Problem, SpecError
-from clusterloom.export.atomic import atomic_open
 from clusterloom.sim.traffic import Traffic
 from clusterloom.units import PS_PER_US
 

@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from numpy.typing import NDArray
 from scipy import sparse
 
-from clusterloom.export.atomic import StrPath, atomic_open
+from clusterloom.atomic import StrPath, atomic_open
 from clusterloom.sim.flow.engine import SimResult
 from clusterloom.sim.flow.run import Run
 from clusterloom.sim.traffic import Traffic
