@@ -117,7 +117,7 @@ def test_predict_either_engine_next_to_the_ideal_bound(topology: Topology) -> No
     flow = predict(topology, resolve_scenario(spec, topology, hosts=8), progress=steps.append)
     assert isinstance(flow, FlowPrediction)
     assert [s.transport for s in flow.summaries] == ["mrc-spray", "ideal"]
-    assert flow.ideal is flow.summaries[1] and steps[0].startswith("mrc-spray")
+    assert flow.ideal is flow.summaries[1] and str(steps[0]).startswith("mrc-spray")
     scenario = resolve_scenario(spec, topology, hosts=8, engine="packet")
     assert scenario.transports == ("mrc-spray",)  # the bound is reported, not run
     packet = predict(topology, scenario)

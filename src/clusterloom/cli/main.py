@@ -71,6 +71,13 @@ ForceOpt = Annotated[
         "DIR.moved-N, never deleted",
     ),
 ]
+ProgressOpt = Annotated[
+    bool,
+    typer.Option(
+        "--progress/--no-progress",
+        help="progress on stderr: a bar with an ETA on a terminal, plain lines when piped",
+    ),
+]
 
 
 def _progress() -> Progress:
@@ -84,15 +91,6 @@ def _progress() -> Progress:
         console=err,
         transient=True,
     )
-
-
-def _step(progress: Progress) -> Callable[[str], None]:
-    """A library progress callback that shows each step as a spinner line."""
-
-    def step(line: str) -> None:
-        progress.add_task(line, total=None)
-
-    return step
 
 
 def _say(label: str, style: str, message: object) -> None:
@@ -540,15 +538,18 @@ def simulate(
         ),
     ] = None,
     force: ForceOpt = False,
+    progress: ProgressOpt = True,
 ) -> None:
     """Simulate traffic on the backend fabric with each transport (flow level) and compare.
     Options left out come from the spec's ``scenario`` section, then from the defaults."""
 
     def run_all() -> None:
         from clusterloom.cli import render
+        from clusterloom.cli.progress import reporter
         from clusterloom.fabric import generate, plan_fabric
         from clusterloom.sim.predict import (
             FlowPrediction,
+            Step,
             predict,
             predict_sweep,
             upward_links,
@@ -573,7 +574,7 @@ def simulate(
         assert scenario.traffic is not None
         flows = len(scenario.traffic)
         if sweep_tier is not None:
-            with _progress() as progress:
+            with reporter(err, progress) as report:
                 rows = predict_sweep(
                     topology,
                     scenario,
@@ -581,7 +582,7 @@ def simulate(
                     fail_at=fail_at,
                     max_links=max_links,
                     processes=jobs,
-                    progress=_step(progress),
+                    progress=report,
                 )
             render.sweep(out, rows, sweep_tier, scenario.traffic_kind, flows)
             return
@@ -589,11 +590,11 @@ def simulate(
             target = (
                 None if output is None else stack.enter_context(_writing(output, cluster, force))
             )
-            with _progress() as progress:
+            with reporter(err, progress) as report:
                 result = predict(
                     topology,
                     scenario,
-                    progress=_step(progress),
+                    progress=report,
                     keep_runs=target is not None,
                     watch_links=upward_links(topology) if target is not None else None,
                 )
@@ -601,7 +602,7 @@ def simulate(
                 if target is not None and result.runs:
                     from clusterloom.export.prediction import write_prediction
 
-                    progress.add_task(f"writing {output}", total=None)
+                    report(Step(f"writing {output}"))
                     write_prediction(result, target.staging, cluster.name)
         render.simulation(out, result.compared, scenario.traffic_kind, flows, scenario.failures)
         if target is not None:
@@ -670,7 +671,7 @@ def _has_errors(design: Design) -> bool:
 def _register_packet_commands() -> None:
     from clusterloom.cli import netbox, packet
 
-    packet.register(app, _guard, _load, out, err)
+    packet.register(app, _guard, _load, out, err, _writing)
     netbox.register(app, _guard, out)
 
 
