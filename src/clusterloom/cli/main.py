@@ -643,19 +643,31 @@ def design(
         from clusterloom.pipeline import run_design, stage_names
 
         cluster = _load(spec, example)
-        stages = stage_names(cluster)
+        stages = stage_names(cluster, predict=True)
         with _writing(output, cluster, force) as target, _progress() as progress:
             task = progress.add_task("design", total=len(stages) + 1)
 
             def step(stage: str) -> None:
                 progress.update(task, description=stage, advance=0 if stage == stages[0] else 1)
 
-            result = run_design(cluster, progress=step)
+            result = run_design(cluster, predict=True, progress=step)
             progress.update(task, description="writing artifacts", advance=1)
             written = write_design(result, target.staging, flows=flows)
         render.design_summary(out, result)
+        predicted = result.prediction
+        if predicted is not None:
+            scenario = predicted.scenario
+            assert scenario.traffic is not None
+            flows_n = len(scenario.traffic)
+            render.simulation(
+                out, predicted.compared, scenario.traffic_kind, flows_n, scenario.failures
+            )
         render.timings(out, result)
         _wrote(written, target)
+        if predicted is not None:
+            summaries = (c.summary for c in predicted.compared)
+            if incomplete(err, ((s.transport, s.finished, s.flows) for s in summaries)):
+                raise typer.Exit(EXIT_INCOMPLETE)
         return result
 
     result = _guard(run)

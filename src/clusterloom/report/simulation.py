@@ -515,11 +515,11 @@ def simulation_section(prediction: Prediction) -> str:
         compared=prediction.compared,
         engine=scenario.engine,
     )
-    what, model, _ = ENGINES[scenario.engine]
+    model = ENGINES[scenario.engine][1]
     body = "\n".join(
         f'<div id="sim-{sid}"><h3>{esc(title)}</h3>\n{html}</div>' for sid, title, html in parts
     )
-    lead = f"The spec's scenario, {what}: {scenario}. {model}"
+    lead = f"The spec's scenario: {scenario}. {model}"
     return (
         f'<section id="simulation"><h2>Simulation</h2>\n<p class="lead">{esc(lead)} The '
         "files are in <code>simulation/</code>.</p>\n"
