@@ -30,10 +30,10 @@ def write_scenario(prediction: Prediction, directory: Path) -> Path:
 def write_prediction(prediction: Prediction, directory: Path, title: str) -> list[Path]:
     """Every file of a prediction kept with ``keep_runs``, into ``directory``."""
     from clusterloom.report.simulation import render_simulation
-    from clusterloom.sim.flow.results import write_results
+    from clusterloom.sim.flow.results import utilisations, write_results
 
     runs = list(prediction.runs)
-    util = list(prediction.utilisation)
+    util = utilisations(runs)
     bound = prediction.bound if isinstance(prediction, PacketPrediction) else None
     written = write_results(directory, runs, util=util, ideal_run=bound)
     page = render_simulation(

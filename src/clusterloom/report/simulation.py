@@ -510,7 +510,6 @@ def simulation_section(prediction: Prediction) -> str:
     parts = simulation_parts(
         prediction.runs,
         scenario.failures,
-        util=prediction.utilisation,
         traffic_label=scenario.traffic_kind,
         compared=prediction.compared,
         engine=scenario.engine,

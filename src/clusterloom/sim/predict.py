@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,7 +29,6 @@ from clusterloom.sim.scenario import Scenario, late_failures
 if TYPE_CHECKING:
     from clusterloom.fabric.topology import Topology
     from clusterloom.pipeline import Design
-    from clusterloom.sim.flow.results import Utilisation
     from clusterloom.sim.flow.run import Compared, Run, Summary
     from clusterloom.sim.packet.run import PacketResult
     from clusterloom.sim.traffic import Traffic
@@ -80,23 +78,8 @@ def _measured(say: Progress, task: str) -> Callable[[float, float], None]:
     return report
 
 
-class _Kept:
-    """What a prediction kept with its runs (``keep_runs``) offers every writer."""
-
-    runs: tuple[Run, ...]
-
-    @cached_property
-    def utilisation(self) -> tuple[Utilisation, ...]:
-        """The runs' link utilisation on one grid (``sim.flow.results.utilisations``; none
-        recorded for a packet run), computed once for the files, ``simulation.html`` and
-        ``report.html``."""
-        from clusterloom.sim.flow.results import utilisations
-
-        return tuple(utilisations(self.runs))
-
-
 @dataclass(frozen=True)
-class FlowPrediction(_Kept):
+class FlowPrediction:
     """The flow engine's outcome: one summary per transport, in the scenario's order; the
     ideal bound (the ``ideal`` transport's summary); ``runs`` (per-flow results, for the
     writers) when asked for."""
@@ -126,7 +109,7 @@ class PacketOutcome:
 
 
 @dataclass(frozen=True)
-class PacketPrediction(_Kept):
+class PacketPrediction:
     """The packet engine's outcome: one run per transport; the ideal bound from the flow
     engine (every flow at its fair share); the comparison every renderer shows (each
     transport's summary, then the ideal's, as in ``flow.run.compare``). With ``keep_runs``:
