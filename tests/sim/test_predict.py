@@ -221,7 +221,8 @@ def test_design_writes_the_simulation_of_the_spec_scenario(tmp_path: Path) -> No
     """``design -o`` on a spec with a scenario: ``simulation/`` holds what ``simulate -o``
     writes, byte for byte, and report.html a simulation section listed in its contents."""
     text = example_text(EXAMPLE).split("\nscenario:")[0].rstrip()
-    text += "\nscenario: {size: 64KB, transports: [mrc-spray, ideal], failures: ['link:1049@1us']}\n"
+    text += "\nscenario: {size: 64KB, transports: [mrc-spray, ideal], "
+    text += "failures: ['link:1049@1us']}\n"
     (tmp_path / "s.yaml").write_text(text)
     design, simulated = tmp_path / "design", tmp_path / "simulate"
     result = CliRunner().invoke(app, ["design", str(tmp_path / "s.yaml"), "-o", str(design)])

@@ -370,10 +370,10 @@ ENGINES = {
         "Packet-level model: output-queued switches with ECN, drop-tail, trimming or PFC, "
         "transports as per-flow state machines; the ideal bound is the flow-level engine's "
         "(every flow at its fair share) on the same traffic and failures.",
-        "The packet engine records no link utilisation over time (it counts drops, trims, ECN "
-        "marks, pauses and the largest queue per run instead, in the terminal's table): this "
-        "section has no pictures, and utilisation.parquet and link_utilisation.parquet have no "
-        "rows for its transports.",
+        "The packet engine records no link utilisation over time (it counts, per run, "
+        "retransmissions, drops, trims, ECN marks, pauses and the largest queue; packetsim "
+        "prints the first three): this section has no pictures, and utilisation.parquet and "
+        "link_utilisation.parquet have no rows for its transports.",
     ),
 }
 
