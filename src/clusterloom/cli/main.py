@@ -545,15 +545,10 @@ def simulate(
 
     def run_all() -> None:
         from clusterloom.cli import render
+        from clusterloom.cli.predicting import predict_into
         from clusterloom.cli.progress import reporter
         from clusterloom.fabric import generate, plan_fabric
-        from clusterloom.sim.predict import (
-            FlowPrediction,
-            Step,
-            predict,
-            predict_sweep,
-            upward_links,
-        )
+        from clusterloom.sim.predict import FlowPrediction, predict_sweep
         from clusterloom.sim.scenario import resolve_scenario
 
         cluster = _load(spec, example)
@@ -586,24 +581,17 @@ def simulate(
                 )
             render.sweep(out, rows, sweep_tier, scenario.traffic_kind, flows)
             return
-        with contextlib.ExitStack() as stack:
-            target = (
-                None if output is None else stack.enter_context(_writing(output, cluster, force))
-            )
-            with reporter(err, progress) as report:
-                result = predict(
-                    topology,
-                    scenario,
-                    progress=report,
-                    keep_runs=target is not None,
-                    watch_links=upward_links(topology) if target is not None else None,
-                )
-                assert isinstance(result, FlowPrediction)
-                if target is not None and result.runs:
-                    from clusterloom.export.prediction import write_prediction
-
-                    report(Step(f"writing {output}"))
-                    write_prediction(result, target.staging, cluster.name)
+        result, target = predict_into(
+            err,
+            topology,
+            scenario,
+            cluster,
+            output=output,
+            force=force,
+            writing=_writing,
+            progress=progress,
+        )
+        assert isinstance(result, FlowPrediction)
         render.simulation(out, result.compared, scenario.traffic_kind, flows, scenario.failures)
         if target is not None:
             out.print(f"results written to {target.target}/")

@@ -7,9 +7,7 @@ commands and these grow without touching each other. Exit codes as in ``main.py`
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -20,7 +18,7 @@ from clusterloom.cli.contract import EXIT_INCOMPLETE, incomplete
 from clusterloom.sim.registry import DEFAULTS
 
 if TYPE_CHECKING:
-    from clusterloom.export.outdir import OutputRun
+    from clusterloom.cli.predicting import Writing
     from clusterloom.spec import ClusterSpec
 
 
@@ -30,7 +28,7 @@ def register(
     load: Callable[[Path | None, str | None], ClusterSpec],
     out: Console,
     err: Console,
-    writing: Callable[[str, ClusterSpec, bool], AbstractContextManager[OutputRun]],
+    writing: Writing,
 ) -> None:
     """Add ``packetsim`` and ``conformance`` to ``app``; ``writing`` opens an output directory
     as a transaction (``main._writing``)."""
@@ -102,10 +100,9 @@ def register(
         Options left out come from the spec's ``scenario`` section, then from the defaults."""
 
         def run() -> None:
-            from clusterloom.cli.progress import reporter
-            from clusterloom.export.prediction import write_prediction
+            from clusterloom.cli.predicting import predict_into
             from clusterloom.fabric import generate, plan_fabric
-            from clusterloom.sim.predict import PacketPrediction, Step, predict
+            from clusterloom.sim.predict import PacketPrediction
             from clusterloom.sim.scenario import resolve_scenario
 
             cluster = load(spec, example)
@@ -121,22 +118,18 @@ def register(
                 hosts=hosts,
                 seed=seed,
             )
-            with contextlib.ExitStack() as stack:
-                target = (
-                    None if output is None else stack.enter_context(writing(output, cluster, force))
-                )
-                with reporter(err, progress) as report:
-                    result = predict(
-                        topology,
-                        scenario,
-                        progress=report,
-                        crossval=crossval,
-                        keep_runs=target is not None,
-                    )
-                    assert isinstance(result, PacketPrediction)
-                    if target is not None:
-                        report(Step(f"writing {output}"))
-                        write_prediction(result, target.staging, cluster.name)
+            result, target = predict_into(
+                err,
+                topology,
+                scenario,
+                cluster,
+                output=output,
+                force=force,
+                writing=writing,
+                progress=progress,
+                crossval=crossval,
+            )
+            assert isinstance(result, PacketPrediction)
             _render(out, result, crossval)
             if target is not None:
                 out.print(f"results written to {target.target}/", soft_wrap=True)

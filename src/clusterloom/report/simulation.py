@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import numpy as np
 from numpy.typing import NDArray
@@ -468,22 +468,25 @@ def simulation_parts(
     ]
 
 
+class Drawing(TypedDict, total=False):
+    """What :func:`simulation_parts` takes besides the runs and failures."""
+
+    util: Sequence[Utilisation] | None
+    traffic_label: str
+    compared: Sequence[Compared] | None
+    engine: str
+
+
 def render_simulation(
     spec_name: str,
     runs: Sequence[Run],
     failures: Sequence[Failure] = (),
-    *,
-    util: Sequence[Utilisation] | None = None,
-    traffic_label: str = "",
-    compared: Sequence[Compared] | None = None,
-    engine: str = "flow",
+    **drawing: Unpack[Drawing],
 ) -> str:
-    """The simulation report of ``runs`` by ``engine`` as one self-contained HTML page (the
-    parts of :func:`simulation_parts`, which takes the same arguments)."""
-    sections = simulation_parts(
-        runs, failures, util=util, traffic_label=traffic_label, compared=compared, engine=engine
-    )
-    what, model, _ = ENGINES[engine]
+    """The simulation report of ``runs`` by ``engine`` as one self-contained HTML page: the
+    parts of :func:`simulation_parts` (``drawing``: its keyword arguments)."""
+    sections = simulation_parts(runs, failures, **drawing)
+    what, model, _ = ENGINES[drawing.get("engine", "flow")]
     name = esc(spec_name)
     body = "\n".join(
         f'<section id="{sid}"><h2>{esc(title)}</h2>\n{html}</section>'
