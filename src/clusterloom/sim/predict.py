@@ -140,7 +140,9 @@ def predict(
     """Run ``scenario`` on the backend fabric of a design (or on a topology) with ``engine``
     (the scenario's by default; it must match the engine the scenario was resolved for).
 
-    ``keep_runs`` keeps the flow engine's per-flow results (for ``sim.flow.results``);
+    ``keep_runs`` keeps the per-flow results of either engine (``runs``, for the writers
+    of ``export.prediction``; a packet prediction also its flow-level ``bound``);
+    ``progress`` receives :class:`Step`s (module docstring);
     ``watch_links`` are directed links whose utilisation the flow engine records over time;
     ``crossval`` also runs each packet transport on the flow engine.
     Refuses (``SpecError``) failures that start after every transport finished."""
