@@ -121,7 +121,7 @@ def test_packetsim_writes_what_simulate_writes(tmp_path: Path) -> None:
     assert pq.read_table(packet / "utilisation.parquet").num_rows == 0
     page = (packet / "simulation.html").read_text()
     assert "clusterloom packet-level simulation" in page
-    assert "records no link utilisation" in page
+    assert "records no link utilisation" in page and "Packet-level counters" in page
     assert "flow-level simulation" in (flow / "simulation.html").read_text()
     assert json.loads((packet / "scenario.json").read_text())["engine"] == "packet"
     listed = json.loads((packet / "manifest.json").read_text())["files"]

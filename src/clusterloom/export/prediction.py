@@ -44,6 +44,7 @@ def write_prediction(prediction: Prediction, directory: Path, title: str) -> lis
         traffic_label=prediction.scenario.traffic_kind,
         compared=prediction.compared,
         engine=prediction.scenario.engine,
+        outcomes=prediction.outcomes if isinstance(prediction, PacketPrediction) else (),
     )
     written.append(atomic_write(directory / SIMULATION_PAGE, page))
     written.append(write_scenario(prediction, directory))

@@ -35,7 +35,7 @@ from clusterloom.units import PS_PER_US
 from clusterloom.workload.heatmap import _RAMP, png
 
 if TYPE_CHECKING:
-    from clusterloom.sim.predict import Prediction
+    from clusterloom.sim.predict import PacketOutcome, Prediction
 
 __all__ = ["render_simulation", "simulation_parts", "simulation_section", "window_of"]
 
@@ -350,6 +350,31 @@ def _comparison(compared: Sequence[Compared]) -> str:
     return table(headers, rows, table_id="comparison", css_class="comparison")
 
 
+#: The packet engine's counters of a run, as (column, attribute of ``PacketResult``).
+COUNTERS = (
+    ("Drops", "drops"),
+    ("Trims", "trims"),
+    ("ECN marks", "marks"),
+    ("Pauses", "pauses"),
+    ("Largest queue B", "max_queue_bytes"),
+    ("Events", "events"),
+)
+
+
+def _counters(outcomes: Sequence[PacketOutcome]) -> str:
+    headers = [("Transport", False), ("Retransmissions", True)]
+    headers += [(label, True) for label, _ in COUNTERS]
+    rows = [
+        "<tr>"
+        + td(esc(o.name))
+        + td(f"{int(o.result.retransmissions.sum()):,}", True)
+        + "".join(td(f"{getattr(o.result, key):,}", True) for _, key in COUNTERS)
+        + "</tr>"
+        for o in outcomes
+    ]
+    return table(headers, rows, table_id="packet-counters", css_class="comparison")
+
+
 def window_of(runs: Sequence[Run], failures: Sequence[Failure] = ()) -> Window:
     """The time window the pictures draw (``results.time_window`` with the failures kept in
     view)."""
@@ -370,10 +395,10 @@ ENGINES = {
         "Packet-level model: output-queued switches with ECN, drop-tail, trimming or PFC, "
         "transports as per-flow state machines; the ideal bound is the flow-level engine's "
         "(every flow at its fair share) on the same traffic and failures.",
-        "The packet engine records no link utilisation over time (it counts, per run, "
-        "retransmissions, drops, trims, ECN marks, pauses and the largest queue; packetsim "
-        "prints the first three): this section has no pictures, and utilisation.parquet and "
-        "link_utilisation.parquet have no rows for its transports.",
+        "The packet engine records no link utilisation over time (it counts drops, trims, "
+        "ECN marks, pauses and the largest queue of each run instead: Packet-level counters): "
+        "this section has no pictures, and utilisation.parquet and link_utilisation.parquet "
+        "have no rows for its transports.",
     ),
 }
 
@@ -386,10 +411,12 @@ def simulation_parts(
     traffic_label: str = "",
     compared: Sequence[Compared] | None = None,
     engine: str = "flow",
+    outcomes: Sequence[PacketOutcome] = (),
 ) -> list[tuple[str, str, str]]:
     """The parts of a simulation's rendering, as (id, title, HTML): the comparison, the flow
     completion times, the link utilisation (or, for an engine that records none, what it
-    lacks). ``simulation.html`` and ``report.html``'s simulation section both draw these.
+    lacks), and the packet engine's counters of its ``outcomes`` when given.
+    ``simulation.html`` and ``report.html``'s simulation section both draw these.
 
     ``compared`` is the comparison the terminal shows (``run.compare``, with the transports'
     assumptions); without it the runs are summarised here, without assumptions. ``util`` are
@@ -465,7 +492,7 @@ def simulation_parts(
             "given time after they started.</figcaption></figure>",
         ),
         ("utilisation", "Link utilisation over time", loads),
-    ]
+    ] + ([("counters", "Packet-level counters", _counters(outcomes))] if outcomes else [])
 
 
 class Drawing(TypedDict, total=False):
@@ -475,6 +502,7 @@ class Drawing(TypedDict, total=False):
     traffic_label: str
     compared: Sequence[Compared] | None
     engine: str
+    outcomes: Sequence[PacketOutcome]
 
 
 def render_simulation(
@@ -509,6 +537,8 @@ def render_simulation(
 def simulation_section(prediction: Prediction) -> str:
     """The simulation section of ``report.html``: the parts of :func:`simulation_parts` of a
     prediction kept with its runs, under one heading (the files are in ``simulation/``)."""
+    from clusterloom.sim.predict import PacketPrediction
+
     scenario = prediction.scenario
     parts = simulation_parts(
         prediction.runs,
@@ -516,6 +546,7 @@ def simulation_section(prediction: Prediction) -> str:
         traffic_label=scenario.traffic_kind,
         compared=prediction.compared,
         engine=scenario.engine,
+        outcomes=prediction.outcomes if isinstance(prediction, PacketPrediction) else (),
     )
     model = ENGINES[scenario.engine][1]
     body = "\n".join(
