@@ -65,7 +65,9 @@ def write_design(design: Design, out_dir: StrPath, *, flows: bool = False) -> li
         ``<fabric>.nodelink.json`` and ``<fabric>.graphml`` (only for fabrics of at most
         ``GRAPH_LINK_LIMIT`` links), with a job ``workload.json``, ``traffic_matrix.csv`` and,
         when ``flows`` is set, ``flows.npz`` (every flow of a step: hundreds of MB on the
-        largest examples), and ``report.html``.
+        largest examples), with a prediction (``run_design(predict=True)`` on a spec with a
+        ``scenario:``) its files in ``simulation/`` (``write_prediction``: the same files as
+        ``clusterloom simulate -o``), and ``report.html``.
 
         Raises ``OutputError`` when a file cannot be written; files written before it stay.
     """
@@ -96,5 +98,9 @@ def write_design(design: Design, out_dir: StrPath, *, flows: bool = False) -> li
         paths.append(write_traffic_matrix(design.workload, out / "traffic_matrix.csv"))
         if flows:
             paths.append(write_flows(design.workload, out / "flows.npz"))
+    if design.prediction is not None and design.prediction.runs:
+        from clusterloom.export.prediction import write_prediction
+
+        paths += write_prediction(design.prediction, out / "simulation", design.spec.name)
     paths.append(atomic_write(out / "report.html", render_report(design)))
     return paths
