@@ -244,7 +244,7 @@ def test_design_writes_the_simulation_of_the_spec_scenario(tmp_path: Path) -> No
 def test_a_spec_without_a_scenario_writes_what_it_wrote_before(tmp_path: Path) -> None:
     """No ``scenario:``: the predict stage does not run, nothing is added or changed."""
     from clusterloom import run_design
-    from clusterloom.export import write_design
+    from clusterloom.write import write_design
 
     spec = _spec(None)
     plain = write_design(run_design(spec, compare=False), tmp_path / "a")

@@ -652,8 +652,8 @@ def design(
 
     def run() -> Design:
         from clusterloom.cli import render
-        from clusterloom.export import write_design
         from clusterloom.pipeline import run_design, stage_names
+        from clusterloom.write import write_design
 
         cluster = _load(spec, example)
         stages = stage_names(cluster, predict=True)

@@ -38,8 +38,8 @@ def predict_into(
     flow engine then watches the upward links for the heat map); return the prediction and the
     output run (None without ``output``)."""
     from clusterloom.cli.progress import reporter
-    from clusterloom.export.prediction import write_prediction
     from clusterloom.sim.predict import Step, predict, upward_links
+    from clusterloom.write import write_prediction
 
     with contextlib.ExitStack() as stack:
         target = None if output is None else stack.enter_context(writing(output, cluster, force))
