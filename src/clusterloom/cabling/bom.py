@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from clusterloom.cabling.artifact import Cabling, order_length, panel_racks
 from clusterloom.cabling.media import TRUNK_FIBERS
 from clusterloom.cabling.plant import BACKBONE, TRUNK
-from clusterloom.cabling.stage import Cabling, order_length, panel_racks
 
 TRUNK_USD = 300.0
 TRUNK_USD_PER_M = 3.0

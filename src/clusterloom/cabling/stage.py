@@ -33,14 +33,21 @@ Every logical link of every fabric is realized as arrays (no Python object per l
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from clusterloom.cabling.artifact import (
+    HALL_FRAME,
+    RACK_FRAME,
+    ROW_FRAME,
+    Cabling,
+    hdf_name,
+    order_length,
+    read_only,
+)
 from clusterloom.cabling.media import (
     DEFAULT_LOSSES,
     TIER_FIELDS,
@@ -53,6 +60,7 @@ from clusterloom.cabling.media import (
 from clusterloom.cabling.pathways import Pathways, build_pathways, site_trays
 from clusterloom.cabling.plant import BACKBONE, TRUNK, plan_plant
 from clusterloom.cabling.route import loads, route_pairs, spread
+from clusterloom.cabling.validate import validate_cabling
 from clusterloom.fabric import FabricDesign
 from clusterloom.fabric.sizing import fabric_spec
 from clusterloom.fabric.topology import Role
@@ -69,174 +77,10 @@ SLACK_FRACTION = 0.05
 SLACK_M = 0.5
 TRUNK_SLACK_M = 2.5
 PATCH_PANEL_RU = 1
-PANELS_PER_RACK = 36  # catalog patch-48u: 36 x 1U panels
 #: rounds of packing and moving channels that packing takes past their budget (see ``cable``)
 REPACK_ROUNDS = 4
 
-LENGTH_BUCKETS_M: tuple[float, ...] = (
-    0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 5, 6, 7, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 70, 80, 100,
-)  # fmt: skip
-#: beyond the last bucket, lengths round up to a multiple of this
-LONG_STEP_M = 25.0
-
 NONE = -1
-#: frame kinds: a row's distribution frame, a network rack's own panels, a hall's HDF
-ROW_FRAME, RACK_FRAME, HALL_FRAME = 0, 1, 2
-
-
-def order_length(length: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The standard length each cable is ordered in (the smallest bucket at least as long)."""
-    buckets = np.asarray(LENGTH_BUCKETS_M, dtype=np.float64)
-    k = np.searchsorted(buckets, length - 1e-9)
-    long_ = np.ceil(length / LONG_STEP_M - 1e-9) * LONG_STEP_M
-    return np.where(k < buckets.shape[0], buckets[np.minimum(k, buckets.shape[0] - 1)], long_)
-
-
-def _ro(a: NDArray[Any]) -> NDArray[Any]:
-    a.setflags(write=False)
-    return a
-
-
-@dataclass(frozen=True, eq=False)
-class Cabling:
-    """Every link realized, as read-only arrays indexed by cable row ``i`` (fabric by fabric,
-    in topology link order), plus frames, trunks and per-segment aggregates.
-
-    Per link: ``fabric`` (index into ``fabrics``), ``link`` (topology link id), ``medium``
-    (index into ``media.names``, -1 when none could be chosen), ``structured`` (through panels
-    and trunks), ``length_m`` (the cable, or the channel of a structured link), ``order_m``,
-    ``cord_a_m``/``cord_b_m`` (patch cords), ``loss_db``, ``frame_a``/``frame_b`` (the frame of
-    each end, -1), ``hops`` (the cables between the frames from the a end, -1 padded: one trunk
-    in a hall; trunk, backbone, trunk between halls), ``hop_legs`` (the link's first leg in
-    each, 1-based), ``fiber_a`` and ``fiber_b`` (first fibre position in the leg at the link's
-    a and b end), ``span`` (positions taken in a leg); ``a_breakout``/``b_breakout`` (logical
-    ports per cage of each end's switch, 1 for a host) and ``shuffle_a``/``shuffle_b`` (a
-    duplex lane of a broken-out cage, reaching its frame through the cage's MPO cord and a
-    shuffle cassette).
-
-    The cables between frames (``trunk_*``, indexed by cable ``t``) are 144-fibre trunks and
-    backbones (``trunk_kind``, see ``plant``); frames are the rows' distribution frames, then
-    the network racks' panels, then one hall distribution frame per hall (``frame_kind``).
-    """
-
-    fabrics: tuple[str, ...]
-    media: MediaTable
-    pathways: Pathways
-    fabric: NDArray[np.int8]
-    link: NDArray[np.int32]
-    a_node: NDArray[np.int32]
-    b_node: NDArray[np.int32]
-    a_port: NDArray[np.int32]
-    b_port: NDArray[np.int32]
-    a_rack: NDArray[np.int32]
-    b_rack: NDArray[np.int32]
-    a_u: NDArray[np.int16]
-    b_u: NDArray[np.int16]
-    tier: NDArray[np.int8]
-    medium: NDArray[np.int16]
-    structured: NDArray[np.bool_]
-    length_m: NDArray[np.float32]
-    order_m: NDArray[np.float32]
-    cord_a_m: NDArray[np.float32]
-    cord_b_m: NDArray[np.float32]
-    loss_db: NDArray[np.float32]
-    frame_a: NDArray[np.int32]
-    frame_b: NDArray[np.int32]
-    hops: NDArray[np.int32]
-    hop_legs: NDArray[np.int16]
-    a_breakout: NDArray[np.int16]
-    b_breakout: NDArray[np.int16]
-    shuffle_a: NDArray[np.bool_]
-    shuffle_b: NDArray[np.bool_]
-    fiber_a: NDArray[np.int8]
-    fiber_b: NDArray[np.int8]
-    span: NDArray[np.int8]
-    # frames (one per row, then one per network rack: ``frame_names``) and trunks; trunk t's
-    # route is trunk_route_seg[ptr[t]:ptr[t+1]], from its b frame back to its a frame
-    frame_names: tuple[str, ...]
-    frame_hall: NDArray[np.int32]
-    frame_kind: NDArray[np.int8]
-    n_row_frames: int
-    frame_node: NDArray[np.int32]
-    frame_panels: NDArray[np.int32]
-    trunk_a: NDArray[np.int32]
-    trunk_b: NDArray[np.int32]
-    trunk_fibers: NDArray[np.int32]
-    trunk_fibers_used: NDArray[np.int32]
-    trunk_smf: NDArray[np.bool_]
-    trunk_kind: NDArray[np.int8]
-    trunk_splices: NDArray[np.int8]
-    trunk_route_ptr: NDArray[np.int64]
-    trunk_route_seg: NDArray[np.int32]
-    trunk_length_m: NDArray[np.float32]
-    trunk_panel_a: NDArray[np.int32]
-    trunk_panel_b: NDArray[np.int32]
-    # per pathway segment
-    seg_cables: NDArray[np.int64]
-    seg_trunks: NDArray[np.int64]
-    seg_fibers: NDArray[np.int64]
-    seg_area_mm2: NDArray[np.float64]
-    rerouted: int
-    findings: tuple[Finding, ...]
-
-    @property
-    def n_links(self) -> int:
-        return int(self.link.shape[0])
-
-    @property
-    def n_trunks(self) -> int:
-        return int(self.trunk_a.shape[0])
-
-    @property
-    def trunk(self) -> NDArray[np.int32]:
-        """The cable at each link's a end (-1 for a link that is not structured)."""
-        return self.hops[:, 0]
-
-    @property
-    def leg(self) -> NDArray[np.int16]:
-        """The link's first leg in its a-end cable."""
-        return self.hop_legs[:, 0]
-
-    @cached_property
-    def n_hops(self) -> NDArray[np.int64]:
-        """Cables between each link's frames (0, 1 or 3); computed once, the arrays are
-        read-only."""
-        return _ro((self.hops >= 0).sum(axis=1))
-
-    @cached_property
-    def _last_hop(self) -> NDArray[np.int64]:
-        return np.maximum(self.n_hops - 1, 0)
-
-    @cached_property
-    def b_trunk(self) -> NDArray[np.int32]:
-        """The cable at each link's b end (its last hop; -1 when not structured)."""
-        return _ro(self.hops[np.arange(self.n_links), self._last_hop])
-
-    @cached_property
-    def b_leg(self) -> NDArray[np.int16]:
-        """The link's first leg in its b-end cable."""
-        return _ro(self.hop_legs[np.arange(self.n_links), self._last_hop])
-
-    def panel_of(
-        self, t: NDArray[np.integer], frame: NDArray[np.integer], leg: NDArray[np.integer]
-    ) -> NDArray[np.int64]:
-        """The panel (1-based, per frame; 0 for none) where leg ``leg`` of cable ``t`` ends at
-        ``frame``: a cable takes one 12-port panel per 144 fibres; ``t`` -1 reads 0."""
-        tt = np.where(t >= 0, t, self.n_trunks)
-        first = np.where(
-            np.append(self.trunk_a, -1)[tt] == frame,
-            np.append(self.trunk_panel_a, 0)[tt],
-            np.append(self.trunk_panel_b, 0)[tt],
-        )
-        return first.astype(np.int64) + (leg.astype(np.int64) - 1) // 12
-
-    @property
-    def seg_fill(self) -> NDArray[np.float64]:
-        """Share of each segment's cross-section the cables take (limit: ``Tray.fill``)."""
-        return self.seg_area_mm2 / self.pathways.seg_area_mm2
-
-    def realized(self) -> NDArray[np.bool_]:
-        return self.medium >= 0
 
 
 @dataclass
@@ -289,11 +133,6 @@ def _gather(placement: Placement, fabrics: tuple[FabricDesign, ...], catalog: Ca
         parts["tier"].append(t.link_tier.astype(np.int8))
         parts["speed"].append(np.full(n, fd.plan.speed_gbps, dtype=np.int32))
     return _Links(**{k: np.concatenate(v) for k, v in parts.items()})
-
-
-def hdf_name(hall: str) -> str:
-    """The frame name of ``hall``'s distribution frame (``b1/h1`` -> ``b1-h1-hdf``)."""
-    return f"{hall.replace('/', '-')}-hdf"
 
 
 def _row_geometry(pw: Pathways, placement: Placement) -> tuple[NDArray[Any], ...]:
@@ -365,8 +204,6 @@ def _row_span_loads(
 
 def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Placement) -> Cabling:
     """Realize every link of ``fabrics`` on ``placement``'s floor (see the module)."""
-    from clusterloom.cabling.validate import validate_cabling
-
     catalog = spec.resolved_catalog()
     floor = placement.floor
     pw = build_pathways(floor, site_trays(spec.site))
@@ -771,57 +608,57 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
         fabrics=fab_names,
         media=mt,
         pathways=pw,
-        fabric=_ro(L.fabric),
-        link=_ro(L.link),
-        a_node=_ro(L.a_node),
-        b_node=_ro(L.b_node),
-        a_port=_ro(L.a_port),
-        b_port=_ro(L.b_port),
-        a_rack=_ro(L.a_rack),
-        b_rack=_ro(L.b_rack),
-        a_u=_ro(L.a_u),
-        b_u=_ro(L.b_u),
-        tier=_ro(L.tier),
-        medium=_ro(medium),
-        structured=_ro(structured),
-        length_m=_ro(length.astype(np.float32)),
-        order_m=_ro(order_m.astype(np.float32)),
-        cord_a_m=_ro(np.where(structured, cord_a, 0.0).astype(np.float32)),
-        cord_b_m=_ro(np.where(structured, cord_b, 0.0).astype(np.float32)),
-        loss_db=_ro(loss.astype(np.float32)),
-        frame_a=_ro(frame_a),
-        frame_b=_ro(frame_b),
-        hops=_ro(hops),
-        hop_legs=_ro(hop_legs),
-        a_breakout=_ro(L.a_breakout),
-        b_breakout=_ro(L.b_breakout),
-        shuffle_a=_ro(shuffle_a),
-        shuffle_b=_ro(shuffle_b),
-        fiber_a=_ro(fiber_a),
-        fiber_b=_ro(fiber_b),
-        span=_ro(span),
+        fabric=read_only(L.fabric),
+        link=read_only(L.link),
+        a_node=read_only(L.a_node),
+        b_node=read_only(L.b_node),
+        a_port=read_only(L.a_port),
+        b_port=read_only(L.b_port),
+        a_rack=read_only(L.a_rack),
+        b_rack=read_only(L.b_rack),
+        a_u=read_only(L.a_u),
+        b_u=read_only(L.b_u),
+        tier=read_only(L.tier),
+        medium=read_only(medium),
+        structured=read_only(structured),
+        length_m=read_only(length.astype(np.float32)),
+        order_m=read_only(order_m.astype(np.float32)),
+        cord_a_m=read_only(np.where(structured, cord_a, 0.0).astype(np.float32)),
+        cord_b_m=read_only(np.where(structured, cord_b, 0.0).astype(np.float32)),
+        loss_db=read_only(loss.astype(np.float32)),
+        frame_a=read_only(frame_a),
+        frame_b=read_only(frame_b),
+        hops=read_only(hops),
+        hop_legs=read_only(hop_legs),
+        a_breakout=read_only(L.a_breakout),
+        b_breakout=read_only(L.b_breakout),
+        shuffle_a=read_only(shuffle_a),
+        shuffle_b=read_only(shuffle_b),
+        fiber_a=read_only(fiber_a),
+        fiber_b=read_only(fiber_b),
+        span=read_only(span),
         frame_names=frame_names,
-        frame_hall=_ro(frame_hall),
-        frame_kind=_ro(frame_kind),
+        frame_hall=read_only(frame_hall),
+        frame_kind=read_only(frame_kind),
         n_row_frames=n_rows,
-        frame_node=_ro(frame_node),
-        frame_panels=_ro(frame_panels),
-        trunk_a=_ro(plant.cable_a),
-        trunk_b=_ro(plant.cable_b),
-        trunk_fibers=_ro(plant.cable_fibers),
-        trunk_fibers_used=_ro(plant.cable_used),
-        trunk_smf=_ro(plant.cable_smf),
-        trunk_kind=_ro(plant.cable_kind),
-        trunk_splices=_ro(trunk_splices),
-        trunk_route_ptr=_ro(route_ptr.astype(np.int64)),
-        trunk_route_seg=_ro(tr_seg.astype(np.int32)),
-        trunk_length_m=_ro(trunk_len.astype(np.float32)),
-        trunk_panel_a=_ro(panel_a),
-        trunk_panel_b=_ro(panel_b),
-        seg_cables=_ro(cables.round().astype(np.int64)),
-        seg_trunks=_ro(seg_trunks),
-        seg_fibers=_ro(seg_fibers),
-        seg_area_mm2=_ro(area),
+        frame_node=read_only(frame_node),
+        frame_panels=read_only(frame_panels),
+        trunk_a=read_only(plant.cable_a),
+        trunk_b=read_only(plant.cable_b),
+        trunk_fibers=read_only(plant.cable_fibers),
+        trunk_fibers_used=read_only(plant.cable_used),
+        trunk_smf=read_only(plant.cable_smf),
+        trunk_kind=read_only(plant.cable_kind),
+        trunk_splices=read_only(trunk_splices),
+        trunk_route_ptr=read_only(route_ptr.astype(np.int64)),
+        trunk_route_seg=read_only(tr_seg.astype(np.int32)),
+        trunk_length_m=read_only(trunk_len.astype(np.float32)),
+        trunk_panel_a=read_only(panel_a),
+        trunk_panel_b=read_only(panel_b),
+        seg_cables=read_only(cables.round().astype(np.int64)),
+        seg_trunks=read_only(seg_trunks),
+        seg_fibers=read_only(seg_fibers),
+        seg_area_mm2=read_only(area),
         rerouted=rerouted,
         findings=(),
     )
@@ -881,10 +718,3 @@ def _with_findings(c: Cabling, findings: tuple[Finding, ...]) -> Cabling:
     import dataclasses
 
     return dataclasses.replace(c, findings=findings)
-
-
-def panel_racks(c: Cabling) -> int:
-    """Patch racks the row and hall distribution frames need (``PANELS_PER_RACK`` 1U panels
-    each; a network rack's panels sit in the rack itself)."""
-    own = c.frame_panels[c.frame_kind != RACK_FRAME].tolist()
-    return int(sum(math.ceil(p / PANELS_PER_RACK) for p in own))

@@ -301,11 +301,8 @@ def sweep(console: Console, rows: list[SweepRow], tier: str, traffic: str, flows
 
 def placement(console: Console, p: Placement) -> None:
     """Halls (racks, power against budget), link lengths and the solver's figures."""
-    f, d = p.floor, p.demand
-    hall = f.pos_hall[p.rack_position]
-    racks = np.bincount(hall, minlength=f.n_halls)
-    power = np.bincount(hall, weights=d.rack_power_w, minlength=f.n_halls)
-    free = p.free_positions
+    f, per_hall = p.floor, p.halls
+    racks, power, free = per_hall.racks, per_hall.power_w, per_hall.free
     table = Table(
         "hall",
         Column("racks", justify="right"),
@@ -372,29 +369,21 @@ def cabling(console: Console, design: Design) -> None:
 
     c = design.cabling
     assert c is not None
-    mt = c.media
-    ok = c.realized()
+    n, by = c.totals, c.by_medium
     table = Table(
         "medium",
         Column("links", justify="right"),
         Column("structured", justify="right"),
         Column("metres", justify="right"),
         Column("longest", justify="right"),
-        title=f"Cabling: {int(ok.sum()):,} of {c.n_links:,} links realized, "
-        f"{int((c.trunk_kind == 0).sum()):,} trunks, {int((c.trunk_kind == 1).sum()):,} "
-        f"backbones, {int(c.frame_panels.sum()):,} panels",
+        title=f"Cabling: {n.realized:,} of {c.n_links:,} links realized, "
+        f"{n.trunks:,} trunks, {n.backbones:,} backbones, {n.panels:,} panels",
         title_justify="left",
     )
-    for i, name in enumerate(mt.names):
-        sel = ok & (c.medium == i)
-        if not sel.any():
-            continue
+    for row in zip(by.names, by.links, by.structured, by.metres, by.longest, strict=True):
+        name, links, structured, metres, longest = row
         table.add_row(
-            name,
-            f"{int(sel.sum()):,}",
-            f"{int((sel & c.structured).sum()):,}",
-            f"{float(c.length_m[sel].sum()):,.0f} m",
-            f"{float(c.length_m[sel].max()):,.1f} m",
+            name, f"{links:,}", f"{structured:,}", f"{metres:,.0f} m", f"{longest:,.1f} m"
         )
     console.print(table)
     fill = c.seg_fill

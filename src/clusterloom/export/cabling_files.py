@@ -34,10 +34,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clusterloom.cabling import Cabling
+from clusterloom.cabling.artifact import order_length
 from clusterloom.cabling.change import Change
 from clusterloom.cabling.pathways import SEGMENT_KINDS
 from clusterloom.cabling.plant import BACKBONE
-from clusterloom.cabling.stage import order_length
 from clusterloom.cabling.validate import label_prefix
 from clusterloom.export._csv import csv_text, obj, write_chunks, write_rows
 from clusterloom.export.atomic import StrPath

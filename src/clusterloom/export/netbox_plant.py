@@ -45,9 +45,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clusterloom.cabling import Cabling
+from clusterloom.cabling.artifact import HALL_FRAME, PANELS_PER_RACK, RACK_FRAME
 from clusterloom.cabling.media import LEG_FIBERS
 from clusterloom.cabling.plant import BACKBONE
-from clusterloom.cabling.stage import HALL_FRAME, PANELS_PER_RACK, RACK_FRAME
 from clusterloom.export._csv import csv_chunks, obj, write_chunks, write_rows
 from clusterloom.export.atomic import StrPath
 from clusterloom.export.netbox import DEVICE_COLUMNS

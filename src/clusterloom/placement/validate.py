@@ -25,7 +25,7 @@ from clusterloom.placement.floor import FREE
 from clusterloom.spec import ClusterSpec
 
 if TYPE_CHECKING:
-    from clusterloom.placement.stage import Placement
+    from clusterloom.placement.artifact import Placement
 
 EPS = 1e-6
 

@@ -130,22 +130,19 @@ def campus_svg(c: Cabling) -> str:
 
 
 def cabling_section(c: Cabling) -> str:
-    mt = c.media
-    ok = c.realized()
-    rows = []
-    for i, name in enumerate(mt.names):
-        sel = ok & (c.medium == i)
-        if not sel.any():
-            continue
-        rows.append(
-            "<tr>"
-            + _td(esc(name))
-            + _td(f"{int(sel.sum()):,}", True)
-            + _td(f"{int((sel & c.structured).sum()):,}", True)
-            + _td(f"{float(c.length_m[sel].sum()):,.0f} m", True)
-            + _td(f"{float(c.length_m[sel].max()):,.1f} m", True)
-            + "</tr>"
+    n, by = c.totals, c.by_medium
+    rows = [
+        "<tr>"
+        + _td(esc(name))
+        + _td(f"{links:,}", True)
+        + _td(f"{structured:,}", True)
+        + _td(f"{metres:,.0f} m", True)
+        + _td(f"{longest:,.1f} m", True)
+        + "</tr>"
+        for name, links, structured, metres, longest in zip(
+            by.names, by.links, by.structured, by.metres, by.longest, strict=True
         )
+    ]
     media = _table(
         (
             ("medium", False),
@@ -187,9 +184,9 @@ def cabling_section(c: Cabling) -> str:
         pictures.append(f"<h3>Fibres between buildings</h3>\n{campus}")
     return (
         '<section id="cabling">\n<h2>Cabling</h2>\n'
-        f"<p>{int(ok.sum()):,} of {c.n_links:,} links realized; {int((c.trunk_kind == 0).sum()):,} "
-        f"trunks and {int((c.trunk_kind == 1).sum()):,} backbones, "
-        f"{int(c.frame_panels.sum()):,} panel ends; tray segments coloured by fill against "
+        f"<p>{n.realized:,} of {c.n_links:,} links realized; {n.trunks:,} "
+        f"trunks and {n.backbones:,} backbones, "
+        f"{n.panels:,} panel ends; tray segments coloured by fill against "
         "their limit (green under half, amber to the limit, red over it).</p>\n"
         + media
         + "\n<h3>Fibres between halls</h3>\n"

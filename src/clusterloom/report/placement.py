@@ -203,11 +203,8 @@ def hall_svg(p: Placement, h: int) -> str:
 def campus_svg(p: Placement) -> str:
     """The campus at a glance: a tile per hall, one row of tiles per building, each with its
     racks against its positions, its power against its budget and a link to its plan."""
-    f, d = p.floor, p.demand
-    hall_of_rack = f.pos_hall[p.rack_position]
-    racks = np.bincount(hall_of_rack, minlength=f.n_halls)
-    power = np.bincount(hall_of_rack, weights=d.rack_power_w, minlength=f.n_halls)
-    usable = np.bincount(f.pos_hall[f.free_mask()], minlength=f.n_halls)
+    f, per_hall = p.floor, p.halls
+    racks, power, usable = per_hall.racks, per_hall.power_w, per_hall.usable
     per_building = [np.flatnonzero(f.hall_building == b) for b in range(len(f.building_names))]
     cols = max(1, min(8, max(len(hs) for hs in per_building)))
     tile_w, tile_h, gap, left = 156.0, 78.0, 10.0, 64.0
@@ -260,11 +257,8 @@ def campus_svg(p: Placement) -> str:
 
 
 def placement_section(p: Placement) -> str:
-    f, d = p.floor, p.demand
-    hall_of_rack = f.pos_hall[p.rack_position]
-    racks = np.bincount(hall_of_rack, minlength=f.n_halls)
-    power = np.bincount(hall_of_rack, weights=d.rack_power_w, minlength=f.n_halls)
-    free = p.free_positions
+    f, per_hall = p.floor, p.halls
+    racks, power, free = per_hall.racks, per_hall.power_w, per_hall.free
     rows = []
     for h in range(f.n_halls):
         budget = f.hall_power_w[h]
