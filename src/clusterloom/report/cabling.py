@@ -9,8 +9,8 @@ import numpy as np
 
 from clusterloom.cabling import SEGMENT_KINDS, Cabling
 from clusterloom.cabling.bom import fibres_between
+from clusterloom.report._html import esc, table, td
 from clusterloom.report._svg import FONT, scale_bar
-from clusterloom.report.html import _table, _td, esc
 
 #: Halls drawn in the report (the tables cover all of them).
 MAX_HALLS_DRAWN = 24
@@ -133,17 +133,17 @@ def cabling_section(c: Cabling) -> str:
     n, by = c.totals, c.by_medium
     rows = [
         "<tr>"
-        + _td(esc(name))
-        + _td(f"{links:,}", True)
-        + _td(f"{structured:,}", True)
-        + _td(f"{metres:,.0f} m", True)
-        + _td(f"{longest:,.1f} m", True)
+        + td(esc(name))
+        + td(f"{links:,}", True)
+        + td(f"{structured:,}", True)
+        + td(f"{metres:,.0f} m", True)
+        + td(f"{longest:,.1f} m", True)
         + "</tr>"
         for name, links, structured, metres, longest in zip(
             by.names, by.links, by.structured, by.metres, by.longest, strict=True
         )
     ]
-    media = _table(
+    media = table(
         (
             ("medium", False),
             ("links", True),
@@ -157,11 +157,11 @@ def cabling_section(c: Cabling) -> str:
     )
     between = fibres_between(c, "hall")
     hall_rows = [
-        "<tr>" + _td(esc(a)) + _td(esc(b)) + _td(f"{t:,}", True) + _td(f"{f:,}", True) + "</tr>"
+        "<tr>" + td(esc(a)) + td(esc(b)) + td(f"{t:,}", True) + td(f"{f:,}", True) + "</tr>"
         for (a, b), (t, f) in between.items()
     ]
     halls = (
-        _table(
+        table(
             (("hall", False), ("hall", False), ("cables", True), ("fibres", True)),
             hall_rows,
             table_id="cabling-halls",

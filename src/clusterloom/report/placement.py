@@ -12,8 +12,8 @@ import numpy as np
 from clusterloom.placement import Placement
 from clusterloom.placement.floor import BLOCKED, RESERVED
 from clusterloom.placement.solve import BOUND_NOTES
+from clusterloom.report._html import esc, table, td
 from clusterloom.report._svg import FONT, scale_bar
-from clusterloom.report.html import _table, _td, esc
 
 ROLE_COLOURS = {
     "compute": "#64748b",
@@ -265,14 +265,14 @@ def placement_section(p: Placement) -> str:
         anchor = esc(hall_anchor(f.hall_names[h]))
         rows.append(
             "<tr>"
-            + _td(f'<a href="#{anchor}">{esc(f.hall_names[h])}</a>')
-            + _td(f"{int(racks[h]):,}", True)
-            + _td(f"{int(free[h]):,}", True)
-            + _td(f"{power[h] / 1e6:,.2f} MW", True)
-            + _td("no limit" if np.isinf(budget) else f"{budget / 1e6:,.2f} MW", True)
+            + td(f'<a href="#{anchor}">{esc(f.hall_names[h])}</a>')
+            + td(f"{int(racks[h]):,}", True)
+            + td(f"{int(free[h]):,}", True)
+            + td(f"{power[h] / 1e6:,.2f} MW", True)
+            + td("no limit" if np.isinf(budget) else f"{budget / 1e6:,.2f} MW", True)
             + "</tr>"
         )
-    halls = _table(
+    halls = table(
         [
             ("Hall", False),
             ("Racks", True),
@@ -284,7 +284,7 @@ def placement_section(p: Placement) -> str:
         table_id="placement-halls",
         css_class="placement",
     )
-    solves = _table(
+    solves = table(
         [
             ("Model", False),
             ("Status", False),
@@ -296,13 +296,13 @@ def placement_section(p: Placement) -> str:
         ],
         [
             "<tr>"
-            + _td(esc(s.name))
-            + _td(esc(s.status))
-            + _td(f"{s.units:,}", True)
-            + _td(f"{s.objective:,.1f}", True)
-            + _td(f"{s.bound:,.1f}", True)
-            + _td(f"{s.gap * 100:.2f}%", True)
-            + _td(esc(s.bound_quality))
+            + td(esc(s.name))
+            + td(esc(s.status))
+            + td(f"{s.units:,}", True)
+            + td(f"{s.objective:,.1f}", True)
+            + td(f"{s.bound:,.1f}", True)
+            + td(f"{s.gap * 100:.2f}%", True)
+            + td(esc(s.bound_quality))
             + "</tr>"
             for s in p.solves
         ],
@@ -310,7 +310,7 @@ def placement_section(p: Placement) -> str:
         css_class="placement",
     )
     tiers = ("host-leaf", "leaf-spine", "spine-core")
-    lengths = _table(
+    lengths = table(
         [
             ("Fabric", False),
             ("Links", False),
@@ -321,12 +321,12 @@ def placement_section(p: Placement) -> str:
         ],
         [
             "<tr>"
-            + _td(esc(x.fabric))
-            + _td(tiers[x.tier - 1])
-            + _td(f"{x.links:,}", True)
-            + _td(f"{x.total_m:,.0f} m", True)
-            + _td(f"{x.longest_m:,.1f} m", True)
-            + _td(f"{x.inter_hall:,}", True)
+            + td(esc(x.fabric))
+            + td(tiers[x.tier - 1])
+            + td(f"{x.links:,}", True)
+            + td(f"{x.total_m:,.0f} m", True)
+            + td(f"{x.longest_m:,.1f} m", True)
+            + td(f"{x.inter_hall:,}", True)
             + "</tr>"
             for x in p.lengths
         ],

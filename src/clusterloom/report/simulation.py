@@ -16,10 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from clusterloom.report._html import CSS, DASH, esc, table, td, toc
 from clusterloom.report._svg import heatmap_svg, index_ticks
-from clusterloom.report.html import CSS, DASH, esc, toc
-from clusterloom.report.html import _table as table
-from clusterloom.report.html import _td as td
 from clusterloom.sim.flow.results import (
     IDEAL,
     Run,

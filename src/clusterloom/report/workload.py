@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import math
 
+from clusterloom.report._html import esc, table, td
 from clusterloom.report._svg import heatmap_svg, index_ticks
-from clusterloom.report.html import _table as table
-from clusterloom.report.html import _td as td
-from clusterloom.report.html import esc
 from clusterloom.spec import ClusterSpec
 from clusterloom.units import fmt_bytes as _bytes
 from clusterloom.workload import WorkloadDesign
