@@ -18,7 +18,7 @@ from clusterloom.findings import Finding, Severity
 from clusterloom.pipeline import Design
 from clusterloom.spec import ClusterSpec
 from clusterloom.units import fmt_bytes as _bytes
-from clusterloom.units import to_usd, to_watts
+from clusterloom.units import to_kilowatts, to_megawatts, to_ms, to_tbps, to_usd, to_watts
 from clusterloom.workload import WorkloadDesign
 
 if TYPE_CHECKING:
@@ -75,11 +75,11 @@ def _plan(console: Console, design: Design, fd: FabricDesign) -> None:
             f"{name.split('.')[-1]} {n:,} ({m}, assumed)"
             for (name, n), m in zip(fd.bom.links_per_tier, p.media, strict=True)
         )
-    bis = p.bisection_bps * p.planes / 1e12
+    bis = to_tbps(p.bisection_bps * p.planes)
     console.print(
         f"links: {links}\n"
         f"switches {share.switches:,}, transceivers {share.transceivers:,}, "
-        f"fibres {share.fibers:,}, power {to_watts(share.power_mw) / 1e3:,.1f} kW, "
+        f"fibres {share.fibers:,}, power {to_kilowatts(to_watts(share.power_mw)):,.1f} kW, "
         f"indicative cost ${to_usd(share.cost_cents) / 1e6:,.2f}M ({bom.label}), "
         f"bisection {bis:,.1f} Tb/s, {p.ecmp_paths()} equal-cost paths per plane"
     )
@@ -111,7 +111,7 @@ def _options(console: Console, fd: FabricDesign) -> None:
             label,
             f"{o.switches:,}",
             f"{o.links:,}",
-            f"{o.power_w / 1e3:,.0f}",
+            f"{to_kilowatts(o.power_w):,.0f}",
             f"{o.cost_usd / 1e6:,.1f}",
             f"{o.bisection_per_host_gbps:g}G",
             str(o.ecmp_paths),
@@ -253,7 +253,7 @@ def simulation(
         table.add_row(
             s.transport,
             f"{s.finished:,}/{s.flows:,}",
-            "-" if c.completion_ps is None else f"{c.completion_ps / 1e9:,.3f}",
+            "-" if c.completion_ps is None else f"{to_ms(c.completion_ps):,.3f}",
             _ms_ps(s.fct_p50_ps),
             _ms_ps(s.fct_p99_ps),
             _ms_ps(s.fct_max_ps),
@@ -266,7 +266,7 @@ def simulation(
 
 
 def _ms_ps(ps: float) -> str:
-    return "-" if ps != ps else f"{ps / 1e9:,.3f}"  # NaN: no flow finished
+    return "-" if ps != ps else f"{to_ms(ps):,.3f}"  # NaN: no flow finished
 
 
 def sweep(console: Console, rows: list[SweepRow], tier: str, traffic: str, flows: int) -> None:
@@ -319,8 +319,8 @@ def placement(console: Console, p: Placement) -> None:
             f.hall_names[h],
             f"{int(racks[h]):,}",
             f"{int(free[h]):,}",
-            f"{power[h] / 1e6:,.2f} MW",
-            "no limit" if np.isinf(budget) else f"{budget / 1e6:,.2f} MW",
+            f"{to_megawatts(power[h]):,.2f} MW",
+            "no limit" if np.isinf(budget) else f"{to_megawatts(budget):,.2f} MW",
         )
     console.print(table)
     tiers = ("host-leaf", "leaf-spine", "spine-core")

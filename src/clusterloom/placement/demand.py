@@ -33,6 +33,7 @@ from clusterloom.errors import Problem, SpecError
 from clusterloom.fabric import FabricDesign
 from clusterloom.fabric.topology import ROLE_NAMES, Role
 from clusterloom.spec import Catalog, ClusterSpec, RackModel, compute_rack_name
+from clusterloom.units import to_kilowatts
 
 COMPUTE, NETWORK = 0, 1
 COPPER_KINDS = frozenset({"dac", "aec"})
@@ -221,7 +222,7 @@ def _pack(
                 [
                     Problem(
                         "site.racks.network",
-                        f"a {what} switch needs {ru[v]}U and {power[v] / 1e3:,.1f} kW; the "
+                        f"a {what} switch needs {ru[v]}U and {to_kilowatts(power[v]):,.1f} kW; the "
                         f"network rack offers {rack.usable_ru}U and {rack.power_kw:g} kW",
                     )
                 ]

@@ -43,6 +43,7 @@ from clusterloom.errors import Problem, SpecError
 from clusterloom.placement.demand import COMPUTE, Demand, Unit, plane_key
 from clusterloom.placement.floor import FREE, FloorPlan
 from clusterloom.spec.site import SiteSpec
+from clusterloom.units import to_kilowatts, to_megawatts
 
 DM = 10  # model coordinates are decimetres
 #: Reach under which the greedy start places a rack before heavier ones (copper, short optics).
@@ -117,7 +118,7 @@ def _status(code: Any) -> str:
 
 
 def _mw(watts: float) -> str:
-    return f"{watts / 1e6:,.2f} MW" if watts >= 1e6 else f"{watts / 1e3:,.0f} kW"
+    return f"{to_megawatts(watts):,.2f} MW" if watts >= 1e6 else f"{to_kilowatts(watts):,.0f} kW"
 
 
 # --- link weights ---------------------------------------------------------------------------
@@ -220,7 +221,8 @@ def precheck(floor: FloorPlan, demand: Demand, site: SiteSpec) -> None:
             problems.append(
                 Problem(
                     "site",
-                    f"{where}: {len(same):,} racks need a position for {key[1] / 1e3:,.1f} kW and "
+                    f"{where}: {len(same):,} racks need a position for "
+                    f"{to_kilowatts(key[1]):,.1f} kW and "
                     f"{key[2]:,.0f} kg ({demand.rack_role[r]} racks of type {key[0]} and "
                     f"heavier), {able:,} free positions can carry one",
                 )

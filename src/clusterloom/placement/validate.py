@@ -23,6 +23,7 @@ from clusterloom.findings import Finding, Severity
 from clusterloom.placement.demand import COMPUTE, plane_key
 from clusterloom.placement.floor import FREE
 from clusterloom.spec import ClusterSpec
+from clusterloom.units import to_kilowatts
 
 if TYPE_CHECKING:
     from clusterloom.placement.artifact import Placement
@@ -31,7 +32,7 @@ EPS = 1e-6
 
 
 def _kw(w: float) -> str:
-    return f"{w / 1e3:,.1f} kW"
+    return f"{to_kilowatts(w):,.1f} kW"
 
 
 def check_placed_once(p: Placement) -> list[Finding]:

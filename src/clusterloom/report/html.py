@@ -24,7 +24,7 @@ from clusterloom.fabric.topology import Role
 from clusterloom.findings import Finding, Severity
 from clusterloom.pipeline import Design
 from clusterloom.report._html import CSS, DASH, esc, table, td, toc
-from clusterloom.units import BPS_PER_GBPS, to_usd, to_watts
+from clusterloom.units import BPS_PER_GBPS, to_gbps, to_megawatts, to_tbps, to_usd, to_watts
 
 # --- formatting ---------------------------------------------------------------------------
 
@@ -40,7 +40,7 @@ def _kw(watts: float) -> str:
 
 
 def _power(watts: float) -> str:
-    return f"{watts / 1e6:,.2f} MW" if watts >= 1e6 else _kw(watts)
+    return f"{to_megawatts(watts):,.2f} MW" if watts >= 1e6 else _kw(watts)
 
 
 def _usd(amount: float) -> str:
@@ -68,8 +68,8 @@ def _bandwidth(bps: float) -> str:
     if bps >= 1e15:
         return f"{bps / 1e15:,.2f} Pb/s"
     if bps >= 1e12:
-        return f"{bps / 1e12:,.1f} Tb/s"
-    return f"{bps / 1e9:,.0f} Gb/s"
+        return f"{to_tbps(bps):,.1f} Tb/s"
+    return f"{to_gbps(bps):,.0f} Gb/s"
 
 
 def _gbps(speed: int) -> str:

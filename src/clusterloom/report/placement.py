@@ -14,6 +14,7 @@ from clusterloom.placement.floor import BLOCKED, RESERVED
 from clusterloom.placement.solve import BOUND_NOTES
 from clusterloom.report._html import esc, table, td
 from clusterloom.report._svg import FONT, scale_bar
+from clusterloom.units import to_kilowatts, to_megawatts
 
 ROLE_COLOURS = {
     "compute": "#64748b",
@@ -128,9 +129,8 @@ def hall_svg(p: Placement, h: int) -> str:
         )
         if rack >= 0:
             role = d.rack_role[rack]
-            tip = (
-                f"{p.rack_names[rack]}: {d.rack_label[rack]} ({d.rack_power_w[rack] / 1e3:,.1f} kW)"
-            )
+            kw = to_kilowatts(d.rack_power_w[rack])
+            tip = f"{p.rack_names[rack]}: {d.rack_label[rack]} ({kw:,.1f} kW)"
             out.append(
                 f'<rect class="rack" {rect} fill="{ROLE_COLOURS.get(role, "#475569")}">'
                 f"<title>{esc(tip)}</title></rect>"
@@ -230,7 +230,7 @@ def campus_svg(p: Placement) -> str:
             budget = float(f.hall_power_w[h])
             share = 0.0 if np.isinf(budget) or budget <= 0 else min(power[h] / budget, 1.0)
             fill = 0.0 if usable[h] == 0 else min(racks[h] / usable[h], 1.0)
-            budget_text = "no limit" if np.isinf(budget) else f"{budget / 1e6:,.1f} MW"
+            budget_text = "no limit" if np.isinf(budget) else f"{to_megawatts(budget):,.1f} MW"
             drawn = h < MAX_HALLS_DRAWN
             body = (
                 f'<rect x="{tx:.1f}" y="{ty:.1f}" width="{tile_w:.0f}" height="{tile_h:.0f}" '
@@ -243,7 +243,7 @@ def campus_svg(p: Placement) -> str:
                 f'fill="#e2e8f0"/><rect x="{tx + 8:.1f}" y="{ty + 37:.1f}" '
                 f'width="{(tile_w - 16) * fill:.1f}" height="5" fill="#64748b"/>'
                 f'<text x="{tx + 8:.1f}" y="{ty + 57:.1f}" font-size="10.5" fill="#334155">'
-                f"{power[h] / 1e6:,.1f} of {budget_text}</text>"
+                f"{to_megawatts(power[h]):,.1f} of {budget_text}</text>"
                 f'<rect x="{tx + 8:.1f}" y="{ty + 62:.1f}" width="{tile_w - 16:.0f}" height="5" '
                 f'fill="#e2e8f0"/><rect x="{tx + 8:.1f}" y="{ty + 62:.1f}" '
                 f'width="{(tile_w - 16) * share:.1f}" height="5" fill="#d97706"/>'
@@ -268,8 +268,8 @@ def placement_section(p: Placement) -> str:
             + td(f'<a href="#{anchor}">{esc(f.hall_names[h])}</a>')
             + td(f"{int(racks[h]):,}", True)
             + td(f"{int(free[h]):,}", True)
-            + td(f"{power[h] / 1e6:,.2f} MW", True)
-            + td("no limit" if np.isinf(budget) else f"{budget / 1e6:,.2f} MW", True)
+            + td(f"{to_megawatts(power[h]):,.2f} MW", True)
+            + td("no limit" if np.isinf(budget) else f"{to_megawatts(budget):,.2f} MW", True)
             + "</tr>"
         )
     halls = table(

@@ -28,7 +28,7 @@ from clusterloom.sim.flow.results import (
     utilisation,
 )
 from clusterloom.sim.flow.run import Compared, Failure, compare, fmt_time, summarize
-from clusterloom.units import PS_PER_US
+from clusterloom.units import PS_PER_US, to_ms
 from clusterloom.workload.heatmap import _RAMP, png
 
 __all__ = ["render_simulation", "window_of"]
@@ -50,7 +50,7 @@ def _f(x: float) -> str:
 
 
 def _ms(ps: float) -> str:
-    return DASH if math.isnan(ps) else f"{ps / 1e9:,.3f}"
+    return DASH if math.isnan(ps) else f"{to_ms(ps):,.3f}"
 
 
 def _colour(i: int) -> str:
