@@ -73,7 +73,7 @@ from clusterloom.sim.packet.engine import (
     PacketSimError,
 )
 from clusterloom.sim.paths import connection_hash
-from clusterloom.units import PS_PER_S, PS_PER_US, bdp_bytes
+from clusterloom.units import BITS_PER_BYTE, PS_PER_S, PS_PER_US, bdp_bytes
 
 __all__ = [
     "TRANSPORTS",
@@ -89,7 +89,7 @@ _PACE, _RTO, _AUX = 0, 1, 2
 
 
 def _ser(nbytes: int, bps: float) -> int:
-    return int(nbytes * 8 * PS_PER_S // max(bps, 1.0))
+    return int(nbytes * BITS_PER_BYTE * PS_PER_S // max(bps, 1.0))
 
 
 class RoceEcmp(Connection):
