@@ -378,6 +378,15 @@ def _cords(L: _Links, r: _Runs, fr: _Frames) -> _Ends:
     return _Ends(in_rack_a, in_rack_b, cord_a, cord_b, frame_a, frame_b)
 
 
+def _backbone_splices(cross_building: NDArray[np.bool_], losses: PlantLosses) -> NDArray[np.int64]:
+    """Splices of a backbone: to the pigtailed panels at both HDFs, and, when it leaves its
+    building, at both building entrances too (outside-plant cable to indoor cable) if the
+    site splices there."""
+    entrance = 2 if losses.entrance_splices else 0
+    out: NDArray[np.int64] = np.where(cross_building, 2 + entrance, 2)
+    return out
+
+
 @dataclass(frozen=True)
 class _Channels:
     """Per link, before the plant is packed: the structured channel's estimated length (cords
@@ -420,9 +429,8 @@ def _channel_estimates(
     # entrance it passes (outside-plant cable to indoor cable). A trunk of more than 144 fibres
     # (ribbon) is spliced at both ends too, but which trunks are ribbon is known only once the
     # plant is packed: channels that then exceed their budget move on (``_repack``)
-    entrance = 2 if losses.entrance_splices else 0
     cross = building[fr.hall[p_lo]] != building[fr.hall[p_hi]]
-    p_splices = np.where(p_inter, np.where(cross, 2 + entrance, 2), 0) * losses.splice_db
+    p_splices = np.where(p_inter, _backbone_splices(cross, losses), 0) * losses.splice_db
     structured_len = np.zeros(n)
     structured_len[leaves] = e.cord_a[leaves] + trunk_est[pair_of] + e.cord_b[leaves]
     # a switch end in a broken-out cage (eight 100G lanes of one 800G module): the cage's one
@@ -739,10 +747,9 @@ def _route_trunks(
     ).astype(np.int64)
     building = floor.hall_building.astype(np.int64)
     trunk_bld = building[fr.hall[plant.cable_a]] != building[fr.hall[plant.cable_b]]
-    entrance = 2 if losses.entrance_splices else 0
     splices = np.where(
         plant.cable_kind == BACKBONE,
-        np.where(trunk_bld, 2 + entrance, 2),
+        _backbone_splices(trunk_bld, losses),
         np.where(plant.cable_fibers > TRUNK_FIBERS, 2, 0),
     ).astype(np.int8)
     return _Trunks(
