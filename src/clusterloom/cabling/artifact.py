@@ -244,6 +244,35 @@ class Cabling:
         return MediumTable(names, links, structured, metres, longest)
 
     @cached_property
+    def between_halls(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """Cables and installed fibres between each pair of halls, ``{(a, b): (cables,
+        fibres)}``, a < b: the backbones (and any trunk) whose two frames are apart (computed
+        once)."""
+        pw = self.pathways
+        return self._between([pw.hall_names[int(h)] for h in self.frame_hall.tolist()])
+
+    @cached_property
+    def between_buildings(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """As :attr:`between_halls`, between buildings."""
+        pw = self.pathways
+        hall_building = pw.hall_building[self.frame_hall].tolist()
+        return self._between([pw.building_names[int(b)] for b in hall_building])
+
+    def _between(self, keys: list[str]) -> dict[tuple[str, str], tuple[int, int]]:
+        """Cables and fibres between frames whose ``keys`` differ, per pair of keys."""
+        out: dict[tuple[str, str], tuple[int, int]] = {}
+        for a, b, n in zip(
+            self.trunk_a.tolist(), self.trunk_b.tolist(), self.trunk_fibers.tolist(), strict=True
+        ):
+            ka, kb = keys[a], keys[b]
+            if ka == kb:
+                continue
+            pair = (min(ka, kb), max(ka, kb))
+            t, f = out.get(pair, (0, 0))
+            out[pair] = (t + 1, f + n)
+        return dict(sorted(out.items()))
+
+    @cached_property
     def totals(self) -> CablingTotals:
         """Links realized, trunks, backbones and panel ends (computed once)."""
         return CablingTotals(

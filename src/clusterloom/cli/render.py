@@ -365,8 +365,6 @@ def placement(console: Console, p: Placement) -> None:
 
 def cabling(console: Console, design: Design) -> None:
     """Links by medium (lengths, structured share), trunks, fill and the design's BOM total."""
-    from clusterloom.cabling.bom import fibres_between
-
     c = design.cabling
     assert c is not None
     n, by = c.totals, c.by_medium
@@ -394,7 +392,7 @@ def cabling(console: Console, design: Design) -> None:
             f"{c.rerouted:,} trunk or cable routes moved off full trays"
         )
     for level in ("building", "hall"):
-        between = fibres_between(c, level)
+        between = c.between_buildings if level == "building" else c.between_halls
         if between:
             console.print(
                 f"fibres between {level}s: "

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from clusterloom.cabling import SEGMENT_KINDS, Cabling
-from clusterloom.cabling.bom import fibres_between
 from clusterloom.report._html import esc, table, td
 from clusterloom.report._svg import FONT, scale_bar
 
@@ -155,7 +154,7 @@ def cabling_section(c: Cabling) -> str:
         table_id="cabling-media",
         css_class="media",
     )
-    between = fibres_between(c, "hall")
+    between = c.between_halls
     hall_rows = [
         "<tr>" + td(esc(a)) + td(esc(b)) + td(f"{t:,}", True) + td(f"{f:,}", True) + "</tr>"
         for (a, b), (t, f) in between.items()
