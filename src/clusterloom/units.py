@@ -88,9 +88,19 @@ def seconds_from_us(value: float) -> float:
     return value * 1e-6
 
 
+def ms_from_s(seconds: float) -> float:
+    """Seconds to milliseconds (the workload's step model, for people)."""
+    return seconds * 1e3
+
+
 def tflops(value: float) -> float:
     """Teraflops to floating-point operations per second."""
     return value * 1e12
+
+
+def kilowatts(value: float) -> float:
+    """Kilowatts to watts."""
+    return value * 1000.0
 
 
 def to_kilowatts(watts: float) -> float:

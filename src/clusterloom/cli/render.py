@@ -18,7 +18,15 @@ from clusterloom.findings import Finding, Severity
 from clusterloom.pipeline import Design
 from clusterloom.spec import ClusterSpec
 from clusterloom.units import fmt_bytes as _bytes
-from clusterloom.units import to_kilowatts, to_megawatts, to_ms, to_tbps, to_usd, to_watts
+from clusterloom.units import (
+    ms_from_s,
+    to_kilowatts,
+    to_megawatts,
+    to_ms,
+    to_tbps,
+    to_usd,
+    to_watts,
+)
 from clusterloom.workload import WorkloadDesign
 
 if TYPE_CHECKING:
@@ -28,7 +36,7 @@ if TYPE_CHECKING:
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:,.1f}"
+    return f"{ms_from_s(seconds):,.1f}"
 
 
 _COLOUR = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "green"}

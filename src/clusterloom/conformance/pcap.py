@@ -296,7 +296,7 @@ def write_pcap(trace: Trace, path: Path | str, *, flow: int = 0, at: str = "send
         )
         eth = b"\x02\0\0\0\0\x01" + b"\x02\0\0\0\0\x02" + b"\x08\x00"
         frame = eth + ip + udp
-        sec, ns = divmod(r.t // 1000, 10**9)
+        sec, ns = divmod(r.t // PS_PER_NS, PS_PER_S // PS_PER_NS)
         out.append(struct.pack("<IIII", sec, ns, len(frame), len(frame) + payload_len) + frame)
     target = Path(path)
     atomic_write(target, b"".join(out))

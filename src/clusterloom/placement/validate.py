@@ -23,7 +23,7 @@ from clusterloom.findings import Finding, Severity
 from clusterloom.placement.demand import COMPUTE, plane_key
 from clusterloom.placement.floor import FREE
 from clusterloom.spec import ClusterSpec
-from clusterloom.units import to_kilowatts
+from clusterloom.units import kilowatts, to_kilowatts
 
 if TYPE_CHECKING:
     from clusterloom.placement.artifact import Placement
@@ -212,7 +212,7 @@ def check_budgets(p: Placement, spec: ClusterSpec) -> list[Finding]:
     catalog = spec.resolved_catalog()
     network = np.flatnonzero(d.rack_kind != COMPUTE)
     if network.size:
-        limit = np.array([catalog.racks[d.rack_model[r]].power_kw * 1e3 for r in network])
+        limit = np.array([kilowatts(catalog.racks[d.rack_model[r]].power_kw) for r in network])
         out += _budget(
             "network rack",
             tuple(p.rack_names[r] for r in network.tolist()),

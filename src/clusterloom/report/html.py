@@ -24,7 +24,15 @@ from clusterloom.fabric.topology import Role
 from clusterloom.findings import Finding, Severity
 from clusterloom.pipeline import Design
 from clusterloom.report._html import CSS, DASH, esc, table, td, toc
-from clusterloom.units import BPS_PER_GBPS, to_gbps, to_megawatts, to_tbps, to_usd, to_watts
+from clusterloom.units import (
+    BPS_PER_GBPS,
+    to_gbps,
+    to_kilowatts,
+    to_megawatts,
+    to_tbps,
+    to_usd,
+    to_watts,
+)
 
 # --- formatting ---------------------------------------------------------------------------
 
@@ -36,7 +44,7 @@ def _int(n: int) -> str:
 
 
 def _kw(watts: float) -> str:
-    return f"{watts / 1000:,.1f} kW"
+    return f"{to_kilowatts(watts):,.1f} kW"
 
 
 def _power(watts: float) -> str:
