@@ -1,7 +1,7 @@
 """Import layering, read from the source (no import is run): stages never import later stages
 or the command line; the two engines never import each other; stages and engines import no
 writer or page (atomic file output is the base module ``clusterloom.atomic``); the modules of
-the simulation stage and its commands have no import cycle.
+the simulation stage and its commands have no import cycle, nor has the whole package.
 
 Every import counts, also one inside a function, except those under ``if TYPE_CHECKING:``.
 """
@@ -176,3 +176,19 @@ def test_no_cycles_among_the_simulation_modules_and_commands() -> None:
         or m in {"clusterloom.spec.scenario", "clusterloom.export.prediction"}
     }
     assert _cycle(nodes) is None
+
+
+def test_no_import_cycle_in_the_whole_package() -> None:
+    """Shared helpers live in a module of their own (``report/_html.py``, an artifact beside its
+    stage and validators), so no two modules import each other, directly or around a loop."""
+    assert _cycle(set(GRAPH)) is None
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    """The check itself: a loop added to the graph is found."""
+    a, b = "clusterloom.placement.stage", "clusterloom.placement.validate"
+    GRAPH[b].add(a)
+    try:
+        assert _cycle(set(GRAPH)) in ([a, b, a], [b, a, b])
+    finally:
+        GRAPH[b].discard(a)

@@ -1,13 +1,7 @@
 """clusterloom: networks of frontier AI training clusters, from intent to a buildable, verified
 fabric. The public surface is re-exported here; everything else lives in domain packages."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("clusterloom")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0+unknown"
-
+from clusterloom._version import __version__
 from clusterloom.errors import ClusterloomError, OutputError, Problem, SpecError
 from clusterloom.fabric import FabricDesign, FabricPlan, Topology, design_fabric, plan_fabric
 from clusterloom.findings import Finding, Severity

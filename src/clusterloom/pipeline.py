@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from clusterloom import __version__
+from clusterloom._version import __version__
 from clusterloom.design_bom import DesignBom, design_bom
 from clusterloom.fabric import FabricDesign, design_fabric, fabric_names
 from clusterloom.findings import Finding

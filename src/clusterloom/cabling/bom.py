@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from clusterloom.cabling.artifact import Cabling, order_length, panel_racks
 from clusterloom.cabling.media import TRUNK_FIBERS
 from clusterloom.cabling.plant import BACKBONE, TRUNK
-from clusterloom.cabling.stage import Cabling, order_length, panel_racks
 
 TRUNK_USD = 300.0
 TRUNK_USD_PER_M = 3.0
@@ -256,22 +256,6 @@ def cabling_bom(c: Cabling) -> list[BomLine]:
 
 def fibres_between(c: Cabling, level: str) -> dict[tuple[str, str], tuple[int, int]]:
     """Cables and installed fibres between each pair of halls (``level="hall"``) or buildings
-    (``"building"``) as ``{(a, b): (cables, fibres)}``, a < b: the backbones (and any trunk)
-    whose two frames are apart."""
-    pw = c.pathways
-    hall = c.frame_hall
-    if level == "building":
-        keys = [pw.building_names[int(b)] for b in pw.hall_building[hall].tolist()]
-    else:
-        keys = [pw.hall_names[int(h)] for h in hall.tolist()]
-    out: dict[tuple[str, str], tuple[int, int]] = {}
-    for a, b, n in zip(
-        c.trunk_a.tolist(), c.trunk_b.tolist(), c.trunk_fibers.tolist(), strict=True
-    ):
-        ka, kb = keys[a], keys[b]
-        if ka == kb:
-            continue
-        pair = (min(ka, kb), max(ka, kb))
-        t, f = out.get(pair, (0, 0))
-        out[pair] = (t + 1, f + n)
-    return dict(sorted(out.items()))
+    (``"building"``) as ``{(a, b): (cables, fibres)}``, a < b (``Cabling.between_halls`` and
+    ``between_buildings``, computed once)."""
+    return dict(c.between_buildings if level == "building" else c.between_halls)

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from clusterloom.cabling.artifact import Cabling, hdf_name
 from clusterloom.cabling.media import BACKBONE_SIZES, LEG_FIBERS, TRUNK_SIZES
 from clusterloom.cabling.plant import pack_cables
-from clusterloom.cabling.stage import Cabling, hdf_name
 from clusterloom.fabric import FabricDesign
 from clusterloom.placement import Placement
 

@@ -33,14 +33,21 @@ Every logical link of every fabric is realized as arrays (no Python object per l
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from clusterloom.cabling.artifact import (
+    HALL_FRAME,
+    RACK_FRAME,
+    ROW_FRAME,
+    Cabling,
+    hdf_name,
+    order_length,
+    read_only,
+)
 from clusterloom.cabling.media import (
     DEFAULT_LOSSES,
     TIER_FIELDS,
@@ -51,15 +58,18 @@ from clusterloom.cabling.media import (
     media_table,
 )
 from clusterloom.cabling.pathways import Pathways, build_pathways, site_trays
-from clusterloom.cabling.plant import BACKBONE, TRUNK, plan_plant
+from clusterloom.cabling.plant import BACKBONE, TRUNK, Plant, plan_plant
 from clusterloom.cabling.route import loads, route_pairs, spread
+from clusterloom.cabling.validate import validate_cabling
 from clusterloom.fabric import FabricDesign
 from clusterloom.fabric.sizing import fabric_spec
 from clusterloom.fabric.topology import Role
 from clusterloom.findings import Finding, Severity
 from clusterloom.placement import Placement
 from clusterloom.placement.demand import NETWORK
+from clusterloom.placement.floor import FloorPlan
 from clusterloom.spec import Catalog, ClusterSpec
+from clusterloom.spec.site import PlantLosses
 
 RU_M = 0.04445  # EIA-310 rack unit
 TRAY_HEIGHT_M = 2.7  # tray bottom above the floor: 48U rack (~2.3 m) plus clearance
@@ -69,174 +79,10 @@ SLACK_FRACTION = 0.05
 SLACK_M = 0.5
 TRUNK_SLACK_M = 2.5
 PATCH_PANEL_RU = 1
-PANELS_PER_RACK = 36  # catalog patch-48u: 36 x 1U panels
 #: rounds of packing and moving channels that packing takes past their budget (see ``cable``)
 REPACK_ROUNDS = 4
 
-LENGTH_BUCKETS_M: tuple[float, ...] = (
-    0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 5, 6, 7, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 70, 80, 100,
-)  # fmt: skip
-#: beyond the last bucket, lengths round up to a multiple of this
-LONG_STEP_M = 25.0
-
 NONE = -1
-#: frame kinds: a row's distribution frame, a network rack's own panels, a hall's HDF
-ROW_FRAME, RACK_FRAME, HALL_FRAME = 0, 1, 2
-
-
-def order_length(length: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The standard length each cable is ordered in (the smallest bucket at least as long)."""
-    buckets = np.asarray(LENGTH_BUCKETS_M, dtype=np.float64)
-    k = np.searchsorted(buckets, length - 1e-9)
-    long_ = np.ceil(length / LONG_STEP_M - 1e-9) * LONG_STEP_M
-    return np.where(k < buckets.shape[0], buckets[np.minimum(k, buckets.shape[0] - 1)], long_)
-
-
-def _ro(a: NDArray[Any]) -> NDArray[Any]:
-    a.setflags(write=False)
-    return a
-
-
-@dataclass(frozen=True, eq=False)
-class Cabling:
-    """Every link realized, as read-only arrays indexed by cable row ``i`` (fabric by fabric,
-    in topology link order), plus frames, trunks and per-segment aggregates.
-
-    Per link: ``fabric`` (index into ``fabrics``), ``link`` (topology link id), ``medium``
-    (index into ``media.names``, -1 when none could be chosen), ``structured`` (through panels
-    and trunks), ``length_m`` (the cable, or the channel of a structured link), ``order_m``,
-    ``cord_a_m``/``cord_b_m`` (patch cords), ``loss_db``, ``frame_a``/``frame_b`` (the frame of
-    each end, -1), ``hops`` (the cables between the frames from the a end, -1 padded: one trunk
-    in a hall; trunk, backbone, trunk between halls), ``hop_legs`` (the link's first leg in
-    each, 1-based), ``fiber_a`` and ``fiber_b`` (first fibre position in the leg at the link's
-    a and b end), ``span`` (positions taken in a leg); ``a_breakout``/``b_breakout`` (logical
-    ports per cage of each end's switch, 1 for a host) and ``shuffle_a``/``shuffle_b`` (a
-    duplex lane of a broken-out cage, reaching its frame through the cage's MPO cord and a
-    shuffle cassette).
-
-    The cables between frames (``trunk_*``, indexed by cable ``t``) are 144-fibre trunks and
-    backbones (``trunk_kind``, see ``plant``); frames are the rows' distribution frames, then
-    the network racks' panels, then one hall distribution frame per hall (``frame_kind``).
-    """
-
-    fabrics: tuple[str, ...]
-    media: MediaTable
-    pathways: Pathways
-    fabric: NDArray[np.int8]
-    link: NDArray[np.int32]
-    a_node: NDArray[np.int32]
-    b_node: NDArray[np.int32]
-    a_port: NDArray[np.int32]
-    b_port: NDArray[np.int32]
-    a_rack: NDArray[np.int32]
-    b_rack: NDArray[np.int32]
-    a_u: NDArray[np.int16]
-    b_u: NDArray[np.int16]
-    tier: NDArray[np.int8]
-    medium: NDArray[np.int16]
-    structured: NDArray[np.bool_]
-    length_m: NDArray[np.float32]
-    order_m: NDArray[np.float32]
-    cord_a_m: NDArray[np.float32]
-    cord_b_m: NDArray[np.float32]
-    loss_db: NDArray[np.float32]
-    frame_a: NDArray[np.int32]
-    frame_b: NDArray[np.int32]
-    hops: NDArray[np.int32]
-    hop_legs: NDArray[np.int16]
-    a_breakout: NDArray[np.int16]
-    b_breakout: NDArray[np.int16]
-    shuffle_a: NDArray[np.bool_]
-    shuffle_b: NDArray[np.bool_]
-    fiber_a: NDArray[np.int8]
-    fiber_b: NDArray[np.int8]
-    span: NDArray[np.int8]
-    # frames (one per row, then one per network rack: ``frame_names``) and trunks; trunk t's
-    # route is trunk_route_seg[ptr[t]:ptr[t+1]], from its b frame back to its a frame
-    frame_names: tuple[str, ...]
-    frame_hall: NDArray[np.int32]
-    frame_kind: NDArray[np.int8]
-    n_row_frames: int
-    frame_node: NDArray[np.int32]
-    frame_panels: NDArray[np.int32]
-    trunk_a: NDArray[np.int32]
-    trunk_b: NDArray[np.int32]
-    trunk_fibers: NDArray[np.int32]
-    trunk_fibers_used: NDArray[np.int32]
-    trunk_smf: NDArray[np.bool_]
-    trunk_kind: NDArray[np.int8]
-    trunk_splices: NDArray[np.int8]
-    trunk_route_ptr: NDArray[np.int64]
-    trunk_route_seg: NDArray[np.int32]
-    trunk_length_m: NDArray[np.float32]
-    trunk_panel_a: NDArray[np.int32]
-    trunk_panel_b: NDArray[np.int32]
-    # per pathway segment
-    seg_cables: NDArray[np.int64]
-    seg_trunks: NDArray[np.int64]
-    seg_fibers: NDArray[np.int64]
-    seg_area_mm2: NDArray[np.float64]
-    rerouted: int
-    findings: tuple[Finding, ...]
-
-    @property
-    def n_links(self) -> int:
-        return int(self.link.shape[0])
-
-    @property
-    def n_trunks(self) -> int:
-        return int(self.trunk_a.shape[0])
-
-    @property
-    def trunk(self) -> NDArray[np.int32]:
-        """The cable at each link's a end (-1 for a link that is not structured)."""
-        return self.hops[:, 0]
-
-    @property
-    def leg(self) -> NDArray[np.int16]:
-        """The link's first leg in its a-end cable."""
-        return self.hop_legs[:, 0]
-
-    @cached_property
-    def n_hops(self) -> NDArray[np.int64]:
-        """Cables between each link's frames (0, 1 or 3); computed once, the arrays are
-        read-only."""
-        return _ro((self.hops >= 0).sum(axis=1))
-
-    @cached_property
-    def _last_hop(self) -> NDArray[np.int64]:
-        return np.maximum(self.n_hops - 1, 0)
-
-    @cached_property
-    def b_trunk(self) -> NDArray[np.int32]:
-        """The cable at each link's b end (its last hop; -1 when not structured)."""
-        return _ro(self.hops[np.arange(self.n_links), self._last_hop])
-
-    @cached_property
-    def b_leg(self) -> NDArray[np.int16]:
-        """The link's first leg in its b-end cable."""
-        return _ro(self.hop_legs[np.arange(self.n_links), self._last_hop])
-
-    def panel_of(
-        self, t: NDArray[np.integer], frame: NDArray[np.integer], leg: NDArray[np.integer]
-    ) -> NDArray[np.int64]:
-        """The panel (1-based, per frame; 0 for none) where leg ``leg`` of cable ``t`` ends at
-        ``frame``: a cable takes one 12-port panel per 144 fibres; ``t`` -1 reads 0."""
-        tt = np.where(t >= 0, t, self.n_trunks)
-        first = np.where(
-            np.append(self.trunk_a, -1)[tt] == frame,
-            np.append(self.trunk_panel_a, 0)[tt],
-            np.append(self.trunk_panel_b, 0)[tt],
-        )
-        return first.astype(np.int64) + (leg.astype(np.int64) - 1) // 12
-
-    @property
-    def seg_fill(self) -> NDArray[np.float64]:
-        """Share of each segment's cross-section the cables take (limit: ``Tray.fill``)."""
-        return self.seg_area_mm2 / self.pathways.seg_area_mm2
-
-    def realized(self) -> NDArray[np.bool_]:
-        return self.medium >= 0
 
 
 @dataclass
@@ -289,11 +135,6 @@ def _gather(placement: Placement, fabrics: tuple[FabricDesign, ...], catalog: Ca
         parts["tier"].append(t.link_tier.astype(np.int8))
         parts["speed"].append(np.full(n, fd.plan.speed_gbps, dtype=np.int32))
     return _Links(**{k: np.concatenate(v) for k, v in parts.items()})
-
-
-def hdf_name(hall: str) -> str:
-    """The frame name of ``hall``'s distribution frame (``b1/h1`` -> ``b1-h1-hdf``)."""
-    return f"{hall.replace('/', '-')}-hdf"
 
 
 def _row_geometry(pw: Pathways, placement: Placement) -> tuple[NDArray[Any], ...]:
@@ -363,21 +204,61 @@ def _row_span_loads(
     return np.cumsum(diff)[:n_seg]
 
 
-def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Placement) -> Cabling:
-    """Realize every link of ``fabrics`` on ``placement``'s floor (see the module)."""
-    from clusterloom.cabling.validate import validate_cabling
+def _slack(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """A cable's length with its slack: ``SLACK_FRACTION`` of its run plus ``SLACK_M``."""
+    return x * (1.0 + SLACK_FRACTION) + SLACK_M
 
-    catalog = spec.resolved_catalog()
+
+def channel_loss_db(
+    mt: MediaTable,
+    m: NDArray[np.integer] | int,
+    length: NDArray[np.float64],
+    joints: tuple[NDArray[np.float64], ...],
+    shuffled: NDArray[np.int64] | int,
+    shuffle_db: float,
+    structured: NDArray[np.bool_] | bool = True,
+) -> NDArray[np.float64]:
+    """The optical loss (dB) of each link's channel on medium ``m`` (indices into ``mt``), the
+    one formula of the optical budget: the fibre over ``length`` metres and, for a
+    ``structured`` link, its two panels, its ``joints`` (HDF interconnects, splices, added in
+    order) and, at each of its ``shuffled`` ends, a shuffle cassette in place of a panel."""
+    panel = mt.panel_db[m]
+    extra = 2 * panel
+    for joint in joints:
+        extra = extra + joint
+    out: NDArray[np.float64] = mt.db_per_km[m] * length / 1000.0 + np.where(
+        structured, extra + shuffled * (shuffle_db - panel), 0.0
+    )
+    return out
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """Per link: both ends' positions and rows, port heights and drops to the tray, whether it
+    stays in its rack or row (else it ``leaves``: structured), its direct run with slack; the
+    rows' geometry (:func:`_row_geometry`)."""
+
+    a_pos: NDArray[np.int64]
+    b_pos: NDArray[np.int64]
+    a_row: NDArray[np.int64]
+    b_row: NDArray[np.int64]
+    port_h_a: NDArray[np.float64]
+    port_h_b: NDArray[np.float64]
+    drop_a: NDArray[np.float64]
+    drop_b: NDArray[np.float64]
+    coord: NDArray[np.float64]
+    seg_after: NDArray[np.int64]
+    head_seg: NDArray[np.int64]
+    tail_seg: NDArray[np.int64]
+    row_len: NDArray[np.float64]
+    same_row: NDArray[np.bool_]
+    leaves: NDArray[np.bool_]
+    direct: NDArray[np.float64]
+
+
+def _runs(L: _Links, placement: Placement, pw: Pathways) -> _Runs:
+    """Step 1 and 2 of the module: the ends and the direct run inside the rack or the row."""
     floor = placement.floor
-    pw = build_pathways(floor, site_trays(spec.site))
-    losses = spec.site.losses if spec.site is not None else DEFAULT_LOSSES
-    mpo_db, splice_db, shuffle_db = losses.mpo_db, losses.splice_db, 2 * losses.mpo_db
-    entrance = 2 if losses.entrance_splices else 0
-    mt = media_table(catalog, losses)
-    L = _gather(placement, fabrics, catalog)
-    n = L.link.shape[0]
-    findings: list[Finding] = []
-
     a_pos = placement.rack_position[L.a_rack].astype(np.int64)
     b_pos = placement.rack_position[L.b_rack].astype(np.int64)
     a_row = floor.pos_row[a_pos].astype(np.int64)
@@ -389,23 +270,50 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     coord, seg_after, head_seg, tail_seg, row_len = _row_geometry(pw, placement)
     same_rack = L.a_rack == L.b_rack
     same_row = (a_row == b_row) & ~same_rack
-    leaves = ~(same_rack | same_row)
-
-    def slack(x: NDArray[np.float64]) -> NDArray[np.float64]:
-        return x * (1.0 + SLACK_FRACTION) + SLACK_M
-
-    # direct run inside the rack or the row
     direct = np.where(
         same_rack,
         np.abs(port_h_a - port_h_b) + IN_RACK_M,
         drop_a + np.abs(coord[a_pos] - coord[b_pos]) + drop_b,
     )
-    direct = slack(direct)
+    return _Runs(
+        a_pos=a_pos,
+        b_pos=b_pos,
+        a_row=a_row,
+        b_row=b_row,
+        port_h_a=port_h_a,
+        port_h_b=port_h_b,
+        drop_a=drop_a,
+        drop_b=drop_b,
+        coord=coord,
+        seg_after=seg_after,
+        head_seg=head_seg,
+        tail_seg=tail_seg,
+        row_len=row_len,
+        same_row=same_row,
+        leaves=~(same_rack | same_row),
+        direct=_slack(direct),
+    )
 
-    # structured: cords to each end's frame (its row's, or its network rack's panels), trunk
-    # between the frames
+
+@dataclass(frozen=True)
+class _Frames:
+    """The frames: one per row (its RDF), one per network rack (its own panels), one HDF per
+    hall; each one's name, tray node, hall and kind. Per rack its own frame (-1), per hall its
+    HDF, per row whether its frame is at the tail."""
+
+    names: tuple[str, ...]
+    node: NDArray[np.int32]
+    hall: NDArray[np.int32]
+    kind: NDArray[np.int8]
+    n_rows: int
+    rack_frame: NDArray[np.int64]
+    hdf_of_hall: NDArray[np.int64]
+    at_tail: NDArray[np.bool_]
+
+
+def _frame_table(pw: Pathways, placement: Placement) -> _Frames:
+    floor = placement.floor
     row_frame_node = _frames(pw, placement)
-    frame_at_tail = row_frame_node == pw.row_tail
     n_rows = len(floor.row_names)
     net_racks = np.flatnonzero(placement.demand.rack_kind == NETWORK)
     rack_frame = np.full(placement.n_racks, NONE, dtype=np.int64)
@@ -423,49 +331,94 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     n_halls = floor.n_halls
     hdf_of_hall = len(frame_names) + np.arange(n_halls, dtype=np.int64)
     frame_names += tuple(hdf_name(h) for h in floor.hall_names)
-    frame_node = np.concatenate([frame_node, pw.hall_door]).astype(np.int32)
-    frame_hall = np.concatenate([frame_hall, np.arange(n_halls)]).astype(np.int32)
     frame_kind = np.repeat(
         np.array([ROW_FRAME, RACK_FRAME, HALL_FRAME], dtype=np.int8),
         [n_rows, net_racks.shape[0], n_halls],
     )
-    nr = max(len(frame_names), 1)
-    in_rack_a = rack_frame[L.a_rack] >= 0
-    in_rack_b = rack_frame[L.b_rack] >= 0
-    to_frame_a = np.where(frame_at_tail[a_row], row_len[a_row] - coord[a_pos], coord[a_pos])
-    to_frame_b = np.where(frame_at_tail[b_row], row_len[b_row] - coord[b_pos], coord[b_pos])
+    return _Frames(
+        names=frame_names,
+        node=np.concatenate([frame_node, pw.hall_door]).astype(np.int32),
+        hall=np.concatenate([frame_hall, np.arange(n_halls)]).astype(np.int32),
+        kind=frame_kind,
+        n_rows=n_rows,
+        rack_frame=rack_frame,
+        hdf_of_hall=hdf_of_hall,
+        at_tail=row_frame_node == pw.row_tail,
+    )
+
+
+@dataclass(frozen=True)
+class _Ends:
+    """Per link, at each end: whether its frame is its own network rack's panels, the patch
+    cord to its frame (with slack) and the frame."""
+
+    in_rack_a: NDArray[np.bool_]
+    in_rack_b: NDArray[np.bool_]
+    cord_a: NDArray[np.float64]
+    cord_b: NDArray[np.float64]
+    frame_a: NDArray[np.int64]
+    frame_b: NDArray[np.int64]
+
+
+def _cords(L: _Links, r: _Runs, fr: _Frames) -> _Ends:
+    """Structured: each end's cord to its frame (its row's, or its network rack's panels)."""
     panel_h = TRAY_HEIGHT_M - FRAME_DROP_M  # panels at the top of a network rack
-    cord_a = slack(
-        np.where(
-            in_rack_a,
-            np.abs(panel_h - port_h_a) + IN_RACK_M,
-            drop_a + to_frame_a + FRAME_DROP_M,
+    out = []
+    for rack, pos, row, port_h, drop in (
+        (L.a_rack, r.a_pos, r.a_row, r.port_h_a, r.drop_a),
+        (L.b_rack, r.b_pos, r.b_row, r.port_h_b, r.drop_b),
+    ):
+        in_rack = fr.rack_frame[rack] >= 0
+        to_frame = np.where(fr.at_tail[row], r.row_len[row] - r.coord[pos], r.coord[pos])
+        cord = _slack(
+            np.where(in_rack, np.abs(panel_h - port_h) + IN_RACK_M, drop + to_frame + FRAME_DROP_M)
         )
-    )
-    cord_b = slack(
-        np.where(
-            in_rack_b,
-            np.abs(panel_h - port_h_b) + IN_RACK_M,
-            drop_b + to_frame_b + FRAME_DROP_M,
-        )
-    )
-    end_frame_a = np.where(in_rack_a, rack_frame[L.a_rack], a_row)
-    end_frame_b = np.where(in_rack_b, rack_frame[L.b_rack], b_row)
-    fa = np.where(leaves, end_frame_a, NONE)
-    fb = np.where(leaves, end_frame_b, NONE)
+        out.append((in_rack, cord, np.where(in_rack, fr.rack_frame[rack], row)))
+    (in_rack_a, cord_a, frame_a), (in_rack_b, cord_b, frame_b) = out
+    return _Ends(in_rack_a, in_rack_b, cord_a, cord_b, frame_a, frame_b)
+
+
+def _backbone_splices(cross_building: NDArray[np.bool_], losses: PlantLosses) -> NDArray[np.int64]:
+    """Splices of a backbone: to the pigtailed panels at both HDFs, and, when it leaves its
+    building, at both building entrances too (outside-plant cable to indoor cable) if the
+    site splices there."""
+    entrance = 2 if losses.entrance_splices else 0
+    out: NDArray[np.int64] = np.where(cross_building, 2 + entrance, 2)
+    return out
+
+
+@dataclass(frozen=True)
+class _Channels:
+    """Per link, before the plant is packed: the structured channel's estimated length (cords
+    and the routed trunks between its frames), the loss of its joints (HDF interconnects,
+    backbone splices) and its ends in a broken-out cage (0, 1 or 2)."""
+
+    length: NDArray[np.float64]
+    joint_db: NDArray[np.float64]
+    broken_ends: NDArray[np.int64]
+
+
+def _channel_estimates(
+    L: _Links, r: _Runs, fr: _Frames, e: _Ends, pw: Pathways, floor: FloorPlan, losses: PlantLosses
+) -> _Channels:
+    n = L.link.shape[0]
+    nr = max(len(fr.names), 1)
+    leaves = r.leaves
+    fa = np.where(leaves, e.frame_a, NONE)
+    fb = np.where(leaves, e.frame_b, NONE)
     pair_key = np.minimum(fa, fb) * nr + np.maximum(fa, fb)
     pairs, pair_of = np.unique(pair_key[leaves], return_inverse=True)
     p_lo, p_hi = pairs // nr, pairs % nr
     # a pair in one hall is one trunk; between halls frame -> HDF -> HDF -> frame (``plant``)
-    p_inter = frame_hall[p_lo] != frame_hall[p_hi]
+    p_inter = fr.hall[p_lo] != fr.hall[p_hi]
     hops_of_pair = np.where(p_inter, 3, 1)
-    hop_src = np.where(p_inter, frame_node[hdf_of_hall[frame_hall[p_lo]]], frame_node[p_hi])
-    hop_dst = frame_node[hdf_of_hall[frame_hall[p_hi]]]
+    hop_src = np.where(p_inter, fr.node[fr.hdf_of_hall[fr.hall[p_lo]]], fr.node[p_hi])
+    hop_dst = fr.node[fr.hdf_of_hall[fr.hall[p_hi]]]
     x = np.flatnonzero(p_inter)
     est, _, _ = route_pairs(
         pw,
-        np.concatenate([frame_node[p_lo], hop_src[x], hop_dst[x]]),
-        np.concatenate([hop_src, hop_dst[x], frame_node[p_hi[x]]]),
+        np.concatenate([fr.node[p_lo], hop_src[x], hop_dst[x]]),
+        np.concatenate([hop_src, hop_dst[x], fr.node[p_hi[x]]]),
     )
     n_p = pairs.shape[0]
     route_est = est[:n_p].copy()
@@ -475,68 +428,96 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     # a backbone is spliced to pigtailed panels at both HDFs, and again at each building
     # entrance it passes (outside-plant cable to indoor cable). A trunk of more than 144 fibres
     # (ribbon) is spliced at both ends too, but which trunks are ribbon is known only once the
-    # plant is packed: channels that then exceed their budget move on (below)
-    p_splices = (
-        np.where(
-            p_inter,
-            np.where(building[frame_hall[p_lo]] != building[frame_hall[p_hi]], 2 + entrance, 2),
-            0,
-        )
-        * splice_db
-    )
+    # plant is packed: channels that then exceed their budget move on (``_repack``)
+    cross = building[fr.hall[p_lo]] != building[fr.hall[p_hi]]
+    p_splices = np.where(p_inter, _backbone_splices(cross, losses), 0) * losses.splice_db
     structured_len = np.zeros(n)
-    structured_len[leaves] = cord_a[leaves] + trunk_est[pair_of] + cord_b[leaves]
+    structured_len[leaves] = e.cord_a[leaves] + trunk_est[pair_of] + e.cord_b[leaves]
     # a switch end in a broken-out cage (eight 100G lanes of one 800G module): the cage's one
     # MPO cord lands on a shuffle cassette that spreads its lanes over the frame's legs
     broken_ends = (L.a_breakout > 1).astype(np.int64) + (L.b_breakout > 1)
     # joints a channel adds to its two panels: an MPO interconnect at each HDF, the splices
     joint_db = np.zeros(n)
-    joint_db[leaves] = np.where(p_inter, 2 * mpo_db, 0.0)[pair_of] + p_splices[pair_of]
+    joint_db[leaves] = np.where(p_inter, 2 * losses.mpo_db, 0.0)[pair_of] + p_splices[pair_of]
+    return _Channels(structured_len, joint_db, broken_ends)
 
-    # assemblies named for a tier whose links leave the row run pos to pos through the trays
-    medium = np.full(n, NONE, dtype=np.int16)
-    structured = np.zeros(n, dtype=bool)
-    long_direct = np.zeros(n, dtype=bool)
-    # the splices of ribbon trunks a channel was packed into (known after packing, below)
-    ribbon_db = np.zeros(n)
-    fab_names = tuple(fd.name for fd in fabrics)
-    cand_lists: dict[tuple[int, int], tuple[list[int], bool]] = {}
 
-    def assign(sel: NDArray[np.int64], cands: list[int], named: str | None) -> None:
-        """The first of ``cands`` (cheapest first) each link of ``sel`` without a medium
-        fits: reach, kind of run and, for an optic, the channel's loss within its budget."""
-        for c in cands:
-            left = sel[medium[sel] == NONE]
-            if left.shape[0] == 0:
-                break
-            assembly = bool(mt.assembly[c])
-            reach = float(mt.reach_m[c])
-            lv = leaves[left]
-            if assembly and named is None:
-                ok = ~lv & (order_length(direct[left]) <= reach + 1e-9)
-                medium[left[ok]] = c
-            elif assembly:
-                medium[left] = c
-                long_direct[left[lv]] = True
-            else:
-                length = np.where(lv, structured_len[left], direct[left])
-                shuffled = broken_ends[left] if mt.fibers[c] < 8 else 0
-                loss = mt.db_per_km[c] * length / 1000.0 + np.where(
-                    lv,
-                    2 * mt.panel_db[c]
-                    + joint_db[left]
-                    + ribbon_db[left]
-                    + shuffled * (shuffle_db - mt.panel_db[c]),
-                    0.0,
-                )
-                ok = length <= reach + 1e-9
-                if mt.budget_db[c] > 0:
-                    ok &= loss <= mt.budget_db[c] + 1e-9
-                if named is not None:
-                    ok[:] = True
-                medium[left[ok]] = c
-                structured[left[ok & lv]] = True
+@dataclass
+class _Choice:
+    """The media chosen so far, filled in place: per link its ``medium`` (-1 none yet), whether
+    it is ``structured`` or a ``long_direct`` assembly routed position to position, the
+    ``ribbon_db`` of the ribbon trunks it was packed into (known after packing); per (fabric,
+    tier) its candidates (cheapest first) and whether the spec named the medium."""
 
+    medium: NDArray[np.int16]
+    structured: NDArray[np.bool_]
+    long_direct: NDArray[np.bool_]
+    ribbon_db: NDArray[np.float64]
+    cand_lists: dict[tuple[int, int], tuple[list[int], bool]]
+
+
+def _assign(
+    ch: _Choice,
+    sel: NDArray[np.int64],
+    cands: list[int],
+    named: str | None,
+    mt: MediaTable,
+    r: _Runs,
+    chan: _Channels,
+    shuffle_db: float,
+) -> None:
+    """The first of ``cands`` (cheapest first) each link of ``sel`` without a medium fits:
+    reach, kind of run and, for an optic, the channel's loss within its budget. Assemblies
+    named for a tier whose links leave the row run position to position through the trays."""
+    medium = ch.medium
+    for c in cands:
+        left = sel[medium[sel] == NONE]
+        if left.shape[0] == 0:
+            break
+        assembly = bool(mt.assembly[c])
+        reach = float(mt.reach_m[c])
+        lv = r.leaves[left]
+        if assembly and named is None:
+            ok = ~lv & (order_length(r.direct[left]) <= reach + 1e-9)
+            medium[left[ok]] = c
+        elif assembly:
+            medium[left] = c
+            ch.long_direct[left[lv]] = True
+        else:
+            length = np.where(lv, chan.length[left], r.direct[left])
+            shuffled = chan.broken_ends[left] if mt.fibers[c] < 8 else 0
+            joints = (chan.joint_db[left], ch.ribbon_db[left])
+            loss = channel_loss_db(mt, c, length, joints, shuffled, shuffle_db, lv)
+            ok = length <= reach + 1e-9
+            if mt.budget_db[c] > 0:
+                ok &= loss <= mt.budget_db[c] + 1e-9
+            if named is not None:
+                ok[:] = True
+            medium[left[ok]] = c
+            ch.structured[left[ok & lv]] = True
+
+
+def _choose_media(
+    spec: ClusterSpec,
+    catalog: Catalog,
+    fabrics: tuple[FabricDesign, ...],
+    mt: MediaTable,
+    L: _Links,
+    r: _Runs,
+    chan: _Channels,
+    shuffle_db: float,
+) -> tuple[_Choice, list[Finding]]:
+    """Step 4: each (fabric, tier)'s links get the cheapest medium that covers them; a tier
+    with no medium at its speed, or links no medium reaches, is a finding."""
+    n = L.link.shape[0]
+    ch = _Choice(
+        medium=np.full(n, NONE, dtype=np.int16),
+        structured=np.zeros(n, dtype=bool),
+        long_direct=np.zeros(n, dtype=bool),
+        ribbon_db=np.zeros(n),
+        cand_lists={},
+    )
+    findings: list[Finding] = []
     for fi, fd in enumerate(fabrics):
         fs = fabric_spec(spec, fd.name)
         for tier in range(1, fd.plan.tiers + 1):
@@ -547,7 +528,7 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
             if named is not None and catalog.media[named].speed_gbps != fd.plan.speed_gbps:
                 named = None
             cands = candidates(mt, fd.plan.speed_gbps, named)
-            cand_lists[(fi, tier)] = (cands, named is not None)
+            ch.cand_lists[(fi, tier)] = (cands, named is not None)
             where = f"{fd.name} tier {tier}"
             if not cands:
                 findings.append(
@@ -560,12 +541,13 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
                     )
                 )
                 continue
-            assign(sel, cands, named)
-            left = sel[medium[sel] == NONE]
+            _assign(ch, sel, cands, named, mt, r, chan, shuffle_db)
+            left = sel[ch.medium[sel] == NONE]
             if left.shape[0]:
-                worst = left[np.argmax(np.where(leaves[left], structured_len[left], direct[left]))]
+                length = np.where(r.leaves[left], chan.length[left], r.direct[left])
+                worst = left[np.argmax(length)]
                 longest = float(max(mt.reach_m[c] for c in cands))
-                need_m = float(structured_len[worst] if leaves[worst] else direct[worst])
+                need_m = float(chan.length[worst] if r.leaves[worst] else r.direct[worst])
                 findings.append(
                     Finding(
                         Severity.ERROR,
@@ -576,51 +558,75 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
                         f"{where} link {int(L.link[worst])}",
                     )
                 )
+    return ch, findings
 
-    # Which trunks are ribbon (spliced at both ends) is known once the plant is packed, and
-    # packing depends on the media (fibre type, legs). A channel whose packed trunks take it
-    # past its optic's budget is given the first optic that covers them, of any fibre type
-    # (multimode between halls may have to become single-mode), and the plant is packed
-    # again; a link keeps the splices it was found with, so each round only moves links on
-    # and the rounds end. A link no optic covers keeps its own (the optical-budget check
-    # reports it).
+
+def _pack(
+    st: NDArray[np.int64],
+    medium: NDArray[np.int16],
+    L: _Links,
+    mt: MediaTable,
+    e: _Ends,
+    fr: _Frames,
+) -> Plant:
+    """Step 5: the structured links ``st`` packed into the plant (``plant.plan_plant``)."""
+    return plan_plant(
+        e.frame_a[st].astype(np.int64),
+        e.frame_b[st].astype(np.int64),
+        mt.smf[medium[st]],
+        mt.slots[medium[st]].astype(np.int64),
+        L.fabric[st].astype(np.int64) * (1 << 32) + L.link[st],
+        fr.hall.astype(np.int64),
+        fr.hdf_of_hall,
+    )
+
+
+def _repack(
+    ch: _Choice,
+    mt: MediaTable,
+    L: _Links,
+    e: _Ends,
+    fr: _Frames,
+    r: _Runs,
+    chan: _Channels,
+    losses: PlantLosses,
+) -> None:
+    """Which trunks are ribbon (spliced at both ends) is known once the plant is packed, and
+    packing depends on the media (fibre type, legs). A channel whose packed trunks take it
+    past its optic's budget is given the first optic that covers them, of any fibre type
+    (multimode between halls may have to become single-mode), and the plant is packed
+    again; a link keeps the splices it was found with, so each round only moves links on
+    and the rounds end. A link no optic covers keeps its own (the optical-budget check
+    reports it). In place."""
+    medium, structured = ch.medium, ch.structured
+    shuffle_db = 2 * losses.mpo_db
     for _ in range(REPACK_ROUNDS):
         st = np.flatnonzero(structured)
         if st.shape[0] == 0:
             break
-        pre = plan_plant(
-            end_frame_a[st].astype(np.int64),
-            end_frame_b[st].astype(np.int64),
-            mt.smf[medium[st]],
-            mt.slots[medium[st]].astype(np.int64),
-            L.fabric[st].astype(np.int64) * (1 << 32) + L.link[st],
-            frame_hall.astype(np.int64),
-            hdf_of_hall,
-        )
+        pre = _pack(st, medium, L, mt, e, fr)
         spliced = (pre.cable_kind == TRUNK) & (pre.cable_fibers > TRUNK_FIBERS)
         packed_db = (
-            np.where(pre.hops >= 0, 2 * spliced[np.maximum(pre.hops, 0)], 0).sum(axis=1) * splice_db
+            np.where(pre.hops >= 0, 2 * spliced[np.maximum(pre.hops, 0)], 0).sum(axis=1)
+            * losses.splice_db
         )
         m_st = medium[st]
-        dup = mt.fibers[m_st] < 8
-        est = (
-            mt.db_per_km[m_st] * structured_len[st] / 1000.0
-            + 2 * mt.panel_db[m_st]
-            + joint_db[st]
-            + packed_db
-            + np.where(dup, broken_ends[st], 0) * (shuffle_db - mt.panel_db[m_st])
-        )
+        shuffled = np.where(mt.fibers[m_st] < 8, chan.broken_ends[st], 0)
+        joints = (chan.joint_db[st], packed_db)
+        est = channel_loss_db(mt, m_st, chan.length[st], joints, shuffled, shuffle_db)
         over = (mt.budget_db[m_st] > 0) & (est > mt.budget_db[m_st] + 1e-9)
         moved = 0
-        for (fi, tier), (cands, named) in cand_lists.items():
+        for (fi, tier), (cands, named) in ch.cand_lists.items():
             rows = st[over & (L.fabric[st] == fi) & (L.tier[st] == tier)]
             if named or rows.shape[0] == 0:
                 continue
             was = medium[rows].copy()
-            ribbon_db[rows] = np.maximum(ribbon_db[rows], packed_db[np.searchsorted(st, rows)])
+            ch.ribbon_db[rows] = np.maximum(
+                ch.ribbon_db[rows], packed_db[np.searchsorted(st, rows)]
+            )
             medium[rows] = NONE
             structured[rows] = False
-            assign(rows, cands, None)
+            _assign(ch, rows, cands, None, mt, r, chan, shuffle_db)
             stay = medium[rows] == NONE
             medium[rows[stay]] = was[stay]
             structured[rows[stay]] = True
@@ -628,53 +634,63 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
         if moved == 0:
             break
 
-    # long assemblies: routed position to position
-    ld = np.flatnonzero(long_direct)
-    area_link = np.where(medium >= 0, mt.area_mm2[np.maximum(medium, 0)], 0.0)
-    nseg = pw.n_segments
+
+def _row_tray_loads(
+    floor: FloorPlan,
+    nseg: int,
+    r: _Runs,
+    e: _Ends,
+    fr: _Frames,
+    ch: _Choice,
+    area_link: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The cross-section and the cables on each segment from what rides the row trays:
+    in-row direct cables and the cords of structured links to their row's frame."""
     base = np.zeros(nseg)
     cables = np.zeros(nseg)
-    # in-row direct cables and the cords of structured links ride the row trays
-    in_row = same_row & (medium >= 0) & ~long_direct
-    lo = np.minimum(a_pos, b_pos)[in_row]
-    hi = np.maximum(a_pos, b_pos)[in_row]
-    base += _row_span_loads(nseg, lo, hi, seg_after, area_link[in_row])
-    cables += _row_span_loads(nseg, lo, hi, seg_after, np.ones(lo.shape[0]))
+    in_row = r.same_row & (ch.medium >= 0) & ~ch.long_direct
+    lo = np.minimum(r.a_pos, r.b_pos)[in_row]
+    hi = np.maximum(r.a_pos, r.b_pos)[in_row]
+    base += _row_span_loads(nseg, lo, hi, r.seg_after, area_link[in_row])
+    cables += _row_span_loads(nseg, lo, hi, r.seg_after, np.ones(lo.shape[0]))
     # positions of a row are consecutive: a cord runs from its position to the frame's end
     row_first = np.full(len(floor.row_names), -1, dtype=np.int64)
     row_last = np.full(len(floor.row_names), -1, dtype=np.int64)
-    fr = floor.pos_row.astype(np.int64)
-    row_first[fr[::-1]] = np.arange(floor.n_positions)[::-1]
-    row_last[fr] = np.arange(floor.n_positions)
-    for pos, row, own in ((a_pos, a_row, in_rack_a), (b_pos, b_row, in_rack_b)):
-        to_row_frame = structured & ~own
+    fr_row = floor.pos_row.astype(np.int64)
+    row_first[fr_row[::-1]] = np.arange(floor.n_positions)[::-1]
+    row_last[fr_row] = np.arange(floor.n_positions)
+    for pos, row, own in ((r.a_pos, r.a_row, e.in_rack_a), (r.b_pos, r.b_row, e.in_rack_b)):
+        to_row_frame = ch.structured & ~own
         p = pos[to_row_frame]
-        r = row[to_row_frame]
+        rw = row[to_row_frame]
         w = area_link[to_row_frame]
-        tail = frame_at_tail[r]
-        first_pos = row_first[r]
-        last_pos = row_last[r]
-        lo2 = np.where(tail, p, first_pos)
-        hi2 = np.where(tail, last_pos, p)
-        base += _row_span_loads(nseg, lo2, hi2, seg_after, w)
-        cables += _row_span_loads(nseg, lo2, hi2, seg_after, np.ones(p.shape[0]))
-        end_seg = np.where(tail, tail_seg[r], head_seg[r])
+        tail = fr.at_tail[rw]
+        lo2 = np.where(tail, p, row_first[rw])
+        hi2 = np.where(tail, row_last[rw], p)
+        base += _row_span_loads(nseg, lo2, hi2, r.seg_after, w)
+        cables += _row_span_loads(nseg, lo2, hi2, r.seg_after, np.ones(p.shape[0]))
+        end_seg = np.where(tail, r.tail_seg[rw], r.head_seg[rw])
         base += np.bincount(end_seg, weights=w, minlength=nseg)
         cables += np.bincount(end_seg, minlength=nseg)
+    return base, cables
 
-    # the structured plant: cables between frames and each link's legs and fibre positions
-    st = np.flatnonzero(structured)
-    slots = mt.slots[medium[st]].astype(np.int64)
-    plant = plan_plant(
-        end_frame_a[st].astype(np.int64),
-        end_frame_b[st].astype(np.int64),
-        mt.smf[medium[st]],
-        slots,
-        L.fabric[st].astype(np.int64) * (1 << 32) + L.link[st],
-        frame_hall.astype(np.int64),
-        hdf_of_hall,
-    )
-    n_trunks = plant.cable_a.shape[0]
+
+@dataclass(frozen=True)
+class _LinkPlant:
+    """Each link's cables between its frames (``hops``, -1 padded), its first leg in each,
+    its fibre positions and span; per hop of a structured link its row in ``st`` and cable."""
+
+    hops: NDArray[np.int32]
+    hop_legs: NDArray[np.int16]
+    fiber_a: NDArray[np.int8]
+    fiber_b: NDArray[np.int8]
+    span: NDArray[np.int8]
+    n_hops: NDArray[np.int64]
+    hop_link: NDArray[np.int64]
+    hop_cable: NDArray[np.int32]
+
+
+def _link_plant(plant: Plant, st: NDArray[np.int64], n: int) -> _LinkPlant:
     hops = np.full((n, 3), NONE, dtype=np.int32)
     hop_legs = np.zeros((n, 3), dtype=np.int16)
     hops[st] = plant.hops
@@ -685,74 +701,80 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     fiber_a[st], fiber_b[st], span[st] = plant.fiber_a, plant.fiber_b, plant.span
     on_hop = plant.hops >= 0
     hop_link = np.repeat(np.arange(st.shape[0]), on_hop.sum(axis=1))
-    hop_cable = plant.hops[on_hop]
+    return _LinkPlant(
+        hops, hop_legs, fiber_a, fiber_b, span, on_hop.sum(axis=1), hop_link, plant.hops[on_hop]
+    )
 
-    # route the cables (spreading off full trays); a cable's route may grow only by what the
-    # reach of every link in it leaves over its estimated channel
-    link_slack = np.maximum(mt.reach_m[medium[st]] - structured_len[st], 0.0)
+
+@dataclass(frozen=True)
+class _Trunks:
+    """The routed cables between frames: length, splices, routes; per segment the trunks,
+    their fibres and cross-section."""
+
+    length: NDArray[np.float64]
+    splices: NDArray[np.int8]
+    route_ptr: NDArray[np.int64]
+    route_seg: NDArray[np.int32]
+    seg_trunks: NDArray[np.int64]
+    seg_fibers: NDArray[np.int64]
+    seg_area: NDArray[np.float64]
+    rerouted: int
+
+
+def _route_trunks(
+    pw: Pathways,
+    plant: Plant,
+    lp: _LinkPlant,
+    reach_left: NDArray[np.float64],
+    base: NDArray[np.float64],
+    fr: _Frames,
+    floor: FloorPlan,
+    losses: PlantLosses,
+) -> _Trunks:
+    """Route the cables (spreading off full trays); a cable's route may grow only by what the
+    reach of every link in it leaves over its estimated channel (``reach_left``, per link of
+    the plant)."""
+    nseg = pw.n_segments
+    n_trunks = plant.cable_a.shape[0]
     trunk_slack = np.full(n_trunks, np.inf)
-    np.minimum.at(trunk_slack, hop_cable, link_slack[hop_link])
+    np.minimum.at(trunk_slack, lp.hop_cable, reach_left[lp.hop_link])
     trunk_area = frame_cable_area_mm2(plant.cable_fibers)
     tr_len, tr_pair, tr_seg, rerouted = spread(
-        pw,
-        frame_node[plant.cable_a],
-        frame_node[plant.cable_b],
-        trunk_area,
-        base,
-        slack=trunk_slack,
+        pw, fr.node[plant.cable_a], fr.node[plant.cable_b], trunk_area, base, slack=trunk_slack
     )
-    trunk_len = tr_len + 2 * FRAME_DROP_M + TRUNK_SLACK_M
-    seg_trunks = np.bincount(tr_seg, minlength=nseg).astype(np.int64)
-    route_ptr = np.concatenate([[0], np.cumsum(np.bincount(tr_pair, minlength=n_trunks))])
-    base_trunk = loads(nseg, tr_pair, tr_seg, trunk_area)
     seg_fibers = np.rint(
         loads(nseg, tr_pair, tr_seg, plant.cable_fibers.astype(np.float64))
     ).astype(np.int64)
-    trunk_bld = building[frame_hall[plant.cable_a]] != building[frame_hall[plant.cable_b]]
-    trunk_splices = np.where(
+    building = floor.hall_building.astype(np.int64)
+    trunk_bld = building[fr.hall[plant.cable_a]] != building[fr.hall[plant.cable_b]]
+    splices = np.where(
         plant.cable_kind == BACKBONE,
-        np.where(trunk_bld, 2 + entrance, 2),
+        _backbone_splices(trunk_bld, losses),
         np.where(plant.cable_fibers > TRUNK_FIBERS, 2, 0),
     ).astype(np.int8)
-
-    # long assemblies (reach is checked on the ordered length: keep the route within it)
-    ld_room = (mt.reach_m[medium[ld]] - SLACK_M) / (1 + SLACK_FRACTION) - drop_a[ld] - drop_b[ld]
-    ld_len, ld_pair, ld_seg, rr = spread(
-        pw, a_pos[ld], b_pos[ld], area_link[ld], base + base_trunk, ld_room
+    return _Trunks(
+        length=tr_len + 2 * FRAME_DROP_M + TRUNK_SLACK_M,
+        splices=splices,
+        route_ptr=np.concatenate([[0], np.cumsum(np.bincount(tr_pair, minlength=n_trunks))]),
+        route_seg=tr_seg,
+        seg_trunks=np.bincount(tr_seg, minlength=nseg).astype(np.int64),
+        seg_fibers=seg_fibers,
+        seg_area=loads(nseg, tr_pair, tr_seg, trunk_area),
+        rerouted=rerouted,
     )
-    rerouted += rr
-    length = np.where(structured, 0.0, direct)
-    length[ld] = slack(drop_a[ld] + ld_len + drop_b[ld])
-    channel = cord_a[st] + cord_b[st]
-    np.add.at(channel, hop_link, trunk_len[hop_cable])
-    length[st] = channel
-    area = base + base_trunk + loads(nseg, ld_pair, ld_seg, area_link[ld])
-    cables += np.bincount(ld_seg, minlength=nseg)
 
-    mi = np.maximum(medium, 0)
-    joints = np.zeros(n)
-    n_hops = on_hop.sum(axis=1)
-    splices = np.zeros(st.shape[0])
-    np.add.at(splices, hop_link, trunk_splices[hop_cable].astype(np.float64))
-    joints[st] = np.where(n_hops == 3, 2 * mpo_db, 0.0) + splices * splice_db
-    duplex = mt.fibers[mi] < 8
-    shuffle_a = structured & duplex & (L.a_breakout > 1)
-    shuffle_b = structured & duplex & (L.b_breakout > 1)
-    shuffled = shuffle_a.astype(np.int64) + shuffle_b
-    loss = mt.db_per_km[mi] * length / 1000.0 + np.where(
-        structured, 2 * mt.panel_db[mi] + joints + shuffled * (shuffle_db - mt.panel_db[mi]), 0.0
-    )
-    loss = np.where(medium >= 0, loss, 0.0)
-    _past_budget(medium, loss, L, mt, cand_lists, length, joints, shuffled, structured, shuffle_db)
-    order_m = np.where(structured, 0.0, order_length(length))
 
-    # panels: a cable takes one 1U panel per 144 fibres at each of its frames, except a
-    # trunk's end at an HDF, whose legs plug into the backbone's panels; numbered per frame
-    n_frames = len(frame_names)
+def _panels(
+    plant: Plant, fr: _Frames
+) -> tuple[NDArray[np.int32], NDArray[np.int32], NDArray[np.int32]]:
+    """Panels: a cable takes one 1U panel per 144 fibres at each of its frames, except a
+    trunk's end at an HDF, whose legs plug into the backbone's panels; numbered per frame.
+    The first panel of each cable at its a and b frame (0 for none), the panels per frame."""
+    n_trunks = plant.cable_a.shape[0]
     ends = np.concatenate([plant.cable_a, plant.cable_b]).astype(np.int64)
     tid = np.concatenate([np.arange(n_trunks), np.arange(n_trunks)])
     size = np.tile(-(-plant.cable_fibers.astype(np.int64) // TRUNK_FIBERS), 2)
-    size[(frame_kind[ends] == HALL_FRAME) & (np.tile(plant.cable_kind, 2) == TRUNK)] = 0
+    size[(fr.kind[ends] == HALL_FRAME) & (np.tile(plant.cable_kind, 2) == TRUNK)] = 0
     o = np.lexsort((tid, ends))
     first = np.zeros(2 * n_trunks, dtype=np.int64)
     if n_trunks:
@@ -761,68 +783,147 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
         frame_start = before[np.searchsorted(ends[o], ends[o], side="left")]
         first[o] = before - frame_start + 1
     first[size == 0] = 0
-    panel_a = first[:n_trunks].astype(np.int32)
-    panel_b = first[n_trunks:].astype(np.int32)
-    frame_panels = np.bincount(ends, weights=size, minlength=n_frames).astype(np.int32)
+    frame_panels = np.bincount(ends, weights=size, minlength=len(fr.names)).astype(np.int32)
+    return first[:n_trunks].astype(np.int32), first[n_trunks:].astype(np.int32), frame_panels
 
-    frame_a = np.where(structured, end_frame_a, NONE).astype(np.int32)
-    frame_b = np.where(structured, end_frame_b, NONE).astype(np.int32)
+
+def _built_loss(
+    ch: _Choice,
+    mt: MediaTable,
+    L: _Links,
+    st: NDArray[np.int64],
+    lp: _LinkPlant,
+    tr: _Trunks,
+    length: NDArray[np.float64],
+    losses: PlantLosses,
+) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
+    """The loss of every channel as built (its joints: HDF interconnects and the splices of
+    the cables it takes) and which ends go through a shuffle cassette; links packing took past
+    their budget move on (:func:`_past_budget`, in place)."""
+    medium, structured = ch.medium, ch.structured
+    shuffle_db = 2 * losses.mpo_db
+    n = medium.shape[0]
+    mi = np.maximum(medium, 0)
+    joints = np.zeros(n)
+    splices = np.zeros(st.shape[0])
+    np.add.at(splices, lp.hop_link, tr.splices[lp.hop_cable].astype(np.float64))
+    joints[st] = np.where(lp.n_hops == 3, 2 * losses.mpo_db, 0.0) + splices * losses.splice_db
+    duplex = mt.fibers[mi] < 8
+    shuffle_a = structured & duplex & (L.a_breakout > 1)
+    shuffle_b = structured & duplex & (L.b_breakout > 1)
+    shuffled = shuffle_a.astype(np.int64) + shuffle_b
+    loss = channel_loss_db(mt, mi, length, (joints,), shuffled, shuffle_db, structured)
+    loss = np.where(medium >= 0, loss, 0.0)
+    _past_budget(
+        medium, loss, L, mt, ch.cand_lists, length, joints, shuffled, structured, shuffle_db
+    )
+    return loss, shuffle_a, shuffle_b
+
+
+def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Placement) -> Cabling:
+    """Realize every link of ``fabrics`` on ``placement``'s floor (see the module)."""
+    catalog = spec.resolved_catalog()
+    floor = placement.floor
+    pw = build_pathways(floor, site_trays(spec.site))
+    losses = spec.site.losses if spec.site is not None else DEFAULT_LOSSES
+    shuffle_db = 2 * losses.mpo_db
+    mt = media_table(catalog, losses)
+    L = _gather(placement, fabrics, catalog)
+    n = L.link.shape[0]
+    r = _runs(L, placement, pw)
+    fr = _frame_table(pw, placement)
+    e = _cords(L, r, fr)
+    chan = _channel_estimates(L, r, fr, e, pw, floor, losses)
+    ch, findings = _choose_media(spec, catalog, fabrics, mt, L, r, chan, shuffle_db)
+    _repack(ch, mt, L, e, fr, r, chan, losses)
+    medium, structured = ch.medium, ch.structured
+
+    nseg = pw.n_segments
+    area_link = np.where(medium >= 0, mt.area_mm2[np.maximum(medium, 0)], 0.0)
+    base, cables = _row_tray_loads(floor, nseg, r, e, fr, ch, area_link)
+    # the structured plant: cables between frames and each link's legs and fibre positions
+    st = np.flatnonzero(structured)
+    plant = _pack(st, medium, L, mt, e, fr)
+    lp = _link_plant(plant, st, n)
+    reach_left = np.maximum(mt.reach_m[medium[st]] - chan.length[st], 0.0)
+    tr = _route_trunks(pw, plant, lp, reach_left, base, fr, floor, losses)
+
+    # long assemblies, routed position to position (reach is checked on the ordered length:
+    # keep the route within it)
+    ld = np.flatnonzero(ch.long_direct)
+    ld_room = (
+        (mt.reach_m[medium[ld]] - SLACK_M) / (1 + SLACK_FRACTION) - r.drop_a[ld] - r.drop_b[ld]
+    )
+    ld_len, ld_pair, ld_seg, rr = spread(
+        pw, r.a_pos[ld], r.b_pos[ld], area_link[ld], base + tr.seg_area, ld_room
+    )
+    length = np.where(structured, 0.0, r.direct)
+    length[ld] = _slack(r.drop_a[ld] + ld_len + r.drop_b[ld])
+    channel = e.cord_a[st] + e.cord_b[st]
+    np.add.at(channel, lp.hop_link, tr.length[lp.hop_cable])
+    length[st] = channel
+    area = base + tr.seg_area + loads(nseg, ld_pair, ld_seg, area_link[ld])
+    cables += np.bincount(ld_seg, minlength=nseg)
+
+    loss, shuffle_a, shuffle_b = _built_loss(ch, mt, L, st, lp, tr, length, losses)
+    panel_a, panel_b, frame_panels = _panels(plant, fr)
+
     draft = Cabling(
-        fabrics=fab_names,
+        fabrics=tuple(fd.name for fd in fabrics),
         media=mt,
         pathways=pw,
-        fabric=_ro(L.fabric),
-        link=_ro(L.link),
-        a_node=_ro(L.a_node),
-        b_node=_ro(L.b_node),
-        a_port=_ro(L.a_port),
-        b_port=_ro(L.b_port),
-        a_rack=_ro(L.a_rack),
-        b_rack=_ro(L.b_rack),
-        a_u=_ro(L.a_u),
-        b_u=_ro(L.b_u),
-        tier=_ro(L.tier),
-        medium=_ro(medium),
-        structured=_ro(structured),
-        length_m=_ro(length.astype(np.float32)),
-        order_m=_ro(order_m.astype(np.float32)),
-        cord_a_m=_ro(np.where(structured, cord_a, 0.0).astype(np.float32)),
-        cord_b_m=_ro(np.where(structured, cord_b, 0.0).astype(np.float32)),
-        loss_db=_ro(loss.astype(np.float32)),
-        frame_a=_ro(frame_a),
-        frame_b=_ro(frame_b),
-        hops=_ro(hops),
-        hop_legs=_ro(hop_legs),
-        a_breakout=_ro(L.a_breakout),
-        b_breakout=_ro(L.b_breakout),
-        shuffle_a=_ro(shuffle_a),
-        shuffle_b=_ro(shuffle_b),
-        fiber_a=_ro(fiber_a),
-        fiber_b=_ro(fiber_b),
-        span=_ro(span),
-        frame_names=frame_names,
-        frame_hall=_ro(frame_hall),
-        frame_kind=_ro(frame_kind),
-        n_row_frames=n_rows,
-        frame_node=_ro(frame_node),
-        frame_panels=_ro(frame_panels),
-        trunk_a=_ro(plant.cable_a),
-        trunk_b=_ro(plant.cable_b),
-        trunk_fibers=_ro(plant.cable_fibers),
-        trunk_fibers_used=_ro(plant.cable_used),
-        trunk_smf=_ro(plant.cable_smf),
-        trunk_kind=_ro(plant.cable_kind),
-        trunk_splices=_ro(trunk_splices),
-        trunk_route_ptr=_ro(route_ptr.astype(np.int64)),
-        trunk_route_seg=_ro(tr_seg.astype(np.int32)),
-        trunk_length_m=_ro(trunk_len.astype(np.float32)),
-        trunk_panel_a=_ro(panel_a),
-        trunk_panel_b=_ro(panel_b),
-        seg_cables=_ro(cables.round().astype(np.int64)),
-        seg_trunks=_ro(seg_trunks),
-        seg_fibers=_ro(seg_fibers),
-        seg_area_mm2=_ro(area),
-        rerouted=rerouted,
+        fabric=read_only(L.fabric),
+        link=read_only(L.link),
+        a_node=read_only(L.a_node),
+        b_node=read_only(L.b_node),
+        a_port=read_only(L.a_port),
+        b_port=read_only(L.b_port),
+        a_rack=read_only(L.a_rack),
+        b_rack=read_only(L.b_rack),
+        a_u=read_only(L.a_u),
+        b_u=read_only(L.b_u),
+        tier=read_only(L.tier),
+        medium=read_only(medium),
+        structured=read_only(structured),
+        length_m=read_only(length.astype(np.float32)),
+        order_m=read_only(np.where(structured, 0.0, order_length(length)).astype(np.float32)),
+        cord_a_m=read_only(np.where(structured, e.cord_a, 0.0).astype(np.float32)),
+        cord_b_m=read_only(np.where(structured, e.cord_b, 0.0).astype(np.float32)),
+        loss_db=read_only(loss.astype(np.float32)),
+        frame_a=read_only(np.where(structured, e.frame_a, NONE).astype(np.int32)),
+        frame_b=read_only(np.where(structured, e.frame_b, NONE).astype(np.int32)),
+        hops=read_only(lp.hops),
+        hop_legs=read_only(lp.hop_legs),
+        a_breakout=read_only(L.a_breakout),
+        b_breakout=read_only(L.b_breakout),
+        shuffle_a=read_only(shuffle_a),
+        shuffle_b=read_only(shuffle_b),
+        fiber_a=read_only(lp.fiber_a),
+        fiber_b=read_only(lp.fiber_b),
+        span=read_only(lp.span),
+        frame_names=fr.names,
+        frame_hall=read_only(fr.hall),
+        frame_kind=read_only(fr.kind),
+        n_row_frames=fr.n_rows,
+        frame_node=read_only(fr.node),
+        frame_panels=read_only(frame_panels),
+        trunk_a=read_only(plant.cable_a),
+        trunk_b=read_only(plant.cable_b),
+        trunk_fibers=read_only(plant.cable_fibers),
+        trunk_fibers_used=read_only(plant.cable_used),
+        trunk_smf=read_only(plant.cable_smf),
+        trunk_kind=read_only(plant.cable_kind),
+        trunk_splices=read_only(tr.splices),
+        trunk_route_ptr=read_only(tr.route_ptr.astype(np.int64)),
+        trunk_route_seg=read_only(tr.route_seg.astype(np.int32)),
+        trunk_length_m=read_only(tr.length.astype(np.float32)),
+        trunk_panel_a=read_only(panel_a),
+        trunk_panel_b=read_only(panel_b),
+        seg_cables=read_only(cables.round().astype(np.int64)),
+        seg_trunks=read_only(tr.seg_trunks),
+        seg_fibers=read_only(tr.seg_fibers),
+        seg_area_mm2=read_only(area),
+        rerouted=tr.rerouted + rr,
         findings=(),
     )
     findings += validate_cabling(draft, fabrics)
@@ -860,12 +961,7 @@ def _past_budget(
             if mt.assembly[c]:
                 continue
             cur = medium[rows]
-            lc = (
-                mt.db_per_km[c] * length[rows] / 1000.0
-                + 2 * mt.panel_db[c]
-                + joints[rows]
-                + shuffled[rows] * (shuffle_db - mt.panel_db[c])
-            )
+            lc = channel_loss_db(mt, c, length[rows], (joints[rows],), shuffled[rows], shuffle_db)
             ok = (
                 (mt.slots[c] == mt.slots[cur])
                 & (mt.smf[c] == mt.smf[cur])
@@ -881,10 +977,3 @@ def _with_findings(c: Cabling, findings: tuple[Finding, ...]) -> Cabling:
     import dataclasses
 
     return dataclasses.replace(c, findings=findings)
-
-
-def panel_racks(c: Cabling) -> int:
-    """Patch racks the row and hall distribution frames need (``PANELS_PER_RACK`` 1U panels
-    each; a network rack's panels sit in the rack itself)."""
-    own = c.frame_panels[c.frame_kind != RACK_FRAME].tolist()
-    return int(sum(math.ceil(p / PANELS_PER_RACK) for p in own))

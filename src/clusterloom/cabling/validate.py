@@ -26,7 +26,7 @@ from clusterloom.fabric import FabricDesign
 from clusterloom.findings import Finding, Severity
 
 if TYPE_CHECKING:
-    from clusterloom.cabling.stage import Cabling
+    from clusterloom.cabling.artifact import Cabling
 
 #: Most offending items named in one finding.
 SHOW = 5

@@ -151,7 +151,7 @@ def _guard(fn: Callable[[], T]) -> T:
 def _writing(output: str, cluster: ClusterSpec, force: bool) -> Iterator[OutputRun]:
     """The output directory as a transaction (``export.outdir``): locked now, so a second run
     is refused before any work; switched to the new run when the block ends."""
-    from clusterloom import __version__
+    from clusterloom._version import __version__
     from clusterloom.export.outdir import output_run
     from clusterloom.spec import spec_hash
 

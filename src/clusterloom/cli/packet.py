@@ -16,6 +16,7 @@ from rich.console import Console
 
 from clusterloom.cli.contract import EXIT_INCOMPLETE, incomplete
 from clusterloom.sim.registry import DEFAULTS
+from clusterloom.units import PS_PER_US, to_us
 
 if TYPE_CHECKING:
     from clusterloom.cli.predicting import Writing
@@ -258,7 +259,7 @@ def _render(out: Console, result: Any, crossval: bool) -> None:
         table.add_column("flow-level max us", justify="right")
     for o in result.outcomes:
         r = o.result
-        p = o.fct_percentiles_ps / 1e6
+        p = o.fct_percentiles_ps / PS_PER_US
         row = [
             o.name,
             f"{r.finished:,}/{n:,}",
@@ -273,11 +274,11 @@ def _render(out: Console, result: Any, crossval: bool) -> None:
             f"{r.wall_s:,.1f}",
         ]
         if crossval:
-            row.append("-" if o.flow_level_max_ps is None else f"{o.flow_level_max_ps / 1e6:,.1f}")
+            row.append("-" if o.flow_level_max_ps is None else f"{to_us(o.flow_level_max_ps):,.1f}")
         table.add_row(*row)
     out.print(table)
     ideal = result.ideal
     out.print(
         f"ideal bound (flow level, every flow at its fair share): completion "
-        f"{ideal.makespan_ps / 1e6:,.1f} us, {ideal.finished:,}/{ideal.flows:,} flows"
+        f"{to_us(ideal.makespan_ps):,.1f} us, {ideal.finished:,}/{ideal.flows:,} flows"
     )

@@ -18,7 +18,15 @@ from clusterloom.findings import Finding, Severity
 from clusterloom.pipeline import Design
 from clusterloom.spec import ClusterSpec
 from clusterloom.units import fmt_bytes as _bytes
-from clusterloom.units import to_usd, to_watts
+from clusterloom.units import (
+    ms_from_s,
+    to_kilowatts,
+    to_megawatts,
+    to_ms,
+    to_tbps,
+    to_usd,
+    to_watts,
+)
 from clusterloom.workload import WorkloadDesign
 
 if TYPE_CHECKING:
@@ -28,7 +36,7 @@ if TYPE_CHECKING:
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:,.1f}"
+    return f"{ms_from_s(seconds):,.1f}"
 
 
 _COLOUR = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "green"}
@@ -75,11 +83,11 @@ def _plan(console: Console, design: Design, fd: FabricDesign) -> None:
             f"{name.split('.')[-1]} {n:,} ({m}, assumed)"
             for (name, n), m in zip(fd.bom.links_per_tier, p.media, strict=True)
         )
-    bis = p.bisection_bps * p.planes / 1e12
+    bis = to_tbps(p.bisection_bps * p.planes)
     console.print(
         f"links: {links}\n"
         f"switches {share.switches:,}, transceivers {share.transceivers:,}, "
-        f"fibres {share.fibers:,}, power {to_watts(share.power_mw) / 1e3:,.1f} kW, "
+        f"fibres {share.fibers:,}, power {to_kilowatts(to_watts(share.power_mw)):,.1f} kW, "
         f"indicative cost ${to_usd(share.cost_cents) / 1e6:,.2f}M ({bom.label}), "
         f"bisection {bis:,.1f} Tb/s, {p.ecmp_paths()} equal-cost paths per plane"
     )
@@ -111,7 +119,7 @@ def _options(console: Console, fd: FabricDesign) -> None:
             label,
             f"{o.switches:,}",
             f"{o.links:,}",
-            f"{o.power_w / 1e3:,.0f}",
+            f"{to_kilowatts(o.power_w):,.0f}",
             f"{o.cost_usd / 1e6:,.1f}",
             f"{o.bisection_per_host_gbps:g}G",
             str(o.ecmp_paths),
@@ -253,7 +261,7 @@ def simulation(
         table.add_row(
             s.transport,
             f"{s.finished:,}/{s.flows:,}",
-            "-" if c.completion_ps is None else f"{c.completion_ps / 1e9:,.3f}",
+            "-" if c.completion_ps is None else f"{to_ms(c.completion_ps):,.3f}",
             _ms_ps(s.fct_p50_ps),
             _ms_ps(s.fct_p99_ps),
             _ms_ps(s.fct_max_ps),
@@ -266,7 +274,7 @@ def simulation(
 
 
 def _ms_ps(ps: float) -> str:
-    return "-" if ps != ps else f"{ps / 1e9:,.3f}"  # NaN: no flow finished
+    return "-" if ps != ps else f"{to_ms(ps):,.3f}"  # NaN: no flow finished
 
 
 def sweep(console: Console, rows: list[SweepRow], tier: str, traffic: str, flows: int) -> None:
@@ -301,11 +309,8 @@ def sweep(console: Console, rows: list[SweepRow], tier: str, traffic: str, flows
 
 def placement(console: Console, p: Placement) -> None:
     """Halls (racks, power against budget), link lengths and the solver's figures."""
-    f, d = p.floor, p.demand
-    hall = f.pos_hall[p.rack_position]
-    racks = np.bincount(hall, minlength=f.n_halls)
-    power = np.bincount(hall, weights=d.rack_power_w, minlength=f.n_halls)
-    free = p.free_positions
+    f, per_hall = p.floor, p.halls
+    racks, power, free = per_hall.racks, per_hall.power_w, per_hall.free
     table = Table(
         "hall",
         Column("racks", justify="right"),
@@ -322,8 +327,8 @@ def placement(console: Console, p: Placement) -> None:
             f.hall_names[h],
             f"{int(racks[h]):,}",
             f"{int(free[h]):,}",
-            f"{power[h] / 1e6:,.2f} MW",
-            "no limit" if np.isinf(budget) else f"{budget / 1e6:,.2f} MW",
+            f"{to_megawatts(power[h]):,.2f} MW",
+            "no limit" if np.isinf(budget) else f"{to_megawatts(budget):,.2f} MW",
         )
     console.print(table)
     tiers = ("host-leaf", "leaf-spine", "spine-core")
@@ -368,33 +373,23 @@ def placement(console: Console, p: Placement) -> None:
 
 def cabling(console: Console, design: Design) -> None:
     """Links by medium (lengths, structured share), trunks, fill and the design's BOM total."""
-    from clusterloom.cabling.bom import fibres_between
-
     c = design.cabling
     assert c is not None
-    mt = c.media
-    ok = c.realized()
+    n, by = c.totals, c.by_medium
     table = Table(
         "medium",
         Column("links", justify="right"),
         Column("structured", justify="right"),
         Column("metres", justify="right"),
         Column("longest", justify="right"),
-        title=f"Cabling: {int(ok.sum()):,} of {c.n_links:,} links realized, "
-        f"{int((c.trunk_kind == 0).sum()):,} trunks, {int((c.trunk_kind == 1).sum()):,} "
-        f"backbones, {int(c.frame_panels.sum()):,} panels",
+        title=f"Cabling: {n.realized:,} of {c.n_links:,} links realized, "
+        f"{n.trunks:,} trunks, {n.backbones:,} backbones, {n.panels:,} panels",
         title_justify="left",
     )
-    for i, name in enumerate(mt.names):
-        sel = ok & (c.medium == i)
-        if not sel.any():
-            continue
+    for row in zip(by.names, by.links, by.structured, by.metres, by.longest, strict=True):
+        name, links, structured, metres, longest = row
         table.add_row(
-            name,
-            f"{int(sel.sum()):,}",
-            f"{int((sel & c.structured).sum()):,}",
-            f"{float(c.length_m[sel].sum()):,.0f} m",
-            f"{float(c.length_m[sel].max()):,.1f} m",
+            name, f"{links:,}", f"{structured:,}", f"{metres:,.0f} m", f"{longest:,.1f} m"
         )
     console.print(table)
     fill = c.seg_fill
@@ -405,7 +400,7 @@ def cabling(console: Console, design: Design) -> None:
             f"{c.rerouted:,} trunk or cable routes moved off full trays"
         )
     for level in ("building", "hall"):
-        between = fibres_between(c, level)
+        between = c.between_buildings if level == "building" else c.between_halls
         if between:
             console.print(
                 f"fibres between {level}s: "

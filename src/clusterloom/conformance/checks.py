@@ -23,7 +23,7 @@ from clusterloom.conformance.harness import (
 )
 from clusterloom.conformance.trace import Record, Trace
 from clusterloom.sim.packet.engine import ACK, DATA, NACK, PROBE_ACK, PULL
-from clusterloom.units import PS_PER_US
+from clusterloom.units import BITS_PER_BYTE, PS_PER_S, PS_PER_US, gbps, to_gbps, to_s
 
 __all__ = ["CHECKS", "Check", "Verdict", "by_id"]
 
@@ -416,7 +416,7 @@ def j_jain(o: Sequence[Outcome], impl: Implementation) -> Verdict:
 def j_victim(o: Sequence[Outcome], impl: Implementation) -> Verdict:
     out = _one(o)
     n = len(out.flows) - 1
-    line = 100e9 / 8 / 1e12  # bytes per ps of one 100G port
+    line = gbps(100) / BITS_PER_BYTE / PS_PER_S  # bytes per ps of one 100G port
     fair = line * (1 - 1 / n)
     got = _goodput(out, n)
     return _ok(
@@ -458,11 +458,11 @@ def j_hint(o: Sequence[Outcome], impl: Implementation) -> Verdict:
         for r in out.trace.records
         if r.where == "tx" and r.kind == DATA and start <= r.t < start + span
     )
-    rate = sent * 8 / (span / 1e12)
+    rate = sent * BITS_PER_BYTE / to_s(span)
     target = 40e9
     return _ok(
         abs(rate - target) <= 0.15 * target,
-        f"senders at {rate / 1e9:.1f} Gb/s from 2 RTTs after the hint (target 40, ±15%)",
+        f"senders at {to_gbps(rate):.1f} Gb/s from 2 RTTs after the hint (target 40, ±15%)",
     )
 
 
@@ -539,13 +539,13 @@ def j_gray(o: Sequence[Outcome], impl: Implementation) -> Verdict:
     s1 = sum(_crossing(r, link) for r in post) / max(len(post), 1)
     span = (post[-1].t - post[0].t) if len(post) > 1 else 0
     onto = sum(r.payload + 64 for r in post if _crossing(r, link))
-    rate = onto * 8 / (span / 1e12) if span else 0.0
+    rate = onto * BITS_PER_BYTE / to_s(span) if span else 0.0
     cap = 0.1 * 100e9
     ok = s0 > 0 and s1 < s0 and rate <= 1.1 * cap and _finished(out)
     return _ok(
         ok,
         f"share of packets on the gray link {s0:.3f} before, {s1:.3f} after; sent "
-        f"onto it at {rate / 1e9:.1f} Gb/s (its rate now 10, bound 11)",
+        f"onto it at {to_gbps(rate):.1f} Gb/s (its rate now 10, bound 11)",
     )
 
 

@@ -54,6 +54,7 @@ from clusterloom.conformance.suite import CheckResult, Status
 from clusterloom.conformance.trace import Record, Trace
 from clusterloom.errors import Problem
 from clusterloom.sim.packet.engine import ACK, DATA, NACK
+from clusterloom.units import PS_PER_NS, PS_PER_S, PS_PER_US
 
 __all__ = ["CAPTURE_CHECKS", "check_capture", "read_pcap", "write_pcap"]
 
@@ -133,7 +134,7 @@ def read_pcap(data: bytes, *, source: str = "<pcap>") -> Trace:
             raise _fail(n, f"record says {incl} bytes, {len(data) - off} left in the file")
         frame = data[off : off + incl]
         off += incl
-        t = sec * 10**12 + frac * (1000 if nano else 1_000_000)
+        t = sec * PS_PER_S + frac * (PS_PER_NS if nano else PS_PER_US)
         t0 = t if t0 is None else t0
         _frame(frame, t - t0, n, trace, pairs)
     return trace
@@ -295,7 +296,7 @@ def write_pcap(trace: Trace, path: Path | str, *, flow: int = 0, at: str = "send
         )
         eth = b"\x02\0\0\0\0\x01" + b"\x02\0\0\0\0\x02" + b"\x08\x00"
         frame = eth + ip + udp
-        sec, ns = divmod(r.t // 1000, 10**9)
+        sec, ns = divmod(r.t // PS_PER_NS, PS_PER_S // PS_PER_NS)
         out.append(struct.pack("<IIII", sec, ns, len(frame), len(frame) + payload_len) + frame)
     target = Path(path)
     atomic_write(target, b"".join(out))

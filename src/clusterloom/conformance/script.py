@@ -61,6 +61,7 @@ from clusterloom.conformance.suite import CheckResult, Status
 from clusterloom.errors import Problem
 from clusterloom.sim.packet.base import Connection, ConnSpec
 from clusterloom.sim.packet.engine import DATA, KIND_NAMES, Packet, PacketSim
+from clusterloom.units import PS_PER_MS, PS_PER_NS, PS_PER_US, to_us
 
 __all__ = ["Script", "parse_script", "run_script", "run_script_file"]
 
@@ -81,7 +82,7 @@ FIELDS = (
     "hint",
 )
 _TIME = re.compile(r"(\+)?([0-9]+(?:\.[0-9]+)?)(ps|ns|us|ms)")
-_SCALE = {"ps": 1, "ns": 1_000, "us": 1_000_000, "ms": 1_000_000_000}
+_SCALE = {"ps": 1, "ns": PS_PER_NS, "us": PS_PER_US, "ms": PS_PER_MS}
 
 #: the longest script, in characters (bytes for :func:`run_script_file`)
 SCRIPT_MAX_CHARS = 2**20
@@ -161,7 +162,7 @@ class Script:
     nbytes: int = 16384
     messages: tuple[int, ...] = ()
     side: str = "sender"
-    tolerance_ps: int = 1_000_000
+    tolerance_ps: int = PS_PER_US
     lines: list[Line] = field(default_factory=list)
 
 
@@ -490,7 +491,7 @@ def run_script(script: Script) -> CheckResult:
     except _TooMany:
         return result(
             False,
-            f"stopped at {sim.now / 1e6:g} us: the connection sent more than "
+            f"stopped at {to_us(sim.now):g} us: the connection sent more than "
             f"{SCRIPT_MAX_SENT} packets (the script expects "
             f"{sum(ln.direction == '>' for ln in script.lines)})",
         )
@@ -499,8 +500,8 @@ def run_script(script: Script) -> CheckResult:
     if checks * 4096 >= SCRIPT_MAX_EVENTS:
         return result(
             False,
-            f"stopped after {SCRIPT_MAX_EVENTS} events at {sim.now / 1e6:g} us of "
-            f"{end / 1e6:g} us: the connection keeps the engine busy (a timer or resend loop; "
+            f"stopped after {SCRIPT_MAX_EVENTS} events at {to_us(sim.now):g} us of "
+            f"{to_us(end):g} us: the connection keeps the engine busy (a timer or resend loop; "
             "with a script's own short timer options, lengthen them or shorten the script)",
         )
     if unresolved:
@@ -516,7 +517,7 @@ def run_script(script: Script) -> CheckResult:
         t, pkt = sent[k]
         k += 1
         if pkt.kind != line.kind:
-            return result(False, f"{want}: got {_describe(pkt)} at {t / 1e6:g} us")
+            return result(False, f"{want}: got {_describe(pkt)} at {to_us(t):g} us")
         for f, v in line.fields.items():
             if v == "*":
                 continue
@@ -526,12 +527,12 @@ def run_script(script: Script) -> CheckResult:
         if abs(t - line.time_ps) > script.tolerance_ps:
             return result(
                 False,
-                f"{want}: sent at {t / 1e6:g} us, expected at "
-                f"{line.time_ps / 1e6:g} us ± {script.tolerance_ps / 1e6:g}",
+                f"{want}: sent at {to_us(t):g} us, expected at "
+                f"{to_us(line.time_ps):g} us ± {to_us(script.tolerance_ps):g}",
             )
     if k < len(sent):
         t, pkt = sent[k]
-        return result(False, f"unexpected {_describe(pkt)} at {t / 1e6:g} us")
+        return result(False, f"unexpected {_describe(pkt)} at {to_us(t):g} us")
     return result(
         True,
         f"{sum(ln.direction == '>' for ln in script.lines)} expected packets "

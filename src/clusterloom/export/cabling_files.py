@@ -35,15 +35,16 @@ from numpy.typing import NDArray
 
 from clusterloom.atomic import StrPath
 from clusterloom.cabling import Cabling
+from clusterloom.cabling.artifact import order_length
 from clusterloom.cabling.change import Change
 from clusterloom.cabling.pathways import SEGMENT_KINDS
 from clusterloom.cabling.plant import BACKBONE
-from clusterloom.cabling.stage import order_length
 from clusterloom.cabling.validate import label_prefix
 from clusterloom.export._csv import csv_text, obj, write_chunks, write_rows
 from clusterloom.export.bom_csv import write_cabling_bom_csv
 from clusterloom.export.naming import TopologyNames, topology_names
-from clusterloom.export.netbox_plant import write_netbox_plant
+from clusterloom.export.netbox import NETBOX_CABLE_COLUMNS
+from clusterloom.export.netbox_plant import PlantNames, cord_ends, write_netbox_plant
 from clusterloom.pipeline import Design
 
 CUT_SHEET_COLUMNS = (
@@ -79,23 +80,6 @@ CUT_SHEET_COLUMNS = (
     "loss_db",
 )
 #: NetBox cable import fields (``dcim.forms.CableImportForm``).
-NETBOX_CABLE_COLUMNS = (
-    "side_a_site",
-    "side_a_device",
-    "side_a_type",
-    "side_a_name",
-    "side_b_site",
-    "side_b_device",
-    "side_b_type",
-    "side_b_name",
-    "type",
-    "status",
-    "profile",
-    "bundle",
-    "label",
-    "length",
-    "length_unit",
-)
 #: NetBox cable type slugs per medium kind.
 NETBOX_CABLE_TYPES: dict[str, str] = {
     "dac": "dac-passive",
@@ -320,8 +304,6 @@ def netbox_cable_chunks(design: Design, chunk_rows: int = CHUNK_ROWS) -> Iterato
     between its two interfaces; a structured link is its two patch cords, each from an
     interface to the front port of its frame's panel (``export.netbox_plant``: the panels, their
     ports and the trunk legs between them)."""
-    from clusterloom.export.netbox_plant import PlantNames, cord_ends
-
     c = design.cabling
     assert c is not None
     names = _names(design)

@@ -391,13 +391,8 @@ def _placement(design: Design) -> PlacementDoc | None:
     p = design.placement
     if p is None:
         return None
-    import numpy as np
-
-    f = p.floor
-    hall = f.pos_hall[p.rack_position]
-    racks = np.bincount(hall, minlength=f.n_halls)
-    power = np.bincount(hall, weights=p.demand.rack_power_w, minlength=f.n_halls)
-    free = np.bincount(f.pos_hall[f.pos_state == 0], minlength=f.n_halls)
+    f, per_hall = p.floor, p.halls
+    racks, power, free = per_hall.racks, per_hall.power_w, per_hall.usable
     return PlacementDoc(
         racks=p.n_racks,
         objective=round(p.objective, 1),

@@ -25,6 +25,7 @@ from clusterloom.atomic import StrPath, atomic_open
 from clusterloom.export.naming import TopologyNames, topology_names
 from clusterloom.fabric.topology import ROLE_NAMES, Role, Topology
 from clusterloom.spec import Catalog
+from clusterloom.units import BPS_PER_GBPS, PS_PER_NS
 
 GRAPH_LINK_LIMIT = 250_000
 
@@ -87,8 +88,8 @@ def to_networkx(topology: Topology, *, catalog: Catalog, names: TopologyNames | 
 
     src_port = names.interface(t.link_src, t.link_src_port).tolist()
     dst_port = names.interface(t.link_dst, t.link_dst_port).tolist()
-    capacity = (t.link_capacity_bps // 1_000_000_000).tolist()
-    latency = (t.link_latency_ps / 1000).tolist()
+    capacity = (t.link_capacity_bps // BPS_PER_GBPS).tolist()
+    latency = (t.link_latency_ps / PS_PER_NS).tolist()
     graph.add_edges_from(
         (
             u,

@@ -49,6 +49,24 @@ DEVICE_COLUMNS = (
     "description",
 )
 INTERFACE_COLUMNS = ("device", "name", "type", "speed", "enabled", "description")
+#: the columns of NetBox's cable import (``cables.csv`` and the plant's ``cables_plant.csv``)
+NETBOX_CABLE_COLUMNS = (
+    "side_a_site",
+    "side_a_device",
+    "side_a_type",
+    "side_a_name",
+    "side_b_site",
+    "side_b_device",
+    "side_b_type",
+    "side_b_name",
+    "type",
+    "status",
+    "profile",
+    "bundle",
+    "label",
+    "length",
+    "length_unit",
+)
 
 SERVER_ROLE = "ai-server"
 SERVER_MANUFACTURER = "Generic"

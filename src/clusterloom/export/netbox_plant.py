@@ -46,11 +46,11 @@ from numpy.typing import NDArray
 
 from clusterloom.atomic import StrPath
 from clusterloom.cabling import Cabling
+from clusterloom.cabling.artifact import HALL_FRAME, PANELS_PER_RACK, RACK_FRAME
 from clusterloom.cabling.media import LEG_FIBERS
 from clusterloom.cabling.plant import BACKBONE
-from clusterloom.cabling.stage import HALL_FRAME, PANELS_PER_RACK, RACK_FRAME
 from clusterloom.export._csv import csv_chunks, obj, write_chunks, write_rows
-from clusterloom.export.netbox import DEVICE_COLUMNS
+from clusterloom.export.netbox import DEVICE_COLUMNS, NETBOX_CABLE_COLUMNS
 from clusterloom.export.placement_files import hall_location
 from clusterloom.pipeline import Design
 
@@ -396,8 +396,6 @@ def write_netbox_plant(design: Design, out_dir: StrPath) -> list[Path]:
     out = Path(out_dir) / "netbox"
     n = PlantNames(c)
     codes = panel_codes(n)
-    from clusterloom.export.cabling_files import NETBOX_CABLE_COLUMNS
-
     site = design.spec.name
     return [
         write_rows(out / "patch_racks.csv", PATCH_RACK_COLUMNS, _patch_rack_rows(design, c)),

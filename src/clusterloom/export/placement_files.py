@@ -25,6 +25,7 @@ from clusterloom.export.naming import server_name, topology_names
 from clusterloom.fabric.topology import ROLE_NAMES, Role
 from clusterloom.pipeline import Design
 from clusterloom.placement import Placement
+from clusterloom.units import to_kilowatts
 
 RACK_COLUMNS = (
     "rack",
@@ -111,7 +112,7 @@ def rack_rows(p: Placement) -> Iterator[tuple[str, ...]]:
             f.row_aisle[row],
             f.feed_names[f.row_feed[row]].rsplit("/", 1)[1],
             f.loop_names[f.row_loop[row]].rsplit("/", 1)[1],
-            f"{d.rack_power_w[r] / 1e3:.2f}",
+            f"{to_kilowatts(d.rack_power_w[r]):.2f}",
             f"{d.rack_weight_kg[r]:.0f}",
         )
 

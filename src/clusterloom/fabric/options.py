@@ -14,6 +14,7 @@ from clusterloom.errors import SpecError
 from clusterloom.fabric.bom import bill_of_materials
 from clusterloom.fabric.sizing import FabricPlan, fabric_spec, host_side, plan_fabric
 from clusterloom.spec import ClusterSpec
+from clusterloom.units import to_gbps
 
 MAX_PORTS_PER_HOST = 16
 
@@ -52,7 +53,7 @@ def _priced(spec: ClusterSpec, plan: FabricPlan, label: str, chosen: bool) -> Fa
         transceivers=bom.transceivers,
         power_w=bom.power_w,
         cost_usd=bom.cost_usd,
-        bisection_per_host_gbps=2 * plan.bisection_bps * plan.planes / plan.hosts / 1e9,
+        bisection_per_host_gbps=to_gbps(2 * plan.bisection_bps * plan.planes / plan.hosts),
         ecmp_paths=plan.ecmp_paths(),
     )
 

@@ -28,7 +28,7 @@ from typing import Literal
 
 from clusterloom.errors import Problem, SpecError
 from clusterloom.spec import LINK_TIERS, SWITCH_ROLES, ClusterSpec, FabricSpec, SwitchRole
-from clusterloom.units import PS_PER_NS
+from clusterloom.units import BPS_PER_GBPS, PS_PER_NS
 
 HostKind = Literal["accelerator", "node"]
 
@@ -164,7 +164,7 @@ class FabricPlan:
     @property
     def bisection_bps(self) -> int:
         """Bisection bandwidth of one plane: the most traffic that can cross the split."""
-        return self._bisection_cut()[2] * self.speed_gbps * 1_000_000_000
+        return self._bisection_cut()[2] * self.speed_gbps * BPS_PER_GBPS
 
     @property
     def bisection_asked_bps(self) -> float:
@@ -172,11 +172,11 @@ class FabricPlan:
         bandwidth over leaf times spine oversubscription (the spine's only across pods)."""
         hosts_a, hosts_b, _ = self._bisection_cut()
         ratio = self.oversubscription[0] * (self.oversubscription[1] if self.pods > 1 else 1.0)
-        return min(hosts_a, hosts_b) * self.speed_gbps * 1_000_000_000 / ratio
+        return min(hosts_a, hosts_b) * self.speed_gbps * BPS_PER_GBPS / ratio
 
     @property
     def full_bisection_bps(self) -> int:
-        return self.endpoints * self.speed_gbps * 1_000_000_000 // 2
+        return self.endpoints * self.speed_gbps * BPS_PER_GBPS // 2
 
     def ecmp_paths(self) -> int:
         """Distinct shortest switch-level paths between two leaves that are farthest apart."""

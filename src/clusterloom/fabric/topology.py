@@ -12,13 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from clusterloom.fabric.sizing import FabricPlan
 from clusterloom.units import BPS_PER_GBPS
+
+if TYPE_CHECKING:  # the plan is read, never built here
+    from clusterloom.fabric.sizing import FabricPlan
 
 
 class Role(IntEnum):

@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from clusterloom.fabric.topology import ROLE_NAMES, Role, Topology
 from clusterloom.findings import Finding, Severity
 from clusterloom.spec import Catalog, FabricSpec
+from clusterloom.units import to_tbps
 
 Check = Callable[[Topology, FabricSpec, Catalog], list[Finding]]
 
@@ -247,11 +248,10 @@ def check_bisection(t: Topology, fs: FabricSpec, catalog: Catalog) -> list[Findi
         ]
     achieved = p.bisection_bps
     asked = p.bisection_asked_bps
-    tbps = 1e12
     msg = (
-        f"bisection {achieved / tbps:,.1f} Tb/s per plane ({achieved * p.planes / tbps:,.1f} "
-        f"Tb/s over {p.planes} planes), asked {asked / tbps:,.1f}, full "
-        f"{p.full_bisection_bps / tbps:,.1f} Tb/s per plane"
+        f"bisection {to_tbps(achieved):,.1f} Tb/s per plane ({to_tbps(achieved * p.planes):,.1f} "
+        f"Tb/s over {p.planes} planes), asked {to_tbps(asked):,.1f}, full "
+        f"{to_tbps(p.full_bisection_bps):,.1f} Tb/s per plane"
     )
     if achieved < asked * (1 - 1e-9):
         return [Finding(Severity.ERROR, "bisection", msg, _where(t))]

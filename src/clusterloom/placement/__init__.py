@@ -5,16 +5,18 @@ site's floor (``floor``), assigns groups of racks to halls and racks to position
 CP-SAT (``solve``) and checks the result (``validate``).
 """
 
+from clusterloom.placement.artifact import HallTable, LinkLengths, Placement
 from clusterloom.placement.demand import Demand, FabricDevices, Unit, build_demand
 from clusterloom.placement.floor import FloorPlan, floor_plan
 from clusterloom.placement.solve import SolveStats
-from clusterloom.placement.stage import LinkLengths, Placement, check_site, place
+from clusterloom.placement.stage import check_site, place
 from clusterloom.placement.validate import validate_placement
 
 __all__ = [
     "Demand",
     "FabricDevices",
     "FloorPlan",
+    "HallTable",
     "LinkLengths",
     "Placement",
     "SolveStats",

@@ -33,6 +33,7 @@ from clusterloom.errors import Problem, SpecError
 from clusterloom.fabric import FabricDesign
 from clusterloom.fabric.topology import ROLE_NAMES, Role
 from clusterloom.spec import Catalog, ClusterSpec, RackModel, compute_rack_name
+from clusterloom.units import kilowatts, to_kilowatts
 
 COMPUTE, NETWORK = 0, 1
 COPPER_KINDS = frozenset({"dac", "aec"})
@@ -212,7 +213,7 @@ def _pack(
     what: str,
 ) -> list[list[int]]:
     """Switches in order into racks, a new rack when rack units or PDU power run out."""
-    limit_w = rack.power_kw * 1000.0
+    limit_w = kilowatts(rack.power_kw)
     out: list[list[int]] = []
     used_ru, used_w = rack.usable_ru + 1, math.inf
     for v in nodes.tolist():
@@ -221,7 +222,7 @@ def _pack(
                 [
                     Problem(
                         "site.racks.network",
-                        f"a {what} switch needs {ru[v]}U and {power[v] / 1e3:,.1f} kW; the "
+                        f"a {what} switch needs {ru[v]}U and {to_kilowatts(power[v]):,.1f} kW; the "
                         f"network rack offers {rack.usable_ru}U and {rack.power_kw:g} kW",
                     )
                 ]
@@ -277,7 +278,7 @@ def build_demand(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> Demand
             "compute",
             "",
             -1,
-            crack.power_kw * 1000.0 * held / per_rack,
+            kilowatts(crack.power_kw) * held / per_rack,
             crack.weight_kg,
             f"compute{r:05d}",
         )

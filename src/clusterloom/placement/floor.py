@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clusterloom.spec.site import SiteSpec, hall_positions, hall_rows
+from clusterloom.units import kilowatts
 
 FREE, RESERVED, BLOCKED = 0, 1, 2
 _STATE = {"free": FREE, "reserved": RESERVED, "blocked": BLOCKED}
@@ -137,7 +138,7 @@ class FloorPlan:
 
 
 def _kw(value: float | None) -> float:
-    return math.inf if value is None else float(value) * 1000.0
+    return math.inf if value is None else kilowatts(float(value))
 
 
 def floor_plan(site: SiteSpec) -> FloorPlan:
@@ -203,8 +204,8 @@ def floor_plan(site: SiteSpec) -> FloorPlan:
                 pos["y"].append(p.y_m)
                 pos["wd"].append(p.width_m)
                 pos["dp"].append(p.depth_m)
-                pos["p"].append(p.power_kw * 1000.0)
-                pos["c"].append(p.cooling_kw * 1000.0)
+                pos["p"].append(kilowatts(p.power_kw))
+                pos["c"].append(kilowatts(p.cooling_kw))
                 pos["kg"].append(p.max_weight_kg)
                 pos["st"].append(_STATE[p.state])
 

@@ -43,6 +43,7 @@ from clusterloom.errors import Problem, SpecError
 from clusterloom.placement.demand import COMPUTE, Demand, Unit, plane_key
 from clusterloom.placement.floor import FREE, FloorPlan
 from clusterloom.spec.site import SiteSpec
+from clusterloom.units import to_kilowatts, to_megawatts
 
 DM = 10  # model coordinates are decimetres
 #: Reach under which the greedy start places a rack before heavier ones (copper, short optics).
@@ -117,7 +118,7 @@ def _status(code: Any) -> str:
 
 
 def _mw(watts: float) -> str:
-    return f"{watts / 1e6:,.2f} MW" if watts >= 1e6 else f"{watts / 1e3:,.0f} kW"
+    return f"{to_megawatts(watts):,.2f} MW" if watts >= 1e6 else f"{to_kilowatts(watts):,.0f} kW"
 
 
 # --- link weights ---------------------------------------------------------------------------
@@ -220,7 +221,8 @@ def precheck(floor: FloorPlan, demand: Demand, site: SiteSpec) -> None:
             problems.append(
                 Problem(
                     "site",
-                    f"{where}: {len(same):,} racks need a position for {key[1] / 1e3:,.1f} kW and "
+                    f"{where}: {len(same):,} racks need a position for "
+                    f"{to_kilowatts(key[1]):,.1f} kW and "
                     f"{key[2]:,.0f} kg ({demand.rack_role[r]} racks of type {key[0]} and "
                     f"heavier), {able:,} free positions can carry one",
                 )
@@ -291,21 +293,38 @@ def _run_capacity(floor: FloorPlan, h: int, length: int) -> int:
     return sum(n // length for row, _, n in floor.free_runs() if floor.row_hall[row] == h)
 
 
-def assign_halls(
-    floor: FloorPlan,
-    demand: Demand,
-    site: SiteSpec,
-    links: dict[tuple[int, int], int],
-) -> tuple[NDArray[np.int32], SolveStats | None]:
-    """Hall of every group (campus level); a one-hall site needs no model."""
-    groups = _groups(demand, site)
-    n_g, n_h = len(groups), floor.n_halls
-    if n_h == 1:
-        return np.zeros(n_g, dtype=np.int32), None
-    room = [hall_room(floor, h) for h in range(n_h)]
-    power = [hall_power_w(floor, h) for h in range(n_h)]
-    cooling = [hall_cooling_w(floor, h) for h in range(n_h)]
-    feeds = [_feeds_with_room(floor, h) for h in range(n_h)]
+@dataclass(frozen=True)
+class _HallRoom:
+    """What each hall holds for the campus model: positions, power, cooling, feeds with room,
+    positions able to carry the heaviest compute rack, and per block length its free runs."""
+
+    room: list[int]
+    power: list[float]
+    cooling: list[float]
+    feeds: list[int]
+    compute_fit: list[int]
+    lengths: list[int]
+    runs: dict[tuple[int, int], int]
+
+    def capacity(self) -> NDArray[np.float64]:
+        """Per hall, the resources in the order of :func:`_group_demand`'s columns."""
+        return np.array(
+            [
+                [
+                    self.room[h],
+                    self.power[h],
+                    self.cooling[h],
+                    self.compute_fit[h],
+                    *(self.runs[(k, h)] for k in self.lengths),
+                ]
+                for h in range(len(self.room))
+            ],
+            dtype=np.float64,
+        )
+
+
+def _hall_room(floor: FloorPlan, demand: Demand, groups: list[_Group]) -> _HallRoom:
+    n_h = floor.n_halls
     compute_racks = np.flatnonzero(demand.rack_kind == COMPUTE)
     compute_fit = [0] * n_h
     if compute_racks.size:
@@ -313,8 +332,35 @@ def assign_halls(
         fits = _fits(floor, demand, heaviest)
         compute_fit = [int((fits & (floor.pos_hall == h)).sum()) for h in range(n_h)]
     lengths = sorted({k for g in groups for k in g.blocks})
-    runs = {(k, h): _run_capacity(floor, h, k) for k in lengths for h in range(n_h)}
+    return _HallRoom(
+        room=[hall_room(floor, h) for h in range(n_h)],
+        power=[hall_power_w(floor, h) for h in range(n_h)],
+        cooling=[hall_cooling_w(floor, h) for h in range(n_h)],
+        feeds=[_feeds_with_room(floor, h) for h in range(n_h)],
+        compute_fit=compute_fit,
+        lengths=lengths,
+        runs={(k, h): _run_capacity(floor, h, k) for k in lengths for h in range(n_h)},
+    )
 
+
+def _group_demand(groups: list[_Group], lengths: list[int]) -> NDArray[np.float64]:
+    """Per group, what it takes of each resource of :meth:`_HallRoom.capacity`."""
+    return np.array(
+        [
+            [g.positions, g.power_w, g.power_w, g.compute, *(g.blocks.count(k) for k in lengths)]
+            for g in groups
+        ],
+        dtype=np.float64,
+    ).reshape(len(groups), 4 + len(lengths))
+
+
+def _allowed_halls(
+    floor: FloorPlan, demand: Demand, site: SiteSpec, groups: list[_Group], hr: _HallRoom
+) -> list[list[int]]:
+    """Per group, the halls with feeds enough for its planes and free runs for its blocks;
+    ``SpecError`` naming each group no hall can take."""
+    n_h = floor.n_halls
+    feeds, runs = hr.feeds, hr.runs
     ppf = site.spread.planes_per_feed
     allowed: list[list[int]] = []
     problems: list[Problem] = []
@@ -337,117 +383,64 @@ def assign_halls(
         allowed.append(ok)
     if problems:
         raise SpecError(problems)
+    return allowed
 
-    dist = floor.hall_distance()
-    table = [
-        round(dist[a, b] + (site.trunk_penalty_m if a != b else 0.0))
-        for a in range(n_h)
-        for b in range(n_h)
-    ]
-    group_links: dict[tuple[int, int], int] = defaultdict(int)
-    for (ua, ub), w in links.items():
-        ga, gb = demand.units[ua].group, demand.units[ub].group
-        if ga != gb:
-            group_links[(min(ga, gb), max(ga, gb))] += w
 
-    def build(slack: bool) -> tuple[Any, Any, Any, Any]:
-        m = cp_model.CpModel()
-        x = {(g, h): m.new_bool_var(f"x{g}_{h}") for g in range(n_g) for h in allowed[g]}
-        for g in range(n_g):
-            m.add_exactly_one(x[(g, h)] for h in allowed[g])
-        over: dict[tuple[str, int], Any] = {}
+def _relaxed_campus(
+    groups: list[_Group], allowed: list[list[int]], hr: _HallRoom
+) -> tuple[cp_model.CpModel, dict[tuple[int, int], Any], dict[tuple[str, int], Any]]:
+    """The campus model with every hall resource relaxed by a slack variable, minimizing their
+    sum: zero is a feasible assignment, else the slacks say what is short."""
+    n_g, n_h = len(groups), len(hr.room)
+    m = cp_model.CpModel()
+    x = {(g, h): m.new_bool_var(f"x{g}_{h}") for g in range(n_g) for h in allowed[g]}
+    for g in range(n_g):
+        m.add_exactly_one(x[(g, h)] for h in allowed[g])
+    over: dict[tuple[str, int], Any] = {}
 
-        def cap(kind: str, h: int, terms: list[tuple[int, Any]], limit: float) -> None:
-            if not terms or math.isinf(limit):
-                return
-            expr = sum(c * v for c, v in terms)
-            if slack:
-                s = m.new_int_var(0, sum(c for c, _ in terms), f"s{kind}{h}")
-                over[(kind, h)] = s
-                m.add(expr <= int(limit) + s)
-            else:
-                m.add(expr <= int(limit))
+    def cap(kind: str, h: int, terms: list[tuple[int, Any]], limit: float) -> None:
+        if not terms or math.isinf(limit):
+            return
+        s = m.new_int_var(0, sum(c for c, _ in terms), f"s{kind}{h}")
+        over[(kind, h)] = s
+        m.add(sum(c * v for c, v in terms) <= int(limit) + s)
 
-        for h in range(n_h):
-            on = [(g, x[(g, h)]) for g in range(n_g) if (g, h) in x]
-            cap("positions", h, [(groups[g].positions, v) for g, v in on], room[h])
-            cap("power", h, [(round(groups[g].power_w / 100), v) for g, v in on], power[h] / 100)
+    for h in range(n_h):
+        on = [(g, x[(g, h)]) for g in range(n_g) if (g, h) in x]
+        cap("positions", h, [(groups[g].positions, v) for g, v in on], hr.room[h])
+        cap("power", h, [(round(groups[g].power_w / 100), v) for g, v in on], hr.power[h] / 100)
+        cap("cooling", h, [(round(groups[g].power_w / 100), v) for g, v in on], hr.cooling[h] / 100)
+        cap(
+            "compute",
+            h,
+            [(groups[g].compute, v) for g, v in on if groups[g].compute],
+            hr.compute_fit[h],
+        )
+        for k in hr.lengths:
             cap(
-                "cooling", h, [(round(groups[g].power_w / 100), v) for g, v in on], cooling[h] / 100
-            )
-            cap(
-                "compute",
+                f"run{k}",
                 h,
-                [(groups[g].compute, v) for g, v in on if groups[g].compute],
-                compute_fit[h],
+                [(groups[g].blocks.count(k), v) for g, v in on if k in groups[g].blocks],
+                hr.runs[(k, h)],
             )
-            for k in lengths:
-                cap(
-                    f"run{k}",
-                    h,
-                    [(groups[g].blocks.count(k), v) for g, v in on if k in groups[g].blocks],
-                    runs[(k, h)],
-                )
-        hall = [m.new_int_var(0, n_h - 1, f"h{g}") for g in range(n_g)]
-        for g in range(n_g):
-            m.add(hall[g] == sum(h * x[(g, h)] for h in allowed[g]))
-        cost = []
-        if slack:
-            m.minimize(sum(over.values()))
-        else:
-            for (ga, gb), w in sorted(group_links.items()):
-                c = m.new_int_var(0, max(table), f"c{ga}_{gb}")
-                m.add_element(hall[ga] * n_h + hall[gb], table, c)
-                cost.append(w * c)
-            m.minimize(sum(cost))
-        return m, x, over, hall
+    hall = [m.new_int_var(0, n_h - 1, f"h{g}") for g in range(n_g)]
+    for g in range(n_g):
+        m.add(hall[g] == sum(h * x[(g, h)] for h in allowed[g]))
+    m.minimize(sum(over.values()))
+    return m, x, over
 
-    cap = np.array(
-        [
-            [room[h], power[h], cooling[h], compute_fit[h], *(runs[(k, h)] for k in lengths)]
-            for h in range(n_h)
-        ],
-        dtype=np.float64,
-    )
-    dem = np.array(
-        [
-            [g.positions, g.power_w, g.power_w, g.compute, *(g.blocks.count(k) for k in lengths)]
-            for g in groups
-        ],
-        dtype=np.float64,
-    ).reshape(n_g, cap.shape[1])
-    blocks = np.array([bool(g.blocks) for g in groups])
-    quota = -(-int(blocks.sum()) // n_h)
-    start = _first_fit(cap, dem, allowed, blocks, quota)
-    if start is None:
-        start = _first_fit(cap, dem, allowed, blocks, n_g)
-    # the least overflow of every hall resource: zero is a feasible start, else what is short
-    relaxed, xr, over, _ = build(True)
-    solver = cp_model.CpSolver()
-    if start is None:
-        _params(solver, site, site.solver.campus_effort)
-        status = solver.solve(relaxed)
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            raise SpecError([Problem("site", "no assignment of racks to halls was found")])
-        if solver.objective_value == 0:
-            start = np.array(
-                [
-                    next(h for h in allowed[g] if solver.boolean_value(xr[(g, h)]))
-                    for g in range(n_g)
-                ],
-                dtype=np.int64,
-            )
-    if start is not None:
-        cost = np.array(table, dtype=np.float64).reshape(n_h, n_h)
-        layers = _layers(demand)
-        hall, stats = _alternate(start, cap, dem, allowed, cost, group_links, layers, site)
-        return hall.astype(np.int32), stats
+
+def _shortfall(
+    floor: FloorPlan, hr: _HallRoom, solver: cp_model.CpSolver, over: dict[tuple[str, int], Any]
+) -> list[Problem]:
+    """What each hall is short of, read from the relaxed model's slacks."""
     limits: dict[str, list[float]] = {
-        "positions": [float(v) for v in room],
-        "power": power,
-        "cooling": cooling,
-        "compute": [float(v) for v in compute_fit],
+        "positions": [float(v) for v in hr.room],
+        "power": hr.power,
+        "cooling": hr.cooling,
+        "compute": [float(v) for v in hr.compute_fit],
     }
+    problems: list[Problem] = []
     for (kind, h), var in sorted(over.items()):
         s = solver.value(var)
         if s <= 0:
@@ -475,6 +468,63 @@ def assign_halls(
             problems.append(
                 Problem("site", f"hall {name}: needs {have + s:,} {what}, has {have:,}")
             )
+    return problems
+
+
+def assign_halls(
+    floor: FloorPlan,
+    demand: Demand,
+    site: SiteSpec,
+    links: dict[tuple[int, int], int],
+) -> tuple[NDArray[np.int32], SolveStats | None]:
+    """Hall of every group (campus level); a one-hall site needs no model."""
+    groups = _groups(demand, site)
+    n_g, n_h = len(groups), floor.n_halls
+    if n_h == 1:
+        return np.zeros(n_g, dtype=np.int32), None
+    hr = _hall_room(floor, demand, groups)
+    allowed = _allowed_halls(floor, demand, site, groups, hr)
+    dist = floor.hall_distance()
+    table = [
+        round(dist[a, b] + (site.trunk_penalty_m if a != b else 0.0))
+        for a in range(n_h)
+        for b in range(n_h)
+    ]
+    group_links: dict[tuple[int, int], int] = defaultdict(int)
+    for (ua, ub), w in links.items():
+        ga, gb = demand.units[ua].group, demand.units[ub].group
+        if ga != gb:
+            group_links[(min(ga, gb), max(ga, gb))] += w
+
+    cap = hr.capacity()
+    dem = _group_demand(groups, hr.lengths)
+    blocks = np.array([bool(g.blocks) for g in groups])
+    quota = -(-int(blocks.sum()) // n_h)
+    start = _first_fit(cap, dem, allowed, blocks, quota)
+    if start is None:
+        start = _first_fit(cap, dem, allowed, blocks, n_g)
+    # the least overflow of every hall resource: zero is a feasible start, else what is short
+    relaxed, xr, over = _relaxed_campus(groups, allowed, hr)
+    solver = cp_model.CpSolver()
+    if start is None:
+        _params(solver, site, site.solver.campus_effort)
+        status = solver.solve(relaxed)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            raise SpecError([Problem("site", "no assignment of racks to halls was found")])
+        if solver.objective_value == 0:
+            start = np.array(
+                [
+                    next(h for h in allowed[g] if solver.boolean_value(xr[(g, h)]))
+                    for g in range(n_g)
+                ],
+                dtype=np.int64,
+            )
+    if start is not None:
+        cost = np.array(table, dtype=np.float64).reshape(n_h, n_h)
+        layers = _layers(demand)
+        hall, stats = _alternate(start, cap, dem, allowed, cost, group_links, layers, site)
+        return hall.astype(np.int32), stats
+    problems = _shortfall(floor, hr, solver, over)
     raise SpecError(problems or [Problem("site", "the racks do not fit the halls")])
 
 
@@ -660,6 +710,141 @@ def _allowed_starts(
     return starts
 
 
+class _Budgets:
+    """The power and cooling a greedy placement has taken of each row, feed and loop."""
+
+    def __init__(self, floor: FloorPlan) -> None:
+        self.floor = floor
+        self.row: dict[int, float] = defaultdict(float)
+        self.feed: dict[int, float] = defaultdict(float)
+        self.loop: dict[int, float] = defaultdict(float)
+
+    def fits(self, r: int, w: float) -> bool:
+        """Whether ``w`` watts more in row ``r`` keep its row, feed and loop budgets."""
+        floor = self.floor
+        f, lp = int(floor.row_feed[r]), int(floor.row_loop[r])
+        return bool(
+            self.row[r] + w <= floor.row_power_w[r] + 1e-6
+            and self.row[r] + w <= floor.row_cooling_w[r] + 1e-6
+            and self.feed[f] + w <= floor.feed_power_w[f] + 1e-6
+            and self.loop[lp] + w <= floor.loop_cooling_w[lp] + 1e-6
+        )
+
+    def take(self, r: int, w: float) -> None:
+        self.row[r] += w
+        self.feed[int(self.floor.row_feed[r])] += w
+        self.loop[int(self.floor.row_loop[r])] += w
+
+
+@dataclass
+class _Greedy:
+    """The state of one greedy placement of a hall: positions taken, budgets used, each
+    placed unit's start (``out``)."""
+
+    floor: FloorPlan
+    demand: Demand
+    rows: NDArray[Any]
+    xs: NDArray[np.float64]
+    ys: NDArray[np.float64]
+    taken: NDArray[np.bool_]
+    budgets: _Budgets
+    out: dict[int, int]
+
+    def take(self, u: int, a: int, w: float) -> None:
+        k = len(self.demand.units[u].racks)
+        self.taken[a : a + k] = True
+        self.budgets.take(int(self.rows[a]), w)
+        self.out[u] = a
+
+    def centre(self, u: int) -> tuple[float, float]:
+        a, k = self.out[u], len(self.demand.units[u].racks)
+        return float(self.xs[a : a + k].mean()), float(self.ys[a : a + k].mean())
+
+
+def _greedy_blocks(
+    g: _Greedy,
+    blocks: list[int],
+    starts: dict[int, list[int]],
+    power: dict[int, float],
+    door_d: NDArray[np.float64],
+) -> bool:
+    """Blocks in order, each in the first row with an allowed run whose budgets still hold it,
+    at the start farthest from the door (so the row's free positions, for its leaf racks, lie
+    between the block and the door). False when one does not fit."""
+    demand, rows = g.demand, g.rows
+    for u in sorted(blocks, key=lambda u: (demand.units[u].group, u)):
+        k = len(demand.units[u].racks)
+        fitting = [a for a in starts[u] if not g.taken[a : a + k].any()]
+        fitting = [a for a in fitting if g.budgets.fits(int(rows[a]), power[u])]
+        if not fitting:
+            return False
+        row = int(rows[fitting[0]])
+        in_row = [a for a in fitting if int(rows[a]) == row]
+        g.take(u, max(in_row, key=lambda a: (float(door_d[a : a + k].mean()), -a)), power[u])
+    return True
+
+
+def _single_order(
+    demand: Demand, singles: list[int], nbr: dict[int, list[tuple[int, int]]], heavy_first: bool
+) -> list[int]:
+    """Single racks with a reach first (with ``heavy_first``: only those tied to their unit by
+    a short reach), then the most linked."""
+    total_w = {u: sum(w for _, w in nbr[u]) for u in singles}
+    if heavy_first:
+        short = {u for u in singles if any(m < SHORT_REACH_M for _, m in demand.units[u].reach)}
+        return sorted(singles, key=lambda u: (u not in short, -total_w[u], u))
+    return sorted(singles, key=lambda u: (not demand.units[u].reach, -total_w[u], u))
+
+
+def _greedy_start(
+    g: _Greedy,
+    site: SiteSpec,
+    u: int,
+    power: float,
+    starts: list[int],
+    anchor: NDArray[np.float64],
+    pitch: float,
+    planes_on: dict[tuple[str, int], set[int]],
+    layer_feeds: dict[str, set[int]],
+) -> int | None:
+    """The allowed start of single unit ``u`` that adds the least cable to the ``anchor``
+    points (x, y, weight) while keeping the budgets, the planes per feed and the reach; a
+    spine or core layer is steered towards feeds it does not use yet. None when none does."""
+    floor, demand, rows, xs, ys = g.floor, g.demand, g.rows, g.xs, g.ys
+    unit = demand.units[u]
+    pkey = plane_key(unit)
+    best: tuple[float, int] | None = None
+    for a in starts:
+        if g.taken[a]:
+            continue
+        r = int(rows[a])
+        if not g.budgets.fits(r, power):
+            continue
+        feed = int(floor.row_feed[r])
+        penalty = 0.0
+        if pkey:
+            planes = planes_on[(pkey, feed)]
+            if unit.plane not in planes and len(planes) >= site.spread.planes_per_feed:
+                continue
+        if ":block:" not in unit.spread_key and feed in layer_feeds[unit.spread_key]:
+            penalty = 1e12  # prefer a feed the layer does not use yet
+        ok = True
+        for v, metres in unit.reach:
+            if v in g.out:
+                cx, cy = g.centre(v)
+                half = (len(demand.units[v].racks) - 1) / 2 * pitch
+                if abs(xs[a] - cx) + abs(ys[a] - cy) + half > metres - site.reach_allowance_m:
+                    ok = False
+        if not ok:
+            continue
+        d = penalty + float(
+            (anchor[:, 2] * (np.abs(xs[a] - anchor[:, 0]) + np.abs(ys[a] - anchor[:, 1]))).sum()
+        )
+        if best is None or d < best[0]:
+            best = (d, a)
+    return None if best is None else best[1]
+
+
 def _greedy(
     floor: FloorPlan,
     demand: Demand,
@@ -678,53 +863,16 @@ def _greedy(
     position that adds the least cable to what is already placed (links leaving the hall count
     from the door) while keeping the budgets, the planes per feed and the reach; a spine or
     core layer is only steered towards feeds it does not use yet. None when it gets stuck."""
-    n = pos.shape[0]
-    taken = np.zeros(n, dtype=bool)
-    rows = floor.pos_row[pos]
     xs, ys = floor.pos_x[pos], floor.pos_y[pos]
-    row_load: dict[int, float] = defaultdict(float)
-    feed_load: dict[int, float] = defaultdict(float)
-    loop_load: dict[int, float] = defaultdict(float)
-    out: dict[int, int] = {}
-
-    def fits_budget(r: int, w: float) -> bool:
-        f, lp = int(floor.row_feed[r]), int(floor.row_loop[r])
-        return bool(
-            row_load[r] + w <= floor.row_power_w[r] + 1e-6
-            and row_load[r] + w <= floor.row_cooling_w[r] + 1e-6
-            and feed_load[f] + w <= floor.feed_power_w[f] + 1e-6
-            and loop_load[lp] + w <= floor.loop_cooling_w[lp] + 1e-6
-        )
-
-    def take(u: int, a: int, w: float) -> None:
-        k = len(demand.units[u].racks)
-        taken[a : a + k] = True
-        r = int(rows[a])
-        row_load[r] += w
-        feed_load[int(floor.row_feed[r])] += w
-        loop_load[int(floor.row_loop[r])] += w
-        out[u] = a
-
+    taken = np.zeros(pos.shape[0], dtype=bool)
+    g = _Greedy(floor, demand, floor.pos_row[pos], xs, ys, taken, _Budgets(floor), {})
     power = {u: float(demand.rack_power_w[list(demand.units[u].racks)].sum()) for u in units}
     blocks = [u for u in units if demand.units[u].kind == "block"]
     singles = [u for u in units if demand.units[u].kind != "block"]
     door = floor.hall_door[h]
     door_d = np.abs(xs - door[0]) + np.abs(ys - door[1])
-    for u in sorted(blocks, key=lambda u: (demand.units[u].group, u)):
-        k = len(demand.units[u].racks)
-        # the first row with room; in it, the start farthest from the door, so the row's free
-        # positions (for its leaf racks) lie between the block and the door
-        fitting = [a for a in starts[u] if not taken[a : a + k].any()]
-        fitting = [a for a in fitting if fits_budget(int(rows[a]), power[u])]
-        if not fitting:
-            return None
-        row = int(rows[fitting[0]])
-        in_row = [a for a in fitting if int(rows[a]) == row]
-        take(u, max(in_row, key=lambda a: (float(door_d[a : a + k].mean()), -a)), power[u])
-
-    def centre(u: int) -> tuple[float, float]:
-        a, k = out[u], len(demand.units[u].racks)
-        return float(xs[a : a + k].mean()), float(ys[a : a + k].mean())
+    if not _greedy_blocks(g, blocks, starts, power, door_d):
+        return None
 
     pitch = _pitch_dm(floor, pos) / DM
     planes_on: dict[tuple[str, int], set[int]] = defaultdict(set)
@@ -737,68 +885,32 @@ def _greedy(
             nbr[a].append((b, w))
         if b in inside:
             nbr[b].append((a, w))
-    total_w = {u: sum(w for _, w in nbr[u]) for u in singles}
-    if heavy_first:
-        # racks tied to their unit by a short reach first, then the heaviest
-        short = {u for u in singles if any(m < SHORT_REACH_M for _, m in demand.units[u].reach)}
-        order = sorted(singles, key=lambda u: (u not in short, -total_w[u], u))
-    else:
-        order = sorted(singles, key=lambda u: (not demand.units[u].reach, -total_w[u], u))
-    for u in order:
+    for u in _single_order(demand, singles, nbr, heavy_first):
         unit = demand.units[u]
-        pkey = plane_key(unit)
         # the position that adds the least cable to what is placed: links to placed units
         # from their centres, links leaving the hall from the door
         anchors: list[tuple[float, float, int]] = []
         for v, w in nbr[u]:
-            if v in out:
-                anchors.append((*centre(v), w))
+            if v in g.out:
+                anchors.append((*g.centre(v), w))
             elif v not in inside:
                 anchors.append((float(door[0]), float(door[1]), w))
         if not anchors:
             anchors = [(x, y, 1) for x, y in leaf_xy] or [(float(xs.mean()), float(ys.mean()), 1)]
         anchor = np.array(anchors, dtype=np.float64)
-        best: tuple[float, int] | None = None
-        for a in starts[u]:
-            if taken[a]:
-                continue
-            r = int(rows[a])
-            if not fits_budget(r, power[u]):
-                continue
-            feed = int(floor.row_feed[r])
-            penalty = 0.0
-            if pkey:
-                planes = planes_on[(pkey, feed)]
-                if unit.plane not in planes and len(planes) >= site.spread.planes_per_feed:
-                    continue
-            if ":block:" not in unit.spread_key and feed in layer_feeds[unit.spread_key]:
-                penalty = 1e12  # prefer a feed the layer does not use yet
-            ok = True
-            for v, metres in unit.reach:
-                if v in out:
-                    cx, cy = centre(v)
-                    half = (len(demand.units[v].racks) - 1) / 2 * pitch
-                    if abs(xs[a] - cx) + abs(ys[a] - cy) + half > metres - site.reach_allowance_m:
-                        ok = False
-            if not ok:
-                continue
-            d = penalty + float(
-                (anchor[:, 2] * (np.abs(xs[a] - anchor[:, 0]) + np.abs(ys[a] - anchor[:, 1]))).sum()
-            )
-            if best is None or d < best[0]:
-                best = (d, a)
-        if best is None:
+        at = _greedy_start(g, site, u, power[u], starts[u], anchor, pitch, planes_on, layer_feeds)
+        if at is None:
             return None
-        a = best[1]
-        take(u, a, power[u])
-        feed = int(floor.row_feed[int(rows[a])])
+        g.take(u, at, power[u])
+        feed = int(floor.row_feed[int(g.rows[at])])
+        pkey = plane_key(unit)
         if pkey:
             planes_on[(pkey, feed)].add(unit.plane)
         if ":block:" in unit.spread_key:
-            leaf_xy.append((float(xs[a]), float(ys[a])))
+            leaf_xy.append((float(xs[at]), float(ys[at])))
         elif unit.spread_key:
             layer_feeds[unit.spread_key].add(feed)
-    return out
+    return g.out
 
 
 def _objective_m(
@@ -830,6 +942,208 @@ def _objective_m(
     return total
 
 
+@dataclass(frozen=True)
+class _UnitVars:
+    """The hall model's variables per unit: its start, a literal per row it may stand in,
+    its centre (decimetres); per row the units that may stand in it with their literal."""
+
+    start: dict[int, Any]
+    row_of: dict[tuple[int, int], Any]
+    cx: dict[int, Any]
+    cy: dict[int, Any]
+    row_units: dict[int, list[tuple[int, Any]]]
+
+
+def _unit_vars(
+    m: cp_model.CpModel,
+    demand: Demand,
+    units: list[int],
+    starts: dict[int, list[int]],
+    tab: dict[str, Any],
+) -> _UnitVars:
+    """Each unit's start among its allowed ones (none: infeasible, diagnosed by the caller),
+    in exactly one row, no two overlapping; its centre from its start."""
+    xs, ys, rows = tab["x"], tab["y"], tab["row"]
+    n = rows.shape[0]
+    uv = _UnitVars({}, {}, {}, {}, defaultdict(list))
+    intervals = []
+    for u in units:
+        unit = demand.units[u]
+        k = len(unit.racks)
+        allowed = starts[u] or [0]
+        s = m.new_int_var_from_domain(cp_model.Domain.from_values(allowed), f"s{u}")
+        if not starts[u]:
+            m.add(s != s)  # nothing fits: infeasible, diagnosed by the caller
+        uv.start[u] = s
+        intervals.append(m.new_fixed_size_interval_var(s, k, f"i{u}"))
+        by_row: dict[int, list[int]] = defaultdict(list)
+        for a in allowed:
+            by_row[int(rows[a])].append(a)
+        lits = []
+        for r, values in sorted(by_row.items()):
+            b = m.new_bool_var(f"r{u}_{r}")
+            m.add_linear_expression_in_domain(
+                s, cp_model.Domain.from_values(values)
+            ).only_enforce_if(b)
+            uv.row_of[(u, r)] = b
+            uv.row_units[r].append((u, b))
+            lits.append(b)
+        m.add_exactly_one(lits)
+        # centre of the unit
+        cxt = [0] * n
+        cyt = [0] * n
+        for a in allowed:
+            cxt[a] = round(float(xs[a : a + k].mean()))
+            cyt[a] = round(float(ys[a : a + k].mean()))
+        uv.cx[u] = m.new_int_var(min(cxt), max(cxt), f"cx{u}")
+        uv.cy[u] = m.new_int_var(min(cyt), max(cyt), f"cy{u}")
+        m.add_element(s, cxt, uv.cx[u])
+        m.add_element(s, cyt, uv.cy[u])
+    m.add_no_overlap(intervals)
+    return uv
+
+
+def _budget_constraints(
+    m: cp_model.CpModel, floor: FloorPlan, demand: Demand, units: list[int], uv: _UnitVars
+) -> None:
+    """The power and cooling of each row, feed and loop within its budget."""
+    power = {
+        u: math.ceil(float(demand.rack_power_w[list(demand.units[u].racks)].sum())) for u in units
+    }
+    feed_terms: dict[int, list[tuple[int, Any]]] = defaultdict(list)
+    loop_terms: dict[int, list[tuple[int, Any]]] = defaultdict(list)
+    for r, items in sorted(uv.row_units.items()):
+        terms = [(power[u], b) for u, b in items]
+        for limit in (floor.row_power_w[r], floor.row_cooling_w[r]):
+            if not math.isinf(limit):
+                m.add(sum(c * b for c, b in terms) <= int(limit))
+        feed_terms[int(floor.row_feed[r])] += terms
+        loop_terms[int(floor.row_loop[r])] += terms
+    for f, terms in sorted(feed_terms.items()):
+        if not math.isinf(floor.feed_power_w[f]):
+            m.add(sum(c * b for c, b in terms) <= int(floor.feed_power_w[f]))
+    for lp, terms in sorted(loop_terms.items()):
+        if not math.isinf(floor.loop_cooling_w[lp]):
+            m.add(sum(c * b for c, b in terms) <= int(floor.loop_cooling_w[lp]))
+
+
+def _spread_constraints(
+    m: cp_model.CpModel,
+    demand: Demand,
+    site: SiteSpec,
+    units: list[int],
+    uv: _UnitVars,
+    feeds_of_row: dict[int, int],
+) -> None:
+    """At most ``planes_per_feed`` planes of a scalable unit (leaf racks) or of a pod (spine
+    or core racks) on one feed; a spine or core layer over ``spine_feeds`` feeds."""
+    row_of = uv.row_of
+    layers: dict[str, list[int]] = defaultdict(list)
+    by_planes: dict[str, list[int]] = defaultdict(list)
+    for u in units:
+        if demand.units[u].spread_key:
+            layers[demand.units[u].spread_key].append(u)
+        key = plane_key(demand.units[u])
+        if key:
+            by_planes[key].append(u)
+    hall_feeds = sorted(set(feeds_of_row.values()))
+    for key, members in sorted(by_planes.items()):
+        planes = sorted({demand.units[u].plane for u in members})
+        if len(planes) <= site.spread.planes_per_feed:
+            continue
+        for f in hall_feeds:
+            uses = []
+            for q in planes:
+                on = [
+                    row_of[(u, r)]
+                    for u in members
+                    if demand.units[u].plane == q
+                    for r in feeds_of_row
+                    if feeds_of_row[r] == f and (u, r) in row_of
+                ]
+                if on:
+                    z = m.new_bool_var(f"z{key}{q}{f}")
+                    for b in on:
+                        m.add_implication(b, z)
+                    uses.append(z)
+            if len(uses) > site.spread.planes_per_feed:
+                m.add(sum(uses) <= site.spread.planes_per_feed)
+    for key, members in sorted(layers.items()):
+        if ":block:" in key:
+            continue
+        need = min(site.spread.spine_feeds, len(members), len(hall_feeds))
+        if need <= 1:
+            continue
+        used = []
+        for f in hall_feeds:
+            on = [
+                row_of[(u, r)]
+                for u in members
+                for r in feeds_of_row
+                if feeds_of_row[r] == f and (u, r) in row_of
+            ]
+            if on:
+                z = m.new_bool_var(f"y{key}{f}")
+                m.add(z <= sum(on))
+                used.append(z)
+        m.add(sum(used) >= need)
+
+
+def _manhattan(m: cp_model.CpModel, x: Any, y: Any) -> Any:
+    """A variable equal to ``|x| + |y|`` (decimetres)."""
+    dx = m.new_int_var(0, 10**7, "")
+    dy = m.new_int_var(0, 10**7, "")
+    m.add_abs_equality(dx, x)
+    m.add_abs_equality(dy, y)
+    return dx + dy
+
+
+def _reach_constraints(
+    m: cp_model.CpModel,
+    floor: FloorPlan,
+    demand: Demand,
+    site: SiteSpec,
+    pos: NDArray[np.int64],
+    units: list[int],
+    uv: _UnitVars,
+) -> None:
+    """A unit with a reach to another stands within it of the other's nearest rack."""
+    pitch = _pitch_dm(floor, pos)
+    for u in units:
+        for v, metres in demand.units[u].reach:
+            if v not in uv.start:
+                continue
+            half = math.ceil((len(demand.units[v].racks) - 1) / 2 * pitch)
+            limit = math.floor((metres - site.reach_allowance_m) * DM) - half
+            m.add(_manhattan(m, uv.cx[u] - uv.cx[v], uv.cy[u] - uv.cy[v]) <= max(limit, -1))
+
+
+def _cable_objective(
+    m: cp_model.CpModel,
+    floor: FloorPlan,
+    h: int,
+    units: list[int],
+    links: dict[tuple[int, int], int],
+    uv: _UnitVars,
+) -> None:
+    """Minimize links x decimetres between unit centres, links leaving the hall from its
+    door."""
+    inside = set(units)
+    door = np.round(floor.hall_door[h] * DM).astype(np.int64)
+    obj: list[Any] = []
+    external: dict[int, int] = defaultdict(int)
+    for (ua, ub), w in sorted(links.items()):
+        if ua in inside and ub in inside:
+            obj.append(w * _manhattan(m, uv.cx[ua] - uv.cx[ub], uv.cy[ua] - uv.cy[ub]))
+        elif ua in inside:
+            external[ua] += w
+        elif ub in inside:
+            external[ub] += w
+    for u, w in sorted(external.items()):
+        obj.append(w * _manhattan(m, uv.cx[u] - int(door[0]), uv.cy[u] - int(door[1])))
+    m.minimize(sum(obj) if obj else 0)
+
+
 def _hall_model(
     floor: FloorPlan,
     demand: Demand,
@@ -845,163 +1159,19 @@ def _hall_model(
 ) -> tuple[_HallModel, dict[int, list[int]], NDArray[np.int64]]:
     pos = floor.hall_positions(h)
     tab = _hall_tables(floor, pos)
-    xs, ys, rows = tab["x"], tab["y"], tab["row"]
-    n = pos.shape[0]
     m = cp_model.CpModel()
     starts = {u: _allowed_starts(floor, demand, pos, demand.units[u]) for u in units}
-    start: dict[int, Any] = {}
-    row_of: dict[tuple[int, int], Any] = {}
-    cx: dict[int, Any] = {}
-    cy: dict[int, Any] = {}
-    intervals = []
-    row_units: dict[int, list[tuple[int, Any]]] = defaultdict(list)
-    for u in units:
-        unit = demand.units[u]
-        k = len(unit.racks)
-        allowed = starts[u] or [0]
-        s = m.new_int_var_from_domain(cp_model.Domain.from_values(allowed), f"s{u}")
-        if not starts[u]:
-            m.add(s != s)  # nothing fits: infeasible, diagnosed by the caller
-        start[u] = s
-        intervals.append(m.new_fixed_size_interval_var(s, k, f"i{u}"))
-        by_row: dict[int, list[int]] = defaultdict(list)
-        for a in allowed:
-            by_row[int(rows[a])].append(a)
-        lits = []
-        for r, values in sorted(by_row.items()):
-            b = m.new_bool_var(f"r{u}_{r}")
-            m.add_linear_expression_in_domain(
-                s, cp_model.Domain.from_values(values)
-            ).only_enforce_if(b)
-            row_of[(u, r)] = b
-            row_units[r].append((u, b))
-            lits.append(b)
-        m.add_exactly_one(lits)
-        # centre of the unit
-        cxt = [0] * n
-        cyt = [0] * n
-        for a in allowed:
-            cxt[a] = round(float(xs[a : a + k].mean()))
-            cyt[a] = round(float(ys[a : a + k].mean()))
-        cx[u] = m.new_int_var(min(cxt), max(cxt), f"cx{u}")
-        cy[u] = m.new_int_var(min(cyt), max(cyt), f"cy{u}")
-        m.add_element(s, cxt, cx[u])
-        m.add_element(s, cyt, cy[u])
-    m.add_no_overlap(intervals)
-
-    power = {
-        u: math.ceil(float(demand.rack_power_w[list(demand.units[u].racks)].sum())) for u in units
-    }
+    uv = _unit_vars(m, demand, units, starts, tab)
     if budgets:
-        feed_terms: dict[int, list[tuple[int, Any]]] = defaultdict(list)
-        loop_terms: dict[int, list[tuple[int, Any]]] = defaultdict(list)
-        for r, items in sorted(row_units.items()):
-            terms = [(power[u], b) for u, b in items]
-            for limit in (floor.row_power_w[r], floor.row_cooling_w[r]):
-                if not math.isinf(limit):
-                    m.add(sum(c * b for c, b in terms) <= int(limit))
-            feed_terms[int(floor.row_feed[r])] += terms
-            loop_terms[int(floor.row_loop[r])] += terms
-        for f, terms in sorted(feed_terms.items()):
-            if not math.isinf(floor.feed_power_w[f]):
-                m.add(sum(c * b for c, b in terms) <= int(floor.feed_power_w[f]))
-        for lp, terms in sorted(loop_terms.items()):
-            if not math.isinf(floor.loop_cooling_w[lp]):
-                m.add(sum(c * b for c, b in terms) <= int(floor.loop_cooling_w[lp]))
-
-    feeds_of_row = {r: int(floor.row_feed[r]) for r in set(rows.tolist())}
+        _budget_constraints(m, floor, demand, units, uv)
     if spread:
-        layers: dict[str, list[int]] = defaultdict(list)
-        by_planes: dict[str, list[int]] = defaultdict(list)
-        for u in units:
-            if demand.units[u].spread_key:
-                layers[demand.units[u].spread_key].append(u)
-            key = plane_key(demand.units[u])
-            if key:
-                by_planes[key].append(u)
-        hall_feeds = sorted(set(feeds_of_row.values()))
-        # at most planes_per_feed planes of a scalable unit (leaf racks) or of a pod (spine or
-        # core racks) on one feed
-        for key, members in sorted(by_planes.items()):
-            planes = sorted({demand.units[u].plane for u in members})
-            if len(planes) <= site.spread.planes_per_feed:
-                continue
-            for f in hall_feeds:
-                uses = []
-                for q in planes:
-                    on = [
-                        row_of[(u, r)]
-                        for u in members
-                        if demand.units[u].plane == q
-                        for r in feeds_of_row
-                        if feeds_of_row[r] == f and (u, r) in row_of
-                    ]
-                    if on:
-                        z = m.new_bool_var(f"z{key}{q}{f}")
-                        for b in on:
-                            m.add_implication(b, z)
-                        uses.append(z)
-                if len(uses) > site.spread.planes_per_feed:
-                    m.add(sum(uses) <= site.spread.planes_per_feed)
-        # a spine or core layer over spine_feeds feeds
-        for key, members in sorted(layers.items()):
-            if ":block:" in key:
-                continue
-            need = min(site.spread.spine_feeds, len(members), len(hall_feeds))
-            if need <= 1:
-                continue
-            used = []
-            for f in hall_feeds:
-                on = [
-                    row_of[(u, r)]
-                    for u in members
-                    for r in feeds_of_row
-                    if feeds_of_row[r] == f and (u, r) in row_of
-                ]
-                if on:
-                    z = m.new_bool_var(f"y{key}{f}")
-                    m.add(z <= sum(on))
-                    used.append(z)
-            m.add(sum(used) >= need)
-
+        feeds_of_row = {r: int(floor.row_feed[r]) for r in set(tab["row"].tolist())}
+        _spread_constraints(m, demand, site, units, uv, feeds_of_row)
     if reach:
-        pitch = _pitch_dm(floor, pos)
-        for u in units:
-            for v, metres in demand.units[u].reach:
-                if v not in start:
-                    continue
-                half = math.ceil((len(demand.units[v].racks) - 1) / 2 * pitch)
-                limit = math.floor((metres - site.reach_allowance_m) * DM) - half
-                dx = m.new_int_var(0, 10**7, "")
-                dy = m.new_int_var(0, 10**7, "")
-                m.add_abs_equality(dx, cx[u] - cx[v])
-                m.add_abs_equality(dy, cy[u] - cy[v])
-                m.add(dx + dy <= max(limit, -1))
-
+        _reach_constraints(m, floor, demand, site, pos, units, uv)
     if objective:
-        inside = set(units)
-        door = np.round(floor.hall_door[h] * DM).astype(np.int64)
-        obj: list[Any] = []
-        external: dict[int, int] = defaultdict(int)
-        for (ua, ub), w in sorted(links.items()):
-            if ua in inside and ub in inside:
-                dx = m.new_int_var(0, 10**7, "")
-                dy = m.new_int_var(0, 10**7, "")
-                m.add_abs_equality(dx, cx[ua] - cx[ub])
-                m.add_abs_equality(dy, cy[ua] - cy[ub])
-                obj.append(w * (dx + dy))
-            elif ua in inside:
-                external[ua] += w
-            elif ub in inside:
-                external[ub] += w
-        for u, w in sorted(external.items()):
-            dx = m.new_int_var(0, 10**7, "")
-            dy = m.new_int_var(0, 10**7, "")
-            m.add_abs_equality(dx, cx[u] - int(door[0]))
-            m.add_abs_equality(dy, cy[u] - int(door[1]))
-            obj.append(w * (dx + dy))
-        m.minimize(sum(obj) if obj else 0)
-    return _HallModel(m, start, row_of), starts, pos
+        _cable_objective(m, floor, h, units, links, uv)
+    return _HallModel(m, uv.start, uv.row_of), starts, pos
 
 
 def _pitch_dm(floor: FloorPlan, pos: NDArray[np.int64]) -> float:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -12,106 +10,14 @@ from numpy.typing import NDArray
 
 from clusterloom.errors import Problem, SpecError
 from clusterloom.fabric import FabricDesign
-from clusterloom.findings import Finding
-from clusterloom.placement.demand import Demand, FabricDevices, build_demand, split_blocks
+from clusterloom.placement.artifact import LinkLengths, Placement
+from clusterloom.placement.demand import Demand, build_demand, split_blocks
 from clusterloom.placement.floor import FloorPlan, floor_plan
-from clusterloom.placement.solve import (
-    SolveStats,
-    assign_halls,
-    bound_quality,
-    place_hall,
-    precheck,
-    unit_links,
-)
+from clusterloom.placement.solve import SolveStats, assign_halls, place_hall, precheck, unit_links
+from clusterloom.placement.validate import validate_placement
 from clusterloom.spec import ClusterSpec, SiteSpec
 
-
-@dataclass(frozen=True)
-class LinkLengths:
-    """Floor distance of one fabric's links of one tier (metres, before vertical runs)."""
-
-    fabric: str
-    tier: int
-    links: int
-    total_m: float
-    longest_m: float
-    inter_hall: int
-
-
-@dataclass(frozen=True, eq=False)
-class Placement:
-    """Where every rack and device stands. Arrays are read-only and indexed by rack id (into
-    ``demand``) or by topology node id (``devices``).
-
-    - ``rack_position[r]``: the floor position of rack ``r`` (into ``floor``'s positions), whose
-      building, hall, row, name and x/y the floor holds;
-    - ``device(fabric).node_rack[v]`` / ``node_u[v]`` / ``node_height[v]``: rack, lowest rack
-      unit and height of topology node ``v`` (a backend host sits in its server);
-    - ``solves``: each CP-SAT model's objective and bound (links x metres).
-    """
-
-    floor: FloorPlan
-    demand: Demand
-    rack_position: NDArray[np.int32]
-    solves: tuple[SolveStats, ...]
-    lengths: tuple[LinkLengths, ...]
-    findings: tuple[Finding, ...]
-
-    @property
-    def n_racks(self) -> int:
-        return self.demand.n_racks
-
-    @property
-    def objective(self) -> float:
-        return sum(s.objective for s in self.solves)
-
-    @property
-    def bound(self) -> float:
-        return sum(s.bound for s in self.solves)
-
-    @property
-    def gap(self) -> float:
-        obj = self.objective
-        return 0.0 if obj <= 0 else max(0.0, (obj - self.bound) / obj)
-
-    @cached_property
-    def free_positions(self) -> NDArray[np.int64]:
-        """Per hall, the usable positions (not blocked or reserved) no rack stands on: where
-        the hall can still grow."""
-        f = self.floor
-        free = f.free_mask().copy()
-        free[self.rack_position] = False
-        out: NDArray[np.int64] = np.bincount(f.pos_hall[free], minlength=f.n_halls).astype(np.int64)
-        out.setflags(write=False)
-        return out
-
-    @property
-    def bound_quality(self) -> str:
-        """How far the gap can be trusted (:func:`~clusterloom.placement.solve.bound_quality`
-        of the summed objective and bound)."""
-        return bound_quality(self.gap)
-
-    @cached_property
-    def rack_names(self) -> tuple[str, ...]:
-        """Each rack's name: its position's path with dashes (``b1-h1-r03-p12``)."""
-        names = self.floor.pos_names
-        return tuple(names[p].replace("/", "-") for p in self.rack_position.tolist())
-
-    def device(self, fabric: str) -> FabricDevices:
-        for d in self.demand.devices:
-            if d.fabric == fabric:
-                return d
-        raise KeyError(fabric)
-
-    def node_position(self, fabric: str) -> NDArray[np.int32]:
-        """Floor position of every topology node of ``fabric``."""
-        return self.rack_position[self.device(fabric).node_rack]
-
-    def link_distance_m(self, fd: FabricDesign) -> NDArray[np.float64]:
-        """Floor distance of every link of ``fd`` (metres; see :mod:`placement.floor`)."""
-        pos = self.node_position(fd.name)
-        t = fd.topology
-        return self.floor.distance(pos[t.link_src], pos[t.link_dst])
+__all__ = ["LinkLengths", "Placement", "check_site", "place"]
 
 
 def _lengths(placement: Placement, fabrics: tuple[FabricDesign, ...]) -> tuple[LinkLengths, ...]:
@@ -169,8 +75,6 @@ def place(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> Placement:
     """
     if spec.site is None:
         raise SpecError([Problem("site", "this spec has no site section to place racks on")])
-    from clusterloom.placement.validate import validate_placement
-
     site = spec.site
     floor, demand = _checked_demand(spec, site, fabrics)
     ends: list[tuple[NDArray[Any], NDArray[Any]]] = []

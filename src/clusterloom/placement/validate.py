@@ -23,15 +23,16 @@ from clusterloom.findings import Finding, Severity
 from clusterloom.placement.demand import COMPUTE, plane_key
 from clusterloom.placement.floor import FREE
 from clusterloom.spec import ClusterSpec
+from clusterloom.units import kilowatts, to_kilowatts
 
 if TYPE_CHECKING:
-    from clusterloom.placement.stage import Placement
+    from clusterloom.placement.artifact import Placement
 
 EPS = 1e-6
 
 
 def _kw(w: float) -> str:
-    return f"{w / 1e3:,.1f} kW"
+    return f"{to_kilowatts(w):,.1f} kW"
 
 
 def check_placed_once(p: Placement) -> list[Finding]:
@@ -211,7 +212,7 @@ def check_budgets(p: Placement, spec: ClusterSpec) -> list[Finding]:
     catalog = spec.resolved_catalog()
     network = np.flatnonzero(d.rack_kind != COMPUTE)
     if network.size:
-        limit = np.array([catalog.racks[d.rack_model[r]].power_kw * 1e3 for r in network])
+        limit = np.array([kilowatts(catalog.racks[d.rack_model[r]].power_kw) for r in network])
         out += _budget(
             "network rack",
             tuple(p.rack_names[r] for r in network.tolist()),

@@ -8,9 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from clusterloom.cabling import SEGMENT_KINDS, Cabling
-from clusterloom.cabling.bom import fibres_between
+from clusterloom.report._html import esc, table, td
 from clusterloom.report._svg import FONT, scale_bar
-from clusterloom.report.html import _table, _td, esc
 
 #: Halls drawn in the report (the tables cover all of them).
 MAX_HALLS_DRAWN = 24
@@ -130,23 +129,20 @@ def campus_svg(c: Cabling) -> str:
 
 
 def cabling_section(c: Cabling) -> str:
-    mt = c.media
-    ok = c.realized()
-    rows = []
-    for i, name in enumerate(mt.names):
-        sel = ok & (c.medium == i)
-        if not sel.any():
-            continue
-        rows.append(
-            "<tr>"
-            + _td(esc(name))
-            + _td(f"{int(sel.sum()):,}", True)
-            + _td(f"{int((sel & c.structured).sum()):,}", True)
-            + _td(f"{float(c.length_m[sel].sum()):,.0f} m", True)
-            + _td(f"{float(c.length_m[sel].max()):,.1f} m", True)
-            + "</tr>"
+    n, by = c.totals, c.by_medium
+    rows = [
+        "<tr>"
+        + td(esc(name))
+        + td(f"{links:,}", True)
+        + td(f"{structured:,}", True)
+        + td(f"{metres:,.0f} m", True)
+        + td(f"{longest:,.1f} m", True)
+        + "</tr>"
+        for name, links, structured, metres, longest in zip(
+            by.names, by.links, by.structured, by.metres, by.longest, strict=True
         )
-    media = _table(
+    ]
+    media = table(
         (
             ("medium", False),
             ("links", True),
@@ -158,13 +154,13 @@ def cabling_section(c: Cabling) -> str:
         table_id="cabling-media",
         css_class="media",
     )
-    between = fibres_between(c, "hall")
+    between = c.between_halls
     hall_rows = [
-        "<tr>" + _td(esc(a)) + _td(esc(b)) + _td(f"{t:,}", True) + _td(f"{f:,}", True) + "</tr>"
+        "<tr>" + td(esc(a)) + td(esc(b)) + td(f"{t:,}", True) + td(f"{f:,}", True) + "</tr>"
         for (a, b), (t, f) in between.items()
     ]
     halls = (
-        _table(
+        table(
             (("hall", False), ("hall", False), ("cables", True), ("fibres", True)),
             hall_rows,
             table_id="cabling-halls",
@@ -187,9 +183,9 @@ def cabling_section(c: Cabling) -> str:
         pictures.append(f"<h3>Fibres between buildings</h3>\n{campus}")
     return (
         '<section id="cabling">\n<h2>Cabling</h2>\n'
-        f"<p>{int(ok.sum()):,} of {c.n_links:,} links realized; {int((c.trunk_kind == 0).sum()):,} "
-        f"trunks and {int((c.trunk_kind == 1).sum()):,} backbones, "
-        f"{int(c.frame_panels.sum()):,} panel ends; tray segments coloured by fill against "
+        f"<p>{n.realized:,} of {c.n_links:,} links realized; {n.trunks:,} "
+        f"trunks and {n.backbones:,} backbones, "
+        f"{n.panels:,} panel ends; tray segments coloured by fill against "
         "their limit (green under half, amber to the limit, red over it).</p>\n"
         + media
         + "\n<h3>Fibres between halls</h3>\n"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,17 +24,20 @@ from clusterloom.fabric.bom import LINK_TIER_NAMES
 from clusterloom.fabric.topology import Role
 from clusterloom.findings import Finding, Severity
 from clusterloom.pipeline import Design
-from clusterloom.units import BPS_PER_GBPS, to_usd, to_watts
+from clusterloom.report._html import CSS, DASH, esc, table, td, toc
+from clusterloom.units import (
+    BPS_PER_GBPS,
+    to_gbps,
+    to_kilowatts,
+    to_megawatts,
+    to_tbps,
+    to_usd,
+    to_watts,
+)
 
 # --- formatting ---------------------------------------------------------------------------
 
 TIMES = "\u00d7"  # multiplication sign
-DASH = "\u2013"  # en dash
-
-
-def esc(value: object) -> str:
-    """HTML-escape ``value`` for text and attribute values alike."""
-    return html.escape(str(value), quote=True)
 
 
 def _int(n: int) -> str:
@@ -42,11 +45,11 @@ def _int(n: int) -> str:
 
 
 def _kw(watts: float) -> str:
-    return f"{watts / 1000:,.1f} kW"
+    return f"{to_kilowatts(watts):,.1f} kW"
 
 
 def _power(watts: float) -> str:
-    return f"{watts / 1e6:,.2f} MW" if watts >= 1e6 else _kw(watts)
+    return f"{to_megawatts(watts):,.2f} MW" if watts >= 1e6 else _kw(watts)
 
 
 def _usd(amount: float) -> str:
@@ -74,8 +77,8 @@ def _bandwidth(bps: float) -> str:
     if bps >= 1e15:
         return f"{bps / 1e15:,.2f} Pb/s"
     if bps >= 1e12:
-        return f"{bps / 1e12:,.1f} Tb/s"
-    return f"{bps / 1e9:,.0f} Gb/s"
+        return f"{to_tbps(bps):,.1f} Tb/s"
+    return f"{to_gbps(bps):,.0f} Gb/s"
 
 
 def _gbps(speed: int) -> str:
@@ -84,104 +87,6 @@ def _gbps(speed: int) -> str:
 
 def _title(name: str) -> str:
     return name[:1].upper() + name[1:]
-
-
-# --- page ---------------------------------------------------------------------------------
-
-CSS = """
-:root { --ink: #0f172a; --muted: #64748b; --line: #e2e8f0; --soft: #f8fafc; --accent: #2563eb; }
-* { box-sizing: border-box; }
-body { margin: 0; color: var(--ink); background: #fff;
-  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial,
-    sans-serif; }
-main { max-width: 1200px; margin: 0 auto; padding: 28px 32px 48px; }
-header { border-bottom: 2px solid var(--ink); padding-bottom: 14px; margin-bottom: 22px; }
-h1 { font-size: 26px; margin: 0 0 4px; letter-spacing: -0.01em; }
-h1 small { font-size: 14px; font-weight: 500; color: var(--muted); margin-left: 8px; }
-h2 { font-size: 20px; margin: 34px 0 12px; padding-bottom: 6px;
-  border-bottom: 1px solid var(--line); }
-h3 { font-size: 15px; margin: 22px 0 8px; color: #334155; }
-p.lead { margin: 4px 0 10px; color: #334155; }
-dl.prov { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 8px 0 0;
-  font-size: 12.5px; color: var(--muted); }
-dl.prov dt { font-weight: 600; }
-dl.prov dd { margin: 0; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
-.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(160px, 1fr)); gap: 10px;
-  margin: 0 0 16px; }
-.card { border: 1px solid var(--line); border-radius: 8px; padding: 10px 12px;
-  background: var(--soft); }
-.card b { display: block; font-size: 20px; font-variant-numeric: tabular-nums; }
-.card span { color: var(--muted); font-size: 12px; text-transform: uppercase;
-  letter-spacing: .04em; }
-table { border-collapse: collapse; width: 100%; margin: 4px 0 8px; font-size: 13px; }
-th, td { padding: 6px 8px; border-bottom: 1px solid var(--line); text-align: left;
-  vertical-align: top; }
-th { background: #f1f5f9; font-weight: 600; font-size: 12px; color: #334155; }
-.scroll { overflow-x: auto; }
-td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-tr.total td { font-weight: 700; border-top: 2px solid #cbd5e1; background: var(--soft); }
-tr.chosen td { background: #ecfdf5; }
-tr.chosen td:first-child { box-shadow: inset 3px 0 0 #059669; }
-tr.infeasible td { color: var(--muted); }
-td.reason { font-style: italic; }
-table.options td:first-child { white-space: nowrap; }
-.badge { display: inline-block; padding: 0 7px; border-radius: 9px; font-size: 11px;
-  font-weight: 600; line-height: 18px; margin-left: 6px; vertical-align: 1px; }
-.badge.chosen { background: #059669; color: #fff; }
-.badge.no { background: #e2e8f0; color: #475569; }
-.sev { display: inline-block; min-width: 62px; text-align: center; padding: 0 7px;
-  border-radius: 9px; font-size: 11px; font-weight: 700; line-height: 18px;
-  text-transform: uppercase; }
-.sev.error { background: #fee2e2; color: #b91c1c; }
-.sev.warning { background: #fef3c7; color: #92400e; }
-.sev.info { background: #e0f2fe; color: #075985; }
-tr.error td { background: #fff7f7; }
-code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12px; }
-figure { margin: 8px 0 4px; border: 1px solid var(--line); border-radius: 8px; padding: 8px;
-  background: #fff; }
-figure svg { display: block; width: 100%; height: auto; }
-figcaption { color: var(--muted); font-size: 12px; padding: 4px 6px 0; }
-.muted { color: var(--muted); }
-nav.toc { border: 1px solid var(--line); border-radius: 8px; background: var(--soft);
-  padding: 8px 14px; margin: 0 0 8px; font-size: 13px; }
-nav.toc b { display: block; font-size: 12px; color: var(--muted); text-transform: uppercase;
-  letter-spacing: .04em; }
-nav.toc ol { margin: 4px 0 2px; padding-left: 20px; columns: 3 200px; }
-nav.toc a { color: var(--accent); text-decoration: none; }
-ul.assumptions { margin: 6px 0; padding-left: 20px; color: #7c2d12; }
-footer { margin-top: 36px; color: var(--muted); font-size: 12px; border-top: 1px solid var(--line);
-  padding-top: 10px; }
-"""
-
-
-def _table(
-    headers: Sequence[tuple[str, bool]],
-    rows: Iterable[str],
-    *,
-    table_id: str,
-    css_class: str,
-) -> str:
-    """A table; ``headers`` are (label, numeric) pairs, ``rows`` ready ``<tr>`` markup."""
-    head = "".join(
-        f'<th class="n">{esc(h)}</th>' if num else f"<th>{esc(h)}</th>" for h, num in headers
-    )
-    body = "\n".join(rows)
-    return (
-        f'<div class="scroll"><table id="{esc(table_id)}" class="{esc(css_class)}">\n'
-        f"<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table></div>"
-    )
-
-
-def _td(value: str, numeric: bool = False, css: str = "") -> str:
-    classes = " ".join(c for c in ("n" if numeric else "", css) if c)
-    attr = f' class="{classes}"' if classes else ""
-    return f"<td{attr}>{value}</td>"
-
-
-def toc(entries: Sequence[tuple[str, str]]) -> str:
-    """A table of contents: a link to each (section id, title)."""
-    items = "".join(f'<li><a href="#{esc(sid)}">{esc(title)}</a></li>' for sid, title in entries)
-    return f'<nav class="toc" id="contents"><b>Contents</b><ol>{items}</ol></nav>'
 
 
 # --- summary ------------------------------------------------------------------------------
@@ -223,17 +128,17 @@ def _summary(design: Design) -> str:
             "<tr>"
             + "".join(
                 [
-                    _td(f'<a href="#fabric-{esc(fd.name)}">{esc(_title(fd.name))}</a>'),
-                    _td(esc(p.family)),
-                    _td(str(p.tiers), True),
-                    _td(esc(f"{p.planes} {TIMES} {_gbps(p.speed_gbps)}"), True),
-                    _td(_int(share.switches), True),
-                    _td(_int(share.links), True),
-                    _td(_int(share.transceivers), True),
-                    _td(esc(_power(to_watts(share.power_mw))), True),
-                    _td(esc(_usd(to_usd(share.cost_cents))), True),
-                    _td(esc(_bandwidth(p.bisection_bps)), True),
-                    _td(esc(_bandwidth(p.bisection_bps * p.planes)), True),
+                    td(f'<a href="#fabric-{esc(fd.name)}">{esc(_title(fd.name))}</a>'),
+                    td(esc(p.family)),
+                    td(str(p.tiers), True),
+                    td(esc(f"{p.planes} {TIMES} {_gbps(p.speed_gbps)}"), True),
+                    td(_int(share.switches), True),
+                    td(_int(share.links), True),
+                    td(_int(share.transceivers), True),
+                    td(esc(_power(to_watts(share.power_mw))), True),
+                    td(esc(_usd(to_usd(share.cost_cents))), True),
+                    td(esc(_bandwidth(p.bisection_bps)), True),
+                    td(esc(_bandwidth(p.bisection_bps * p.planes)), True),
                 ]
             )
             + "</tr>"
@@ -246,7 +151,7 @@ def _summary(design: Design) -> str:
     )
     return (
         f'<section id="summary"><h2>Summary</h2>{lead}<div class="cards">{card_html}</div>\n'
-        + _table(headers, rows, table_id="summary-fabrics", css_class="summary")
+        + table(headers, rows, table_id="summary-fabrics", css_class="summary")
         + basis
         + "</section>"
     )
@@ -526,17 +431,17 @@ def bom_table(lines: Sequence[DesignBomLine], table_id: str, total: str) -> str:
         "<tr>"
         + "".join(
             [
-                _td(esc(line.fabric or "shared plant")),
-                _td(esc(line.tier)),
-                _td(esc(line.category)),
-                _td(f"<code>{esc(line.item)}</code>"),
-                _td(esc(f"{line.length_m:g} m") if line.length_m else "", True),
-                _td(_int(line.quantity), True),
-                _td(esc(f"{to_watts(line.unit_power_mw):g} W"), True),
-                _td(esc(_watts(line.power_mw)), True),
-                _td(esc(_cents(line.unit_cost_cents)), True),
-                _td(esc(_cents(line.cost_cents)), True),
-                _td(esc(ESTIMATE if line.basis == "estimate" else line.basis)),
+                td(esc(line.fabric or "shared plant")),
+                td(esc(line.tier)),
+                td(esc(line.category)),
+                td(f"<code>{esc(line.item)}</code>"),
+                td(esc(f"{line.length_m:g} m") if line.length_m else "", True),
+                td(_int(line.quantity), True),
+                td(esc(f"{to_watts(line.unit_power_mw):g} W"), True),
+                td(esc(_watts(line.power_mw)), True),
+                td(esc(_cents(line.unit_cost_cents)), True),
+                td(esc(_cents(line.cost_cents)), True),
+                td(esc(ESTIMATE if line.basis == "estimate" else line.basis)),
             ]
         )
         + "</tr>"
@@ -548,17 +453,17 @@ def bom_table(lines: Sequence[DesignBomLine], table_id: str, total: str) -> str:
         f'<tr class="total" id="{esc(table_id)}-total">'
         + "".join(
             [
-                _td("Total"),
+                td("Total"),
                 f'<td colspan="6">{esc(total)}</td>',
-                _td(esc(_watts(power)), True),
-                _td(""),
-                _td(esc(_cents(cost)), True),
-                _td(""),
+                td(esc(_watts(power)), True),
+                td(""),
+                td(esc(_cents(cost)), True),
+                td(""),
             ]
         )
         + "</tr>"
     )
-    return _table(headers, rows, table_id=table_id, css_class="bom")
+    return table(headers, rows, table_id=table_id, css_class="bom")
 
 
 def _fabric_bom(design: Design, fd: FabricDesign) -> str:
@@ -602,9 +507,9 @@ def _option_row(o: FabricOption, chosen_cost: float) -> str:
         label += '<span class="badge no">infeasible</span>'
         return (
             '<tr class="infeasible">'
-            + _td(label)
-            + _td(tiers, True)
-            + _td(shape, True)
+            + td(label)
+            + td(tiers, True)
+            + td(shape, True)
             + f'<td colspan="8" class="reason">{esc(o.infeasible)}</td></tr>'
         )
     delta = "" if o.chosen or not chosen_cost else f"{(o.cost_usd / chosen_cost - 1) * 100:+.0f}%"
@@ -613,17 +518,17 @@ def _option_row(o: FabricOption, chosen_cost: float) -> str:
         f"<tr{css}>"
         + "".join(
             [
-                _td(label),
-                _td(tiers, True),
-                _td(shape, True),
-                _td(_int(o.switches), True),
-                _td(_int(o.links), True),
-                _td(_int(o.transceivers), True),
-                _td(esc(_power(o.power_w)), True),
-                _td(esc(_usd_short(o.cost_usd)), True),
-                _td(esc(delta), True),
-                _td(esc(f"{o.bisection_per_host_gbps:,.0f} Gb/s"), True),
-                _td(_int(o.ecmp_paths), True),
+                td(label),
+                td(tiers, True),
+                td(shape, True),
+                td(_int(o.switches), True),
+                td(_int(o.links), True),
+                td(_int(o.transceivers), True),
+                td(esc(_power(o.power_w)), True),
+                td(esc(_usd_short(o.cost_usd)), True),
+                td(esc(delta), True),
+                td(esc(f"{o.bisection_per_host_gbps:,.0f} Gb/s"), True),
+                td(_int(o.ecmp_paths), True),
             ]
         )
         + "</tr>"
@@ -648,7 +553,7 @@ def _options_table(fd: FabricDesign) -> str:
     ]
     chosen_cost = next((o.cost_usd for o in fd.options if o.chosen), 0.0)
     rows = [_option_row(o, chosen_cost) for o in fd.options]
-    return _table(headers, rows, table_id=f"options-{fd.name}", css_class="options")
+    return table(headers, rows, table_id=f"options-{fd.name}", css_class="options")
 
 
 def _fabric_section(design: Design, fd: FabricDesign) -> str:
@@ -689,16 +594,16 @@ def _findings_table(findings: Sequence[Finding]) -> str:
     headers = [("Severity", False), ("Code", False), ("Message", False), ("Where", False)]
     rows = [
         f'<tr class="{esc(f.severity.value)}">'
-        + _td(f'<span class="sev {esc(f.severity.value)}">{esc(f.severity.value)}</span>')
-        + _td(f"<code>{esc(f.code)}</code>")
-        + _td(esc(f.message))
-        + _td(f"<code>{esc(f.where)}</code>")
+        + td(f'<span class="sev {esc(f.severity.value)}">{esc(f.severity.value)}</span>')
+        + td(f"<code>{esc(f.code)}</code>")
+        + td(esc(f.message))
+        + td(f"<code>{esc(f.where)}</code>")
         + "</tr>"
         for f in ordered
     ]
     return (
         '<section id="findings"><h2>Findings</h2>\n'
-        + _table(headers, rows, table_id="findings-table", css_class="findings")
+        + table(headers, rows, table_id="findings-table", css_class="findings")
         + "</section>"
     )
 
@@ -729,6 +634,7 @@ def render_report(design: Design) -> str:
         "</dl>"
     )
     sections = [_summary(design)]
+    # the sections are imported when their stage ran (placement's pulls in OR-Tools)
     if design.workload is not None:
         from clusterloom.report.workload import workload_section
 

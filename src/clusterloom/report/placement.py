@@ -12,8 +12,9 @@ import numpy as np
 from clusterloom.placement import Placement
 from clusterloom.placement.floor import BLOCKED, RESERVED
 from clusterloom.placement.solve import BOUND_NOTES
+from clusterloom.report._html import esc, table, td
 from clusterloom.report._svg import FONT, scale_bar
-from clusterloom.report.html import _table, _td, esc
+from clusterloom.units import to_kilowatts, to_megawatts
 
 ROLE_COLOURS = {
     "compute": "#64748b",
@@ -128,9 +129,8 @@ def hall_svg(p: Placement, h: int) -> str:
         )
         if rack >= 0:
             role = d.rack_role[rack]
-            tip = (
-                f"{p.rack_names[rack]}: {d.rack_label[rack]} ({d.rack_power_w[rack] / 1e3:,.1f} kW)"
-            )
+            kw = to_kilowatts(d.rack_power_w[rack])
+            tip = f"{p.rack_names[rack]}: {d.rack_label[rack]} ({kw:,.1f} kW)"
             out.append(
                 f'<rect class="rack" {rect} fill="{ROLE_COLOURS.get(role, "#475569")}">'
                 f"<title>{esc(tip)}</title></rect>"
@@ -203,11 +203,8 @@ def hall_svg(p: Placement, h: int) -> str:
 def campus_svg(p: Placement) -> str:
     """The campus at a glance: a tile per hall, one row of tiles per building, each with its
     racks against its positions, its power against its budget and a link to its plan."""
-    f, d = p.floor, p.demand
-    hall_of_rack = f.pos_hall[p.rack_position]
-    racks = np.bincount(hall_of_rack, minlength=f.n_halls)
-    power = np.bincount(hall_of_rack, weights=d.rack_power_w, minlength=f.n_halls)
-    usable = np.bincount(f.pos_hall[f.free_mask()], minlength=f.n_halls)
+    f, per_hall = p.floor, p.halls
+    racks, power, usable = per_hall.racks, per_hall.power_w, per_hall.usable
     per_building = [np.flatnonzero(f.hall_building == b) for b in range(len(f.building_names))]
     cols = max(1, min(8, max(len(hs) for hs in per_building)))
     tile_w, tile_h, gap, left = 156.0, 78.0, 10.0, 64.0
@@ -233,7 +230,7 @@ def campus_svg(p: Placement) -> str:
             budget = float(f.hall_power_w[h])
             share = 0.0 if np.isinf(budget) or budget <= 0 else min(power[h] / budget, 1.0)
             fill = 0.0 if usable[h] == 0 else min(racks[h] / usable[h], 1.0)
-            budget_text = "no limit" if np.isinf(budget) else f"{budget / 1e6:,.1f} MW"
+            budget_text = "no limit" if np.isinf(budget) else f"{to_megawatts(budget):,.1f} MW"
             drawn = h < MAX_HALLS_DRAWN
             body = (
                 f'<rect x="{tx:.1f}" y="{ty:.1f}" width="{tile_w:.0f}" height="{tile_h:.0f}" '
@@ -246,7 +243,7 @@ def campus_svg(p: Placement) -> str:
                 f'fill="#e2e8f0"/><rect x="{tx + 8:.1f}" y="{ty + 37:.1f}" '
                 f'width="{(tile_w - 16) * fill:.1f}" height="5" fill="#64748b"/>'
                 f'<text x="{tx + 8:.1f}" y="{ty + 57:.1f}" font-size="10.5" fill="#334155">'
-                f"{power[h] / 1e6:,.1f} of {budget_text}</text>"
+                f"{to_megawatts(power[h]):,.1f} of {budget_text}</text>"
                 f'<rect x="{tx + 8:.1f}" y="{ty + 62:.1f}" width="{tile_w - 16:.0f}" height="5" '
                 f'fill="#e2e8f0"/><rect x="{tx + 8:.1f}" y="{ty + 62:.1f}" '
                 f'width="{(tile_w - 16) * share:.1f}" height="5" fill="#d97706"/>'
@@ -260,25 +257,22 @@ def campus_svg(p: Placement) -> str:
 
 
 def placement_section(p: Placement) -> str:
-    f, d = p.floor, p.demand
-    hall_of_rack = f.pos_hall[p.rack_position]
-    racks = np.bincount(hall_of_rack, minlength=f.n_halls)
-    power = np.bincount(hall_of_rack, weights=d.rack_power_w, minlength=f.n_halls)
-    free = p.free_positions
+    f, per_hall = p.floor, p.halls
+    racks, power, free = per_hall.racks, per_hall.power_w, per_hall.free
     rows = []
     for h in range(f.n_halls):
         budget = f.hall_power_w[h]
         anchor = esc(hall_anchor(f.hall_names[h]))
         rows.append(
             "<tr>"
-            + _td(f'<a href="#{anchor}">{esc(f.hall_names[h])}</a>')
-            + _td(f"{int(racks[h]):,}", True)
-            + _td(f"{int(free[h]):,}", True)
-            + _td(f"{power[h] / 1e6:,.2f} MW", True)
-            + _td("no limit" if np.isinf(budget) else f"{budget / 1e6:,.2f} MW", True)
+            + td(f'<a href="#{anchor}">{esc(f.hall_names[h])}</a>')
+            + td(f"{int(racks[h]):,}", True)
+            + td(f"{int(free[h]):,}", True)
+            + td(f"{to_megawatts(power[h]):,.2f} MW", True)
+            + td("no limit" if np.isinf(budget) else f"{to_megawatts(budget):,.2f} MW", True)
             + "</tr>"
         )
-    halls = _table(
+    halls = table(
         [
             ("Hall", False),
             ("Racks", True),
@@ -290,7 +284,7 @@ def placement_section(p: Placement) -> str:
         table_id="placement-halls",
         css_class="placement",
     )
-    solves = _table(
+    solves = table(
         [
             ("Model", False),
             ("Status", False),
@@ -302,13 +296,13 @@ def placement_section(p: Placement) -> str:
         ],
         [
             "<tr>"
-            + _td(esc(s.name))
-            + _td(esc(s.status))
-            + _td(f"{s.units:,}", True)
-            + _td(f"{s.objective:,.1f}", True)
-            + _td(f"{s.bound:,.1f}", True)
-            + _td(f"{s.gap * 100:.2f}%", True)
-            + _td(esc(s.bound_quality))
+            + td(esc(s.name))
+            + td(esc(s.status))
+            + td(f"{s.units:,}", True)
+            + td(f"{s.objective:,.1f}", True)
+            + td(f"{s.bound:,.1f}", True)
+            + td(f"{s.gap * 100:.2f}%", True)
+            + td(esc(s.bound_quality))
             + "</tr>"
             for s in p.solves
         ],
@@ -316,7 +310,7 @@ def placement_section(p: Placement) -> str:
         css_class="placement",
     )
     tiers = ("host-leaf", "leaf-spine", "spine-core")
-    lengths = _table(
+    lengths = table(
         [
             ("Fabric", False),
             ("Links", False),
@@ -327,12 +321,12 @@ def placement_section(p: Placement) -> str:
         ],
         [
             "<tr>"
-            + _td(esc(x.fabric))
-            + _td(tiers[x.tier - 1])
-            + _td(f"{x.links:,}", True)
-            + _td(f"{x.total_m:,.0f} m", True)
-            + _td(f"{x.longest_m:,.1f} m", True)
-            + _td(f"{x.inter_hall:,}", True)
+            + td(esc(x.fabric))
+            + td(tiers[x.tier - 1])
+            + td(f"{x.links:,}", True)
+            + td(f"{x.total_m:,.0f} m", True)
+            + td(f"{x.longest_m:,.1f} m", True)
+            + td(f"{x.inter_hall:,}", True)
             + "</tr>"
             for x in p.lengths
         ],

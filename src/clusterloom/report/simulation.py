@@ -17,10 +17,8 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 import numpy as np
 from numpy.typing import NDArray
 
+from clusterloom.report._html import CSS, DASH, esc, table, td, toc
 from clusterloom.report._svg import heatmap_svg, index_ticks
-from clusterloom.report.html import CSS, DASH, esc, toc
-from clusterloom.report.html import _table as table
-from clusterloom.report.html import _td as td
 from clusterloom.sim.flow.results import (
     IDEAL,
     Run,
@@ -31,7 +29,7 @@ from clusterloom.sim.flow.results import (
     utilisation,
 )
 from clusterloom.sim.flow.run import Compared, Failure, compare, fmt_time, summarize
-from clusterloom.units import PS_PER_US
+from clusterloom.units import PS_PER_US, to_ms
 from clusterloom.workload.heatmap import _RAMP, png
 
 if TYPE_CHECKING:
@@ -56,7 +54,7 @@ def _f(x: float) -> str:
 
 
 def _ms(ps: float) -> str:
-    return DASH if math.isnan(ps) else f"{ps / 1e9:,.3f}"
+    return DASH if math.isnan(ps) else f"{to_ms(ps):,.3f}"
 
 
 def _colour(i: int) -> str:

@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import math
 
+from clusterloom.report._html import esc, table, td
 from clusterloom.report._svg import heatmap_svg, index_ticks
-from clusterloom.report.html import _table as table
-from clusterloom.report.html import _td as td
-from clusterloom.report.html import esc
 from clusterloom.spec import ClusterSpec
 from clusterloom.units import fmt_bytes as _bytes
+from clusterloom.units import ms_from_s
 from clusterloom.workload import WorkloadDesign
 from clusterloom.workload.heatmap import block_sums, heatmap_png
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:,.1f} ms"
+    return f"{ms_from_s(seconds):,.1f} ms"
 
 
 def workload_section(spec: ClusterSpec, w: WorkloadDesign) -> str:

@@ -24,6 +24,7 @@ from clusterloom.sim.packet.engine import PacketConfig
 from clusterloom.sim.packet.run import config_for, run_packets
 from clusterloom.sim.paths import build_router
 from clusterloom.sim.traffic import Traffic
+from clusterloom.units import BITS_PER_BYTE, PS_PER_S
 
 __all__ = ["Comparison", "compare", "expected_packet_fct"]
 
@@ -55,7 +56,7 @@ def expected_packet_fct(
 ) -> NDArray[np.float64]:
     """The fluid FCT with headers, the path latency and one serialization per extra hop."""
     stretch = (config.mtu + config.header) / config.mtu
-    ser = (config.mtu + config.header) * 8 * 1e12 / rate_bps
+    ser = (config.mtu + config.header) * BITS_PER_BYTE * PS_PER_S / rate_bps
     out = flow_fct_ps * stretch + hops * latency_ps + (hops - 1) * ser
     return np.asarray(out, dtype=np.float64)
 

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from clusterloom.errors import Problem, SpecError
 from clusterloom.fabric.topology import Topology
-from clusterloom.units import PS_PER_S
+from clusterloom.units import PS_PER_MS, PS_PER_NS, PS_PER_S, PS_PER_US
 
 I64 = NDArray[np.int64]
 
@@ -26,7 +26,7 @@ I64 = NDArray[np.int64]
 MAX_TIME_S = 86_400
 MAX_TIME_PS = MAX_TIME_S * PS_PER_S
 MAX_SIZE_BYTES = 2**40
-_UNITS = {"ps": 1, "ns": 1_000, "us": 1_000_000, "ms": 1_000_000_000, "s": PS_PER_S}
+_UNITS = {"ps": 1, "ns": PS_PER_NS, "us": PS_PER_US, "ms": PS_PER_MS, "s": PS_PER_S}
 FAILURE_SYNTAX = re.compile(
     r"^(?P<kind>link|switch|port|plane):(?P<target>\d+(?::\d+)?|[a-z][a-z0-9-]*)"
     r"@(?P<start>[\d.]+[a-z]*)"

@@ -21,6 +21,7 @@ from numba import njit
 from numpy.typing import NDArray
 
 from clusterloom.fabric.topology import Role, Topology
+from clusterloom.units import BITS_PER_BYTE
 
 I64 = NDArray[np.int64]
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -52,7 +53,7 @@ class Router:
 
     def capacity_bytes(self) -> NDArray[np.float64]:
         """Bytes per second of every directed link."""
-        return np.repeat(self.topology.link_capacity_bps.astype(np.float64) / 8.0, 2)
+        return np.repeat(self.topology.link_capacity_bps.astype(np.float64) / BITS_PER_BYTE, 2)
 
 
 def build_router(t: Topology) -> Router:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from clusterloom.errors import Problem, SpecError
 from clusterloom.sim.registry import DEFAULTS, REGISTRY, Engine, implemented_by
+from clusterloom.units import to_us
 
 if TYPE_CHECKING:
     from clusterloom.fabric.topology import Topology
@@ -280,8 +281,8 @@ def late_failures(failures: Sequence[Failure], makespans_ps: Sequence[int]) -> N
             [
                 Problem(
                     f"--fail {f.label}",
-                    f"starts at {f.start_ps / 1e6:,.3f} us, after every transport "
-                    f"finished (the last at {end / 1e6:,.3f} us); use an earlier time",
+                    f"starts at {to_us(f.start_ps):,.3f} us, after every transport "
+                    f"finished (the last at {to_us(end):,.3f} us); use an earlier time",
                 )
                 for f in late
             ]

@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 from clusterloom.spec import ClusterSpec
+from clusterloom.units import bytes_per_s, seconds_from_us, tflops
 from clusterloom.workload.algorithms import Algorithm, Collective, bus_bandwidth_factor
 from clusterloom.workload.layout import layout_of
 from clusterloom.workload.model import training_flops_per_token
@@ -41,13 +42,13 @@ class Bandwidths:
 def bandwidths(spec: ClusterSpec) -> Bandwidths:
     assert spec.job is not None
     c, lat = spec.compute, spec.job.latency
-    nic = c.nic.scale_out * c.nic.port_speed_gbps * 1e9 / 8
+    nic = bytes_per_s(c.nic.scale_out * c.nic.port_speed_gbps)
     oversub = spec.fabrics.backend.oversubscription.leaf
     return Bandwidths(
-        scale_up=c.scale_up.bandwidth_gbps * 1e9 / 8 or nic,
+        scale_up=bytes_per_s(c.scale_up.bandwidth_gbps) or nic,
         scale_out=nic / oversub,
-        alpha_up=lat.scale_up_us * 1e-6,
-        alpha_out=lat.scale_out_us * 1e-6,
+        alpha_up=seconds_from_us(lat.scale_up_us),
+        alpha_out=seconds_from_us(lat.scale_out_us),
     )
 
 
@@ -172,7 +173,7 @@ def step_time(spec: ClusterSpec, ops: tuple[CollectiveOp, ...]) -> StepTime:
     world = spec.compute.accelerators
     tokens = job.batch.global_batch * job.model.sequence_length
     flops = tokens * training_flops_per_token(job.model)
-    peak = job.compute.peak_tflops * 1e12
+    peak = tflops(job.compute.peak_tflops)
     compute = flops / (world * peak * job.compute.utilisation)
     dp = layout.size("ep") * layout.size("edp")
     micro = job.batch.global_batch // (job.batch.micro_batch * dp)

@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from clusterloom.units import BITS_PER_BYTE, PS_PER_S
+
 # link columns
 L_TO, L_RATE, L_PROP, L_SW, L_LIMIT = 0, 1, 2, 3, 4
 L_QH, L_QT, L_QB, L_HH, L_HT, L_HB = 5, 6, 7, 8, 9, 10
@@ -65,7 +67,7 @@ ST_EMPTY, ST_LIMIT, ST_PYTHON, ST_STOP_CHECK, ST_GROW = 0, 1, 2, 3, 4
 # trace record kinds
 TR_DROP, TR_TRIM = 0, 1
 
-PS8 = 8 * 10**12  # bits to picoseconds at 1 b/s
+PS8 = BITS_PER_BYTE * PS_PER_S  # bits to picoseconds at 1 b/s
 NIL = -1
 
 #: compiled and cached; integer division by a rate never sees zero (rates are at least 1 b/s),

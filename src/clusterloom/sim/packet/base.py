@@ -19,6 +19,7 @@ import numpy as np
 
 from clusterloom.sim.packet.engine import ACK, DATA, PROBE, Packet, PacketSim
 from clusterloom.sim.paths import splitmix64
+from clusterloom.units import gbps, tx_ps
 
 __all__ = ["ConnSpec", "Connection", "Transport"]
 
@@ -272,11 +273,11 @@ class Connection:
         """Round trip of a full packet and its ACK on an idle path (no queueing)."""
         sim = self.sim
         fwd = sim.path(self.src, self.dst, port, ev) or ()
-        rate = sim.base_rate[fwd[0]] if fwd else 100_000_000_000
+        rate = sim.base_rate[fwd[0]] if fwd else gbps(100)
         hops = len(fwd) or 2
         one = sum(sim.prop[d] for d in fwd) if fwd else 0
-        ser = (self.mss + self.hdr) * 8 * 1_000_000_000_000 // rate
-        ack = self.hdr * 8 * 1_000_000_000_000 // rate
+        ser = tx_ps(self.mss + self.hdr, rate)
+        ack = tx_ps(self.hdr, rate)
         return 2 * one + hops * (ser + ack)
 
     def line_rate_bps(self) -> int:

@@ -101,7 +101,7 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     TR_DROP,
 )
 from clusterloom.sim.paths import Router, RouteView, build_router, route, route_view
-from clusterloom.units import PS_PER_S, PS_PER_US
+from clusterloom.units import PS_PER_S
 
 __all__ = [
     "ACK",
@@ -814,8 +814,3 @@ def rng_key(seed: int) -> int:
 
 
 _MASK64 = 0xFFFFFFFFFFFFFFFF
-
-
-def us(value: float) -> int:
-    """Microseconds to picoseconds."""
-    return round(value * PS_PER_US)

@@ -75,7 +75,7 @@ from clusterloom.sim.packet.engine import (
 )
 from clusterloom.sim.paths import connection_hash
 from clusterloom.sim.registry import REGISTRY, implemented_by, plugin_implementation
-from clusterloom.units import PS_PER_S, PS_PER_US
+from clusterloom.units import BITS_PER_BYTE, PS_PER_S, PS_PER_US, bdp_bytes
 
 __all__ = [
     "TRANSPORTS",
@@ -92,7 +92,7 @@ _PACE, _RTO, _AUX = 0, 1, 2
 
 
 def _ser(nbytes: int, bps: float) -> int:
-    return int(nbytes * 8 * PS_PER_S // max(bps, 1.0))
+    return int(nbytes * BITS_PER_BYTE * PS_PER_S // max(bps, 1.0))
 
 
 class RoceEcmp(Connection):
@@ -358,7 +358,7 @@ class MrcSpray(_Sprayer):
         self.rr = 0
         self._init_sender()
         self.rtt = self.base_rtt_ps(0, self.evs[0])
-        bdp = self.line_rate_bps() * self.ports * self.rtt / 8 / PS_PER_S
+        bdp = bdp_bytes(self.line_rate_bps() * self.ports, self.rtt)
         self.cwnd = max(float(self.mss), self.opt["cwnd_bdp"] * bdp)
         self.max_cwnd = max(self.cwnd, self.opt["max_bdp"] * bdp)
         self.win_end = 0
@@ -632,7 +632,7 @@ class MetaRoce(_Sprayer):
         self._init_sender()
         self.rtt = self.base_rtt_ps(0, self.pev[0])
         self.line = float(self.line_rate_bps() * self.ports)
-        bdp = self.line * self.rtt / 8 / PS_PER_S
+        bdp = bdp_bytes(self.line, self.rtt)
         self.pwin = [max(float(self.mss), self.opt["cwnd_bdp"] * bdp / p)] * p
         self.pmax = max(self.pwin[0], self.opt["max_bdp"] * bdp / p)
         self.rate = self.line
@@ -973,7 +973,7 @@ class ReceiverDriven(_Sprayer):
         self.rr = flow % k
         self._init_sender()
         self.rtt = self.base_rtt_ps(0, self.evs[0])
-        bdp = self.line_rate_bps() * self.ports * self.rtt / 8 / PS_PER_S
+        bdp = bdp_bytes(self.line_rate_bps() * self.ports, self.rtt)
         self.spec_pkts = max(1, int(self.opt["iw_bdp"] * bdp / self.mss))
         self.pulls_seen = 0
         self.check = -1
