@@ -235,8 +235,29 @@ class Plan:
         raise ValueError((stage, chunk))
 
 
+def _auto_ends(layers: int, pp: int) -> tuple[int, int]:
+    """First and last stage layers when the layers do not divide: the middle stages take the
+    most layers that leave the two ends between one and as many each (the last the fewer, it
+    carries the output layer)."""
+    if pp == 2:
+        return layers - layers // 2, layers // 2
+    for mid in range(-(-layers // pp), 0, -1):
+        rest = layers - (pp - 2) * mid
+        if 2 <= rest <= 2 * mid:
+            return rest - rest // 2, rest // 2
+    raise ScheduleError(
+        "parallelism.pp",
+        f"{layers} layers do not split over pp {pp} with even middle stages and no more on "
+        "the first and last; set first_stage_layers and last_stage_layers",
+    )
+
+
 def split_layers(layers: int, pp: int, first: int | None, last: int | None) -> tuple[int, ...]:
     """Layers per stage (module docstring); raises :class:`ScheduleError` naming the numbers."""
+    if layers < pp:
+        raise ScheduleError(
+            "parallelism.pp", f"{layers} layers cannot fill {pp} pipeline stages (one each)"
+        )
     if pp == 1:
         if first not in (None, layers) or last not in (None, layers):
             raise ScheduleError(
@@ -246,9 +267,7 @@ def split_layers(layers: int, pp: int, first: int | None, last: int | None) -> t
     if first is None and last is None and layers % pp == 0:
         return (layers // pp,) * pp
     if first is None and last is None:
-        per = -(-layers // pp)
-        deficit = per * pp - layers
-        first, last = per - (deficit + 1) // 2, per - deficit // 2
+        first, last = _auto_ends(layers, pp)
     middle = pp - 2
     rest = layers - (first or 0) - (last or 0)
     if first is None or last is None:

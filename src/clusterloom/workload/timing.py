@@ -297,7 +297,7 @@ def _send_seconds(spec: ClusterSpec, layout: Layout, bw: Bandwidths) -> list[flo
     return [t * (1.0 - share) for t in out] if share is not None else out
 
 
-def _stage_parameters(spec: ClusterSpec, plan: Plan) -> list[float]:
+def stage_parameters(spec: ClusterSpec, plan: Plan) -> list[float]:
     """Weights one rank of each stage holds (its TP and EP shares)."""
     assert spec.job is not None
     job = spec.job
@@ -421,7 +421,7 @@ def step_time(spec: ClusterSpec, ops: tuple[CollectiveOp, ...]) -> StepTime:
     busiest = max(range(pp), key=lambda s: free.busy[s])
     exposed = {d: comm[busiest][d] for d in ("tp", "cp", "ep")}
     exposed["pp"] = timed.makespan - free.makespan
-    params = _stage_parameters(spec, plan)
+    params = stage_parameters(spec, plan)
     dp_ops = [o for o in times if o.op.dim == "dp"]
     exposed["dp"] = _dp_exposed(
         job,
