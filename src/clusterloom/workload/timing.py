@@ -203,6 +203,25 @@ class StepTime:
         """Achieved model TFLOP/s per accelerator."""
         return self.flops_per_step / (self.step_s * self.accelerators) / 1e12
 
+    def breakdown(self) -> list[tuple[str, float, float | None]]:
+        """The step in parts (compute, bubble, optimizer, exposed communication per dimension)
+        and in all: (label, seconds, seconds with every collective at its bandwidth bound, or
+        None for a part without communication). Every renderer reads this."""
+        totals = self._dim_totals()
+        rows: list[tuple[str, float, float | None]] = [
+            ("compute (busiest stage)", self.compute_s, None),
+            (f"pipeline bubble ({self.schedule}, v={self.virtual_stages})", self.bubble_s, None),
+            ("optimizer step", self.optimizer_s, None),
+        ]
+        for dim in ("tp", "cp", "ep", "pp", "dp"):
+            if dim not in self.exposed:
+                continue
+            t, b = totals.get(dim, (0.0, 0.0))
+            e = self.exposed[dim]
+            rows.append((f"exposed {dim.upper()} communication", e, e * b / t if t else 0.0))
+        rows.append(("step", self.step_s, self.bound_step_s))
+        return rows
+
     def by_dim(self) -> dict[str, tuple[float, float, float]]:
         """Per dimension: (total, exposed, bound) seconds per step."""
         return {
