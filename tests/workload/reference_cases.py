@@ -19,7 +19,9 @@ paper's own metric:
 - ``palm``: Chowdhery et al., "PaLM" (2022), Table 3 and Appendix B: PaLM 540B on 6,144 TPU v4
   (two pods of 3,072, 12-way model parallel, 256-way fully sharded data parallel per pod),
   MFU 46.2% counting ``6N + 12 L h S`` per token; rematerialisation on (HFU 57.8%).
-  Analytic only (the TPU interconnect is not a modelled fabric); its parameters are not fitted.
+  Analytic only (the TPU interconnect is not a modelled fabric: ICI as a 3,072-chip scale-up
+  domain of 2,400 Gb/s per chip, an assumption); no TPU parameter is fitted. Micro-batch 4
+  assumed.
 
 ``fit`` marks the cases the A100 parameters were fitted on (``bench/calibrate_steptime.py``);
 the others are held out.

@@ -1,7 +1,7 @@
 """The step-time model against published training throughput (``reference_cases.py``): every
 A100 case within 10% with the catalog's one A100 parameter set, fitted on the cases marked
 ``fit`` (``bench/calibrate_steptime.py``) and held out on the others. PaLM on TPU v4 is analytic
-only with uncalibrated TPU parameters: its error is recorded, not held to the target."""
+only: its catalog entry carries the default efficiencies (the A100 fit) on TPU v4's roofline."""
 
 from __future__ import annotations
 
@@ -29,10 +29,11 @@ def test_fitted_and_held_out_cases_both_exist() -> None:
     assert sum(c.fit for c in A100) >= 5 and sum(not c.fit for c in A100) >= 5
 
 
-def test_palm_is_predicted_within_twenty_percent() -> None:
-    """Outside the 10% target (docs/workload.md): TPU v4 carries the A100 efficiencies."""
+def test_palm_is_predicted_within_ten_percent() -> None:
+    """Held out, and no TPU parameter fitted: TPU v4 carries the default (A100-fitted)
+    efficiencies."""
     palm = next(c for c in CASES if c.name == "palm-540b")
-    assert _predicted(palm) == pytest.approx(palm.published, rel=0.20)
+    assert _predicted(palm) == pytest.approx(palm.published, rel=0.10)
 
 
 def test_published_metrics_are_the_papers_formulas() -> None:
