@@ -189,7 +189,13 @@ def workload(console: Console, spec: ClusterSpec, w: WorkloadDesign) -> None:
             _ms(o.bound_step_s),
         )
     console.print(top)
-    steps = Table("part", "s", "bound s", title="Step time", title_justify="left")
+    steps = Table(
+        "part",
+        "s",
+        "bound s",
+        title=f"Step time (collectives: {t.comm_source})",
+        title_justify="left",
+    )
     for label, seconds, part_bound in t.breakdown():
         steps.add_row(label, f"{seconds:.3f}", "" if part_bound is None else f"{part_bound:.3f}")
     console.print(steps)

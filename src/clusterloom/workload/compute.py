@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from clusterloom.spec import ClusterSpec
 from clusterloom.spec.catalog import AcceleratorModel
 from clusterloom.spec.job import DTYPE_BYTES, JobSpec
+from clusterloom.workload.model import model_shape
 
 #: bytes an Adam step moves per parameter it updates: reads FP32 gradient, master weight, m, v
 #: (16) and writes master, m, v and the BF16 weight (14)
@@ -294,8 +295,6 @@ def model_flops_per_token(spec: ClusterSpec) -> float:
     :class:`ComputeModel` on one rank and scaled to the whole model (tp = cp = ep = 1 view)."""
     assert spec.job is not None
     m = spec.job.model
-    from clusterloom.workload.model import model_shape
-
     shape = model_shape(m)
     cm = ComputeModel(spec)
     dense = cm.layer_ops(moe=False).all

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from clusterloom.spec import ClusterSpec
 from clusterloom.spec.job import DTYPE_BYTES, Plan
+from clusterloom.workload.compute import accelerator_of
 
 #: bytes per weight of optimizer state (FP32 master, and Adam's two moments)
 OPTIMIZER_BYTES = {"adam": 12, "sgd": 4}
@@ -81,8 +82,6 @@ def memory_of(spec: ClusterSpec, plan: Plan, stage_parameters: list[float], dp: 
     assert spec.job is not None
     job = spec.job
     m, par, comp = job.model, job.parallelism, job.compute
-    from clusterloom.workload.compute import accelerator_of
-
     capacity = accelerator_of(spec).memory_gb * 1e9
     grad_bytes = max(4, DTYPE_BYTES[job.precision.gradients])
     param_bytes = DTYPE_BYTES[job.precision.parameters]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,12 +132,17 @@ def _findings(spec: ClusterSpec, w: WorkloadDesign) -> list[Finding]:
     return out
 
 
-def design_workload(spec: ClusterSpec) -> WorkloadDesign:
-    """Collectives, flows, traffic matrix and step time of ``spec.job``."""
+def design_workload(
+    spec: ClusterSpec,
+    call_times: Mapping[int, float] | None = None,
+    comm_source: str = "analytic (alpha-beta)",
+) -> WorkloadDesign:
+    """Collectives, flows, traffic matrix and step time of ``spec.job``; ``call_times`` (seconds
+    of one call by op index, from a simulator: ``sim.steptime``) replace the alpha-beta times."""
     assert spec.job is not None, "the workload stage needs a job section"
     layout = layout_of(spec)
     ops = step_ops(spec)
-    timing = step_time(spec, ops)
+    timing = step_time(spec, ops, call_times, comm_source)
     ports = spec.compute.nic.scale_out
     flows = step_flows(ops, spec.compute.scale_up.domain_size, ports)
     world = layout.world

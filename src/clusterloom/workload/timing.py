@@ -29,10 +29,11 @@ framework exposes it.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from clusterloom.spec import ClusterSpec
-from clusterloom.spec.job import DTYPE_BYTES, JobSpec
+from clusterloom.spec.job import JobSpec
 from clusterloom.workload.algorithms import Algorithm, Collective, bus_bandwidth_factor
 from clusterloom.workload.compute import ComputeModel
 from clusterloom.workload.layout import Layout, layout_of
@@ -149,6 +150,7 @@ class StepTime:
     virtual_stages: int
     stage_layers: tuple[int, ...]
     micro_batches: int
+    comm_source: str = "analytic (alpha-beta)"
 
     @property
     def comm_s(self) -> float:
@@ -291,27 +293,30 @@ def _layer_pass(
     return _LayerPass(f.seconds, b.seconds, fwd_comm, bwd_comm, f.flops + b.flops)
 
 
-def _send_seconds(spec: ClusterSpec, layout: Layout, bw: Bandwidths) -> list[float]:
-    """Seconds of one activation send after each stage (the last: the wrap to the first)."""
+def _send_seconds(spec: ClusterSpec, layout: Layout, times: list[OpTime]) -> list[float]:
+    """Seconds of one activation send after each stage (the last: the wrap to the first): the
+    call time of the PP op of that boundary's kind (inside a domain or across, the wrap), so a
+    simulated time replaces the alpha-beta one here too."""
     assert spec.job is not None
     job = spec.job
-    par, m = job.parallelism, job.model
-    pp = par.pp
+    pp = job.parallelism.pp
     if pp == 1:
         return [0.0]
-    nbytes: float = job.batch.micro_batch * (m.sequence_length // par.cp) * m.hidden
-    nbytes = nbytes * DTYPE_BYTES[job.precision.activations]
-    if par.sequence_parallel:
-        nbytes /= par.tp
+
+    def call(wrap: bool, inside: bool) -> float:
+        for o in times:
+            op = o.op
+            kind = op.dim == "pp" and op.phase == "forward" and ("wrap" in op.name) == wrap
+            if kind and (op.link is LinkClass.SCALE_UP) == inside:
+                return o.call_s
+        return 0.0  # no such boundary
+
     row = layout.groups("pp")[0]
     domains = layout.domain_of(row)
     out = []
     for s in range(pp):
-        a, b = domains[s], domains[(s + 1) % pp]
-        if a == b:
-            out.append(nbytes / bw.scale_up + bw.alpha_up)
-        else:
-            out.append(nbytes / bw.scale_out + bw.alpha_out)
+        inside = bool(domains[s] == domains[(s + 1) % pp])
+        out.append(call(s == pp - 1, inside))
     share = job.overlap.pp
     return [t * (1.0 - share) for t in out] if share is not None else out
 
@@ -371,7 +376,14 @@ def _dp_exposed(
     return exposed
 
 
-def step_time(spec: ClusterSpec, ops: tuple[CollectiveOp, ...]) -> StepTime:
+def step_time(
+    spec: ClusterSpec,
+    ops: tuple[CollectiveOp, ...],
+    call_times: Mapping[int, float] | None = None,
+    comm_source: str = "analytic (alpha-beta)",
+) -> StepTime:
+    """The predicted step of ``spec.job`` issuing ``ops``; ``call_times`` (seconds of one call
+    by op index, e.g. from a simulator) replace the alpha-beta times of those ops."""
     assert spec.job is not None
     job = spec.job
     layout = layout_of(spec)
@@ -383,9 +395,10 @@ def step_time(spec: ClusterSpec, ops: tuple[CollectiveOp, ...]) -> StepTime:
     bw = bandwidths(spec)
     per_domain = spec.compute.scale_up.domain_size
     times: list[OpTime] = []
-    for op in ops:
+    given = call_times or {}
+    for i, op in enumerate(ops):
         call, bound = call_time(op, bw, per_domain)
-        times.append(OpTime(op, call, bound, 1.0))
+        times.append(OpTime(op, given.get(i, call), bound, 1.0))
     calls = _Calls([(o.op, o.call_s) for o in times])
     recompute = job.compute.recompute
     full_layers = job.compute.recompute_layers
@@ -435,7 +448,7 @@ def step_time(spec: ClusterSpec, ops: tuple[CollectiveOp, ...]) -> StepTime:
             compute[s][c] = (f + b) * micro
     hw_flops *= world / pp  # every rank of a stage does the same
     free = simulate(fwd, bwd, micro)
-    sends = _send_seconds(spec, layout, bw)
+    sends = _send_seconds(spec, layout, times)
     timed = simulate(fwd, bwd, micro, sends) if any(sends) else free
     busiest = max(range(pp), key=lambda s: free.busy[s])
     exposed = {d: comm[busiest][d] for d in ("tp", "cp", "ep")}
@@ -480,4 +493,5 @@ def step_time(spec: ClusterSpec, ops: tuple[CollectiveOp, ...]) -> StepTime:
         virtual_stages=v,
         stage_layers=plan.stage_layers(),
         micro_batches=micro,
+        comm_source=comm_source,
     )
