@@ -327,6 +327,11 @@ def plan_of(job: JobSpec, micro_batches: int) -> Plan:
                 f"pp and {layers} layers in equal chunks of two or more per stage",
             )
     if v > 1:
+        if pp == 1:
+            raise ScheduleError(
+                "parallelism.virtual_stages",
+                f"virtual_stages {v} needs pipeline parallelism (pp is 1)",
+            )
         if uneven:
             raise ScheduleError(
                 "parallelism.virtual_stages",
