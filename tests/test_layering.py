@@ -136,6 +136,15 @@ def test_engines_and_stages_import_neither_the_simulators_writers_nor_exports() 
         assert _offenders(stage, "clusterloom.report") == []
 
 
+def test_the_writers_and_the_pages_do_not_import_each_other() -> None:
+    """``export`` writes data files, ``report`` renders pages; ``clusterloom.write`` composes
+    them into a run."""
+    assert _offenders("clusterloom.export", "clusterloom.report") == []
+    assert _offenders("clusterloom.report", "clusterloom.export") == []
+    assert _offenders("clusterloom.export", "clusterloom.write") == []
+    assert _offenders("clusterloom.report", "clusterloom.write") == []
+
+
 def _cycle(nodes: set[str]) -> list[str] | None:
     state: dict[str, int] = {}
     stack: list[str] = []

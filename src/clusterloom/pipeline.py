@@ -103,7 +103,8 @@ def run_design(
     ``place=False`` skips placement and cabling (``clusterloom fabric``), ``cable=False``
     cabling (``clusterloom place``); ``predict=True`` runs the spec's ``scenario:`` (when it
     has one) on the backend fabric with the flow engine and keeps it as ``Design.prediction``
-    (``resolve_scenario`` with no overrides, then ``predict``)."""
+    (``resolve_scenario`` with no overrides, then ``predict``), with its per-flow results and
+    the upward links' utilisation, for ``write_design`` (``simulation/``) and the report."""
     fabrics: list[FabricDesign] = []
     timings: list[tuple[str, float]] = []
     workload = None
@@ -129,10 +130,16 @@ def run_design(
             cabling = cable_links(spec, tuple(fabrics), placement)
         elif stage == "predict":
             from clusterloom.sim.predict import predict as run_prediction
+            from clusterloom.sim.predict import upward_links
             from clusterloom.sim.scenario import resolve_scenario
 
-            backend = next(fd for fd in fabrics if fd.name == "backend")
-            prediction = run_prediction(backend.topology, resolve_scenario(spec, backend.topology))
+            topology = next(fd for fd in fabrics if fd.name == "backend").topology
+            prediction = run_prediction(
+                topology,
+                resolve_scenario(spec, topology),
+                keep_runs=True,
+                watch_links=upward_links(topology),
+            )
         else:
             fabrics.append(design_fabric(spec, stage.split(":", 1)[1], compare=compare))
         timings.append((stage, time.perf_counter() - start))

@@ -20,11 +20,11 @@ from clusterloom.cabling.bom import cabling_bom
 from clusterloom.cabling.change import plan_change
 from clusterloom.cabling.media import LEG_FIBERS
 from clusterloom.cli.main import app
-from clusterloom.export import write_design
 from clusterloom.export.cabling_files import NETBOX_CABLE_COLUMNS
 from clusterloom.findings import Severity
 from clusterloom.pipeline import Design, run_design
 from clusterloom.spec import parse_spec
+from clusterloom.write import write_design
 from helpers import MINIMAL_SPEC
 
 runner = CliRunner()

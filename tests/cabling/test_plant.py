@@ -18,10 +18,10 @@ from clusterloom.cabling import validate_cabling
 from clusterloom.cabling.bom import cabling_bom, fibres_between
 from clusterloom.cabling.media import LEG_FIBERS, MPO_JOINT_DB, SPLICE_DB
 from clusterloom.cabling.plant import BACKBONE, TRUNK, pack_legs, plan_plant
-from clusterloom.export import write_design
 from clusterloom.findings import Severity
 from clusterloom.pipeline import Design, run_design
 from clusterloom.spec import parse_spec
+from clusterloom.write import write_design
 from helpers import MINIMAL_SPEC
 
 BACKBONE_LEGS = (72, 144, 288, 576)

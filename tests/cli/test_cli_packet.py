@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,104 @@ def test_packetsim_bad_transport_and_failure() -> None:
         ["packetsim", "--example", "fat-tree-k16", "--hosts", "4", "--fail", "link:9999999@1us"],
     )
     assert result.exit_code == 2 and "no link" in result.output
+
+
+def _parquet_schemas(directory: Path) -> dict[str, object]:
+    import pyarrow.parquet as pq
+
+    return {p.name: pq.read_schema(p) for p in sorted(directory.glob("*.parquet"))}
+
+
+def test_packetsim_writes_what_simulate_writes(tmp_path: Path) -> None:
+    """One writer for both engines: the same files and schemas, the page names the engine."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    common = ["--example", "fat-tree-k16", "--hosts", "8", "--size", "64KB", "--fail", "link:9@1us"]
+    flow, packet = tmp_path / "flow", tmp_path / "packet"
+    ran = runner.invoke(app, ["simulate", *common, "--transport", "mrc-spray,ideal", "-o", flow])
+    assert ran.exit_code == 0, ran.output
+    ran = runner.invoke(app, ["packetsim", *common, "--transport", "mrc-spray", "-o", packet])
+    assert ran.exit_code == 0, ran.output
+    assert f"results written to {packet}/" in ran.stdout
+    assert sorted(p.name for p in packet.iterdir()) == sorted(p.name for p in flow.iterdir())
+    assert _parquet_schemas(packet) == _parquet_schemas(flow)
+    flows = pq.read_table(packet / "flows.parquet")
+    assert flows.num_rows == 8 and flows.column("fct_us").null_count == 0
+    whole = pq.read_table(packet / "groups.parquet").to_pylist()[-1]
+    assert whole["name"] == "all flows" and whole["vs_ideal"] >= 1.0  # next to the bound
+    assert pq.read_table(packet / "utilisation.parquet").num_rows == 0
+    page = (packet / "simulation.html").read_text()
+    assert "clusterloom packet-level simulation" in page
+    assert "records no link utilisation" in page and "Packet-level counters" in page
+    assert "flow-level simulation" in (flow / "simulation.html").read_text()
+    assert json.loads((packet / "scenario.json").read_text())["engine"] == "packet"
+    listed = json.loads((packet / "manifest.json").read_text())["files"]
+    assert {"flows.parquet", "simulation.html", "scenario.json"} <= {f["path"] for f in listed}
+
+
+_LINE = re.compile(r"^progress: (\S+) (\d+)% \(([\d.,]+) s elapsed, ~([\d.,]+) s left\)$")
+
+
+@pytest.mark.parametrize(
+    ("command", "transport"),
+    [
+        (["packetsim", "--transport", "mrc-spray", "--size", "4MB"], "mrc-spray"),
+        (
+            ["simulate", "--transport", "roce-ecmp", "--traffic", "all-to-all", "--size", "256KB"],
+            "roce-ecmp",
+        ),
+    ],
+)
+def test_piped_progress_is_plain_lines_on_stderr(
+    command: list[str], transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Piped (not a terminal): plain lines on stderr with a monotone percentage and an
+    estimate of the time left that goes down; none with --no-progress. (Every report is
+    printed here; the flow engine reports every event.)"""
+    from clusterloom.cli import progress
+    from clusterloom.sim.flow import engine
+
+    monkeypatch.setattr(progress, "PLAIN_EVERY_S", 0.0)
+    monkeypatch.setattr(engine, "PROGRESS_EVERY", 1)
+    args = [*command, "--example", "fat-tree-k16", "--hosts", "64", "--rtol", "1e-9"]
+    if command[0] == "packetsim":
+        args = args[:-2]
+    ran = runner.invoke(app, args)
+    assert ran.exit_code == 0, ran.output
+    assert "progress:" not in ran.stdout
+    lines = [m for m in map(_LINE.match, ran.stderr.splitlines()) if m]
+    assert len(lines) >= 3, ran.stderr
+    mine = [m for m in lines if m.group(1) == transport]
+    percent = [int(m.group(2)) for m in mine]
+    left = [float(m.group(4).replace(",", "")) for m in mine]
+    assert percent == sorted(percent) and percent[-1] > percent[0]
+    assert left[-1] <= left[0] and (left[-1] < left[0] or left[0] == 0.0)
+    quiet = runner.invoke(app, [*args, "--no-progress"])
+    assert quiet.exit_code == 0 and "progress:" not in quiet.stderr
+
+
+def test_plain_progress_estimates_from_the_work_done() -> None:
+    """Set-up before the first measure does not count; the estimate falls as work is done;
+    lines come at most every PLAIN_EVERY_S seconds."""
+    from rich.console import Console
+
+    from clusterloom.cli.progress import PLAIN_EVERY_S, Reporter
+    from clusterloom.sim.predict import Step
+
+    now = [0.0]
+    console = Console(record=True, width=200)
+    report = Reporter(console, "lines", clock=lambda: now[0])
+    report(Step("roce-ecmp", note="8 flows"))
+    for second in range(10, 31):  # 10 s of set-up, then 5% of the bytes a second
+        now[0] = float(second)
+        report(Step("roce-ecmp", done=5.0 * (second - 10), total=100.0))
+    assert PLAIN_EVERY_S == 5.0
+    assert console.export_text().splitlines() == [
+        "progress: roce-ecmp 0% (10 s elapsed, time left unknown)",
+        "progress: roce-ecmp 25% (15 s elapsed, ~15 s left)",
+        "progress: roce-ecmp 50% (20 s elapsed, ~10 s left)",
+        "progress: roce-ecmp 75% (25 s elapsed, ~5.0 s left)",
+        "progress: roce-ecmp 100% (30 s elapsed, ~0.0 s left)",
+    ]

@@ -16,10 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from clusterloom.examples import example_text
-from clusterloom.export import write_design
 from clusterloom.export._csv import csv_chunks, csv_line, csv_text, obj, write_chunks, write_rows
 from clusterloom.pipeline import Design, run_design
 from clusterloom.spec import parse_spec
+from clusterloom.write import write_design
 from helpers import SMALL_MODEL, design_of
 
 #: Columns that name or identify the row's object: never empty where the header has them (nor

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clusterloom.export import write_design
 from clusterloom.pipeline import run_design
 from clusterloom.spec import parse_spec
+from clusterloom.write import write_design
 from helpers import job_spec
 
 

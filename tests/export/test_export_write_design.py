@@ -10,7 +10,7 @@ import pytest
 import clusterloom.export as export
 from clusterloom import Design
 from clusterloom.export import graph as graph_module
-from clusterloom.export import write_design
+from clusterloom.write import write_design
 from helpers import TWO_FABRIC_SPEC, design_of
 
 EXPECTED = [

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from clusterloom.export import write_design
 from clusterloom.export.cabling_files import NETBOX_CABLE_COLUMNS
 from clusterloom.pipeline import Design, run_design
 from clusterloom.spec import parse_spec
+from clusterloom.write import write_design
 from helpers import MINIMAL_SPEC, spec_dict
 
 

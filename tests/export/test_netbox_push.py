@@ -28,10 +28,10 @@ from test_netbox_real import NETBOX_DIR, _netbox_up, _read, _rows, _site
 from typer.testing import CliRunner
 
 from clusterloom.cli.main import app
-from clusterloom.export import write_design
 from clusterloom.export.netbox_push import push
 from clusterloom.pipeline import run_design
 from clusterloom.spec import parse_spec
+from clusterloom.write import write_design
 from helpers import spec_dict
 
 pytestmark = pytest.mark.netbox

@@ -35,10 +35,10 @@ from typing import Any
 import pytest
 import yaml
 
-from clusterloom.export import write_design
 from clusterloom.export.netbox_setup import SHARED, import_order
 from clusterloom.pipeline import Design, run_design
 from clusterloom.spec import parse_spec
+from clusterloom.write import write_design
 from helpers import spec_dict
 
 NETBOX_DIR = Path(os.environ.get("NETBOX_DIR", "/var/cache/clusterloom-netbox"))

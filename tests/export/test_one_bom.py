@@ -24,7 +24,7 @@ from clusterloom import Design
 from clusterloom.cabling.bom import cabling_bom
 from clusterloom.cli.main import app
 from clusterloom.design_bom import ESTIMATE
-from clusterloom.export import write_design
+from clusterloom.write import write_design
 from helpers import TWO_FABRIC_SPEC, design_of
 
 TIERS = {"1": "host_leaf", "2": "leaf_spine", "3": "spine_core"}

@@ -117,7 +117,7 @@ def test_predict_either_engine_next_to_the_ideal_bound(topology: Topology) -> No
     flow = predict(topology, resolve_scenario(spec, topology, hosts=8), progress=steps.append)
     assert isinstance(flow, FlowPrediction)
     assert [s.transport for s in flow.summaries] == ["mrc-spray", "ideal"]
-    assert flow.ideal is flow.summaries[1] and steps[0].startswith("mrc-spray")
+    assert flow.ideal is flow.summaries[1] and str(steps[0]).startswith("mrc-spray")
     scenario = resolve_scenario(spec, topology, hosts=8, engine="packet")
     assert scenario.transports == ("mrc-spray",)  # the bound is reported, not run
     packet = predict(topology, scenario)
@@ -215,3 +215,42 @@ def test_run_design_with_the_predict_stage() -> None:
     assert isinstance(design.prediction, FlowPrediction)
     assert [s.transport for s in design.prediction.summaries] == ["mrc-spray", "ideal"]
     assert run_design(spec, compare=False).prediction is None
+
+
+def test_design_writes_the_simulation_of_the_spec_scenario(tmp_path: Path) -> None:
+    """``design -o`` on a spec with a scenario: ``simulation/`` holds what ``simulate -o``
+    writes, byte for byte, and report.html a simulation section listed in its contents."""
+    text = example_text(EXAMPLE).split("\nscenario:")[0].rstrip()
+    text += "\nscenario: {size: 64KB, transports: [mrc-spray, ideal], "
+    text += "failures: ['link:1049@1us']}\n"
+    (tmp_path / "s.yaml").write_text(text)
+    design, simulated = tmp_path / "design", tmp_path / "simulate"
+    result = CliRunner().invoke(app, ["design", str(tmp_path / "s.yaml"), "-o", str(design)])
+    assert result.exit_code == 0, result.output
+    assert "mrc-spray" in result.stdout and "simulation/flows.parquet" in result.stdout
+    result = CliRunner().invoke(app, ["simulate", str(tmp_path / "s.yaml"), "-o", str(simulated)])
+    assert result.exit_code == 0, result.output
+    names = sorted(p.name for p in simulated.iterdir() if p.name != "manifest.json")
+    assert sorted(p.name for p in (design / "simulation").iterdir()) == names
+    for name in names:
+        assert (design / "simulation" / name).read_bytes() == (simulated / name).read_bytes()
+    listed = {f["path"] for f in json.loads((design / "manifest.json").read_text())["files"]}
+    assert "simulation/simulation.html" in listed
+    report = (design / "report.html").read_text()
+    assert '<li><a href="#simulation">Simulation</a></li>' in report
+    assert '<section id="simulation">' in report and 'id="fct-cdf"' in report
+
+
+def test_a_spec_without_a_scenario_writes_what_it_wrote_before(tmp_path: Path) -> None:
+    """No ``scenario:``: the predict stage does not run, nothing is added or changed."""
+    from clusterloom import run_design
+    from clusterloom.write import write_design
+
+    spec = _spec(None)
+    plain = write_design(run_design(spec, compare=False), tmp_path / "a")
+    asked = write_design(run_design(spec, compare=False, predict=True), tmp_path / "b")
+    assert [p.relative_to(tmp_path / "a") for p in plain] == [
+        p.relative_to(tmp_path / "b") for p in asked
+    ]
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(plain, asked, strict=True))
+    assert "simulation" not in (tmp_path / "a" / "report.html").read_text().lower()

@@ -71,6 +71,13 @@ ForceOpt = Annotated[
         "DIR.moved-N, never deleted",
     ),
 ]
+ProgressOpt = Annotated[
+    bool,
+    typer.Option(
+        "--progress/--no-progress",
+        help="progress on stderr: a bar with an ETA on a terminal, plain lines when piped",
+    ),
+]
 
 
 def _progress() -> Progress:
@@ -84,15 +91,6 @@ def _progress() -> Progress:
         console=err,
         transient=True,
     )
-
-
-def _step(progress: Progress) -> Callable[[str], None]:
-    """A library progress callback that shows each step as a spinner line."""
-
-    def step(line: str) -> None:
-        progress.add_task(line, total=None)
-
-    return step
 
 
 def _say(label: str, style: str, message: object) -> None:
@@ -608,19 +606,17 @@ def simulate(
         ),
     ] = None,
     force: ForceOpt = False,
+    progress: ProgressOpt = True,
 ) -> None:
     """Simulate traffic on the backend fabric with each transport (flow level) and compare.
     Options left out come from the spec's ``scenario`` section, then from the defaults."""
 
     def run_all() -> None:
         from clusterloom.cli import render
+        from clusterloom.cli.predicting import predict_into
+        from clusterloom.cli.progress import reporter
         from clusterloom.fabric import generate, plan_fabric
-        from clusterloom.sim.predict import (
-            FlowPrediction,
-            predict,
-            predict_sweep,
-            upward_links,
-        )
+        from clusterloom.sim.predict import FlowPrediction, predict_sweep
         from clusterloom.sim.scenario import resolve_scenario
 
         cluster = _load(spec, example)
@@ -641,7 +637,7 @@ def simulate(
         assert scenario.traffic is not None
         flows = len(scenario.traffic)
         if sweep_tier is not None:
-            with _progress() as progress:
+            with reporter(err, progress) as report:
                 rows = predict_sweep(
                     topology,
                     scenario,
@@ -649,28 +645,21 @@ def simulate(
                     fail_at=fail_at,
                     max_links=max_links,
                     processes=jobs,
-                    progress=_step(progress),
+                    progress=report,
                 )
             render.sweep(out, rows, sweep_tier, scenario.traffic_kind, flows)
             return
-        with contextlib.ExitStack() as stack:
-            target = (
-                None if output is None else stack.enter_context(_writing(output, cluster, force))
-            )
-            with _progress() as progress:
-                result = predict(
-                    topology,
-                    scenario,
-                    progress=_step(progress),
-                    keep_runs=target is not None,
-                    watch_links=upward_links(topology) if target is not None else None,
-                )
-                assert isinstance(result, FlowPrediction)
-                if target is not None and result.runs:
-                    from clusterloom.export.prediction import write_prediction
-
-                    progress.add_task(f"writing {output}", total=None)
-                    write_prediction(result, target.staging, cluster.name)
+        result, target = predict_into(
+            err,
+            topology,
+            scenario,
+            cluster,
+            output=output,
+            force=force,
+            writing=_writing,
+            progress=progress,
+        )
+        assert isinstance(result, FlowPrediction)
         render.simulation(out, result.compared, scenario.traffic_kind, flows, scenario.failures)
         if target is not None:
             out.print(f"results written to {target.target}/")
@@ -706,23 +695,35 @@ def design(
 
     def run() -> Design:
         from clusterloom.cli import render
-        from clusterloom.export import write_design
         from clusterloom.pipeline import run_design, stage_names
+        from clusterloom.write import write_design
 
         cluster = _load(spec, example)
-        stages = stage_names(cluster)
+        stages = stage_names(cluster, predict=True)
         with _writing(output, cluster, force) as target, _progress() as progress:
             task = progress.add_task("design", total=len(stages) + 1)
 
             def step(stage: str) -> None:
                 progress.update(task, description=stage, advance=0 if stage == stages[0] else 1)
 
-            result = run_design(cluster, progress=step)
+            result = run_design(cluster, predict=True, progress=step)
             progress.update(task, description="writing artifacts", advance=1)
             written = write_design(result, target.staging, flows=flows)
         render.design_summary(out, result)
+        predicted = result.prediction
+        if predicted is not None:
+            scenario = predicted.scenario
+            assert scenario.traffic is not None
+            flows_n = len(scenario.traffic)
+            render.simulation(
+                out, predicted.compared, scenario.traffic_kind, flows_n, scenario.failures
+            )
         render.timings(out, result)
         _wrote(written, target)
+        if predicted is not None:
+            summaries = (c.summary for c in predicted.compared)
+            if incomplete(err, ((s.transport, s.finished, s.flows) for s in summaries)):
+                raise typer.Exit(EXIT_INCOMPLETE)
         return result
 
     result = _guard(run)
@@ -738,7 +739,7 @@ def _has_errors(design: Design) -> bool:
 def _register_packet_commands() -> None:
     from clusterloom.cli import netbox, packet
 
-    packet.register(app, _guard, _load, out, err)
+    packet.register(app, _guard, _load, out, err, _writing)
     netbox.register(app, _guard, out)
 
 

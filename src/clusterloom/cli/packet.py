@@ -18,6 +18,7 @@ from clusterloom.cli.contract import EXIT_INCOMPLETE, incomplete
 from clusterloom.sim.registry import DEFAULTS
 
 if TYPE_CHECKING:
+    from clusterloom.cli.predicting import Writing
     from clusterloom.spec import ClusterSpec
 
 
@@ -27,8 +28,10 @@ def register(
     load: Callable[[Path | None, str | None], ClusterSpec],
     out: Console,
     err: Console,
+    writing: Writing,
 ) -> None:
-    """Add ``packetsim`` and ``conformance`` to ``app``."""
+    """Add ``packetsim`` and ``conformance`` to ``app``; ``writing`` opens an output directory
+    as a transaction (``main._writing``)."""
 
     @app.command()
     def packetsim(
@@ -67,13 +70,39 @@ def register(
         crossval: Annotated[
             bool, typer.Option(help="also run the flow-level engine and compare completion times")
         ] = False,
+        output: Annotated[
+            str | None,
+            typer.Option(
+                "--output",
+                "-o",
+                help="directory for the results (Parquet), simulation.html and scenario.json, "
+                "as simulate writes them",
+                show_default=False,
+            ),
+        ] = None,
+        force: Annotated[
+            bool,
+            typer.Option(
+                "--force",
+                help="use an output directory that holds other files: they are moved aside to "
+                "DIR.moved-N, never deleted",
+            ),
+        ] = False,
+        progress: Annotated[
+            bool,
+            typer.Option(
+                "--progress/--no-progress",
+                help="progress on stderr: a bar with an ETA on a terminal, plain lines when piped",
+            ),
+        ] = True,
     ) -> None:
         """Simulate traffic on the backend fabric packet by packet, one run per transport.
         Options left out come from the spec's ``scenario`` section, then from the defaults."""
 
         def run() -> None:
+            from clusterloom.cli.predicting import predict_into
             from clusterloom.fabric import generate, plan_fabric
-            from clusterloom.sim.predict import PacketPrediction, predict
+            from clusterloom.sim.predict import PacketPrediction
             from clusterloom.sim.scenario import resolve_scenario
 
             cluster = load(spec, example)
@@ -89,9 +118,21 @@ def register(
                 hosts=hosts,
                 seed=seed,
             )
-            result = predict(topology, scenario, crossval=crossval)
+            result, target = predict_into(
+                err,
+                topology,
+                scenario,
+                cluster,
+                output=output,
+                force=force,
+                writing=writing,
+                progress=progress,
+                crossval=crossval,
+            )
             assert isinstance(result, PacketPrediction)
             _render(out, result, crossval)
+            if target is not None:
+                out.print(f"results written to {target.target}/", soft_wrap=True)
             assert scenario.traffic is not None
             flows = len(scenario.traffic)
             runs = ((o.name, o.result.finished, flows) for o in result.outcomes)

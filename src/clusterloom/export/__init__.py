@@ -1,7 +1,9 @@
-"""Everything a design is written out as: ``design.json`` (the stable, versioned document),
-``bom.csv`` and ``options.csv``, NetBox bulk-import CSVs, graph files of small fabrics and the
-HTML report. Every file is written atomically; names are stable (``naming``) and outputs are
-byte-identical for the same spec.
+"""Every data file a design is written out as: ``design.json`` (the stable, versioned
+document), ``bom.csv`` and ``options.csv``, NetBox bulk-import CSVs, placement and cabling
+files, graph files of small fabrics, the workload's files and a prediction's results. Every file
+is written atomically; names are stable (``naming``) and outputs are byte-identical for the same
+spec. The pages (``report.html``, ``simulation.html``) are the ``report`` package's; a whole run,
+files and pages, is written by :mod:`clusterloom.write`, so neither package imports the other.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from clusterloom.export.workload_files import (
     write_workload_json,
 )
 from clusterloom.pipeline import Design
-from clusterloom.report import render_report
 
 __all__ = [
     "GRAPH_LINK_LIMIT",
@@ -40,9 +41,9 @@ __all__ = [
     "to_networkx",
     "write_bom_csv",
     "write_cabling",
-    "write_design",
     "write_design_json",
     "write_devices",
+    "write_exports",
     "write_flows",
     "write_graphml",
     "write_interfaces",
@@ -54,8 +55,8 @@ __all__ = [
 ]
 
 
-def write_design(design: Design, out_dir: StrPath, *, flows: bool = False) -> list[Path]:
-    """Write every export of ``design`` into ``out_dir`` (created when missing), each file
+def write_exports(design: Design, out_dir: StrPath, *, flows: bool = False) -> list[Path]:
+    """Write every data file of ``design`` into ``out_dir`` (created when missing), each file
         atomically, and return the paths written in this order: ``design.json``, ``bom.csv``,
         ``options.csv``, ``netbox/devices.csv``, ``netbox/interfaces.csv``, with a placement the
     files of ``write_placement`` (``placement/racks.csv``, ``placement/elevations.csv``, NetBox
@@ -65,7 +66,8 @@ def write_design(design: Design, out_dir: StrPath, *, flows: bool = False) -> li
         ``<fabric>.nodelink.json`` and ``<fabric>.graphml`` (only for fabrics of at most
         ``GRAPH_LINK_LIMIT`` links), with a job ``workload.json``, ``traffic_matrix.csv`` and,
         when ``flows`` is set, ``flows.npz`` (every flow of a step: hundreds of MB on the
-        largest examples), and ``report.html``.
+        largest examples). No page: ``clusterloom.write.write_design`` adds the prediction's
+        ``simulation/`` and ``report.html``.
 
         Raises ``OutputError`` when a file cannot be written; files written before it stay.
     """
@@ -96,5 +98,4 @@ def write_design(design: Design, out_dir: StrPath, *, flows: bool = False) -> li
         paths.append(write_traffic_matrix(design.workload, out / "traffic_matrix.csv"))
         if flows:
             paths.append(write_flows(design.workload, out / "flows.npz"))
-    paths.append(atomic_write(out / "report.html", render_report(design)))
     return paths

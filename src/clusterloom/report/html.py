@@ -3,8 +3,9 @@ or links to fetch), deterministic for a given design.
 
 Sections: title and provenance; a summary of the cluster and of each fabric; per fabric a tier
 diagram of one plane, its lines of the bill of materials and the options compared; placement and
-cabling when they ran; the design's one bill of materials (``Design.bom``: every line and the
-total, labelled an estimate when no cabling ran); the findings. Every piece
+cabling when they ran; the simulation of the spec's scenario when it ran (the parts of
+``simulation.html``, ``report.simulation``); the design's one bill of materials (``Design.bom``:
+every line and the total, labelled an estimate when no cabling ran); the findings. Every piece
 of text that comes from the spec or the catalog is HTML-escaped.
 """
 
@@ -741,6 +742,10 @@ def render_report(design: Design) -> str:
         from clusterloom.report.cabling import cabling_section
 
         sections.append(cabling_section(design.cabling))
+    if design.prediction is not None and design.prediction.runs:
+        from clusterloom.report.simulation import simulation_section
+
+        sections.append(simulation_section(design.prediction))
     sections.append(bom_section(design))
     sections.append(_findings_table(design.findings))
     body = "\n".join(sections)

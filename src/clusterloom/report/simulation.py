@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,7 +34,10 @@ from clusterloom.sim.flow.run import Compared, Failure, compare, fmt_time, summa
 from clusterloom.units import PS_PER_US
 from clusterloom.workload.heatmap import _RAMP, png
 
-__all__ = ["render_simulation", "window_of"]
+if TYPE_CHECKING:
+    from clusterloom.sim.predict import PacketOutcome, Prediction
+
+__all__ = ["render_simulation", "simulation_parts", "simulation_section", "window_of"]
 
 #: Line colours of the transports, in the order the runs are given (then repeated).
 COLOURS = ("#2563eb", "#db2777", "#059669", "#d97706", "#7c3aed", "#475569")
@@ -346,6 +350,31 @@ def _comparison(compared: Sequence[Compared]) -> str:
     return table(headers, rows, table_id="comparison", css_class="comparison")
 
 
+#: The packet engine's counters of a run, as (column, attribute of ``PacketResult``).
+COUNTERS = (
+    ("Drops", "drops"),
+    ("Trims", "trims"),
+    ("ECN marks", "marks"),
+    ("Pauses", "pauses"),
+    ("Largest queue B", "max_queue_bytes"),
+    ("Events", "events"),
+)
+
+
+def _counters(outcomes: Sequence[PacketOutcome]) -> str:
+    headers = [("Transport", False), ("Retransmissions", True)]
+    headers += [(label, True) for label, _ in COUNTERS]
+    rows = [
+        "<tr>"
+        + td(esc(o.name))
+        + td(f"{int(o.result.retransmissions.sum()):,}", True)
+        + "".join(td(f"{getattr(o.result, key):,}", True) for _, key in COUNTERS)
+        + "</tr>"
+        for o in outcomes
+    ]
+    return table(headers, rows, table_id="packet-counters", css_class="comparison")
+
+
 def window_of(runs: Sequence[Run], failures: Sequence[Failure] = ()) -> Window:
     """The time window the pictures draw (``results.time_window`` with the failures kept in
     view)."""
@@ -353,20 +382,47 @@ def window_of(runs: Sequence[Run], failures: Sequence[Failure] = ()) -> Window:
     return time_window(runs, marks)
 
 
-def render_simulation(
-    spec_name: str,
+#: Per engine: what the page is, the model in one sentence (the footer), and what the
+#: utilisation section shows when the engine records no link loads (None: it records them).
+ENGINES = {
+    "flow": (
+        "flow-level simulation",
+        "Fluid, max-min fair flow-level model: no queues, packets or congestion control dynamics.",
+        None,
+    ),
+    "packet": (
+        "packet-level simulation",
+        "Packet-level model: output-queued switches with ECN, drop-tail, trimming or PFC, "
+        "transports as per-flow state machines; the ideal bound is the flow-level engine's "
+        "(every flow at its fair share) on the same traffic and failures.",
+        "The packet engine records no link utilisation over time (it counts drops, trims, "
+        "ECN marks, pauses and the largest queue of each run instead: Packet-level counters): "
+        "this section has no pictures, and utilisation.parquet and link_utilisation.parquet "
+        "have no rows for its transports.",
+    ),
+}
+
+
+def simulation_parts(
     runs: Sequence[Run],
     failures: Sequence[Failure] = (),
     *,
     util: Sequence[Utilisation] | None = None,
     traffic_label: str = "",
     compared: Sequence[Compared] | None = None,
-) -> str:
-    """The simulation report of ``runs`` as one self-contained HTML page. ``compared`` is the
-    comparison the terminal shows (``run.compare``, with the transports' assumptions); without
-    it the runs are summarised here, without assumptions. ``util`` are the runs' utilisations
-    on one grid when already computed (``results.utilisations``); the pictures draw only the
-    time :func:`window_of` the runs and recompute them on it when it is shorter."""
+    engine: str = "flow",
+    outcomes: Sequence[PacketOutcome] = (),
+) -> list[tuple[str, str, str]]:
+    """The parts of a simulation's rendering, as (id, title, HTML): the comparison, the flow
+    completion times, the link utilisation (or, for an engine that records none, what it
+    lacks), and the packet engine's counters of its ``outcomes`` when given.
+    ``simulation.html`` and ``report.html``'s simulation section both draw these.
+
+    ``compared`` is the comparison the terminal shows (``run.compare``, with the transports'
+    assumptions); without it the runs are summarised here, without assumptions. ``util`` are
+    the runs' utilisations on one grid when already computed (``results.utilisations``); the
+    pictures draw only the time :func:`window_of` the runs and recompute them on it when it is
+    shorter."""
     runs = [Run(*r) for r in runs]
     if compared is None:
         summaries = [
@@ -375,10 +431,12 @@ def render_simulation(
         ]
         compared = compare(summaries, None, failures)
     window = window_of(runs, failures)
-    if util is None or (util and int(util[0].bin_edges_ps[-1]) > max(window.end_ps, 1) * 1.001):
+    lacking = ENGINES[engine][2]
+    if lacking is None and (
+        util is None or (util and int(util[0].bin_edges_ps[-1]) > max(window.end_ps, 1) * 1.001)
+    ):
         edges = grid(window.end_ps, util[0].bins if util else 100)
         util = [utilisation(r.result, r.capacity, edges_ps=edges) for r in runs]
-    name = esc(spec_name)
     flows = len(runs[0].traffic) if runs else 0
     lead = (
         f"{traffic_label + ': ' if traffic_label else ''}{flows:,} flows, "
@@ -386,6 +444,11 @@ def render_simulation(
         + (f"; failures: {', '.join(f.label for f in failures)}" if failures else "; no failures")
         + ". Completion is the last finish; it and its ratio to the ideal are shown only when "
         "every flow finished."
+        + (
+            " Engine: packet level; the ideal row is the flow-level bound."
+            if engine == "packet"
+            else ""
+        )
     )
     by_name = {c.transport: c for c in compared}
     notes = []
@@ -406,7 +469,17 @@ def render_simulation(
         f"Drawn from 0 to {fmt_time(window.end_ps)}: the runs that ended within "
         f"10{chr(0xD7)} the first one to end, and the failures in that time."
     )
-    sections = [
+    if lacking is not None:
+        loads = f'<p class="muted">{esc(lacking)}</p>'
+    else:
+        assert util is not None
+        loads = (
+            f"<figure>{utilisation_svg(runs, util, failures, window, compared)}<figcaption>The "
+            "busiest link's utilisation (load over nominal capacity) at each moment; dashed lines: "
+            f"failures and recoveries. {esc(window_text)}</figcaption></figure>\n"
+            f'<h3 id="watched-links">Watched links</h3>\n{_heatmap(runs, util)}'
+        )
+    return [
         (
             "comparison-section",
             "Transports compared",
@@ -418,15 +491,31 @@ def render_simulation(
             f"<figure>{fct_cdf_svg(runs)}<figcaption>Fraction of all flows finished within a "
             "given time after they started.</figcaption></figure>",
         ),
-        (
-            "utilisation",
-            "Link utilisation over time",
-            f"<figure>{utilisation_svg(runs, util, failures, window, compared)}<figcaption>The "
-            "busiest link's utilisation (load over nominal capacity) at each moment; dashed lines: "
-            f"failures and recoveries. {esc(window_text)}</figcaption></figure>\n"
-            f'<h3 id="watched-links">Watched links</h3>\n{_heatmap(runs, util)}',
-        ),
-    ]
+        ("utilisation", "Link utilisation over time", loads),
+    ] + ([("counters", "Packet-level counters", _counters(outcomes))] if outcomes else [])
+
+
+class Drawing(TypedDict, total=False):
+    """What :func:`simulation_parts` takes besides the runs and failures."""
+
+    util: Sequence[Utilisation] | None
+    traffic_label: str
+    compared: Sequence[Compared] | None
+    engine: str
+    outcomes: Sequence[PacketOutcome]
+
+
+def render_simulation(
+    spec_name: str,
+    runs: Sequence[Run],
+    failures: Sequence[Failure] = (),
+    **drawing: Unpack[Drawing],
+) -> str:
+    """The simulation report of ``runs`` by ``engine`` as one self-contained HTML page: the
+    parts of :func:`simulation_parts` (``drawing``: its keyword arguments)."""
+    sections = simulation_parts(runs, failures, **drawing)
+    what, model, _ = ENGINES[drawing.get("engine", "flow")]
+    name = esc(spec_name)
     body = "\n".join(
         f'<section id="{sid}"><h2>{esc(title)}</h2>\n{html}</section>'
         for sid, title, html in sections
@@ -438,9 +527,34 @@ def render_simulation(
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{name} — clusterloom simulation</title>\n"
         f"<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
-        f"<header><h1>{name}<small>clusterloom flow-level simulation</small></h1></header>\n"
+        f"<header><h1>{name}<small>clusterloom {what}</small></h1></header>\n"
         f"{contents}\n{body}\n"
-        "<footer>Fluid, max-min fair flow-level model: no queues, packets or congestion "
-        "control dynamics.</footer>\n"
+        f"<footer>{esc(model)}</footer>\n"
         "</main>\n</body>\n</html>\n"
+    )
+
+
+def simulation_section(prediction: Prediction) -> str:
+    """The simulation section of ``report.html``: the parts of :func:`simulation_parts` of a
+    prediction kept with its runs, under one heading (the files are in ``simulation/``)."""
+    from clusterloom.sim.predict import PacketPrediction
+
+    scenario = prediction.scenario
+    parts = simulation_parts(
+        prediction.runs,
+        scenario.failures,
+        traffic_label=scenario.traffic_kind,
+        compared=prediction.compared,
+        engine=scenario.engine,
+        outcomes=prediction.outcomes if isinstance(prediction, PacketPrediction) else (),
+    )
+    model = ENGINES[scenario.engine][1]
+    body = "\n".join(
+        f'<div id="sim-{sid}"><h3>{esc(title)}</h3>\n{html}</div>' for sid, title, html in parts
+    )
+    lead = f"The spec's scenario: {scenario}. {model}"
+    return (
+        f'<section id="simulation"><h2>Simulation</h2>\n<p class="lead">{esc(lead)} The '
+        "files are in <code>simulation/</code>.</p>\n"
+        f"{body}</section>"
     )

@@ -6,8 +6,11 @@ The stage every caller uses (the commands, and later sweeps, operations, the ass
     result = predict(topology, scenario)            # or engine="packet"
 
 It runs nothing but the engine: no console, no files. Progress goes through ``progress``, a
-callback taking one line of text per step (a transport starting). Writers (``sim.flow.results``,
-``report.simulation``) read the result.
+callback taking a :class:`Step` as each run starts and then as it goes: the bytes delivered so
+far of the bytes of every flow (the flow engine reports every few events, the packet engine
+every few thousand), so that a caller can show a percentage and an ETA. Writers
+(``export.prediction``, ``sim.flow.results``, ``report.simulation``) read the result; a packet
+run is converted into the same per-flow results (:func:`packet_run`).
 """
 
 from __future__ import annotations
@@ -28,11 +31,51 @@ if TYPE_CHECKING:
     from clusterloom.pipeline import Design
     from clusterloom.sim.flow.run import Compared, Run, Summary
     from clusterloom.sim.packet.run import PacketResult
+    from clusterloom.sim.traffic import Traffic
 
-__all__ = ["FlowPrediction", "PacketOutcome", "PacketPrediction", "Prediction", "predict"]
+__all__ = [
+    "FlowPrediction",
+    "PacketOutcome",
+    "PacketPrediction",
+    "Prediction",
+    "Step",
+    "packet_run",
+    "predict",
+]
 
-Progress = Callable[[str], None]
 IDEAL = "ideal"
+
+
+@dataclass(frozen=True)
+class Step:
+    """Progress of one task (a transport's run, the ideal bound, a sweep): ``done`` of
+    ``total`` units of work (bytes delivered of the bytes of every flow); ``total`` 0 when the
+    work is not measured. ``note`` says what the task is (``1,024 flows``)."""
+
+    task: str
+    done: float = 0.0
+    total: float = 0.0
+    note: str = ""
+
+    @property
+    def fraction(self) -> float | None:
+        """Work done, from 0 to 1 (None when not measured)."""
+        return min(max(self.done / self.total, 0.0), 1.0) if self.total > 0 else None
+
+    def __str__(self) -> str:
+        return f"{self.task}: {self.note}" if self.note else self.task
+
+
+Progress = Callable[[Step], None]
+
+
+def _measured(say: Progress, task: str) -> Callable[[float, float], None]:
+    """An engine's ``progress(done, total)`` as :class:`Step`s of ``task``."""
+
+    def report(done: float, total: float) -> None:
+        say(Step(task, done, total))
+
+    return report
 
 
 @dataclass(frozen=True)
@@ -68,11 +111,17 @@ class PacketOutcome:
 @dataclass(frozen=True)
 class PacketPrediction:
     """The packet engine's outcome: one run per transport; the ideal bound from the flow
-    engine (every flow at its fair share)."""
+    engine (every flow at its fair share); the comparison every renderer shows (each
+    transport's summary, then the ideal's, as in ``flow.run.compare``). With ``keep_runs``:
+    ``runs``, each outcome as per-flow results (:func:`packet_run`), and ``bound``, the ideal
+    bound's flow-level run (the per-group bound of the written results)."""
 
     scenario: Scenario
     outcomes: tuple[PacketOutcome, ...]
     ideal: Summary
+    compared: tuple[Compared, ...] = ()
+    runs: tuple[Run, ...] = ()
+    bound: Run | None = None
 
 
 Prediction = FlowPrediction | PacketPrediction
@@ -91,7 +140,9 @@ def predict(
     """Run ``scenario`` on the backend fabric of a design (or on a topology) with ``engine``
     (the scenario's by default; it must match the engine the scenario was resolved for).
 
-    ``keep_runs`` keeps the flow engine's per-flow results (for ``sim.flow.results``);
+    ``keep_runs`` keeps the per-flow results of either engine (``runs``, for the writers
+    of ``export.prediction``; a packet prediction also its flow-level ``bound``);
+    ``progress`` receives :class:`Step`s (module docstring);
     ``watch_links`` are directed links whose utilisation the flow engine records over time;
     ``crossval`` also runs each packet transport on the flow engine.
     Refuses (``SpecError``) failures that start after every transport finished."""
@@ -107,10 +158,10 @@ def predict(
                 )
             ]
         )
-    say = progress or (lambda _line: None)
+    say = progress or (lambda _step: None)
     if engine == "flow":
         return _predict_flow(topology, scenario, say, keep_runs, watch_links)
-    return _predict_packet(topology, scenario, say, crossval)
+    return _predict_packet(topology, scenario, say, crossval, keep_runs)
 
 
 def _topology(x: Any) -> Topology:
@@ -142,7 +193,7 @@ def _predict_flow(
     for name in scenario.transports:
         tr = transport(name, **scenario.options_of(name))
         chosen.append(tr)
-        say(f"{tr.name}: {len(load):,} flows")
+        say(Step(tr.name, note=f"{len(load):,} flows"))
         result = run(
             topology,
             load,
@@ -152,6 +203,7 @@ def _predict_flow(
             router=router,
             rtol=scenario.rtol,
             watch_links=watch,
+            progress=_measured(say, tr.name),
         )
         summaries.append(summarize(tr.name, result, load.barrier))
         if keep_runs:
@@ -160,18 +212,20 @@ def _predict_flow(
         late_failures(scenario.failures, [sm.makespan_ps for sm in summaries])
     ideal = next((sm for sm in summaries if sm.transport == IDEAL), None)
     if ideal is None:
-        ideal = _ideal(topology, scenario, say, router)
+        ideal = _summary(_ideal(topology, scenario, say, router))
     compared = compare(summaries, chosen, scenario.failures)
     return FlowPrediction(scenario, tuple(summaries), ideal, tuple(runs), compared)
 
 
-def _ideal(topology: Topology, scenario: Scenario, say: Progress, router: Any = None) -> Summary:
+def _ideal(topology: Topology, scenario: Scenario, say: Progress, router: Any = None) -> Run:
     """The bound: the flow engine's ideal transport on the same traffic and failures."""
-    from clusterloom.sim.flow.run import run, summarize
+    from clusterloom.sim.flow.run import Run, run
     from clusterloom.sim.flow.transports import transport
+    from clusterloom.sim.paths import build_router
 
     assert scenario.traffic is not None
-    say(f"ideal bound: {len(scenario.traffic):,} flows")
+    router = router or build_router(topology)
+    say(Step("ideal bound", note=f"{len(scenario.traffic):,} flows"))
     result = run(
         topology,
         scenario.traffic,
@@ -180,24 +234,40 @@ def _ideal(topology: Topology, scenario: Scenario, say: Progress, router: Any = 
         seed=scenario.seed,
         router=router,
         rtol=scenario.rtol,
+        progress=_measured(say, "ideal bound"),
     )
-    return summarize(IDEAL, result, scenario.traffic.barrier)
+    return Run(IDEAL, scenario.traffic, result, router.capacity_bytes())
+
+
+def _summary(r: Run) -> Summary:
+    from clusterloom.sim.flow.run import summarize
+
+    return summarize(r.transport, r.result, r.traffic.barrier)
 
 
 def _predict_packet(
-    topology: Topology, scenario: Scenario, say: Progress, crossval: bool
+    topology: Topology, scenario: Scenario, say: Progress, crossval: bool, keep_runs: bool
 ) -> PacketPrediction:
+    from clusterloom.sim.flow.run import compare
     from clusterloom.sim.packet.run import run_packets
+    from clusterloom.sim.paths import build_router
     from clusterloom.sim.registry import REGISTRY
 
     load = scenario.traffic
     assert load is not None
-    outcomes = []
+    router = build_router(topology)
+    outcomes, runs = [], []
     for name in scenario.transports:
-        say(f"{name}: {len(load):,} flows, packet level")
+        say(Step(name, note=f"{len(load):,} flows, packet level"))
         opts = scenario.options_of(name)
         r = run_packets(
-            topology, load, name, scenario.failures, seed=scenario.seed, options=opts or None
+            topology,
+            load,
+            name,
+            scenario.failures,
+            seed=scenario.seed,
+            options=opts or None,
+            progress=_measured(say, name),
         )
         fct = r.fct_ps[r.finish_ps >= 0]
         pct = (
@@ -207,7 +277,47 @@ def _predict_packet(
         if crossval and "flow" in REGISTRY[name].engines:
             flow_max = _flow_level_max(topology, scenario, name)
         outcomes.append(PacketOutcome(name, r, pct, flow_max))
-    return PacketPrediction(scenario, tuple(outcomes), _ideal(topology, scenario, say))
+        runs.append(packet_run(load, r, router.capacity_bytes()))
+    bound = _ideal(topology, scenario, say, router)
+    ideal = _summary(bound)
+    compared = compare([*(_summary(r) for r in runs), ideal], None, scenario.failures)
+    kept = (tuple(runs), bound) if keep_runs else ((), None)
+    return PacketPrediction(scenario, tuple(outcomes), ideal, compared, *kept)
+
+
+def packet_run(traffic: Traffic, result: PacketResult, capacity: NDArray[np.float64]) -> Run:
+    """A packet run as the per-flow results the writers read (``sim.flow.results.Run``): its
+    start and finish times, its end and its event count. The packet engine records no link
+    loads, so the run has no load segments (and its utilisation tables no rows) and no
+    allocation units; ``capacity`` is the nominal capacity (bytes/s) of every directed link."""
+    from clusterloom.sim.flow.engine import SimResult, UnitSet
+    from clusterloom.sim.flow.run import Run
+
+    none = np.zeros(0, dtype=np.int64)
+    first = np.zeros(1, dtype=np.int64)
+    return Run(
+        result.transport,
+        traffic,
+        SimResult(
+            start_ps=result.start_ps,
+            finish_ps=result.finish_ps,
+            units=UnitSet(none, first, none, np.zeros(0)),
+            unit_bytes=np.zeros(0),
+            unit_replaced_ps=none,
+            end_ps=result.end_ps,
+            seg_start_ps=none,
+            seg_end_ps=none,
+            seg_max_util=np.zeros(0),
+            watch_links=none,
+            seg_ptr=first,
+            seg_link=none,
+            seg_load=np.zeros(0),
+            events=result.events,
+            allocations=0,
+            alloc_rounds=0,
+        ),
+        capacity,
+    )
 
 
 def _flow_level_max(topology: Topology, scenario: Scenario, name: str) -> float | None:
@@ -257,7 +367,7 @@ def predict_sweep(
     chosen = [transport(n, **scenario.options_of(n)) for n in scenario.transports]
     links = single_link_failures(topology, tier, max_links=max_links, seed=scenario.seed)
     if progress is not None:
-        progress(f"sweep: {len(links):,} links x {len(chosen)} transports")
+        progress(Step("sweep", note=f"{len(links):,} links x {len(chosen)} transports"))
     return sweep(
         topology,
         scenario.traffic,

@@ -99,6 +99,9 @@ COMPLETION_WINDOW_PS = 1
 #: Fractions of a picosecond below this are floating error when rounding completion times up.
 ROUND_SLACK_PS = 1e-3
 
+#: A run reports its progress (``simulate(progress=...)``) every this many events.
+PROGRESS_EVERY = 16
+
 _NEVER = int(np.iinfo(np.int64).max)
 _F64 = NDArray[np.float64]
 _I64 = NDArray[np.int64]
@@ -321,6 +324,8 @@ class Reroute:
 
 
 Action: TypeAlias = SetCapacity | Callback
+#: ``progress(done, total)``: bytes delivered so far of the run's total (see ``simulate``)
+Progress: TypeAlias = Callable[[float, float], None]
 
 
 @dataclass(frozen=True, eq=False)
@@ -990,8 +995,9 @@ class _Sim:
         self.seg_links.append(links)
         self.seg_loads.append(load)
 
-    def run(self, max_time_ps: int | None) -> SimResult:
+    def run(self, max_time_ps: int | None, progress: Progress | None = None) -> SimResult:
         limit = _NEVER if max_time_ps is None else max_time_ps
+        total = float(self.flows.size.sum())
         now = int(self.ready.min()) if self.ready.size else _NEVER
         if self.heap:
             now = min(now, self.heap[0][0])
@@ -1007,6 +1013,8 @@ class _Sim:
                 break
             self._advance(now, until)
             now = until
+            if progress is not None and self.events % PROGRESS_EVERY == 0:
+                progress(total - float(self.grp_rem.sum()), total)
         return self._result(now)
 
     def _result(self, end: int) -> SimResult:
@@ -1043,9 +1051,14 @@ def simulate(
     max_time_ps: int | None = None,
     watch_links: ArrayLike | None = None,
     rtol: float = RTOL_SATURATED,
+    progress: Progress | None = None,
 ) -> SimResult:
     """Run the fluid simulation until every flow finished, nothing can progress any more, or
     ``max_time_ps``. Raises :class:`SimInputError` (a ``ValueError``) on invalid input.
+
+    ``progress(done, total)`` is called every :data:`PROGRESS_EVERY` events with the bytes
+    delivered so far and the bytes of every flow (the work measure of an ETA); it does not
+    change the run.
 
     ``rtol`` trades exactness for speed: links whose saturation levels are within ``rtol`` of a
     round's level saturate together at that (lowest) level, so the entities they freeze get up
@@ -1067,4 +1080,4 @@ def simulate(
             raise SimInputError("watch_links: link out of range")
     if max_time_ps is not None and max_time_ps < 0:
         raise SimInputError("max_time_ps must be >= 0")
-    return _Sim(cap, flows, units, actions, watch, rtol).run(max_time_ps)
+    return _Sim(cap, flows, units, actions, watch, rtol).run(max_time_ps, progress)

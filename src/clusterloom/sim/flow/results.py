@@ -149,18 +149,25 @@ def _groups(traffic: Traffic, result: SimResult, width: int) -> _Groups:
     )
 
 
-def group_table(runs: Sequence[Run]) -> pa.Table:
+def _width(t: Traffic) -> int:
+    return max(len(t.group_names), int(t.group.max(initial=-1)) + 1)
+
+
+def group_table(runs: Sequence[Run], *, ideal_run: Run | None = None) -> pa.Table:
     """Per run and traffic group (``traffic.group``) the completion time, last finish minus
     first start, next to the ``ideal`` run's completion of the same group when there is one
-    (``vs_ideal`` = completion / ideal). Each run ends with a row of null group and name
-    ``all flows``: the whole traffic (a step). Completion is null unless every flow of the group
-    finished; groups without flows are left out."""
+    (``vs_ideal`` = completion / ideal); ``ideal_run`` is that run when it is not one of ``runs``
+    (a packet prediction's flow-level bound; it gets no rows). Each run ends with a row of null
+    group and name ``all flows``: the whole traffic (a step). Completion is null unless every
+    flow of the group finished; groups without flows are left out."""
     per: list[tuple[Run, _Groups, int]] = []
     for run in runs:
-        t = run.traffic
-        width = max(len(t.group_names), int(t.group.max(initial=-1)) + 1)
-        per.append((run, _groups(t, run.result, width), width))
+        width = _width(run.traffic)
+        per.append((run, _groups(run.traffic, run.result, width), width))
     ideal = next((x for x in per if x[0].transport == IDEAL), None)
+    if ideal_run is not None:
+        width = _width(ideal_run.traffic)
+        ideal = (ideal_run, _groups(ideal_run.traffic, ideal_run.result, width), width)
     columns: dict[str, list[pa.Array]] = {}
     for run, gr, width in per:
         rows = np.flatnonzero(gr.flows > 0)
@@ -388,10 +395,15 @@ def _write(table: pa.Table, path: Path) -> None:
 
 
 def write_results(
-    out_dir: StrPath, runs: Sequence[Run], *, util: Sequence[Utilisation] | None = None
+    out_dir: StrPath,
+    runs: Sequence[Run],
+    *,
+    util: Sequence[Utilisation] | None = None,
+    ideal_run: Run | None = None,
 ) -> list[Path]:
     """Write :data:`FILES` into ``out_dir`` (created if needed), each atomically; ``util`` are
-    the runs' :func:`utilisations` when already computed. Returns the paths written.
+    the runs' :func:`utilisations` when already computed, ``ideal_run`` the ideal run when it is
+    not one of ``runs`` (:func:`group_table`). Returns the paths written.
 
     Raises ``ValueError`` without runs and ``OutputError`` when a file cannot be written."""
     runs = [Run(*r) for r in runs]
@@ -401,7 +413,7 @@ def write_results(
     pairs = list(zip(runs, util, strict=True))
     tables = [
         _concat([flow_table(r.traffic, r.result, r.transport) for r in runs]),
-        group_table(runs),
+        group_table(runs, ideal_run=ideal_run),
         _concat([utilisation_table(r.transport, u) for r, u in pairs]),
         _concat([link_utilisation_table(r.transport, u) for r, u in pairs]),
     ]

@@ -34,6 +34,7 @@ from clusterloom.sim.flow.engine import (
     RTOL_SATURATED,
     Callback,
     FlowSet,
+    Progress,
     Reroute,
     SetCapacity,
     SimResult,
@@ -67,11 +68,12 @@ def run(
     router: Router | None = None,
     rtol: float = RTOL_SATURATED,
     watch_links: ArrayLike | None = _WATCH_NONE,
+    progress: Progress | None = None,
 ) -> SimResult:
     """Simulate ``traffic`` (host ids = the topology's hosts) with ``transport``; ``rtol`` is
     the engine's rate tolerance (see ``engine.simulate``). ``watch_links`` are the directed
     links whose loads the result keeps per segment (default none, to bound memory; ``None``
-    watches every link)."""
+    watches every link). ``progress(done, total)``: bytes delivered (``engine.simulate``)."""
     if traffic.n_hosts > topology.plan.hosts:
         raise SpecError(
             [
@@ -143,6 +145,7 @@ def run(
         max_time_ps=max_time_ps,
         watch_links=watch_links,
         rtol=rtol,
+        progress=progress,
     )
 
 

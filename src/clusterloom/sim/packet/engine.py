@@ -388,6 +388,12 @@ class PacketSim:
         )
 
     @property
+    def delivered_bytes(self) -> int:
+        """Data payload bytes delivered to receivers so far (duplicates included); cheap to
+        read while the run goes on (``stats`` first applies the queued commands)."""
+        return self._delivered
+
+    @property
     def max_qbytes(self) -> NDArray[np.int64]:
         """The largest data backlog of each directed link's port so far (a writable view)."""
         self._flush()

@@ -8,7 +8,7 @@ last flow it depends on has completed at its receiver, whichever is later.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -148,8 +148,14 @@ def run_packets(
     router: Router | None = None,
     tracer: Tracer | None = None,
     max_time_ps: int | None = None,
+    progress: Callable[[float, float], None] | None = None,
 ) -> PacketResult:
-    """Simulate ``traffic`` with one transport at the packet level (module docstring)."""
+    """Simulate ``traffic`` with one transport at the packet level (module docstring).
+
+    ``progress(done, total)`` is called every few thousand events (when the engine checks
+    whether to stop) with the payload bytes delivered so far, at most ``total``, the bytes of
+    every flow: the work measure of an ETA (duplicates count, so it runs a little ahead
+    under loss). It does not change the run."""
     cfg = config or config_for(transport)
     sim = PacketSim(topology, cfg, seed=seed, router=router, tracer=tracer)
     t0 = time.perf_counter()
@@ -158,8 +164,11 @@ def run_packets(
         sim.schedule_failure(f)
     start_with_deps(sim, traffic, conns)
     first = [0]  # every connection before it has finished or failed (they stay so)
+    total = float(traffic.nbytes.sum())
 
     def stop() -> bool:
+        if progress is not None:
+            progress(min(float(sim.delivered_bytes), total), total)
         i = first[0]
         while i < len(conns) and (conns[i].finish_ps >= 0 or conns[i].failed):
             i += 1
