@@ -60,3 +60,22 @@ def test_report_has_a_workload_section_with_an_inline_heat_map() -> None:
     # the PNG is an <image> of the SVG that draws its axes and colour scale
     assert re.search(r'<image [^>]*href="data:image/png;base64,[A-Za-z0-9+/=]+"', html)
     assert not re.search(r"(src|href)=\"https?:", html)
+
+
+def test_workload_section_breaks_the_step_down_beside_its_bounds() -> None:
+    """The step table reads StepTime.breakdown: compute, bubble with its schedule, optimizer,
+    exposed communication per dimension, the step, each beside its bandwidth bound; the lead
+    gives MFU, HFU, TFLOP/s per accelerator and the roofline bound; memory per stage."""
+    design = run_design(parse_spec(job_spec(compute={"peak_tflops": 1000})))
+    html = render_report(design)
+    section = html[html.index('<section id="workload">') :]
+    section = section[: section.index("</section>")]
+    step = section[section.index('id="workload-step"') :]
+    step = step[: step.index("</table>")]
+    w = design.workload
+    assert w is not None
+    for label, _, _ in w.timing.breakdown():
+        assert label in step
+    assert "interleaved 1F1B, v=2" in step and "exposed TP communication" in step
+    assert f"MFU {w.timing.mfu:.1%}" in section and "model TFLOP/s per accelerator" in section
+    assert "roofline bound" in section and 'id="workload-memory"' in section

@@ -465,7 +465,25 @@ _PLACEMENT_CODES = frozenset(
 
 
 @app.command()
-def workload(spec: SpecArg = None, example: ExampleOpt = None) -> None:
+def workload(
+    spec: SpecArg = None,
+    example: ExampleOpt = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="analytic | flow | packet: where the scale-out collectives' times come from "
+            "(flow and packet: each run alone on the designed backend fabric, with the "
+            "scenario's failures)"
+        ),
+    ] = "analytic",
+    transport: Annotated[
+        str | None,
+        typer.Option(
+            "--transport",
+            help="the transport for --engine flow|packet [default: the scenario's first]",
+        ),
+    ] = None,
+) -> None:
     """Derive a job's collectives and flows; print the breakdown and the predicted step time."""
 
     def run() -> None:
@@ -476,7 +494,32 @@ def workload(spec: SpecArg = None, example: ExampleOpt = None) -> None:
         cluster = _load(spec, example)
         if cluster.job is None:
             raise SpecError([Problem("job", "this spec has no job section to derive traffic from")])
-        render.workload(out, cluster, design_workload(cluster))
+        if engine not in ("analytic", "flow", "packet"):
+            raise SpecError(
+                [Problem("--engine", f"unknown engine '{engine}'; use analytic, flow or packet")]
+            )
+        w = design_workload(cluster)
+        missing = None
+        if engine != "analytic":
+            from clusterloom.fabric import generate, plan_fabric
+            from clusterloom.sim.scenario import resolve_scenario
+            from clusterloom.sim.steptime import simulated_call_times
+
+            topology = generate(plan_fabric(cluster))
+            scenario = resolve_scenario(
+                cluster,
+                topology,
+                engine="flow" if engine == "flow" else "packet",
+                transports=[transport] if transport else None,
+            )
+            with _progress() as progress:
+                progress.add_task(f"simulating the step's scale-out collectives ({engine})")
+                sims = simulated_call_times(topology, scenario, w)
+            w = design_workload(cluster, sims.seconds, sims.source)
+            missing = sims.incomplete
+        render.workload(out, cluster, w)
+        if missing and incomplete(err, missing) == EXIT_INCOMPLETE:
+            raise typer.Exit(EXIT_INCOMPLETE)
 
     _guard(run)
 

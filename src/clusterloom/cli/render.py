@@ -130,6 +130,15 @@ def _options(console: Console, fd: FabricDesign) -> None:
         console.print(Text(f"  {o.label}: not buildable: {o.infeasible}", "dim"))
 
 
+def _layers(stages: tuple[int, ...]) -> str:
+    """``8 x 16`` when even, else ``7 + 8 x 14 + 7``."""
+    if len(set(stages)) == 1:
+        return f"{stages[0]} x {len(stages)}"
+    middle = stages[1:-1]
+    mid = f" + {middle[0]} x {len(middle)}" if middle else ""
+    return f"{stages[0]}{mid} + {stages[-1]}"
+
+
 def workload(console: Console, spec: ClusterSpec, w: WorkloadDesign) -> None:
     assert spec.job is not None
     job, t = spec.job, w.timing
@@ -188,13 +197,26 @@ def workload(console: Console, spec: ClusterSpec, w: WorkloadDesign) -> None:
             _ms(o.bound_step_s),
         )
     console.print(top)
+    steps = Table(
+        "part",
+        "s",
+        "bound s",
+        title=f"Step time (collectives: {t.comm_source})",
+        title_justify="left",
+    )
+    for label, seconds, part_bound in t.breakdown():
+        steps.add_row(label, f"{seconds:.3f}", "" if part_bound is None else f"{part_bound:.3f}")
+    console.print(steps)
+    peak = w.memory.peak
     console.print(
         Text.assemble(
             "step time ",
             (f"{t.step_s:.3f} s", "bold"),
-            f" = compute {t.compute_s:.3f} + bubble {t.bubble_s:.3f} + exposed communication "
-            f"{t.exposed_comm_s:.3f}; with every collective at its bandwidth bound "
-            f"{t.bound_step_s:.3f} s; MFU {t.mfu:.1%}",
+            f"; MFU {t.mfu:.1%} (HFU {t.hfu:.1%}), {t.tflops_per_accelerator:,.0f} model "
+            f"TFLOP/s per accelerator of {t.peak_flops / 1e12:,.0f}; with every collective at "
+            f"its bandwidth bound {t.bound_step_s:.3f} s; roofline bound (model FLOPs at peak) "
+            f"{t.ideal_step_s:.3f} s; stages of {_layers(t.stage_layers)} layers; memory "
+            f"{_bytes(peak.total)} of {_bytes(w.memory.capacity)} (stage {peak.stage})",
         )
     )
     problems = [f for f in w.findings if f.severity is not Severity.INFO]

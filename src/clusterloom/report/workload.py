@@ -1,4 +1,6 @@
-"""The workload section of the report: step time, communication by dimension, the biggest
+"""The workload section of the report: step time in parts (compute, bubble, optimizer, exposed
+communication per dimension, each beside its bandwidth bound), MFU and achieved TFLOP/s, memory
+per stage, communication by dimension, the biggest
 costs and the traffic matrix as a heat map (an inline PNG in an SVG with axes and a colour
 scale)."""
 
@@ -29,8 +31,53 @@ def workload_section(spec: ClusterSpec, w: WorkloadDesign) -> str:
         f"ZeRO {job.parallelism.zero}), {w.micro_batches} micro-batches of "
         f"{job.batch.micro_batch} x {job.model.sequence_length} tokens. Predicted step "
         f"{t.step_s:.3f} s = compute {t.compute_s:.3f} + pipeline bubble {t.bubble_s:.3f} + "
-        f"exposed communication {t.exposed_comm_s:.3f}; {t.bound_step_s:.3f} s with every "
-        f"collective at its bandwidth bound; MFU {t.mfu:.1%}."
+        f"optimizer {t.optimizer_s:.3f} + exposed communication {t.exposed_comm_s:.3f}; "
+        f"{t.bound_step_s:.3f} s with every collective at its bandwidth bound; MFU {t.mfu:.1%} "
+        f"(HFU {t.hfu:.1%}), {t.tflops_per_accelerator:,.0f} model TFLOP/s per accelerator of "
+        f"{t.peak_flops / 1e12:,.0f}; roofline bound (model FLOPs at peak) "
+        f"{t.ideal_step_s:.3f} s."
+    )
+    step_rows = [
+        "<tr>"
+        + td(esc(label))
+        + td(_ms(seconds), True)
+        + td("" if bound is None else _ms(bound), True)
+        + td(f"{seconds / t.step_s:.1%}", True)
+        + "</tr>"
+        for label, seconds, bound in t.breakdown()
+    ]
+    step_table = table(
+        [("Part", False), ("Predicted", True), ("Bandwidth bound", True), ("Share", True)],
+        step_rows,
+        table_id="workload-step",
+        css_class="workload",
+    )
+    mem = w.memory
+    mem_rows = [
+        "<tr>"
+        + td(str(m.stage), True)
+        + td(_bytes(m.weights), True)
+        + td(_bytes(m.gradients), True)
+        + td(_bytes(m.optimizer), True)
+        + td(_bytes(m.activations), True)
+        + td(_bytes(m.total), True)
+        + td(f"{m.total / mem.capacity:.0%}", True)
+        + "</tr>"
+        for m in sorted(mem.stages, key=lambda m: -m.total)[:4]
+    ]
+    mem_table = table(
+        [
+            ("Stage", True),
+            ("Weights", True),
+            ("Gradients", True),
+            ("Optimizer", True),
+            ("Activations", True),
+            ("Total", True),
+            ("Of memory", True),
+        ],
+        mem_rows,
+        table_id="workload-memory",
+        css_class="workload",
     )
     volume = w.volume_by("dim")
     dims = [
@@ -112,6 +159,8 @@ def workload_section(spec: ClusterSpec, w: WorkloadDesign) -> str:
     return (
         '<section id="workload"><h2>Workload</h2>\n'
         f'<p class="lead">{esc(lead)}</p>\n'
+        f"<h3>Step time</h3>\n{step_table}\n"
+        f"<h3>Memory per accelerator (fullest stages)</h3>\n{mem_table}\n"
         f"<h3>Communication by dimension</h3>\n{dim_table}\n"
         f"<h3>Biggest communication costs</h3>\n{top_table}\n"
         f"<h3>Traffic matrix</h3>\n<figure>{picture}<figcaption>{esc(caption)}</figcaption>"

@@ -1,4 +1,4 @@
-"""Equipment catalog: switches, link media (optics and cables) and rack types.
+"""Equipment catalog: switches, link media (optics and cables), rack types and accelerators.
 
 The built-in catalog (``catalog.yaml`` beside this file) holds public, indicative figures; a spec's
 ``catalog`` section overrides entries by name or adds new ones. Costs are indicative list prices in
@@ -142,10 +142,35 @@ class RackModel(SpecModel):
         return self
 
 
+class AcceleratorModel(SpecModel):
+    """An accelerator as the step-time model sees it: a roofline (dense peak FLOP/s at 16 bits,
+    memory bandwidth) and the efficiency parameters fitted to published training throughput
+    (``docs/workload.md``, Calibration).
+
+    A matrix multiply of shape ``m x k @ k x n`` runs at
+    ``gemm_efficiency x g(m) x g(n) x g(k)`` of peak with ``g(d) = d / (d + gemm_half_dim)``
+    (small dimensions fill the tensor cores badly); a memory-bound operation moves its bytes at
+    ``memory_efficiency`` of the bandwidth; every kernel costs ``kernel_overhead_us`` more.
+    """
+
+    peak_tflops: float = Field(gt=0, le=1e6, description="dense BF16/FP16 peak, TFLOP/s")
+    fp8_tflops: float | None = Field(default=None, gt=0, le=1e6, description="dense FP8 peak")
+    memory_gb: float = Field(gt=0, le=1e5, description="HBM capacity, GB (1e9 bytes)")
+    memory_bandwidth_gbs: float = Field(gt=0, le=1e6, description="HBM bandwidth, GB/s")
+    gemm_efficiency: float = Field(default=0.7, gt=0, le=1, description="large-GEMM share of peak")
+    gemm_half_dim: float = Field(
+        default=128.0, ge=0, le=1e5, description="GEMM dimension at which a factor g(d) is 1/2"
+    )
+    memory_efficiency: float = Field(default=0.8, gt=0, le=1, description="share of bandwidth")
+    kernel_overhead_us: float = Field(default=3.1, ge=0, le=1e4, description="per kernel launch")
+    source: str = ""
+
+
 class Catalog(SpecModel):
     switches: dict[str, SwitchModel] = Field(default_factory=dict)
     media: dict[str, MediaModel] = Field(default_factory=dict)
     racks: dict[str, RackModel] = Field(default_factory=dict)
+    accelerators: dict[str, AcceleratorModel] = Field(default_factory=dict)
 
     def merged(self, override: Catalog | None) -> Catalog:
         """This catalog with ``override``'s entries replacing or adding by name."""
@@ -155,6 +180,7 @@ class Catalog(SpecModel):
             switches={**self.switches, **override.switches},
             media={**self.media, **override.media},
             racks={**self.racks, **override.racks},
+            accelerators={**self.accelerators, **override.accelerators},
         )
 
 

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from clusterloom.errors import Problem, SpecError
+from clusterloom.spec.job import JobSpec, ScheduleError, plan_of
 from clusterloom.spec.limits import MAX_SPEC_BYTES, check_yaml_shape
 from clusterloom.spec.models import LINK_TIERS, SWITCH_ROLES, ClusterSpec, FabricSpec
 from clusterloom.spec.scenario import scenario_problems
@@ -223,6 +224,40 @@ def _check_fabric(spec: ClusterSpec, name: str, fabric: FabricSpec) -> list[Prob
     return problems
 
 
+def _check_schedule(job: JobSpec, dp: int) -> list[Problem]:
+    """The pipeline schedule and recomputation: the layers and micro-batches support them."""
+    problems: list[Problem] = []
+    per_step = job.batch.micro_batch * dp
+    if job.batch.global_batch % per_step:
+        return problems  # reported with the batch
+    micro = job.batch.global_batch // per_step
+    try:
+        plan = plan_of(job, micro)
+    except ScheduleError as exc:
+        return [Problem(f"job.{exc.field}", str(exc))]
+    comp = job.compute
+    if comp.recompute_layers is not None:
+        chunk = min(min(c) for c in plan.layers)
+        if comp.recompute != "full":
+            problems.append(
+                Problem(
+                    "job.compute.recompute_layers",
+                    f"recompute_layers {comp.recompute_layers} needs recompute: full "
+                    f"(recompute is {comp.recompute})",
+                )
+            )
+        elif comp.recompute_layers > chunk:
+            problems.append(
+                Problem(
+                    "job.compute.recompute_layers",
+                    f"recompute_layers {comp.recompute_layers} exceeds the {chunk} layers of a "
+                    f"model chunk ({job.model.layers} layers, pp {job.parallelism.pp}, "
+                    f"virtual_stages {plan.virtual_stages})",
+                )
+            )
+    return problems
+
+
 def _check_job(spec: ClusterSpec) -> list[Problem]:
     """The job against itself and the compute section: every number that must divide does."""
     assert spec.job is not None
@@ -263,13 +298,7 @@ def _check_job(spec: ClusterSpec) -> list[Problem]:
         "parallelism.tp",
         f"tp {par.tp} must divide the {model.heads} attention heads",
     )
-    stages = par.pp * par.virtual_stages
-    need(
-        model.layers % stages == 0,
-        "parallelism.pp",
-        f"{model.layers} layers do not split over pp {par.pp} x virtual_stages "
-        f"{par.virtual_stages} = {stages} stages",
-    )
+    problems += _check_schedule(job, dp)
     need(
         model.sequence_length % par.cp == 0,
         "parallelism.cp",

@@ -7,8 +7,10 @@ Assumptions (Megatron-LM GPT-style decoder):
   (plus ``shared_experts``) such MLPs of width ``expert_ffn_hidden`` and a router ``h x experts``;
 - embeddings ``vocab x h``, and as many again for the output head unless tied; norms and biases
   are ignored (well under 0.1% of the weights);
-- training FLOPs per token: ``6 x`` the weights a token passes through (forward 2, backward 4),
-  plus causal attention ``6 x layers x sequence x h`` (score and value products, half masked).
+- training (model) FLOPs per token: ``6 x`` the weights a token multiplies with (forward 2,
+  backward 4: every weight but the input embedding, a table lookup; tied embeddings count once,
+  as the output layer), plus causal attention ``6 x layers x sequence x h`` (score and value
+  products, half masked). ``compute.py`` sums the same from its operations.
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ def model_shape(m: ModelSpec) -> ModelShape:
 
 
 def training_flops_per_token(m: ModelSpec) -> float:
-    """Forward plus backward FLOPs for one token (no activation recomputation)."""
+    """Forward plus backward model FLOPs for one token (no activation recomputation)."""
     shape = model_shape(m)
-    return 6.0 * shape.active_parameters + 6.0 * m.layers * m.sequence_length * m.hidden
+    lookup = 0 if m.tied_embeddings else m.vocab * m.hidden
+    return 6.0 * (shape.active_parameters - lookup) + 6.0 * m.layers * m.sequence_length * m.hidden

@@ -37,6 +37,7 @@ from clusterloom.spec.job import DTYPE_BYTES
 from clusterloom.workload.algorithms import Algorithm, Collective, bus_bandwidth_factor
 from clusterloom.workload.layout import Layout, layout_of
 from clusterloom.workload.model import model_shape
+from clusterloom.workload.schedule import plan_of
 
 
 class LinkClass(StrEnum):
@@ -113,10 +114,11 @@ def step_ops(spec: ClusterSpec) -> tuple[CollectiveOp, ...]:
     layout = layout_of(spec)
     par, m = job.parallelism, job.model
     shape = model_shape(m)
-    tp, cp, pp, v = par.tp, par.cp, par.pp, par.virtual_stages
+    tp, cp, pp = par.tp, par.cp, par.pp
     ep, edp = layout.size("ep"), layout.size("edp")
     dp = ep * edp
     micro = job.batch.global_batch // (job.batch.micro_batch * dp)
+    v = plan_of(job, micro).virtual_stages
     act = DTYPE_BYTES[job.precision.activations]
     tokens = job.batch.micro_batch * (m.sequence_length // cp)  # per rank of a TP group
     a_bytes = tokens * m.hidden * act

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,11 +10,14 @@ import numpy as np
 
 from clusterloom.findings import Finding, Severity
 from clusterloom.spec import ClusterSpec
+from clusterloom.spec.job import plan_of
+from clusterloom.units import fmt_bytes
 from clusterloom.workload.flows import StepFlows, step_flows, traffic_matrix
 from clusterloom.workload.layout import Layout, layout_of
+from clusterloom.workload.memory import Memory, memory_of
 from clusterloom.workload.model import ModelShape, model_shape
 from clusterloom.workload.ops import CollectiveOp, LinkClass, step_ops
-from clusterloom.workload.timing import OpTime, StepTime, step_time
+from clusterloom.workload.timing import OpTime, StepTime, stage_parameters, step_time
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,7 @@ class WorkloadDesign:
     flows: StepFlows
     matrix: Any  # scipy CSR, bytes per step from rank i to rank j
     nic: NicLoad
+    memory: Memory
     findings: tuple[Finding, ...]
 
     def volume_by(self, key: str) -> dict[str, float]:
@@ -98,6 +103,22 @@ def _findings(spec: ClusterSpec, w: WorkloadDesign) -> list[Finding]:
                 )
             )
             break
+    mem = w.memory
+    if not mem.fits:
+        peak = mem.peak
+        out.append(
+            Finding(
+                Severity.ERROR,
+                "memory",
+                f"pipeline stage {peak.stage} needs {fmt_bytes(peak.total)} per accelerator "
+                f"(weights {fmt_bytes(peak.weights)}, gradients {fmt_bytes(peak.gradients)}, "
+                f"optimizer {fmt_bytes(peak.optimizer)}, activations "
+                f"{fmt_bytes(peak.activations)}), more than its {fmt_bytes(mem.capacity)}; "
+                "recompute activations (job.compute.recompute), shard the optimizer (zero) or "
+                "add model parallelism",
+                "job",
+            )
+        )
     exposed = w.timing.exposed_comm_s / w.timing.step_s
     out.append(
         Finding(
@@ -111,17 +132,23 @@ def _findings(spec: ClusterSpec, w: WorkloadDesign) -> list[Finding]:
     return out
 
 
-def design_workload(spec: ClusterSpec) -> WorkloadDesign:
-    """Collectives, flows, traffic matrix and step time of ``spec.job``."""
+def design_workload(
+    spec: ClusterSpec,
+    call_times: Mapping[int, float] | None = None,
+    comm_source: str = "analytic (alpha-beta)",
+) -> WorkloadDesign:
+    """Collectives, flows, traffic matrix and step time of ``spec.job``; ``call_times`` (seconds
+    of one call by op index, from a simulator: ``sim.steptime``) replace the alpha-beta times."""
     assert spec.job is not None, "the workload stage needs a job section"
     layout = layout_of(spec)
     ops = step_ops(spec)
-    timing = step_time(spec, ops)
+    timing = step_time(spec, ops, call_times, comm_source)
     ports = spec.compute.nic.scale_out
     flows = step_flows(ops, spec.compute.scale_up.domain_size, ports)
     world = layout.world
     dp = layout.size("ep") * layout.size("edp")
     micro = spec.job.batch.global_batch // (spec.job.batch.micro_batch * dp)
+    plan = plan_of(spec.job, micro)
     w = WorkloadDesign(
         layout,
         model_shape(spec.job.model),
@@ -131,6 +158,7 @@ def design_workload(spec: ClusterSpec) -> WorkloadDesign:
         flows,
         traffic_matrix(flows, world),
         _nic_load(flows, ops, world, ports),
+        memory_of(spec, plan, stage_parameters(spec, plan), dp),
         (),
     )
     return WorkloadDesign(
@@ -142,5 +170,6 @@ def design_workload(spec: ClusterSpec) -> WorkloadDesign:
         w.flows,
         w.matrix,
         w.nic,
+        w.memory,
         tuple(_findings(spec, w)),
     )
