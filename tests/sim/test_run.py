@@ -94,9 +94,7 @@ def test_incast_under_receiver_driven_takes_n_s_over_b() -> None:
     result = run(fabric(), incast(n, S, receiver=31, n_hosts=32), ReceiverDriven())
     assert seconds(result.finish_ps).max() == pytest.approx(n * W / B + TAIL + wait, rel=1e-6)
     lossy = run(fabric(), incast(n, S, receiver=31, n_hosts=32), ReceiverDriven(loss=0.1))
-    assert seconds(lossy.finish_ps).max() == pytest.approx(
-        n * W / B / 0.9 + TAIL + wait, rel=1e-6
-    )
+    assert seconds(lossy.finish_ps).max() == pytest.approx(n * W / B / 0.9 + TAIL + wait, rel=1e-6)
 
 
 def test_link_failure_stalls_ecmp_for_the_reconvergence_delay_spraying_loses_little() -> None:
@@ -116,7 +114,7 @@ def test_link_failure_stalls_ecmp_for_the_reconvergence_delay_spraying_loses_lit
     t_fail = 10e-6
     pinned = run(t, traffic, roce, (fail,), router=r)
     assert seconds(pinned.finish_ps)[0] == pytest.approx(W / B + 1e-3 + TAIL, rel=1e-6)
-    mrc = MrcSpray(evs=64)
+    mrc = MrcSpray(evs=64, balance=True)
     evs = mrc.units(r, np.array([0]), np.array([4]), alive=alive, seed=0)
     crossing = np.add.reduceat(evs.unit_link // 2 == uplink, evs.unit_ptr[:-1]) > 0
     lost = crossing.mean()
@@ -137,7 +135,7 @@ def test_losing_a_plane_costs_its_share_only() -> None:
     assert t.plan.planes == 2
     traffic = two_flows([0], [4])
     fail = parse_failure("plane:1@0", t)
-    mrc = MrcSpray(evs=64, detect_s=0.0)
+    mrc = MrcSpray(evs=64, detect_s=0.0, balance=True)
     result = run(t, traffic, mrc, (fail,))
     one_plane = W / B + TAIL
     assert seconds(result.finish_ps)[0] == pytest.approx(one_plane, rel=1e-6)

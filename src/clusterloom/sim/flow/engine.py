@@ -224,13 +224,16 @@ class FlowSet:
 @dataclass(frozen=True, eq=False)
 class UnitSet:
     """Allocation units as CSR over links. ``cap``: per-unit rate cap in bytes/s (empty = no
-    caps, ``inf`` = uncapped)."""
+    caps, ``inf`` = uncapped). ``link_weight``: per entry of ``unit_link``, the load the unit
+    puts on that link per byte/s of its rate (empty = all 1; e.g. the ACKs and pulls a
+    transport sends back on the reverse links, a small fraction of its rate)."""
 
     unit_flow: _I64
     unit_ptr: _I64
     unit_link: _I64
     unit_share: _F64
     cap: _F64 = field(default_factory=lambda: np.empty(0, dtype=np.float64))
+    link_weight: _F64 = field(default_factory=lambda: np.empty(0, dtype=np.float64))
 
     def __post_init__(self) -> None:
         flow = np.atleast_1d(np.asarray(self.unit_flow, dtype=np.int64))
@@ -242,6 +245,11 @@ class UnitSet:
         if cap.size == 0:
             cap = np.full(n, np.inf)
         cap = np.broadcast_to(cap, (n,))
+        weight = np.asarray(self.link_weight, dtype=np.float64)
+        if weight.size == 0:
+            weight = np.ones(link.shape[0])
+        if weight.shape != link.shape:
+            raise SimInputError(f"units: link_weight needs {link.shape[0]} entries")
         if ptr.shape != (n + 1,) or ptr[0] != 0 or ptr[-1] != link.shape[0]:
             raise SimInputError(
                 f"units: unit_ptr must have {n + 1} entries from 0 to len(unit_link)"
@@ -252,6 +260,7 @@ class UnitSet:
             ("unit_link", link),
             ("unit_share", share),
             ("cap", cap),
+            ("link_weight", weight),
         ):
             object.__setattr__(self, name, _ro(value, value.dtype))
 
@@ -296,6 +305,7 @@ class UnitSet:
             unit_link=np.concatenate([p.unit_link for p in parts]),
             unit_share=np.concatenate([p.unit_share for p in parts]),
             cap=np.concatenate([p.cap for p in parts]),
+            link_weight=np.concatenate([p.link_weight for p in parts]),
         )
 
 
@@ -453,6 +463,9 @@ def _check_units(units: UnitSet, n_flows: int, n_links: int, who: str) -> None:
     bad = np.flatnonzero(~np.isfinite(units.unit_share) | (units.unit_share < 0))
     if bad.size:
         raise SimInputError(f"{who} unit {bad[0]}: share {units.unit_share[bad[0]]} invalid")
+    bad = np.flatnonzero(~np.isfinite(units.link_weight) | (units.link_weight < 0))
+    if bad.size:
+        raise SimInputError(f"{who} unit {owner[bad[0]]}: link weight invalid")
     bad = np.flatnonzero(np.isnan(units.cap) | (units.cap < 0))
     if bad.size:
         raise SimInputError(f"{who} unit {bad[0]}: cap {units.cap[bad[0]]} invalid")
@@ -702,7 +715,7 @@ class _Sim:
         pos, counts = _ranges(u.unit_ptr, order)
         rows = np.repeat(ent_of_pos, counts)
         cols = u.unit_link[pos]
-        vals = np.repeat(coef, counts)
+        vals = np.repeat(coef, counts) * u.link_weight[pos]
         hops = pos - np.repeat(u.unit_ptr[order], counts)
         if coupled.any():  # only a coupled flow's units can share a link within one entity
             idx = np.lexsort((cols, rows))
@@ -772,6 +785,7 @@ class _Sim:
                 unit_link=new.unit_link[pos],
                 unit_share=new.unit_share[idx],
                 cap=new.cap[idx],
+                link_weight=new.link_weight[pos],
             )
         self._sync_out()
         remaining = np.bincount(self.grp_flow, self.grp_rem, minlength=self.flows.n_flows)

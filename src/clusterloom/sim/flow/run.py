@@ -162,7 +162,8 @@ class Timing:
     path's propagation plus the last packet's serialization at every hop after the first),
     ``rtt_ps`` the base round trip of a full packet and its header-sized ACK, ``rate_bps``
     the sender's NIC rate, ``cap`` the window-limited rate per flow (bytes/s on the wire,
-    ``inf`` when not window-limited)."""
+    ``inf`` when not window-limited), ``control`` the bytes of ACKs and pulls the receiver
+    sends back per byte of data on the wire (they load the reverse of the data's links)."""
 
     wire: NDArray[np.float64]
     head_ps: I64
@@ -170,13 +171,31 @@ class Timing:
     rtt_ps: I64
     rate_bps: NDArray[np.float64]
     cap: NDArray[np.float64]
+    control: float = 0.0
 
     def capped(self, units: UnitSet) -> UnitSet:
-        """``units`` with each unit's share of its flow's window cap."""
-        if np.isinf(self.cap).all():
+        """``units`` with each unit's share of its flow's window cap and, when the transport
+        sends control packets, the reverse of every link of its path carrying them (weight
+        ``control``: control bytes per wire byte of data)."""
+        if not np.isinf(self.cap).all():
+            cap = np.minimum(units.cap, self.cap[units.unit_flow] * units.unit_share)
+            units = dataclasses.replace(units, cap=cap)
+        if self.control <= 0:
             return units
-        cap = np.minimum(units.cap, self.cap[units.unit_flow] * units.unit_share)
-        return dataclasses.replace(units, cap=cap)
+        counts = np.diff(units.unit_ptr)
+        back = units.unit_link ^ 1  # the other direction of the same physical link
+        owner = np.repeat(np.arange(units.n_units), counts)
+        order = np.argsort(np.concatenate([owner, owner]), kind="stable")
+        links = np.concatenate([units.unit_link, back])[order]
+        weight = np.concatenate([units.link_weight, np.full(back.shape[0], self.control)])[order]
+        return UnitSet(
+            unit_flow=units.unit_flow,
+            unit_ptr=2 * units.unit_ptr,
+            unit_link=links,
+            unit_share=units.unit_share,
+            cap=units.cap,
+            link_weight=weight,
+        )
 
 
 def _ser_ps(nbytes: NDArray[np.int64], bps: NDArray[np.float64]) -> I64:
@@ -240,6 +259,7 @@ def flow_timing(
         rtt,
         rate,
         cap,
+        transport.control_bytes() / (mss + hdr),
     )
 
 

@@ -10,27 +10,37 @@ does when a link fails. One interface (``Transport``), four models, each with it
     failure the QPs crossing the link stall until detection plus routing reconvergence
     (``reroute_delay_s``, default 1 s) and are then rehashed over the surviving paths.
 ``mrc-spray``
-    MRC-style packet spraying: each connection sprays over ``evs`` entropy values (default 128)
-    spread round-robin over every NIC port (so over every plane); an EV maps to a fixed path (a
-    static source route). With active load balancing (``balance=True``, the default) each EV
-    is its own max-min entity weighted ``1/evs`` drawing on the connection's pool of bytes
-    (a *pooled* flow): a congested EV slows only itself and the others carry the rest, which is
-    the fluid limit of a sender that moves packets from EVs that report congestion (ECN) to
-    those that do not. It does not model the load balancer handing an EV's share entirely to
-    a competing connection (a congested EV keeps its max-min share), so on collisions it lies
-    between fixed spraying and ``ideal``. With ``balance=False`` the connection is ONE entity
-    with a fixed even split over its EVs (oblivious per-packet spraying: its most congested EV
-    holds it back). On a failure, the EVs crossing the dead link are black holes (balanced:
-    their share of the sender's bandwidth is lost; fixed split: the connection stalls) until
-    an endpoint detection delay of a few RTTs (``detect_s``, default 20 us); they are then
-    retired and the connection continues on its remaining EVs; nothing is re-routed (no
+    MRC-style packet spraying: each connection sprays over ``evs`` entropy values (default 128,
+    as the packet engine) spread round-robin over every NIC port (so over every plane); an EV
+    maps to a fixed path (a static source route). By default (``balance=False``) the
+    connection is ONE max-min entity with a fixed even split over its EVs (a *coupled* flow:
+    its most congested EV holds it back). That is what per-packet round-robin spraying whose
+    load balancing skips an EV for a few turns after an ECN echo or a trim does at full load
+    (MRC's, EQDS's in htsim, the packet engine's): the skips cannot outrun collisions that
+    every EV of a busy fabric sees, and both packet-level simulators land at or a little past
+    the fixed split on a k=16 permutation (``bench/RESULTS.md``, "Flow engine fidelity").
+    With ``balance=True`` each EV is its own max-min entity weighted ``1/evs`` drawing on the
+    connection's pool of bytes (a *pooled* flow): a congested EV slows only itself and the
+    others carry the rest, the fluid limit of a load balancer that moves every byte it can to
+    the EVs that deliver (it does not hand an EV's share entirely to a competing connection,
+    so on collisions it lies between fixed spraying and ``ideal``). On a failure, the EVs
+    crossing the dead link are black holes (balanced: their share of the sender's bandwidth is
+    lost; fixed split: the connection stalls, its window held by packets that never arrive)
+    until an endpoint detection delay of a few RTTs (``detect_s``, default 20 us); they are
+    then retired and the connection continues on its remaining EVs; nothing is re-routed (no
     reconvergence). Losing a plane costs that plane's share.
 ``receiver-driven``
-    MetaRoCE/NDP-style receiver pacing over the same sprayed, balanced paths (per-path windows
-    make it pooled as well): the receiver grants credit so that incast shares its downlink
-    fairly without queues (in a fluid model, max-min on the receiver link), and a loss rate
-    ``loss`` (default 0) costs ``1 / (1 - loss)`` more bytes on the wire (each lost packet is
-    sent again once; trimmed headers are not counted).
+    MetaRoCE/NDP-style receiver pacing over the same sprayed paths (``evs`` default 64, as the
+    packet engine; coupled by default as ``mrc-spray``): the receiver grants credit so that
+    incast shares its downlink fairly without queues (in a fluid model, max-min on the
+    receiver link), and a loss rate ``loss`` (default 0) costs ``1 / (1 - loss)`` more bytes on
+    the wire (each lost packet is sent again once; trimmed headers are not counted).
+
+Every transport but ``ideal`` also carries the terms of docs/sim.md, "Latency, headers and
+start-up": ``mss``/``hdr`` framing (4096/64, the packet engine's), the path's propagation and
+store-and-forward, its ACKs (and pulls) on the reverse links (``roce-ecmp`` one per
+``ack_every`` packets, ``mrc-spray`` one SACK per packet, ``receiver-driven`` an ACK and a PULL
+per packet), start-up (``handshake_rtts``, the first pull, ``cwnd_bdp``) and ``notify_us``.
 ``ideal``
     The physical limit with perfect multipath: every connection spreads over all its NIC ports
     (each port a pooled entity, so it uses whatever any port has left) and, inside the fabric,
@@ -140,6 +150,10 @@ class Transport(Protocol):
         """Picoseconds from a flow's last byte to the start of a flow waiting for it."""
         ...
 
+    def control_bytes(self) -> float:
+        """Bytes of control packets (ACKs, pulls) the receiver sends back per data packet."""
+        ...
+
     def trunks(self, router: Router) -> Trunks | None:
         """Virtual links the units cross (numbered after the directed links), or None."""
         ...
@@ -233,12 +247,19 @@ class _Packets:
     def notify_ps(self) -> int:
         return round(self.notify_us * PS_PER_US)
 
+    def control_bytes(self) -> float:
+        return float(self.hdr)  # one header-sized ACK per data packet
+
 
 @dataclass(frozen=True)
 class RoceEcmp(_Packets):
     name: ClassVar[str] = "roce-ecmp"
     qps: int | None = None  # default: one per NIC port, as NCCL opens a channel per NIC
     reroute_s: float = 1.0
+    ack_every: int = 4  # the packet engine's ACK coalescing
+
+    def control_bytes(self) -> float:
+        return self.hdr / max(1, self.ack_every)
 
     @property
     def mode(self) -> str:
@@ -275,7 +296,7 @@ class MrcSpray(_Packets):
     name: ClassVar[str] = "mrc-spray"
     evs: int = 128
     detect_s: float = 20e-6
-    balance: bool = True
+    balance: bool = False
     cwnd_bdp: float = 1.25  # the packet engine's initial window, in base-RTT BDPs
 
     def window_bytes(self, rtt_ps: I64, rate_bps: F64) -> F64 | None:
@@ -318,6 +339,7 @@ class MrcSpray(_Packets):
 @dataclass(frozen=True)
 class ReceiverDriven(MrcSpray):
     name: ClassVar[str] = "receiver-driven"
+    evs: int = 64  # the packet engine's
     loss: float = 0.0
     iw_bdp: float = 1.0  # the speculative first window, in base-RTT BDPs (packet engine's)
 
@@ -328,6 +350,9 @@ class ReceiverDriven(MrcSpray):
 
     def window_bytes(self, rtt_ps: I64, rate_bps: F64) -> F64 | None:
         return None  # pulled at the receiver's rate after the first window
+
+    def control_bytes(self) -> float:
+        return 2.0 * self.hdr  # an ACK and a PULL per data packet
 
     def startup_ps(self, wire: F64, rtt_ps: I64, rate_bps: F64) -> I64:
         """The first window (``iw_bdp`` BDPs, whole packets, at least one) goes at line rate;
@@ -401,6 +426,9 @@ class Ideal:
 
     def notify_ps(self) -> int:
         return 0
+
+    def control_bytes(self) -> float:
+        return 0.0
 
     def trunks(self, router: Router) -> Trunks:
         return build_trunks(router)
