@@ -32,8 +32,12 @@ Max-min entities
     exceeds its cap.
 
 Events and time
-    Events are flow starts (``max(start_ps, completion of every dependency)``), completions
-    and the caller's timed actions (:class:`SetCapacity`, :class:`Callback`). Rates are
+    A flow is posted at ``max(start_ps, finish + notify_ps of every dependency)``; its bytes
+    start moving ``head_ps`` later (a handshake, the wait for a first pull) and its reported
+    finish is ``tail_ps`` after its fluid completion (the path's latency: the last byte still
+    travelling), so its FCT is ``head + transfer + tail``; ``start_ps`` of the result is the
+    posting time. (A callback sees a flow as done from its fluid completion.) Events are flow
+    starts, completions and the caller's timed actions (:class:`SetCapacity`, :class:`Callback`). Rates are
     recomputed after every event and constant in between. Completion times are the exact fluid
     time rounded UP to the next picosecond (a remainder below :data:`ROUND_SLACK_PS` of a
     picosecond is floating error and is dropped), and at least one picosecond after the event
