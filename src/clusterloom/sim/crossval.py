@@ -33,11 +33,11 @@ __all__ = ["TOLERANCE", "Comparison", "chained_ring_all_reduce", "compare", "flo
 #: How far the packet engine may lie from the flow engine on the suite's small cases (k=4 and
 #: k=8 fat trees, 1 us links; ``tests/sim/test_crossval.py``): per transport and case, the
 #: largest relative deviation of the mean FCT (None: not held) and of the last finish. A case
-#: left out is where the engines part on purpose: ``roce-ecmp`` flows sharing a link (DCQCN on PFC does not reach
-#: the fluid max-min share, docs/packet.md), so its permutation and its incast's mean (the
-#: lossless fabric serves the incast unfairly; the last finish agrees); ``mrc-spray``'s incast
-#: (the packet engine's window halves on marks and ends 1.4-1.6x later than the receiver
-#: link's fair share).
+#: left out is where the engines part on purpose: ``roce-ecmp`` flows sharing a link (DCQCN on
+#: PFC does not reach the fluid max-min share, docs/packet.md), so its permutation and its
+#: incast's mean (the lossless fabric serves the incast unfairly; the last finish agrees);
+#: ``mrc-spray``'s incast (the packet engine's window halves on marks and ends 1.4-1.6x later
+#: than the receiver link's fair share).
 TOLERANCE: dict[str, dict[str, tuple[float | None, float]]] = {
     "roce-ecmp": {"lone": (0.0, 0.0), "incast": (None, 0.001), "chain": (0.005, 0.005)},
     "mrc-spray": {"lone": (0.0, 0.0), "permutation": (0.03, 0.10), "chain": (0.01, 0.01)},

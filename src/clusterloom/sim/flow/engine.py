@@ -37,14 +37,14 @@ Events and time
     finish is ``tail_ps`` after its fluid completion (the path's latency: the last byte still
     travelling), so its FCT is ``head + transfer + tail``; ``start_ps`` of the result is the
     posting time. (A callback sees a flow as done from its fluid completion.) Events are flow
-    starts, completions and the caller's timed actions (:class:`SetCapacity`, :class:`Callback`). Rates are
-    recomputed after every event and constant in between. Completion times are the exact fluid
-    time rounded UP to the next picosecond (a remainder below :data:`ROUND_SLACK_PS` of a
-    picosecond is floating error and is dropped), and at least one picosecond after the event
-    that set the rates. Everything that would finish within :data:`COMPLETION_WINDOW_PS` (1 ps)
-    after an event completes at that event, together; and with a rate tolerance ``rtol``, the
-    next completions are batched at the latest of them such that none is more than ``rtol``
-    of its flow's completion time late (and none early).
+    starts, completions and the caller's timed actions (:class:`SetCapacity`,
+    :class:`Callback`). Rates are recomputed after every event and constant in between.
+    Completion times are the exact fluid time rounded UP to the next picosecond (a remainder
+    below :data:`ROUND_SLACK_PS` of a picosecond is floating error and is dropped), and at least
+    one picosecond after the event that set the rates. Everything that would finish within
+    :data:`COMPLETION_WINDOW_PS` (1 ps) after an event completes at that event, together; and
+    with a rate tolerance ``rtol``, the next completions are batched at the latest of them such
+    that none is more than ``rtol`` of its flow's completion time late (and none early).
     ``SimState.flow_rate`` is what a flow delivers; ``unit_rate`` what a unit puts on the wire
     (a black-holed unit's bytes are lost). Actions at the same time run in the order they were
     given (then scheduled); there is no randomness, and every tie is broken by index.

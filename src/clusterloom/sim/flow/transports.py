@@ -34,7 +34,8 @@ does when a link fails. One interface (``Transport``), four models, each with it
     packet engine; coupled by default as ``mrc-spray``): the receiver grants credit so that
     incast shares its downlink fairly without queues (in a fluid model, max-min on the
     receiver link), and a loss rate ``loss`` (default 0) costs ``1 / (1 - loss)`` more bytes on
-    the wire (each lost packet is sent again once; trimmed headers are not counted).
+    the wire (each lost packet is sent again once; trimmed headers are not counted). Its
+    first window is ``iw_bdp`` BDPs, then pulls (``cwnd_bdp``, inherited, is not used).
 
 Every transport but ``ideal`` also carries the terms of docs/sim.md, "Latency, headers and
 start-up": ``mss``/``hdr`` framing (4096/64, the packet engine's), the path's propagation and
