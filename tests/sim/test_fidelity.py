@@ -153,3 +153,25 @@ def test_negative_delays_are_refused() -> None:
             FlowSet.create([1.0], tail_ps=[-1]),
             UnitSet.from_paths([0], [[0]]),
         )
+
+
+def test_a_coupled_sprayer_keeps_one_unit_per_distinct_path(
+    k4, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Merging the EVs of a fixed-split flow that share a path changes no completion time (the
+    flow's load on a link is its rate times the shares crossing it), with or without a failed
+    link, and leaves a flow under one leaf (one path) with one unit."""
+    import clusterloom.sim.flow.transports as transports
+    from clusterloom.sim.flow.run import parse_failure
+    from clusterloom.sim.traffic import permutation
+
+    traffic = permutation(16, 300_000, seed=5)
+    fail = (parse_failure("link:20@10us", k4),)
+    merged = [run(k4, traffic, MrcSpray(evs=64), f) for f in ((), fail)]
+    lone_leaf = run(k4, lone(1000, 0, 1), MrcSpray(evs=64))
+    assert lone_leaf.units.n_units == 1
+    monkeypatch.setattr(transports, "_merge_same_paths", lambda f, p, s: (f, p, s))
+    per_ev = [run(k4, traffic, MrcSpray(evs=64), f) for f in ((), fail)]
+    for a, b in zip(merged, per_ev, strict=True):
+        assert a.finish_ps.tolist() == b.finish_ps.tolist()
+        assert a.units.n_units < b.units.n_units

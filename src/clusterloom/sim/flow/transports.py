@@ -108,6 +108,21 @@ def _keep_or_stall(f: I64, ids: I64, usable: B, first: B) -> B:
     return keep
 
 
+def _merge_same_paths(f: I64, paths: I64, share: F64) -> tuple[I64, I64, F64]:
+    """One unit per distinct path of each flow, carrying the shares of its EVs: exact for a
+    coupled flow (its load on a link is its rate times the shares crossing it), and it keeps
+    an in-leaf flow of 256 EVs (one path) at one unit."""
+    if f.size == 0:
+        return f, paths, share
+    key = np.concatenate([f[:, None], paths], axis=1)
+    rows, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # keep the EVs' order (the first EV first)
+    merged = np.bincount(inverse.reshape(-1), share, minlength=rows.shape[0]).astype(np.float64)
+    merged = merged[order]
+    kept: I64 = rows[order].astype(np.int64)
+    return kept[:, 0].copy(), kept[:, 1:].copy(), merged
+
+
 class Transport(Protocol):
     name: ClassVar[str]
 
@@ -322,10 +337,14 @@ class MrcSpray(_Packets):
         ev = connection_hash(s, d, f, seed) ^ splitmix64(k.astype(np.uint64)).astype(np.int64)
         paths = route(router, s, d, port, ev & 0xFFFFFFFF, seed=seed)
         if alive.all():  # a healthy fabric: every EV has its route
-            return _units(f, paths, np.full(f.size, 1.0 / self.evs))
-        keep = _keep_or_stall(f, ids, ~_crosses_dead(paths, alive), k == 0)
-        share = 1.0 / np.bincount(f[keep], minlength=int(ids.max(initial=-1)) + 1)[f]
-        return _units(f[keep], paths[keep], share[keep])
+            share = np.full(f.size, 1.0 / self.evs)
+        else:
+            keep = _keep_or_stall(f, ids, ~_crosses_dead(paths, alive), k == 0)
+            share = 1.0 / np.bincount(f[keep], minlength=int(ids.max(initial=-1)) + 1)[f]
+            f, paths, share = f[keep], paths[keep], share[keep]
+        if not self.balance:  # one entity per flow: EVs on the same path are one unit
+            f, paths, share = _merge_same_paths(f, paths, share)
+        return _units(f, paths, share)
 
     def reroute_delay_s(self) -> float:
         return self.detect_s
