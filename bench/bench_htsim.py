@@ -1,1 +1,1 @@
-"""Moved: ``bench/bench_vs_htsim.py`` (permutation, incast and a chained collective, both engines)."""
+"""Moved: ``bench/bench_vs_htsim.py`` (permutation, incast, chained collective; both engines)."""
