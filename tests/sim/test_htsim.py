@@ -22,7 +22,7 @@ Nodes 4
 Connections 5
 Triggers 2
 0->1 id 1 start 0 size 1000 recv_done_trigger 7
-2->3 id 2 start 2.5 size 4000 send_done_trigger 9
+2->3 id 2 start 2500000 size 4000 send_done_trigger 9
 3->0 id 3 start 0 size 10 send_done_trigger 9
 1->2 id 4 trigger 7 size 2000
 0->3 id 5 trigger 9 size 300 prio 3
@@ -51,7 +51,7 @@ def test_small_file() -> None:
 
 
 def test_comments_and_blank_lines_are_skipped() -> None:
-    text = "# a comment\n\nNodes 2\n  # indented\nConnections 1\n\n0->1 start 1 size 5\n"
+    text = "# a comment\n\nNodes 2\n  # indented\nConnections 1\n\n0->1 start 1000000 size 5\n"
     t = parse_htsim(text)
     assert t.start_ps.tolist() == [PS_PER_US] and t.nbytes.tolist() == [5]
 
@@ -70,7 +70,7 @@ def test_written_file_matches_the_htsim_grammar() -> None:
         "Nodes 4",
         "Connections 4",
         "Triggers 2",
-        "0->1 id 1 start 3 size 10 recv_done_trigger 1",
+        "0->1 id 1 start 3000000 size 10 recv_done_trigger 1",
         "1->2 id 2 trigger 1 size 20 recv_done_trigger 2",
         "2->3 id 3 trigger 1 size 30 recv_done_trigger 2",
         "3->0 id 4 trigger 2 size 40",
@@ -81,9 +81,15 @@ def test_written_file_matches_the_htsim_grammar() -> None:
     assert parse_htsim(text) == t
 
 
-def test_start_is_rounded_to_whole_microseconds() -> None:
+def test_start_is_in_picoseconds() -> None:
+    """csg-htsim's connection-matrix loader keeps ``start`` as picoseconds
+    (connection_matrix.cpp: "start is in picoseconds already"), so a start that is not a whole
+    microsecond goes through both ways unchanged, and a decimal is rounded to a picosecond."""
     t = Traffic.from_arrays([0], [1], 5, start_ps=[1_499_999], n_hosts=2)
-    assert parse_htsim(format_htsim(t)).start_ps.tolist() == [PS_PER_US]
+    assert "start 1499999 size 5" in format_htsim(t)
+    assert parse_htsim(format_htsim(t)).start_ps.tolist() == [1_499_999]
+    text = "Nodes 2\nConnections 1\n0->1 start 2500000.6 size 5\n"
+    assert parse_htsim(text).start_ps.tolist() == [2_500_001]
 
 
 def test_write_and_read_a_file(tmp_path: Path) -> None:

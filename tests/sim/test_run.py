@@ -17,6 +17,16 @@ from helpers import kport_plan
 SPEED_GBPS = 100
 B = SPEED_GBPS * 1e9 / 8  # bytes per second of a link
 S = 2_000_000  # bytes
+# what the packet transports add (docs/sim.md, "Latency, headers and start-up"): one 64-byte
+# header per 4096-byte packet on the wire; the path's propagation (150 ns host-leaf, 500 ns
+# leaf-spine) and a full packet's store-and-forward at the three hops after the first
+MSS, HDR = 4096, 64
+W = S + -(-S // MSS) * HDR  # bytes on the wire
+SER_PS = (MSS + HDR) * 8 * 10**12 // (SPEED_GBPS * 10**9)
+ACK_PS = HDR * 8 * 10**12 // (SPEED_GBPS * 10**9)
+PROP_PS = 2 * 150_000 + 2 * 500_000  # host-leaf-spine-leaf-host
+TAIL = (PROP_PS + 3 * SER_PS) / 1e12  # s
+RTT_PS = 2 * PROP_PS + 4 * (SER_PS + ACK_PS)
 
 
 def fabric():  # type: ignore[no-untyped-def]
@@ -63,9 +73,9 @@ def test_ecmp_collision_halves_the_rate_spraying_does_not() -> None:
         pytest.fail("no seed makes the two flows collide")
     traffic = two_flows([0, 1], [4, 5])
     pinned = run(t, traffic, roce, seed=seed, router=r)
-    assert seconds(pinned.finish_ps) == pytest.approx([2 * S / B] * 2, rel=1e-6)
+    assert seconds(pinned.finish_ps) == pytest.approx([2 * W / B + TAIL] * 2, rel=1e-6)
     sprayed = run(t, traffic, MrcSpray(evs=64), seed=seed, router=r)
-    assert seconds(sprayed.finish_ps) == pytest.approx([S / B] * 2, rel=1e-6)
+    assert seconds(sprayed.finish_ps) == pytest.approx([W / B + TAIL] * 2, rel=1e-6)
 
 
 def test_ring_all_reduce_under_ideal_meets_the_bandwidth_bound() -> None:
@@ -76,11 +86,15 @@ def test_ring_all_reduce_under_ideal_meets_the_bandwidth_bound() -> None:
 
 
 def test_incast_under_receiver_driven_takes_n_s_over_b() -> None:
+    """N S/B on the wire, plus the path and the wait for the first pull: the first window is
+    the whole packets of one BDP, sent in a little less than one RTT."""
     n = 8
+    pkts = int(B * RTT_PS / 1e12 // MSS)
+    wait = max(0, RTT_PS - pkts * SER_PS) / 1e12  # here 0: 12 packets outlast the RTT
     result = run(fabric(), incast(n, S, receiver=31, n_hosts=32), ReceiverDriven())
-    assert seconds(result.finish_ps).max() == pytest.approx(n * S / B, rel=1e-6)
+    assert seconds(result.finish_ps).max() == pytest.approx(n * W / B + TAIL + wait, rel=1e-6)
     lossy = run(fabric(), incast(n, S, receiver=31, n_hosts=32), ReceiverDriven(loss=0.1))
-    assert seconds(lossy.finish_ps).max() == pytest.approx(n * S / B / 0.9, rel=1e-6)
+    assert seconds(lossy.finish_ps).max() == pytest.approx(n * W / B / 0.9 + TAIL + wait, rel=1e-6)
 
 
 def test_link_failure_stalls_ecmp_for_the_reconvergence_delay_spraying_loses_little() -> None:
@@ -99,19 +113,20 @@ def test_link_failure_stalls_ecmp_for_the_reconvergence_delay_spraying_loses_lit
     fail = parse_failure(f"link:{uplink}@10us", t)
     t_fail = 10e-6
     pinned = run(t, traffic, roce, (fail,), router=r)
-    assert seconds(pinned.finish_ps)[0] == pytest.approx(S / B + 1e-3, rel=1e-6)
-    mrc = MrcSpray(evs=64)
+    assert seconds(pinned.finish_ps)[0] == pytest.approx(W / B + 1e-3 + TAIL, rel=1e-6)
+    mrc = MrcSpray(evs=64, balance=True)
     evs = mrc.units(r, np.array([0]), np.array([4]), alive=alive, seed=0)
     crossing = np.add.reduceat(evs.unit_link // 2 == uplink, evs.unit_ptr[:-1]) > 0
     lost = crossing.mean()
     assert 0 < lost < 1
     sprayed = run(t, traffic, mrc, (fail,), router=r)
-    assert seconds(sprayed.finish_ps)[0] == pytest.approx(S / B + lost * mrc.detect_s, rel=1e-6)
+    want = W / B + lost * mrc.detect_s + TAIL
+    assert seconds(sprayed.finish_ps)[0] == pytest.approx(want, rel=1e-6)
     fixed = run(t, traffic, MrcSpray(evs=64, balance=False), (fail,), router=r)
-    assert seconds(fixed.finish_ps)[0] == pytest.approx(S / B + mrc.detect_s, rel=1e-6)
+    assert seconds(fixed.finish_ps)[0] == pytest.approx(W / B + mrc.detect_s + TAIL, rel=1e-6)
     assert t_fail < S / B
     healthy = run(t, traffic, mrc, router=r)
-    assert seconds(healthy.finish_ps)[0] == pytest.approx(S / B, rel=1e-6)
+    assert seconds(healthy.finish_ps)[0] == pytest.approx(W / B + TAIL, rel=1e-6)
 
 
 def test_losing_a_plane_costs_its_share_only() -> None:
@@ -120,11 +135,12 @@ def test_losing_a_plane_costs_its_share_only() -> None:
     assert t.plan.planes == 2
     traffic = two_flows([0], [4])
     fail = parse_failure("plane:1@0", t)
-    mrc = MrcSpray(evs=64, detect_s=0.0)
+    mrc = MrcSpray(evs=64, detect_s=0.0, balance=True)
     result = run(t, traffic, mrc, (fail,))
-    assert seconds(result.finish_ps)[0] == pytest.approx(S / B, rel=1e-6)  # one 100G plane left
+    one_plane = W / B + TAIL
+    assert seconds(result.finish_ps)[0] == pytest.approx(one_plane, rel=1e-6)
     healthy = run(t, traffic, mrc)
-    assert seconds(healthy.finish_ps)[0] == pytest.approx(S / (2 * B), rel=1e-6)
+    assert seconds(healthy.finish_ps)[0] == pytest.approx(W / (2 * B) + TAIL, rel=1e-6)
 
 
 def test_bad_failures_and_transports_are_refused() -> None:

@@ -39,7 +39,7 @@ def table() -> tuple[Topology, Traffic, list[SweepRow]]:
     t = _fabric()
     traffic = permutation(32, 2_000_000, seed=1)
     links = single_link_failures(t, "leaf_spine")
-    transports = [RoceEcmp(reroute_s=REROUTE_S), MrcSpray(evs=EVS, detect_s=DETECT_S)]
+    transports = [RoceEcmp(reroute_s=REROUTE_S), MrcSpray(evs=EVS, detect_s=DETECT_S, balance=True)]
     return t, traffic, sweep(t, traffic, transports, links, fail_at_ps=FAIL_AT_PS, processes=1)
 
 
@@ -82,13 +82,17 @@ def test_mrc_spray_pays_at_most_its_detect_delay_plus_the_lost_share(
     table: tuple[Topology, Traffic, list[SweepRow]],
 ) -> None:
     """After detection (20 us) a connection that lost a share f of its EVs sends the rest on the
-    others: at most 1/(1-f) of the remaining time."""
+    others: at most 1/(1-f) of the remaining time. It may also finish a little EARLIER than
+    without the failure (here by 1.1% at most): max-min rates are not monotone in capacity, and
+    a connection whose dead EVs retire weighs more on the links its other EVs share (with the
+    ACKs on the reverse links, link 47 of this fabric does it), so the slowdown is held to
+    0.98 from below, not 1."""
     t, traffic, rows = table
     spray = [r for r in rows if r.transport == "mrc-spray"]
     detect_ps = DETECT_S * 1e12
     for r in spray:
-        f = _lost_share(t, traffic, MrcSpray(evs=EVS), r.link)
-        assert r.unfinished == 0 and r.slowdown >= 1.0
+        f = _lost_share(t, traffic, MrcSpray(evs=EVS, balance=True), r.link)
+        assert r.unfinished == 0 and r.slowdown >= 0.98
         bound = FAIL_AT_PS + detect_ps + (r.baseline_makespan_ps - FAIL_AT_PS) / (1 - f)
         assert r.makespan_ps <= bound
     # spraying degrades far less than waiting for reconvergence
@@ -103,7 +107,7 @@ def test_the_table_is_the_same_in_two_processes(
 ) -> None:
     t, traffic, rows = table
     links = single_link_failures(t, "leaf_spine")[::3]
-    transports = [RoceEcmp(reroute_s=REROUTE_S), MrcSpray(evs=EVS, detect_s=DETECT_S)]
+    transports = [RoceEcmp(reroute_s=REROUTE_S), MrcSpray(evs=EVS, detect_s=DETECT_S, balance=True)]
     pooled = sweep(t, traffic, transports, links, fail_at_ps=FAIL_AT_PS, processes=2)
     assert pooled == [r for r in rows if r.link in set(links)]
 

@@ -132,5 +132,6 @@ def test_switch_options_take_0_or_1_and_reach_the_transport() -> None:
     from clusterloom.sim.flow.transports import transport
 
     assert transport("mrc-spray", balance=0, evs=16.0).mode == "coupled"
-    assert transport("mrc-spray", evs=16.0).mode == "pooled"
+    assert transport("mrc-spray", balance=1, evs=16.0).mode == "pooled"
+    assert transport("mrc-spray", evs=16.0).mode == "coupled"  # the default: a fixed split
     assert transport("mrc-spray", evs=16.0).evs == 16  # type: ignore[attr-defined]

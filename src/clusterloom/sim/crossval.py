@@ -1,13 +1,15 @@
 """Cross-validation of the packet-level engine against the flow-level one: the same topology,
 traffic and transport name through both, completion times compared flow by flow.
 
-The flow-level engine is a fluid model: rates are max-min fair and change instantly, there are
-no headers, no queues, no propagation or serialization delay. The packet engine adds each of
-these, so where the fluid assumptions hold (no congestion control transients, no loss, paths
-fixed) a flow's packet-level completion time is its fluid one stretched by the header overhead
-``(mtu + header) / mtu`` plus the path's latency: one propagation delay per link and one extra
-packet serialization per store-and-forward hop. :func:`expected_packet_fct` is that
-prediction; :func:`compare` reports the ratio of measured to predicted for every flow.
+The flow engine models what decides a flow's completion besides its share of bandwidth
+(``docs/sim.md``, "Latency, headers and start-up"): one header per packet, the path's
+propagation, a full packet's store-and-forward at every hop after the first, the wait for the
+first pull, the window cap. :func:`compare` runs it with the packet engine's framing (its
+``mtu`` as ``mss``, its ``header`` as ``hdr``) and the packet transport's own path counts, so
+that where the fluid assumptions hold (no congestion-control transients, no loss, paths fixed)
+the two agree: a lone flow to the picosecond for ``roce-ecmp`` and ``mrc-spray``.
+``Comparison.ratio`` is the packet FCT over the flow FCT, per flow. The tolerances the suite
+holds each transport to, case by case, are :data:`TOLERANCE`.
 """
 
 from __future__ import annotations
@@ -22,11 +24,30 @@ from clusterloom.sim.flow.run import run as run_flow
 from clusterloom.sim.flow.transports import transport as flow_transport
 from clusterloom.sim.packet.engine import PacketConfig
 from clusterloom.sim.packet.run import config_for, run_packets
+from clusterloom.sim.packet.transports import transport_class
 from clusterloom.sim.paths import build_router
 from clusterloom.sim.traffic import Traffic
-from clusterloom.units import BITS_PER_BYTE, PS_PER_S
 
-__all__ = ["Comparison", "compare", "expected_packet_fct"]
+__all__ = ["TOLERANCE", "Comparison", "chained_ring_all_reduce", "compare", "flow_options"]
+
+#: How far the packet engine may lie from the flow engine on the suite's small cases (k=4 and
+#: k=8 fat trees, 1 us links; ``tests/sim/test_crossval.py``): per transport and case, the
+#: largest relative deviation of the mean FCT (None: not held) and of the last finish. A case
+#: left out is where the engines part on purpose: ``roce-ecmp`` flows sharing a link (DCQCN on
+#: PFC does not reach the fluid max-min share, docs/packet.md), so its permutation and its
+#: incast's mean (the lossless fabric serves the incast unfairly; the last finish agrees);
+#: ``mrc-spray``'s incast (the packet engine's window halves on marks and ends 1.4-1.6x later
+#: than the receiver link's fair share).
+TOLERANCE: dict[str, dict[str, tuple[float | None, float]]] = {
+    "roce-ecmp": {"lone": (0.0, 0.0), "incast": (None, 0.001), "chain": (0.005, 0.005)},
+    "mrc-spray": {"lone": (0.0, 0.0), "permutation": (0.03, 0.10), "chain": (0.01, 0.01)},
+    "receiver-driven": {
+        "lone": (0.005, 0.005),
+        "permutation": (0.05, 0.02),
+        "incast": (0.02, 0.05),
+        "chain": (0.02, 0.02),
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -34,41 +55,81 @@ class Comparison:
     transport: str
     flow_fct_ps: NDArray[np.int64]
     packet_fct_ps: NDArray[np.int64]
-    predicted_ps: NDArray[np.float64]
+    flow_finish_ps: NDArray[np.int64]
+    packet_finish_ps: NDArray[np.int64]
+
+    @property
+    def predicted_ps(self) -> NDArray[np.float64]:
+        """The flow engine's FCTs: what the packet engine should measure."""
+        return self.flow_fct_ps.astype(np.float64)
 
     @property
     def ratio(self) -> NDArray[np.float64]:
-        """Measured packet-level FCT over the prediction from the fluid FCT (1.0: agree)."""
+        """Measured packet-level FCT over the flow-level FCT (1.0: agree)."""
         return self.packet_fct_ps / self.predicted_ps
 
     @property
     def makespan_ratio(self) -> float:
-        return float(self.packet_fct_ps.max() / self.predicted_ps.max())
+        """The packet engine's last finish over the flow engine's."""
+        return float(self.packet_finish_ps.max() / self.flow_finish_ps.max())
+
+    @property
+    def mean_ratio(self) -> float:
+        return float(self.packet_fct_ps.mean() / self.flow_fct_ps.mean())
 
 
-def expected_packet_fct(
-    flow_fct_ps: NDArray[np.int64],
-    hops: int,
-    config: PacketConfig,
+def flow_options(name: str, config: PacketConfig) -> dict[str, float]:
+    """The flow transport's options that match packet transport ``name`` on ``config``: the
+    framing and the number of paths (the packet engine's ``evs``)."""
+    opts: dict[str, float] = {"mss": config.mtu, "hdr": config.header}
+    evs = transport_class(name).defaults.get("evs")
+    if evs is not None:
+        opts["evs"] = evs
+    return opts
+
+
+def compare(
+    topology: Topology,
+    traffic: Traffic,
+    name: str,
     *,
-    rate_bps: float,
-    latency_ps: int,
-) -> NDArray[np.float64]:
-    """The fluid FCT with headers, the path latency and one serialization per extra hop."""
-    stretch = (config.mtu + config.header) / config.mtu
-    ser = (config.mtu + config.header) * BITS_PER_BYTE * PS_PER_S / rate_bps
-    out = flow_fct_ps * stretch + hops * latency_ps + (hops - 1) * ser
-    return np.asarray(out, dtype=np.float64)
-
-
-def compare(topology: Topology, traffic: Traffic, name: str, *, seed: int = 0) -> Comparison:
+    seed: int = 0,
+    config: PacketConfig | None = None,
+) -> Comparison:
     """Run ``traffic`` with transport ``name`` through both engines (module docstring)."""
     router = build_router(topology)
-    fluid = run_flow(topology, traffic, flow_transport(name), seed=seed, router=router)
-    cfg = config_for(name)
+    cfg = config or config_for(name)
+    tr = flow_transport(name, **flow_options(name, cfg))
+    fluid = run_flow(topology, traffic, tr, seed=seed, router=router)
     packet = run_packets(topology, traffic, name, seed=seed, router=router, config=cfg)
-    hops = 2 * topology.plan.tiers
-    rate = float(topology.link_capacity_bps[0])
-    lat = int(topology.link_latency_ps[0])
-    pred = expected_packet_fct(fluid.fct_ps, hops, cfg, rate_bps=rate, latency_ps=lat)
-    return Comparison(name, fluid.fct_ps, packet.fct_ps, pred)
+    return Comparison(name, fluid.fct_ps, packet.fct_ps, fluid.finish_ps, packet.finish_ps)
+
+
+def chained_ring_all_reduce(n_hosts: int, group: int, nbytes: int) -> Traffic:
+    """Ring all-reduces of ``nbytes`` in groups of ``group`` consecutive hosts, step by step:
+    ``2 (group - 1)`` steps, in each rank ``r`` of a group sends one block (``nbytes // group``)
+    to rank ``r + 1``, and a rank's step ``k`` waits for the block it received at step
+    ``k - 1`` (a chained collective: every step pays its latency and start-up). Each flow is
+    the dependency of one flow only, so htsim expresses it with oneshot triggers."""
+    if n_hosts % group or group < 2:
+        raise ValueError(f"{n_hosts} hosts do not split into groups of {group} (>= 2)")
+    steps = 2 * (group - 1)
+    block = nbytes // group
+    host = np.arange(n_hosts)
+    base = host - host % group
+    nxt = base + (host + 1) % group
+    prv = base + (host - 1) % group
+    src = np.tile(host, steps)
+    dst = np.tile(nxt, steps)
+    deps: list[list[int]] = [[] for _ in range(n_hosts)]
+    for k in range(1, steps):
+        deps += [[(k - 1) * n_hosts + int(p)] for p in prv]
+    return Traffic.from_arrays(
+        src,
+        dst,
+        block,
+        deps=deps,
+        n_hosts=n_hosts,
+        group=np.repeat(np.arange(steps), n_hosts),
+        group_names=tuple(f"step {k}" for k in range(steps)),
+    )

@@ -25,12 +25,15 @@ csg-htsim) parses it::
   connection per activation, in completion order: no static dependency, so rejected here).
   Trigger and flow ids 0 are not allowed.
 
-Units. htsim's loader keeps ``start`` as written; every ``main_*.cpp`` then converts it with
-``timeFromUs((uint32_t)crt->start)``: the value is **microseconds, truncated to a whole number**.
-This reader converts ``start`` to picoseconds exactly (``round(value * 1e6)``, decimals
-accepted); the writer writes whole microseconds, rounding ``start_ps`` to the nearest
-microsecond, so ``read_htsim(write_htsim(t)) == t`` exactly when every start is a whole number
-of microseconds. Sizes are bytes.
+Units. ``start`` is in **picoseconds**: htsim's tokenized loader (``ConnectionMatrix::load``,
+the one that reads ``Nodes``/``Connections``/``Triggers``) keeps the value as written
+("start is in picoseconds already") and every ``main_*.cpp`` hands it to ``connect`` as a
+``simtime_picosec``. (Its older ``fscanf`` loader for ``src->dst start T size S`` lines without
+a header takes microseconds; that is not this format.) htsim parses the number with ``stof``,
+a 32-bit float, so a start past 2**24 ps (16.8 us) reaches htsim rounded to 24 significant bits
+(a relative error below 6e-8). This reader rounds ``start`` to the nearest picosecond
+(decimals accepted); the writer writes ``start_ps`` as a whole number, so
+``read_htsim(write_htsim(t)) == t`` exactly. Sizes are bytes.
 
 Dependencies. A connection with ``trigger TID`` depends on every connection that activates TID
 (``send_done_trigger`` or ``recv_done_trigger``; a fluid flow is finished when its last byte is
@@ -62,8 +65,9 @@ that range with the line named (never an overflow or an allocation the size of a
 - ``Connections``, ``Triggers``, a barrier's ``count`` and the connection lines themselves:
   at most :data:`HTSIM_MAX_CONNECTIONS` (2**22; an all-to-all among 2,048 hosts);
 - ``size``: 0..:data:`HTSIM_MAX_SIZE` bytes (htsim's C ``int``);
-- ``start``: a finite decimal, 0..:data:`HTSIM_MAX_START_US` microseconds (htsim's
-  ``uint32_t``); ``nan``, ``inf``, negative numbers and exponents past the range are refused;
+- ``start``: a finite decimal, 0..:data:`HTSIM_MAX_START_PS` picoseconds (2**53: a double
+  holds every whole number up to it; about 2.5 hours); ``nan``, ``inf``, negative numbers and
+  exponents past the range are refused;
 - ids (``id``, ``trigger``, ``*_done_trigger``, ``prio``) and host ids: 0..2**31 - 1 (htsim's
   C ``int``), with at most :data:`HTSIM_MAX_DIGITS` digits read;
 - the ``# clusterloom`` comments: groups -1..2**31 - 1, run lengths 0..HTSIM_MAX_CONNECTIONS,
@@ -73,11 +77,11 @@ that range with the line named (never an overflow or an allocation the size of a
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Literal
 
@@ -86,15 +90,15 @@ import numpy as np
 from clusterloom.atomic import atomic_open
 from clusterloom.errors import OutputError, Problem, SpecError
 from clusterloom.sim.traffic import Traffic
-from clusterloom.units import PS_PER_US
 
 __all__ = ["format_htsim", "parse_htsim", "read_htsim", "write_htsim"]
 
 StrPath = str | os.PathLike[str]
 
-#: htsim stores a connection's size in a C ``int`` and its start as ``uint32_t`` microseconds
+#: htsim stores a connection's size in a C ``int``; its start is picoseconds (``simtime_picosec``,
+#: parsed as a float): starts are held to the whole numbers a double represents exactly
 HTSIM_MAX_SIZE = 2**31 - 1
-HTSIM_MAX_START_US = 2**32 - 1
+HTSIM_MAX_START_PS = 2**53
 #: ids (flow, trigger, priority) and host ids: htsim's C ``int``
 HTSIM_MAX_ID = 2**31 - 1
 #: the largest file read, in bytes (characters for :func:`parse_htsim`)
@@ -324,16 +328,18 @@ class _Parser:
                 self.bad(n, f"'{key}' given twice")
             seen.add(key)
             if key == "start":
-                us = float(value) if value is not None and _NUMBER.fullmatch(value) else -1.0
-                if not (math.isfinite(us) and 0 <= us <= HTSIM_MAX_START_US):
+                # exact decimal arithmetic: a float would take 2**53 + 1 for 2**53
+                ok = value is not None and _NUMBER.fullmatch(value) is not None
+                ps = Decimal(value) if ok and value is not None else Decimal(-1)
+                if not (0 <= ps <= HTSIM_MAX_START_PS):
                     shown = f"start {_clip(value)}" if value else "start"
                     self.bad(
                         n,
-                        f"'{shown}': expected microseconds 0..{HTSIM_MAX_START_US} "
-                        "(htsim's uint32) as a plain decimal",
+                        f"'{shown}': expected picoseconds 0..{HTSIM_MAX_START_PS} "
+                        "as a plain decimal",
                     )
                 else:
-                    conn.start_ps = round(us * PS_PER_US)
+                    conn.start_ps = round(ps)
             elif key == "size":
                 size = self.uint(n, "size", value, limit=HTSIM_MAX_SIZE)
                 conn.size = size if size >= 0 else None
@@ -548,10 +554,10 @@ def format_htsim(traffic: Traffic, *, done: Literal["recv", "send"] = "recv") ->
     def flows(idx: np.ndarray[tuple[int], np.dtype[np.intp]]) -> str:
         return ", ".join(str(int(i)) for i in idx[:5]) + (" ..." if idx.shape[0] > 5 else "")
 
-    start_us = (traffic.start_ps + PS_PER_US // 2) // PS_PER_US
-    late = np.flatnonzero(start_us > HTSIM_MAX_START_US)
+    start_ps = traffic.start_ps
+    late = np.flatnonzero(start_ps > HTSIM_MAX_START_PS)
     if late.shape[0]:
-        problems.append(f"flows {flows(late)} start after htsim's uint32 microseconds")
+        problems.append(f"flows {flows(late)} start after {HTSIM_MAX_START_PS} ps")
     has_deps = np.diff(traffic.dep_ptr) > 0
     timed = np.flatnonzero(has_deps & (traffic.start_ps > 0))
     if timed.shape[0]:
@@ -593,7 +599,7 @@ def format_htsim(traffic: Traffic, *, done: Literal["recv", "send"] = "recv") ->
     if trigger_of_set:
         out.append(f"Triggers {len(trigger_of_set)}")
     for k in range(n):
-        when = f"trigger {waits[k]}" if waits[k] else f"start {start_us[k]}"
+        when = f"trigger {waits[k]}" if waits[k] else f"start {start_ps[k]}"
         line = f"{traffic.src[k]}->{traffic.dst[k]} id {k + 1} {when} size {traffic.nbytes[k]}"
         if fires[k]:
             line += f" {done_key} {fires[k]}"
@@ -612,8 +618,8 @@ def write_htsim(traffic: Traffic, path: StrPath, *, done: Literal["recv", "send"
     A flow over htsim's ``int`` size (:data:`HTSIM_MAX_SIZE`) is written as a chain of
     connections (:meth:`Traffic.split_flows`), so it reads back as that chain.
     Flow k gets ``id k+1``; a flow with dependencies starts on the trigger of its dependency set
-    (oneshot for one dependency, ``barrier count N`` for N); starts are whole microseconds
-    (rounded). ``done`` picks ``recv_done_trigger`` or ``send_done_trigger``. Raises
+    (oneshot for one dependency, ``barrier count N`` for N); starts are whole picoseconds.
+    ``done`` picks ``recv_done_trigger`` or ``send_done_trigger``. Raises
     ``SpecError`` if the traffic is invalid and ``OutputError`` if htsim cannot express it
     (module docstring) or the file cannot be written.
     """

@@ -32,15 +32,19 @@ Max-min entities
     exceeds its cap.
 
 Events and time
-    Events are flow starts (``max(start_ps, completion of every dependency)``), completions
-    and the caller's timed actions (:class:`SetCapacity`, :class:`Callback`). Rates are
-    recomputed after every event and constant in between. Completion times are the exact fluid
-    time rounded UP to the next picosecond (a remainder below :data:`ROUND_SLACK_PS` of a
-    picosecond is floating error and is dropped), and at least one picosecond after the event
-    that set the rates. Everything that would finish within :data:`COMPLETION_WINDOW_PS` (1 ps)
-    after an event completes at that event, together; and with a rate tolerance ``rtol``, the
-    next completions are batched at the latest of them such that none is more than ``rtol``
-    of its flow's completion time late (and none early).
+    A flow is posted at ``max(start_ps, finish + notify_ps of every dependency)``; its bytes
+    start moving ``head_ps`` later (a handshake, the wait for a first pull) and its reported
+    finish is ``tail_ps`` after its fluid completion (the path's latency: the last byte still
+    travelling), so its FCT is ``head + transfer + tail``; ``start_ps`` of the result is the
+    posting time. (A callback sees a flow as done from its fluid completion.) Events are flow
+    starts, completions and the caller's timed actions (:class:`SetCapacity`,
+    :class:`Callback`). Rates are recomputed after every event and constant in between.
+    Completion times are the exact fluid time rounded UP to the next picosecond (a remainder
+    below :data:`ROUND_SLACK_PS` of a picosecond is floating error and is dropped), and at least
+    one picosecond after the event that set the rates. Everything that would finish within
+    :data:`COMPLETION_WINDOW_PS` (1 ps) after an event completes at that event, together; and
+    with a rate tolerance ``rtol``, the next completions are batched at the latest of them such
+    that none is more than ``rtol`` of its flow's completion time late (and none early).
     ``SimState.flow_rate`` is what a flow delivers; ``unit_rate`` what a unit puts on the wire
     (a black-holed unit's bytes are lost). Actions at the same time run in the order they were
     given (then scheduled); there is no randomness, and every tie is broken by index.
@@ -150,11 +154,18 @@ class FlowSet:
     dep_idx: _I64 = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     coupled: _B = field(default_factory=lambda: np.empty(0, dtype=np.bool_))
     pooled: _B = field(default_factory=lambda: np.empty(0, dtype=np.bool_))
+    head_ps: _I64 = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    tail_ps: _I64 = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    notify_ps: _I64 = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
     def __post_init__(self) -> None:
         size = np.atleast_1d(np.asarray(self.size, dtype=np.float64))
         n = size.shape[0]
         start = np.broadcast_to(np.asarray(self.start_ps, dtype=np.int64), (n,))
+        delays = {}
+        for name in ("head_ps", "tail_ps", "notify_ps"):
+            d = np.asarray(getattr(self, name), dtype=np.int64)
+            delays[name] = np.broadcast_to(d if d.size else np.zeros(1, np.int64), (n,))
         dep_ptr = np.asarray(self.dep_ptr, dtype=np.int64)
         if dep_ptr.size == 0:
             dep_ptr = np.zeros(n + 1, dtype=np.int64)
@@ -178,6 +189,7 @@ class FlowSet:
             ("dep_idx", np.asarray(self.dep_idx, dtype=np.int64)),
             ("coupled", coupled),
             ("pooled", pooled),
+            *delays.items(),
         ):
             object.__setattr__(self, name, _ro(value, value.dtype))
 
@@ -194,6 +206,9 @@ class FlowSet:
         deps: Sequence[Sequence[int]] | None = None,
         coupled: ArrayLike = False,
         pooled: ArrayLike = False,
+        head_ps: ArrayLike = 0,
+        tail_ps: ArrayLike = 0,
+        notify_ps: ArrayLike = 0,
     ) -> FlowSet:
         """Convenience builder: ``deps[f]`` lists the flows ``f`` waits for."""
         n = np.atleast_1d(np.asarray(size)).shape[0]
@@ -207,19 +222,25 @@ class FlowSet:
             dep_idx=idx,
             coupled=np.broadcast_to(np.asarray(coupled, dtype=np.bool_), (n,)),
             pooled=np.broadcast_to(np.asarray(pooled, dtype=np.bool_), (n,)),
+            head_ps=np.broadcast_to(np.asarray(head_ps, dtype=np.int64), (n,)),
+            tail_ps=np.broadcast_to(np.asarray(tail_ps, dtype=np.int64), (n,)),
+            notify_ps=np.broadcast_to(np.asarray(notify_ps, dtype=np.int64), (n,)),
         )
 
 
 @dataclass(frozen=True, eq=False)
 class UnitSet:
     """Allocation units as CSR over links. ``cap``: per-unit rate cap in bytes/s (empty = no
-    caps, ``inf`` = uncapped)."""
+    caps, ``inf`` = uncapped). ``link_weight``: per entry of ``unit_link``, the load the unit
+    puts on that link per byte/s of its rate (empty = all 1; e.g. the ACKs and pulls a
+    transport sends back on the reverse links, a small fraction of its rate)."""
 
     unit_flow: _I64
     unit_ptr: _I64
     unit_link: _I64
     unit_share: _F64
     cap: _F64 = field(default_factory=lambda: np.empty(0, dtype=np.float64))
+    link_weight: _F64 = field(default_factory=lambda: np.empty(0, dtype=np.float64))
 
     def __post_init__(self) -> None:
         flow = np.atleast_1d(np.asarray(self.unit_flow, dtype=np.int64))
@@ -231,6 +252,11 @@ class UnitSet:
         if cap.size == 0:
             cap = np.full(n, np.inf)
         cap = np.broadcast_to(cap, (n,))
+        weight = np.asarray(self.link_weight, dtype=np.float64)
+        if weight.size == 0:
+            weight = np.ones(link.shape[0])
+        if weight.shape != link.shape:
+            raise SimInputError(f"units: link_weight needs {link.shape[0]} entries")
         if ptr.shape != (n + 1,) or ptr[0] != 0 or ptr[-1] != link.shape[0]:
             raise SimInputError(
                 f"units: unit_ptr must have {n + 1} entries from 0 to len(unit_link)"
@@ -241,6 +267,7 @@ class UnitSet:
             ("unit_link", link),
             ("unit_share", share),
             ("cap", cap),
+            ("link_weight", weight),
         ):
             object.__setattr__(self, name, _ro(value, value.dtype))
 
@@ -285,6 +312,7 @@ class UnitSet:
             unit_link=np.concatenate([p.unit_link for p in parts]),
             unit_share=np.concatenate([p.unit_share for p in parts]),
             cap=np.concatenate([p.cap for p in parts]),
+            link_weight=np.concatenate([p.link_weight for p in parts]),
         )
 
 
@@ -444,6 +472,9 @@ def _check_units(units: UnitSet, n_flows: int, n_links: int, who: str) -> None:
     bad = np.flatnonzero(~np.isfinite(units.unit_share) | (units.unit_share < 0))
     if bad.size:
         raise SimInputError(f"{who} unit {bad[0]}: share {units.unit_share[bad[0]]} invalid")
+    bad = np.flatnonzero(~np.isfinite(units.link_weight) | (units.link_weight < 0))
+    if bad.size:
+        raise SimInputError(f"{who} unit {owner[bad[0]]}: link weight invalid")
     bad = np.flatnonzero(np.isnan(units.cap) | (units.cap < 0))
     if bad.size:
         raise SimInputError(f"{who} unit {bad[0]}: cap {units.cap[bad[0]]} invalid")
@@ -460,9 +491,11 @@ def _check_flows(flows: FlowSet, units: UnitSet, n_links: int) -> None:
     bad = np.flatnonzero(~np.isfinite(flows.size) | (flows.size < 0))
     if bad.size:
         raise SimInputError(f"flow {bad[0]}: size {flows.size[bad[0]]} is not finite and >= 0")
-    bad = np.flatnonzero(flows.start_ps < 0)
-    if bad.size:
-        raise SimInputError(f"flow {bad[0]}: start_ps {flows.start_ps[bad[0]]} < 0")
+    for name in ("start_ps", "head_ps", "tail_ps", "notify_ps"):
+        values = getattr(flows, name)
+        bad = np.flatnonzero(values < 0)
+        if bad.size:
+            raise SimInputError(f"flow {bad[0]}: {name} {values[bad[0]]} < 0")
     ptr = flows.dep_ptr
     if ptr[0] != 0 or ptr[-1] != flows.dep_idx.shape[0] or np.any(np.diff(ptr) < 0):
         raise SimInputError("flows: dep_ptr must rise from 0 to len(dep_idx)")
@@ -626,7 +659,12 @@ class _Sim:
         self.flow_done = np.zeros(n, dtype=np.bool_)
         self.dep_left = np.diff(flows.dep_ptr).astype(np.int64)
         self.rev_ptr, self.rev_idx = _reverse_deps(flows)
-        self.ready = np.where(self.dep_left == 0, flows.start_ps, _NEVER).astype(np.int64)
+        # ``ready``: when a flow's bytes start moving (posted, then its head delay);
+        # ``dep_ready``: when the dependencies finished so far have notified it
+        self.ready = np.where(self.dep_left == 0, flows.start_ps + flows.head_ps, _NEVER).astype(
+            np.int64
+        )
+        self.dep_ready = np.zeros(n, dtype=np.int64)
         self.units = units
         self.unit_alive = np.ones(units.n_units, dtype=np.bool_)
         self.unit_replaced = np.full(units.n_units, -1, dtype=np.int64)
@@ -686,7 +724,7 @@ class _Sim:
         pos, counts = _ranges(u.unit_ptr, order)
         rows = np.repeat(ent_of_pos, counts)
         cols = u.unit_link[pos]
-        vals = np.repeat(coef, counts)
+        vals = np.repeat(coef, counts) * u.link_weight[pos]
         hops = pos - np.repeat(u.unit_ptr[order], counts)
         if coupled.any():  # only a coupled flow's units can share a link within one entity
             idx = np.lexsort((cols, rows))
@@ -756,6 +794,7 @@ class _Sim:
                 unit_link=new.unit_link[pos],
                 unit_share=new.unit_share[idx],
                 cap=new.cap[idx],
+                link_weight=new.link_weight[pos],
             )
         self._sync_out()
         remaining = np.bincount(self.grp_flow, self.grp_rem, minlength=self.flows.n_flows)
@@ -801,13 +840,19 @@ class _Sim:
         fl = np.unique(self.grp_flow[groups])
         done = fl[(self.flow_open[fl] == 0) & ~self.flow_done[fl]]
         self.flow_done[done] = True
-        self.finish[done] = now
-        children = self.rev_idx[_ranges(self.rev_ptr, done)[0]]
+        self.finish[done] = now + self.flows.tail_ps[done]
+        pos, counts = _ranges(self.rev_ptr, done)
+        children = self.rev_idx[pos]
         if children.size:
+            told = np.repeat(self.finish[done] + self.flows.notify_ps[done], counts)
+            np.maximum.at(self.dep_ready, children, told)
             np.subtract.at(self.dep_left, children, 1)
             cand = np.unique(children)
             ready = cand[self.dep_left[cand] == 0]
-            self.ready[ready] = np.maximum(self.flows.start_ps[ready], now)
+            f = self.flows
+            self.ready[ready] = (
+                np.maximum(f.start_ps[ready], self.dep_ready[ready]) + f.head_ps[ready]
+            )
         self.dirty = True
 
     def _settle(self, now: int) -> None:
@@ -816,7 +861,7 @@ class _Sim:
             started = np.flatnonzero(self.ready <= now)
             if started.size:
                 self.ready[started] = _NEVER
-                self.start[started] = now
+                self.start[started] = now - self.flows.head_ps[started]  # posted
                 grps = _ranges(self.flow_grp_ptr, started)[0]
                 self.grp_state[grps[self.grp_state[grps] == _PENDING]] = _ACTIVE
                 self.dirty = True
@@ -1018,6 +1063,7 @@ class _Sim:
         return self._result(now)
 
     def _result(self, end: int) -> SimResult:
+        end = max(end, int(self.finish.max(initial=0)))
         segs = np.array(self.segs, dtype=np.float64).reshape(-1, 3)
         starts = np.array([s[0] for s in self.segs], dtype=np.int64)
         ends = np.array([s[1] for s in self.segs], dtype=np.int64)

@@ -11,6 +11,7 @@ not detected (routing does not see it).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -39,6 +40,7 @@ from clusterloom.sim.flow.engine import (
     SetCapacity,
     SimResult,
     SimState,
+    UnitSet,
     simulate,
 )
 from clusterloom.sim.flow.transports import Transport
@@ -91,18 +93,23 @@ def run(
     src = traffic.src.astype(np.int64)
     dst = traffic.dst.astype(np.int64)
     units = transport.units(r, src, dst, alive=np.ones(topology.n_links, dtype=bool), seed=seed)
+    timing = flow_timing(topology, r, transport, traffic.nbytes, units)
     flows = FlowSet(
-        size=traffic.nbytes.astype(np.float64) * transport.wire_factor(),
+        size=timing.wire,
         start_ps=traffic.start_ps,
         dep_ptr=traffic.dep_ptr,
         dep_idx=traffic.dep_idx,
         coupled=np.full(len(traffic), transport.mode == "coupled"),
         pooled=np.full(len(traffic), transport.mode == "pooled"),
+        head_ps=timing.head_ps,
+        tail_ps=timing.tail_ps,
+        notify_ps=np.full(len(traffic), transport.notify_ps(), dtype=np.int64),
     )
+    units = timing.capped(units)
 
     def react(state: SimState) -> Reroute:
         alive = _alive(state.capacity[:n_dir])
-        return Reroute(units=transport.units(r, src, dst, alive=alive, seed=seed))
+        return Reroute(units=timing.capped(transport.units(r, src, dst, alive=alive, seed=seed)))
 
     delay = round(transport.reroute_delay_s() * PS_PER_S)
     changes: list[tuple[int, I64, NDArray[np.float64]]] = []
@@ -146,6 +153,116 @@ def run(
         watch_links=watch_links,
         rtol=rtol,
         progress=progress,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Timing:
+    """What a transport adds to the fluid transfer of each flow (docs/sim.md, "Latency,
+    headers and start-up"): ``wire`` bytes on the wire (payload, one header per packet, lost
+    bytes again), ``head_ps`` from posting to the first byte at full share, ``tail_ps`` from
+    the fluid end (the last bit leaves the sender) to the last byte at the receiver (the
+    path's propagation plus the last packet's serialization at every hop after the first),
+    ``rtt_ps`` the base round trip of a full packet and its header-sized ACK, ``rate_bps``
+    the sender's NIC rate, ``cap`` the window-limited rate per flow (bytes/s on the wire,
+    ``inf`` when not window-limited), ``control`` the bytes of ACKs and pulls the receiver
+    sends back per byte of data on the wire (they load the reverse of the data's links)."""
+
+    wire: NDArray[np.float64]
+    head_ps: I64
+    tail_ps: I64
+    rtt_ps: I64
+    rate_bps: NDArray[np.float64]
+    cap: NDArray[np.float64]
+    control: float = 0.0
+
+    def capped(self, units: UnitSet) -> UnitSet:
+        """``units`` with each unit's share of its flow's window cap and, when the transport
+        sends control packets, the reverse of every link of its path carrying them (weight
+        ``control``: control bytes per wire byte of data)."""
+        if not np.isinf(self.cap).all():
+            cap = np.minimum(units.cap, self.cap[units.unit_flow] * units.unit_share)
+            units = dataclasses.replace(units, cap=cap)
+        if self.control <= 0:
+            return units
+        counts = np.diff(units.unit_ptr)
+        back = units.unit_link ^ 1  # the other direction of the same physical link
+        owner = np.repeat(np.arange(units.n_units), counts)
+        order = np.argsort(np.concatenate([owner, owner]), kind="stable")
+        links = np.concatenate([units.unit_link, back])[order]
+        weight = np.concatenate([units.link_weight, np.full(back.shape[0], self.control)])[order]
+        return UnitSet(
+            unit_flow=units.unit_flow,
+            unit_ptr=2 * units.unit_ptr,
+            unit_link=links,
+            unit_share=units.unit_share,
+            cap=units.cap,
+            link_weight=weight,
+        )
+
+
+def _ser_ps(nbytes: NDArray[np.int64], bps: NDArray[np.float64]) -> I64:
+    """Serialization of ``nbytes`` at ``bps``, whole picoseconds down (the packet engine's)."""
+    out: I64 = (nbytes * 8 * PS_PER_S // np.maximum(bps, 1.0).astype(np.int64)).astype(np.int64)
+    return out
+
+
+def flow_timing(
+    topology: Topology, router: Router, transport: Transport, nbytes: I64, units: UnitSet
+) -> Timing:
+    """Per-flow framing, path latency and start-up of ``transport`` (see :class:`Timing`);
+    a flow's path is the slowest of its units on the healthy fabric (all equal on a Clos)."""
+    n = nbytes.shape[0]
+    size = nbytes.astype(np.int64)
+    ports = int(router.host_link.shape[1])
+    framing = transport.framing()
+    zero = np.zeros(n, dtype=np.int64)
+    rate = np.zeros(n)
+    if framing is None:  # no packets: the bandwidth bound
+        wire = size.astype(np.float64) * transport.wire_factor()
+        return Timing(wire, zero, zero, zero, rate, np.full(n, np.inf))
+    mss, hdr = framing
+    pkts = -(-size // mss)
+    wire = (size + pkts * hdr).astype(np.float64) * transport.wire_factor()
+    # the packet that decides the store-and-forward: the last one queues behind the one
+    # before it at every hop, so a full packet (a flow of one packet: that packet)
+    last = np.where(size > 0, np.minimum(size, mss) + hdr, 0)
+    # per unit: propagation and the store-and-forward at every hop after the first
+    counts = np.diff(units.unit_ptr)
+    owner = np.repeat(np.arange(units.n_units), counts)
+    link = units.unit_link // 2  # every link of a packet transport's path is physical
+    bps = topology.link_capacity_bps[link].astype(np.float64)
+    first = np.zeros(link.shape[0], dtype=bool)
+    first[units.unit_ptr[:-1][counts > 0]] = True
+    flow_of = units.unit_flow[owner]
+    sf = np.where(first, 0, _ser_ps(last[flow_of], bps))
+    full = _ser_ps(np.full(link.shape[0], mss + hdr, dtype=np.int64), bps)
+    ack = _ser_ps(np.full(link.shape[0], hdr, dtype=np.int64), bps)
+    prop = topology.link_latency_ps[link].astype(np.int64)
+    tail_u = np.bincount(owner, prop + sf, minlength=units.n_units).astype(np.int64)
+    rtt_u = np.bincount(owner, 2 * prop + full + ack, minlength=units.n_units).astype(np.int64)
+    tail = zero.copy()
+    rtt = zero.copy()
+    np.maximum.at(tail, units.unit_flow, tail_u)
+    np.maximum.at(rtt, units.unit_flow, rtt_u)
+    # a unit's first link is its sender's NIC port; a flow sends on all its ports
+    starts = units.unit_ptr[:-1]
+    np.maximum.at(rate, units.unit_flow, bps[starts] if starts.size else bps[:0])
+    rate = rate * ports
+    head = transport.startup_ps(wire, rtt, rate)
+    window = transport.window_bytes(rtt, rate)
+    cap = np.full(n, np.inf)
+    if window is not None:
+        cap = window * (mss + hdr) / mss * transport.wire_factor() * PS_PER_S / np.maximum(rtt, 1)
+    empty = size == 0  # a zero-byte flow (a barrier) completes at once
+    return Timing(
+        wire,
+        np.where(empty, 0, head).astype(np.int64),
+        np.where(empty, 0, tail).astype(np.int64),
+        rtt,
+        rate,
+        cap,
+        transport.control_bytes() / (mss + hdr),
     )
 
 
@@ -206,7 +323,9 @@ __all__ = [
     "Failure",
     "Run",
     "Summary",
+    "Timing",
     "compare",
+    "flow_timing",
     "fmt_time",
     "parse_failure",
     "parse_size",

@@ -10,27 +10,38 @@ does when a link fails. One interface (``Transport``), four models, each with it
     failure the QPs crossing the link stall until detection plus routing reconvergence
     (``reroute_delay_s``, default 1 s) and are then rehashed over the surviving paths.
 ``mrc-spray``
-    MRC-style packet spraying: each connection sprays over ``evs`` entropy values (default 128)
-    spread round-robin over every NIC port (so over every plane); an EV maps to a fixed path (a
-    static source route). With active load balancing (``balance=True``, the default) each EV
-    is its own max-min entity weighted ``1/evs`` drawing on the connection's pool of bytes
-    (a *pooled* flow): a congested EV slows only itself and the others carry the rest, which is
-    the fluid limit of a sender that moves packets from EVs that report congestion (ECN) to
-    those that do not. It does not model the load balancer handing an EV's share entirely to
-    a competing connection (a congested EV keeps its max-min share), so on collisions it lies
-    between fixed spraying and ``ideal``. With ``balance=False`` the connection is ONE entity
-    with a fixed even split over its EVs (oblivious per-packet spraying: its most congested EV
-    holds it back). On a failure, the EVs crossing the dead link are black holes (balanced:
-    their share of the sender's bandwidth is lost; fixed split: the connection stalls) until
-    an endpoint detection delay of a few RTTs (``detect_s``, default 20 us); they are then
-    retired and the connection continues on its remaining EVs; nothing is re-routed (no
+    MRC-style packet spraying: each connection sprays over ``evs`` entropy values (default 128,
+    as the packet engine) spread round-robin over every NIC port (so over every plane); an EV
+    maps to a fixed path (a static source route). By default (``balance=False``) the
+    connection is ONE max-min entity with a fixed even split over its EVs (a *coupled* flow:
+    its most congested EV holds it back). That is what per-packet round-robin spraying whose
+    load balancing skips an EV for a few turns after an ECN echo or a trim does at full load
+    (MRC's, EQDS's in htsim, the packet engine's): the skips cannot outrun collisions that
+    every EV of a busy fabric sees, and both packet-level simulators land at or a little past
+    the fixed split on a k=16 permutation (``bench/RESULTS.md``, "Flow engine fidelity").
+    With ``balance=True`` each EV is its own max-min entity weighted ``1/evs`` drawing on the
+    connection's pool of bytes (a *pooled* flow): a congested EV slows only itself and the
+    others carry the rest, the fluid limit of a load balancer that moves every byte it can to
+    the EVs that deliver (it does not hand an EV's share entirely to a competing connection,
+    so on collisions it lies between fixed spraying and ``ideal``). On a failure, the EVs
+    crossing the dead link are black holes (balanced: their share of the sender's bandwidth is
+    lost; fixed split: the connection stalls, its window held by packets that never arrive)
+    until an endpoint detection delay of a few RTTs (``detect_s``, default 20 us); they are
+    then retired and the connection continues on its remaining EVs; nothing is re-routed (no
     reconvergence). Losing a plane costs that plane's share.
 ``receiver-driven``
-    MetaRoCE/NDP-style receiver pacing over the same sprayed, balanced paths (per-path windows
-    make it pooled as well): the receiver grants credit so that incast shares its downlink
-    fairly without queues (in a fluid model, max-min on the receiver link), and a loss rate
-    ``loss`` (default 0) costs ``1 / (1 - loss)`` more bytes on the wire (each lost packet is
-    sent again once; trimmed headers are not counted).
+    MetaRoCE/NDP-style receiver pacing over the same sprayed paths (``evs`` default 64, as the
+    packet engine; coupled by default as ``mrc-spray``): the receiver grants credit so that
+    incast shares its downlink fairly without queues (in a fluid model, max-min on the
+    receiver link), and a loss rate ``loss`` (default 0) costs ``1 / (1 - loss)`` more bytes on
+    the wire (each lost packet is sent again once; trimmed headers are not counted). Its
+    first window is ``iw_bdp`` BDPs, then pulls (``cwnd_bdp``, inherited, is not used).
+
+Every transport but ``ideal`` also carries the terms of docs/sim.md, "Latency, headers and
+start-up": ``mss``/``hdr`` framing (4096/64, the packet engine's), the path's propagation and
+store-and-forward, its ACKs (and pulls) on the reverse links (``roce-ecmp`` one per
+``ack_every`` packets, ``mrc-spray`` one SACK per packet, ``receiver-driven`` an ACK and a PULL
+per packet), start-up (``handshake_rtts``, the first pull, ``cwnd_bdp``) and ``notify_us``.
 ``ideal``
     The physical limit with perfect multipath: every connection spreads over all its NIC ports
     (each port a pooled entity, so it uses whatever any port has left) and, inside the fabric,
@@ -59,9 +70,15 @@ from clusterloom.fabric.topology import Role
 from clusterloom.sim.flow.engine import UnitSet
 from clusterloom.sim.paths import Router, connection_hash, route, splitmix64
 from clusterloom.sim.registry import REGISTRY, implemented_by, plugin_implementation
+from clusterloom.units import PS_PER_S, PS_PER_US
 
 I64 = NDArray[np.int64]
+F64 = NDArray[np.float64]
 B = NDArray[np.bool_]
+
+#: the packet engine's defaults (``sim.packet.engine.PacketConfig``), so the engines agree
+MSS_BYTES = 4096
+HDR_BYTES = 64
 
 
 def _units(flow: I64, paths: I64, share: NDArray[np.float64]) -> UnitSet:
@@ -92,6 +109,21 @@ def _keep_or_stall(f: I64, ids: I64, usable: B, first: B) -> B:
     return keep
 
 
+def _merge_same_paths(f: I64, paths: I64, share: F64) -> tuple[I64, I64, F64]:
+    """One unit per distinct path of each flow, carrying the shares of its EVs: exact for a
+    coupled flow (its load on a link is its rate times the shares crossing it), and it keeps
+    an in-leaf flow of 256 EVs (one path) at one unit."""
+    if f.size == 0:
+        return f, paths, share
+    key = np.concatenate([f[:, None], paths], axis=1)
+    rows, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # keep the EVs' order (the first EV first)
+    merged = np.bincount(inverse.reshape(-1), share, minlength=rows.shape[0]).astype(np.float64)
+    merged = merged[order]
+    kept: I64 = rows[order].astype(np.int64)
+    return kept[:, 0].copy(), kept[:, 1:].copy(), merged
+
+
 class Transport(Protocol):
     name: ClassVar[str]
 
@@ -112,7 +144,31 @@ class Transport(Protocol):
         ...
 
     def wire_factor(self) -> float:
-        """Bytes on the wire per byte delivered."""
+        """Bytes on the wire per byte delivered, besides headers (retransmitted losses)."""
+        ...
+
+    def framing(self) -> tuple[int, int] | None:
+        """``(mss, hdr)``: payload bytes of a full packet and header bytes of every packet,
+        or None for a transport without packets (``ideal``: no headers, no latency)."""
+        ...
+
+    def startup_ps(self, wire: F64, rtt_ps: I64, rate_bps: F64) -> I64:
+        """Picoseconds from a flow's posting until its bytes flow at its share (handshake,
+        the wait for the first pull), per flow of ``wire`` bytes on the wire over a path of
+        base round trip ``rtt_ps`` from a sender of ``rate_bps``."""
+        ...
+
+    def window_bytes(self, rtt_ps: I64, rate_bps: F64) -> F64 | None:
+        """Payload bytes a flow may have in flight (its rate is at most this per RTT), or
+        None: not window-limited."""
+        ...
+
+    def notify_ps(self) -> int:
+        """Picoseconds from a flow's last byte to the start of a flow waiting for it."""
+        ...
+
+    def control_bytes(self) -> float:
+        """Bytes of control packets (ACKs, pulls) the receiver sends back per data packet."""
         ...
 
     def trunks(self, router: Router) -> Trunks | None:
@@ -174,10 +230,53 @@ def build_trunks(router: Router) -> Trunks:
 
 
 @dataclass(frozen=True)
-class RoceEcmp:
+class _Packets:
+    """What every packet transport shares: framing (``mss``, ``hdr``), a handshake of
+    ``handshake_rtts`` base round trips before the first byte (0: none of these transports
+    has one; RoCE's queue pairs are connected before the job starts, MRC and NDP carry data in
+    the first packet), and ``notify_us``, the time from a flow's last byte to the start of a
+    flow waiting for it (0: as the packet engine and htsim's triggers, the next step starts
+    when the last byte lands)."""
+
+    mss: int = MSS_BYTES
+    hdr: int = HDR_BYTES
+    handshake_rtts: float = 0.0
+    notify_us: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.mss <= 0 or self.hdr < 0:
+            raise SpecError(
+                [Problem("--option", f"mss > 0 and hdr >= 0, got {self.mss}, {self.hdr}")]
+            )
+        if self.handshake_rtts < 0 or self.notify_us < 0:
+            raise SpecError([Problem("--option", "handshake_rtts and notify_us are >= 0")])
+
+    def framing(self) -> tuple[int, int] | None:
+        return self.mss, self.hdr
+
+    def startup_ps(self, wire: F64, rtt_ps: I64, rate_bps: F64) -> I64:
+        out: I64 = np.round(self.handshake_rtts * rtt_ps).astype(np.int64)
+        return out
+
+    def window_bytes(self, rtt_ps: I64, rate_bps: F64) -> F64 | None:
+        return None
+
+    def notify_ps(self) -> int:
+        return round(self.notify_us * PS_PER_US)
+
+    def control_bytes(self) -> float:
+        return float(self.hdr)  # one header-sized ACK per data packet
+
+
+@dataclass(frozen=True)
+class RoceEcmp(_Packets):
     name: ClassVar[str] = "roce-ecmp"
     qps: int | None = None  # default: one per NIC port, as NCCL opens a channel per NIC
     reroute_s: float = 1.0
+    ack_every: int = 4  # the packet engine's ACK coalescing
+
+    def control_bytes(self) -> float:
+        return self.hdr / max(1, self.ack_every)
 
     @property
     def mode(self) -> str:
@@ -210,11 +309,16 @@ class RoceEcmp:
 
 
 @dataclass(frozen=True)
-class MrcSpray:
+class MrcSpray(_Packets):
     name: ClassVar[str] = "mrc-spray"
     evs: int = 128
     detect_s: float = 20e-6
-    balance: bool = True
+    balance: bool = False
+    cwnd_bdp: float = 1.25  # the packet engine's initial window, in base-RTT BDPs
+
+    def window_bytes(self, rtt_ps: I64, rate_bps: F64) -> F64 | None:
+        bdp: F64 = rate_bps * rtt_ps / 8 / PS_PER_S
+        return np.maximum(float(self.mss), self.cwnd_bdp * bdp)
 
     @property
     def mode(self) -> str:
@@ -234,10 +338,14 @@ class MrcSpray:
         ev = connection_hash(s, d, f, seed) ^ splitmix64(k.astype(np.uint64)).astype(np.int64)
         paths = route(router, s, d, port, ev & 0xFFFFFFFF, seed=seed)
         if alive.all():  # a healthy fabric: every EV has its route
-            return _units(f, paths, np.full(f.size, 1.0 / self.evs))
-        keep = _keep_or_stall(f, ids, ~_crosses_dead(paths, alive), k == 0)
-        share = 1.0 / np.bincount(f[keep], minlength=int(ids.max(initial=-1)) + 1)[f]
-        return _units(f[keep], paths[keep], share[keep])
+            share = np.full(f.size, 1.0 / self.evs)
+        else:
+            keep = _keep_or_stall(f, ids, ~_crosses_dead(paths, alive), k == 0)
+            share = 1.0 / np.bincount(f[keep], minlength=int(ids.max(initial=-1)) + 1)[f]
+            f, paths, share = f[keep], paths[keep], share[keep]
+        if not self.balance:  # one entity per flow: EVs on the same path are one unit
+            f, paths, share = _merge_same_paths(f, paths, share)
+        return _units(f, paths, share)
 
     def reroute_delay_s(self) -> float:
         return self.detect_s
@@ -252,11 +360,33 @@ class MrcSpray:
 @dataclass(frozen=True)
 class ReceiverDriven(MrcSpray):
     name: ClassVar[str] = "receiver-driven"
+    evs: int = 64  # the packet engine's
     loss: float = 0.0
+    iw_bdp: float = 1.0  # the speculative first window, in base-RTT BDPs (packet engine's)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not 0.0 <= self.loss < 1.0:
             raise SpecError([Problem("--loss", f"a loss rate is in [0, 1), got {self.loss}")])
+
+    def window_bytes(self, rtt_ps: I64, rate_bps: F64) -> F64 | None:
+        return None  # pulled at the receiver's rate after the first window
+
+    def control_bytes(self) -> float:
+        return 2.0 * self.hdr  # an ACK and a PULL per data packet
+
+    def startup_ps(self, wire: F64, rtt_ps: I64, rate_bps: F64) -> I64:
+        """The first window (``iw_bdp`` BDPs, whole packets, at least one) goes at line rate;
+        the first pull comes back one base RTT after the first packet left, so a flow longer
+        than its first window waits ``rtt - window time`` once when the window is short."""
+        bdp = rate_bps * rtt_ps / 8 / PS_PER_S
+        pkts = np.maximum(1, np.floor(self.iw_bdp * bdp / self.mss))
+        window_ps = pkts * (self.mss + self.hdr) * 8 * PS_PER_S / rate_bps
+        wait = np.where(
+            wire > pkts * (self.mss + self.hdr), np.maximum(0.0, rtt_ps - window_ps), 0.0
+        )
+        out: I64 = super().startup_ps(wire, rtt_ps, rate_bps) + np.round(wait).astype(np.int64)
+        return out
 
     def wire_factor(self) -> float:
         return 1.0 / (1.0 - self.loss)
@@ -305,6 +435,21 @@ class Ideal:
 
     def wire_factor(self) -> float:
         return 1.0
+
+    def framing(self) -> tuple[int, int] | None:
+        return None
+
+    def startup_ps(self, wire: F64, rtt_ps: I64, rate_bps: F64) -> I64:
+        return np.zeros(wire.shape[0], dtype=np.int64)
+
+    def window_bytes(self, rtt_ps: I64, rate_bps: F64) -> F64 | None:
+        return None
+
+    def notify_ps(self) -> int:
+        return 0
+
+    def control_bytes(self) -> float:
+        return 0.0
 
     def trunks(self, router: Router) -> Trunks:
         return build_trunks(router)

@@ -1,0 +1,308 @@
+"""clusterloom and htsim side by side: the same topology and the same ``.cm`` files, back to back.
+
+The case of issue 15: the k=16 fat tree (1,024 hosts, 100 Gb/s, 1 us links, htsim's MTU 4000),
+three traffics written once with ``write_htsim`` and read by both tools:
+
+    permutation  2 MB per host (seed 0)
+    incast       32 senders x 512 KB to host 1000
+    allreduce    chained ring all-reduces of 2 MB in groups of 8 (14 steps, each waiting on
+                 the block it received the step before; htsim oneshot triggers)
+
+htsim's EQDS and NDP sinks never fire a ``recv_done_trigger`` (only their sources fire theirs,
+on the last ACK) and its RoCE main reads only ``send_done_trigger``, so the chain is written
+with ``send_done_trigger``: in htsim a step starts when its predecessor's SENDER has the last
+ACK. Ours is run with ``notify_us`` set to that ACK's trip (two 1 us links and 64 bytes each
+way inside a group of 8, one leaf), so both tools mean the same dependency.
+
+and ECMP over seeds (``--seeds N``, default 10): the permutation of seed s through htsim_roce
+``-seed s`` and roce-ecmp with seed s; hash functions differ, so the median over seeds of each
+tool's p99 is compared. Pairs:
+
+    clusterloom mrc-spray        vs  htsim_eqds  (sprayed, receiver-credited)
+    clusterloom receiver-driven  vs  htsim_ndp   (sprayed, receiver pulls)
+    clusterloom roce-ecmp        vs  htsim_roce  (one ECMP path per flow, no DCQCN in htsim)
+
+with the same framing (htsim's ``-mtu 4000`` is 4000 payload bytes + 64 header for NDP and
+RoCE, 4000 bytes on the wire for EQDS: ``mss`` 4000 or 3936, ``hdr`` 64) and paths (256 EVs).
+htsim prints a flow's end when its SENDER sees the last ACK; ours is the last byte at the
+receiver, so htsim's times are taken back by the ACK's one-way trip (a 64-byte packet over the
+flow's hops, 1 us and 5.12 ns each) before comparing. Every run (htsim's and ours) is its own
+process under ``/usr/bin/time``: wall, CPU (user + sys) and peak RSS; ours include Python's
+start-up and numba's compile.
+
+    python bench/bench_vs_htsim.py --htsim /tmp/htsim [--packet] [--cases permutation,incast]
+
+The flow engine runs exact (``rtol`` 0) and at the CLI's default 0.01. Without ``--htsim`` (or
+with a directory that holds no build) it says how to build htsim and exits 0. htsim is the
+reference and is not part of the project (BSD 2-clause): ``../shared/reference/htsim/build.sh
+DIR`` builds it in about 4 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HOSTS = 1024
+PAIRS = (("mrc-spray", "eqds"), ("receiver-driven", "ndp"), ("roce-ecmp", "roce"))
+MSS = {"mrc-spray": 3936, "receiver-driven": 4000, "roce-ecmp": 4000}
+EVS = 256
+CASES = ("permutation", "incast", "allreduce")
+FINISHED = re.compile(r"Flow \S+?_(\d+)_(\d+)\b.*? finished at ([0-9.eE+]+)")
+TIME = re.compile(r"bench-time (\S+) (\S+) (\S+) (\d+)")
+HOW_TO_BUILD = (
+    "htsim is not built here. Build it (about 4 minutes) with\n"
+    "    ../shared/reference/htsim/build.sh /tmp/htsim\n"
+    "and run  python bench/bench_vs_htsim.py --htsim /tmp/htsim [--packet]"
+)
+
+
+def _timed(args: list[str], cwd: Path | None = None) -> tuple[str, dict[str, float]]:
+    """Run ``args`` under /usr/bin/time: stdout, and wall/cpu seconds and peak MB."""
+    done = subprocess.run(
+        ["/usr/bin/time", "-f", "bench-time %e %U %S %M", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+    )
+    m = TIME.search(done.stderr)
+    if done.returncode != 0 or m is None:
+        raise RuntimeError(f"{args[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
+    wall, user, sys_, kb = m.groups()
+    return done.stdout, {
+        "wall": float(wall),
+        "cpu": float(user) + float(sys_),
+        "mb": int(kb) / 1024,
+    }
+
+
+def _hops(topology, src: np.ndarray, dst: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Links between two hosts of the fat tree: 2 under one leaf, 4 in one pod, else 6."""
+    from clusterloom.sim.paths import build_router
+
+    r = build_router(topology)
+    leaf = topology.link_dst[r.host_link[:, 0]]
+    pod = topology.node_pod[leaf]
+    return np.where(leaf[src] == leaf[dst], 2, np.where(pod[src] == pod[dst], 4, 6))
+
+
+def run_htsim(
+    bin_dir: Path, name: str, cm: Path, n: int, seed: int, end_us: int
+) -> tuple[str, dict[str, float]]:
+    args = [str(bin_dir / f"htsim_{name}"), "-tm", str(cm), "-nodes", str(HOSTS)]
+    args += ["-conns", str(n), "-linkspeed", "100000", "-mtu", "4000", "-end", str(end_us)]
+    args += ["-strat", "ecmp_host", "-paths", str(EVS), "-q", "35", "-seed", str(seed)]
+    if name != "roce":
+        args += ["-cwnd", "50"]
+    return _timed(args, cwd=bin_dir)
+
+
+def htsim_times(out: str, topology) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[no-untyped-def]
+    """(src, dst) order of htsim's finished flows and their last-byte times in us: the printed
+    time less the last ACK's one-way trip over the flow's hops."""
+    rows = [(int(a), int(b), float(t)) for a, b, t in FINISHED.findall(out)]
+    src = np.array([r[0] for r in rows], dtype=np.int64)
+    dst = np.array([r[1] for r in rows], dtype=np.int64)
+    t = np.array([r[2] for r in rows])
+    ack_us = _hops(topology, src, dst) * (1.0 + 64 * 8 / 100e9 * 1e6)
+    return np.stack([src, dst]), t - ack_us
+
+
+#: the one-way trip of an ACK inside a leaf: 2 links of 1 us, 64 bytes at 100 Gb/s each
+ACK_IN_LEAF_US = 2 * (1.0 + 64 * 8 / 100e9 * 1e6)
+
+
+def one(engine: str, name: str, cm: str, seed: int, rtol: float, out: str) -> None:
+    """A child process: one transport on one engine; FCTs and finishes (us) to ``out``."""
+    from clusterloom import parse_spec
+    from clusterloom.examples import example_text
+    from clusterloom.fabric import generate, plan_fabric
+    from clusterloom.sim.htsim import read_htsim
+
+    topology = generate(plan_fabric(parse_spec(example_text("fat-tree-k16"))))
+    traffic = read_htsim(cm)
+    start = time.perf_counter()
+    if engine == "flow":
+        from clusterloom.sim.flow.run import run
+        from clusterloom.sim.flow.transports import transport
+
+        opts: dict[str, float] = {"mss": MSS[name], "hdr": 64}
+        if name != "roce-ecmp":
+            opts["evs"] = EVS
+        if traffic.dep_idx.size:  # the chain: htsim starts a step on its predecessor's last ACK
+            opts["notify_us"] = ACK_IN_LEAF_US
+        result = run(topology, traffic, transport(name, **opts), seed=seed, rtol=rtol)
+        fct, finish = result.fct_ps, result.finish_ps
+    else:
+        from dataclasses import replace
+
+        from clusterloom.sim.packet.engine import PacketConfig
+        from clusterloom.sim.packet.run import config_for, run_packets
+
+        cfg = config_for(name, PacketConfig(mtu=MSS[name], header=64))
+        if name == "receiver-driven":  # htsim's -q 35 packets per port, trimming on
+            cfg = replace(cfg, buffer_bytes=35 * (MSS[name] + 64))
+        options = {} if name == "roce-ecmp" else {"evs": float(EVS)}
+        res = run_packets(topology, traffic, name, seed=seed, config=cfg, options=options)
+        fct, finish = res.fct_ps, res.finish_ps
+    sim_s = time.perf_counter() - start
+    np.savez(out, fct_us=fct / 1e6, finish_us=finish / 1e6, sim_s=sim_s)
+
+
+def _stats(x: np.ndarray) -> list[float]:
+    return [
+        float(x.mean()),
+        float(np.percentile(x, 50)),
+        float(np.percentile(x, 99)),
+        float(x.max()),
+    ]
+
+
+def ours(engine: str, name: str, cm: Path, seed: int, rtol: float, tmp: Path) -> dict:  # type: ignore[type-arg]
+    out = tmp / f"{engine}-{name}-{seed}-{rtol}.npz"
+    args = [sys.executable, __file__, "--one", engine, name, str(cm), str(seed), str(rtol)]
+    _, cost = _timed([*args, str(out)])
+    data = np.load(out)
+    return {
+        "fct": data["fct_us"],
+        "finish": data["finish_us"],
+        "sim_s": float(data["sim_s"]),
+        **cost,
+    }
+
+
+def traffic_for(case: str, seed: int):  # type: ignore[no-untyped-def]
+    from clusterloom.sim.crossval import chained_ring_all_reduce
+    from clusterloom.sim.traffic import incast, permutation
+
+    if case == "permutation":
+        return permutation(HOSTS, 2_000_000, seed=seed)
+    if case == "incast":
+        return incast(32, 512 * 1024, receiver=1000, n_hosts=HOSTS)
+    return chained_ring_all_reduce(HOSTS, 8, 2_000_000)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--htsim", help="a directory htsim was built into (build.sh DIR)")
+    p.add_argument("--packet", action="store_true", help="also the packet engine (~100 s each)")
+    p.add_argument("--cases", default=",".join(CASES))
+    p.add_argument("--seeds", type=int, default=10, help="ECMP seeds (0: no ECMP sweep)")
+    p.add_argument("--json", help="write every figure to this file")
+    p.add_argument("--one", nargs=6, help=argparse.SUPPRESS)
+    opts = p.parse_args()
+    if opts.one:
+        engine, name, cm, seed, rtol, out = opts.one
+        one(engine, name, cm, int(seed), float(rtol), out)
+        return 0
+    bin_dir = Path(opts.htsim or "/nonexistent") / "csg-htsim" / "sim" / "datacenter"
+    if not opts.htsim or not all((bin_dir / f"htsim_{b}").exists() for _, b in PAIRS):
+        print(HOW_TO_BUILD)
+        return 0
+
+    from clusterloom import parse_spec
+    from clusterloom.examples import example_text
+    from clusterloom.fabric import generate, plan_fabric
+    from clusterloom.sim.htsim import write_htsim
+
+    topology = generate(plan_fabric(parse_spec(example_text("fat-tree-k16"))))
+    record: dict[str, object] = {}
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        for case in opts.cases.split(","):
+            load = traffic_for(case, 0)
+            cm = tmp / f"{case}.cm"
+            chained = case == "allreduce"
+            write_htsim(load, cm, done="send" if chained else "recv")
+            for ours_name, theirs in PAIRS:
+                out, cost = run_htsim(bin_dir, theirs, cm, len(load), 0, 20_000)
+                _, t_us = htsim_times(out, topology)
+                if t_us.size < len(load):
+                    print(f"htsim_{theirs} {case}: {t_us.size}/{len(load)} finished")
+                ref = {"fct": t_us, **cost}
+                # the packet engine skips the chain: 14,336 connections of 256 EVs (about 5 GB)
+                packet = opts.packet and not chained
+                runs = [("flow", 0.0), ("flow", 0.01)] + ([("packet", 0.0)] if packet else [])
+                for engine, rtol in runs:
+                    got = ours(engine, ours_name, cm, 0, rtol, tmp)
+                    mine = got["finish"][got["finish"] >= 0] if chained else got["fct"]
+                    theirs_x = ref["fct"]
+                    if chained:  # the collective's finish only (htsim prints no start times)
+                        a, b = [float(mine.max())] * 4, [float(theirs_x.max())] * 4
+                    else:
+                        a, b = _stats(mine[mine >= 0]), _stats(theirs_x)
+                    label = f"{engine}" + (f" rtol {rtol:g}" if engine == "flow" else "")
+                    row = {
+                        "case": case,
+                        "ours": f"{label} {ours_name}",
+                        "htsim": f"htsim_{theirs}",
+                        "fct_us": a,
+                        "htsim_us": b,
+                        "ratio": [x / y for x, y in zip(a, b, strict=True)],
+                        "cost": {k: got[k] for k in ("wall", "cpu", "mb", "sim_s")},
+                        "htsim_cost": cost,
+                        "finished": f"{int((got['finish'] >= 0).sum())}/{t_us.size}/{len(load)}",
+                    }
+                    rows.append(row)
+                    print(_line(row), flush=True)
+        if opts.seeds:
+            p99 = {"htsim_roce": [], "flow roce-ecmp": []}  # type: dict[str, list[float]]
+            for seed in range(opts.seeds):
+                load = traffic_for("permutation", seed)
+                cm = tmp / f"perm-{seed}.cm"
+                write_htsim(load, cm)
+                out, _ = run_htsim(bin_dir, "roce", cm, len(load), seed, 20_000)
+                p99["htsim_roce"].append(float(np.percentile(htsim_times(out, topology)[1], 99)))
+                got = ours("flow", "roce-ecmp", cm, seed, 0.01, tmp)
+                p99["flow roce-ecmp"].append(float(np.percentile(got["fct"], 99)))
+                print(
+                    f"seed {seed}: p99 htsim_roce {p99['htsim_roce'][-1]:.1f} us, "
+                    f"flow roce-ecmp {p99['flow roce-ecmp'][-1]:.1f} us",
+                    flush=True,
+                )
+            med = {k: float(np.median(v)) for k, v in p99.items()}
+            record["ecmp_p99_us"] = p99
+            record["ecmp_median_p99_us"] = med
+            print(
+                f"ECMP median p99 over {opts.seeds} seeds: flow roce-ecmp "
+                f"{med['flow roce-ecmp']:.1f} us, htsim_roce {med['htsim_roce']:.1f} us, "
+                f"ratio {med['flow roce-ecmp'] / med['htsim_roce']:.3f}"
+            )
+    record["rows"] = rows
+    print()
+    print(
+        "| case | clusterloom | htsim | mean / p50 / p99 / max us (ours) | ours / htsim | "
+        "wall s / CPU s / MB (ours) | wall s / CPU s / MB (htsim) |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        print(_line(row))
+    if opts.json:
+        Path(opts.json).write_text(json.dumps(record, indent=1, default=float))
+    return 0
+
+
+def _line(row: dict) -> str:  # type: ignore[type-arg]
+    a, r, c, h = row["fct_us"], row["ratio"], row["cost"], row["htsim_cost"]
+    figs = (
+        " / ".join(f"{x:,.1f}" for x in a) if row["case"] != "allreduce" else f"finish {a[0]:,.1f}"
+    )
+    rat = " / ".join(f"{x:.3f}" for x in r) if row["case"] != "allreduce" else f"{r[0]:.3f}"
+    return (
+        f"| {row['case']} | {row['ours']} | {row['htsim']} | {figs} | {rat} | "
+        f"{c['wall']:.1f} / {c['cpu']:.1f} / {c['mb']:.0f} | "
+        f"{h['wall']:.1f} / {h['cpu']:.1f} / {h['mb']:.0f} |"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
