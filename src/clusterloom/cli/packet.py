@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from clusterloom.cli.contract import EXIT_INCOMPLETE, incomplete
+from clusterloom.cli.contract import EXIT_INCOMPLETE, incomplete, say
 from clusterloom.sim.registry import DEFAULTS
 
 if TYPE_CHECKING:
@@ -58,7 +58,11 @@ def register(
             ),
         ] = None,
         fail: Annotated[
-            list[str] | None, typer.Option(help="KIND:TARGET@START[-END][*FRACTION]; repeatable")
+            list[str] | None,
+            typer.Option(
+                help="KIND:TARGET@START[-END][*FRACTION]; repeatable; 'none' runs without the "
+                "spec's failures [default: the spec's scenario failures]"
+            ),
         ] = None,
         hosts: Annotated[int | None, typer.Option(help="hosts taking part")] = None,
         seed: Annotated[
@@ -67,6 +71,24 @@ def register(
         crossval: Annotated[
             bool, typer.Option(help="also run the flow-level engine and compare completion times")
         ] = False,
+        mtu: Annotated[
+            int | None,
+            typer.Option(help="payload bytes of a full packet [default: the scenario's, or 4096]"),
+        ] = None,
+        queue: Annotated[
+            str | None,
+            typer.Option(
+                help="data buffer per switch port: packets (35) or bytes with a unit (140000B, "
+                "512KiB) [default: the transport's, else 512KiB]"
+            ),
+        ] = None,
+        option: Annotated[
+            list[str] | None,
+            typer.Option(
+                help="KEY=VALUE engine-wide (ecn=off, pfc_xoff=15) or TRANSPORT.KEY=VALUE "
+                "(roce-ecmp.dcqcn=0); repeatable; docs/packet.md lists the keys"
+            ),
+        ] = None,
     ) -> None:
         """Simulate traffic on the backend fabric packet by packet, one run per transport.
         Options left out come from the spec's ``scenario`` section, then from the defaults."""
@@ -88,7 +110,17 @@ def register(
                 failures=fail,
                 hosts=hosts,
                 seed=seed,
+                options=option or (),
+                mtu=mtu,
+                queue=queue,
             )
+            if fail is None and scenario.failure_texts:
+                say(
+                    out,
+                    "failures (from the spec)",
+                    "bold yellow",
+                    f"{', '.join(scenario.failure_texts)} applied; --fail none runs without them",
+                )
             result = predict(topology, scenario, crossval=crossval)
             assert isinstance(result, PacketPrediction)
             _render(out, result, crossval)

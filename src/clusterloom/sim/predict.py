@@ -187,6 +187,7 @@ def _ideal(topology: Topology, scenario: Scenario, say: Progress, router: Any = 
 def _predict_packet(
     topology: Topology, scenario: Scenario, say: Progress, crossval: bool
 ) -> PacketPrediction:
+    from clusterloom.sim.packet.options import config_from, split_options
     from clusterloom.sim.packet.run import run_packets
     from clusterloom.sim.registry import REGISTRY
 
@@ -195,10 +196,12 @@ def _predict_packet(
     outcomes = []
     for name in scenario.transports:
         say(f"{name}: {len(load):,} flows, packet level")
-        opts = scenario.options_of(name)
+        knobs, opts = split_options(scenario.options_of(name))
+        cfg = config_from({**dict(scenario.packet), **knobs})
         r = run_packets(
-            topology, load, name, scenario.failures, seed=scenario.seed, options=opts or None
-        )
+            topology, load, name, scenario.failures, seed=scenario.seed, options=opts or None,
+            config=cfg,
+        )  # fmt: skip
         fct = r.fct_ps[r.finish_ps >= 0]
         pct = (
             np.percentile(fct, [50, 99, 100]).astype(np.float64) if fct.size else np.full(3, np.nan)

@@ -8,9 +8,13 @@ options merge key by key (the spec's, then the overrides'). The result, :class:`
 frozen and printable and is written next to every result as ``scenario.json``, so a run can be
 reproduced from its output alone.
 
+Packet-engine options (``mtu``, ``queue``, ``KEY=VALUE`` engine-wide or ``TRANSPORT.KEY=VALUE``,
+:mod:`clusterloom.sim.packet.options`) come from the spec's ``scenario.packet`` section, then
+the overrides, key by key; they are resolved to numbers (sizes in bytes) and recorded.
+
 Refused, with a field path and what would be valid (``SpecError``): a transport the engine does
-not implement, an option a chosen transport does not take, a failure naming a link or switch the
-topology does not have, traffic that does not fit the fabric.
+not implement, an option a chosen transport does not take (or a value out of its range), a
+failure naming a link or switch the topology does not have, traffic that does not fit the fabric.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ if TYPE_CHECKING:
     from clusterloom.sim.failures import Failure
     from clusterloom.sim.traffic import Traffic
     from clusterloom.spec import ClusterSpec
+    from clusterloom.spec.scenario import ScenarioSpec
 
 __all__ = [
     "DEFAULT_RTOL",
@@ -38,6 +43,7 @@ __all__ = [
     "build_traffic",
     "late_failures",
     "merge_options",
+    "packet_options",
     "resolve_scenario",
 ]
 
@@ -65,6 +71,9 @@ class Scenario:
     failure_texts: tuple[str, ...]
     options: Options = ()
     rtol: float = DEFAULT_RTOL
+    #: the packet engine's engine-wide options (``mtu``, ``queue``... resolved, sizes in bytes);
+    #: a transport's own engine-wide keys (``receiver-driven.queue``) are in ``options``
+    packet: tuple[tuple[str, float], ...] = ()
     failures: tuple[Failure, ...] = field(default=(), compare=False, repr=False)
     traffic: Traffic | None = field(default=None, compare=False, repr=False)
 
@@ -86,6 +95,7 @@ class Scenario:
             "transport_options": {n: dict(o) for n, o in self.options},
             "failures": list(self.failure_texts),
             "rtol": self.rtol,
+            "packet_options": dict(self.packet),
         }
 
     def to_json(self) -> str:
@@ -98,6 +108,7 @@ class Scenario:
             f"{'' if self.hosts is None else f' on {self.hosts} hosts'}, seed {self.seed}, "
             f"transports {', '.join(self.transports)}"
             + (f" ({opts})" if opts else "")
+            + (", packet " + ", ".join(f"{k}={v:g}" for k, v in self.packet) if self.packet else "")
             + (f", failures {', '.join(self.failure_texts)}" if self.failure_texts else "")
         )
 
@@ -115,12 +126,17 @@ def resolve_scenario(
     hosts: int | None = None,
     seed: int | None = None,
     rtol: float = DEFAULT_RTOL,
+    mtu: int | None = None,
+    queue: str | None = None,
 ) -> Scenario:
     """The scenario to run on ``topology`` (generated from ``spec``'s backend fabric).
 
     Every keyword is an override; ``None`` (or ``()`` for ``options``) takes the spec's
     ``scenario:`` value, then the default. ``options`` are ``TRANSPORT.KEY=VALUE`` texts
-    (``mrc-spray.evs=16``); ``failures`` are ``KIND:TARGET@START[-END][*FRACTION]`` texts.
+    (``mrc-spray.evs=16``), for the packet engine also engine-wide ``KEY=VALUE`` (``ecn=off``);
+    ``mtu`` (payload bytes) and ``queue`` (packets, or bytes with a unit) are the packet
+    engine's; ``failures`` are ``KIND:TARGET@START[-END][*FRACTION]`` texts, or ``["none"]``
+    to run without the spec's.
     """
     from clusterloom.sim.failures import parse_failure, parse_size
 
@@ -132,13 +148,24 @@ def resolve_scenario(
         or ((f"htsim:{sc.htsim_file}" if sc.traffic == "htsim" else sc.traffic) if sc else None)
         or DEFAULT_TRAFFIC
     )
-    merged = merge_options(sc.transport_options if sc else {}, list(options), engine)
     names = _transports(transports, sc.transports if sc else None, engine)
-    _check_options(merged, names, engine)
+    packet: dict[str, float] = {}
+    if engine == "packet":
+        packet, merged = packet_options(sc, list(options), names, mtu=mtu, queue=queue)
+    else:
+        if mtu is not None or queue is not None:
+            where = "--mtu" if mtu is not None else "--queue"
+            raise SpecError([Problem(where, "is an option of the packet engine (packetsim)")])
+        merged = merge_options(sc.transport_options if sc else {}, list(options), engine)
+        _check_options(merged, names, engine)
     the_seed = seed if seed is not None else (sc.seed if sc else 0)
     size_text = size or (sc.size if sc else DEFAULT_SIZE)
     nbytes = parse_size(size_text)
     texts = tuple(failures if failures is not None else (sc.failures if sc else ()))
+    if failures is not None and "none" in [f.strip() for f in failures]:
+        if len(failures) > 1:
+            raise SpecError([Problem("--fail none", "runs without failures: give it alone")])
+        texts = ()  # the spec's failures turned off
     parsed = tuple(parse_failure(f, topology) for f in texts)
     load = build_traffic(spec, kind, nbytes, hosts, the_seed, topology.plan.hosts)
     return Scenario(
@@ -154,6 +181,7 @@ def resolve_scenario(
             (n, tuple(sorted(o.items()))) for n, o in sorted(merged.items()) if n in names and o
         ),
         rtol=rtol,
+        packet=tuple(sorted(packet.items())),
         failures=parsed,
         traffic=load,
     )
@@ -268,6 +296,115 @@ def _check_options(
                 )
     if problems:
         raise SpecError(problems)
+
+
+_OPTION_TEXT = re.compile(r"(?:([a-z][a-z0-9-]*)\.)?([a-z_]+)=(.*)")
+
+
+def packet_options(
+    sc: ScenarioSpec | None,
+    given: list[str],
+    names: Sequence[str],
+    *,
+    mtu: int | None = None,
+    queue: str | None = None,
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """The packet engine's options: engine-wide (resolved, sizes in bytes) and per chosen
+    transport, from the spec's ``scenario.packet`` (and ``transport_options`` of transports
+    only the packet engine implements), then ``mtu``, ``queue`` and the ``given`` texts; each
+    key and value checked (``SpecError`` naming the key and listing the valid ones)."""
+    from clusterloom.sim.packet.engine import PacketConfig
+    from clusterloom.sim.packet.options import (
+        check_transport_option,
+        config_from,
+        resolve_engine,
+        split_options,
+    )
+    from clusterloom.sim.packet.run import config_for
+
+    ps = sc.packet if sc else None
+    raw: dict[str, object] = {}
+    where: dict[str, str] = {}
+    per: dict[str, dict[str, tuple[object, str]]] = {}
+    if ps is not None:
+        top: dict[str, object] = {"mtu": ps.mtu, "queue": ps.queue}
+        for key, given_value in top.items():
+            if given_value is not None:
+                raw[key], where[key] = given_value, f"scenario.packet.{key}"
+        for key, spec_value in ps.options.items():
+            raw[key], where[key] = spec_value, f"scenario.packet.options.{key}"
+        for name, spec_opts in ps.transport_options.items():
+            for key, spec_value in spec_opts.items():
+                at = f"scenario.packet.transport_options.{name}.{key}"
+                per.setdefault(name, {})[key] = (spec_value, at)
+    # the spec's transport_options reach the packet engine too: a key its transport does not
+    # take is refused (as before the packet section), not dropped
+    for name, flat in (sc.transport_options if sc else {}).items():
+        if name in REGISTRY and "packet" in REGISTRY[name].engines:
+            for key, number in flat.items():
+                at = f"scenario.transport_options.{name}.{key}"
+                per.setdefault(name, {}).setdefault(key, (number, at))
+    if mtu is not None:
+        raw["mtu"], where["mtu"] = mtu, "--mtu"
+    if queue is not None:
+        raw["queue"], where["queue"] = queue, "--queue"
+    problems: list[Problem] = []
+    for text in given:
+        m = _OPTION_TEXT.fullmatch(text.strip())
+        if not m:
+            problems.append(
+                Problem(
+                    f"--option {text}",
+                    "expected KEY=VALUE (engine-wide, e.g. ecn=off) or TRANSPORT.KEY=VALUE "
+                    "(e.g. roce-ecmp.dcqcn=0)",
+                )
+            )
+            continue
+        name, key, value = m.groups()
+        if name is None:
+            raw[key], where[key] = value, f"--option {text}"
+        else:
+            per.setdefault(name, {})[key] = (value, f"--option {text}")
+    for name in per:
+        if name not in REGISTRY or "packet" not in REGISTRY[name].engines:
+            known = ", ".join(implemented_by("packet"))
+            at = next(iter(per[name].values()))[1]
+            problems.append(Problem(at, f"unknown packet transport '{name}'; known: {known}"))
+    try:
+        engine = resolve_engine(raw, where)
+    except SpecError as exc:  # reported with the transports' problems
+        problems += exc.problems
+        engine = {}
+    default = PacketConfig()
+    out: dict[str, dict[str, float]] = {}
+    # every transport named is checked, the chosen ones recorded
+    packet_names = set(implemented_by("packet"))
+    for name in [*names, *(n for n in per if n not in names and n in packet_names)]:
+        texts = per.get(name, {})
+        mine: dict[str, float] = {}
+        # the transport's own mtu and header first: its sizes in packets count them
+        order = sorted(texts, key=lambda k: k not in ("mtu", "header"))
+        for key in order:
+            value, at = texts[key]
+            size = int(mine.get("mtu", engine.get("mtu", default.mtu)))
+            size += int(mine.get("header", engine.get("header", default.header)))
+            try:
+                mine[key] = check_transport_option(name, key, value, at, size)
+            except SpecError as exc:
+                problems += exc.problems
+        if mine and name in names:
+            out[name] = mine
+        if problems:
+            continue
+        knobs, _ = split_options(mine)
+        cfg = config_for(name, config_from({**engine, **knobs}))
+        bad = cfg.problems()
+        if bad:
+            at = "--option" if given or mtu is not None or queue is not None else "scenario.packet"
+            problems += [Problem(at, f"{name}: {b}") for b in bad]
+    if problems:
+        raise SpecError(problems)
+    return engine, out
 
 
 def late_failures(failures: Sequence[Failure], makespans_ps: Sequence[int]) -> None:

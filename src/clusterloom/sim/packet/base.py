@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
 
 from clusterloom.sim.packet.engine import ACK, DATA, PROBE, Packet, PacketSim
 from clusterloom.sim.paths import splitmix64
+
+if TYPE_CHECKING:
+    from clusterloom.sim.packet.options import OptionKind
 
 __all__ = ["ConnSpec", "Connection", "Transport"]
 
@@ -93,8 +96,13 @@ class Connection:
     wants_trimming: ClassVar[bool] = False
     #: the data buffer per switch port the transport is designed for (None: the default)
     wants_buffer_bytes: ClassVar[int | None] = None
+    #: the same in full packets (MTU plus header) of the run; wins over wants_buffer_bytes
+    wants_buffer_packets: ClassVar[int | None] = None
     #: options and their defaults; ConnSpec.options overrides them
     defaults: ClassVar[dict[str, float]] = {}
+    #: each option's type and closed range, checked where options are given
+    #: (:mod:`clusterloom.sim.packet.options`); an option not listed is a float >= 0
+    option_types: ClassVar[dict[str, tuple[OptionKind, float, float]]] = {}
 
     def __init__(
         self,

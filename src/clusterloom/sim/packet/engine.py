@@ -42,7 +42,7 @@ Model (every assumption here is also listed in ``docs/packet.md``):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain
 from typing import Any, Protocol
 
@@ -130,37 +130,69 @@ class PacketSimError(ClusterloomError, ValueError):
 
 @dataclass(frozen=True)
 class PacketConfig:
-    """Switch and packet parameters of a run (module docstring: the model)."""
+    """Switch and packet parameters of a run (module docstring: the model).
+
+    ``buffer_bytes``, ``ecn_kmin``, ``ecn_kmax``, ``pfc`` and ``trimming`` default to None: the
+    transport's choice (:func:`clusterloom.sim.packet.run.config_for`: PFC for ``roce-ecmp``,
+    trimming and 12-packet queues for ``receiver-driven``), else the engine's (512 KiB, marking
+    from 64 to 256 KiB or half to all of a smaller buffer, no PFC, no trimming). A field given
+    is kept, so ``PacketConfig(mtu=4000)`` changes the MTU and nothing else."""
 
     mtu: int = 4096  # payload bytes of a full data packet
     header: int = 64  # bytes of every header (a control packet, a trimmed packet)
-    buffer_bytes: int = 512 * 1024  # data FIFO per switch output port
+    buffer_bytes: int | None = None  # data FIFO per switch output port (None: 512 KiB)
     control_buffer_bytes: int = 64 * 1024
-    ecn_kmin: int = 64 * 1024
-    ecn_kmax: int = 256 * 1024
+    ecn_kmin: int | None = None  # None: min(64 KiB, buffer / 2)
+    ecn_kmax: int | None = None  # None: min(256 KiB, buffer)
     ecn: bool = True
-    trimming: bool = False
-    pfc: bool = False
+    trimming: bool | None = None
+    pfc: bool | None = None
     pfc_xoff: int = 256 * 1024
     pfc_xon: int = 128 * 1024
     reroute_ps: int = PS_PER_S  # routing reconvergence after a hard failure or a repair
     max_time_ps: int = 10 * PS_PER_S
 
+    @property
+    def packet_bytes(self) -> int:
+        """Bytes on the wire of a full data packet (a queue size "in packets" counts these)."""
+        return self.mtu + self.header
+
+    def resolved(self) -> PacketConfig:
+        """Every None field at the engine's default (what :class:`PacketSim` runs)."""
+        buf = DEFAULT_BUFFER_BYTES if self.buffer_bytes is None else self.buffer_bytes
+        return replace(
+            self,
+            buffer_bytes=buf,
+            ecn_kmin=min(64 * 1024, buf // 2) if self.ecn_kmin is None else self.ecn_kmin,
+            ecn_kmax=min(256 * 1024, buf) if self.ecn_kmax is None else self.ecn_kmax,
+            pfc=bool(self.pfc),
+            trimming=bool(self.trimming),
+        )
+
     def problems(self) -> list[str]:
+        cfg = self.resolved()
+        assert cfg.buffer_bytes is not None and cfg.ecn_kmin is not None
+        assert cfg.ecn_kmax is not None
         out = []
-        if self.mtu <= 0 or self.header <= 0:
-            out.append(f"mtu and header must be positive, got {self.mtu} and {self.header}")
-        if self.mtu + self.header > 1 << 20:  # the compiled loop computes bits * 10^12 in int64
-            out.append(f"mtu plus header is at most 1 MiB, got {self.mtu + self.header}")
-        if self.buffer_bytes < self.mtu + self.header:
-            out.append(f"buffer_bytes {self.buffer_bytes} holds not even one packet")
-        if not 0 <= self.ecn_kmin <= self.ecn_kmax:
-            out.append(f"need 0 <= ecn_kmin <= ecn_kmax, got {self.ecn_kmin}, {self.ecn_kmax}")
-        if self.pfc and not 0 < self.pfc_xon <= self.pfc_xoff:
-            out.append(f"need 0 < pfc_xon <= pfc_xoff, got {self.pfc_xon}, {self.pfc_xoff}")
-        if self.pfc and self.trimming:
+        if cfg.mtu <= 0 or cfg.header <= 0:
+            out.append(f"mtu and header must be positive, got {cfg.mtu} and {cfg.header}")
+        if cfg.mtu + cfg.header > 1 << 20:  # the compiled loop computes bits * 10^12 in int64
+            out.append(f"mtu plus header is at most 1 MiB, got {cfg.mtu + cfg.header}")
+        if cfg.buffer_bytes < cfg.mtu + cfg.header:
+            out.append(f"buffer_bytes {cfg.buffer_bytes} holds not even one packet")
+        if cfg.control_buffer_bytes < cfg.header:
+            out.append(f"control_buffer_bytes {cfg.control_buffer_bytes} holds not one header")
+        if not 0 <= cfg.ecn_kmin <= cfg.ecn_kmax:
+            out.append(f"need 0 <= ecn_kmin <= ecn_kmax, got {cfg.ecn_kmin}, {cfg.ecn_kmax}")
+        if cfg.pfc and not 0 < cfg.pfc_xon <= cfg.pfc_xoff:
+            out.append(f"need 0 < pfc_xon <= pfc_xoff, got {cfg.pfc_xon}, {cfg.pfc_xoff}")
+        if cfg.pfc and cfg.trimming:
             out.append("pfc (lossless) and trimming exclude each other")
         return out
+
+
+#: the data buffer of a switch port when neither the run nor the transport sets one
+DEFAULT_BUFFER_BYTES = 512 * 1024
 
 
 class Packet:
@@ -293,10 +325,11 @@ class PacketSim:
         router: Router | None = None,
         tracer: Tracer | None = None,
     ) -> None:
-        self.cfg = cfg = config or PacketConfig()
-        bad = cfg.problems()
+        bad = (config or PacketConfig()).problems()
         if bad:
             raise PacketSimError("; ".join(bad))
+        self.cfg = cfg = (config or PacketConfig()).resolved()
+        assert cfg.buffer_bytes is not None and cfg.ecn_kmin is not None
         self.topology = t = topology
         self.router = router or build_router(t)
         self.seed = seed
@@ -333,8 +366,8 @@ class PacketSim:
         c[C_NHOSTS] = self.n_hosts
         c[C_HEADER] = cfg.header
         c[C_CTRL] = cfg.control_buffer_bytes
-        c[C_KMIN], c[C_KMAX], c[C_ECN] = cfg.ecn_kmin, cfg.ecn_kmax, cfg.ecn
-        c[C_TRIMMING], c[C_PFC] = cfg.trimming, cfg.pfc
+        c[C_KMIN], c[C_KMAX], c[C_ECN] = cfg.ecn_kmin, cfg.ecn_kmax or 0, cfg.ecn
+        c[C_TRIMMING], c[C_PFC] = bool(cfg.trimming), bool(cfg.pfc)
         c[C_XOFF], c[C_XON] = cfg.pfc_xoff, cfg.pfc_xon
         c[C_RNGKEY] = rng_key(seed)
         c[C_TRACE] = tracer is not None

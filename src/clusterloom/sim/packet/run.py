@@ -59,20 +59,26 @@ class PacketResult:
         return int((self.finish_ps >= 0).sum())
 
 
-def config_for(name: str, base: PacketConfig | None = None) -> PacketConfig:
-    """The switch configuration a transport asks for: PFC for ``roce-ecmp``, trimming and
-    shallow buffers for ``receiver-driven``, drop-tail with ECN for the others."""
-    cls = transport_class(name)
+def config_for(name: str | type[Connection], base: PacketConfig | None = None) -> PacketConfig:
+    """The switch configuration a transport asks for, on ``base``: PFC for ``roce-ecmp``,
+    trimming and shallow buffers for ``receiver-driven``, drop-tail with ECN for the others.
+
+    Only the fields ``base`` leaves unset (None) take the transport's choice; a field given is
+    kept. So a bare ``PacketConfig(mtu=4000)`` keeps PFC for ``roce-ecmp`` and trimming for
+    ``receiver-driven``, and ``PacketConfig(pfc=False)`` turns PFC off on purpose."""
+    cls = transport_class(name) if isinstance(name, str) else name
     cfg = base or PacketConfig()
-    cfg = replace(cfg, pfc=cls.wants_pfc, trimming=cls.wants_trimming)
-    if cls.wants_buffer_bytes is not None:
-        cfg = replace(
-            cfg,
-            buffer_bytes=cls.wants_buffer_bytes,
-            ecn_kmin=min(cfg.ecn_kmin, cls.wants_buffer_bytes // 2),
-            ecn_kmax=min(cfg.ecn_kmax, cls.wants_buffer_bytes),
-        )
-    return cfg
+    wanted: dict[str, object] = {}
+    if cfg.pfc is None:
+        wanted["pfc"] = cls.wants_pfc
+    if cfg.trimming is None:
+        wanted["trimming"] = cls.wants_trimming
+    if cfg.buffer_bytes is None:
+        if cls.wants_buffer_packets is not None:
+            wanted["buffer_bytes"] = cls.wants_buffer_packets * cfg.packet_bytes
+        elif cls.wants_buffer_bytes is not None:
+            wanted["buffer_bytes"] = cls.wants_buffer_bytes
+    return replace(cfg, **wanted).resolved()  # type: ignore[arg-type]
 
 
 def build(
@@ -116,24 +122,28 @@ def start_with_deps(sim: PacketSim, traffic: Traffic, conns: list[Connection]) -
             children[j].append(i)
     order = {id(c): i for i, c in enumerate(conns)}
 
+    def begin(i: int) -> None:
+        c = conns[i]
+        if c.n == 0:  # a zero-byte flow (a barrier) ends as it starts
+            c.finish_ps = c.start_ps
+            if children[i]:
+                done(c)
+        else:
+            c.start()
+
     def done(c: Connection) -> None:
         for k in children[order[id(c)]]:
             waiting[k] -= 1
             if waiting[k] == 0:
-                kc = conns[k]
-                kc.start_ps = max(kc.start_ps, sim.now)
-                kc.start()
+                conns[k].start_ps = max(conns[k].start_ps, sim.now)
+                begin(k)
 
     for i, c in enumerate(conns):
         if children[i]:
             c.on_finish = done
+    for i in range(len(conns)):
         if waiting[i] == 0:
-            if c.n == 0:
-                c.finish_ps = c.start_ps
-                if children[i]:
-                    done(c)
-            else:
-                c.start()
+            begin(i)
 
 
 def run_packets(
@@ -149,8 +159,10 @@ def run_packets(
     tracer: Tracer | None = None,
     max_time_ps: int | None = None,
 ) -> PacketResult:
-    """Simulate ``traffic`` with one transport at the packet level (module docstring)."""
-    cfg = config or config_for(transport)
+    """Simulate ``traffic`` with one transport at the packet level (module docstring).
+
+    ``config`` fields left unset (None) take the transport's choice (:func:`config_for`)."""
+    cfg = config_for(transport, config)
     sim = PacketSim(topology, cfg, seed=seed, router=router, tracer=tracer)
     t0 = time.perf_counter()
     conns = build(sim, traffic, transport, options=options)

@@ -11,7 +11,8 @@
     ``timer_us`` without a CNP alpha decays by ``(1 - g)`` and the rate recovers (five fast
     recovery stages halfway to the target, then additive increase by ``rai`` of line rate).
     The receiver acknowledges every ``ack_every`` packets and each message's last (ACK
-    coalescing, as RDMA NICs do). Runs on a lossless (PFC) fabric by default.
+    coalescing, as RDMA NICs do). Runs on a lossless (PFC) fabric by default. With ``dcqcn=0``
+    there is no rate control (htsim's RoCE): line rate, no CNP, only PFC pauses slow it.
 ``mrc-spray`` (MRC-like)
     Per-packet spraying over ``evs`` entropy values (up to 256) spread round-robin over every
     NIC port, hence every plane; each EV maps to a fixed source route (a segment list computed
@@ -55,7 +56,7 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -74,6 +75,9 @@ from clusterloom.sim.packet.engine import (
 )
 from clusterloom.sim.paths import connection_hash
 from clusterloom.units import PS_PER_S, PS_PER_US
+
+if TYPE_CHECKING:
+    from clusterloom.sim.packet.options import OptionKind
 
 __all__ = [
     "TRANSPORTS",
@@ -107,6 +111,18 @@ class RoceEcmp(Connection):
         "rai": 0.02,
         "min_rate": 0.01,
         "ack_every": 4,
+        "dcqcn": 1,
+    }
+    option_types: ClassVar[dict[str, tuple[OptionKind, float, float]]] = {
+        "rto_us": ("float", 1.0, 1e9),
+        "retries": ("int", 0, 1_000),
+        "cnp_us": ("float", 0.0, 1e6),
+        "timer_us": ("float", 1.0, 1e6),
+        "g": ("float", 1e-6, 1.0),
+        "rai": ("float", 1e-6, 1.0),
+        "min_rate": ("float", 1e-6, 1.0),
+        "ack_every": ("int", 1, 65_536),
+        "dcqcn": ("bool", 0, 1),
     }
 
     def __init__(
@@ -138,6 +154,9 @@ class RoceEcmp(Connection):
         self.unacked = 0
         self.last_cnp = -(1 << 60)
         self.rto = round(self.opt["rto_us"] * PS_PER_US)
+        #: DCQCN rate control; without it (``dcqcn=0``, htsim's RoCE) the sender stays at line
+        #: rate, the receiver sends no CNP and only PFC slows it
+        self.dcqcn = bool(self.opt["dcqcn"])
 
     def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
         return [
@@ -149,7 +168,8 @@ class RoceEcmp(Connection):
         self.sim.timer(self.start_ps, self.flow, _PACE)
         self.pacing = True
         self.sim.timer(self.start_ps + self.rto, self.flow, _RTO)
-        self.sim.timer(self.start_ps + round(self.opt["timer_us"] * PS_PER_US), self.flow, _AUX)
+        if self.dcqcn:
+            self.sim.timer(self.start_ps + round(self.opt["timer_us"] * PS_PER_US), self.flow, _AUX)
 
     def _kick(self, now: int) -> None:
         if not self.pacing and not self.failed and self.nxt < self.n:
@@ -217,7 +237,7 @@ class RoceEcmp(Connection):
     def receiver_packet(self, pkt: Packet, now: int) -> None:
         if pkt.kind != DATA or not self.authentic(pkt):
             return
-        if pkt.ecn and now - self.last_cnp >= self.opt["cnp_us"] * PS_PER_US:
+        if pkt.ecn and self.dcqcn and now - self.last_cnp >= self.opt["cnp_us"] * PS_PER_US:
             self.last_cnp = now
             self._reply(self.control(CNP))
         if pkt.trimmed:
@@ -327,6 +347,17 @@ class MrcSpray(_Sprayer):
         "ecn_threshold": 0.25,
         "max_skip": 4,
         "delay_factor": 1.25,
+    }
+    option_types: ClassVar[dict[str, tuple[OptionKind, float, float]]] = {
+        "evs": ("int", 1, 256),
+        "cwnd_bdp": ("float", 0.01, 1_000.0),
+        "max_bdp": ("float", 0.01, 1_000.0),
+        "rto_us": ("float", 1.0, 1e9),
+        "probe_us": ("float", 1.0, 1e9),
+        "retries": ("int", 0, 1_000),
+        "ecn_threshold": ("float", 0.0, 1.0),
+        "max_skip": ("int", 0, 1_024),
+        "delay_factor": ("float", 1.0, 1_000.0),
     }
 
     def __init__(
@@ -600,6 +631,14 @@ class MetaRoce(_Sprayer):
         "rto_us": 60.0,
         "probe_us": 20.0,
         "retries": 8,
+    }
+    option_types: ClassVar[dict[str, tuple[OptionKind, float, float]]] = {
+        "paths": ("int", 1, 256),
+        "cwnd_bdp": ("float", 0.01, 1_000.0),
+        "max_bdp": ("float", 0.01, 1_000.0),
+        "rto_us": ("float", 1.0, 1e9),
+        "probe_us": ("float", 1.0, 1e9),
+        "retries": ("int", 0, 1_000),
     }
 
     def __init__(
@@ -941,12 +980,19 @@ class ReceiverDriven(_Sprayer):
     wants_trimming: ClassVar[bool] = True
     #: NDP's shallow queues: 12 full packets per port, so that the first window's burst is
     #: trimmed instead of becoming a standing queue that pulls keep full
-    wants_buffer_bytes: ClassVar[int | None] = 12 * (4096 + 64)
+    wants_buffer_bytes: ClassVar[int | None] = 12 * (4096 + 64)  # at the default MTU
+    wants_buffer_packets: ClassVar[int | None] = 12
     defaults: ClassVar[dict[str, float]] = {
         "evs": 64,
         "iw_bdp": 1.0,
         "rto_us": 100.0,
         "retries": 8,
+    }
+    option_types: ClassVar[dict[str, tuple[OptionKind, float, float]]] = {
+        "evs": ("int", 1, 256),
+        "iw_bdp": ("float", 0.0, 1_000.0),
+        "rto_us": ("float", 1.0, 1e9),
+        "retries": ("int", 0, 1_000),
     }
 
     def __init__(
@@ -977,6 +1023,9 @@ class ReceiverDriven(_Sprayer):
         self.retries = 0
         self.pull_wanted = 0
         self.pulls_sent = 0
+        #: pulls that found nothing to send while packets were unacknowledged: spent on the
+        #: next retransmission (a NACK can arrive after the pull its header earned)
+        self.credit = 0
         self.sent: deque[tuple[int, int, int, int]] = deque()  # seq, txn, time, EV index
         self._pacer: _Pacer | None = None
 
@@ -1059,9 +1108,16 @@ class ReceiverDriven(_Sprayer):
                 return
         elif self.n_acked != self.check:
             self.retries = 0
+        # nothing in flight and no pull queued at the receiver: no pull will come
+        stalled = (
+            not expired and self.inflight <= 0 and self.pull_wanted <= 0 and self._next_seq() >= 0
+        )
         self.check = self.n_acked
         for seq in expired:
             self._lost(seq)
+            self.event("spec-extra", self.mss)
+            self.send_one(now)
+        if stalled:  # a packet waits for a pull: send it as one more speculative packet
             self.event("spec-extra", self.mss)
             self.send_one(now)
         self.sim.timer(now + self.rto // 2, self.flow, _RTO)
@@ -1071,12 +1127,15 @@ class ReceiverDriven(_Sprayer):
             self._ack(pkt.seq, now)
         elif pkt.kind == NACK:
             self._lost(pkt.seq)
+            if self.credit > 0 and self.send_one(now):
+                self.credit -= 1
         elif pkt.kind == PULL:
             new = pkt.cum - self.pulls_seen
             if new > 0:
                 self.pulls_seen = pkt.cum
                 for _ in range(new):
-                    self.send_one(now)
+                    if not self.send_one(now) and self.credit < self.n - self.n_acked:
+                        self.credit += 1
 
     def send_pull(self) -> None:
         self.pulls_sent += 1
