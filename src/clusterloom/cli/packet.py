@@ -127,7 +127,8 @@ def register(
             assert scenario.traffic is not None
             flows = len(scenario.traffic)
             runs = ((o.name, o.result.finished, flows) for o in result.outcomes)
-            if incomplete(err, runs) == EXIT_INCOMPLETE:
+            why = {o.name: o.result.unfinished for o in result.outcomes}
+            if incomplete(err, runs, why) == EXIT_INCOMPLETE:
                 raise typer.Exit(EXIT_INCOMPLETE)
 
         guard(run)

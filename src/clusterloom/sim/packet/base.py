@@ -159,6 +159,7 @@ class Connection:
         self.retransmissions = 0
         self.sender_done_ps = -1
         self.failed = False
+        self.started = False  # set when the run starts it (its dependencies have ended)
         self.ports = sim.ports_per_host
         self.on_finish: Callable[[Connection], None] | None = None
         tr = sim.tracer

@@ -407,6 +407,12 @@ class PacketSim:
         return int(self._s[S_EVENTS])
 
     @property
+    def pending_events(self) -> int:
+        """Events scheduled and not yet run (after a run: nonzero when it stopped at its time
+        limit or on ``stop()``, not for lack of events)."""
+        return int(self._s[S_HN]) + self._n_cm
+
+    @property
     def stats(self) -> NetStats:
         """The network's counters so far (a snapshot)."""
         self._flush()

@@ -43,6 +43,8 @@ class PacketResult:
     pauses: int
     max_queue_bytes: int
     data_bytes_delivered: int
+    #: why flows did not finish, one line per cause (empty when every flow finished)
+    unfinished: tuple[str, ...] = ()
 
     @property
     def fct_ps(self) -> NDArray[np.int64]:
@@ -124,6 +126,7 @@ def start_with_deps(sim: PacketSim, traffic: Traffic, conns: list[Connection]) -
 
     def begin(i: int) -> None:
         c = conns[i]
+        c.started = True
         if c.n == 0:  # a zero-byte flow (a barrier) ends as it starts
             c.finish_ps = c.start_ps
             if children[i]:
@@ -178,7 +181,8 @@ def run_packets(
         first[0] = i
         return i == len(conns)
 
-    sim.run(max_time_ps if max_time_ps is not None else cfg.max_time_ps, stop)
+    limit = max_time_ps if max_time_ps is not None else cfg.max_time_ps
+    sim.run(limit, stop)
     wall = time.perf_counter() - t0
     return PacketResult(
         transport=transport,
@@ -195,4 +199,66 @@ def run_packets(
         pauses=sim.stats.pauses,
         max_queue_bytes=sim.max_queue_bytes(),
         data_bytes_delivered=sim.stats.data_bytes_delivered,
+        unfinished=why_unfinished(traffic, conns, sim.now, limit, sim.pending_events > 0),
     )
+
+
+def why_unfinished(
+    traffic: Traffic,
+    conns: Sequence[Connection],
+    now: int,
+    limit: int,
+    cut_off: bool,
+    show: int = 5,
+) -> tuple[str, ...]:
+    """One line per cause of flows left unfinished: connections that gave up (with their
+    error), flows never started because a flow they wait on did not finish, flows still
+    running when the run stopped (``cut_off``: at the time limit ``limit``; else at ``now``,
+    with no event left). At most ``show`` flows named per line."""
+
+    def named(flows: Sequence[int]) -> str:
+        head = ", ".join(
+            f"{i} ({int(traffic.src[i])}->{int(traffic.dst[i])})" for i in flows[:show]
+        )
+        return head + (f" and {len(flows) - show:,} more" if len(flows) > show else "")
+
+    out: list[str] = []
+    failed: dict[str, list[int]] = {}
+    running: list[int] = []
+    waiting: list[int] = []
+    for i, c in enumerate(conns):
+        if c.finish_ps >= 0:
+            continue
+        if c.failed:
+            failed.setdefault(c.errors[-1] if c.errors else "error", []).append(i)
+        elif c.started:
+            running.append(i)
+        else:
+            waiting.append(i)
+    for reason, flows in failed.items():
+        out.append(f"{len(flows):,} connection(s) gave up ({reason}): flow {named(flows)}")
+    if running:
+        end = (
+            f"the time limit ({limit / 1e6:,.1f} us)"
+            if cut_off
+            else f"the last event ({now / 1e6:,.1f} us)"
+        )
+        out.append(
+            f"{len(running):,} flow(s) still unfinished at {end}: "
+            f"flow {named(running)}"
+        )
+    if waiting:
+        stuck = sorted(
+            {
+                int(j)
+                for i in waiting
+                for j in traffic.deps(i).tolist()
+                if conns[int(j)].finish_ps < 0 and conns[int(j)].started
+            }
+        )
+        out.append(
+            f"{len(waiting):,} flow(s) never started: they wait on flows that did not finish"
+            + (f" (flow {named(stuck)})" if stuck else "")
+            + f": flow {named(waiting)}"
+        )
+    return tuple(out)

@@ -1,0 +1,89 @@
+"""Runs whose flows do not all finish say which and why; the receiver-driven stall of issue 15
+(a NACK arriving after the pull its header earned) is gone.
+
+Two hosts under one leaf for the transport's state machine::
+
+    h0 ──1us── leaf ──1us── h1
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterloom.sim.failures import parse_failure
+from clusterloom.sim.packet.base import ConnSpec
+from clusterloom.sim.packet.engine import ACK, NACK, PULL, Packet, PacketSim
+from clusterloom.sim.packet.fabrics import small_fabric
+from clusterloom.sim.packet.run import config_for, run_packets
+from clusterloom.sim.packet.transports import ReceiverDriven
+from clusterloom.sim.traffic import Traffic
+
+
+@pytest.fixture(scope="module")
+def pair():  # type: ignore[no-untyped-def]
+    return small_fabric(2, radix=4)
+
+
+def _two_packet_flow(pair) -> tuple[PacketSim, ReceiverDriven]:  # type: ignore[no-untyped-def]
+    sim = PacketSim(pair, config_for("receiver-driven"))
+    conn = ReceiverDriven(sim, 0, 0, 1, 2 * 4096, 0, ConnSpec())
+    sim.add(conn)
+    conn.on_timer(0, 0)  # the speculative window: both packets
+    assert conn.tx_count == [1, 1]
+    return sim, conn
+
+
+def _to_sender(kind: int, seq: int = 0, cum: int = 0) -> Packet:
+    p = Packet(kind, 0, 1, 0, seq)
+    p.cum = cum
+    return p
+
+
+def test_a_nack_after_its_pull_is_resent_at_once(pair) -> None:  # type: ignore[no-untyped-def]
+    """Packet 1 is trimmed; its header earns a pull that overtakes the NACK (a different
+    reverse path). The pull finds nothing to send; before the fix it was lost, the NACKed
+    packet waited for a pull that never came and the connection failed (retry-exceeded)."""
+    _, conn = _two_packet_flow(pair)
+    conn.sender_packet(_to_sender(ACK, 0), 10)
+    conn.sender_packet(_to_sender(PULL, cum=1), 11)  # nothing to send: kept as credit
+    assert conn.credit == 1 and conn.tx_count == [1, 1]
+    conn.sender_packet(_to_sender(NACK, 1), 12)
+    assert conn.tx_count == [1, 2] and conn.credit == 0
+
+
+def test_a_packet_waiting_with_nothing_in_flight_is_resent_at_the_timeout(pair) -> None:  # type: ignore[no-untyped-def]
+    _, conn = _two_packet_flow(pair)
+    conn.sender_packet(_to_sender(ACK, 0), 10)
+    conn.sender_packet(_to_sender(NACK, 1), 12)  # no pull came, none will
+    assert conn.tx_count == [1, 1] and conn.inflight == 0
+    conn.on_timer(1, conn.rto)
+    assert conn.tx_count == [1, 2]
+
+
+def test_unfinished_flows_are_named_with_their_cause(pair) -> None:  # type: ignore[no-untyped-def]
+    """A chain 0 -> 1 -> 0 -> 1 over a link that dies at once: the first connection gives up,
+    the two after it never start; the report names them and the cause."""
+    chain = Traffic.from_arrays(
+        [0, 1, 0], [1, 0, 1], [64 * 1024] * 3, n_hosts=2, deps=[[], [0], [1]]
+    )
+    dead = parse_failure("link:0@0", pair)  # host 0's link to the leaf
+    r = run_packets(pair, chain, "roce-ecmp", (dead,), options={"retries": 1, "rto_us": 10})
+    assert r.finished == 0 and bool(r.failed[0])
+    text = "\n".join(r.unfinished)
+    assert "1 connection(s) gave up (retry-exceeded): flow 0 (0->1)" in text
+    assert "2 flow(s) never started" in text and "(flow 0 (0->1))" in text
+    assert "flow 1 (1->0), 2 (0->1)" in text
+    ok = run_packets(pair, chain, "roce-ecmp")
+    assert ok.finished == 3 and ok.unfinished == ()
+
+
+def test_a_zero_byte_flow_started_by_a_dependency_finishes(pair) -> None:  # type: ignore[no-untyped-def]
+    """A barrier (zero bytes) after a flow used to start and never finish, so the flow after
+    it never started."""
+    chain = Traffic.from_arrays(
+        [0, 0, 1], [1, 1, 0], [8192, 0, 8192], n_hosts=2, deps=[[], [0], [1]]
+    )
+    for name in ("roce-ecmp", "receiver-driven"):
+        r = run_packets(pair, chain, name)
+        assert r.finished == 3, (name, r.unfinished)
+        assert r.finish_ps[1] == r.finish_ps[0]
