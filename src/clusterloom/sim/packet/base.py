@@ -178,6 +178,11 @@ class Connection:
         the engine computes them in one vectorized call before the run (others on demand)."""
         return []
 
+    def compact(self) -> None:
+        """Both ends are done (the receiver completed, the sender saw every acknowledgement):
+        release state only a sender with data to send reads. The connection still answers late
+        packets exactly as before. Transports with per-path sender state override it."""
+
     def on_timer(self, token: int, now: int) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -280,7 +285,8 @@ class Connection:
     def base_rtt_ps(self, port: int = 0, ev: int = 0) -> int:
         """Round trip of a full packet and its ACK on an idle path (no queueing)."""
         sim = self.sim
-        fwd = sim.path(self.src, self.dst, port, ev) or ()
+        # on the healthy fabric (a connection made after a failure keeps the same RTT)
+        fwd = sim.path(self.src, self.dst, port, ev, static=True, keep=False) or ()
         rate = sim.base_rate[fwd[0]] if fwd else 100_000_000_000
         hops = len(fwd) or 2
         one = sum(sim.prop[d] for d in fwd) if fwd else 0

@@ -284,6 +284,19 @@ class Endpoint(Protocol):
         ...
 
 
+class _Absorb:
+    """The endpoint of a connection id not (or no longer) in use: packets and timers vanish."""
+
+    def on_packet(self, pkt: Packet, now: int) -> None:
+        return
+
+    def on_timer(self, token: int, now: int) -> None:
+        return
+
+
+ABSORB = _Absorb()
+
+
 class Tracer(Protocol):
     def packet(self, now: int, where: str, host: int, pkt: Packet) -> None: ...
 
@@ -457,6 +470,20 @@ class PacketSim:
         self.conns.append(conn)
         return len(self.conns) - 1
 
+    def reserve(self, n: int) -> int:
+        """Reserve ``n`` connection ids (for connections made later); returns the first. Until
+        made, an id absorbs timers (no packet can carry it)."""
+        first = len(self.conns)
+        self.conns.extend([ABSORB] * n)
+        return first
+
+    def forget(self, keys: Iterable[tuple[int, int, int, int, bool]]) -> None:
+        """Drop the cached paths of (src, dst, port, ev, source_route) keys (a connection that
+        is done); a path asked for again is computed again, the same."""
+        ecmp, static = self._ecmp, self._static
+        for key in keys:
+            (static if key[4] else ecmp).pop(key[:4], None)
+
     # -- paths -------------------------------------------------------------------------------
 
     def _compute(self, keys: Sequence[tuple[int, int, int, int]], static: bool) -> None:
@@ -520,16 +547,17 @@ class PacketSim:
         self._compute(todo, static)
 
     def path(
-        self, src: int, dst: int, port: int, ev: int, static: bool = False
+        self, src: int, dst: int, port: int, ev: int, static: bool = False, *, keep: bool = True
     ) -> tuple[int, ...] | None:
         """Directed links from ``src`` to ``dst`` through host port ``port`` for entropy ``ev``:
         the ECMP path under the current routing view, or (``static``) the source route fixed on
-        the healthy fabric. None: no live path."""
+        the healthy fabric. None: no live path. ``keep=False``: not cached if it was not."""
         key = (src, dst, port, ev)
         table = self._static if static else self._ecmp
-        if key not in table:
-            self._compute([key], static)
-        return table[key][0]
+        if key in table:
+            return table[key][0]
+        self._compute([key], static)
+        return table[key][0] if keep else table.pop(key)[0]
 
     def plane_of_port(self, port: int) -> int:
         return port // max(self.topology.plan.ports_per_host, 1)

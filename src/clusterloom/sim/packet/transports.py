@@ -408,6 +408,15 @@ class MrcSpray(_Sprayer):
     def start(self) -> None:
         self.sim.timer(self.start_ps, self.flow, _PACE)
 
+    def compact(self) -> None:
+        """Every packet acknowledged: no EV is picked, timed or probed again, and a late ACK
+        finds no EV (its echo is unknown), so the per-EV state goes (128 deques and lists)."""
+        self.ev_index = {}
+        self.ev_out = []
+        self.evs = self.ev_port = []
+        self.bad = self.denied = []
+        self.penalty = self.level = []
+
     def deny_ev(self, ev: int) -> None:
         """The control plane denies entropy value ``ev``: never used again."""
         i = self.ev_index.get(ev, -1)
