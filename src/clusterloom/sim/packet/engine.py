@@ -387,7 +387,8 @@ class PacketSim:
         self._trace = np.zeros((64, 4), dtype=np.int64)
         self._rl = np.zeros(1024, dtype=np.int64)  # the links of every route, back to back
         self._rl_used = 0
-        self._route_at: dict[tuple[int, ...], int] = {}  # a route's offset in _rl
+        #: each route once: its links (the one tuple every key of it shares) and offset in _rl
+        self._route_at: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = {}
         #: commands for the data plane (CMD_COLS integers each), applied at the next step
         self._cm = np.zeros((256, CMD_COLS), dtype=np.int64)
         self._grown = 0  # counts reallocations of the arrays above (the run loop keeps them)
@@ -521,16 +522,17 @@ class PacketSim:
         route_at = self._route_at
         start = used = self._rl_used
         new: list[tuple[int, ...]] = []
+        none: tuple[None, int] = (None, -1)
         for key, links in zip(keys, paths, strict=True):
             if links is None:
-                table[key] = (None, -1)
+                table[key] = none
                 continue
-            at = route_at.get(links)
-            if at is None:
-                at = route_at[links] = used
+            entry = route_at.get(links)
+            if entry is None:  # keys of one route share its entry (hundreds of bytes each)
+                entry = route_at[links] = (links, used)
                 used += len(links)
                 new.append(links)
-            table[key] = (links, at)
+            table[key] = entry
         if new:
             if used > len(self._rl):
                 grown = np.zeros(max(2 * len(self._rl), used), dtype=np.int64)
