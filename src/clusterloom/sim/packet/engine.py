@@ -191,6 +191,9 @@ class PacketConfig:
         return out
 
 
+#: keys computed per vectorized call of :meth:`PacketSim.prefetch`
+PREFETCH_CHUNK = 16_384
+
 #: the data buffer of a switch port when neither the run nor the transport sets one
 DEFAULT_BUFFER_BYTES = 512 * 1024
 
@@ -546,7 +549,8 @@ class PacketSim:
         """Compute the paths of (src, dst, port, ev) keys in one vectorized call."""
         table = self._static if static else self._ecmp
         todo = list(dict.fromkeys(k for k in keys if k not in table))
-        self._compute(todo, static)
+        for i in range(0, len(todo), PREFETCH_CHUNK):  # bounds the temporaries' memory
+            self._compute(todo[i : i + PREFETCH_CHUNK], static)
 
     def path(
         self, src: int, dst: int, port: int, ev: int, static: bool = False, *, keep: bool = True
