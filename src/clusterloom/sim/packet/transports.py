@@ -1060,6 +1060,13 @@ class ReceiverDriven(_Sprayer):
     def start(self) -> None:
         self.sim.timer(self.start_ps, self.flow, _PACE)
 
+    def compact(self) -> None:
+        """Every packet acknowledged: nothing is sent or pulled again (a late pull finds no
+        sequence to send, the pacer skips the connection), so the per-EV lists go."""
+        self.evs = self.ev_port = []
+        self.bad = []
+        self.sent.clear()
+
     def _ev(self) -> int:
         k = self.k
         i = self.rr
