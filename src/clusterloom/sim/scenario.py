@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from clusterloom.sim.failures import Failure
     from clusterloom.sim.traffic import Traffic
     from clusterloom.spec import ClusterSpec
-    from clusterloom.spec.scenario import ScenarioSpec
 
 __all__ = [
     "DEFAULT_RTOL",
@@ -43,7 +42,6 @@ __all__ = [
     "build_traffic",
     "late_failures",
     "merge_options",
-    "packet_options",
     "resolve_scenario",
 ]
 
@@ -151,7 +149,16 @@ def resolve_scenario(
     names = _transports(transports, sc.transports if sc else None, engine)
     packet: dict[str, float] = {}
     if engine == "packet":
-        packet, merged = packet_options(sc, list(options), names, mtu=mtu, queue=queue)
+        from clusterloom.sim.packet.options import packet_options
+
+        packet, merged = packet_options(
+            sc.packet if sc else None,
+            sc.transport_options if sc else {},
+            list(options),
+            names,
+            mtu=mtu,
+            queue=queue,
+        )
     else:
         if mtu is not None or queue is not None:
             where = "--mtu" if mtu is not None else "--queue"
@@ -296,115 +303,6 @@ def _check_options(
                 )
     if problems:
         raise SpecError(problems)
-
-
-_OPTION_TEXT = re.compile(r"(?:([a-z][a-z0-9-]*)\.)?([a-z_]+)=(.*)")
-
-
-def packet_options(
-    sc: ScenarioSpec | None,
-    given: list[str],
-    names: Sequence[str],
-    *,
-    mtu: int | None = None,
-    queue: str | None = None,
-) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """The packet engine's options: engine-wide (resolved, sizes in bytes) and per chosen
-    transport, from the spec's ``scenario.packet`` (and ``transport_options`` of transports
-    only the packet engine implements), then ``mtu``, ``queue`` and the ``given`` texts; each
-    key and value checked (``SpecError`` naming the key and listing the valid ones)."""
-    from clusterloom.sim.packet.engine import PacketConfig
-    from clusterloom.sim.packet.options import (
-        check_transport_option,
-        config_from,
-        resolve_engine,
-        split_options,
-    )
-    from clusterloom.sim.packet.run import config_for
-
-    ps = sc.packet if sc else None
-    raw: dict[str, object] = {}
-    where: dict[str, str] = {}
-    per: dict[str, dict[str, tuple[object, str]]] = {}
-    if ps is not None:
-        top: dict[str, object] = {"mtu": ps.mtu, "queue": ps.queue}
-        for key, given_value in top.items():
-            if given_value is not None:
-                raw[key], where[key] = given_value, f"scenario.packet.{key}"
-        for key, spec_value in ps.options.items():
-            raw[key], where[key] = spec_value, f"scenario.packet.options.{key}"
-        for name, spec_opts in ps.transport_options.items():
-            for key, spec_value in spec_opts.items():
-                at = f"scenario.packet.transport_options.{name}.{key}"
-                per.setdefault(name, {})[key] = (spec_value, at)
-    # the spec's transport_options reach the packet engine too: a key its transport does not
-    # take is refused (as before the packet section), not dropped
-    for name, flat in (sc.transport_options if sc else {}).items():
-        if name in REGISTRY and "packet" in REGISTRY[name].engines:
-            for key, number in flat.items():
-                at = f"scenario.transport_options.{name}.{key}"
-                per.setdefault(name, {}).setdefault(key, (number, at))
-    if mtu is not None:
-        raw["mtu"], where["mtu"] = mtu, "--mtu"
-    if queue is not None:
-        raw["queue"], where["queue"] = queue, "--queue"
-    problems: list[Problem] = []
-    for text in given:
-        m = _OPTION_TEXT.fullmatch(text.strip())
-        if not m:
-            problems.append(
-                Problem(
-                    f"--option {text}",
-                    "expected KEY=VALUE (engine-wide, e.g. ecn=off) or TRANSPORT.KEY=VALUE "
-                    "(e.g. roce-ecmp.dcqcn=0)",
-                )
-            )
-            continue
-        name, key, value = m.groups()
-        if name is None:
-            raw[key], where[key] = value, f"--option {text}"
-        else:
-            per.setdefault(name, {})[key] = (value, f"--option {text}")
-    for name in per:
-        if name not in REGISTRY or "packet" not in REGISTRY[name].engines:
-            known = ", ".join(implemented_by("packet"))
-            at = next(iter(per[name].values()))[1]
-            problems.append(Problem(at, f"unknown packet transport '{name}'; known: {known}"))
-    try:
-        engine = resolve_engine(raw, where)
-    except SpecError as exc:  # reported with the transports' problems
-        problems += exc.problems
-        engine = {}
-    default = PacketConfig()
-    out: dict[str, dict[str, float]] = {}
-    # every transport named is checked, the chosen ones recorded
-    packet_names = set(implemented_by("packet"))
-    for name in [*names, *(n for n in per if n not in names and n in packet_names)]:
-        texts = per.get(name, {})
-        mine: dict[str, float] = {}
-        # the transport's own mtu and header first: its sizes in packets count them
-        order = sorted(texts, key=lambda k: k not in ("mtu", "header"))
-        for key in order:
-            value, at = texts[key]
-            size = int(mine.get("mtu", engine.get("mtu", default.mtu)))
-            size += int(mine.get("header", engine.get("header", default.header)))
-            try:
-                mine[key] = check_transport_option(name, key, value, at, size)
-            except SpecError as exc:
-                problems += exc.problems
-        if mine and name in names:
-            out[name] = mine
-        if problems:
-            continue
-        knobs, _ = split_options(mine)
-        cfg = config_for(name, config_from({**engine, **knobs}))
-        bad = cfg.problems()
-        if bad:
-            at = "--option" if given or mtu is not None or queue is not None else "scenario.packet"
-            problems += [Problem(at, f"{name}: {b}") for b in bad]
-    if problems:
-        raise SpecError(problems)
-    return engine, out
 
 
 def late_failures(failures: Sequence[Failure], makespans_ps: Sequence[int]) -> None:

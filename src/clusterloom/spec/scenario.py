@@ -227,8 +227,8 @@ def scenario_problems(scenario: ScenarioSpec, base: str = "scenario") -> list[Pr
 def _packet_section_problems(scenario: ScenarioSpec, base: str) -> list[Problem]:
     """Keys, types and ranges of the ``packet`` section (without a topology: the same checks
     as ``resolve_scenario``, on every transport the section names)."""
+    from clusterloom.sim.packet.options import packet_options
     from clusterloom.sim.registry import REGISTRY, implemented_by
-    from clusterloom.sim.scenario import packet_options
 
     assert scenario.packet is not None
     names = [
@@ -237,7 +237,12 @@ def _packet_section_problems(scenario: ScenarioSpec, base: str) -> list[Problem]
         if n in REGISTRY and "packet" in REGISTRY[n].engines
     ]
     try:
-        packet_options(scenario, [], names or list(implemented_by("packet"))[:1])
+        packet_options(
+            scenario.packet,
+            scenario.transport_options,
+            [],
+            names or list(implemented_by("packet"))[:1],
+        )
     except SpecError as exc:
         return [
             Problem(p.where.replace("scenario.", f"{base}.", 1), p.message) for p in exc.problems

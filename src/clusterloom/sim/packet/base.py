@@ -13,17 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import ClassVar, Literal, Protocol
 
 import numpy as np
 
 from clusterloom.sim.packet.engine import ACK, DATA, PROBE, Packet, PacketSim
 from clusterloom.sim.paths import splitmix64
 
-if TYPE_CHECKING:
-    from clusterloom.sim.packet.options import OptionKind
+#: the type of a transport option (``clusterloom.sim.packet.options``): a switch, a whole
+#: number, a number, a queue size (packets or bytes), bytes
+OptionKind = Literal["bool", "int", "float", "size", "bytes"]
 
-__all__ = ["ConnSpec", "Connection", "Transport"]
+__all__ = ["ConnSpec", "Connection", "OptionKind", "Transport"]
 
 
 def _mix(x: int) -> int:

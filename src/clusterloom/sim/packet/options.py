@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Literal
+from typing import Protocol
 
 from clusterloom.errors import Problem, SpecError
+from clusterloom.sim.packet.base import OptionKind
 from clusterloom.sim.packet.engine import PacketConfig
 from clusterloom.units import PS_PER_US
 
@@ -33,15 +34,15 @@ __all__ = [
     "ENGINE_OPTIONS",
     "Knob",
     "OptionKind",
+    "PacketSection",
     "check_transport_option",
     "config_from",
+    "packet_options",
     "parse_value",
     "resolve_engine",
     "split_options",
     "transport_knobs",
 ]
-
-OptionKind = Literal["bool", "int", "float", "size", "bytes"]
 
 
 @dataclass(frozen=True)
@@ -272,3 +273,120 @@ def config_from(options: Mapping[str, float], base: PacketConfig | None = None) 
         else:
             changes[knob.field] = int(value)
     return replace(cfg, **changes)  # type: ignore[arg-type]  # values typed per field above
+
+
+class PacketSection(Protocol):
+    """What :func:`packet_options` reads of the spec's ``scenario.packet`` section
+    (:class:`clusterloom.spec.scenario.PacketScenarioSpec`)."""
+
+    @property
+    def mtu(self) -> int | None: ...
+    @property
+    def queue(self) -> int | str | None: ...
+    @property
+    def options(self) -> Mapping[str, bool | int | float | str]: ...
+    @property
+    def transport_options(self) -> Mapping[str, Mapping[str, bool | int | float | str]]: ...
+
+
+_OPTION_TEXT = re.compile(r"(?:([a-z][a-z0-9-]*)\.)?([a-z_]+)=(.*)")
+
+
+def packet_options(
+    ps: PacketSection | None,
+    transport_options: Mapping[str, Mapping[str, float]],
+    given: list[str],
+    names: Sequence[str],
+    *,
+    mtu: int | None = None,
+    queue: str | None = None,
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """The packet engine's options: engine-wide (resolved, sizes in bytes) and per chosen
+    transport, from the spec's ``scenario.packet`` section ``ps`` and its
+    ``transport_options``, then ``mtu``, ``queue`` and the ``given`` texts; each key and value
+    checked (``SpecError`` naming the key and listing the valid ones)."""
+    from clusterloom.sim.packet.run import config_for
+    from clusterloom.sim.registry import REGISTRY, implemented_by
+
+    raw: dict[str, object] = {}
+    where: dict[str, str] = {}
+    per: dict[str, dict[str, tuple[object, str]]] = {}
+    if ps is not None:
+        top: dict[str, object] = {"mtu": ps.mtu, "queue": ps.queue}
+        for key, given_value in top.items():
+            if given_value is not None:
+                raw[key], where[key] = given_value, f"scenario.packet.{key}"
+        for key, spec_value in ps.options.items():
+            raw[key], where[key] = spec_value, f"scenario.packet.options.{key}"
+        for name, spec_opts in ps.transport_options.items():
+            for key, spec_value in spec_opts.items():
+                at = f"scenario.packet.transport_options.{name}.{key}"
+                per.setdefault(name, {})[key] = (spec_value, at)
+    # the spec's transport_options reach the packet engine too: a key its transport does not
+    # take is refused (as before the packet section), not dropped
+    for name, flat in transport_options.items():
+        if name in REGISTRY and "packet" in REGISTRY[name].engines:
+            for key, number in flat.items():
+                at = f"scenario.transport_options.{name}.{key}"
+                per.setdefault(name, {}).setdefault(key, (number, at))
+    if mtu is not None:
+        raw["mtu"], where["mtu"] = mtu, "--mtu"
+    if queue is not None:
+        raw["queue"], where["queue"] = queue, "--queue"
+    problems: list[Problem] = []
+    for text in given:
+        m = _OPTION_TEXT.fullmatch(text.strip())
+        if not m:
+            problems.append(
+                Problem(
+                    f"--option {text}",
+                    "expected KEY=VALUE (engine-wide, e.g. ecn=off) or TRANSPORT.KEY=VALUE "
+                    "(e.g. roce-ecmp.dcqcn=0)",
+                )
+            )
+            continue
+        name, key, value = m.groups()
+        if name is None:
+            raw[key], where[key] = value, f"--option {text}"
+        else:
+            per.setdefault(name, {})[key] = (value, f"--option {text}")
+    for name in per:
+        if name not in REGISTRY or "packet" not in REGISTRY[name].engines:
+            known = ", ".join(implemented_by("packet"))
+            at = next(iter(per[name].values()))[1]
+            problems.append(Problem(at, f"unknown packet transport '{name}'; known: {known}"))
+    try:
+        engine = resolve_engine(raw, where)
+    except SpecError as exc:  # reported with the transports' problems
+        problems += exc.problems
+        engine = {}
+    default = PacketConfig()
+    out: dict[str, dict[str, float]] = {}
+    # every transport named is checked, the chosen ones recorded
+    packet_names = set(implemented_by("packet"))
+    for name in [*names, *(n for n in per if n not in names and n in packet_names)]:
+        texts = per.get(name, {})
+        mine: dict[str, float] = {}
+        # the transport's own mtu and header first: its sizes in packets count them
+        order = sorted(texts, key=lambda k: k not in ("mtu", "header"))
+        for key in order:
+            value, at = texts[key]
+            size = int(mine.get("mtu", engine.get("mtu", default.mtu)))
+            size += int(mine.get("header", engine.get("header", default.header)))
+            try:
+                mine[key] = check_transport_option(name, key, value, at, size)
+            except SpecError as exc:
+                problems += exc.problems
+        if mine and name in names:
+            out[name] = mine
+        if problems:
+            continue
+        knobs, _ = split_options(mine)
+        cfg = config_for(name, config_from({**engine, **knobs}))
+        bad = cfg.problems()
+        if bad:
+            at = "--option" if given or mtu is not None or queue is not None else "scenario.packet"
+            problems += [Problem(at, f"{name}: {b}") for b in bad]
+    if problems:
+        raise SpecError(problems)
+    return engine, out

@@ -56,11 +56,17 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
-from clusterloom.sim.packet.base import Connection, ConnSpec, entropy, entropy_range
+from clusterloom.sim.packet.base import (
+    Connection,
+    ConnSpec,
+    OptionKind,
+    entropy,
+    entropy_range,
+)
 from clusterloom.sim.packet.engine import (
     ACK,
     CNP,
@@ -75,9 +81,6 @@ from clusterloom.sim.packet.engine import (
 )
 from clusterloom.sim.paths import connection_hash
 from clusterloom.units import PS_PER_S, PS_PER_US
-
-if TYPE_CHECKING:
-    from clusterloom.sim.packet.options import OptionKind
 
 __all__ = [
     "TRANSPORTS",
