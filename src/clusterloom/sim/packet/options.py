@@ -292,6 +292,10 @@ class PacketSection(Protocol):
 _OPTION_TEXT = re.compile(r"(?:([a-z][a-z0-9-]*)\.)?([a-z_]+)=(.*)")
 
 
+#: an option as given: its raw value and where it was given (a field path or a flag)
+_Given = tuple[object, str]
+
+
 def packet_options(
     ps: PacketSection | None,
     transport_options: Mapping[str, Mapping[str, float]],
@@ -305,34 +309,72 @@ def packet_options(
     transport, from the spec's ``scenario.packet`` section ``ps`` and its
     ``transport_options``, then ``mtu``, ``queue`` and the ``given`` texts; each key and value
     checked (``SpecError`` naming the key and listing the valid ones)."""
-    from clusterloom.sim.packet.run import config_for
-    from clusterloom.sim.registry import REGISTRY, implemented_by
+    raw, per = _from_spec(ps, transport_options)
+    problems = _from_flags(raw, per, given, mtu, queue)
+    try:
+        engine = resolve_engine(
+            {k: v for k, (v, _) in raw.items()}, {k: w for k, (_, w) in raw.items()}
+        )
+    except SpecError as exc:  # reported with the transports' problems
+        problems += exc.problems
+        engine = {}
+    out = _per_transport(engine, per, names, problems)
+    if not problems:
+        flagged = bool(given) or mtu is not None or queue is not None
+        problems += _config_problems(
+            engine, out, names, "--option" if flagged else "scenario.packet"
+        )
+    if problems:
+        raise SpecError(problems)
+    return engine, out
 
-    raw: dict[str, object] = {}
-    where: dict[str, str] = {}
-    per: dict[str, dict[str, tuple[object, str]]] = {}
+
+def _from_spec(
+    ps: PacketSection | None, transport_options: Mapping[str, Mapping[str, float]]
+) -> tuple[dict[str, _Given], dict[str, dict[str, _Given]]]:
+    """Engine-wide and per-transport options as the spec gives them. The spec's
+    ``transport_options`` reach the packet engine too: a key its transport does not take is
+    refused (as before the packet section), not dropped; ``scenario.packet`` wins over them."""
+    from clusterloom.sim.registry import REGISTRY
+
+    raw: dict[str, _Given] = {}
+    per: dict[str, dict[str, _Given]] = {}
     if ps is not None:
         top: dict[str, object] = {"mtu": ps.mtu, "queue": ps.queue}
-        for key, given_value in top.items():
-            if given_value is not None:
-                raw[key], where[key] = given_value, f"scenario.packet.{key}"
-        for key, spec_value in ps.options.items():
-            raw[key], where[key] = spec_value, f"scenario.packet.options.{key}"
-        for name, spec_opts in ps.transport_options.items():
-            for key, spec_value in spec_opts.items():
-                at = f"scenario.packet.transport_options.{name}.{key}"
-                per.setdefault(name, {})[key] = (spec_value, at)
-    # the spec's transport_options reach the packet engine too: a key its transport does not
-    # take is refused (as before the packet section), not dropped
+        for key, value in top.items():
+            if value is not None:
+                raw[key] = (value, f"scenario.packet.{key}")
+        for key, value in ps.options.items():
+            raw[key] = (value, f"scenario.packet.options.{key}")
+        for name, opts in ps.transport_options.items():
+            for key, value in opts.items():
+                per.setdefault(name, {})[key] = (
+                    value,
+                    f"scenario.packet.transport_options.{name}.{key}",
+                )
     for name, flat in transport_options.items():
         if name in REGISTRY and "packet" in REGISTRY[name].engines:
             for key, number in flat.items():
                 at = f"scenario.transport_options.{name}.{key}"
                 per.setdefault(name, {}).setdefault(key, (number, at))
+    return raw, per
+
+
+def _from_flags(
+    raw: dict[str, _Given],
+    per: dict[str, dict[str, _Given]],
+    given: list[str],
+    mtu: int | None,
+    queue: str | None,
+) -> list[Problem]:
+    """The command line's options over the spec's (in place); problems of their form and
+    transport names."""
+    from clusterloom.sim.registry import REGISTRY, implemented_by
+
     if mtu is not None:
-        raw["mtu"], where["mtu"] = mtu, "--mtu"
+        raw["mtu"] = (mtu, "--mtu")
     if queue is not None:
-        raw["queue"], where["queue"] = queue, "--queue"
+        raw["queue"] = (queue, "--queue")
     problems: list[Problem] = []
     for text in given:
         m = _OPTION_TEXT.fullmatch(text.strip())
@@ -347,7 +389,7 @@ def packet_options(
             continue
         name, key, value = m.groups()
         if name is None:
-            raw[key], where[key] = value, f"--option {text}"
+            raw[key] = (value, f"--option {text}")
         else:
             per.setdefault(name, {})[key] = (value, f"--option {text}")
     for name in per:
@@ -355,21 +397,27 @@ def packet_options(
             known = ", ".join(implemented_by("packet"))
             at = next(iter(per[name].values()))[1]
             problems.append(Problem(at, f"unknown packet transport '{name}'; known: {known}"))
-    try:
-        engine = resolve_engine(raw, where)
-    except SpecError as exc:  # reported with the transports' problems
-        problems += exc.problems
-        engine = {}
+    return problems
+
+
+def _per_transport(
+    engine: Mapping[str, float],
+    per: Mapping[str, Mapping[str, _Given]],
+    names: Sequence[str],
+    problems: list[Problem],
+) -> dict[str, dict[str, float]]:
+    """Each transport's options checked (every transport named, so a typo in one not run is
+    still caught) and those of the chosen ones kept; problems appended to ``problems``."""
+    from clusterloom.sim.registry import implemented_by
+
     default = PacketConfig()
     out: dict[str, dict[str, float]] = {}
-    # every transport named is checked, the chosen ones recorded
     packet_names = set(implemented_by("packet"))
     for name in [*names, *(n for n in per if n not in names and n in packet_names)]:
         texts = per.get(name, {})
         mine: dict[str, float] = {}
         # the transport's own mtu and header first: its sizes in packets count them
-        order = sorted(texts, key=lambda k: k not in ("mtu", "header"))
-        for key in order:
+        for key in sorted(texts, key=lambda k: k not in ("mtu", "header")):
             value, at = texts[key]
             size = int(mine.get("mtu", engine.get("mtu", default.mtu)))
             size += int(mine.get("header", engine.get("header", default.header)))
@@ -379,14 +427,22 @@ def packet_options(
                 problems += exc.problems
         if mine and name in names:
             out[name] = mine
-        if problems:
-            continue
-        knobs, _ = split_options(mine)
+    return out
+
+
+def _config_problems(
+    engine: Mapping[str, float],
+    per: Mapping[str, Mapping[str, float]],
+    names: Sequence[str],
+    where: str,
+) -> list[Problem]:
+    """What each chosen transport's whole configuration breaks (xon above xoff, PFC with
+    trimming, a queue smaller than a packet), at ``where``."""
+    from clusterloom.sim.packet.run import config_for
+
+    problems = []
+    for name in names:
+        knobs, _ = split_options(per.get(name, {}))
         cfg = config_for(name, config_from({**engine, **knobs}))
-        bad = cfg.problems()
-        if bad:
-            at = "--option" if given or mtu is not None or queue is not None else "scenario.packet"
-            problems += [Problem(at, f"{name}: {b}") for b in bad]
-    if problems:
-        raise SpecError(problems)
-    return engine, out
+        problems += [Problem(where, f"{name}: {b}") for b in cfg.problems()]
+    return problems
