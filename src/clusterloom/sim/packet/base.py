@@ -17,7 +17,7 @@ from typing import ClassVar, Literal, Protocol
 
 import numpy as np
 
-from clusterloom.sim.packet.engine import ACK, DATA, PROBE, Packet, PacketSim
+from clusterloom.sim.packet.engine import ACK, DATA, PROBE, Endpoint, Packet, PacketSim
 from clusterloom.sim.paths import splitmix64
 
 #: the type of a transport option (``clusterloom.sim.packet.options``): a switch, a whole
@@ -183,6 +183,12 @@ class Connection:
         """Both ends are done (the receiver completed, the sender saw every acknowledgement):
         release state only a sender with data to send reads. The connection still answers late
         packets exactly as before. Transports with per-path sender state override it."""
+
+    def retired(self) -> Endpoint | None:
+        """Both ends are done: an endpoint, much smaller than the connection, that answers its
+        late packets exactly as it would (its timers all end at once then), or None to keep
+        the connection. Not used under a tracer (it would not see the late packets' effects)."""
+        return None
 
     def on_timer(self, token: int, now: int) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -128,7 +128,7 @@ class Flows:
         self.retransmissions = np.zeros(n, dtype=np.int64)
         self.failed = np.zeros(n, dtype=bool)
         self.started = np.zeros(n, dtype=bool)
-        #: the connections by index (None: not made yet)
+        #: the connections by index (None: not made yet, or retired: figures in the arrays)
         self.live: list[Connection | None] = [None] * n
         self.retired = 0
 
@@ -155,7 +155,9 @@ class Flows:
     def done(self, i: int) -> bool:
         """Flow ``i`` finished or gave up (it stays so)."""
         c = self.live[i]
-        return c is not None and (c.finish_ps >= 0 or c.failed)
+        if c is None:
+            return bool(self.finish_ps[i] >= 0)  # retired, or not made yet (-1)
+        return c.finish_ps >= 0 or c.failed
 
     def retire(self, i: int) -> bool:
         """Retire flow ``i`` if both of its ends are done; True if it was."""
@@ -165,6 +167,11 @@ class Flows:
         self.retired += 1
         self.sim.forget(c.path_keys())
         c.compact()
+        light = c.retired() if self.sim.tracer is None else None
+        if light is not None:  # the connection goes, its figures stay here
+            self._keep(i, c)
+            self.sim.conns[c.flow] = light
+            self.live[i] = None
         return True
 
     def _keep(self, i: int, c: Connection) -> None:
