@@ -392,6 +392,7 @@ class PacketSim:
         self._rl_used = 0
         #: each route once: its links (the one tuple every key of it shares) and offset in _rl
         self._route_at: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = {}
+        self._link_ints: list[int] = list(range(n))  # the routes' links share these objects
         #: commands for the data plane (CMD_COLS integers each), applied at the next step
         self._cm = np.zeros((256, CMD_COLS), dtype=np.int64)
         self._grown = 0  # counts reallocations of the arrays above (the run loop keeps them)
@@ -523,6 +524,7 @@ class PacketSim:
             for i, row in enumerate(rows.tolist()):
                 paths[i] = tuple(x for x in row if x >= 0) or None
         route_at = self._route_at
+        link_ints = self._link_ints
         start = used = self._rl_used
         new: list[tuple[int, ...]] = []
         none: tuple[None, int] = (None, -1)
@@ -532,6 +534,7 @@ class PacketSim:
                 continue
             entry = route_at.get(links)
             if entry is None:  # keys of one route share its entry (hundreds of bytes each)
+                links = tuple(map(link_ints.__getitem__, links))  # one int object per link
                 entry = route_at[links] = (links, used)
                 used += len(links)
                 new.append(links)
