@@ -550,8 +550,8 @@ def simulate(
     fail: Annotated[
         list[str] | None,
         typer.Option(
-            help="KIND:TARGET@START[-END][*FRACTION], e.g. link:17@1ms; repeatable "
-            "[default: the scenario's failures]"
+            help="KIND:TARGET@START[-END][*FRACTION], e.g. link:17@1ms; repeatable; 'none' "
+            "runs without the scenario's failures [default: the scenario's failures]"
         ),
     ] = None,
     option: Annotated[
@@ -610,7 +610,7 @@ def simulate(
 
     def run_all() -> None:
         from clusterloom.cli import render
-        from clusterloom.cli.predicting import predict_into
+        from clusterloom.cli.predicting import predict_into, say_spec_failures
         from clusterloom.cli.progress import reporter
         from clusterloom.fabric import generate, plan_fabric
         from clusterloom.sim.predict import FlowPrediction, predict_sweep
@@ -646,6 +646,7 @@ def simulate(
                 )
             render.sweep(out, rows, sweep_tier, scenario.traffic_kind, flows)
             return
+        say_spec_failures(out, scenario, fail)
         result, target = predict_into(
             err,
             topology,
