@@ -1125,9 +1125,11 @@ def _cable_objective(
     units: list[int],
     links: dict[tuple[int, int], int],
     uv: _UnitVars,
+    moves: tuple[Any, ...] = (),
 ) -> None:
     """Minimize links x decimetres between unit centres, links leaving the hall from its
-    door."""
+    door; each of ``moves`` (a literal: an installed unit leaves its start) costs more than
+    any cable could."""
     inside = set(units)
     door = np.round(floor.hall_door[h] * DM).astype(np.int64)
     obj: list[Any] = []
@@ -1141,6 +1143,9 @@ def _cable_objective(
             external[ub] += w
     for u, w in sorted(external.items()):
         obj.append(w * _manhattan(m, uv.cx[u] - int(door[0]), uv.cy[u] - int(door[1])))
+    if moves:
+        span = int(np.ptp(floor.pos_x) + np.ptp(floor.pos_y) + 2 * DM) * DM
+        obj.append((sum(links.values()) + 1) * span * sum(moves))
     m.minimize(sum(obj) if obj else 0)
 
 
@@ -1156,12 +1161,29 @@ def _hall_model(
     reach: bool = True,
     budgets: bool = True,
     objective: bool = True,
+    pins: dict[int, int] | None = None,
+    soft: bool = False,
 ) -> tuple[_HallModel, dict[int, list[int]], NDArray[np.int64]]:
     pos = floor.hall_positions(h)
     tab = _hall_tables(floor, pos)
     m = cp_model.CpModel()
     starts = {u: _allowed_starts(floor, demand, pos, demand.units[u]) for u in units}
+    for u, at in (pins or {}).items() if not soft else ():
+        # an installed unit keeps its start (global position ``at``): its variable is fixed
+        if u in starts:
+            starts[u] = [a for a in starts[u] if int(pos[a]) == at]
     uv = _unit_vars(m, demand, units, starts, tab)
+    moves: list[Any] = []
+    local = {int(g): a for a, g in enumerate(pos.tolist())}
+    for u, at in sorted((pins or {}).items()) if soft else ():
+        # an installed unit may move, at a cost above any cable (growth when pins cannot hold)
+        stay = m.new_bool_var(f"stay{u}")
+        if at in local and local[at] in starts[u]:
+            m.add(uv.start[u] == local[at]).only_enforce_if(stay)
+            m.add(uv.start[u] != local[at]).only_enforce_if(stay.Not())
+        else:
+            m.add(stay == 0)
+        moves.append(stay.Not())
     if budgets:
         _budget_constraints(m, floor, demand, units, uv)
     if spread:
@@ -1170,7 +1192,7 @@ def _hall_model(
     if reach:
         _reach_constraints(m, floor, demand, site, pos, units, uv)
     if objective:
-        _cable_objective(m, floor, h, units, links, uv)
+        _cable_objective(m, floor, h, units, links, uv, tuple(moves))
     return _HallModel(m, uv.start, uv.row_of), starts, pos
 
 
@@ -1190,9 +1212,12 @@ def place_hall(
     h: int,
     units: list[int],
     links: dict[tuple[int, int], int],
+    pins: dict[int, int] | None = None,
+    soft: bool = False,
 ) -> tuple[dict[int, int], SolveStats]:
-    """Start position (global position id) of every unit of hall ``h``."""
-    hm, starts, pos = _hall_model(floor, demand, site, h, units, links)
+    """Start position (global position id) of every unit of hall ``h``; ``pins`` fixes
+    installed units to their start (growth: they do not move)."""
+    hm, starts, pos = _hall_model(floor, demand, site, h, units, links, pins=pins, soft=soft)
     pair_bound = _pair_bound(floor, demand, h, pos, units, starts, links)
     hint: dict[int, int] | None = None
     best = math.inf
@@ -1209,6 +1234,11 @@ def place_hall(
     status = solver.solve(hm.model)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         placed = {u: int(pos[solver.value(hm.start[u])]) for u in units}
+        if soft and pins:  # the objective carries the cost of moves: report the cable only
+            cable_m = _objective_m(floor, demand, h, placed, links)
+            return placed, SolveStats(
+                floor.hall_names[h], "feasible", len(units), cable_m, min(pair_bound, cable_m)
+            )
         return placed, SolveStats(
             floor.hall_names[h],
             _status(status),
