@@ -12,6 +12,7 @@ from pathlib import Path
 
 from clusterloom.atomic import StrPath, atomic_open, atomic_write
 from clusterloom.export.bom_csv import write_bom_csv, write_options_csv
+from clusterloom.export.growth_files import write_growth
 from clusterloom.export.cabling_files import write_cabling
 from clusterloom.export.design_json import design_document, design_schema, write_design_json
 from clusterloom.export.graph import (
@@ -82,6 +83,7 @@ def write_exports(design: Design, out_dir: StrPath, *, flows: bool = False) -> l
     ]
     paths += write_placement(design, out)
     paths += write_cabling(design, out)
+    paths += write_growth(design, out)
     paths += write_netbox_setup(design, out)
     for fd in design.fabrics:
         if not graphable(fd.topology):

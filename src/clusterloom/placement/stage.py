@@ -101,14 +101,14 @@ def moved_racks(placement: Placement, fixed: Mapping[str, str]) -> list[tuple[st
     ]
 
 
-def _moves_finding(moved: list[tuple[str, str, str]]) -> Finding:
+def _moves_finding(moved: list[tuple[str, str, str]], why: str) -> Finding:
     shown = ", ".join(f"{lab} {a} -> {b}" for lab, a, b in moved[:20])
     more = f" and {len(moved) - 20} more" if len(moved) > 20 else ""
     return Finding(
         Severity.WARNING,
         "installed-rack-moved",
-        f"the site cannot hold the growth with every installed rack in place: {len(moved)} "
-        f"installed rack(s) move: {shown}{more}",
+        f"the site cannot hold the growth with every installed rack in place ({why}): "
+        f"{len(moved)} installed rack(s) move: {shown}{more}",
         "placement",
     )
 
@@ -128,10 +128,11 @@ def place(
     if fixed:
         try:
             return _place(spec, fabrics, fixed)
-        except SpecError:
+        except SpecError as exc:
             free = _place(spec, fabrics, fixed, soft=True)
             moved = moved_racks(free, fixed)
-            return replace(free, findings=free.findings + (_moves_finding(moved),))
+            why = "; ".join(p.message for p in exc.problems)
+            return replace(free, findings=free.findings + (_moves_finding(moved, why),))
     return _place(spec, fabrics, None)
 
 
