@@ -710,6 +710,14 @@ def _allowed_starts(
     return starts
 
 
+def start_allowed(floor: FloorPlan, demand: Demand, unit: Unit, at: int) -> bool:
+    """Whether ``unit`` may start at global position ``at`` (one row, every rack fits)."""
+    h = int(floor.pos_hall[at])
+    pos = floor.hall_positions(h)
+    local = np.flatnonzero(pos == at)
+    return bool(local.size) and int(local[0]) in _allowed_starts(floor, demand, pos, unit)
+
+
 class _Budgets:
     """The power and cooling a greedy placement has taken of each row, feed and loop."""
 
@@ -1258,7 +1266,7 @@ def place_hall(
             _objective_m(floor, demand, h, placed, links),
             max(0.0, float(solver.best_objective_bound) / DM, pair_bound),
         )
-    raise SpecError(_diagnose_hall(floor, demand, site, h, units, links, starts, status))
+    raise SpecError(_diagnose_hall(floor, demand, site, h, units, links, starts, status, pins))
 
 
 def _complete_hint(hm: _HallModel, hint: dict[int, int], site: SiteSpec) -> None:
@@ -1377,9 +1385,12 @@ def _feasible(
     h: int,
     units: list[int],
     links: dict[tuple[int, int], int],
+    pins: dict[int, int] | None = None,
     **relax: bool,
 ) -> bool:
-    hm, _, _ = _hall_model(floor, demand, site, h, units, links, objective=False, **relax)
+    hm, _, _ = _hall_model(
+        floor, demand, site, h, units, links, objective=False, pins=pins, **relax
+    )
     solver = cp_model.CpSolver()
     _params(solver, site, site.solver.hall_effort)
     return solver.solve(hm.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
@@ -1394,8 +1405,10 @@ def _diagnose_hall(
     links: dict[tuple[int, int], int],
     starts: dict[int, list[int]],
     status: Any,
+    pins: dict[int, int] | None = None,
 ) -> list[Problem]:
-    """Why hall ``h`` has no placement: drop one family of constraints at a time."""
+    """Why hall ``h`` has no placement (with ``pins``, installed units at their starts): drop
+    one family of constraints at a time."""
     name = floor.hall_names[h]
     runs = [(r, n) for r, _, n in floor.free_runs() if floor.row_hall[r] == h]
     longest = max(runs, key=lambda x: x[1], default=(0, 0))
@@ -1420,7 +1433,7 @@ def _diagnose_hall(
                 f"{site.solver.hall_effort:g}; raise it",
             )
         ]
-    if _feasible(floor, demand, site, h, units, links, spread=False):
+    if _feasible(floor, demand, site, h, units, links, pins, spread=False):
         return [
             Problem(
                 "site.spread",
@@ -1430,7 +1443,7 @@ def _diagnose_hall(
                 "feeds that have room; add feeds or relax site.spread",
             )
         ]
-    if _feasible(floor, demand, site, h, units, links, reach=False):
+    if _feasible(floor, demand, site, h, units, links, pins, reach=False):
         return [
             Problem(
                 "site.reach_allowance_m",
@@ -1439,7 +1452,7 @@ def _diagnose_hall(
                 "of longer reach",
             )
         ]
-    if _feasible(floor, demand, site, h, units, links, budgets=False):
+    if _feasible(floor, demand, site, h, units, links, pins, budgets=False):
         need = sum(float(demand.rack_power_w[list(demand.units[u].racks)].sum()) for u in units)
         return [
             Problem(

@@ -16,7 +16,14 @@ from clusterloom.findings import Finding, Severity
 from clusterloom.placement.artifact import LinkLengths, Placement
 from clusterloom.placement.demand import Demand, build_demand, split_blocks
 from clusterloom.placement.floor import FloorPlan, floor_plan
-from clusterloom.placement.solve import SolveStats, assign_halls, place_hall, precheck, unit_links
+from clusterloom.placement.solve import (
+    SolveStats,
+    assign_halls,
+    place_hall,
+    precheck,
+    start_allowed,
+    unit_links,
+)
 from clusterloom.placement.validate import validate_placement
 from clusterloom.spec import ClusterSpec, SiteSpec
 
@@ -47,14 +54,23 @@ def _lengths(placement: Placement, fabrics: tuple[FabricDesign, ...]) -> tuple[L
 
 
 def _checked_demand(
-    spec: ClusterSpec, site: SiteSpec, fabrics: tuple[FabricDesign, ...]
+    spec: ClusterSpec,
+    site: SiteSpec,
+    fabrics: tuple[FabricDesign, ...],
+    fixed: Mapping[str, str] | None = None,
 ) -> tuple[FloorPlan, Demand]:
-    """The floor and the racks to place on it, after the campus-wide pre-checks."""
+    """The floor and the racks to place on it, after the campus-wide pre-checks (a block grown
+    from an installed one cut after its installed racks)."""
     floor = floor_plan(site)
     demand = build_demand(spec, fabrics)
-    if site.split_units:
-        longest = max((n for _, _, n in floor.free_runs()), default=0)
-        demand = split_blocks(demand, longest)
+    if site.split_units or fixed:
+        taken = None
+        if fixed:  # a new block must fit between the installed racks
+            at = {name.replace("/", "-"): i for i, name in enumerate(floor.pos_names)}
+            taken = np.zeros(floor.n_positions, dtype=bool)
+            taken[[at[r] for r in fixed.values() if r in at]] = True
+        longest = max((n for _, _, n in floor.free_runs(taken)), default=0)
+        demand = split_blocks(demand, longest if site.split_units else 0, fixed)
     precheck(floor, demand, site)
     return floor, demand
 
@@ -88,6 +104,17 @@ def _pins(floor: FloorPlan, demand: Demand, fixed: Mapping[str, str]) -> dict[in
             for i, r in enumerate(unit.racks)
         ):
             pins[u] = s
+    # a unit that cannot keep its start (a grown block running past its row or over another
+    # installed rack) is not pinned: it moves, the others stay
+    taken = {at[r]: lab for lab, r in fixed.items() if r in at}
+    for u, s in list(pins.items()):
+        unit = demand.units[u]
+        own = {demand.rack_label[r] for r in unit.racks}
+        over = any(
+            s + i in taken and taken[s + i] not in own for i in range(len(unit.racks))
+        )
+        if over or not start_allowed(floor, demand, unit, s):
+            del pins[u]
     return pins
 
 
@@ -127,7 +154,15 @@ def place(
     """
     if fixed:
         try:
-            return _place(spec, fabrics, fixed)
+            pinned = _place(spec, fabrics, fixed)
+            moved = moved_racks(pinned, fixed)
+            if not moved:
+                return pinned
+            why = (
+                "a unit that grew cannot keep its start: it would run past its row, over "
+                "another installed rack or onto a position that cannot hold it"
+            )
+            return replace(pinned, findings=pinned.findings + (_moves_finding(moved, why),))
         except SpecError as exc:
             free = _place(spec, fabrics, fixed, soft=True)
             moved = moved_racks(free, fixed)
@@ -146,7 +181,7 @@ def _place(
     if spec.site is None:
         raise SpecError([Problem("site", "this spec has no site section to place racks on")])
     site = spec.site
-    floor, demand = _checked_demand(spec, site, fabrics)
+    floor, demand = _checked_demand(spec, site, fabrics, fixed)
     ends: list[tuple[NDArray[Any], NDArray[Any]]] = []
     for dev, fd in zip(demand.devices, fabrics, strict=True):
         t = fd.topology
