@@ -233,5 +233,5 @@ def _grown(
     )
     forced = any(f.code == "installed-rack-moved" for f in design.findings)
     growth = measure_growth(design, baseline, installed, racks_forced=forced)
-    timings = design.timings_s + (("growth", time.perf_counter() - start),)
+    timings = (*design.timings_s, ("growth", time.perf_counter() - start))
     return replace(design, growth=growth, timings_s=timings)

@@ -13,8 +13,15 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from clusterloom.changes import Approval, ChangePlan, Decision, Proposal, Step, append_record
-from clusterloom.changes import read_records
+from clusterloom.changes import (
+    Approval,
+    ChangePlan,
+    Decision,
+    Proposal,
+    Step,
+    append_record,
+    read_records,
+)
 from clusterloom.cli.main import app
 from clusterloom.errors import SpecError
 from clusterloom.growth import check_installed, read_installed
@@ -61,7 +68,9 @@ def test_a_device_referenced_twice_exits_2_naming_it(baseline: Path, tmp_path: P
     path.write_text(json.dumps(doc))
     spec = tmp_path / "small.yaml"
     spec.write_text(MINIMAL_SPEC)
-    result = CliRunner().invoke(app, ["design", str(spec), "--installed", str(bad), "-o", str(tmp_path / "o")])
+    result = CliRunner().invoke(
+        app, ["design", str(spec), "--installed", str(bad), "-o", str(tmp_path / "o")]
+    )
     assert result.exit_code == 2
     assert f"{switches[0]['name']}" in result.output and "referenced twice" in result.output
 
@@ -70,7 +79,8 @@ def test_a_missing_baseline_exits_2(tmp_path: Path) -> None:
     spec = tmp_path / "small.yaml"
     spec.write_text(MINIMAL_SPEC)
     result = CliRunner().invoke(
-        app, ["design", str(spec), "--installed", str(tmp_path / "nowhere"), "-o", str(tmp_path / "o")]
+        app,
+        ["design", str(spec), "--installed", str(tmp_path / "nowhere"), "-o", str(tmp_path / "o")],
     )
     assert result.exit_code == 2 and "design.json" in result.output
 

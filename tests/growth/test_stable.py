@@ -36,7 +36,8 @@ def _pairs(t: Topology) -> dict[tuple[int, int, int], int]:
     """Links per (tier, lower, upper) among switches."""
     sw = t.link_tier >= 2
     keys, counts = np.unique(
-        np.stack([t.link_tier[sw], t.link_src[sw], t.link_dst[sw]], axis=1), axis=0,
+        np.stack([t.link_tier[sw], t.link_src[sw], t.link_dst[sw]], axis=1),
+        axis=0,
         return_counts=True,
     )
     return {tuple(k): int(c) for k, c in zip(keys.tolist(), counts.tolist(), strict=True)}
@@ -46,8 +47,14 @@ def _ends(t: Topology) -> set[tuple[int, ...]]:
     """Every link by identity (role, plane, index, port at both ends)."""
     s, d = t.link_src, t.link_dst
     cols = [
-        t.node_role[s], t.node_plane[s], t.node_index[s], t.link_src_port,
-        t.node_role[d], t.node_plane[d], t.node_index[d], t.link_dst_port,
+        t.node_role[s],
+        t.node_plane[s],
+        t.node_index[s],
+        t.link_src_port,
+        t.node_role[d],
+        t.node_plane[d],
+        t.node_index[d],
+        t.link_dst_port,
     ]
     return {tuple(r) for r in np.stack(cols, axis=1).tolist()}
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from clusterloom.atomic import StrPath, atomic_open, atomic_write
 from clusterloom.export.bom_csv import write_bom_csv, write_options_csv
-from clusterloom.export.growth_files import write_growth
 from clusterloom.export.cabling_files import write_cabling
 from clusterloom.export.design_json import design_document, design_schema, write_design_json
 from clusterloom.export.graph import (
@@ -22,6 +21,7 @@ from clusterloom.export.graph import (
     write_graphml,
     write_node_link,
 )
+from clusterloom.export.growth_files import write_growth
 from clusterloom.export.netbox import write_devices, write_interfaces
 from clusterloom.export.netbox_setup import write_netbox_setup
 from clusterloom.export.placement_files import write_placement

@@ -489,7 +489,10 @@ def design_model(design: Design) -> DesignDoc:
 
 def design_document(design: Design) -> dict[str, Any]:
     """The design as plain JSON data (key order is the schema's field order)."""
-    return design_model(design).model_dump(mode="json", by_alias=True)
+    doc = design_model(design).model_dump(mode="json", by_alias=True)
+    if doc.get("growth") is None:  # only a grown design has the key
+        doc.pop("growth", None)
+    return doc
 
 
 def dumps(document: dict[str, Any]) -> str:

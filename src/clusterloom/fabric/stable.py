@@ -177,7 +177,9 @@ def stabilize(new: Topology, installed: InstalledLinks) -> Stabilized:
         be = (installed.b_role[i], installed.b_plane[i], installed.b_index[i], installed.b_port[i])
         ap, bp = int(installed.a_port[i]), int(installed.b_port[i])
 
-        def move(reason: str, ae: tuple[int, ...] = ae, be: tuple[int, ...] = be) -> None:
+        def move(
+            reason: str, ae: tuple[int, ...] = ae, be: tuple[int, ...] = be, tier: int = tier
+        ) -> None:
             moves.append(
                 Move(installed.fabric, tier, _end(*map(int, ae)), _end(*map(int, be)), reason)
             )

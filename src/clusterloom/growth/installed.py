@@ -74,8 +74,8 @@ def _links(path: Path, fabric: str, breakout: dict[str, int]) -> InstalledLinks:
     problems: list[Problem] = []
     names: dict[str, int] = {}
     for node in data.get("nodes", []):
-        nid, role = int(node["id"]), str(node.get("role", ""))
-        if role == "host":
+        nid, kind = int(node["id"]), str(node.get("role", ""))
+        if kind == "host":
             ident[nid] = (Role.HOST, -1, nid)
             continue
         name = str(node.get("name", ""))
@@ -91,18 +91,21 @@ def _links(path: Path, fabric: str, breakout: dict[str, int]) -> InstalledLinks:
     rows: list[tuple[int, ...]] = []
     seen: set[tuple[int, int]] = set()
     for link in data.get("links", []):
-        ends = []
+        ends: list[tuple[int, int, int, int]] = []
         for side, port_key in (("source", "src_port"), ("target", "dst_port")):
             nid, pname = int(link[side]), str(link[port_key])
             if nid not in ident:
                 problems.append(Problem(f"{path.name}:link {link.get('key')}", f"no node {nid}"))
                 break
             role, plane, index = ident[nid]
+            port: int
             try:
                 if role == Role.HOST:
                     port = parse_host_port(pname)[1]
                 else:
-                    port = parse_switch_port(pname, breakout[{1: "leaf", 2: "spine", 3: "core"}[role]])
+                    port = parse_switch_port(
+                        pname, breakout[{1: "leaf", 2: "spine", 3: "core"}[role]]
+                    )
             except (ValueError, KeyError) as exc:
                 problems.append(Problem(f"{path.name}:{pname}", f"bad port: {exc}"))
                 break
@@ -144,7 +147,9 @@ def _racks(path: Path) -> dict[str, str]:
                 problems.append(Problem(f"placement/racks.csv:{label}", "rack referenced twice"))
             if rack in where:
                 problems.append(
-                    Problem(f"placement/racks.csv:{rack}", f"position holds {where[rack]} and {label}")
+                    Problem(
+                        f"placement/racks.csv:{rack}", f"position holds {where[rack]} and {label}"
+                    )
                 )
             out[label], where[rack] = rack, label
     if problems:
@@ -167,7 +172,9 @@ def read_installed(directory: str | Path) -> Installed:
     for name in fabrics:
         path = root / f"{name}.nodelink.json"
         if not path.exists():
-            raise SpecError([Problem(str(path), "the installed baseline has no links of this fabric")])
+            raise SpecError(
+                [Problem(str(path), "the installed baseline has no links of this fabric")]
+            )
         links[name] = _links(path, name, _breakout(spec, name))
     return Installed(root, spec, fabrics, links, _racks(root / "placement" / "racks.csv"))
 
@@ -187,7 +194,9 @@ def check_installed(installed: Installed, spec: ClusterSpec) -> None:
         fs = fabric_spec(spec, name)
         if fs.family != family:
             problems.append(
-                Problem(f"fabrics.{name}.family", f"the installed fabric is {family}, not {fs.family}")
+                Problem(
+                    f"fabrics.{name}.family", f"the installed fabric is {family}, not {fs.family}"
+                )
             )
         from clusterloom.fabric.sizing import plan_fabric
 
@@ -196,7 +205,8 @@ def check_installed(installed: Installed, spec: ClusterSpec) -> None:
             problems.append(
                 Problem(
                     f"fabrics.{name}",
-                    f"{planes - grown} installed plane(s) removed ({planes} installed, {grown} in the spec)",
+                    f"{planes - grown} installed plane(s) removed ({planes} installed, "
+                    f"{grown} in the spec)",
                 )
             )
     if problems:

@@ -101,9 +101,7 @@ def change_plan(
 
     def add(action: Any, objects: list[str], reason: str, drain: list[str] = ()) -> None:  # type: ignore[assignment]
         if objects:
-            steps.append(
-                Step(len(steps) + 1, action, tuple(objects), reason, tuple(drain), live)
-            )
+            steps.append(Step(len(steps) + 1, action, tuple(objects), reason, tuple(drain), live))
 
     add("install", new_racks, "new racks and their switches on free positions")
     add("pull", fresh, "new links between new ports: nothing live is touched")
@@ -254,7 +252,11 @@ def _topology_plan(
         if s.objects
     ]
     ordered = tuple(replace(s, order=i + 1) for i, s in enumerate(steps))
-    summary = {"links_installed": len(before), "links_removed": len(gone), "links_added": len(added)}
+    summary = {
+        "links_installed": len(before),
+        "links_removed": len(gone),
+        "links_added": len(added),
+    }
     return ChangePlan(
         plan_id, baseline.provenance.spec_hash, new.provenance.spec_hash, ordered, summary
     )

@@ -22,9 +22,8 @@ racks of one (fabric, plane, pod) and core racks of one (fabric, plane) in chunk
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 

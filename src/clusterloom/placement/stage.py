@@ -110,9 +110,7 @@ def _pins(floor: FloorPlan, demand: Demand, fixed: Mapping[str, str]) -> dict[in
     for u, s in list(pins.items()):
         unit = demand.units[u]
         own = {demand.rack_label[r] for r in unit.racks}
-        over = any(
-            s + i in taken and taken[s + i] not in own for i in range(len(unit.racks))
-        )
+        over = any(s + i in taken and taken[s + i] not in own for i in range(len(unit.racks)))
         if over or not start_allowed(floor, demand, unit, s):
             del pins[u]
     return pins
@@ -162,12 +160,12 @@ def place(
                 "a unit that grew cannot keep its start: it would run past its row, over "
                 "another installed rack or onto a position that cannot hold it"
             )
-            return replace(pinned, findings=pinned.findings + (_moves_finding(moved, why),))
+            return replace(pinned, findings=(*pinned.findings, _moves_finding(moved, why)))
         except SpecError as exc:
             free = _place(spec, fabrics, fixed, soft=True)
             moved = moved_racks(free, fixed)
             why = "; ".join(p.message for p in exc.problems)
-            return replace(free, findings=free.findings + (_moves_finding(moved, why),))
+            return replace(free, findings=(*free.findings, _moves_finding(moved, why)))
     return _place(spec, fabrics, None)
 
 
