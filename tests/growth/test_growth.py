@@ -89,6 +89,8 @@ def test_a_spine_layer_that_must_grow_re_patches_only_the_forced_links(
     codes = {f["code"] for f in doc["findings"]}
     assert "growth-repatch" in codes
     assert ("installed-rack-moved" in codes) == (g["racks_moved"] > 0)
+    page = (steps["dir"] / "1.25k" / "report.html").read_text()
+    assert '<section id="growth">' in page and "512 of 2,432" in page
 
 
 def test_where_the_spine_had_room_nothing_installed_moves(steps: dict[str, Any]) -> None:
