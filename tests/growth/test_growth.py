@@ -5,8 +5,9 @@ directory (``design --installed DIR``). 1k -> 1.25k: the spine layer must grow (
 512 leaf-spine links are re-patched, exactly the forced number, and they are listed; today's
 code (``cable --from``) moved 22 of 41 racks and rewired 2,272 of 2,432 links. 1.25k -> 1.5k
 (the hall's power raised to 3 MW): the spines had room, no installed rack moves, no link is
-re-patched or re-pulled. Applying each step's change plan to the installed links gives the
-grown design's links exactly.
+re-patched or re-pulled. 1.25k -> 2k: no link re-patched, but the site cannot hold the new
+blocks around the installed racks: the few racks that move are listed. Applying each step's
+change plan to the installed links gives the grown design's links exactly.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from clusterloom.cli.main import app
 from clusterloom.examples import example_text
 from clusterloom.growth import apply_plan
 
-pytestmark = pytest.mark.slow  # three designs with placement and cabling: about 20 s
+pytestmark = pytest.mark.slow  # four designs with placement and cabling: about 40 s
 
 
 def _spec(tmp: Path, accelerators: int, power_kw: int = 2000) -> Path:
@@ -55,6 +56,7 @@ def steps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     _design(_spec(tmp, 1024), tmp / "1k")
     runs["1.25k"] = _design(_spec(tmp, 1280), tmp / "1.25k", tmp / "1k")
     runs["1.5k"] = _design(_spec(tmp, 1536, 3000), tmp / "1.5k", tmp / "1.25k")
+    runs["2k"] = _design(_spec(tmp, 2048, 3000), tmp / "2k", tmp / "1.25k")
     runs["dir"] = tmp
     return runs
 
@@ -103,7 +105,21 @@ def test_where_the_spine_had_room_nothing_installed_moves(steps: dict[str, Any])
     assert _links(steps["dir"] / "1.25k") <= _links(steps["dir"] / "1.5k")
 
 
-@pytest.mark.parametrize(("before", "after"), [("1k", "1.25k"), ("1.25k", "1.5k")])
+def test_racks_the_site_forces_to_move_are_listed_with_the_reason(steps: dict[str, Any]) -> None:
+    """1.25k -> 2k: the spines have room (no link re-patched) but the new blocks do not pack
+    into the runs between installed racks: the moves are a finding, each one named."""
+    g = _growth(steps["dir"] / "2k")
+    assert g["links_repatched"] == g["links_repatched_bound"] == 0
+    assert g["racks_moved_bound"] is None and 0 < g["racks_moved"] < g["racks_installed"] // 4
+    doc = json.loads((steps["dir"] / "2k" / "design.json").read_text())
+    (finding,) = [f for f in doc["findings"] if f["code"] == "installed-rack-moved"]
+    assert f"{g['racks_moved']} installed rack(s) move" in finding["message"]
+    assert all(m.split()[0] in finding["message"] for m in g["moved_racks"])
+    old, new = _racks(steps["dir"] / "1.25k"), _racks(steps["dir"] / "2k")
+    assert sum(new[lab] != rack for lab, rack in old.items()) == g["racks_moved"]
+
+
+@pytest.mark.parametrize(("before", "after"), [("1k", "1.25k"), ("1.25k", "1.5k"), ("1.25k", "2k")])
 def test_applying_the_change_plan_to_the_installed_links_gives_the_new_design(
     steps: dict[str, Any], before: str, after: str
 ) -> None:

@@ -56,6 +56,18 @@ def test_another_family_is_refused_naming_the_fabric(baseline: Path, tmp_path: P
     assert exc.value.problems[0].where == "fabrics.backend.family"
 
 
+def test_removed_planes_are_refused_naming_the_fabric(baseline: Path) -> None:
+    from dataclasses import replace
+
+    installed = read_installed(baseline)
+    family, planes = installed.fabrics["backend"]
+    more = replace(installed, fabrics={**installed.fabrics, "backend": (family, planes + 2)})
+    with pytest.raises(SpecError) as exc:
+        check_installed(more, parse_spec(MINIMAL_SPEC))
+    (problem,) = exc.value.problems
+    assert problem.where == "fabrics.backend" and "2 installed plane(s) removed" in problem.message
+
+
 def test_a_device_referenced_twice_exits_2_naming_it(baseline: Path, tmp_path: Path) -> None:
     import shutil
 

@@ -1136,8 +1136,8 @@ def _cable_objective(
     moves: tuple[Any, ...] = (),
 ) -> None:
     """Minimize links x decimetres between unit centres, links leaving the hall from its
-    door; each of ``moves`` (a literal: an installed unit leaves its start) costs more than
-    any cable could."""
+    door; each of ``moves`` (an installed unit leaves its start, weighted by the links it
+    touches) costs more than any cable could."""
     inside = set(units)
     door = np.round(floor.hall_door[h] * DM).astype(np.int64)
     obj: list[Any] = []
@@ -1183,6 +1183,10 @@ def _hall_model(
     uv = _unit_vars(m, demand, units, starts, tab)
     moves: list[Any] = []
     local = {int(g): a for a, g in enumerate(pos.tolist())}
+    touching: dict[int, int] = defaultdict(int)
+    for (ua, ub), w in links.items():
+        touching[ua] += w
+        touching[ub] += w
     for u, at in sorted((pins or {}).items()) if soft else ():
         # an installed unit may move, at a cost above any cable (growth when pins cannot hold)
         stay = m.new_bool_var(f"stay{u}")
@@ -1191,7 +1195,9 @@ def _hall_model(
             m.add(uv.start[u] != local[at]).only_enforce_if(stay.Not())
         else:
             m.add(stay == 0)
-        moves.append(stay.Not())
+        # a move costs in proportion to the links it re-pulls (a leaf rack's hundreds of
+        # links weigh more than a compute rack's)
+        moves.append((1 + touching.get(u, 0)) * (1 - stay))
     if budgets:
         _budget_constraints(m, floor, demand, units, uv)
     if spread:
@@ -1235,6 +1241,20 @@ def place_hall(
             cost = _objective_m(floor, demand, h, {u: int(pos[a]) for u, a in found.items()}, links)
             if cost < best:
                 hint, best = found, cost
+    if soft and pins:
+        # start from the installed racks where they stand: hint their starts, not the greedy's
+        local = {int(g): a for a, g in enumerate(pos.tolist())}
+        staying = {u: local[at] for u, at in pins.items() if at in local and local[at] in starts[u]}
+        taken = {a + i for u, a in staying.items() for i in range(len(demand.units[u].racks))}
+        rest = {
+            u: a
+            for u, a in (hint or {}).items()
+            if u not in staying
+            and not taken & set(range(a, a + len(demand.units[u].racks)))
+        }
+        for u, a in {**rest, **staying}.items():
+            hm.model.add_hint(hm.start[u], a)
+        hint = None
     if hint is not None:
         _complete_hint(hm, hint, site)
     solver = cp_model.CpSolver()
