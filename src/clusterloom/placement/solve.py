@@ -1249,8 +1249,7 @@ def place_hall(
         rest = {
             u: a
             for u, a in (hint or {}).items()
-            if u not in staying
-            and not taken & set(range(a, a + len(demand.units[u].racks)))
+            if u not in staying and not taken & set(range(a, a + len(demand.units[u].racks)))
         }
         for u, a in {**rest, **staying}.items():
             hm.model.add_hint(hm.start[u], a)
