@@ -231,6 +231,13 @@ def _grown(
     baseline = run_design(
         installed.spec, compare=False, place=place, cable=cable, installed=installed, measure=False
     )
+    drifted = [f for f in baseline.findings if f.code == "installed-rack-moved"]
+    if drifted:  # the baseline's own spec cannot hold its racks where the files put them
+        from clusterloom.errors import Problem, SpecError
+
+        raise SpecError(
+            [Problem(f"{installed.directory}/placement/racks.csv", drifted[0].message)]
+        )
     forced = any(f.code == "installed-rack-moved" for f in design.findings)
     growth = measure_growth(design, baseline, installed, racks_forced=forced)
     timings = (*design.timings_s, ("growth", time.perf_counter() - start))
