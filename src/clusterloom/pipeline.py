@@ -235,9 +235,7 @@ def _grown(
     if drifted:  # the baseline's own spec cannot hold its racks where the files put them
         from clusterloom.errors import Problem, SpecError
 
-        raise SpecError(
-            [Problem(f"{installed.directory}/placement/racks.csv", drifted[0].message)]
-        )
+        raise SpecError([Problem(f"{installed.directory}/placement/racks.csv", drifted[0].message)])
     forced = any(f.code == "installed-rack-moved" for f in design.findings)
     growth = measure_growth(design, baseline, installed, racks_forced=forced)
     timings = (*design.timings_s, ("growth", time.perf_counter() - start))

@@ -13,10 +13,15 @@ had room; nothing moves.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from clusterloom.errors import SpecError
 from clusterloom.examples import example_text
 from clusterloom.fabric import design_fabric
 from clusterloom.fabric.sizing import fabric_spec
@@ -24,6 +29,7 @@ from clusterloom.fabric.stable import installed_links_of, stabilize
 from clusterloom.fabric.topology import Topology
 from clusterloom.fabric.validate import validate_topology
 from clusterloom.spec import ClusterSpec, parse_spec
+from helpers import build_spec, switch_entry
 
 
 def grown(accelerators: int) -> ClusterSpec:
@@ -104,3 +110,52 @@ def test_a_fabric_stabilized_against_itself_is_unchanged() -> None:
     t = design_fabric(grown(1280), compare=False).topology
     st = stabilize(t, installed_links_of(t))
     assert _ends(st.topology) == _ends(t) and st.moves == ()
+
+
+@st.composite
+def growth_steps(draw: st.DrawFn) -> tuple[dict[str, Any], int, int]:
+    """A small fabric (2 or 3 tiers, either family, 1-2 planes) and two node counts."""
+    family = draw(st.sampled_from(["rail-optimized", "fat-tree"]))
+    cages = draw(st.sampled_from([8, 12, 16, 32]))
+    apn = draw(st.sampled_from([2, 4, 8]))
+    planes = draw(st.sampled_from([1, 2]))
+    before = draw(st.integers(1, 48))
+    after = draw(st.integers(before, 96))
+    kwargs: dict[str, Any] = dict(
+        accelerators_per_node=apn,
+        scale_out_ports=planes,
+        ports_per_accelerator=planes,
+        planes=planes,
+        port_speed_gbps=100,
+        family=family,
+        leaf_oversubscription=draw(st.sampled_from([1, 2])),
+        switch="sw",
+        catalog_switches={"sw": switch_entry(cages, 100)},
+    )
+    return kwargs, before, after
+
+
+@settings(max_examples=40, deadline=None)
+@given(growth_steps())
+def test_any_growth_keeps_the_shape_and_moves_only_what_it_forces(
+    step: tuple[dict[str, Any], int, int],
+) -> None:
+    kwargs, before, after = step
+    apn = kwargs["accelerators_per_node"]
+    try:
+        old_spec = build_spec(accelerators=before * apn, **kwargs)
+        new_spec = build_spec(accelerators=after * apn, **kwargs)
+        old = design_fabric(old_spec, compare=False).topology
+        new = design_fabric(new_spec, compare=False).topology
+    except SpecError:
+        return  # a shape the sizing refuses
+    st_ = stabilize(new, installed_links_of(old))
+    assert _pairs(st_.topology) == _pairs(new)
+    assert np.array_equal(np.bincount(st_.topology.link_tier), np.bincount(new.link_tier))
+    findings = validate_topology(
+        st_.topology, fabric_spec(new_spec, "backend"), new_spec.resolved_catalog()
+    )
+    assert [f.code for f in findings if f.severity == "error"] == []
+    assert st_.kept + len(st_.moves) == old.n_links
+    assert len(_ends(old) & _ends(st_.topology)) == st_.kept
+    assert len(st_.moves) == st_.forced

@@ -167,8 +167,14 @@ def stabilize(new: Topology, installed: InstalledLinks) -> Stabilized:
     used: dict[int, set[int]] = defaultdict(set)
     order = np.lexsort((installed.a_port, installed.b_index, installed.a_index, installed.tier))
     for i in order.tolist():
+        # the installed links each pair could keep: ends that exist, ports of the right kind
         if installed.tier[i] >= 2 and a[i] >= 0 and b[i] >= 0:
-            had[(int(installed.tier[i]), int(a[i]), int(b[i]))] += 1
+            lo, hi = int(a[i]), int(b[i])
+            if (
+                int(installed.a_port[i]) in up_ports[int(role[lo])]
+                and int(installed.b_port[i]) in down_ports[int(role[hi])]
+            ):
+                had[(int(installed.tier[i]), lo, hi)] += 1
     kept = 0
     gone = 0
     for i in order.tolist():
