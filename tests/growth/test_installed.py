@@ -110,3 +110,23 @@ def test_change_records_round_trip_through_the_json_lines_log(tmp_path: Path) ->
     for r in records:
         append_record(log, r)
     assert read_records(log) == records
+
+
+def test_without_a_site_the_plan_takes_the_installed_links_to_the_grown_ones(
+    baseline: Path, tmp_path: Path
+) -> None:
+    """16 -> 32 GPUs on a fabric with no site: the change plan is by link name only."""
+    from clusterloom.growth import apply_plan, read_installed
+    from clusterloom.growth.rework import fabric_link_names
+    from clusterloom.pipeline import run_design
+
+    doc = yaml.safe_load(MINIMAL_SPEC)
+    doc["compute"]["accelerators"] = 32
+    grown = run_design(parse_spec(yaml.safe_dump(doc)), installed=read_installed(baseline))
+    g = grown.growth
+    assert g is not None and g.change is None
+    catalog = grown.spec.resolved_catalog()
+    before = fabric_link_names(g.baseline.fabrics, catalog)
+    after = fabric_link_names(grown.fabrics, catalog)
+    assert apply_plan(before, g.plan) == after
+    assert g.rework.links_repatched == len(before - after) == g.rework.links_repatched_bound

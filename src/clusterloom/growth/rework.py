@@ -34,7 +34,15 @@ if TYPE_CHECKING:
     from clusterloom.pipeline import Design
     from clusterloom.spec import Catalog
 
-__all__ = ["Growth", "Rework", "apply_plan", "change_plan", "link_names", "measure"]
+__all__ = [
+    "Growth",
+    "Rework",
+    "apply_plan",
+    "change_plan",
+    "fabric_link_names",
+    "link_names",
+    "measure",
+]
 
 
 @dataclass(frozen=True)
@@ -152,7 +160,8 @@ class Growth:
     plan: ChangePlan
 
 
-def _topology_names(fabrics: tuple[FabricDesign, ...], catalog: Catalog) -> set[str]:
+def fabric_link_names(fabrics: tuple[FabricDesign, ...], catalog: Catalog) -> set[str]:
+    """Every link of ``fabrics`` as ``device:interface~device:interface`` (no cabling needed)."""
     out: set[str] = set()
     for fd in fabrics:
         t = fd.topology
@@ -192,8 +201,8 @@ def measure(new: Design, baseline: Design, installed: Installed, *, racks_forced
         repatched, repulled = int(change.removed.shape[0]), int(change.changed.shape[0])
         added, trunks = int(change.added.shape[0]), change.new_trunks
     else:
-        before = _topology_names(baseline.fabrics, catalog)
-        after = _topology_names(new.fabrics, catalog)
+        before = fabric_link_names(baseline.fabrics, catalog)
+        after = fabric_link_names(new.fabrics, catalog)
         old_names, new_names = sorted(before), sorted(after)
         repatched, repulled, added, trunks = len(before - after), 0, len(after - before), 0
     rework = Rework(
