@@ -236,7 +236,6 @@ def _grown(
         from clusterloom.errors import Problem, SpecError
 
         raise SpecError([Problem(f"{installed.directory}/placement/racks.csv", drifted[0].message)])
-    forced = any(f.code == "installed-rack-moved" for f in design.findings)
-    growth = measure_growth(design, baseline, installed, racks_forced=forced)
+    growth = measure_growth(design, baseline, installed)
     timings = (*design.timings_s, ("growth", time.perf_counter() - start))
     return replace(design, growth=growth, timings_s=timings)

@@ -84,7 +84,8 @@ def test_a_spine_layer_that_must_grow_re_patches_only_the_forced_links(
     g = _growth(steps["dir"] / "1.25k")
     assert g["links_installed"] == 2432
     assert g["links_repatched"] == g["links_repatched_bound"] == 512
-    assert g["racks_moved"] <= 1  # was 22 of 41; a move is listed with its reason
+    # was 22 of 41; the feed budgets force one move (the pinned model has no solution)
+    assert g["racks_moved"] == g["racks_moved_bound"] == 1
     assert len(g["moved_racks"]) == g["racks_moved"]
     assert "512 of 2,432 links re-patched (forced: 512)" in steps["1.25k"].output
     doc = json.loads((steps["dir"] / "1.25k" / "design.json").read_text())
@@ -110,7 +111,7 @@ def test_racks_the_site_forces_to_move_are_listed_with_the_reason(steps: dict[st
     into the runs between installed racks: the moves are a finding, each one named."""
     g = _growth(steps["dir"] / "2k")
     assert g["links_repatched"] == g["links_repatched_bound"] == 0
-    assert g["racks_moved_bound"] is None and 0 < g["racks_moved"] < g["racks_installed"] // 4
+    assert 1 <= g["racks_moved_bound"] <= g["racks_moved"] < g["racks_installed"] // 4
     doc = json.loads((steps["dir"] / "2k" / "design.json").read_text())
     (finding,) = [f for f in doc["findings"] if f["code"] == "installed-rack-moved"]
     assert f"{g['racks_moved']} installed rack(s) move" in finding["message"]

@@ -241,8 +241,8 @@ class ReworkDoc(_Doc):
     installed: str = Field(description="the installed baseline's directory")
     racks_installed: int = Field(ge=0)
     racks_moved: int = Field(ge=0)
-    racks_moved_bound: int | None = Field(
-        default=None, description="what the site forces; null: the count is not proven minimal"
+    racks_moved_bound: int = Field(
+        ge=0, description="at least this many installed racks must move (what the site forces)"
     )
     links_installed: int = Field(ge=0)
     links_repatched: int = Field(ge=0, description="installed links whose ends change or go")

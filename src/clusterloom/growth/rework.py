@@ -49,7 +49,7 @@ __all__ = [
 class Rework:
     racks_installed: int
     racks_moved: int
-    racks_moved_bound: int | None  #: None: the count found is not proven minimal
+    racks_moved_bound: int  #: at least this many installed racks must move
     links_installed: int
     links_repatched: int
     links_repatched_bound: int
@@ -62,7 +62,9 @@ class Rework:
         return asdict(self)
 
     def line(self) -> str:
-        bound = "?" if self.racks_moved_bound is None else f"{self.racks_moved_bound:,}"
+        bound = f"{self.racks_moved_bound:,}"
+        if self.racks_moved > self.racks_moved_bound:
+            bound = f">= {bound}"
         return (
             f"rework: {self.racks_moved:,} of {self.racks_installed:,} installed racks moved "
             f"(forced: {bound}); {self.links_repatched:,} of {self.links_installed:,} links "
@@ -172,7 +174,7 @@ def fabric_link_names(fabrics: tuple[FabricDesign, ...], catalog: Catalog) -> se
     return out
 
 
-def measure(new: Design, baseline: Design, installed: Installed, *, racks_forced: bool) -> Growth:
+def measure(new: Design, baseline: Design, installed: Installed) -> Growth:
     """The rework of ``new`` against ``baseline`` (the installed design rebuilt)."""
     from clusterloom.cabling.change import plan_change
     from clusterloom.placement import moved_racks
@@ -208,7 +210,7 @@ def measure(new: Design, baseline: Design, installed: Installed, *, racks_forced
     rework = Rework(
         racks_installed=len(installed.racks),
         racks_moved=len(moved),
-        racks_moved_bound=None if racks_forced else 0,
+        racks_moved_bound=new.placement.forced_moves if new.placement is not None else 0,
         links_installed=len(old_names),
         links_repatched=repatched,
         links_repatched_bound=forced,

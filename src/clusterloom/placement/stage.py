@@ -116,6 +116,18 @@ def _pins(floor: FloorPlan, demand: Demand, fixed: Mapping[str, str]) -> dict[in
     return pins
 
 
+def _stuck(floor: FloorPlan, demand: Demand, fixed: Mapping[str, str]) -> int:
+    """Installed racks whose unit cannot keep its start (they must move)."""
+    pinned = _pins(floor, demand, fixed)
+    return sum(
+        1
+        for u, unit in enumerate(demand.units)
+        if u not in pinned and demand.rack_label[unit.racks[0]] in fixed
+        for r in unit.racks
+        if demand.rack_label[r] in fixed
+    )
+
+
 def moved_racks(placement: Placement, fixed: Mapping[str, str]) -> list[tuple[str, str, str]]:
     """(rack label, installed position, new position) of every installed rack that moved."""
     names = placement.rack_names
@@ -150,9 +162,11 @@ def place(
 
     Raises ``SpecError`` naming what is short and by how much when the site cannot hold them.
     """
-    if fixed:
+    if fixed and spec.site is not None:
+        floor, demand = _checked_demand(spec, spec.site, fabrics, fixed)
+        stuck = _stuck(floor, demand, fixed)
         try:
-            pinned = _place(spec, fabrics, fixed)
+            pinned = replace(_place(spec, fabrics, fixed), forced_moves=stuck)
             moved = moved_racks(pinned, fixed)
             if not moved:
                 return pinned
@@ -162,7 +176,7 @@ def place(
             )
             return replace(pinned, findings=(*pinned.findings, _moves_finding(moved, why)))
         except SpecError as exc:
-            free = _place(spec, fabrics, fixed, soft=True)
+            free = replace(_place(spec, fabrics, fixed, soft=True), forced_moves=stuck + 1)
             moved = moved_racks(free, fixed)
             why = "; ".join(p.message for p in exc.problems)
             return replace(free, findings=(*free.findings, _moves_finding(moved, why)))

@@ -15,7 +15,7 @@ __all__ = ["growth_section"]
 
 def growth_section(g: Growth) -> str:
     r = g.rework
-    racks_bound = "not proven" if r.racks_moved_bound is None else f"{r.racks_moved_bound:,}"
+    racks_bound = f"at least {r.racks_moved_bound:,}" if r.racks_moved else "0"
     figures = [
         ("racks moved", f"{r.racks_moved:,} of {r.racks_installed:,}", racks_bound),
         (
