@@ -130,3 +130,34 @@ def test_without_a_site_the_plan_takes_the_installed_links_to_the_grown_ones(
     after = fabric_link_names(grown.fabrics, catalog)
     assert apply_plan(before, g.plan) == after
     assert g.rework.links_repatched == len(before - after) == g.rework.links_repatched_bound
+
+
+def test_the_cut_sheet_names_the_same_links_as_the_node_link_files(tmp_path: Path) -> None:
+    """A baseline too large for node-link files is read from its cut sheet: same identities."""
+    import shutil
+
+    import numpy as np
+
+    from clusterloom.fabric.stable import InstalledLinks
+
+    doc = yaml.safe_load(MINIMAL_SPEC)
+    template = {"rows": 2, "positions_per_row": 4, "pitch_m": 1.0, "origin_m": [0.5, 1.0]}
+    hall = {"name": "h1", "width_m": 40, "depth_m": 30, "template": template}
+    doc["site"] = {"buildings": [{"name": "b1", "halls": [hall]}]}
+    spec = tmp_path / "sited.yaml"
+    spec.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["design", str(spec), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    bare = tmp_path / "bare"
+    shutil.copytree(out, bare)
+    for path in bare.glob("*.nodelink.json"):
+        path.unlink()
+
+    def rows(links: InstalledLinks) -> set[tuple[int, ...]]:
+        cols = [getattr(links, f) for f in links.__dataclass_fields__ if f != "fabric"]
+        return {tuple(r) for r in np.stack(cols, axis=1).tolist()}
+
+    full, cut = read_installed(out), read_installed(bare)
+    assert rows(full.links["backend"]) == rows(cut.links["backend"])
+    assert full.racks == cut.racks

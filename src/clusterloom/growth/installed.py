@@ -7,6 +7,7 @@ design written by ``clusterloom design -o DIR``:
 - ``{fabric}.nodelink.json``: every link of each fabric with its two ends, devices and
   interfaces by name (``export/naming.py``), turned back into identities (role, plane, index
   within its tier and plane, port), the ones stable generation keeps (``fabric/stable.py``);
+  for a fabric too large for node-link files, ``cabling/cut_sheet.csv`` (every realized link);
 - ``placement/racks.csv`` (when the baseline was placed): the floor position of every rack.
 
 :func:`check_installed` refuses a baseline that does not match the spec that grows it, with a
@@ -25,7 +26,12 @@ from typing import Any
 import numpy as np
 
 from clusterloom.errors import Problem, SpecError
-from clusterloom.export.naming import parse_host_port, parse_switch_name, parse_switch_port
+from clusterloom.export.naming import (
+    parse_host_port,
+    parse_server_name,
+    parse_switch_name,
+    parse_switch_port,
+)
 from clusterloom.fabric.stable import InstalledLinks
 from clusterloom.fabric.topology import Role
 from clusterloom.spec import ClusterSpec
@@ -119,6 +125,10 @@ def _links(path: Path, fabric: str, breakout: dict[str, int]) -> InstalledLinks:
             rows.append((int(link.get("tier", 0)), *ends[0], *ends[1]))
     if problems:
         raise SpecError(problems)
+    return _as_links(fabric, rows)
+
+
+def _as_links(fabric: str, rows: list[tuple[int, ...]]) -> InstalledLinks:
     a = np.array(rows, dtype=np.int64).reshape(-1, 9)
     return InstalledLinks(
         fabric,
@@ -132,6 +142,45 @@ def _links(path: Path, fabric: str, breakout: dict[str, int]) -> InstalledLinks:
         a[:, 7],
         a[:, 8],
     )
+
+
+def _links_from_cut_sheet(
+    path: Path, fabric: str, breakout: dict[str, int], hosts_per_node: int
+) -> InstalledLinks:
+    """A fabric's links from ``cabling/cut_sheet.csv`` (a baseline too large for node-link
+    files): servers and their ports turned back into hosts (``gpu{g}p{k}``: host
+    ``node * hosts_per_node + g`` on a backend; ``fe{k}``: the node on a frontend)."""
+    rows: list[tuple[int, ...]] = []
+    problems: list[Problem] = []
+    seen: set[tuple[str, str]] = set()
+    with path.open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            if row["fabric"] != fabric:
+                continue
+            ends: list[tuple[int, int, int, int]] = []
+            for side in ("a", "b"):
+                device, port = row[f"{side}_device"], row[f"{side}_port"]
+                where = f"cabling/cut_sheet.csv:{row['label']}"
+                if (device, port) in seen:
+                    problems.append(Problem(f"{where}:{device}:{port}", "port referenced twice"))
+                seen.add((device, port))
+                try:
+                    if device.startswith("node"):
+                        node = parse_server_name(device)
+                        gpu, k = parse_host_port(port)
+                        host = node if gpu is None else node * hosts_per_node + gpu
+                        ends.append((Role.HOST, -1, host, k))
+                    else:
+                        _, plane, r, index = parse_switch_name(device)
+                        ends.append((_ROLE[r], plane, index, parse_switch_port(port, breakout[r])))
+                except (ValueError, KeyError) as exc:
+                    problems.append(Problem(f"{where}:{device}:{port}", f"bad end: {exc}"))
+            if len(ends) == 2:
+                lo, hi = sorted(ends, key=lambda e: (e[0], e[1], e[2]))
+                rows.append((int(row["tier"]), *lo, *hi))
+    if problems:
+        raise SpecError(problems)
+    return _as_links(fabric, rows)
 
 
 def _racks(path: Path) -> dict[str, str]:
@@ -169,13 +218,20 @@ def read_installed(directory: str | Path) -> Installed:
         raise SpecError([Problem(f"{root}/design.json:spec", f"not a valid spec: {exc}")]) from exc
     fabrics = {str(f["name"]): (str(f["family"]), int(f["planes"])) for f in doc["fabrics"]}
     links = {}
+    cut_sheet = root / "cabling" / "cut_sheet.csv"
     for name in fabrics:
         path = root / f"{name}.nodelink.json"
-        if not path.exists():
+        if path.exists():
+            links[name] = _links(path, name, _breakout(spec, name))
+        elif cut_sheet.exists():
+            from clusterloom.fabric.sizing import plan_fabric
+
+            hpn = plan_fabric(spec, name).hosts_per_node
+            links[name] = _links_from_cut_sheet(cut_sheet, name, _breakout(spec, name), hpn)
+        else:
             raise SpecError(
                 [Problem(str(path), "the installed baseline has no links of this fabric")]
             )
-        links[name] = _links(path, name, _breakout(spec, name))
     return Installed(root, spec, fabrics, links, _racks(root / "placement" / "racks.csv"))
 
 
