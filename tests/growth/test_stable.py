@@ -93,6 +93,10 @@ def test_a_spine_layer_that_must_grow_moves_exactly_the_forced_links() -> None:
         "the stripe of this leaf-spine pair goes from 8 to 4 links (the upper layer grows to "
         "16 switches)"
     }
+    # the shape that avoids it, with its cost
+    grown_fd = design_fabric(grown(1280), compare=False, installed=installed_links_of(old))
+    (finding,) = [f for f in grown_fd.findings if f.code == "growth-repatch"]
+    assert "a spine layer of 16 from the start (8 more switches" in finding.message
     # today's generator restripes from scratch: far more links change ends
     assert len(_ends(old) - _ends(new)) > 512
 
