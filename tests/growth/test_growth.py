@@ -129,6 +129,9 @@ def test_applying_the_change_plan_to_the_installed_links_gives_the_new_design(
     assert isinstance(plan, ChangePlan)
     assert [s.order for s in plan.steps] == list(range(1, len(plan.steps) + 1))
     assert apply_plan(_links(steps["dir"] / before), plan) == _links(out)
+    # every step validated: no interface cabled twice at any point, the link count tracked
+    assert all(s.valid and s.checks["ports-in-use-twice"] == 0 for s in plan.steps)
+    assert plan.steps[-1].checks["links"] == len(_links(out))
 
 
 def test_the_change_csv_is_in_the_order_of_work_and_names_what_stays_live(

@@ -134,7 +134,25 @@ def change_plan(
         "racks_new": len(new_racks),
         "racks_moved": len(moved_racks),
     }
-    return ChangePlan(plan_id, baseline, target, tuple(steps), summary)
+    return ChangePlan(plan_id, baseline, target, _checked(old_names, steps), summary)
+
+
+def _checked(old_names: list[str], steps: list[Step]) -> tuple[Step, ...]:
+    """Each step with the state validated after it, on the links by name: ``ports-in-use-twice``
+    (an interface cabled to two links at once: a pull before the removal it needs) and
+    ``links`` (how many are cabled then); a step is valid when no port is used twice."""
+    links = set(old_names)
+    out = []
+    for step in steps:
+        if step.action == "remove":
+            links -= set(step.objects)
+        elif step.action == "pull":
+            links |= set(step.objects)
+        ends = [e for name in links for e in name.split("~")]
+        twice = len(ends) - len(set(ends))
+        checks = {"ports-in-use-twice": twice, "links": len(links)}
+        out.append(replace(step, checks=checks, valid=twice == 0))
+    return tuple(out)
 
 
 def apply_plan(installed: set[str], plan: ChangePlan) -> set[str]:
@@ -262,7 +280,7 @@ def _topology_plan(
         )
         if s.objects
     ]
-    ordered = tuple(replace(s, order=i + 1) for i, s in enumerate(steps))
+    ordered = _checked(old_names, [replace(s, order=i + 1) for i, s in enumerate(steps)])
     summary = {
         "links_installed": len(before),
         "links_removed": len(gone),
