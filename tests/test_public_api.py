@@ -12,6 +12,7 @@ PACKAGES = [
     "clusterloom.spec",
     "clusterloom.fabric",
     "clusterloom.placement",
+    "clusterloom.growth",
     "clusterloom.sim.packet",
     "clusterloom.conformance",
 ]

@@ -27,6 +27,8 @@ from clusterloom.spec import ClusterSpec, spec_hash
 
 if TYPE_CHECKING:
     from clusterloom.cabling import Cabling
+    from clusterloom.growth.installed import Installed
+    from clusterloom.growth.rework import Growth
     from clusterloom.placement import Placement
     from clusterloom.sim.predict import Prediction
     from clusterloom.sim.steptime import SimulatedCalls
@@ -60,6 +62,9 @@ class Design:
     #: the step's scale-out collective times from a simulator (``step_engine``), which the
     #: workload's step time reads; None for the analytic model
     step_calls: SimulatedCalls | None = None
+    #: grown from an installed baseline (``run_design(installed=...)``): the rework it costs
+    #: and the change plan
+    growth: Growth | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -114,6 +119,8 @@ def run_design(
     step_engine: str = "analytic",
     step_transport: str | None = None,
     progress: Progress | None = None,
+    installed: Installed | None = None,
+    measure: bool = True,
 ) -> Design:
     """Run every stage for ``spec``. ``progress`` is called with each stage's name as it starts;
     ``place=False`` skips placement and cabling (``clusterloom fabric``), ``cable=False``
@@ -124,7 +131,13 @@ def run_design(
     ``step_engine="flow"|"packet"`` takes the step's scale-out collective times from that
     engine on the backend fabric (the scenario's failures and first transport, or
     ``step_transport``), as ``clusterloom workload --engine`` does; ``Design.step_calls``
-    keeps them."""
+    keeps them. ``installed`` (``growth.read_installed``) grows the design from what is
+    installed: fabric link ends kept, installed racks pinned, and (``measure``) the baseline
+    rebuilt from the same files to measure the rework and plan the change (``Design.growth``)."""
+    if installed is not None:
+        from clusterloom.growth.installed import check_installed
+
+        check_installed(installed, spec)
     if step_engine != "analytic" or step_transport is not None:
         from clusterloom.sim.steptime import check_step_engine
 
@@ -148,7 +161,9 @@ def run_design(
         elif stage == "placement":
             from clusterloom.placement import place as place_racks
 
-            placement = place_racks(spec, tuple(fabrics))
+            placement = place_racks(
+                spec, tuple(fabrics), fixed=installed.racks if installed is not None else None
+            )
         elif stage == "cabling":
             from clusterloom.cabling import cable as cable_links
 
@@ -175,10 +190,12 @@ def run_design(
                 watch_links=upward_links(topology),
             )
         else:
-            fabrics.append(design_fabric(spec, stage.split(":", 1)[1], compare=compare))
+            name = stage.split(":", 1)[1]
+            links = installed.links.get(name) if installed is not None else None
+            fabrics.append(design_fabric(spec, name, compare=compare, installed=links))
         timings.append((stage, time.perf_counter() - start))
     provenance = Provenance(spec.name, spec_hash(spec), __version__)
-    return Design(
+    design = Design(
         spec,
         tuple(fabrics),
         provenance,
@@ -189,3 +206,36 @@ def run_design(
         prediction,
         step_calls,
     )
+    if installed is None or not measure:
+        return design
+    return _grown(design, installed, place=place, cable=cable, progress=progress)
+
+
+def _grown(
+    design: Design,
+    installed: Installed,
+    *,
+    place: bool,
+    cable: bool,
+    progress: Progress | None,
+) -> Design:
+    """``design`` with its growth measured against the baseline, rebuilt from the installed
+    files (its own links kept, its racks pinned: the same devices, positions and cables)."""
+    from dataclasses import replace
+
+    from clusterloom.growth.rework import measure as measure_growth
+
+    if progress is not None:
+        progress("growth")
+    start = time.perf_counter()
+    baseline = run_design(
+        installed.spec, compare=False, place=place, cable=cable, installed=installed, measure=False
+    )
+    drifted = [f for f in baseline.findings if f.code == "installed-rack-moved"]
+    if drifted:  # the baseline's own spec cannot hold its racks where the files put them
+        from clusterloom.errors import Problem, SpecError
+
+        raise SpecError([Problem(f"{installed.directory}/placement/racks.csv", drifted[0].message)])
+    growth = measure_growth(design, baseline, installed)
+    timings = (*design.timings_s, ("growth", time.perf_counter() - start))
+    return replace(design, growth=growth, timings_s=timings)

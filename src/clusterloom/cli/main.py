@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -71,6 +71,32 @@ ForceOpt = Annotated[
         "DIR.moved-N, never deleted",
     ),
 ]
+InstalledOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--installed",
+        help="a previous run's output directory (design -o): keep its devices, ports, rack "
+        "positions and cables, print the rework against what the growth forces and, with -o, "
+        "write the change plan (cabling/change.csv, changes.jsonl)",
+        show_default=False,
+    ),
+]
+
+
+def _installed(directory: Path | None) -> Any:
+    """The installed baseline of ``--installed`` (SpecError, exit 2, naming what is wrong)."""
+    if directory is None:
+        return None
+    from clusterloom.growth import read_installed
+
+    return read_installed(directory)
+
+
+def _rework(design: Design) -> None:
+    if design.growth is not None:
+        out.print(design.growth.rework.line(), soft_wrap=True)
+
+
 ProgressOpt = Annotated[
     bool,
     typer.Option(
@@ -314,6 +340,7 @@ def place(
         ),
     ] = None,
     force: ForceOpt = False,
+    installed: InstalledOpt = None,
 ) -> None:
     """Place racks and network devices on the spec's site; print halls, lengths and the gap."""
 
@@ -331,7 +358,9 @@ def place(
             )
             with _progress() as progress:
                 progress.add_task("placing", total=None)
-                result = run_design(cluster, compare=False, cable=False)
+                result = run_design(
+                    cluster, compare=False, cable=False, installed=_installed(installed)
+                )
                 if target is not None:
                     from clusterloom.atomic import atomic_write
                     from clusterloom.export import write_devices, write_placement
@@ -347,6 +376,7 @@ def place(
                     )
         assert result.placement is not None
         render.placement(out, result.placement)
+        _rework(result)
         problems = [f for f in result.findings if f.code in _PLACEMENT_CODES]
         if any(f.severity.value != "info" for f in problems):
             render.findings(out, [f for f in problems if f.severity.value != "info"])
@@ -383,6 +413,7 @@ def cable(
         ),
     ] = None,
     force: ForceOpt = False,
+    installed: InstalledOpt = None,
 ) -> None:
     """Realize every link through the trays of the spec's site: media, lengths, patch panels,
     trunks; print media, trunks, tray fill and cost."""
@@ -396,26 +427,32 @@ def cable(
         if cluster.site is None:
             raise SpecError([Problem("site", "this spec has no site section to cable")])
         before_spec = None if from_spec is None else _load(from_spec, None)
+        if before_spec is not None and installed is not None:
+            raise SpecError([Problem("--from", "give either --from or --installed, not both")])
+        baseline = _installed(installed)
         with contextlib.ExitStack() as stack:
             target = (
                 None if output is None else stack.enter_context(_writing(output, cluster, force))
             )
             with _progress() as progress:
                 progress.add_task("placing and cabling", total=None)
-                result = run_design(cluster, compare=False)
+                result = run_design(cluster, compare=False, installed=baseline)
                 if target is not None:
                     from clusterloom.atomic import atomic_write
                     from clusterloom.export import write_cabling, write_placement
+                    from clusterloom.export.growth_files import write_growth
                     from clusterloom.report import render_report
 
                     progress.add_task(f"writing {output}", total=None)
                     written = write_placement(result, target.staging)
                     written += write_cabling(result, target.staging)
+                    written += write_growth(result, target.staging)
                     written.append(
                         atomic_write(target.staging / "report.html", render_report(result))
                     )
             assert result.cabling is not None
             render.cabling(out, result)
+            _rework(result)
             if before_spec is not None:
                 from clusterloom.cabling.change import plan_change
 
@@ -690,6 +727,7 @@ def design(
     ] = False,
     engine: StepEngineOpt = "analytic",
     transport: StepTransportOpt = None,
+    installed: InstalledOpt = None,
 ) -> None:
     """Run every stage and write the artifacts and report.html to the output directory."""
 
@@ -699,7 +737,10 @@ def design(
         from clusterloom.write import write_design
 
         cluster = _load(spec, example)
+        baseline = _installed(installed)
         stages = stage_names(cluster, predict=True, step_engine=engine)
+        if baseline is not None:
+            stages += ("growth",)
         with _writing(output, cluster, force) as target, _progress() as progress:
             task = progress.add_task("design", total=len(stages) + 1)
 
@@ -712,6 +753,7 @@ def design(
                 step_engine=engine,
                 step_transport=transport,
                 progress=step,
+                installed=baseline,
             )
             progress.update(task, description="writing artifacts", advance=1)
             written = write_design(result, target.staging, flows=flows)
@@ -724,6 +766,7 @@ def design(
             render.simulation(
                 out, predicted.compared, scenario.traffic_kind, flows_n, scenario.failures
             )
+        _rework(result)
         render.timings(out, result)
         _wrote(written, target)
         runs = [

@@ -21,6 +21,7 @@ from clusterloom.export.graph import (
     write_graphml,
     write_node_link,
 )
+from clusterloom.export.growth_files import write_growth
 from clusterloom.export.netbox import write_devices, write_interfaces
 from clusterloom.export.netbox_setup import write_netbox_setup
 from clusterloom.export.placement_files import write_placement
@@ -82,6 +83,7 @@ def write_exports(design: Design, out_dir: StrPath, *, flows: bool = False) -> l
     ]
     paths += write_placement(design, out)
     paths += write_cabling(design, out)
+    paths += write_growth(design, out)
     paths += write_netbox_setup(design, out)
     for fd in design.fabrics:
         if not graphable(fd.topology):

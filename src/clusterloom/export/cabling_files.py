@@ -40,6 +40,7 @@ from clusterloom.cabling.change import Change
 from clusterloom.cabling.pathways import SEGMENT_KINDS
 from clusterloom.cabling.plant import BACKBONE
 from clusterloom.cabling.validate import label_prefix
+from clusterloom.changes import ChangePlan
 from clusterloom.export._csv import csv_text, obj, write_chunks, write_rows
 from clusterloom.export.bom_csv import write_cabling_bom_csv
 from clusterloom.export.naming import TopologyNames, topology_names
@@ -471,15 +472,33 @@ CHANGE_COLUMNS = (
     "cables",
     "a_fibers",
     "b_fibers",
+    "step",
+    "state",
 )
 
+#: what a change row's link does while the crew works (``state``)
+_STATE = {
+    "remove": "drain, then take off",
+    "re-pull": "drain, re-pull, restore",
+    "add": "new: not live until tested",
+    "keep": "stays live",
+}
 
-def write_change(before: Design, after: Design, change: Change, path: StrPath) -> Path:
+
+def write_change(
+    before: Design,
+    after: Design,
+    change: Change,
+    path: StrPath,
+    plan: ChangePlan | None = None,
+) -> Path:
     """``cabling/change.csv``: every cable the change touches, in the order an installer works:
     removed (from the existing design, its labels), then re-pulled and added (the grown
     design's labels). A structured link pulled into the existing plant names the old cables
     and legs it takes (``t00012:L5 > ...``, from its a end) and its fibre positions; ``new``
-    when it needs a cable the existing plant lacks."""
+    when it needs a cable the existing plant lacks. With a change ``plan`` (growth from an
+    installed baseline) every row names its ``step`` of the plan, the rows are in step order,
+    and the links that stay as they are follow as ``keep`` rows (what stays live)."""
     c_old, c_new = before.cabling, after.cabling
     assert c_old is not None and c_new is not None
     where: dict[int, int] = {int(r): j for j, r in enumerate(change.pulled.tolist())}
@@ -494,7 +513,7 @@ def write_change(before: Design, after: Design, change: Change, path: StrPath) -
         media = c.media.names
         for k, i in enumerate(sel.tolist()):
             cables, fa, fb = "", "", ""
-            if c.structured[i] and action != "remove":
+            if c.structured[i] and action in ("re-pull", "add"):
                 j = where[i]
                 n = int(c.span[i])
                 if change.reuse_hops[j, 0] < 0:
@@ -521,14 +540,22 @@ def write_change(before: Design, after: Design, change: Change, path: StrPath) -
                 cables,
                 fa,
                 fb,
+                step_of.get((action, f"{a_dev[k]}:{a_if[k]}~{b_dev[k]}:{b_if[k]}"), ""),
+                _STATE[action],
             )
 
-    return write_rows(
-        path,
-        CHANGE_COLUMNS,
-        itertools.chain(
-            rows(before, c_old, change.removed, "remove"),
-            rows(after, c_new, change.changed, "re-pull"),
-            rows(after, c_new, change.added, "add"),
-        ),
-    )
+    step_of: dict[tuple[str, str], int] = {}
+    kind = {"remove": "remove", "pull": "add", "re-patch": "re-pull"}
+    for step in plan.steps if plan is not None else ():
+        if step.action in kind:
+            step_of.update({(kind[step.action], name): step.order for name in step.objects})
+    parts = [
+        rows(before, c_old, change.removed, "remove"),
+        rows(after, c_new, change.changed, "re-pull"),
+        rows(after, c_new, change.added, "add"),
+    ]
+    if plan is None:
+        return write_rows(path, CHANGE_COLUMNS, itertools.chain(*parts))
+    ordered = sorted(itertools.chain(*parts), key=lambda r: int(str(r[-2]) or 0))
+    kept = rows(before, c_old, change.kept, "keep")
+    return write_rows(path, CHANGE_COLUMNS, itertools.chain(ordered, kept))

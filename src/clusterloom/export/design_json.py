@@ -234,6 +234,27 @@ class PlacementDoc(_Doc):
     lengths: list[PlacementLengthDoc]
 
 
+class ReworkDoc(_Doc):
+    """The rework of a growth step (``design --installed DIR``), each figure next to what the
+    growth forces (its lower bound)."""
+
+    installed: str = Field(description="the installed baseline's directory")
+    racks_installed: int = Field(ge=0)
+    racks_moved: int = Field(ge=0)
+    racks_moved_bound: int = Field(
+        ge=0, description="at least this many installed racks must move (what the site forces)"
+    )
+    links_installed: int = Field(ge=0)
+    links_repatched: int = Field(ge=0, description="installed links whose ends change or go")
+    links_repatched_bound: int = Field(ge=0, description="re-patches the new shape forces")
+    fibres_repulled: int = Field(ge=0, description="same ends, cable pulled again")
+    links_added: int = Field(ge=0)
+    new_trunks: int = Field(ge=0)
+    cost_cents: int = Field(description="the new BOM less the installed one")
+    moved_racks: list[str] = Field(description="``label from -> to`` of every moved rack")
+    steps: int = Field(ge=0, description="steps of the change plan (changes.jsonl)")
+
+
 class DesignDoc(_Doc):
     """A clusterloom design: the spec it came from and every fabric sized, priced and checked."""
 
@@ -251,6 +272,9 @@ class DesignDoc(_Doc):
     fabrics: list[FabricDoc]
     bom: DesignBomDoc
     placement: PlacementDoc | None = Field(default=None, description="when the spec has a site")
+    growth: ReworkDoc | None = Field(
+        default=None, description="when grown from an installed baseline (--installed)"
+    )
     findings: list[FindingDoc] = Field(
         description="every fabric's findings, in fabric order, then the placement's, then the "
         "cabling's"
@@ -431,6 +455,18 @@ def _placement(design: Design) -> PlacementDoc | None:
     )
 
 
+def _growth(design: Design) -> ReworkDoc | None:
+    g = design.growth
+    if g is None:
+        return None
+    return ReworkDoc(
+        installed=str(g.installed),
+        **g.rework.to_dict(),
+        moved_racks=[f"{lab} {a} -> {b}" for lab, a, b in g.moved_racks],
+        steps=len(g.plan.steps),
+    )
+
+
 def design_model(design: Design) -> DesignDoc:
     """The design as the typed document model."""
     prov = design.provenance
@@ -446,13 +482,17 @@ def design_model(design: Design) -> DesignDoc:
         fabrics=[_fabric(design, fd) for fd in design.fabrics],
         bom=_design_bom(design),
         placement=_placement(design),
+        growth=_growth(design),
         findings=[_finding(f) for f in design.findings],
     )
 
 
 def design_document(design: Design) -> dict[str, Any]:
     """The design as plain JSON data (key order is the schema's field order)."""
-    return design_model(design).model_dump(mode="json", by_alias=True)
+    doc = design_model(design).model_dump(mode="json", by_alias=True)
+    if doc.get("growth") is None:  # only a grown design has the key
+        doc.pop("growth", None)
+    return doc
 
 
 def dumps(document: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ from clusterloom.placement.artifact import HallTable, LinkLengths, Placement
 from clusterloom.placement.demand import Demand, FabricDevices, Unit, build_demand
 from clusterloom.placement.floor import FloorPlan, floor_plan
 from clusterloom.placement.solve import SolveStats
-from clusterloom.placement.stage import check_site, place
+from clusterloom.placement.stage import check_site, moved_racks, place
 from clusterloom.placement.validate import validate_placement
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "build_demand",
     "check_site",
     "floor_plan",
+    "moved_racks",
     "place",
     "validate_placement",
 ]

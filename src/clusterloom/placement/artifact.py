@@ -52,7 +52,10 @@ class Placement:
       building, hall, row, name and x/y the floor holds;
     - ``device(fabric).node_rack[v]`` / ``node_u[v]`` / ``node_height[v]``: rack, lowest rack
       unit and height of topology node ``v`` (a backend host sits in its server);
-    - ``solves``: each CP-SAT model's objective and bound (links x metres).
+    - ``solves``: each CP-SAT model's objective and bound (links x metres);
+    - ``forced_moves``: grown around installed racks (``place(fixed=...)``), how many of them
+      must move at least (their unit cannot keep its start, plus one when the model with every
+      other installed unit pinned has no solution).
     """
 
     floor: FloorPlan
@@ -61,6 +64,7 @@ class Placement:
     solves: tuple[SolveStats, ...]
     lengths: tuple[LinkLengths, ...]
     findings: tuple[Finding, ...]
+    forced_moves: int = 0
 
     @property
     def n_racks(self) -> int:

@@ -23,6 +23,7 @@ racks of one (fabric, plane, pod) and core racks of one (fabric, plane) in chunk
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -466,12 +467,26 @@ def build_demand(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> Demand
     )
 
 
-def split_blocks(demand: Demand, longest: int) -> Demand:
+def split_blocks(
+    demand: Demand, longest: int, installed: Mapping[str, str] | None = None
+) -> Demand:
     """``demand`` with every block longer than ``longest`` positions split into the fewest
-    near-equal parts that fit (the parts keep the block's group)."""
+    near-equal parts that fit (the parts keep the block's group). A block that grew from an
+    installed one (its first racks ``installed``, the rest new) is cut after its installed
+    racks, so they keep their positions and the new racks form a part of their own."""
     units: list[Unit] = []
     changed = False
-    for u in demand.units:
+    todo = list(demand.units)
+    for u in todo:
+        lead = _installed_lead(demand, u, installed or {})
+        if u.kind == "block" and lead == len(u.racks) and installed:
+            units.append(u)  # installed whole: it stays as it stands
+            continue
+        if u.kind == "block" and 0 < lead < len(u.racks):
+            changed = True
+            units.append(Unit("block", u.racks[:lead], u.group, f"{u.label} installed"))
+            todo.append(Unit("block", u.racks[lead:], u.group, f"{u.label} growth"))
+            continue
         if u.kind != "block" or len(u.racks) <= longest or longest < 1:
             units.append(u)
             continue
@@ -510,6 +525,13 @@ def split_blocks(demand: Demand, longest: int) -> Demand:
             "rack_unit": _ro(rack_unit),
         }
     )
+
+
+def _installed_lead(demand: Demand, u: Unit, installed: Mapping[str, str]) -> int:
+    """How many of ``u``'s first racks are installed when no later one is (else 0)."""
+    flags = [demand.rack_label[r] in installed for r in u.racks]
+    lead = flags.index(False) if False in flags else len(flags)
+    return lead if not any(flags[lead:]) else 0
 
 
 def _ro(a: NDArray[Any]) -> NDArray[Any]:

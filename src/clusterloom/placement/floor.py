@@ -119,10 +119,11 @@ class FloorPlan:
         between = self.hall_distance()[ha, hb]
         return np.where(ha == hb, direct, to_door_a + between + to_door_b)  # type: ignore[no-any-return]
 
-    def free_runs(self) -> list[tuple[int, int, int]]:
-        """Maximal runs of consecutive free positions in one row: (row, first position, length)."""
+    def free_runs(self, taken: NDArray[np.bool_] | None = None) -> list[tuple[int, int, int]]:
+        """Maximal runs of consecutive free positions in one row: (row, first position, length);
+        ``taken`` marks positions already used (installed racks) as not free."""
         out: list[tuple[int, int, int]] = []
-        free = self.free_mask()
+        free = self.free_mask() if taken is None else self.free_mask() & ~taken
         start = -1
         for p in range(self.n_positions + 1):
             ok = p < self.n_positions and bool(free[p])

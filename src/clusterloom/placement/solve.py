@@ -710,6 +710,14 @@ def _allowed_starts(
     return starts
 
 
+def start_allowed(floor: FloorPlan, demand: Demand, unit: Unit, at: int) -> bool:
+    """Whether ``unit`` may start at global position ``at`` (one row, every rack fits)."""
+    h = int(floor.pos_hall[at])
+    pos = floor.hall_positions(h)
+    local = np.flatnonzero(pos == at)
+    return bool(local.size) and int(local[0]) in _allowed_starts(floor, demand, pos, unit)
+
+
 class _Budgets:
     """The power and cooling a greedy placement has taken of each row, feed and loop."""
 
@@ -1125,9 +1133,11 @@ def _cable_objective(
     units: list[int],
     links: dict[tuple[int, int], int],
     uv: _UnitVars,
+    moves: tuple[Any, ...] = (),
 ) -> None:
     """Minimize links x decimetres between unit centres, links leaving the hall from its
-    door."""
+    door; each of ``moves`` (an installed unit leaves its start, weighted by the links it
+    touches) costs more than any cable could."""
     inside = set(units)
     door = np.round(floor.hall_door[h] * DM).astype(np.int64)
     obj: list[Any] = []
@@ -1141,6 +1151,9 @@ def _cable_objective(
             external[ub] += w
     for u, w in sorted(external.items()):
         obj.append(w * _manhattan(m, uv.cx[u] - int(door[0]), uv.cy[u] - int(door[1])))
+    if moves:
+        span = int(np.ptp(floor.pos_x) + np.ptp(floor.pos_y) + 2 * DM) * DM
+        obj.append((sum(links.values()) + 1) * span * sum(moves))
     m.minimize(sum(obj) if obj else 0)
 
 
@@ -1156,12 +1169,35 @@ def _hall_model(
     reach: bool = True,
     budgets: bool = True,
     objective: bool = True,
+    pins: dict[int, int] | None = None,
+    soft: bool = False,
 ) -> tuple[_HallModel, dict[int, list[int]], NDArray[np.int64]]:
     pos = floor.hall_positions(h)
     tab = _hall_tables(floor, pos)
     m = cp_model.CpModel()
     starts = {u: _allowed_starts(floor, demand, pos, demand.units[u]) for u in units}
+    for u, at in (pins or {}).items() if not soft else ():
+        # an installed unit keeps its start (global position ``at``): its variable is fixed
+        if u in starts:
+            starts[u] = [a for a in starts[u] if int(pos[a]) == at]
     uv = _unit_vars(m, demand, units, starts, tab)
+    moves: list[Any] = []
+    local = {int(g): a for a, g in enumerate(pos.tolist())}
+    touching: dict[int, int] = defaultdict(int)
+    for (ua, ub), w in links.items():
+        touching[ua] += w
+        touching[ub] += w
+    for u, at in sorted((pins or {}).items()) if soft else ():
+        # an installed unit may move, at a cost above any cable (growth when pins cannot hold)
+        stay = m.new_bool_var(f"stay{u}")
+        if at in local and local[at] in starts[u]:
+            m.add(uv.start[u] == local[at]).only_enforce_if(stay)
+            m.add(uv.start[u] != local[at]).only_enforce_if(stay.Not())
+        else:
+            m.add(stay == 0)
+        # a move costs in proportion to the links it re-pulls (a leaf rack's hundreds of
+        # links weigh more than a compute rack's)
+        moves.append((1 + touching.get(u, 0)) * (1 - stay))
     if budgets:
         _budget_constraints(m, floor, demand, units, uv)
     if spread:
@@ -1170,7 +1206,7 @@ def _hall_model(
     if reach:
         _reach_constraints(m, floor, demand, site, pos, units, uv)
     if objective:
-        _cable_objective(m, floor, h, units, links, uv)
+        _cable_objective(m, floor, h, units, links, uv, tuple(moves))
     return _HallModel(m, uv.start, uv.row_of), starts, pos
 
 
@@ -1190,9 +1226,12 @@ def place_hall(
     h: int,
     units: list[int],
     links: dict[tuple[int, int], int],
+    pins: dict[int, int] | None = None,
+    soft: bool = False,
 ) -> tuple[dict[int, int], SolveStats]:
-    """Start position (global position id) of every unit of hall ``h``."""
-    hm, starts, pos = _hall_model(floor, demand, site, h, units, links)
+    """Start position (global position id) of every unit of hall ``h``; ``pins`` fixes
+    installed units to their start (growth: they do not move)."""
+    hm, starts, pos = _hall_model(floor, demand, site, h, units, links, pins=pins, soft=soft)
     pair_bound = _pair_bound(floor, demand, h, pos, units, starts, links)
     hint: dict[int, int] | None = None
     best = math.inf
@@ -1202,6 +1241,19 @@ def place_hall(
             cost = _objective_m(floor, demand, h, {u: int(pos[a]) for u, a in found.items()}, links)
             if cost < best:
                 hint, best = found, cost
+    if soft and pins:
+        # start from the installed racks where they stand: hint their starts, not the greedy's
+        local = {int(g): a for a, g in enumerate(pos.tolist())}
+        staying = {u: local[at] for u, at in pins.items() if at in local and local[at] in starts[u]}
+        taken = {a + i for u, a in staying.items() for i in range(len(demand.units[u].racks))}
+        rest = {
+            u: a
+            for u, a in (hint or {}).items()
+            if u not in staying and not taken & set(range(a, a + len(demand.units[u].racks)))
+        }
+        for u, a in {**rest, **staying}.items():
+            hm.model.add_hint(hm.start[u], a)
+        hint = None
     if hint is not None:
         _complete_hint(hm, hint, site)
     solver = cp_model.CpSolver()
@@ -1209,6 +1261,11 @@ def place_hall(
     status = solver.solve(hm.model)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         placed = {u: int(pos[solver.value(hm.start[u])]) for u in units}
+        if soft and pins:  # the objective carries the cost of moves: report the cable only
+            cable_m = _objective_m(floor, demand, h, placed, links)
+            return placed, SolveStats(
+                floor.hall_names[h], "feasible", len(units), cable_m, min(pair_bound, cable_m)
+            )
         return placed, SolveStats(
             floor.hall_names[h],
             _status(status),
@@ -1228,7 +1285,7 @@ def place_hall(
             _objective_m(floor, demand, h, placed, links),
             max(0.0, float(solver.best_objective_bound) / DM, pair_bound),
         )
-    raise SpecError(_diagnose_hall(floor, demand, site, h, units, links, starts, status))
+    raise SpecError(_diagnose_hall(floor, demand, site, h, units, links, starts, status, pins))
 
 
 def _complete_hint(hm: _HallModel, hint: dict[int, int], site: SiteSpec) -> None:
@@ -1347,9 +1404,12 @@ def _feasible(
     h: int,
     units: list[int],
     links: dict[tuple[int, int], int],
+    pins: dict[int, int] | None = None,
     **relax: bool,
 ) -> bool:
-    hm, _, _ = _hall_model(floor, demand, site, h, units, links, objective=False, **relax)
+    hm, _, _ = _hall_model(
+        floor, demand, site, h, units, links, objective=False, pins=pins, **relax
+    )
     solver = cp_model.CpSolver()
     _params(solver, site, site.solver.hall_effort)
     return solver.solve(hm.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
@@ -1364,8 +1424,10 @@ def _diagnose_hall(
     links: dict[tuple[int, int], int],
     starts: dict[int, list[int]],
     status: Any,
+    pins: dict[int, int] | None = None,
 ) -> list[Problem]:
-    """Why hall ``h`` has no placement: drop one family of constraints at a time."""
+    """Why hall ``h`` has no placement (with ``pins``, installed units at their starts): drop
+    one family of constraints at a time."""
     name = floor.hall_names[h]
     runs = [(r, n) for r, _, n in floor.free_runs() if floor.row_hall[r] == h]
     longest = max(runs, key=lambda x: x[1], default=(0, 0))
@@ -1390,7 +1452,7 @@ def _diagnose_hall(
                 f"{site.solver.hall_effort:g}; raise it",
             )
         ]
-    if _feasible(floor, demand, site, h, units, links, spread=False):
+    if _feasible(floor, demand, site, h, units, links, pins, spread=False):
         return [
             Problem(
                 "site.spread",
@@ -1400,7 +1462,7 @@ def _diagnose_hall(
                 "feeds that have room; add feeds or relax site.spread",
             )
         ]
-    if _feasible(floor, demand, site, h, units, links, reach=False):
+    if _feasible(floor, demand, site, h, units, links, pins, reach=False):
         return [
             Problem(
                 "site.reach_allowance_m",
@@ -1409,7 +1471,7 @@ def _diagnose_hall(
                 "of longer reach",
             )
         ]
-    if _feasible(floor, demand, site, h, units, links, budgets=False):
+    if _feasible(floor, demand, site, h, units, links, pins, budgets=False):
         need = sum(float(demand.rack_power_w[list(demand.units[u].racks)].sum()) for u in units)
         return [
             Problem(

@@ -652,6 +652,10 @@ def render_report(design: Design) -> str:
         from clusterloom.report.simulation import simulation_section
 
         sections.append(simulation_section(design.prediction))
+    if design.growth is not None:
+        from clusterloom.report.growth import growth_section
+
+        sections.append(growth_section(design.growth))
     sections.append(bom_section(design))
     sections.append(_findings_table(design.findings))
     body = "\n".join(sections)

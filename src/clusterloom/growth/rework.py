@@ -1,0 +1,291 @@
+"""The measure of a growth step's rework and the change plan a crew follows.
+
+Figures (:class:`Rework`), each next to what the growth forces (its lower bound):
+
+- racks moved: installed racks on another position (bound 0 when every installed rack could
+  stay; otherwise the count found, not proven minimal);
+- links re-patched: installed links whose ends change or go (bound: the links the new shape
+  forces off their ports, ``fabric/stable.py``);
+- fibres re-pulled: installed links with the same ends whose cable is pulled again (another
+  rack, medium, length or frame pair);
+- links added, new trunks, and the cost of the step (what the new design's bill of materials
+  adds to the baseline's).
+
+:func:`change_plan` orders the work: install the new racks, pull the links that touch nothing
+live, then drain the links to re-patch, take them off, pull their new ends and restore them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from clusterloom.changes import ChangePlan, Step
+from clusterloom.export.naming import topology_names
+
+if TYPE_CHECKING:
+    from clusterloom.cabling import Cabling
+    from clusterloom.cabling.change import Change
+    from clusterloom.fabric import FabricDesign
+    from clusterloom.fabric.stable import Move
+    from clusterloom.growth.installed import Installed
+    from clusterloom.pipeline import Design
+    from clusterloom.spec import Catalog
+
+__all__ = [
+    "Growth",
+    "Rework",
+    "apply_plan",
+    "change_plan",
+    "fabric_link_names",
+    "link_names",
+    "measure",
+]
+
+
+@dataclass(frozen=True)
+class Rework:
+    racks_installed: int
+    racks_moved: int
+    racks_moved_bound: int  #: at least this many installed racks must move
+    links_installed: int
+    links_repatched: int
+    links_repatched_bound: int
+    fibres_repulled: int
+    links_added: int
+    new_trunks: int
+    cost_cents: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        bound = f"{self.racks_moved_bound:,}"
+        if self.racks_moved > self.racks_moved_bound:
+            bound = f">= {bound}"
+        return (
+            f"rework: {self.racks_moved:,} of {self.racks_installed:,} installed racks moved "
+            f"(forced: {bound}); {self.links_repatched:,} of {self.links_installed:,} links "
+            f"re-patched (forced: {self.links_repatched_bound:,}); {self.fibres_repulled:,} "
+            f"re-pulled; {self.links_added:,} links added, {self.new_trunks:,} new trunks; "
+            f"step cost ${self.cost_cents / 100:,.2f}"
+        )
+
+
+def link_names(c: Cabling, fabrics: tuple[FabricDesign, ...], catalog: Catalog) -> list[str]:
+    """``device:interface~device:interface`` of every cabling row (the identity a crew reads)."""
+    out = np.empty(c.n_links, dtype=object)
+    for i, fd in enumerate(fabrics):
+        names = topology_names(fd.topology, catalog)
+        m = np.flatnonzero(c.fabric == i)
+        a = names.device(c.a_node[m]) + ":" + names.interface(c.a_node[m], c.a_port[m])
+        b = names.device(c.b_node[m]) + ":" + names.interface(c.b_node[m], c.b_port[m])
+        out[m] = a + "~" + b
+    return [str(x) for x in out]
+
+
+def change_plan(
+    plan_id: str,
+    baseline: str,
+    target: str,
+    old_names: list[str],
+    new_names: list[str],
+    change: Change,
+    new_racks: list[str],
+    moved_racks: list[tuple[str, str, str]],
+    moves: tuple[Move, ...],
+) -> ChangePlan:
+    """The ordered steps from the installed links (``old_names``) to the new (``new_names``)."""
+    removed = [old_names[i] for i in change.removed.tolist()]
+    added = [new_names[i] for i in change.added.tolist()]
+    repulled = [new_names[i] for i in change.changed.tolist()]
+    removed_devices = {e.split(":", 1)[0] for name in removed for e in name.split("~")}
+    # an added link is a re-patch when it lands on a device one of the removed links leaves
+    repatch = [n for n in added if any(e.split(":", 1)[0] in removed_devices for e in n.split("~"))]
+    fresh = [n for n in added if n not in set(repatch)]
+    live = len(old_names) - len(removed) - len(repulled)
+    why = {m.reason for m in moves}
+    steps: list[Step] = []
+
+    def add(action: Any, objects: list[str], reason: str, drain: list[str] = ()) -> None:  # type: ignore[assignment]
+        if objects:
+            steps.append(Step(len(steps) + 1, action, tuple(objects), reason, tuple(drain), live))
+
+    add("install", new_racks, "new racks and their switches on free positions")
+    add("pull", fresh, "new links between new ports: nothing live is touched")
+    add("drain", removed + repulled, "links to re-patch or re-pull carry no traffic first")
+    add("remove", removed, "; ".join(sorted(why)) or "their ends are not in the new design")
+    add(
+        "move-rack",
+        [f"{lab} {a} -> {b}" for lab, a, b in moved_racks],
+        "the site cannot hold the growth with these racks in place (placement finding)",
+    )
+    add("pull", repatch, "the re-patched links' new ends", removed)
+    add("re-patch", repulled, "same ends, cable pulled again (rack, medium, length or frames)")
+    add("restore", removed + repulled, "undrain: the re-patched links carry traffic again")
+    summary = {
+        "links_installed": len(old_names),
+        "links_kept_live": live,
+        "links_removed": len(removed),
+        "links_added": len(added),
+        "links_repulled": len(repulled),
+        "racks_new": len(new_racks),
+        "racks_moved": len(moved_racks),
+    }
+    return ChangePlan(plan_id, baseline, target, _checked(old_names, steps), summary)
+
+
+def _checked(old_names: list[str], steps: list[Step]) -> tuple[Step, ...]:
+    """Each step with the state validated after it, on the links by name: ``ports-in-use-twice``
+    (an interface cabled to two links at once: a pull before the removal it needs) and
+    ``links`` (how many are cabled then); a step is valid when no port is used twice."""
+    links = set(old_names)
+    out = []
+    for step in steps:
+        if step.action == "remove":
+            links -= set(step.objects)
+        elif step.action == "pull":
+            links |= set(step.objects)
+        ends = [e for name in links for e in name.split("~")]
+        twice = len(ends) - len(set(ends))
+        checks = {"ports-in-use-twice": twice, "links": len(links)}
+        out.append(replace(step, checks=checks, valid=twice == 0))
+    return tuple(out)
+
+
+def apply_plan(installed: set[str], plan: ChangePlan) -> set[str]:
+    """The links after every step of ``plan`` on ``installed`` (links by name)."""
+    links = set(installed)
+    for step in plan.steps:
+        if step.action == "remove":
+            links -= set(step.objects)
+        elif step.action == "pull":
+            links |= set(step.objects)
+    return links
+
+
+@dataclass(frozen=True, eq=False)
+class Growth:
+    """A design grown from an installed baseline: the baseline rebuilt, the cable change,
+    the links and racks that move, the rework figures and the change plan."""
+
+    installed: str  #: the baseline's directory
+    baseline: Design
+    change: Change | None
+    moves: tuple[Move, ...]
+    moved_racks: tuple[tuple[str, str, str], ...]
+    rework: Rework
+    plan: ChangePlan
+
+
+def fabric_link_names(fabrics: tuple[FabricDesign, ...], catalog: Catalog) -> set[str]:
+    """Every link of ``fabrics`` as ``device:interface~device:interface`` (no cabling needed)."""
+    out: set[str] = set()
+    for fd in fabrics:
+        t = fd.topology
+        names = topology_names(t, catalog)
+        a = names.device(t.link_src) + ":" + names.interface(t.link_src, t.link_src_port)
+        b = names.device(t.link_dst) + ":" + names.interface(t.link_dst, t.link_dst_port)
+        out |= {str(x) for x in a + "~" + b}
+    return out
+
+
+def measure(new: Design, baseline: Design, installed: Installed) -> Growth:
+    """The rework of ``new`` against ``baseline`` (the installed design rebuilt)."""
+    from clusterloom.cabling.change import plan_change
+    from clusterloom.placement import moved_racks
+
+    moves = tuple(m for fd in new.fabrics for m in fd.moves)
+    forced = sum(fd.forced for fd in new.fabrics)
+    moved: list[tuple[str, str, str]] = []
+    new_racks: list[str] = []
+    if new.placement is not None:
+        moved = moved_racks(new.placement, installed.racks)
+        new_racks = [lab for lab in new.placement.demand.rack_label if lab not in installed.racks]
+    catalog = new.spec.resolved_catalog()
+    change = None
+    if new.cabling is not None and baseline.cabling is not None:
+        assert new.placement is not None and baseline.placement is not None
+        change = plan_change(
+            baseline.cabling,
+            baseline.fabrics,
+            baseline.placement,
+            new.cabling,
+            new.fabrics,
+            new.placement,
+        )
+        old_names = link_names(baseline.cabling, baseline.fabrics, catalog)
+        new_names = link_names(new.cabling, new.fabrics, catalog)
+        repatched, repulled = int(change.removed.shape[0]), int(change.changed.shape[0])
+        added, trunks = int(change.added.shape[0]), change.new_trunks
+    else:
+        before = fabric_link_names(baseline.fabrics, catalog)
+        after = fabric_link_names(new.fabrics, catalog)
+        old_names, new_names = sorted(before), sorted(after)
+        repatched, repulled, added, trunks = len(before - after), 0, len(after - before), 0
+    rework = Rework(
+        racks_installed=len(installed.racks),
+        racks_moved=len(moved),
+        racks_moved_bound=new.placement.forced_moves if new.placement is not None else 0,
+        links_installed=len(old_names),
+        links_repatched=repatched,
+        links_repatched_bound=forced,
+        fibres_repulled=repulled,
+        links_added=added,
+        new_trunks=trunks,
+        cost_cents=new.bom.cost_cents - baseline.bom.cost_cents,
+    )
+    plan_id = f"growth-{baseline.provenance.spec_hash[:12]}-{new.provenance.spec_hash[:12]}"
+    if change is not None:
+        plan = change_plan(
+            plan_id,
+            baseline.provenance.spec_hash,
+            new.provenance.spec_hash,
+            old_names,
+            new_names,
+            change,
+            new_racks,
+            moved,
+            moves,
+        )
+    else:
+        plan = _topology_plan(plan_id, baseline, new, old_names, new_names, new_racks, moves)
+    return Growth(str(installed.directory), baseline, change, moves, tuple(moved), rework, plan)
+
+
+def _topology_plan(
+    plan_id: str,
+    baseline: Design,
+    new: Design,
+    old_names: list[str],
+    new_names: list[str],
+    new_racks: list[str],
+    moves: tuple[Move, ...],
+) -> ChangePlan:
+    """The change plan of a design without cabling: links by name only."""
+    before, after = set(old_names), set(new_names)
+    gone, added = sorted(before - after), sorted(after - before)
+    live = len(before) - len(gone)
+    reason = "; ".join(sorted({m.reason for m in moves})) or "their ends are not in the new design"
+    steps = [
+        s
+        for s in (
+            Step(0, "install", tuple(new_racks), "new racks and switches", (), live),
+            Step(0, "drain", tuple(gone), "links to re-patch carry no traffic first", (), live),
+            Step(0, "remove", tuple(gone), reason, tuple(gone), live),
+            Step(0, "pull", tuple(added), "new links and the re-patched links' new ends", (), live),
+            Step(0, "restore", tuple(gone), "undrain", (), live),
+        )
+        if s.objects
+    ]
+    ordered = _checked(old_names, [replace(s, order=i + 1) for i, s in enumerate(steps)])
+    summary = {
+        "links_installed": len(before),
+        "links_removed": len(gone),
+        "links_added": len(added),
+    }
+    return ChangePlan(
+        plan_id, baseline.provenance.spec_hash, new.provenance.spec_hash, ordered, summary
+    )
