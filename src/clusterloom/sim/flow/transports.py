@@ -8,7 +8,10 @@ does when a link fails. One interface (``Transport``), four models, each with it
     by its 5-tuple at every switch (the EV is a hash of source, destination, QP and seed) and is
     its own max-min entity (uncoupled). Its NIC port is the connection's (round-robin by QP). On a
     failure the QPs crossing the link stall until detection plus routing reconvergence
-    (``reroute_delay_s``, default 1 s) and are then rehashed over the surviving paths.
+    (``reroute_delay_s``, default 1 s) and are then rehashed over the surviving paths. With
+    ``pfc_hol=1`` the fabric is lossless (PFC) and the QPs have no congestion control (htsim's
+    RoCE): the engine's lossless model replaces per-flow max-min (input-port sharing at
+    congested ports, head-of-line blocking on paused links; docs/sim.md, "Lossless fabric").
 ``mrc-spray``
     MRC-style packet spraying: each connection sprays over ``evs`` entropy values (default 128,
     as the packet engine) spread round-robin over every NIC port (so over every plane); an EV
@@ -274,6 +277,13 @@ class RoceEcmp(_Packets):
     qps: int | None = None  # default: one per NIC port, as NCCL opens a channel per NIC
     reroute_s: float = 1.0
     ack_every: int = 4  # the packet engine's ACK coalescing
+    pfc_hol: bool = False  # a lossless PFC fabric without congestion control (docs/sim.md)
+
+    @property
+    def lossless(self) -> bool:
+        """The engine's lossless model (``FlowSet.lossless``): input-port sharing and
+        head-of-line blocking of PFC without congestion control."""
+        return bool(self.pfc_hol)
 
     def control_bytes(self) -> float:
         return self.hdr / max(1, self.ack_every)
