@@ -106,6 +106,13 @@ ROUND_SLACK_PS = 1e-3
 #: At most this many refinements of a lossless allocation (``FlowSet.lossless``) per event.
 LOSSLESS_ROUNDS = 8
 
+#: Rounds of path avoidance of a coupled flow (``FlowSet.avoid``) per allocation.
+AVOID_ROUNDS = 2
+#: A link loaded within this fraction of its capacity counts as congested (marking) for
+#: path avoidance, whatever the rate tolerance (up to half of it), so that exact and
+#: tolerant runs see the same congested links.
+AVOID_HOT = 0.02
+
 #: A run reports its progress (``simulate(progress=...)``) every this many events.
 PROGRESS_EVERY = 16
 
@@ -161,6 +168,7 @@ class FlowSet:
     tail_ps: _I64 = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     notify_ps: _I64 = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     lossless: _B = field(default_factory=lambda: np.empty(0, dtype=np.bool_))
+    avoid: _F64 = field(default_factory=lambda: np.empty(0, dtype=np.float64))
 
     def __post_init__(self) -> None:
         size = np.atleast_1d(np.asarray(self.size, dtype=np.float64))
@@ -185,6 +193,10 @@ class FlowSet:
         if lossless.size == 0:
             lossless = np.zeros(n, dtype=np.bool_)
         lossless = np.broadcast_to(lossless, (n,))
+        avoid = np.asarray(self.avoid, dtype=np.float64)
+        if avoid.size == 0:
+            avoid = np.zeros(n)
+        avoid = np.broadcast_to(avoid, (n,))
         if size.ndim != 1 or dep_ptr.shape != (n + 1,):
             raise SimInputError(f"flows: dep_ptr needs {n + 1} entries, got {dep_ptr.shape}")
         both = np.flatnonzero(coupled & pooled)
@@ -193,6 +205,11 @@ class FlowSet:
         both = np.flatnonzero(lossless & (coupled | pooled))
         if both.size:
             raise SimInputError(f"flow {both[0]}: the lossless model takes split flows only")
+        bad = np.flatnonzero(~((avoid >= 0) & (avoid < 1)) | ((avoid > 0) & ~coupled))
+        if bad.size:
+            raise SimInputError(
+                f"flow {bad[0]}: avoid {avoid[bad[0]]} (in [0, 1), coupled flows only)"
+            )
         for name, value in (
             ("size", size),
             ("start_ps", start),
@@ -201,6 +218,7 @@ class FlowSet:
             ("coupled", coupled),
             ("pooled", pooled),
             ("lossless", lossless),
+            ("avoid", avoid),
             *delays.items(),
         ):
             object.__setattr__(self, name, _ro(value, value.dtype))
@@ -222,6 +240,7 @@ class FlowSet:
         tail_ps: ArrayLike = 0,
         notify_ps: ArrayLike = 0,
         lossless: ArrayLike = False,
+        avoid: ArrayLike = 0.0,
     ) -> FlowSet:
         """Convenience builder: ``deps[f]`` lists the flows ``f`` waits for."""
         n = np.atleast_1d(np.asarray(size)).shape[0]
@@ -239,6 +258,7 @@ class FlowSet:
             tail_ps=np.broadcast_to(np.asarray(tail_ps, dtype=np.int64), (n,)),
             notify_ps=np.broadcast_to(np.asarray(notify_ps, dtype=np.int64), (n,)),
             lossless=np.broadcast_to(np.asarray(lossless, dtype=np.bool_), (n,)),
+            avoid=np.broadcast_to(np.asarray(avoid, dtype=np.float64), (n,)),
         )
 
 
@@ -786,12 +806,14 @@ class _Sim:
         vals = np.repeat(coef, counts) * u.link_weight[pos]
         hops = pos - np.repeat(u.unit_ptr[order], counts)
         ctl = u.control[pos]
+        merged_of_pos = np.arange(rows.size, dtype=np.int64)
         if coupled.any():  # only a coupled flow's units can share a link within one entity
             idx = np.lexsort((cols, rows))
             rows, cols, vals, hops, ctl = rows[idx], cols[idx], vals[idx], hops[idx], ctl[idx]
             head = np.ones(rows.size, dtype=np.bool_)
             head[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
             starts = np.flatnonzero(head)
+            merged_of_pos[idx] = np.cumsum(head) - 1
             if rows.size:
                 vals = np.add.reduceat(vals, starts)
                 hops = np.minimum.reduceat(hops, starts)
@@ -801,6 +823,18 @@ class _Sim:
         rows, cols, vals, hops, ctl = rows[nz], cols[nz], vals[nz], hops[nz], ctl[nz]
         self.ent_ctl = ctl.astype(np.bool_)
         self.ent_lossless = f.lossless[uf][new_ent]
+        self.ent_avoid = f.avoid[uf][new_ent]
+        self.avoid_map: tuple[_I64, _I64, _F64, _B] | None = None
+        if (self.ent_avoid > 0).any():  # unit entries -> entries, to re-split coupled flows
+            entry_of = np.where(nz, np.cumsum(nz) - 1, -1)[merged_of_pos]
+            ent_of_entry = np.repeat(ent_of_pos, counts)
+            mine = (entry_of >= 0) & (self.ent_avoid[ent_of_entry] > 0)
+            self.avoid_map = (
+                np.repeat(order, counts)[mine],
+                entry_of[mine],
+                u.link_weight[pos][mine],
+                ~u.control[pos][mine],
+            )
         self.ent_ptr = _csr_ptr(np.bincount(rows, minlength=n_ent))
         self.entry_ent = rows.astype(np.int64)
         self.ent_link = cols.astype(np.int64)
@@ -987,6 +1021,8 @@ class _Sim:
         )
         if (self.ent_lossless & active).any():
             self.fill = self._lossless(active, keep)
+        if self.avoid_map is not None and (active & (self.ent_avoid > 0)).any():
+            self.fill = self._avoid(active, keep)
         self.rate = self.fill.rate
         self.allocations += 1
         self.rounds += self.fill.rounds
@@ -1093,6 +1129,58 @@ class _Sim:
             )
             rate = fill.rate * weight
         return _Fill(rate, fill.rounds, fill.load)
+
+    def _avoid(self, active: _B, keep: _B | None) -> _Fill:
+        """Coupled flows that steer away from congested paths (``FlowSet.avoid`` = a): from
+        the transport's split, :data:`AVOID_ROUNDS` times, every unit whose path crosses a
+        saturated link (where queues build and packets are marked) has its share multiplied
+        by ``1 - a`` and the flow's shares are renormalised, then rates are filled again.
+        A flow whose every path is saturated (its own NIC, its receiver) keeps its split, and
+        a hot path keeps at least ``(1 - a) ** AVOID_ROUNDS`` of its weight relative to a cool
+        one: the bounded relief of a sender that skips marked EVs but keeps probing them.
+        The split is recomputed at every allocation from the transport's (no memory)."""
+        fill = self.fill
+        assert fill is not None and self.avoid_map is not None
+        unit, entry, weight, data = self.avoid_map
+        uniq = np.unique(unit)  # the units of avoiding flows
+        at = np.searchsorted(uniq, unit)  # each unit entry's unit among them
+        ue = self.ent_of_unit[uniq]
+        n_ent = self.rate.shape[0]
+        units_per_ent = np.bincount(ue, minlength=n_ent)
+        share = self.units.unit_share[uniq].copy()
+        factor = 1.0 - self.ent_avoid[ue]
+        on = active[ue]
+        tol = max(AVOID_HOT, 2.0 * self.rtol)
+        cap = self.capacity
+        for _ in range(AVOID_ROUNDS):
+            sat = (fill.load >= cap * (1.0 - tol)) & (cap > 0)
+            hot_entry = sat[self.ent_link[entry]] & data
+            if keep is not None:
+                hot_entry &= keep[entry]
+            step = on & (np.bincount(at[hot_entry], minlength=uniq.size) > 0)
+            step &= np.bincount(ue[step], minlength=n_ent)[ue] < units_per_ent[ue]
+            if not step.any():
+                break
+            share = np.where(step, share * factor, share)
+            share = share / np.bincount(ue, share, minlength=n_ent)[ue]
+            coef = self.ent_coef.copy()
+            coef[entry] = 0.0
+            np.add.at(coef, entry, share[at] * weight)
+            fill = _water_fill(
+                self.ent_ptr,
+                self.ent_link,
+                coef,
+                self.link_ptr,
+                self.link_entry,
+                self.entry_ent,
+                cap,
+                self.ent_cap,
+                active,
+                self.rtol,
+                keep,
+            )
+        self.unit_factor[uniq] = share
+        return fill
 
     def _group_rate(self) -> _F64:
         """Bytes/s delivered to each group."""

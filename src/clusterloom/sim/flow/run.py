@@ -105,6 +105,10 @@ def run(
         tail_ps=timing.tail_ps,
         notify_ps=np.full(len(traffic), transport.notify_ps(), dtype=np.int64),
         lossless=np.full(len(traffic), bool(getattr(transport, "lossless", False))),
+        avoid=np.full(
+            len(traffic),
+            float(getattr(transport, "avoid", 0.0)) if transport.mode == "coupled" else 0.0,
+        ),
     )
     units = timing.capped(units)
 

@@ -325,6 +325,12 @@ class MrcSpray(_Packets):
     detect_s: float = 20e-6
     balance: bool = False
     cwnd_bdp: float = 1.25  # the packet engine's initial window, in base-RTT BDPs
+    avoid: float = 0.2  # ECN-driven path avoidance of the fixed split (docs/sim.md)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.avoid < 1.0:
+            raise SpecError([Problem("--option", f"avoid is in [0, 1), got {self.avoid}")])
 
     def window_bytes(self, rtt_ps: I64, rate_bps: F64) -> F64 | None:
         bdp: F64 = rate_bps * rtt_ps / 8 / PS_PER_S
@@ -372,6 +378,7 @@ class ReceiverDriven(MrcSpray):
     name: ClassVar[str] = "receiver-driven"
     evs: int = 64  # the packet engine's
     loss: float = 0.0
+    avoid: float = 0.0  # NDP's pulls, not ECN, steer it: the plain fixed split
     iw_bdp: float = 1.0  # the speculative first window, in base-RTT BDPs (packet engine's)
 
     def __post_init__(self) -> None:
