@@ -79,6 +79,9 @@ I64 = NDArray[np.int64]
 F64 = NDArray[np.float64]
 B = NDArray[np.bool_]
 
+#: a sprayer routes (and merges) its connections' EVs this many at a time
+ROUTE_CHUNK_EVS = 1 << 18
+
 #: the packet engine's defaults (``sim.packet.engine.PacketConfig``), so the engines agree
 MSS_BYTES = 4096
 HDR_BYTES = 64
@@ -343,7 +346,23 @@ class MrcSpray(_Packets):
     def units(
         self, router: Router, src: I64, dst: I64, *, alive: B, seed: int, flows: I64 | None = None
     ) -> UnitSet:
+        """Routed in chunks of about :data:`ROUTE_CHUNK_EVS` EVs, each merged (fixed split)
+        before the next: merging is per flow, so the units are the same, and the peak memory
+        is one chunk's EVs, not every connection's (3.7 million EVs on the k=16 chain)."""
         ids = np.arange(src.size, dtype=np.int64) if flows is None else flows
+        step = max(1, ROUTE_CHUNK_EVS // self.evs)
+        parts = [
+            self._chunk(router, src, dst, ids[i : i + step], alive, seed)
+            for i in range(0, max(ids.size, 1), step)
+        ]
+        f = np.concatenate([x[0] for x in parts])
+        paths = np.concatenate([x[1] for x in parts])
+        share = np.concatenate([x[2] for x in parts])
+        return _units(f, paths, share)
+
+    def _chunk(
+        self, router: Router, src: I64, dst: I64, ids: I64, alive: B, seed: int
+    ) -> tuple[I64, I64, F64]:
         f = np.repeat(ids, self.evs)
         k = np.tile(np.arange(self.evs, dtype=np.int64), ids.size)
         s, d = src[f], dst[f]
@@ -361,7 +380,7 @@ class MrcSpray(_Packets):
             f, paths, share = f[keep], paths[keep], share[keep]
         if not self.balance:  # one entity per flow: EVs on the same path are one unit
             f, paths, share = _merge_same_paths(f, paths, share)
-        return _units(f, paths, share)
+        return f, paths, share
 
     def reroute_delay_s(self) -> float:
         return self.detect_s
