@@ -710,6 +710,21 @@ def max_min_fair(coef: Any, capacity: ArrayLike, cap: ArrayLike | None = None) -
 _PENDING, _ACTIVE, _DONE = 0, 1, 2
 
 
+@dataclass(frozen=True)
+class _AvoidMap:
+    """The unit entries of avoiding coupled flows (``_Sim._avoid``): ``units`` the units
+    (sorted), per unit entry ``at`` its unit's index in ``units``, ``entry`` the merged entry
+    it adds to, ``link`` that entry's link, ``weight`` its link weight, ``data`` False for
+    control packets."""
+
+    units: _I64
+    at: _I64
+    entry: _I64
+    link: _I64
+    weight: _F64
+    data: _B
+
+
 class _Sim:
     """State of one run. Arrays are indexed by flow, unit (all units ever), completion group
     or entity.
@@ -824,14 +839,19 @@ class _Sim:
         self.ent_ctl = ctl.astype(np.bool_)
         self.ent_lossless = f.lossless[uf][new_ent]
         self.ent_avoid = f.avoid[uf][new_ent]
-        self.avoid_map: tuple[_I64, _I64, _F64, _B] | None = None
+        self.avoid_map: _AvoidMap | None = None
         if (self.ent_avoid > 0).any():  # unit entries -> entries, to re-split coupled flows
             entry_of = np.where(nz, np.cumsum(nz) - 1, -1)[merged_of_pos]
             ent_of_entry = np.repeat(ent_of_pos, counts)
             mine = (entry_of >= 0) & (self.ent_avoid[ent_of_entry] > 0)
-            self.avoid_map = (
-                np.repeat(order, counts)[mine],
-                entry_of[mine],
+            unit = np.repeat(order, counts)[mine]
+            uniq = np.unique(unit)
+            entry = entry_of[mine]
+            self.avoid_map = _AvoidMap(
+                uniq,
+                np.searchsorted(uniq, unit),
+                entry,
+                cols[entry].astype(np.int64),
                 u.link_weight[pos][mine],
                 ~u.control[pos][mine],
             )
@@ -1141,9 +1161,8 @@ class _Sim:
         The split is recomputed at every allocation from the transport's (no memory)."""
         fill = self.fill
         assert fill is not None and self.avoid_map is not None
-        unit, entry, weight, data = self.avoid_map
-        uniq = np.unique(unit)  # the units of avoiding flows
-        at = np.searchsorted(uniq, unit)  # each unit entry's unit among them
+        m = self.avoid_map
+        uniq, at, entry, on_link, weight, data = m.units, m.at, m.entry, m.link, m.weight, m.data
         ue = self.ent_of_unit[uniq]
         n_ent = self.rate.shape[0]
         units_per_ent = np.bincount(ue, minlength=n_ent)
@@ -1154,7 +1173,7 @@ class _Sim:
         cap = self.capacity
         for _ in range(AVOID_ROUNDS):
             sat = (fill.load >= cap * (1.0 - tol)) & (cap > 0)
-            hot_entry = sat[self.ent_link[entry]] & data
+            hot_entry = sat[on_link] & data
             if keep is not None:
                 hot_entry &= keep[entry]
             step = on & (np.bincount(at[hot_entry], minlength=uniq.size) > 0)
@@ -1165,7 +1184,7 @@ class _Sim:
             share = share / np.bincount(ue, share, minlength=n_ent)[ue]
             coef = self.ent_coef.copy()
             coef[entry] = 0.0
-            np.add.at(coef, entry, share[at] * weight)
+            coef += np.bincount(entry, share[at] * weight, minlength=coef.size)
             fill = _water_fill(
                 self.ent_ptr,
                 self.ent_link,
