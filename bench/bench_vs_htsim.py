@@ -199,6 +199,49 @@ def traffic_for(case: str, seed: int):  # type: ignore[no-untyped-def]
     return chained_ring_all_reduce(HOSTS, 8, 2_000_000)
 
 
+def probe_chain(kind: str, steps: int = 14, block: int = 250_000):  # type: ignore[no-untyped-def]
+    """A 14-step chain of 250 KB connections (each waits on the one before) for
+    ``--probe-chains``: ``ring8`` (8 hosts of one leaf, as the all-reduce; 8 per step),
+    ``pair`` (host 0 to 1 every step), ``samerecv`` (hosts 1..7, 9..15 each to host 0),
+    ``samesend`` (host 0 to 1..7, 9..15), ``fresh`` (step k from host 8k to 8k + 1)."""
+    from clusterloom.sim.traffic import Traffic
+
+    others = [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15][:steps]
+    if kind == "ring8":
+        pairs = [(h, (h + 1) % 8) for _ in range(steps) for h in range(8)]
+        deps = [[(k - 1) * 8 + (h - 1) % 8] if k else [] for k in range(steps) for h in range(8)]
+        return Traffic.from_arrays(*zip(*pairs, strict=True), block, deps=deps, n_hosts=HOSTS)
+    pairs = {
+        "pair": [(0, 1)] * steps,
+        "samerecv": [(s, 0) for s in others],
+        "samesend": [(0, d) for d in others],
+        "fresh": [(8 * k, 8 * k + 1) for k in range(steps)],
+    }[kind]
+    deps = [[k - 1] if k else [] for k in range(steps)]
+    return Traffic.from_arrays(*zip(*pairs, strict=True), block, deps=deps, n_hosts=HOSTS)
+
+
+def probe_chains(bin_dir: Path, tmp: Path) -> None:
+    """Per-step times (us) of small chains in each htsim: does a transport slow down its
+    own chained steps? (docs/sim.md, "Chained collectives against htsim's EQDS")."""
+    from clusterloom.sim.htsim import write_htsim
+
+    for kind in ("ring8", "pair", "samerecv", "samesend", "fresh"):
+        load = probe_chain(kind)
+        per = 8 if kind == "ring8" else 1
+        cm = tmp / f"probe-{kind}.cm"
+        write_htsim(load, cm, done="send")
+        for _, theirs in PAIRS:
+            out, _ = run_htsim(bin_dir, theirs, cm, len(load), 0, 20_000)
+            t = np.sort([float(x[2]) for x in FINISHED.findall(out)])
+            if t.size != len(load):
+                print(f"{kind} htsim_{theirs}: {t.size}/{len(load)} finished")
+                continue
+            ends = t.reshape(-1, per).max(axis=1)
+            steps = np.diff(np.concatenate([[0.0], ends]))
+            print(f"{kind:9s} htsim_{theirs:5s} " + " ".join(f"{x:.1f}" for x in steps), flush=True)
+
+
 def fresh_chains(steps: int = 14, block: int = 250_000):  # type: ignore[no-untyped-def]
     """Chains whose every step is a connection between two hosts of one leaf that no other
     connection touches: chain (j, p) runs step k from host 2p to host 2p + 1 of leaf
@@ -223,6 +266,9 @@ def main() -> int:
     p.add_argument("--cases", default=",".join(CASES))
     p.add_argument("--seeds", type=int, default=10, help="ECMP seeds (0: no ECMP sweep)")
     p.add_argument("--json", help="write every figure to this file")
+    p.add_argument(
+        "--probe-chains", action="store_true", help="only htsim's per-step times of small chains"
+    )
     p.add_argument("--one", nargs=6, help=argparse.SUPPRESS)
     opts = p.parse_args()
     if opts.one:
@@ -239,6 +285,10 @@ def main() -> int:
     from clusterloom.fabric import generate, plan_fabric
     from clusterloom.sim.htsim import write_htsim
 
+    if opts.probe_chains:
+        with tempfile.TemporaryDirectory() as tmp_name:
+            probe_chains(bin_dir, Path(tmp_name))
+        return 0
     topology = generate(plan_fabric(parse_spec(example_text("fat-tree-k16"))))
     record: dict[str, object] = {}
     rows = []
