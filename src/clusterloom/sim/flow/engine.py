@@ -641,12 +641,20 @@ def _water_fill(
 
 
 def _pause_bounds(
-    ent: _I64, hop: _I64, link: _I64, share: _F64, r: _F64, first: _I64, n_ent: int
+    ent: _I64,
+    hop: _I64,
+    link: _I64,
+    nxt: _I64,
+    share: _F64,
+    r: _F64,
+    first: _I64,
+    n_ent: int,
 ) -> tuple[_F64, _I64]:
     """Head-of-line bounds (``_Sim._lossless``): per entity the lowest ``r_A * share_B /
     share_A`` over the paused links it crosses (those before another entity A's bottleneck
-    hop ``first``), and the hop where that bound holds it (``_NEVER``: none). An entity's own
-    pauses do not bound it."""
+    hop ``first``) where its next link differs from A's (blocked behind packets bound for
+    another port; those bound for the same one share it as its inputs do), and the hop where
+    that bound holds it (``_NEVER``: none). An entity's own pauses do not bound it."""
     paused = np.flatnonzero(hop < first[ent])
     bound = np.full(n_ent, np.inf)
     held = np.full(n_ent, _NEVER, dtype=np.int64)
@@ -654,21 +662,19 @@ def _pause_bounds(
         return bound, held
     value = r[paused] / share[paused]
     order = np.lexsort((value, link[paused]))
-    pl, pv, pe = link[paused][order], value[order], ent[paused][order]
+    pl, pv, pn = link[paused][order], value[order], nxt[paused][order]
     head = np.ones(pl.size, dtype=np.bool_)
     head[1:] = pl[1:] != pl[:-1]
     starts = np.flatnonzero(head)
     n_links = int(link.max()) + 1
-    low = np.full(n_links, np.inf)  # the lowest pause value per link and its entity
-    low_e = np.full(n_links, -1, dtype=np.int64)
-    second = np.full(n_links, np.inf)  # the lowest by another entity
+    low = np.full(n_links, np.inf)  # the lowest pause value per link and its next link
+    low_next = np.full(n_links, -2, dtype=np.int64)
     low[pl[starts]] = pv[starts]
-    low_e[pl[starts]] = pe[starts]
-    nxt = starts + 1
-    ok = (nxt < pl.size) & (nxt < np.append(starts[1:], pl.size))
-    second[pl[starts[ok]]] = pv[nxt[ok]]
-    own = low_e[link] == ent
-    limit = np.where(own, second[link], low[link]) * share
+    low_next[pl[starts]] = pn[starts]
+    other = np.full(n_links, np.inf)  # the lowest among pausers bound for another next link
+    differ = pn != low_next[pl]
+    np.minimum.at(other, pl[differ], pv[differ])
+    limit = np.where(nxt == low_next[link], other[link], low[link]) * share
     np.minimum.at(bound, ent, limit)
     hit = np.isfinite(limit) & (limit <= bound[ent] * (1.0 + 1e-12))
     np.minimum.at(held, ent[hit], hop[hit])
@@ -1049,9 +1055,10 @@ class _Sim:
         self.load = None
         self.dirty = False
 
-    def _input_shares(self, data: _B) -> tuple[_I64, _I64, _I64, _F64]:
-        """Per data entry of a lossless entity (``data``): its entity, hop and link, and its
-        share of the link when every input of the link is backlogged (see ``_lossless``)."""
+    def _input_shares(self, data: _B) -> tuple[_I64, _I64, _I64, _I64, _F64]:
+        """Per data entry of a lossless entity (``data``): its entity, hop, link and next link
+        (-1: the receiver), and its share of the link when every input of the link is
+        backlogged (see ``_lossless``)."""
         idx = np.flatnonzero(data)
         ent, hop = self.entry_ent[idx], self.ent_hop[idx]
         order = np.lexsort((hop, ent))
@@ -1061,6 +1068,8 @@ class _Sim:
         same = np.zeros(idx.size, dtype=np.bool_)
         same[1:] = ent[1:] == ent[:-1]
         inp[1:][same[1:]] = link[:-1][same[1:]]
+        nxt = np.full(idx.size, -1, dtype=np.int64)  # the next link, -1: the receiver
+        nxt[:-1][same[1:]] = link[1:][same[1:]]
         share = np.zeros(idx.size)
         prev = np.ones(idx.size)  # the entry's share of its input link (1 at the NIC)
         nl = np.int64(self.n_links + 1)
@@ -1080,7 +1089,7 @@ class _Sim:
             _, per_link = np.unique(links_of_pair, return_inverse=True)
             n_inputs = np.bincount(per_link.reshape(-1))[per_link.reshape(-1)]
             share[at] = prev[at] / total[pair_of] / n_inputs[pair_of]
-        return ent, hop, link, share
+        return ent, hop, link, nxt, share
 
     def _lossless(self, active: _B, keep: _B | None) -> _Fill:
         """Rates of lossless entities (a PFC fabric without congestion control; docs/sim.md,
@@ -1094,8 +1103,9 @@ class _Sim:
           fill is the highest);
         - head-of-line blocking: the links before an entity's bottleneck are paused; a paused
           link carries its entities in proportion to their shares of it, so an entity crossing
-          it is held to ``r_A * share_B / share_A`` of the entity ``A`` that pauses it (the
-          lowest such bound), and the links before that one are paused in turn.
+          it towards another next link is held to ``r_A * share_B / share_A`` of the entity
+          ``A`` that pauses it (the lowest such bound), and the links before that one are
+          paused in turn.
 
         Entities that are not lossless keep weight 1 and no bound."""
         fill = self.fill
@@ -1104,7 +1114,7 @@ class _Sim:
         data = ~self.ent_ctl & lossy[self.entry_ent]
         if keep is not None:
             data &= keep
-        ent, hop, link, share = self._input_shares(data)
+        ent, hop, link, nxt, share = self._input_shares(data)
         n_ent = lossy.shape[0]
         tol = max(1e-6, 2.0 * self.rtol)
         weight = np.ones(n_ent)
@@ -1126,7 +1136,7 @@ class _Sim:
             new_weight = np.ones(n_ent)
             at = (hop == first[ent]) & ~held[ent]
             new_weight[ent[at]] = share[at]
-            new_bound, new_held = _pause_bounds(ent, hop, link, share, r, first, n_ent)
+            new_bound, new_held = _pause_bounds(ent, hop, link, nxt, share, r, first, n_ent)
             same = np.allclose(new_weight, weight, rtol=tol, atol=0.0) and np.allclose(
                 new_bound, bound, rtol=tol, atol=0.0
             )
