@@ -31,6 +31,14 @@ Max-min entities
     flow's rate is capped at ``min(cap[u] / share[u])`` over its units, so no unit ever
     exceeds its cap.
 
+Refinements of the fill
+    ``FlowSet.avoid`` (coupled flows): a bounded shift of the fixed split off paths that
+    cross a congested link, re-filled :data:`AVOID_ROUNDS` times (``_Sim._avoid``).
+    ``FlowSet.lossless`` (split flows): a PFC fabric without congestion control, input-port
+    sharing and head-of-line blocking, re-filled at most :data:`LOSSLESS_ROUNDS` times
+    (``_Sim._lossless``). Both start from the max-min fill at every allocation; docs/sim.md
+    ("Path avoidance", "Lossless fabric") states their assumptions.
+
 Events and time
     A flow is posted at ``max(start_ps, finish + notify_ps of every dependency)``; its bytes
     start moving ``head_ps`` later (a handshake, the wait for a first pull) and its reported
