@@ -1124,7 +1124,7 @@ class _Sim:
             data &= keep
         ent, hop, link, nxt, share = self._input_shares(data)
         n_ent = lossy.shape[0]
-        tol = max(1e-6, 2.0 * self.rtol)
+        tol = max(AVOID_HOT, 2.0 * self.rtol)  # saturated: as for path avoidance
         weight = np.ones(n_ent)
         bound = np.full(n_ent, np.inf)
         held_at = np.full(n_ent, _NEVER, dtype=np.int64)  # the hop where a bound holds it
