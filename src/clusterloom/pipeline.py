@@ -1,7 +1,10 @@
 """Runs the stages that exist, in order, and records what ran (provenance) and how long it took.
 
-Stages today: ``workload`` when the spec has a job, then one ``fabric`` stage per fabric, then
-``placement`` and ``cabling`` when the spec has a site, then, when asked for (``predict=True``)
+Stages today: ``workload`` when the spec has a job, then one ``fabric`` stage per fabric, then,
+when asked for (``step_engine="flow"|"packet"``) and the spec has a job, ``step-time`` (the
+step's scale-out collectives run alone on the designed backend fabric, their times put into the
+workload's step: ``clusterloom.sim.steptime``), then ``placement`` and ``cabling`` when the spec
+has a site, then, when asked for (``predict=True``)
 and the spec has a ``scenario:``, ``predict`` (the scenario on the backend fabric, flow engine,
 ``clusterloom.sim.predict``). A stage
 is a pure function of the spec (and of earlier artifacts); the pipeline only sequences them,
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     from clusterloom.cabling import Cabling
     from clusterloom.placement import Placement
     from clusterloom.sim.predict import Prediction
+    from clusterloom.sim.steptime import SimulatedCalls
     from clusterloom.workload import WorkloadDesign
 
 Progress = Callable[[str], None]
@@ -53,6 +57,9 @@ class Design:
     cabling: Cabling | None = None
     #: the spec's scenario predicted on the backend fabric (``run_design(predict=True)``)
     prediction: Prediction | None = None
+    #: the step's scale-out collective times from a simulator (``step_engine``), which the
+    #: workload's step time reads; None for the analytic model
+    step_calls: SimulatedCalls | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -76,18 +83,25 @@ class Design:
 
 
 def stage_names(
-    spec: ClusterSpec, *, place: bool = True, cable: bool = True, predict: bool = False
+    spec: ClusterSpec,
+    *,
+    place: bool = True,
+    cable: bool = True,
+    predict: bool = False,
+    step_engine: str = "analytic",
 ) -> tuple[str, ...]:
     """The stages ``run_design`` will run for ``spec``, in order (``place=False`` stops after
     the fabrics even when the spec has a site; ``cable=False`` after placement; ``predict``
-    adds the prediction of the spec's scenario, when it has one)."""
+    adds the prediction of the spec's scenario, when it has one; a ``step_engine`` other than
+    ``analytic`` the step time from that engine, when the spec has a job)."""
     workload = ("workload",) if spec.job is not None else ()
     placement: tuple[str, ...] = ("placement",) if spec.site is not None and place else ()
     if placement and cable:
         placement += ("cabling",)
     predicted = ("predict",) if predict and spec.scenario is not None else ()
     fabrics = tuple(f"fabric:{name}" for name in fabric_names(spec))
-    return workload + fabrics + placement + predicted
+    step = ("step-time",) if workload and step_engine != "analytic" else ()
+    return workload + fabrics + step + placement + predicted
 
 
 def run_design(
@@ -97,6 +111,8 @@ def run_design(
     place: bool = True,
     cable: bool = True,
     predict: bool = False,
+    step_engine: str = "analytic",
+    step_transport: str | None = None,
     progress: Progress | None = None,
 ) -> Design:
     """Run every stage for ``spec``. ``progress`` is called with each stage's name as it starts;
@@ -104,14 +120,24 @@ def run_design(
     cabling (``clusterloom place``); ``predict=True`` runs the spec's ``scenario:`` (when it
     has one) on the backend fabric with the flow engine and keeps it as ``Design.prediction``
     (``resolve_scenario`` with no overrides, then ``predict``), with its per-flow results and
-    the upward links' utilisation, for ``write_design`` (``simulation/``) and the report."""
+    the upward links' utilisation, for ``write_design`` (``simulation/``) and the report.
+    ``step_engine="flow"|"packet"`` takes the step's scale-out collective times from that
+    engine on the backend fabric (the scenario's failures and first transport, or
+    ``step_transport``), as ``clusterloom workload --engine`` does; ``Design.step_calls``
+    keeps them."""
+    if step_engine != "analytic" or step_transport is not None:
+        from clusterloom.sim.steptime import check_step_engine
+
+        check_step_engine(step_engine)
     fabrics: list[FabricDesign] = []
     timings: list[tuple[str, float]] = []
     workload = None
     placement = None
     cabling = None
     prediction = None
-    for stage in stage_names(spec, place=place, cable=cable, predict=predict):
+    step_calls = None
+    stages = stage_names(spec, place=place, cable=cable, predict=predict, step_engine=step_engine)
+    for stage in stages:
         if progress is not None:
             progress(stage)
         start = time.perf_counter()
@@ -128,6 +154,14 @@ def run_design(
 
             assert placement is not None
             cabling = cable_links(spec, tuple(fabrics), placement)
+        elif stage == "step-time":
+            from clusterloom.sim.steptime import simulated_workload
+
+            assert workload is not None
+            backend = next(fd for fd in fabrics if fd.name == "backend").topology
+            workload, step_calls = simulated_workload(
+                spec, backend, workload, step_engine, step_transport
+            )
         elif stage == "predict":
             from clusterloom.sim.predict import predict as run_prediction
             from clusterloom.sim.predict import upward_links
@@ -153,4 +187,5 @@ def run_design(
         placement,
         cabling,
         prediction,
+        step_calls,
     )

@@ -192,3 +192,58 @@ def test_plain_progress_estimates_from_the_work_done() -> None:
         "progress: roce-ecmp 75% (25 s elapsed, ~5.0 s left)",
         "progress: roce-ecmp 100% (30 s elapsed, ~0.0 s left)",
     ]
+
+
+def test_packetsim_options_and_their_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    from clusterloom.cli import main
+
+    monkeypatch.setattr(main.out, "width", 200)
+    base = ["packetsim", "--example", "fat-tree-k16", "--hosts", "8", "--size", "64KB"]
+    ok = runner.invoke(
+        app,
+        [
+            *base,
+            *("--transport", "roce-ecmp", "--mtu", "4000", "--queue", "35", "--fail", "none"),
+            *("--option", "ecn=off", "--option", "roce-ecmp.dcqcn=0"),
+            *("--option", "pfc_xoff=15", "--option", "pfc_xon=12"),
+        ],
+    )
+    assert ok.exit_code == 0, ok.output
+    assert "8/8" in ok.output and "failures (from the spec)" not in ok.output
+    bad = runner.invoke(app, [*base, "--option", "roce-ecmp.colour=1"])
+    assert bad.exit_code == 2
+    assert "roce-ecmp.colour" in bad.output and "allowed:" in bad.output and "dcqcn" in bad.output
+    bad = runner.invoke(app, [*base, "--queue", "lots"])
+    assert bad.exit_code == 2 and "--queue" in bad.output and "packets" in bad.output
+    bad = runner.invoke(app, [*base, "--fail", "none", "--fail", "link:1@1us"])
+    assert bad.exit_code == 2 and "--fail none" in bad.output
+
+
+def test_packetsim_says_the_spec_failures_are_applied(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example's scenario fails a spine at 50 us: shown as applied, not silently."""
+    from clusterloom.cli import main
+
+    monkeypatch.setattr(main.out, "width", 200)
+    args = ["packetsim", "--example", "fat-tree-k16", "--hosts", "8", "--size", "64KB"]
+    result = runner.invoke(app, [*args, "--transport", "mrc-spray"])
+    assert result.exit_code == 0, result.output
+    assert "failures (from the spec): switch:1200@50us applied; --fail none" in result.output
+
+
+def test_packetsim_unfinished_flows_exit_3_naming_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run cut off by its time limit (end_us) leaves flows unfinished: exit 3, which and
+    why."""
+    from clusterloom.cli import main
+
+    monkeypatch.setattr(main.out, "width", 200)
+    monkeypatch.setattr(main.err, "width", 200)
+    result = runner.invoke(
+        app,
+        [
+            *("packetsim", "--example", "fat-tree-k16", "--hosts", "8", "--size", "2MB"),
+            *("--transport", "mrc-spray", "--fail", "none", "--option", "end_us=20"),
+        ],
+    )
+    assert result.exit_code == 3, result.output
+    assert "8 of 8 flows did not finish" in result.output
+    assert "still unfinished at the time limit (20.0 us): flow 0 (0->" in result.output

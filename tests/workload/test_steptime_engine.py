@@ -55,3 +55,40 @@ def test_workload_command_takes_an_engine(tmp_path: Path) -> None:
     assert "flow engine, roce-ecmp" in result.output
     bad = runner.invoke(app, ["workload", str(path), "--engine", "htsim"])
     assert bad.exit_code == 2 and "--engine" in bad.output and "htsim" in bad.output
+
+
+def test_design_takes_the_step_time_from_the_same_engine(tmp_path: Path) -> None:
+    """``run_design(step_engine="flow")`` (``design --engine flow``) gives the workload that
+    ``workload --engine flow`` computes; the analytic default leaves the design as it was."""
+    import json
+
+    from clusterloom.cli.main import app
+    from clusterloom.pipeline import run_design, stage_names
+    from clusterloom.sim.steptime import simulated_workload
+
+    spec = parse_spec(SPEC)
+    assert "step-time" not in stage_names(spec)
+    stages = stage_names(spec, step_engine="flow")
+    assert stages.index("step-time") == 1 + sum(s.startswith("fabric:") for s in stages)
+    design = run_design(spec, step_engine="flow")
+    assert design.step_calls is not None and design.step_calls.source == "flow engine, roce-ecmp"
+    alone, _ = simulated_workload(
+        spec, design.fabric("backend").topology, design_workload(spec), "flow"
+    )
+    assert design.workload is not None
+    assert design.workload.timing.step_s == alone.timing.step_s
+    analytic = run_design(spec).workload
+    assert analytic is not None and design.workload.timing.step_s < analytic.timing.step_s
+    path = tmp_path / "job.yaml"
+    path.write_text(SPEC)
+    runner = CliRunner()
+    result = runner.invoke(
+        app, ["design", str(path), "--engine", "flow", "-o", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads((tmp_path / "o" / "workload.json").read_text())
+    assert "flow engine, roce-ecmp" in json.dumps(doc)
+    bad = runner.invoke(app, ["design", str(path), "--engine", "htsim", "-o", str(tmp_path / "b")])
+    assert bad.exit_code == 2 and "--engine" in bad.output and not (tmp_path / "b").exists()
+    lone = runner.invoke(app, ["workload", str(path), "--transport", "mrc-spray"])
+    assert lone.exit_code == 2 and "--transport" in lone.output

@@ -459,6 +459,23 @@ def cable(
 
 
 #: Finding codes of the placement validators (``placement.validate``).
+StepEngineOpt = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="analytic | flow | packet: where the step's scale-out collective times come from "
+        "(flow and packet: each run alone on the designed backend fabric, with the "
+        "scenario's failures)",
+    ),
+]
+StepTransportOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--transport",
+        help="the transport for --engine flow|packet [default: the scenario's first]",
+    ),
+]
+
 _PLACEMENT_CODES = frozenset(
     {"placed-once", "u-overlap", "position", "budget", "hold-back", "contiguity", "spread", "reach"}
 )
@@ -468,21 +485,8 @@ _PLACEMENT_CODES = frozenset(
 def workload(
     spec: SpecArg = None,
     example: ExampleOpt = None,
-    engine: Annotated[
-        str,
-        typer.Option(
-            help="analytic | flow | packet: where the scale-out collectives' times come from "
-            "(flow and packet: each run alone on the designed backend fabric, with the "
-            "scenario's failures)"
-        ),
-    ] = "analytic",
-    transport: Annotated[
-        str | None,
-        typer.Option(
-            "--transport",
-            help="the transport for --engine flow|packet [default: the scenario's first]",
-        ),
-    ] = None,
+    engine: StepEngineOpt = "analytic",
+    transport: StepTransportOpt = None,
 ) -> None:
     """Derive a job's collectives and flows; print the breakdown and the predicted step time."""
 
@@ -494,29 +498,22 @@ def workload(
         cluster = _load(spec, example)
         if cluster.job is None:
             raise SpecError([Problem("job", "this spec has no job section to derive traffic from")])
-        if engine not in ("analytic", "flow", "packet"):
-            raise SpecError(
-                [Problem("--engine", f"unknown engine '{engine}'; use analytic, flow or packet")]
-            )
+        from clusterloom.sim.steptime import check_step_engine
+
+        check_step_engine(engine)
         w = design_workload(cluster)
         missing = None
         if engine != "analytic":
             from clusterloom.fabric import generate, plan_fabric
-            from clusterloom.sim.scenario import resolve_scenario
-            from clusterloom.sim.steptime import simulated_call_times
+            from clusterloom.sim.steptime import simulated_workload
 
-            topology = generate(plan_fabric(cluster))
-            scenario = resolve_scenario(
-                cluster,
-                topology,
-                engine="flow" if engine == "flow" else "packet",
-                transports=[transport] if transport else None,
-            )
             with _progress() as progress:
                 progress.add_task(f"simulating the step's scale-out collectives ({engine})")
-                sims = simulated_call_times(topology, scenario, w)
-            w = design_workload(cluster, sims.seconds, sims.source)
-            missing = sims.incomplete
+                topology = generate(plan_fabric(cluster))
+                w, sims = simulated_workload(cluster, topology, w, engine, transport)
+            missing = sims.incomplete if sims is not None else None
+        elif transport is not None:
+            raise SpecError([Problem("--transport", "goes with --engine flow or packet")])
         render.workload(out, cluster, w)
         if missing and incomplete(err, missing) == EXIT_INCOMPLETE:
             raise typer.Exit(EXIT_INCOMPLETE)
@@ -553,8 +550,8 @@ def simulate(
     fail: Annotated[
         list[str] | None,
         typer.Option(
-            help="KIND:TARGET@START[-END][*FRACTION], e.g. link:17@1ms; repeatable "
-            "[default: the scenario's failures]"
+            help="KIND:TARGET@START[-END][*FRACTION], e.g. link:17@1ms; repeatable; 'none' "
+            "runs without the scenario's failures [default: the scenario's failures]"
         ),
     ] = None,
     option: Annotated[
@@ -613,7 +610,7 @@ def simulate(
 
     def run_all() -> None:
         from clusterloom.cli import render
-        from clusterloom.cli.predicting import predict_into
+        from clusterloom.cli.predicting import predict_into, say_spec_failures
         from clusterloom.cli.progress import reporter
         from clusterloom.fabric import generate, plan_fabric
         from clusterloom.sim.predict import FlowPrediction, predict_sweep
@@ -649,6 +646,7 @@ def simulate(
                 )
             render.sweep(out, rows, sweep_tier, scenario.traffic_kind, flows)
             return
+        say_spec_failures(out, scenario, fail)
         result, target = predict_into(
             err,
             topology,
@@ -690,6 +688,8 @@ def design(
             help="also write flows.npz, every flow of a step (large: 187 MB for rail-16k)",
         ),
     ] = False,
+    engine: StepEngineOpt = "analytic",
+    transport: StepTransportOpt = None,
 ) -> None:
     """Run every stage and write the artifacts and report.html to the output directory."""
 
@@ -699,14 +699,20 @@ def design(
         from clusterloom.write import write_design
 
         cluster = _load(spec, example)
-        stages = stage_names(cluster, predict=True)
+        stages = stage_names(cluster, predict=True, step_engine=engine)
         with _writing(output, cluster, force) as target, _progress() as progress:
             task = progress.add_task("design", total=len(stages) + 1)
 
             def step(stage: str) -> None:
                 progress.update(task, description=stage, advance=0 if stage == stages[0] else 1)
 
-            result = run_design(cluster, predict=True, progress=step)
+            result = run_design(
+                cluster,
+                predict=True,
+                step_engine=engine,
+                step_transport=transport,
+                progress=step,
+            )
             progress.update(task, description="writing artifacts", advance=1)
             written = write_design(result, target.staging, flows=flows)
         render.design_summary(out, result)
@@ -720,10 +726,14 @@ def design(
             )
         render.timings(out, result)
         _wrote(written, target)
-        if predicted is not None:
-            summaries = (c.summary for c in predicted.compared)
-            if incomplete(err, ((s.transport, s.finished, s.flows) for s in summaries)):
-                raise typer.Exit(EXIT_INCOMPLETE)
+        runs = [
+            (c.summary.transport, c.summary.finished, c.summary.flows)
+            for c in (predicted.compared if predicted is not None else ())
+        ]
+        if result.step_calls is not None:
+            runs += list(result.step_calls.incomplete)
+        if incomplete(err, runs):
+            raise typer.Exit(EXIT_INCOMPLETE)
         return result
 
     result = _guard(run)

@@ -62,7 +62,11 @@ def register(
             ),
         ] = None,
         fail: Annotated[
-            list[str] | None, typer.Option(help="KIND:TARGET@START[-END][*FRACTION]; repeatable")
+            list[str] | None,
+            typer.Option(
+                help="KIND:TARGET@START[-END][*FRACTION]; repeatable; 'none' runs without the "
+                "spec's failures [default: the spec's scenario failures]"
+            ),
         ] = None,
         hosts: Annotated[int | None, typer.Option(help="hosts taking part")] = None,
         seed: Annotated[
@@ -71,6 +75,24 @@ def register(
         crossval: Annotated[
             bool, typer.Option(help="also run the flow-level engine and compare completion times")
         ] = False,
+        mtu: Annotated[
+            int | None,
+            typer.Option(help="payload bytes of a full packet [default: the scenario's, or 4096]"),
+        ] = None,
+        queue: Annotated[
+            str | None,
+            typer.Option(
+                help="data buffer per switch port: packets (35) or bytes with a unit (140000B, "
+                "512KiB) [default: the transport's, else 512KiB]"
+            ),
+        ] = None,
+        option: Annotated[
+            list[str] | None,
+            typer.Option(
+                help="KEY=VALUE engine-wide (ecn=off, pfc_xoff=15) or TRANSPORT.KEY=VALUE "
+                "(roce-ecmp.dcqcn=0); repeatable; docs/packet.md lists the keys"
+            ),
+        ] = None,
         output: Annotated[
             str | None,
             typer.Option(
@@ -101,7 +123,7 @@ def register(
         Options left out come from the spec's ``scenario`` section, then from the defaults."""
 
         def run() -> None:
-            from clusterloom.cli.predicting import predict_into
+            from clusterloom.cli.predicting import predict_into, say_spec_failures
             from clusterloom.fabric import generate, plan_fabric
             from clusterloom.sim.predict import PacketPrediction
             from clusterloom.sim.scenario import resolve_scenario
@@ -118,7 +140,11 @@ def register(
                 failures=fail,
                 hosts=hosts,
                 seed=seed,
+                options=option or (),
+                mtu=mtu,
+                queue=queue,
             )
+            say_spec_failures(out, scenario, fail)
             result, target = predict_into(
                 err,
                 topology,
@@ -137,7 +163,8 @@ def register(
             assert scenario.traffic is not None
             flows = len(scenario.traffic)
             runs = ((o.name, o.result.finished, flows) for o in result.outcomes)
-            if incomplete(err, runs) == EXIT_INCOMPLETE:
+            why = {o.name: o.result.unfinished for o in result.outcomes}
+            if incomplete(err, runs, why) == EXIT_INCOMPLETE:
                 raise typer.Exit(EXIT_INCOMPLETE)
 
         guard(run)

@@ -22,6 +22,20 @@ if TYPE_CHECKING:
 Writing = Callable[[str, "ClusterSpec", bool], AbstractContextManager["OutputRun"]]
 
 
+def say_spec_failures(out: Console, scenario: Scenario, given: list[str] | None) -> None:
+    """Say that the spec's ``scenario:`` failures are applied when the command line gave none,
+    and how to run without them (``--fail none``)."""
+    from clusterloom.cli.contract import say
+
+    if given is None and scenario.failure_texts:
+        say(
+            out,
+            "failures (from the spec)",
+            "bold yellow",
+            f"{', '.join(scenario.failure_texts)} applied; --fail none runs without them",
+        )
+
+
 def predict_into(
     err: Console,
     topology: Topology,

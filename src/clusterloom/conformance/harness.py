@@ -23,6 +23,7 @@ from clusterloom.conformance.trace import Trace
 from clusterloom.errors import ClusterloomError, Problem
 from clusterloom.sim.packet.base import Connection, ConnSpec
 from clusterloom.sim.packet.engine import DATA, Packet, PacketConfig, PacketSim
+from clusterloom.sim.packet.run import config_for
 from clusterloom.units import PS_PER_US
 
 __all__ = [
@@ -265,16 +266,7 @@ class PacketImplementation:
         from clusterloom.sim.packet.transports import set_receiver_rate
 
         topo = small_fabric(scenario.hosts, planes=scenario.planes, radix=scenario.radix)
-        cfg = PacketConfig(max_time_ps=scenario.duration_ps)
-        cfg = replace(cfg, pfc=self.cls.wants_pfc, trimming=self.cls.wants_trimming)
-        if self.cls.wants_buffer_bytes is not None:
-            b = self.cls.wants_buffer_bytes
-            cfg = replace(
-                cfg,
-                buffer_bytes=b,
-                ecn_kmin=min(cfg.ecn_kmin, b // 2),
-                ecn_kmax=min(cfg.ecn_kmax, b),
-            )
+        cfg = config_for(self.cls, PacketConfig(max_time_ps=scenario.duration_ps))
         cfg = replace(cfg, **dict(scenario.config))
         trace = Trace()
         sim = PacketSim(topo, cfg, seed=0, tracer=trace)

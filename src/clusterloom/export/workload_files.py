@@ -52,6 +52,7 @@ def workload_document(design: Design) -> dict[str, Any]:
             "schedule": t.schedule,
             "virtual_stages": t.virtual_stages,
             "stage_layers": list(t.stage_layers),
+            "communication_source": t.comm_source,
         },
         "memory_bytes_peak_stage": {
             "stage": w.memory.peak.stage,

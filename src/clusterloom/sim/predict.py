@@ -249,6 +249,7 @@ def _predict_packet(
     topology: Topology, scenario: Scenario, say: Progress, crossval: bool, keep_runs: bool
 ) -> PacketPrediction:
     from clusterloom.sim.flow.run import compare
+    from clusterloom.sim.packet.options import config_from, split_options
     from clusterloom.sim.packet.run import run_packets
     from clusterloom.sim.paths import build_router
     from clusterloom.sim.registry import REGISTRY
@@ -259,7 +260,8 @@ def _predict_packet(
     outcomes, runs = [], []
     for name in scenario.transports:
         say(Step(name, note=f"{len(load):,} flows, packet level"))
-        opts = scenario.options_of(name)
+        knobs, opts = split_options(scenario.options_of(name))
+        cfg = config_from({**dict(scenario.packet), **knobs})
         r = run_packets(
             topology,
             load,
@@ -267,6 +269,7 @@ def _predict_packet(
             scenario.failures,
             seed=scenario.seed,
             options=opts or None,
+            config=cfg,
             progress=_measured(say, name),
         )
         fct = r.fct_ps[r.finish_ps >= 0]

@@ -8,9 +8,13 @@ options merge key by key (the spec's, then the overrides'). The result, :class:`
 frozen and printable and is written next to every result as ``scenario.json``, so a run can be
 reproduced from its output alone.
 
+Packet-engine options (``mtu``, ``queue``, ``KEY=VALUE`` engine-wide or ``TRANSPORT.KEY=VALUE``,
+:mod:`clusterloom.sim.packet.options`) come from the spec's ``scenario.packet`` section, then
+the overrides, key by key; they are resolved to numbers (sizes in bytes) and recorded.
+
 Refused, with a field path and what would be valid (``SpecError``): a transport the engine does
-not implement, an option a chosen transport does not take, a failure naming a link or switch the
-topology does not have, traffic that does not fit the fabric.
+not implement, an option a chosen transport does not take (or a value out of its range), a
+failure naming a link or switch the topology does not have, traffic that does not fit the fabric.
 """
 
 from __future__ import annotations
@@ -66,6 +70,9 @@ class Scenario:
     failure_texts: tuple[str, ...]
     options: Options = ()
     rtol: float = DEFAULT_RTOL
+    #: the packet engine's engine-wide options (``mtu``, ``queue``... resolved, sizes in bytes);
+    #: a transport's own engine-wide keys (``receiver-driven.queue``) are in ``options``
+    packet: tuple[tuple[str, float], ...] = ()
     failures: tuple[Failure, ...] = field(default=(), compare=False, repr=False)
     traffic: Traffic | None = field(default=None, compare=False, repr=False)
 
@@ -87,6 +94,7 @@ class Scenario:
             "transport_options": {n: dict(o) for n, o in self.options},
             "failures": list(self.failure_texts),
             "rtol": self.rtol,
+            "packet_options": dict(self.packet),
         }
 
     def to_json(self) -> str:
@@ -99,6 +107,7 @@ class Scenario:
             f"{'' if self.hosts is None else f' on {self.hosts} hosts'}, seed {self.seed}, "
             f"transports {', '.join(self.transports)}"
             + (f" ({opts})" if opts else "")
+            + (", packet " + ", ".join(f"{k}={v:g}" for k, v in self.packet) if self.packet else "")
             + (f", failures {', '.join(self.failure_texts)}" if self.failure_texts else "")
         )
 
@@ -116,12 +125,17 @@ def resolve_scenario(
     hosts: int | None = None,
     seed: int | None = None,
     rtol: float = DEFAULT_RTOL,
+    mtu: int | None = None,
+    queue: str | None = None,
 ) -> Scenario:
     """The scenario to run on ``topology`` (generated from ``spec``'s backend fabric).
 
     Every keyword is an override; ``None`` (or ``()`` for ``options``) takes the spec's
     ``scenario:`` value, then the default. ``options`` are ``TRANSPORT.KEY=VALUE`` texts
-    (``mrc-spray.evs=16``); ``failures`` are ``KIND:TARGET@START[-END][*FRACTION]`` texts.
+    (``mrc-spray.evs=16``), for the packet engine also engine-wide ``KEY=VALUE`` (``ecn=off``);
+    ``mtu`` (payload bytes) and ``queue`` (packets, or bytes with a unit) are the packet
+    engine's; ``failures`` are ``KIND:TARGET@START[-END][*FRACTION]`` texts, or ``["none"]``
+    to run without the spec's.
     """
     from clusterloom.sim.failures import parse_failure, parse_size
 
@@ -133,13 +147,33 @@ def resolve_scenario(
         or ((f"htsim:{sc.htsim_file}" if sc.traffic == "htsim" else sc.traffic) if sc else None)
         or DEFAULT_TRAFFIC
     )
-    merged = merge_options(sc.transport_options if sc else {}, list(options), engine)
     names = _transports(transports, sc.transports if sc else None, engine)
-    _check_options(merged, names, engine)
+    packet: dict[str, float] = {}
+    if engine == "packet":
+        from clusterloom.sim.packet.options import packet_options
+
+        packet, merged = packet_options(
+            sc.packet if sc else None,
+            sc.transport_options if sc else {},
+            list(options),
+            names,
+            mtu=mtu,
+            queue=queue,
+        )
+    else:
+        if mtu is not None or queue is not None:
+            where = "--mtu" if mtu is not None else "--queue"
+            raise SpecError([Problem(where, "is an option of the packet engine (packetsim)")])
+        merged = merge_options(sc.transport_options if sc else {}, list(options), engine)
+        _check_options(merged, names, engine)
     the_seed = seed if seed is not None else (sc.seed if sc else 0)
     size_text = size or (sc.size if sc else DEFAULT_SIZE)
     nbytes = parse_size(size_text)
     texts = tuple(failures if failures is not None else (sc.failures if sc else ()))
+    if failures is not None and "none" in [f.strip() for f in failures]:
+        if len(failures) > 1:
+            raise SpecError([Problem("--fail none", "runs without failures: give it alone")])
+        texts = ()  # the spec's failures turned off
     parsed = tuple(parse_failure(f, topology) for f in texts)
     load = build_traffic(spec, kind, nbytes, hosts, the_seed, topology.plan.hosts)
     return Scenario(
@@ -155,6 +189,7 @@ def resolve_scenario(
             (n, tuple(sorted(o.items()))) for n, o in sorted(merged.items()) if n in names and o
         ),
         rtol=rtol,
+        packet=tuple(sorted(packet.items())),
         failures=parsed,
         traffic=load,
     )

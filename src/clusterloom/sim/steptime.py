@@ -15,16 +15,27 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from clusterloom.errors import Problem, SpecError
 from clusterloom.fabric.topology import Topology
 from clusterloom.sim.predict import FlowPrediction, predict
-from clusterloom.sim.scenario import Scenario
+from clusterloom.sim.scenario import Scenario, resolve_scenario
 from clusterloom.sim.traffic import from_step_flows
+from clusterloom.spec import ClusterSpec
 from clusterloom.units import PS_PER_S
 from clusterloom.workload.flows import StepFlows
 from clusterloom.workload.ops import LinkClass
 from clusterloom.workload.stage import WorkloadDesign
 
-__all__ = ["SimulatedCalls", "simulated_call_times"]
+__all__ = [
+    "STEP_ENGINES",
+    "SimulatedCalls",
+    "check_step_engine",
+    "simulated_call_times",
+    "simulated_workload",
+]
+
+#: where a step's scale-out collective times come from
+STEP_ENGINES = ("analytic", "flow", "packet")
 
 
 @dataclass(frozen=True)
@@ -87,3 +98,37 @@ def simulated_call_times(
             incomplete.append((op.name, finished, total))
         seconds[i] = makespan / PS_PER_S
     return SimulatedCalls(seconds, f"{scenario.engine} engine, {transport}", tuple(incomplete))
+
+
+def check_step_engine(engine: str) -> None:
+    """Refuse an engine name that is not one of :data:`STEP_ENGINES` (``--engine``)."""
+    if engine not in STEP_ENGINES:
+        known = ", ".join(STEP_ENGINES)
+        raise SpecError([Problem("--engine", f"unknown engine '{engine}'; use {known}")])
+
+
+def simulated_workload(
+    spec: ClusterSpec,
+    topology: Topology,
+    w: WorkloadDesign,
+    engine: str,
+    transport: str | None = None,
+) -> tuple[WorkloadDesign, SimulatedCalls | None]:
+    """The workload of ``spec`` with its scale-out collective times from ``engine``
+    (``analytic``: ``w`` itself; ``flow`` or ``packet``: each collective run alone on
+    ``topology``, the backend fabric, under the spec's scenario with its failures and its first
+    transport, or ``transport``). ``clusterloom workload --engine`` and ``design --engine``
+    both come here."""
+    from clusterloom.workload import design_workload
+
+    check_step_engine(engine)
+    if engine == "analytic":
+        return w, None
+    scenario = resolve_scenario(
+        spec,
+        topology,
+        engine="flow" if engine == "flow" else "packet",
+        transports=[transport] if transport else None,
+    )
+    sims = simulated_call_times(topology, scenario, w)
+    return design_workload(spec, sims.seconds, sims.source), sims

@@ -13,6 +13,12 @@
         roce-ecmp: {qps: 4, reroute_s: 1.0}
         mrc-spray: {evs: 128, detect_s: 20e-6}
         receiver-driven: {loss: 0.01}
+      packet:                   # the packet engine's (clusterloom.sim.packet.options)
+        mtu: 4000               # payload bytes of a full packet
+        queue: 35               # per switch port: packets, or bytes with a unit (140000B)
+        options: {ecn: off, pfc_xoff: 15, pfc_xon: 12}
+        transport_options:
+          roce-ecmp: {dcqcn: 0, ack_every: 1}
 
 The model checks shapes only; :func:`scenario_problems` checks the content that needs the
 simulator's vocabulary (transport names and options, failure and size syntax) without a
@@ -23,7 +29,7 @@ The simulator is imported inside the function, so loading a spec does not import
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -32,6 +38,7 @@ from clusterloom.spec._base import SpecModel
 
 __all__ = [
     "TRAFFIC_KINDS",
+    "PacketScenarioSpec",
     "ScenarioSpec",
     "TrafficKind",
     "failure_problems",
@@ -47,6 +54,26 @@ TRAFFIC_KINDS: tuple[TrafficKind, ...] = (
     "step",
     "htsim",
 )
+
+
+#: a packet-engine option's value: a number, on/off, or a size text (35pkt, 140000B, 64KiB)
+PacketValue = bool | int | float | Annotated[str, Field(min_length=1, max_length=32)]
+#: at most this many keys per options mapping (there are fewer valid keys than this)
+MAX_PACKET_KEYS = 64
+
+
+class PacketScenarioSpec(SpecModel):
+    """The packet engine's options (``clusterloom.sim.packet.options``): checked for their
+    keys, types and ranges by :func:`scenario_problems`."""
+
+    mtu: int | None = Field(default=None, ge=64, le=65_536, description="payload bytes")
+    queue: int | Annotated[str, Field(min_length=1, max_length=32)] | None = Field(
+        default=None, description="data buffer per switch port: packets, or bytes with a unit"
+    )
+    options: dict[str, PacketValue] = Field(default_factory=dict, max_length=MAX_PACKET_KEYS)
+    transport_options: dict[str, dict[str, PacketValue]] = Field(
+        default_factory=dict, max_length=16
+    )
 
 
 class ScenarioSpec(SpecModel):
@@ -65,6 +92,7 @@ class ScenarioSpec(SpecModel):
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     failures: tuple[str, ...] = ()
     transport_options: dict[str, dict[str, float]] = Field(default_factory=dict)
+    packet: PacketScenarioSpec | None = None
 
 
 def failure_problems(text: str, where: str) -> list[Problem]:
@@ -191,16 +219,46 @@ def scenario_problems(scenario: ScenarioSpec, base: str = "scenario") -> list[Pr
             out += _packet_option_problems(name, options, where)
         else:
             out += option_problems(name, options, where)
+    if scenario.packet is not None:
+        out += _packet_section_problems(scenario, base)
     return out
 
 
-def _packet_option_problems(name: str, options: dict[str, float], where: str) -> list[Problem]:
-    """Options of a transport only the packet engine implements: the keys it takes."""
-    from clusterloom.sim.packet.transports import transport_class
+def _packet_section_problems(scenario: ScenarioSpec, base: str) -> list[Problem]:
+    """Keys, types and ranges of the ``packet`` section (without a topology: the same checks
+    as ``resolve_scenario``, on every transport the section names)."""
+    from clusterloom.sim.packet.options import packet_options
+    from clusterloom.sim.registry import REGISTRY, implemented_by
 
-    allowed = transport_class(name).defaults
-    return [
-        Problem(f"{where}.{key}", f"unknown option of {name}; allowed: {', '.join(allowed)}")
-        for key in options
-        if key not in allowed
+    assert scenario.packet is not None
+    names = [
+        n
+        for n in scenario.packet.transport_options
+        if n in REGISTRY and "packet" in REGISTRY[n].engines
     ]
+    try:
+        packet_options(
+            scenario.packet,
+            scenario.transport_options,
+            [],
+            names or list(implemented_by("packet"))[:1],
+        )
+    except SpecError as exc:
+        return [
+            Problem(p.where.replace("scenario.", f"{base}.", 1), p.message) for p in exc.problems
+        ]
+    return []
+
+
+def _packet_option_problems(name: str, options: dict[str, float], where: str) -> list[Problem]:
+    """Options of a transport only the packet engine implements: its keys, types and ranges."""
+    from clusterloom.sim.packet.engine import PacketConfig
+    from clusterloom.sim.packet.options import check_transport_option
+
+    out: list[Problem] = []
+    for key, value in options.items():
+        try:
+            check_transport_option(name, key, value, f"{where}.{key}", PacketConfig().packet_bytes)
+        except SpecError as exc:
+            out += exc.problems
+    return out

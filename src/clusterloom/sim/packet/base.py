@@ -13,15 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import ClassVar, Literal, Protocol
 
 import numpy as np
 
-from clusterloom.sim.packet.engine import ACK, DATA, PROBE, Packet, PacketSim
+from clusterloom.sim.packet.engine import ACK, DATA, PROBE, Endpoint, Packet, PacketSim
 from clusterloom.sim.paths import splitmix64
 from clusterloom.units import gbps, tx_ps
 
-__all__ = ["ConnSpec", "Connection", "Transport"]
+#: the type of a transport option (``clusterloom.sim.packet.options``): a switch, a whole
+#: number, a number, a queue size (packets or bytes), bytes
+OptionKind = Literal["bool", "int", "float", "size", "bytes"]
+
+__all__ = ["ConnSpec", "Connection", "OptionKind", "Transport"]
 
 
 def _mix(x: int) -> int:
@@ -94,8 +98,13 @@ class Connection:
     wants_trimming: ClassVar[bool] = False
     #: the data buffer per switch port the transport is designed for (None: the default)
     wants_buffer_bytes: ClassVar[int | None] = None
+    #: the same in full packets (MTU plus header) of the run; wins over wants_buffer_bytes
+    wants_buffer_packets: ClassVar[int | None] = None
     #: options and their defaults; ConnSpec.options overrides them
     defaults: ClassVar[dict[str, float]] = {}
+    #: each option's type and closed range, checked where options are given
+    #: (:mod:`clusterloom.sim.packet.options`); an option not listed is a float >= 0
+    option_types: ClassVar[dict[str, tuple[OptionKind, float, float]]] = {}
 
     def __init__(
         self,
@@ -152,6 +161,7 @@ class Connection:
         self.retransmissions = 0
         self.sender_done_ps = -1
         self.failed = False
+        self.started = False  # set when the run starts it (its dependencies have ended)
         self.ports = sim.ports_per_host
         self.on_finish: Callable[[Connection], None] | None = None
         tr = sim.tracer
@@ -169,6 +179,17 @@ class Connection:
         """(src, dst, port, ev, source_route) of every path the connection will use, so that
         the engine computes them in one vectorized call before the run (others on demand)."""
         return []
+
+    def compact(self) -> None:
+        """Both ends are done (the receiver completed, the sender saw every acknowledgement):
+        release state only a sender with data to send reads. The connection still answers late
+        packets exactly as before. Transports with per-path sender state override it."""
+
+    def retired(self) -> Endpoint | None:
+        """Both ends are done: an endpoint, much smaller than the connection, that answers its
+        late packets exactly as it would (its timers all end at once then), or None to keep
+        the connection. Not used under a tracer (it would not see the late packets' effects)."""
+        return None
 
     def on_timer(self, token: int, now: int) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -272,7 +293,8 @@ class Connection:
     def base_rtt_ps(self, port: int = 0, ev: int = 0) -> int:
         """Round trip of a full packet and its ACK on an idle path (no queueing)."""
         sim = self.sim
-        fwd = sim.path(self.src, self.dst, port, ev) or ()
+        # on the healthy fabric (a connection made after a failure keeps the same RTT)
+        fwd = sim.path(self.src, self.dst, port, ev, static=True, keep=False) or ()
         rate = sim.base_rate[fwd[0]] if fwd else gbps(100)
         hops = len(fwd) or 2
         one = sum(sim.prop[d] for d in fwd) if fwd else 0

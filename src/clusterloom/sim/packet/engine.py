@@ -42,7 +42,7 @@ Model (every assumption here is also listed in ``docs/packet.md``):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain
 from typing import Any, Protocol
 
@@ -130,37 +130,72 @@ class PacketSimError(ClusterloomError, ValueError):
 
 @dataclass(frozen=True)
 class PacketConfig:
-    """Switch and packet parameters of a run (module docstring: the model)."""
+    """Switch and packet parameters of a run (module docstring: the model).
+
+    ``buffer_bytes``, ``ecn_kmin``, ``ecn_kmax``, ``pfc`` and ``trimming`` default to None: the
+    transport's choice (:func:`clusterloom.sim.packet.options.config_for`: PFC for ``roce-ecmp``,
+    trimming and 12-packet queues for ``receiver-driven``), else the engine's (512 KiB, marking
+    from 64 to 256 KiB or half to all of a smaller buffer, no PFC, no trimming). A field given
+    is kept, so ``PacketConfig(mtu=4000)`` changes the MTU and nothing else."""
 
     mtu: int = 4096  # payload bytes of a full data packet
     header: int = 64  # bytes of every header (a control packet, a trimmed packet)
-    buffer_bytes: int = 512 * 1024  # data FIFO per switch output port
+    buffer_bytes: int | None = None  # data FIFO per switch output port (None: 512 KiB)
     control_buffer_bytes: int = 64 * 1024
-    ecn_kmin: int = 64 * 1024
-    ecn_kmax: int = 256 * 1024
+    ecn_kmin: int | None = None  # None: min(64 KiB, buffer / 2)
+    ecn_kmax: int | None = None  # None: min(256 KiB, buffer)
     ecn: bool = True
-    trimming: bool = False
-    pfc: bool = False
+    trimming: bool | None = None
+    pfc: bool | None = None
     pfc_xoff: int = 256 * 1024
     pfc_xon: int = 128 * 1024
     reroute_ps: int = PS_PER_S  # routing reconvergence after a hard failure or a repair
     max_time_ps: int = 10 * PS_PER_S
 
+    @property
+    def packet_bytes(self) -> int:
+        """Bytes on the wire of a full data packet (a queue size "in packets" counts these)."""
+        return self.mtu + self.header
+
+    def resolved(self) -> PacketConfig:
+        """Every None field at the engine's default (what :class:`PacketSim` runs)."""
+        buf = DEFAULT_BUFFER_BYTES if self.buffer_bytes is None else self.buffer_bytes
+        return replace(
+            self,
+            buffer_bytes=buf,
+            ecn_kmin=min(64 * 1024, buf // 2) if self.ecn_kmin is None else self.ecn_kmin,
+            ecn_kmax=min(256 * 1024, buf) if self.ecn_kmax is None else self.ecn_kmax,
+            pfc=bool(self.pfc),
+            trimming=bool(self.trimming),
+        )
+
     def problems(self) -> list[str]:
+        cfg = self.resolved()
+        assert cfg.buffer_bytes is not None and cfg.ecn_kmin is not None
+        assert cfg.ecn_kmax is not None
         out = []
-        if self.mtu <= 0 or self.header <= 0:
-            out.append(f"mtu and header must be positive, got {self.mtu} and {self.header}")
-        if self.mtu + self.header > 1 << 20:  # the compiled loop computes bits * 10^12 in int64
-            out.append(f"mtu plus header is at most 1 MiB, got {self.mtu + self.header}")
-        if self.buffer_bytes < self.mtu + self.header:
-            out.append(f"buffer_bytes {self.buffer_bytes} holds not even one packet")
-        if not 0 <= self.ecn_kmin <= self.ecn_kmax:
-            out.append(f"need 0 <= ecn_kmin <= ecn_kmax, got {self.ecn_kmin}, {self.ecn_kmax}")
-        if self.pfc and not 0 < self.pfc_xon <= self.pfc_xoff:
-            out.append(f"need 0 < pfc_xon <= pfc_xoff, got {self.pfc_xon}, {self.pfc_xoff}")
-        if self.pfc and self.trimming:
+        if cfg.mtu <= 0 or cfg.header <= 0:
+            out.append(f"mtu and header must be positive, got {cfg.mtu} and {cfg.header}")
+        if cfg.mtu + cfg.header > 1 << 20:  # the compiled loop computes bits * 10^12 in int64
+            out.append(f"mtu plus header is at most 1 MiB, got {cfg.mtu + cfg.header}")
+        if cfg.buffer_bytes < cfg.mtu + cfg.header:
+            out.append(f"buffer_bytes {cfg.buffer_bytes} holds not even one packet")
+        if cfg.control_buffer_bytes < cfg.header:
+            out.append(f"control_buffer_bytes {cfg.control_buffer_bytes} holds not one header")
+        if not 0 <= cfg.ecn_kmin <= cfg.ecn_kmax:
+            out.append(f"need 0 <= ecn_kmin <= ecn_kmax, got {cfg.ecn_kmin}, {cfg.ecn_kmax}")
+        if cfg.pfc and not 0 < cfg.pfc_xon <= cfg.pfc_xoff:
+            out.append(f"need 0 < pfc_xon <= pfc_xoff, got {cfg.pfc_xon}, {cfg.pfc_xoff}")
+        if cfg.pfc and cfg.trimming:
             out.append("pfc (lossless) and trimming exclude each other")
         return out
+
+
+#: keys computed per vectorized call of :meth:`PacketSim.prefetch`
+PREFETCH_CHUNK = 16_384
+
+#: the data buffer of a switch port when neither the run nor the transport sets one
+DEFAULT_BUFFER_BYTES = 512 * 1024
 
 
 class Packet:
@@ -252,6 +287,19 @@ class Endpoint(Protocol):
         ...
 
 
+class _Absorb:
+    """The endpoint of a connection id not (or no longer) in use: packets and timers vanish."""
+
+    def on_packet(self, pkt: Packet, now: int) -> None:
+        return
+
+    def on_timer(self, token: int, now: int) -> None:
+        return
+
+
+ABSORB = _Absorb()
+
+
 class Tracer(Protocol):
     def packet(self, now: int, where: str, host: int, pkt: Packet) -> None: ...
 
@@ -293,10 +341,11 @@ class PacketSim:
         router: Router | None = None,
         tracer: Tracer | None = None,
     ) -> None:
-        self.cfg = cfg = config or PacketConfig()
-        bad = cfg.problems()
+        bad = (config or PacketConfig()).problems()
         if bad:
             raise PacketSimError("; ".join(bad))
+        self.cfg = cfg = (config or PacketConfig()).resolved()
+        assert cfg.buffer_bytes is not None and cfg.ecn_kmin is not None
         self.topology = t = topology
         self.router = router or build_router(t)
         self.seed = seed
@@ -333,15 +382,17 @@ class PacketSim:
         c[C_NHOSTS] = self.n_hosts
         c[C_HEADER] = cfg.header
         c[C_CTRL] = cfg.control_buffer_bytes
-        c[C_KMIN], c[C_KMAX], c[C_ECN] = cfg.ecn_kmin, cfg.ecn_kmax, cfg.ecn
-        c[C_TRIMMING], c[C_PFC] = cfg.trimming, cfg.pfc
+        c[C_KMIN], c[C_KMAX], c[C_ECN] = cfg.ecn_kmin, cfg.ecn_kmax or 0, cfg.ecn
+        c[C_TRIMMING], c[C_PFC] = bool(cfg.trimming), bool(cfg.pfc)
         c[C_XOFF], c[C_XON] = cfg.pfc_xoff, cfg.pfc_xon
         c[C_RNGKEY] = rng_key(seed)
         c[C_TRACE] = tracer is not None
         self._trace = np.zeros((64, 4), dtype=np.int64)
         self._rl = np.zeros(1024, dtype=np.int64)  # the links of every route, back to back
         self._rl_used = 0
-        self._route_at: dict[tuple[int, ...], int] = {}  # a route's offset in _rl
+        #: each route once: its links (the one tuple every key of it shares) and offset in _rl
+        self._route_at: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = {}
+        self._link_ints: list[int] = list(range(n))  # the routes' links share these objects
         #: commands for the data plane (CMD_COLS integers each), applied at the next step
         self._cm = np.zeros((256, CMD_COLS), dtype=np.int64)
         self._grown = 0  # counts reallocations of the arrays above (the run loop keeps them)
@@ -372,6 +423,12 @@ class PacketSim:
     def events(self) -> int:
         """Events run so far."""
         return int(self._s[S_EVENTS])
+
+    @property
+    def pending_events(self) -> int:
+        """Events scheduled and not yet run (after a run: nonzero when it stopped at its time
+        limit or on ``stop()``, not for lack of events)."""
+        return int(self._s[S_HN]) + self._n_cm
 
     @property
     def stats(self) -> NetStats:
@@ -424,6 +481,20 @@ class PacketSim:
         self.conns.append(conn)
         return len(self.conns) - 1
 
+    def reserve(self, n: int) -> int:
+        """Reserve ``n`` connection ids (for connections made later); returns the first. Until
+        made, an id absorbs timers (no packet can carry it)."""
+        first = len(self.conns)
+        self.conns.extend([ABSORB] * n)
+        return first
+
+    def forget(self, keys: Iterable[tuple[int, int, int, int, bool]]) -> None:
+        """Drop the cached paths of (src, dst, port, ev, source_route) keys (a connection that
+        is done); a path asked for again is computed again, the same."""
+        ecmp, static = self._ecmp, self._static
+        for key in keys:
+            (static if key[4] else ecmp).pop(key[:4], None)
+
     # -- paths -------------------------------------------------------------------------------
 
     def _compute(self, keys: Sequence[tuple[int, int, int, int]], static: bool) -> None:
@@ -459,18 +530,21 @@ class PacketSim:
             for i, row in enumerate(rows.tolist()):
                 paths[i] = tuple(x for x in row if x >= 0) or None
         route_at = self._route_at
+        link_ints = self._link_ints
         start = used = self._rl_used
         new: list[tuple[int, ...]] = []
+        none: tuple[None, int] = (None, -1)
         for key, links in zip(keys, paths, strict=True):
             if links is None:
-                table[key] = (None, -1)
+                table[key] = none
                 continue
-            at = route_at.get(links)
-            if at is None:
-                at = route_at[links] = used
+            entry = route_at.get(links)
+            if entry is None:  # keys of one route share its entry (hundreds of bytes each)
+                links = tuple(map(link_ints.__getitem__, links))  # one int object per link
+                entry = route_at[links] = (links, used)
                 used += len(links)
                 new.append(links)
-            table[key] = (links, at)
+            table[key] = entry
         if new:
             if used > len(self._rl):
                 grown = np.zeros(max(2 * len(self._rl), used), dtype=np.int64)
@@ -484,19 +558,21 @@ class PacketSim:
         """Compute the paths of (src, dst, port, ev) keys in one vectorized call."""
         table = self._static if static else self._ecmp
         todo = list(dict.fromkeys(k for k in keys if k not in table))
-        self._compute(todo, static)
+        for i in range(0, len(todo), PREFETCH_CHUNK):  # bounds the temporaries' memory
+            self._compute(todo[i : i + PREFETCH_CHUNK], static)
 
     def path(
-        self, src: int, dst: int, port: int, ev: int, static: bool = False
+        self, src: int, dst: int, port: int, ev: int, static: bool = False, *, keep: bool = True
     ) -> tuple[int, ...] | None:
         """Directed links from ``src`` to ``dst`` through host port ``port`` for entropy ``ev``:
         the ECMP path under the current routing view, or (``static``) the source route fixed on
-        the healthy fabric. None: no live path."""
+        the healthy fabric. None: no live path. ``keep=False``: not cached if it was not."""
         key = (src, dst, port, ev)
         table = self._static if static else self._ecmp
-        if key not in table:
-            self._compute([key], static)
-        return table[key][0]
+        if key in table:
+            return table[key][0]
+        self._compute([key], static)
+        return table[key][0] if keep else table.pop(key)[0]
 
     def plane_of_port(self, port: int) -> int:
         return port // max(self.topology.plan.ports_per_host, 1)

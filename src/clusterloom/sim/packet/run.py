@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,6 +18,7 @@ from clusterloom.fabric.topology import Topology
 from clusterloom.sim.failures import Failure
 from clusterloom.sim.packet.base import Connection, ConnSpec
 from clusterloom.sim.packet.engine import PacketConfig, PacketSim, PacketSimError, Tracer
+from clusterloom.sim.packet.options import config_for
 from clusterloom.sim.packet.transports import transport_class
 from clusterloom.sim.paths import Router
 from clusterloom.sim.traffic import Traffic
@@ -43,6 +44,8 @@ class PacketResult:
     pauses: int
     max_queue_bytes: int
     data_bytes_delivered: int
+    #: why flows did not finish, one line per cause (empty when every flow finished)
+    unfinished: tuple[str, ...] = ()
 
     @property
     def fct_ps(self) -> NDArray[np.int64]:
@@ -59,20 +62,109 @@ class PacketResult:
         return int((self.finish_ps >= 0).sum())
 
 
-def config_for(name: str, base: PacketConfig | None = None) -> PacketConfig:
-    """The switch configuration a transport asks for: PFC for ``roce-ecmp``, trimming and
-    shallow buffers for ``receiver-driven``, drop-tail with ECN for the others."""
-    cls = transport_class(name)
-    cfg = base or PacketConfig()
-    cfg = replace(cfg, pfc=cls.wants_pfc, trimming=cls.wants_trimming)
-    if cls.wants_buffer_bytes is not None:
-        cfg = replace(
-            cfg,
-            buffer_bytes=cls.wants_buffer_bytes,
-            ecn_kmin=min(cfg.ecn_kmin, cls.wants_buffer_bytes // 2),
-            ecn_kmax=min(cfg.ecn_kmax, cls.wants_buffer_bytes),
-        )
-    return cfg
+class Flows:
+    """The connections of a traffic on one run, made when they start and retired when both of
+    their ends are done.
+
+    Making a connection allocates its per-packet state and its paths (up to 256 entropy values,
+    each a path both ways); a chained collective of 14,336 flows of which 1,024 run at a time
+    held all of them from the start (4.9 GB for ``mrc-spray`` at 1,024 hosts). Now a flow's
+    connection is made when it starts (flows without dependencies at once, their paths in one
+    vectorized call), and when its receiver has completed and its sender has seen every
+    acknowledgement, its paths are dropped from the engine's cache (a pure function of the
+    routing view: recomputed, the same, if a late packet needs one) and its sender's per-path
+    state is released (:meth:`Connection.compact`); the connection itself stays and answers
+    late packets as before. A run's events and figures are unchanged."""
+
+    def __init__(
+        self,
+        sim: PacketSim,
+        traffic: Traffic,
+        name: str,
+        options: dict[str, float] | None = None,
+        specs: Sequence[ConnSpec] | None = None,
+    ) -> None:
+        if traffic.n_hosts > sim.n_hosts:
+            raise PacketSimError(f"traffic has {traffic.n_hosts} hosts, the fabric {sim.n_hosts}")
+        self.sim = sim
+        self.traffic = traffic
+        self.cls = cls = transport_class(name)
+        unknown = set(options or {}) - set(cls.defaults)
+        if unknown:
+            raise PacketSimError(
+                f"{cls.name}: unknown option(s) {', '.join(sorted(unknown))}; "
+                f"known: {', '.join(cls.defaults) or 'none'}"
+            )
+        self.default = ConnSpec(options=dict(options or {}))
+        self.specs = specs
+        n = len(traffic)
+        self.base = sim.reserve(n)
+        self.src = traffic.src.tolist()
+        self.dst = traffic.dst.tolist()
+        self.size = traffic.nbytes.tolist()
+        self.start_ps = traffic.start_ps.astype(np.int64).copy()
+        self.finish_ps = np.full(n, -1, dtype=np.int64)
+        self.retransmissions = np.zeros(n, dtype=np.int64)
+        self.failed = np.zeros(n, dtype=bool)
+        self.started = np.zeros(n, dtype=bool)
+        #: the connections by index (None: not made yet, or retired: figures in the arrays)
+        self.live: list[Connection | None] = [None] * n
+        self.retired = 0
+
+    def __len__(self) -> int:
+        return len(self.live)
+
+    def make(self, flows: Sequence[int]) -> list[Connection]:
+        """Make the connections of ``flows`` (indices into the traffic) and their paths."""
+        sim, cls = self.sim, self.cls
+        made = []
+        for i in flows:
+            spec = self.specs[i] if self.specs is not None else self.default
+            c = cls(
+                sim, self.base + i, self.src[i], self.dst[i], self.size[i], self.start_ps[i], spec
+            )
+            sim.conns[self.base + i] = c
+            self.live[i] = c
+            made.append(c)
+        keys = [k for c in made for k in c.path_keys()]
+        sim.prefetch([k[:4] for k in keys if not k[4]])
+        sim.prefetch([k[:4] for k in keys if k[4]], static=True)
+        return made
+
+    def done(self, i: int) -> bool:
+        """Flow ``i`` finished or gave up (it stays so)."""
+        c = self.live[i]
+        if c is None:
+            return bool(self.finish_ps[i] >= 0)  # retired, or not made yet (-1)
+        return c.finish_ps >= 0 or c.failed
+
+    def retire(self, i: int) -> bool:
+        """Retire flow ``i`` if both of its ends are done; True if it was."""
+        c = self.live[i]
+        if c is None or c.finish_ps < 0 or c.sender_done_ps < 0:
+            return False
+        self.retired += 1
+        self.sim.forget(c.path_keys())
+        c.compact()
+        light = c.retired() if self.sim.tracer is None else None
+        if light is not None:  # the connection goes, its figures stay here
+            self._keep(i, c)
+            self.sim.conns[c.flow] = light
+            self.live[i] = None
+        return True
+
+    def _keep(self, i: int, c: Connection) -> None:
+        self.start_ps[i] = c.start_ps
+        self.finish_ps[i] = c.finish_ps
+        self.retransmissions[i] = c.retransmissions
+        self.failed[i] = c.failed
+
+    def figures(self) -> Flows:
+        """The figures of every flow (live ones copied now)."""
+        for i, c in enumerate(self.live):
+            if c is not None:
+                self._keep(i, c)
+        return self
 
 
 def build(
@@ -82,58 +174,48 @@ def build(
     *,
     options: dict[str, float] | None = None,
     specs: Sequence[ConnSpec] | None = None,
-) -> list[Connection]:
-    """Create the connections of ``traffic`` on ``sim`` (not started) and prefetch their paths."""
-    if traffic.n_hosts > sim.n_hosts:
-        raise PacketSimError(f"traffic has {traffic.n_hosts} hosts, the fabric {sim.n_hosts}")
-    cls = transport_class(name)
-    default = ConnSpec(options=dict(options or {}))
-    conns: list[Connection] = []
-    src = traffic.src.tolist()
-    dst = traffic.dst.tolist()
-    size = traffic.nbytes.tolist()
-    start = traffic.start_ps.tolist()
-    for i in range(len(traffic)):
-        spec = specs[i] if specs is not None else default
-        flow = len(sim.conns)
-        conn = cls(sim, flow, src[i], dst[i], size[i], start[i], spec)
-        sim.add(conn)
-        conns.append(conn)
-    keys = [k for c in conns for k in c.path_keys()]
-    sim.prefetch([k[:4] for k in keys if not k[4]])
-    sim.prefetch([k[:4] for k in keys if k[4]], static=True)
-    return conns
+) -> Flows:
+    """The flows of ``traffic`` on ``sim``, not started (:class:`Flows`)."""
+    return Flows(sim, traffic, name, options, specs)
 
 
-def start_with_deps(sim: PacketSim, traffic: Traffic, conns: list[Connection]) -> None:
-    """Start flows without dependencies now and the others when their last dependency ends."""
+def start_with_deps(sim: PacketSim, traffic: Traffic, flows: Flows) -> list[int]:
+    """Start flows without dependencies now and the others when their last dependency ends.
+    Returns the list to which finished flows are appended (to be retired)."""
+    n = len(flows)
     ptr = traffic.dep_ptr.tolist()
     idx = traffic.dep_idx.tolist()
-    waiting = [ptr[i + 1] - ptr[i] for i in range(len(conns))]
-    children: list[list[int]] = [[] for _ in conns]
-    for i in range(len(conns)):
+    waiting = [ptr[i + 1] - ptr[i] for i in range(n)]
+    children: list[list[int]] = [[] for _ in range(n)]
+    for i in range(n):
         for j in idx[ptr[i] : ptr[i + 1]]:
             children[j].append(i)
-    order = {id(c): i for i, c in enumerate(conns)}
+    finished: list[int] = []
+
+    def begin(c: Connection) -> None:
+        c.started = True
+        flows.started[c.flow - flows.base] = True
+        c.on_finish = done
+        if c.n == 0:  # a zero-byte flow (a barrier) ends as it starts
+            c.finish_ps = c.start_ps
+            c.sender_done_ps = c.start_ps
+            done(c)
+        else:
+            c.start()
 
     def done(c: Connection) -> None:
-        for k in children[order[id(c)]]:
+        i = c.flow - flows.base
+        finished.append(i)
+        for k in children[i]:
             waiting[k] -= 1
             if waiting[k] == 0:
-                kc = conns[k]
+                (kc,) = flows.make([k])
                 kc.start_ps = max(kc.start_ps, sim.now)
-                kc.start()
+                begin(kc)
 
-    for i, c in enumerate(conns):
-        if children[i]:
-            c.on_finish = done
-        if waiting[i] == 0:
-            if c.n == 0:
-                c.finish_ps = c.start_ps
-                if children[i]:
-                    done(c)
-            else:
-                c.start()
+    for c in flows.make([i for i in range(n) if waiting[i] == 0]):
+        begin(c)
+    return finished
 
 
 def run_packets(
@@ -152,37 +234,44 @@ def run_packets(
 ) -> PacketResult:
     """Simulate ``traffic`` with one transport at the packet level (module docstring).
 
+    ``config`` fields left unset (None) take the transport's choice (:func:`config_for`).
     ``progress(done, total)`` is called every few thousand events (when the engine checks
     whether to stop) with the payload bytes delivered so far, at most ``total``, the bytes of
     every flow: the work measure of an ETA (duplicates count, so it runs a little ahead
     under loss). It does not change the run."""
-    cfg = config or config_for(transport)
+    cfg = config_for(transport, config)
     sim = PacketSim(topology, cfg, seed=seed, router=router, tracer=tracer)
     t0 = time.perf_counter()
-    conns = build(sim, traffic, transport, options=options)
+    flows = build(sim, traffic, transport, options=options)
     for f in failures:
         sim.schedule_failure(f)
-    start_with_deps(sim, traffic, conns)
-    first = [0]  # every connection before it has finished or failed (they stay so)
+    finished = start_with_deps(sim, traffic, flows)
+    first = [0]  # every flow before it has finished or failed (they stay so)
+    n = len(flows)
     total = float(traffic.nbytes.sum())
 
     def stop() -> bool:
         if progress is not None:
             progress(min(float(sim.delivered_bytes), total), total)
+        # retire what both ends are done with; keep the others to try again next time
+        keep = [i for i in finished if not flows.retire(i)]
+        finished[:] = keep
         i = first[0]
-        while i < len(conns) and (conns[i].finish_ps >= 0 or conns[i].failed):
+        while i < n and flows.done(i):
             i += 1
         first[0] = i
-        return i == len(conns)
+        return i == n
 
-    sim.run(max_time_ps if max_time_ps is not None else cfg.max_time_ps, stop)
+    limit = max_time_ps if max_time_ps is not None else cfg.max_time_ps
+    sim.run(limit, stop)
     wall = time.perf_counter() - t0
+    fig = flows.figures()
     return PacketResult(
         transport=transport,
-        start_ps=np.array([c.start_ps for c in conns], dtype=np.int64),
-        finish_ps=np.array([c.finish_ps for c in conns], dtype=np.int64),
-        retransmissions=np.array([c.retransmissions for c in conns], dtype=np.int64),
-        failed=np.array([c.failed for c in conns], dtype=bool),
+        start_ps=fig.start_ps.copy(),
+        finish_ps=fig.finish_ps.copy(),
+        retransmissions=fig.retransmissions.copy(),
+        failed=fig.failed.copy(),
         end_ps=sim.now,
         events=sim.events,
         wall_s=wall,
@@ -192,4 +281,56 @@ def run_packets(
         pauses=sim.stats.pauses,
         max_queue_bytes=sim.max_queue_bytes(),
         data_bytes_delivered=sim.stats.data_bytes_delivered,
+        unfinished=why_unfinished(flows, sim.now, limit, sim.pending_events > 0),
     )
+
+
+def why_unfinished(
+    flows: Flows, now: int, limit: int, cut_off: bool, show: int = 5
+) -> tuple[str, ...]:
+    """One line per cause of flows left unfinished: connections that gave up (with their
+    error), flows never started because a flow they wait on did not finish, flows still
+    running when the run stopped (``cut_off``: at the time limit ``limit``; else at ``now``,
+    with no event left). At most ``show`` flows named per line."""
+    traffic = flows.traffic
+
+    def named(some: Sequence[int]) -> str:
+        head = ", ".join(f"{i} ({flows.src[i]}->{flows.dst[i]})" for i in some[:show])
+        return head + (f" and {len(some) - show:,} more" if len(some) > show else "")
+
+    out: list[str] = []
+    failed: dict[str, list[int]] = {}
+    running: list[int] = []
+    waiting: list[int] = []
+    for i in np.flatnonzero(flows.finish_ps < 0).tolist():
+        c = flows.live[i]
+        if c is not None and c.failed:
+            failed.setdefault(c.errors[-1] if c.errors else "error", []).append(i)
+        elif flows.started[i]:
+            running.append(i)
+        else:
+            waiting.append(i)
+    for reason, some in failed.items():
+        out.append(f"{len(some):,} connection(s) gave up ({reason}): flow {named(some)}")
+    if running:
+        end = (
+            f"the time limit ({limit / 1e6:,.1f} us)"
+            if cut_off
+            else f"the last event ({now / 1e6:,.1f} us)"
+        )
+        out.append(f"{len(running):,} flow(s) still unfinished at {end}: flow {named(running)}")
+    if waiting:
+        stuck = sorted(
+            {
+                j
+                for i in waiting
+                for j in traffic.deps(i).tolist()
+                if flows.finish_ps[j] < 0 and flows.started[j]
+            }
+        )
+        out.append(
+            f"{len(waiting):,} flow(s) never started: they wait on flows that did not finish"
+            + (f" (flow {named(stuck)})" if stuck else "")
+            + f": flow {named(waiting)}"
+        )
+    return tuple(out)

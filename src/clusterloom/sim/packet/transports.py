@@ -11,7 +11,8 @@
     ``timer_us`` without a CNP alpha decays by ``(1 - g)`` and the rate recovers (five fast
     recovery stages halfway to the target, then additive increase by ``rai`` of line rate).
     The receiver acknowledges every ``ack_every`` packets and each message's last (ACK
-    coalescing, as RDMA NICs do). Runs on a lossless (PFC) fabric by default.
+    coalescing, as RDMA NICs do). Runs on a lossless (PFC) fabric by default. With ``dcqcn=0``
+    there is no rate control (htsim's RoCE): line rate, no CNP, only PFC pauses slow it.
 ``mrc-spray`` (MRC-like)
     Per-packet spraying over ``evs`` entropy values (up to 256) spread round-robin over every
     NIC port, hence every plane; each EV maps to a fixed source route (a segment list computed
@@ -60,7 +61,13 @@ from typing import ClassVar
 import numpy as np
 
 from clusterloom.errors import PluginError, Problem
-from clusterloom.sim.packet.base import Connection, ConnSpec, entropy, entropy_range
+from clusterloom.sim.packet.base import (
+    Connection,
+    ConnSpec,
+    OptionKind,
+    entropy,
+    entropy_range,
+)
 from clusterloom.sim.packet.engine import (
     ACK,
     CNP,
@@ -110,6 +117,18 @@ class RoceEcmp(Connection):
         "rai": 0.02,
         "min_rate": 0.01,
         "ack_every": 4,
+        "dcqcn": 1,
+    }
+    option_types: ClassVar[dict[str, tuple[OptionKind, float, float]]] = {
+        "rto_us": ("float", 1.0, 1e9),
+        "retries": ("int", 0, 1_000),
+        "cnp_us": ("float", 0.0, 1e6),
+        "timer_us": ("float", 1.0, 1e6),
+        "g": ("float", 1e-6, 1.0),
+        "rai": ("float", 1e-6, 1.0),
+        "min_rate": ("float", 1e-6, 1.0),
+        "ack_every": ("int", 1, 65_536),
+        "dcqcn": ("bool", 0, 1),
     }
 
     def __init__(
@@ -141,6 +160,9 @@ class RoceEcmp(Connection):
         self.unacked = 0
         self.last_cnp = -(1 << 60)
         self.rto = round(self.opt["rto_us"] * PS_PER_US)
+        #: DCQCN rate control; without it (``dcqcn=0``, htsim's RoCE) the sender stays at line
+        #: rate, the receiver sends no CNP and only PFC slows it
+        self.dcqcn = bool(self.opt["dcqcn"])
 
     def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
         return [
@@ -152,7 +174,8 @@ class RoceEcmp(Connection):
         self.sim.timer(self.start_ps, self.flow, _PACE)
         self.pacing = True
         self.sim.timer(self.start_ps + self.rto, self.flow, _RTO)
-        self.sim.timer(self.start_ps + round(self.opt["timer_us"] * PS_PER_US), self.flow, _AUX)
+        if self.dcqcn:
+            self.sim.timer(self.start_ps + round(self.opt["timer_us"] * PS_PER_US), self.flow, _AUX)
 
     def _kick(self, now: int) -> None:
         if not self.pacing and not self.failed and self.nxt < self.n:
@@ -220,7 +243,7 @@ class RoceEcmp(Connection):
     def receiver_packet(self, pkt: Packet, now: int) -> None:
         if pkt.kind != DATA or not self.authentic(pkt):
             return
-        if pkt.ecn and now - self.last_cnp >= self.opt["cnp_us"] * PS_PER_US:
+        if pkt.ecn and self.dcqcn and now - self.last_cnp >= self.opt["cnp_us"] * PS_PER_US:
             self.last_cnp = now
             self._reply(self.control(CNP))
         if pkt.trimmed:
@@ -331,6 +354,17 @@ class MrcSpray(_Sprayer):
         "max_skip": 4,
         "delay_factor": 1.25,
     }
+    option_types: ClassVar[dict[str, tuple[OptionKind, float, float]]] = {
+        "evs": ("int", 1, 256),
+        "cwnd_bdp": ("float", 0.01, 1_000.0),
+        "max_bdp": ("float", 0.01, 1_000.0),
+        "rto_us": ("float", 1.0, 1e9),
+        "probe_us": ("float", 1.0, 1e9),
+        "retries": ("int", 0, 1_000),
+        "ecn_threshold": ("float", 0.0, 1.0),
+        "max_skip": ("int", 0, 1_024),
+        "delay_factor": ("float", 1.0, 1_000.0),
+    }
 
     def __init__(
         self,
@@ -354,7 +388,9 @@ class MrcSpray(_Sprayer):
         self.denied = [False] * k
         self.penalty = [0] * k  # uses to skip, earned by ECN echoes and trims
         self.level = [0] * k  # the penalty a signal earns: doubles while signals repeat
-        self.ev_out: list[deque[tuple[int, int, int]]] = [deque() for _ in range(k)]
+        #: per EV, its packets in flight in sending order (seq, transmission, time): a list,
+        #: not a deque (a few entries each; an empty deque is 10 times an empty list's bytes)
+        self.ev_out: list[list[tuple[int, int, int]]] = [[] for _ in range(k)]
         self.rr = 0
         self._init_sender()
         self.rtt = self.base_rtt_ps(0, self.evs[0])
@@ -379,6 +415,18 @@ class MrcSpray(_Sprayer):
 
     def start(self) -> None:
         self.sim.timer(self.start_ps, self.flow, _PACE)
+
+    def compact(self) -> None:
+        """Every packet acknowledged: no EV is picked, timed or probed again, and a late ACK
+        finds no EV (its echo is unknown), so the per-EV state goes (128 deques and lists)."""
+        self.ev_index = {}
+        self.ev_out = []
+        self.evs = self.ev_port = []
+        self.bad = self.denied = []
+        self.penalty = self.level = []
+
+    def retired(self) -> _Answerer:
+        return _Answerer(self, echo_path=False, source_route=True)
 
     def deny_ev(self, ev: int) -> None:
         """The control plane denies entropy value ``ev``: never used again."""
@@ -449,7 +497,7 @@ class MrcSpray(_Sprayer):
                 while dq:
                     s, t, sent = dq[0]
                     if self.acked[s] or self.tx_count[s] != t:
-                        dq.popleft()
+                        dq.pop(0)
                         continue
                     if sent + self.rto <= now:
                         self._ev_timeout(i, now)
@@ -466,7 +514,7 @@ class MrcSpray(_Sprayer):
         self.event("ev-down", i, self.evs[i])
         dq = self.ev_out[i]
         while dq:
-            s, t, _ = dq.popleft()
+            s, t, _ = dq.pop(0)
             if not self.acked[s] and self.tx_count[s] == t:
                 self._lost(s)
         if not self.probing:
@@ -520,7 +568,7 @@ class MrcSpray(_Sprayer):
         if i >= 0:
             dq = self.ev_out[i]
             while dq:
-                s, t, _ = dq.popleft()
+                s, t, _ = dq.pop(0)
                 if s == seq:
                     break
                 if (
@@ -603,6 +651,14 @@ class MetaRoce(_Sprayer):
         "rto_us": 60.0,
         "probe_us": 20.0,
         "retries": 8,
+    }
+    option_types: ClassVar[dict[str, tuple[OptionKind, float, float]]] = {
+        "paths": ("int", 1, 256),
+        "cwnd_bdp": ("float", 0.01, 1_000.0),
+        "max_bdp": ("float", 0.01, 1_000.0),
+        "rto_us": ("float", 1.0, 1e9),
+        "probe_us": ("float", 1.0, 1e9),
+        "retries": ("int", 0, 1_000),
     }
 
     def __init__(
@@ -944,12 +1000,19 @@ class ReceiverDriven(_Sprayer):
     wants_trimming: ClassVar[bool] = True
     #: NDP's shallow queues: 12 full packets per port, so that the first window's burst is
     #: trimmed instead of becoming a standing queue that pulls keep full
-    wants_buffer_bytes: ClassVar[int | None] = 12 * (4096 + 64)
+    wants_buffer_bytes: ClassVar[int | None] = 12 * (4096 + 64)  # at the default MTU
+    wants_buffer_packets: ClassVar[int | None] = 12
     defaults: ClassVar[dict[str, float]] = {
         "evs": 64,
         "iw_bdp": 1.0,
         "rto_us": 100.0,
         "retries": 8,
+    }
+    option_types: ClassVar[dict[str, tuple[OptionKind, float, float]]] = {
+        "evs": ("int", 1, 256),
+        "iw_bdp": ("float", 0.0, 1_000.0),
+        "rto_us": ("float", 1.0, 1e9),
+        "retries": ("int", 0, 1_000),
     }
 
     def __init__(
@@ -980,6 +1043,9 @@ class ReceiverDriven(_Sprayer):
         self.retries = 0
         self.pull_wanted = 0
         self.pulls_sent = 0
+        #: pulls that found nothing to send while packets were unacknowledged: spent on the
+        #: next retransmission (a NACK can arrive after the pull its header earned)
+        self.credit = 0
         self.sent: deque[tuple[int, int, int, int]] = deque()  # seq, txn, time, EV index
         self._pacer: _Pacer | None = None
 
@@ -1002,6 +1068,16 @@ class ReceiverDriven(_Sprayer):
 
     def start(self) -> None:
         self.sim.timer(self.start_ps, self.flow, _PACE)
+
+    def retired(self) -> _Answerer:
+        return _Answerer(self, echo_path=True, source_route=False)
+
+    def compact(self) -> None:
+        """Every packet acknowledged: nothing is sent or pulled again (a late pull finds no
+        sequence to send, the pacer skips the connection), so the per-EV lists go."""
+        self.evs = self.ev_port = []
+        self.bad = []
+        self.sent.clear()
 
     def _ev(self) -> int:
         k = self.k
@@ -1062,9 +1138,16 @@ class ReceiverDriven(_Sprayer):
                 return
         elif self.n_acked != self.check:
             self.retries = 0
+        # nothing in flight and no pull queued at the receiver: no pull will come
+        stalled = (
+            not expired and self.inflight <= 0 and self.pull_wanted <= 0 and self._next_seq() >= 0
+        )
         self.check = self.n_acked
         for seq in expired:
             self._lost(seq)
+            self.event("spec-extra", self.mss)
+            self.send_one(now)
+        if stalled:  # a packet waits for a pull: send it as one more speculative packet
             self.event("spec-extra", self.mss)
             self.send_one(now)
         self.sim.timer(now + self.rto // 2, self.flow, _RTO)
@@ -1074,12 +1157,15 @@ class ReceiverDriven(_Sprayer):
             self._ack(pkt.seq, now)
         elif pkt.kind == NACK:
             self._lost(pkt.seq)
+            if self.credit > 0 and self.send_one(now):
+                self.credit -= 1
         elif pkt.kind == PULL:
             new = pkt.cum - self.pulls_seen
             if new > 0:
                 self.pulls_seen = pkt.cum
                 for _ in range(new):
-                    self.send_one(now)
+                    if not self.send_one(now) and self.credit < self.n - self.n_acked:
+                        self.credit += 1
 
     def send_pull(self) -> None:
         self.pulls_sent += 1
@@ -1101,6 +1187,44 @@ class ReceiverDriven(_Sprayer):
         self.sim.send(a, pkt.port, pkt.ev ^ 1)
         if self.finish_ps < 0:
             self.pacer.request(self, now)
+
+
+class _Answerer:
+    """A retired ``mrc-spray`` or ``receiver-driven`` connection (both ends done): its receiver
+    has every packet, so a late data packet is a duplicate, answered as the connection answers
+    one (an ACK of its sequence with the cumulative sequence at the end and no SACK bits; a
+    NACK for a trimmed one; a probe's answer), and a late packet to its sender changes nothing
+    it would send. About 100 bytes instead of several kilobytes per finished flow."""
+
+    __slots__ = ("dst", "flow", "hdr", "job", "key", "n", "reverse", "sim", "source_route", "src")
+
+    def __init__(self, c: _Sprayer, *, echo_path: bool, source_route: bool) -> None:
+        self.sim, self.flow, self.src, self.dst = c.sim, c.flow, c.src, c.dst
+        self.key, self.job, self.n, self.hdr = c.spec.key, c.spec.job, c.cum, c.hdr
+        self.reverse = 1 if echo_path else 0  # receiver-driven answers on ev ^ 1
+        self.source_route = source_route
+
+    def on_timer(self, token: int, now: int) -> None:
+        return  # every timer of a connection done at both ends returns at once
+
+    def on_packet(self, pkt: Packet, now: int) -> None:
+        kind = pkt.kind
+        if (kind != DATA and kind != PROBE) or pkt.key != self.key or pkt.job != self.job:
+            return
+        if kind == PROBE:
+            if self.reverse:
+                return  # receiver-driven sends no probes
+            a = Packet(PROBE_ACK, self.flow, self.dst, self.src, 0, 0, self.hdr)
+        else:
+            a = Packet(
+                NACK if pkt.trimmed else ACK, self.flow, self.dst, self.src, pkt.seq, 0, self.hdr
+            )
+            if not (pkt.trimmed and self.reverse):  # receiver-driven's NACK carries no cum
+                a.cum = self.n
+            if not pkt.trimmed and not self.reverse:
+                a.ecn = pkt.ecn
+        a.echo = pkt.ev
+        self.sim.send(a, pkt.port, pkt.ev ^ self.reverse, source_route=self.source_route)
 
 
 def set_receiver_rate(sim: PacketSim, host: int, bps: float) -> None:

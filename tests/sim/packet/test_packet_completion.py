@@ -1,0 +1,134 @@
+"""Runs whose flows do not all finish say which and why; the receiver-driven stall of issue 15
+(a NACK arriving after the pull its header earned) is gone.
+
+Two hosts under one leaf for the transport's state machine::
+
+    h0 ──1us── leaf ──1us── h1
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterloom.sim.failures import parse_failure
+from clusterloom.sim.packet.base import ConnSpec
+from clusterloom.sim.packet.engine import ACK, NACK, PULL, Packet, PacketSim
+from clusterloom.sim.packet.fabrics import small_fabric
+from clusterloom.sim.packet.run import config_for, run_packets
+from clusterloom.sim.packet.transports import ReceiverDriven
+from clusterloom.sim.traffic import Traffic
+
+
+@pytest.fixture(scope="module")
+def pair():  # type: ignore[no-untyped-def]
+    return small_fabric(2, radix=4)
+
+
+def _two_packet_flow(pair) -> tuple[PacketSim, ReceiverDriven]:  # type: ignore[no-untyped-def]
+    sim = PacketSim(pair, config_for("receiver-driven"))
+    conn = ReceiverDriven(sim, 0, 0, 1, 2 * 4096, 0, ConnSpec())
+    sim.add(conn)
+    conn.on_timer(0, 0)  # the speculative window: both packets
+    assert conn.tx_count == [1, 1]
+    return sim, conn
+
+
+def _to_sender(kind: int, seq: int = 0, cum: int = 0) -> Packet:
+    p = Packet(kind, 0, 1, 0, seq)
+    p.cum = cum
+    return p
+
+
+def test_a_nack_after_its_pull_is_resent_at_once(pair) -> None:  # type: ignore[no-untyped-def]
+    """Packet 1 is trimmed; its header earns a pull that overtakes the NACK (a different
+    reverse path). The pull finds nothing to send; before the fix it was lost, the NACKed
+    packet waited for a pull that never came and the connection failed (retry-exceeded)."""
+    _, conn = _two_packet_flow(pair)
+    conn.sender_packet(_to_sender(ACK, 0), 10)
+    conn.sender_packet(_to_sender(PULL, cum=1), 11)  # nothing to send: kept as credit
+    assert conn.credit == 1 and conn.tx_count == [1, 1]
+    conn.sender_packet(_to_sender(NACK, 1), 12)
+    assert conn.tx_count == [1, 2] and conn.credit == 0
+
+
+def test_a_packet_waiting_with_nothing_in_flight_is_resent_at_the_timeout(pair) -> None:  # type: ignore[no-untyped-def]
+    _, conn = _two_packet_flow(pair)
+    conn.sender_packet(_to_sender(ACK, 0), 10)
+    conn.sender_packet(_to_sender(NACK, 1), 12)  # no pull came, none will
+    assert conn.tx_count == [1, 1] and conn.inflight == 0
+    conn.on_timer(1, conn.rto)
+    assert conn.tx_count == [1, 2]
+
+
+def test_unfinished_flows_are_named_with_their_cause(pair) -> None:  # type: ignore[no-untyped-def]
+    """A chain 0 -> 1 -> 0 -> 1 over a link that dies at once: the first connection gives up,
+    the two after it never start; the report names them and the cause."""
+    chain = Traffic.from_arrays(
+        [0, 1, 0], [1, 0, 1], [64 * 1024] * 3, n_hosts=2, deps=[[], [0], [1]]
+    )
+    dead = parse_failure("link:0@0", pair)  # host 0's link to the leaf
+    r = run_packets(pair, chain, "roce-ecmp", (dead,), options={"retries": 1, "rto_us": 10})
+    assert r.finished == 0 and bool(r.failed[0])
+    text = "\n".join(r.unfinished)
+    assert "1 connection(s) gave up (retry-exceeded): flow 0 (0->1)" in text
+    assert "2 flow(s) never started" in text and "(flow 0 (0->1))" in text
+    assert "flow 1 (1->0), 2 (0->1)" in text
+    ok = run_packets(pair, chain, "roce-ecmp")
+    assert ok.finished == 3 and ok.unfinished == ()
+
+
+def test_a_zero_byte_flow_started_by_a_dependency_finishes(pair) -> None:  # type: ignore[no-untyped-def]
+    """A barrier (zero bytes) after a flow used to start and never finish, so the flow after
+    it never started."""
+    chain = Traffic.from_arrays(
+        [0, 0, 1], [1, 1, 0], [8192, 0, 8192], n_hosts=2, deps=[[], [0], [1]]
+    )
+    for name in ("roce-ecmp", "receiver-driven"):
+        r = run_packets(pair, chain, name)
+        assert r.finished == 3, (name, r.unfinished)
+        assert r.finish_ps[1] == r.finish_ps[0]
+
+
+def _chained_ring(n_hosts: int, group: int, nbytes: int) -> Traffic:
+    """A ring all-reduce in groups of ``group`` ranks strided across the fabric (rank r of
+    group g is host g + r * n_hosts / group), its 2(group-1) steps chained: a rank sends
+    step s once it has received step s-1."""
+    src, dst, deps = [], [], []
+    stride = n_hosts // group
+    for g in range(stride):
+        base = len(src)
+        for s in range(2 * (group - 1)):
+            for r in range(group):
+                src.append(g + r * stride)
+                dst.append(g + ((r + 1) % group) * stride)
+                deps.append([] if s == 0 else [base + (s - 1) * group + (r - 1) % group])
+    return Traffic.from_arrays(src, dst, nbytes // group, n_hosts=n_hosts, deps=deps)
+
+
+def test_connections_are_made_when_they_start_and_their_paths_dropped_when_done() -> None:
+    from clusterloom.sim.packet.run import build, start_with_deps
+
+    fabric = small_fabric(8, planes=2)
+    load = _chained_ring(8, 4, 4 * 64 * 1024)  # 2 groups of 4, 6 steps: 48 flows
+    sim = PacketSim(fabric, config_for("mrc-spray"))
+    flows = build(sim, load, "mrc-spray")
+    finished = start_with_deps(sim, load, flows)
+    made = [c is not None for c in flows.live]
+    roots = [i for i in range(len(load)) if not load.deps(i).size]
+    assert [i for i, m in enumerate(made) if m] == roots and len(roots) == 8  # step 0 only
+    assert len(sim._static) == 8 * 2 * 128  # its paths (128 EVs, both ways)
+    sim.run()
+    assert all(c is not None and c.finish_ps >= 0 for c in flows.live)
+    assert all(flows.retire(i) for i in finished)
+    assert len(sim._static) == 0
+
+
+@pytest.mark.slow
+def test_receiver_driven_finishes_the_chained_all_reduce_of_issue_15() -> None:
+    """The case that failed (k=8, 128 hosts, groups of 8, 2 MB per step): flow 53 gave up
+    (retry-exceeded) and its 7 dependents never started. About 70 s."""
+    from clusterloom.sim.packet.fabrics import fat_tree
+
+    fabric = fat_tree(8)
+    r = run_packets(fabric, _chained_ring(128, 8, 16_000_000), "receiver-driven")
+    assert r.finished == 1792 and r.unfinished == ()
