@@ -7,6 +7,9 @@ three traffics written once with ``write_htsim`` and read by both tools:
     incast       32 senders x 512 KB to host 1000
     allreduce    chained ring all-reduces of 2 MB in groups of 8 (14 steps, each waiting on
                  the block it received the step before; htsim oneshot triggers)
+    chainfresh   36 chains of 14 steps of 250 KB, step k of a chain between two hosts of
+                 leaf 14 j + k that no other connection uses: the chain without a receiver
+                 hosting a second connection (htsim's EQDS slows those down, docs/sim.md)
 
 htsim's EQDS and NDP sinks never fire a ``recv_done_trigger`` (only their sources fire theirs,
 on the last ACK) and its RoCE main reads only ``send_done_trigger``, so the chain is written
@@ -55,7 +58,9 @@ HOSTS = 1024
 PAIRS = (("mrc-spray", "eqds"), ("receiver-driven", "ndp"), ("roce-ecmp", "roce"))
 MSS = {"mrc-spray": 3936, "receiver-driven": 4000, "roce-ecmp": 4000}
 EVS = 256
-CASES = ("permutation", "incast", "allreduce")
+CASES = ("permutation", "incast", "allreduce", "chainfresh")
+#: extra flow-engine runs (rtol 0.01) per transport: options beside the defaults
+VARIANTS = {"mrc-spray": ["avoid=0"], "roce-ecmp": ["pfc_hol=1"]}
 FINISHED = re.compile(r"Flow \S+?_(\d+)_(\d+)\b.*? finished at ([0-9.eE+]+)")
 TIME = re.compile(r"bench-time (\S+) (\S+) (\S+) (\d+)")
 HOW_TO_BUILD = (
@@ -129,12 +134,14 @@ def one(engine: str, name: str, cm: str, seed: int, rtol: float, out: str) -> No
 
     topology = generate(plan_fabric(parse_spec(example_text("fat-tree-k16"))))
     traffic = read_htsim(cm)
+    name, *extra = name.split("+")  # "roce-ecmp+pfc_hol=1": options beside the bench's
     start = time.perf_counter()
     if engine == "flow":
         from clusterloom.sim.flow.run import run
         from clusterloom.sim.flow.transports import transport
 
         opts: dict[str, float] = {"mss": MSS[name], "hdr": 64}
+        opts.update({k: float(v) for k, v in (x.split("=") for x in extra)})
         if name != "roce-ecmp":
             opts["evs"] = EVS
         if traffic.dep_idx.size:  # the chain: htsim starts a step on its predecessor's last ACK
@@ -187,7 +194,69 @@ def traffic_for(case: str, seed: int):  # type: ignore[no-untyped-def]
         return permutation(HOSTS, 2_000_000, seed=seed)
     if case == "incast":
         return incast(32, 512 * 1024, receiver=1000, n_hosts=HOSTS)
+    if case == "chainfresh":
+        return fresh_chains()
     return chained_ring_all_reduce(HOSTS, 8, 2_000_000)
+
+
+def probe_chain(kind: str, steps: int = 14, block: int = 250_000):  # type: ignore[no-untyped-def]
+    """A 14-step chain of 250 KB connections (each waits on the one before) for
+    ``--probe-chains``: ``ring8`` (8 hosts of one leaf, as the all-reduce; 8 per step),
+    ``pair`` (host 0 to 1 every step), ``samerecv`` (hosts 1..7, 9..15 each to host 0),
+    ``samesend`` (host 0 to 1..7, 9..15), ``fresh`` (step k from host 8k to 8k + 1)."""
+    from clusterloom.sim.traffic import Traffic
+
+    others = [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15][:steps]
+    if kind == "ring8":
+        pairs = [(h, (h + 1) % 8) for _ in range(steps) for h in range(8)]
+        deps = [[(k - 1) * 8 + (h - 1) % 8] if k else [] for k in range(steps) for h in range(8)]
+        return Traffic.from_arrays(*zip(*pairs, strict=True), block, deps=deps, n_hosts=HOSTS)
+    pairs = {
+        "pair": [(0, 1)] * steps,
+        "samerecv": [(s, 0) for s in others],
+        "samesend": [(0, d) for d in others],
+        "fresh": [(8 * k, 8 * k + 1) for k in range(steps)],
+    }[kind]
+    deps = [[k - 1] if k else [] for k in range(steps)]
+    return Traffic.from_arrays(*zip(*pairs, strict=True), block, deps=deps, n_hosts=HOSTS)
+
+
+def probe_chains(bin_dir: Path, tmp: Path) -> None:
+    """Per-step times (us) of small chains in each htsim: does a transport slow down its
+    own chained steps? (docs/sim.md, "Chained collectives against htsim's EQDS")."""
+    from clusterloom.sim.htsim import write_htsim
+
+    for kind in ("ring8", "pair", "samerecv", "samesend", "fresh"):
+        load = probe_chain(kind)
+        per = 8 if kind == "ring8" else 1
+        cm = tmp / f"probe-{kind}.cm"
+        write_htsim(load, cm, done="send")
+        for _, theirs in PAIRS:
+            out, _ = run_htsim(bin_dir, theirs, cm, len(load), 0, 20_000)
+            t = np.sort([float(x[2]) for x in FINISHED.findall(out)])
+            if t.size != len(load):
+                print(f"{kind} htsim_{theirs}: {t.size}/{len(load)} finished")
+                continue
+            ends = t.reshape(-1, per).max(axis=1)
+            steps = np.diff(np.concatenate([[0.0], ends]))
+            print(f"{kind:9s} htsim_{theirs:5s} " + " ".join(f"{x:.1f}" for x in steps), flush=True)
+
+
+def fresh_chains(steps: int = 14, block: int = 250_000):  # type: ignore[no-untyped-def]
+    """Chains whose every step is a connection between two hosts of one leaf that no other
+    connection touches: chain (j, p) runs step k from host 2p to host 2p + 1 of leaf
+    ``steps * j + k`` (8 hosts per leaf), each step waiting on the chain's step before."""
+    from clusterloom.sim.traffic import Traffic
+
+    src, dst, deps = [], [], []
+    for j in range(HOSTS // 8 // steps):
+        for q in range(4):
+            for k in range(steps):
+                leaf = steps * j + k
+                src.append(8 * leaf + 2 * q)
+                dst.append(8 * leaf + 2 * q + 1)
+                deps.append([len(src) - 2] if k else [])
+    return Traffic.from_arrays(src, dst, block, deps=deps, n_hosts=HOSTS)
 
 
 def main() -> int:
@@ -197,6 +266,9 @@ def main() -> int:
     p.add_argument("--cases", default=",".join(CASES))
     p.add_argument("--seeds", type=int, default=10, help="ECMP seeds (0: no ECMP sweep)")
     p.add_argument("--json", help="write every figure to this file")
+    p.add_argument(
+        "--probe-chains", action="store_true", help="only htsim's per-step times of small chains"
+    )
     p.add_argument("--one", nargs=6, help=argparse.SUPPRESS)
     opts = p.parse_args()
     if opts.one:
@@ -213,6 +285,10 @@ def main() -> int:
     from clusterloom.fabric import generate, plan_fabric
     from clusterloom.sim.htsim import write_htsim
 
+    if opts.probe_chains:
+        with tempfile.TemporaryDirectory() as tmp_name:
+            probe_chains(bin_dir, Path(tmp_name))
+        return 0
     topology = generate(plan_fabric(parse_spec(example_text("fat-tree-k16"))))
     record: dict[str, object] = {}
     rows = []
@@ -221,7 +297,7 @@ def main() -> int:
         for case in opts.cases.split(","):
             load = traffic_for(case, 0)
             cm = tmp / f"{case}.cm"
-            chained = case == "allreduce"
+            chained = case in ("allreduce", "chainfresh")
             write_htsim(load, cm, done="send" if chained else "recv")
             for ours_name, theirs in PAIRS:
                 out, cost = run_htsim(bin_dir, theirs, cm, len(load), 0, 20_000)
@@ -229,11 +305,14 @@ def main() -> int:
                 if t_us.size < len(load):
                     print(f"htsim_{theirs} {case}: {t_us.size}/{len(load)} finished")
                 ref = {"fct": t_us, **cost}
-                # the packet engine skips the chain: 14,336 connections of 256 EVs (about 5 GB)
+                # the packet engine skips the chains: 14,336 connections of 256 EVs (about 5 GB)
                 packet = opts.packet and not chained
-                runs = [("flow", 0.0), ("flow", 0.01)] + ([("packet", 0.0)] if packet else [])
-                for engine, rtol in runs:
-                    got = ours(engine, ours_name, cm, 0, rtol, tmp)
+                runs = [("flow", 0.0, ""), ("flow", 0.01, "")]
+                runs += [("flow", 0.01, v) for v in VARIANTS.get(ours_name, [])]
+                runs += [("packet", 0.0, "")] if packet else []
+                for engine, rtol, variant in runs:
+                    full = ours_name + (f"+{variant}" if variant else "")
+                    got = ours(engine, full, cm, 0, rtol, tmp)
                     mine = got["finish"][got["finish"] >= 0] if chained else got["fct"]
                     theirs_x = ref["fct"]
                     if chained:  # the collective's finish only (htsim prints no start times)
@@ -243,7 +322,7 @@ def main() -> int:
                     label = f"{engine}" + (f" rtol {rtol:g}" if engine == "flow" else "")
                     row = {
                         "case": case,
-                        "ours": f"{label} {ours_name}",
+                        "ours": f"{label} {ours_name}" + (f" {variant}" if variant else ""),
                         "htsim": f"htsim_{theirs}",
                         "fct_us": a,
                         "htsim_us": b,
@@ -255,7 +334,7 @@ def main() -> int:
                     rows.append(row)
                     print(_line(row), flush=True)
         if opts.seeds:
-            p99 = {"htsim_roce": [], "flow roce-ecmp": []}  # type: dict[str, list[float]]
+            p99 = {"htsim_roce": [], "flow roce-ecmp": [], "flow roce-ecmp pfc_hol=1": []}  # type: dict[str, list[float]]
             for seed in range(opts.seeds):
                 load = traffic_for("permutation", seed)
                 cm = tmp / f"perm-{seed}.cm"
@@ -264,19 +343,22 @@ def main() -> int:
                 p99["htsim_roce"].append(float(np.percentile(htsim_times(out, topology)[1], 99)))
                 got = ours("flow", "roce-ecmp", cm, seed, 0.01, tmp)
                 p99["flow roce-ecmp"].append(float(np.percentile(got["fct"], 99)))
+                got = ours("flow", "roce-ecmp+pfc_hol=1", cm, seed, 0.01, tmp)
+                p99["flow roce-ecmp pfc_hol=1"].append(float(np.percentile(got["fct"], 99)))
                 print(
                     f"seed {seed}: p99 htsim_roce {p99['htsim_roce'][-1]:.1f} us, "
-                    f"flow roce-ecmp {p99['flow roce-ecmp'][-1]:.1f} us",
+                    f"flow roce-ecmp {p99['flow roce-ecmp'][-1]:.1f} us, "
+                    f"pfc_hol=1 {p99['flow roce-ecmp pfc_hol=1'][-1]:.1f} us",
                     flush=True,
                 )
             med = {k: float(np.median(v)) for k, v in p99.items()}
             record["ecmp_p99_us"] = p99
             record["ecmp_median_p99_us"] = med
-            print(
-                f"ECMP median p99 over {opts.seeds} seeds: flow roce-ecmp "
-                f"{med['flow roce-ecmp']:.1f} us, htsim_roce {med['htsim_roce']:.1f} us, "
-                f"ratio {med['flow roce-ecmp'] / med['htsim_roce']:.3f}"
-            )
+            for k in ("flow roce-ecmp", "flow roce-ecmp pfc_hol=1"):
+                print(
+                    f"ECMP median p99 over {opts.seeds} seeds: {k} {med[k]:.1f} us, "
+                    f"htsim_roce {med['htsim_roce']:.1f} us, ratio {med[k] / med['htsim_roce']:.3f}"
+                )
     record["rows"] = rows
     print()
     print(
@@ -291,12 +373,15 @@ def main() -> int:
     return 0
 
 
+CHAINS = ("allreduce", "chainfresh")
+
+
 def _line(row: dict) -> str:  # type: ignore[type-arg]
     a, r, c, h = row["fct_us"], row["ratio"], row["cost"], row["htsim_cost"]
     figs = (
-        " / ".join(f"{x:,.1f}" for x in a) if row["case"] != "allreduce" else f"finish {a[0]:,.1f}"
+        " / ".join(f"{x:,.1f}" for x in a) if row["case"] not in CHAINS else f"finish {a[0]:,.1f}"
     )
-    rat = " / ".join(f"{x:.3f}" for x in r) if row["case"] != "allreduce" else f"{r[0]:.3f}"
+    rat = " / ".join(f"{x:.3f}" for x in r) if row["case"] not in CHAINS else f"{r[0]:.3f}"
     return (
         f"| {row['case']} | {row['ours']} | {row['htsim']} | {figs} | {rat} | "
         f"{c['wall']:.1f} / {c['cpu']:.1f} / {c['mb']:.0f} | "

@@ -37,10 +37,15 @@ __all__ = ["TOLERANCE", "Comparison", "chained_ring_all_reduce", "compare", "flo
 #: PFC does not reach the fluid max-min share, docs/packet.md), so its permutation and its
 #: incast's mean (the lossless fabric serves the incast unfairly; the last finish agrees);
 #: ``mrc-spray``'s incast (the packet engine's window halves on marks and ends 1.4-1.6x later
-#: than the receiver link's fair share).
+#: than the receiver link's fair share). ``mrc-spray``'s permutation on k=4 holds the mean to
+#: 5%: the packet engine's 16-host permutation ends 2% (mean) and 8% (last) later than even
+#: the fixed split, the most pessimistic load balancing, so the gap there is its start-up
+#: and window transients, not its path choice; the flow model's path avoidance (``avoid``
+#: 0.2, which puts it within 1.2% of the packet engine's mean on the k=16 permutation) widens
+#: it to 4.0% (mean) and 10.0% (last).
 TOLERANCE: dict[str, dict[str, tuple[float | None, float]]] = {
     "roce-ecmp": {"lone": (0.0, 0.0), "incast": (None, 0.001), "chain": (0.005, 0.005)},
-    "mrc-spray": {"lone": (0.0, 0.0), "permutation": (0.03, 0.10), "chain": (0.01, 0.01)},
+    "mrc-spray": {"lone": (0.0, 0.0), "permutation": (0.05, 0.10), "chain": (0.01, 0.01)},
     "receiver-driven": {
         "lone": (0.005, 0.005),
         "permutation": (0.05, 0.02),

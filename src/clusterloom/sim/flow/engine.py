@@ -31,6 +31,14 @@ Max-min entities
     flow's rate is capped at ``min(cap[u] / share[u])`` over its units, so no unit ever
     exceeds its cap.
 
+Refinements of the fill
+    ``FlowSet.avoid`` (coupled flows): a bounded shift of the fixed split off paths that
+    cross a congested link, re-filled :data:`AVOID_ROUNDS` times (``_Sim._avoid``).
+    ``FlowSet.lossless`` (split flows): a PFC fabric without congestion control, input-port
+    sharing and head-of-line blocking, re-filled at most :data:`LOSSLESS_ROUNDS` times
+    (``_Sim._lossless``). Both start from the max-min fill at every allocation; docs/sim.md
+    ("Path avoidance", "Lossless fabric") states their assumptions.
+
 Events and time
     A flow is posted at ``max(start_ps, finish + notify_ps of every dependency)``; its bytes
     start moving ``head_ps`` later (a handshake, the wait for a first pull) and its reported
@@ -103,6 +111,16 @@ COMPLETION_WINDOW_PS = 1
 #: Fractions of a picosecond below this are floating error when rounding completion times up.
 ROUND_SLACK_PS = 1e-3
 
+#: At most this many refinements of a lossless allocation (``FlowSet.lossless``) per event.
+LOSSLESS_ROUNDS = 8
+
+#: Rounds of path avoidance of a coupled flow (``FlowSet.avoid``) per allocation.
+AVOID_ROUNDS = 2
+#: A link loaded within this fraction of its capacity counts as congested (marking) for
+#: path avoidance, whatever the rate tolerance (up to half of it), so that exact and
+#: tolerant runs see the same congested links.
+AVOID_HOT = 0.02
+
 #: A run reports its progress (``simulate(progress=...)``) every this many events.
 PROGRESS_EVERY = 16
 
@@ -157,6 +175,8 @@ class FlowSet:
     head_ps: _I64 = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     tail_ps: _I64 = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     notify_ps: _I64 = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    lossless: _B = field(default_factory=lambda: np.empty(0, dtype=np.bool_))
+    avoid: _F64 = field(default_factory=lambda: np.empty(0, dtype=np.float64))
 
     def __post_init__(self) -> None:
         size = np.atleast_1d(np.asarray(self.size, dtype=np.float64))
@@ -177,11 +197,27 @@ class FlowSet:
         if pooled.size == 0:
             pooled = np.zeros(n, dtype=np.bool_)
         pooled = np.broadcast_to(pooled, (n,))
+        lossless = np.asarray(self.lossless, dtype=np.bool_)
+        if lossless.size == 0:
+            lossless = np.zeros(n, dtype=np.bool_)
+        lossless = np.broadcast_to(lossless, (n,))
+        avoid = np.asarray(self.avoid, dtype=np.float64)
+        if avoid.size == 0:
+            avoid = np.zeros(n)
+        avoid = np.broadcast_to(avoid, (n,))
         if size.ndim != 1 or dep_ptr.shape != (n + 1,):
             raise SimInputError(f"flows: dep_ptr needs {n + 1} entries, got {dep_ptr.shape}")
         both = np.flatnonzero(coupled & pooled)
         if both.size:
             raise SimInputError(f"flow {both[0]}: coupled and pooled at once; pick one")
+        both = np.flatnonzero(lossless & (coupled | pooled))
+        if both.size:
+            raise SimInputError(f"flow {both[0]}: the lossless model takes split flows only")
+        bad = np.flatnonzero(~((avoid >= 0) & (avoid < 1)) | ((avoid > 0) & ~coupled))
+        if bad.size:
+            raise SimInputError(
+                f"flow {bad[0]}: avoid {avoid[bad[0]]} (in [0, 1), coupled flows only)"
+            )
         for name, value in (
             ("size", size),
             ("start_ps", start),
@@ -189,6 +225,8 @@ class FlowSet:
             ("dep_idx", np.asarray(self.dep_idx, dtype=np.int64)),
             ("coupled", coupled),
             ("pooled", pooled),
+            ("lossless", lossless),
+            ("avoid", avoid),
             *delays.items(),
         ):
             object.__setattr__(self, name, _ro(value, value.dtype))
@@ -209,6 +247,8 @@ class FlowSet:
         head_ps: ArrayLike = 0,
         tail_ps: ArrayLike = 0,
         notify_ps: ArrayLike = 0,
+        lossless: ArrayLike = False,
+        avoid: ArrayLike = 0.0,
     ) -> FlowSet:
         """Convenience builder: ``deps[f]`` lists the flows ``f`` waits for."""
         n = np.atleast_1d(np.asarray(size)).shape[0]
@@ -225,6 +265,8 @@ class FlowSet:
             head_ps=np.broadcast_to(np.asarray(head_ps, dtype=np.int64), (n,)),
             tail_ps=np.broadcast_to(np.asarray(tail_ps, dtype=np.int64), (n,)),
             notify_ps=np.broadcast_to(np.asarray(notify_ps, dtype=np.int64), (n,)),
+            lossless=np.broadcast_to(np.asarray(lossless, dtype=np.bool_), (n,)),
+            avoid=np.broadcast_to(np.asarray(avoid, dtype=np.float64), (n,)),
         )
 
 
@@ -233,7 +275,9 @@ class UnitSet:
     """Allocation units as CSR over links. ``cap``: per-unit rate cap in bytes/s (empty = no
     caps, ``inf`` = uncapped). ``link_weight``: per entry of ``unit_link``, the load the unit
     puts on that link per byte/s of its rate (empty = all 1; e.g. the ACKs and pulls a
-    transport sends back on the reverse links, a small fraction of its rate)."""
+    transport sends back on the reverse links, a small fraction of its rate). ``control``:
+    per entry, True when it carries only such control packets, not the unit's data (empty =
+    all False; the lossless model follows data entries only)."""
 
     unit_flow: _I64
     unit_ptr: _I64
@@ -241,6 +285,7 @@ class UnitSet:
     unit_share: _F64
     cap: _F64 = field(default_factory=lambda: np.empty(0, dtype=np.float64))
     link_weight: _F64 = field(default_factory=lambda: np.empty(0, dtype=np.float64))
+    control: _B = field(default_factory=lambda: np.empty(0, dtype=np.bool_))
 
     def __post_init__(self) -> None:
         flow = np.atleast_1d(np.asarray(self.unit_flow, dtype=np.int64))
@@ -257,6 +302,11 @@ class UnitSet:
             weight = np.ones(link.shape[0])
         if weight.shape != link.shape:
             raise SimInputError(f"units: link_weight needs {link.shape[0]} entries")
+        control = np.asarray(self.control, dtype=np.bool_)
+        if control.size == 0:
+            control = np.zeros(link.shape[0], dtype=np.bool_)
+        if control.shape != link.shape:
+            raise SimInputError(f"units: control needs {link.shape[0]} entries")
         if ptr.shape != (n + 1,) or ptr[0] != 0 or ptr[-1] != link.shape[0]:
             raise SimInputError(
                 f"units: unit_ptr must have {n + 1} entries from 0 to len(unit_link)"
@@ -268,6 +318,7 @@ class UnitSet:
             ("unit_share", share),
             ("cap", cap),
             ("link_weight", weight),
+            ("control", control),
         ):
             object.__setattr__(self, name, _ro(value, value.dtype))
 
@@ -313,6 +364,7 @@ class UnitSet:
             unit_share=np.concatenate([p.unit_share for p in parts]),
             cap=np.concatenate([p.cap for p in parts]),
             link_weight=np.concatenate([p.link_weight for p in parts]),
+            control=np.concatenate([p.control for p in parts]),
         )
 
 
@@ -596,6 +648,47 @@ def _water_fill(
     return _Fill(np.asarray(rate, dtype=np.float64), int(rounds), np.asarray(load, np.float64))
 
 
+def _pause_bounds(
+    ent: _I64,
+    hop: _I64,
+    link: _I64,
+    nxt: _I64,
+    share: _F64,
+    r: _F64,
+    first: _I64,
+    n_ent: int,
+) -> tuple[_F64, _I64]:
+    """Head-of-line bounds (``_Sim._lossless``): per entity the lowest ``r_A * share_B /
+    share_A`` over the paused links it crosses (those before another entity A's bottleneck
+    hop ``first``) where its next link differs from A's (blocked behind packets bound for
+    another port; those bound for the same one share it as its inputs do), and the hop where
+    that bound holds it (``_NEVER``: none). An entity's own pauses do not bound it."""
+    paused = np.flatnonzero(hop < first[ent])
+    bound = np.full(n_ent, np.inf)
+    held = np.full(n_ent, _NEVER, dtype=np.int64)
+    if not paused.size:
+        return bound, held
+    value = r[paused] / share[paused]
+    order = np.lexsort((value, link[paused]))
+    pl, pv, pn = link[paused][order], value[order], nxt[paused][order]
+    head = np.ones(pl.size, dtype=np.bool_)
+    head[1:] = pl[1:] != pl[:-1]
+    starts = np.flatnonzero(head)
+    n_links = int(link.max()) + 1
+    low = np.full(n_links, np.inf)  # the lowest pause value per link and its next link
+    low_next = np.full(n_links, -2, dtype=np.int64)
+    low[pl[starts]] = pv[starts]
+    low_next[pl[starts]] = pn[starts]
+    other = np.full(n_links, np.inf)  # the lowest among pausers bound for another next link
+    differ = pn != low_next[pl]
+    np.minimum.at(other, pl[differ], pv[differ])
+    limit = np.where(nxt == low_next[link], other[link], low[link]) * share
+    np.minimum.at(bound, ent, limit)
+    hit = np.isfinite(limit) & (limit <= bound[ent] * (1.0 + 1e-12))
+    np.minimum.at(held, ent[hit], hop[hit])
+    return bound, held
+
+
 def max_min_fair(coef: Any, capacity: ArrayLike, cap: ArrayLike | None = None) -> _F64:
     """Max-min fair rates of the entities (columns) of ``coef`` (links x entities, dense or
     scipy.sparse; the load on each link per unit rate) under ``capacity`` and optional
@@ -629,6 +722,21 @@ def max_min_fair(coef: Any, capacity: ArrayLike, cap: ArrayLike | None = None) -
 # the event loop
 
 _PENDING, _ACTIVE, _DONE = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class _AvoidMap:
+    """The unit entries of avoiding coupled flows (``_Sim._avoid``): ``units`` the units
+    (sorted), per unit entry ``at`` its unit's index in ``units``, ``entry`` the merged entry
+    it adds to, ``link`` that entry's link, ``weight`` its link weight, ``data`` False for
+    control packets."""
+
+    units: _I64
+    at: _I64
+    entry: _I64
+    link: _I64
+    weight: _F64
+    data: _B
 
 
 class _Sim:
@@ -726,18 +834,41 @@ class _Sim:
         cols = u.unit_link[pos]
         vals = np.repeat(coef, counts) * u.link_weight[pos]
         hops = pos - np.repeat(u.unit_ptr[order], counts)
+        ctl = u.control[pos]
+        merged_of_pos = np.arange(rows.size, dtype=np.int64)
         if coupled.any():  # only a coupled flow's units can share a link within one entity
             idx = np.lexsort((cols, rows))
-            rows, cols, vals, hops = rows[idx], cols[idx], vals[idx], hops[idx]
+            rows, cols, vals, hops, ctl = rows[idx], cols[idx], vals[idx], hops[idx], ctl[idx]
             head = np.ones(rows.size, dtype=np.bool_)
             head[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
             starts = np.flatnonzero(head)
+            merged_of_pos[idx] = np.cumsum(head) - 1
             if rows.size:
                 vals = np.add.reduceat(vals, starts)
                 hops = np.minimum.reduceat(hops, starts)
+                ctl = np.logical_and.reduceat(ctl, starts)
             rows, cols = rows[starts], cols[starts]
         nz = vals > 0
-        rows, cols, vals, hops = rows[nz], cols[nz], vals[nz], hops[nz]
+        rows, cols, vals, hops, ctl = rows[nz], cols[nz], vals[nz], hops[nz], ctl[nz]
+        self.ent_ctl = ctl.astype(np.bool_)
+        self.ent_lossless = f.lossless[uf][new_ent]
+        self.ent_avoid = f.avoid[uf][new_ent]
+        self.avoid_map: _AvoidMap | None = None
+        if (self.ent_avoid > 0).any():  # unit entries -> entries, to re-split coupled flows
+            entry_of = np.where(nz, np.cumsum(nz) - 1, -1)[merged_of_pos]
+            ent_of_entry = np.repeat(ent_of_pos, counts)
+            mine = (entry_of >= 0) & (self.ent_avoid[ent_of_entry] > 0)
+            unit = np.repeat(order, counts)[mine]
+            uniq = np.unique(unit)
+            entry = entry_of[mine]
+            self.avoid_map = _AvoidMap(
+                uniq,
+                np.searchsorted(uniq, unit),
+                entry,
+                cols[entry].astype(np.int64),
+                u.link_weight[pos][mine],
+                ~u.control[pos][mine],
+            )
         self.ent_ptr = _csr_ptr(np.bincount(rows, minlength=n_ent))
         self.entry_ent = rows.astype(np.int64)
         self.ent_link = cols.astype(np.int64)
@@ -795,6 +926,7 @@ class _Sim:
                 unit_share=new.unit_share[idx],
                 cap=new.cap[idx],
                 link_weight=new.link_weight[pos],
+                control=new.control[pos],
             )
         self._sync_out()
         remaining = np.bincount(self.grp_flow, self.grp_rem, minlength=self.flows.n_flows)
@@ -907,6 +1039,7 @@ class _Sim:
         if not self.dirty:
             return
         active = self.grp_state[self.ent_group] == _ACTIVE
+        keep = self._black_holes(active)
         self.fill = _water_fill(
             self.ent_ptr,
             self.ent_link,
@@ -918,13 +1051,173 @@ class _Sim:
             self.ent_cap,
             active,
             self.rtol,
-            self._black_holes(active),
+            keep,
         )
+        if (self.ent_lossless & active).any():
+            self.fill = self._lossless(active, keep)
+        if self.avoid_map is not None and (active & (self.ent_avoid > 0)).any():
+            self.fill = self._avoid(active, keep)
         self.rate = self.fill.rate
         self.allocations += 1
         self.rounds += self.fill.rounds
         self.load = None
         self.dirty = False
+
+    def _input_shares(self, data: _B) -> tuple[_I64, _I64, _I64, _I64, _F64]:
+        """Per data entry of a lossless entity (``data``): its entity, hop, link and next link
+        (-1: the receiver), and its share of the link when every input of the link is
+        backlogged (see ``_lossless``)."""
+        idx = np.flatnonzero(data)
+        ent, hop = self.entry_ent[idx], self.ent_hop[idx]
+        order = np.lexsort((hop, ent))
+        idx, ent, hop = idx[order], ent[order], hop[order]
+        link = self.ent_link[idx]
+        inp = np.full(idx.size, -1, dtype=np.int64)  # the previous link, -1: the sender's NIC
+        same = np.zeros(idx.size, dtype=np.bool_)
+        same[1:] = ent[1:] == ent[:-1]
+        inp[1:][same[1:]] = link[:-1][same[1:]]
+        nxt = np.full(idx.size, -1, dtype=np.int64)  # the next link, -1: the receiver
+        nxt[:-1][same[1:]] = link[1:][same[1:]]
+        share = np.zeros(idx.size)
+        prev = np.ones(idx.size)  # the entry's share of its input link (1 at the NIC)
+        nl = np.int64(self.n_links + 1)
+        for h in range(int(hop.max(initial=-1)) + 1):
+            at = np.flatnonzero(hop == h)
+            if not at.size:
+                continue
+            if h:
+                before = at - 1  # the same entity's previous hop (entries are by entity, hop)
+                ok = same[at]
+                prev[at[ok]] = share[before[ok]]
+            pair = link[at] * nl + (inp[at] + 1)
+            pairs, pair_of = np.unique(pair, return_inverse=True)
+            pair_of = pair_of.reshape(-1)
+            total = np.bincount(pair_of, prev[at], minlength=pairs.size)
+            links_of_pair = pairs // nl
+            _, per_link = np.unique(links_of_pair, return_inverse=True)
+            n_inputs = np.bincount(per_link.reshape(-1))[per_link.reshape(-1)]
+            share[at] = prev[at] / total[pair_of] / n_inputs[pair_of]
+        return ent, hop, link, nxt, share
+
+    def _lossless(self, active: _B, keep: _B | None) -> _Fill:
+        """Rates of lossless entities (a PFC fabric without congestion control; docs/sim.md,
+        "Lossless fabric"), from the max-min fill already in ``self.fill``, by at most
+        :data:`LOSSLESS_ROUNDS` refinements:
+
+        - input-port sharing: a saturated link serves its inputs (the links its entities arrive
+          on, or the sender's NIC) equally, each input's part in proportion to its entities'
+          shares of that input (FIFO mixing): an entity's weight is that share at its
+          bottleneck (the first saturated link on its path where its level in the weighted
+          fill is the highest);
+        - head-of-line blocking: the links before an entity's bottleneck are paused; a paused
+          link carries its entities in proportion to their shares of it, so an entity crossing
+          it towards another next link is held to ``r_A * share_B / share_A`` of the entity
+          ``A`` that pauses it (the lowest such bound), and the links before that one are
+          paused in turn.
+
+        Entities that are not lossless keep weight 1 and no bound."""
+        fill = self.fill
+        assert fill is not None
+        lossy = self.ent_lossless & active
+        data = ~self.ent_ctl & lossy[self.entry_ent]
+        if keep is not None:
+            data &= keep
+        ent, hop, link, nxt, share = self._input_shares(data)
+        n_ent = lossy.shape[0]
+        tol = max(AVOID_HOT, 2.0 * self.rtol)  # saturated: as for path avoidance
+        weight = np.ones(n_ent)
+        bound = np.full(n_ent, np.inf)
+        held_at = np.full(n_ent, _NEVER, dtype=np.int64)  # the hop where a bound holds it
+        cap = self.capacity
+        rate = fill.rate
+        for _ in range(LOSSLESS_ROUNDS):
+            r = rate[ent]
+            level = (rate / weight)[ent]  # the weighted fill's level of each entity
+            sat = (fill.load >= cap * (1.0 - tol)) & (cap > 0)
+            top = np.zeros(self.n_links)
+            np.maximum.at(top, link, level)
+            neck = sat[link] & (r > 0) & (level >= top[link] * (1.0 - tol))
+            first = np.full(n_ent, _NEVER, dtype=np.int64)
+            np.minimum.at(first, ent[neck], hop[neck])
+            held = (first == _NEVER) & np.isfinite(bound) & (rate >= bound * (1.0 - tol))
+            first[held] = held_at[held]
+            new_weight = np.ones(n_ent)
+            at = (hop == first[ent]) & ~held[ent]
+            new_weight[ent[at]] = share[at]
+            new_bound, new_held = _pause_bounds(ent, hop, link, nxt, share, r, first, n_ent)
+            same = np.allclose(new_weight, weight, rtol=tol, atol=0.0) and np.allclose(
+                new_bound, bound, rtol=tol, atol=0.0
+            )
+            if same:
+                break
+            weight, bound, held_at = new_weight, new_bound, new_held
+            w = weight[self.entry_ent]
+            fill = _water_fill(
+                self.ent_ptr,
+                self.ent_link,
+                self.ent_coef * w,
+                self.link_ptr,
+                self.link_entry,
+                self.entry_ent,
+                cap,
+                np.minimum(self.ent_cap, bound) / weight,
+                active,
+                self.rtol,
+                keep,
+            )
+            rate = fill.rate * weight
+        return _Fill(rate, fill.rounds, fill.load)
+
+    def _avoid(self, active: _B, keep: _B | None) -> _Fill:
+        """Coupled flows that steer away from congested paths (``FlowSet.avoid`` = a): from
+        the transport's split, :data:`AVOID_ROUNDS` times, every unit whose path crosses a
+        saturated link (where queues build and packets are marked) has its share multiplied
+        by ``1 - a`` and the flow's shares are renormalised, then rates are filled again.
+        A flow whose every path is saturated (its own NIC, its receiver) keeps its split, and
+        a hot path keeps at least ``(1 - a) ** AVOID_ROUNDS`` of its weight relative to a cool
+        one: the bounded relief of a sender that skips marked EVs but keeps probing them.
+        The split is recomputed at every allocation from the transport's (no memory)."""
+        fill = self.fill
+        assert fill is not None and self.avoid_map is not None
+        m = self.avoid_map
+        uniq, at, entry, on_link, weight, data = m.units, m.at, m.entry, m.link, m.weight, m.data
+        ue = self.ent_of_unit[uniq]
+        n_ent = self.rate.shape[0]
+        units_per_ent = np.bincount(ue, minlength=n_ent)
+        share = self.units.unit_share[uniq].copy()
+        factor = 1.0 - self.ent_avoid[ue]
+        on = active[ue]
+        tol = max(AVOID_HOT, 2.0 * self.rtol)
+        cap = self.capacity
+        for _ in range(AVOID_ROUNDS):
+            sat = (fill.load >= cap * (1.0 - tol)) & (cap > 0)
+            hot_entry = sat[on_link] & data
+            if keep is not None:
+                hot_entry &= keep[entry]
+            step = on & (np.bincount(at[hot_entry], minlength=uniq.size) > 0)
+            step &= np.bincount(ue[step], minlength=n_ent)[ue] < units_per_ent[ue]
+            if not step.any():
+                break
+            share = np.where(step, share * factor, share)
+            share = share / np.bincount(ue, share, minlength=n_ent)[ue]
+            coef = self.ent_coef.copy()
+            coef[entry] = 0.0
+            coef += np.bincount(entry, share[at] * weight, minlength=coef.size)
+            fill = _water_fill(
+                self.ent_ptr,
+                self.ent_link,
+                coef,
+                self.link_ptr,
+                self.link_entry,
+                self.entry_ent,
+                cap,
+                self.ent_cap,
+                active,
+                self.rtol,
+                keep,
+            )
+        self.unit_factor[uniq] = share
+        return fill
 
     def _group_rate(self) -> _F64:
         """Bytes/s delivered to each group."""

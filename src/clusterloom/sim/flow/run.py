@@ -104,6 +104,11 @@ def run(
         head_ps=timing.head_ps,
         tail_ps=timing.tail_ps,
         notify_ps=np.full(len(traffic), transport.notify_ps(), dtype=np.int64),
+        lossless=np.full(len(traffic), bool(getattr(transport, "lossless", False))),
+        avoid=np.full(
+            len(traffic),
+            float(getattr(transport, "avoid", 0.0)) if transport.mode == "coupled" else 0.0,
+        ),
     )
     units = timing.capped(units)
 
@@ -191,6 +196,7 @@ class Timing:
         order = np.argsort(np.concatenate([owner, owner]), kind="stable")
         links = np.concatenate([units.unit_link, back])[order]
         weight = np.concatenate([units.link_weight, np.full(back.shape[0], self.control)])[order]
+        control = np.concatenate([units.control, np.ones(back.shape[0], dtype=bool)])[order]
         return UnitSet(
             unit_flow=units.unit_flow,
             unit_ptr=2 * units.unit_ptr,
@@ -198,6 +204,7 @@ class Timing:
             unit_share=units.unit_share,
             cap=units.cap,
             link_weight=weight,
+            control=control,
         )
 
 
