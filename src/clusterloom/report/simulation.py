@@ -385,7 +385,9 @@ def window_of(runs: Sequence[Run], failures: Sequence[Failure] = ()) -> Window:
 ENGINES = {
     "flow": (
         "flow-level simulation",
-        "Fluid, max-min fair flow-level model: no queues, packets or congestion control dynamics.",
+        "Fluid, max-min fair flow-level model with packet headers, path latency, store-and-forward "
+        "and each transport's start-up (docs/sim.md); no queues, loss or congestion-control "
+        "dynamics.",
         None,
     ),
     "packet": (
