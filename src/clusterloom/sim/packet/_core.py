@@ -18,8 +18,13 @@ State layout (all ``int64``):
 - ``S``: scalars and counters (``S_*``), then the configuration (``C_*``).
 - ``RL``: the routes back to back; a packet holds the offset of its route's first link and its
   hop index into it.
-- ``T[:S[S_TN], :]``: trace records ``(time, what, pid, dl)`` (drops and trims) when
-  ``S[C_TRACE]`` is set.
+- ``T[:S[S_TN], :]``: records for Python ``(time, what, pid, dl)``, in order: drops and trims
+  when ``S[C_TRACE]`` is set, and the deliveries of quiet packets (``TR_QUIET``, below).
+- A **quiet** packet (``P_QUIET``, set by the send) is one whose delivery the transport
+  handles without sending or scheduling anything (``receiver-driven``'s ACKs): the loop logs
+  its delivery in ``T`` and goes on instead of returning, and Python hands it to its connection
+  before the event that made the loop return. Nothing the handler does reaches the data plane,
+  so the run is the same event for event; it saves a return to Python per such packet.
 - ``CM[:n, :]``: Python's commands (``CMD_*``). Python takes a send's packet slot from the
   free stack itself (the core never allocates), so it can keep the packet's object by id.
 """
@@ -41,8 +46,8 @@ L_WH, L_WT, L_WN, L_ING = 17, 18, 19, 20
 L_COLS = 21
 
 # packet columns
-P_SIZE, P_PRIO, P_ECN, P_TRIM, P_ROUTE, P_HOP, P_ING, P_NEXT, P_ARR, P_FREE = range(10)
-P_COLS = 10
+P_SIZE, P_PRIO, P_ECN, P_TRIM, P_ROUTE, P_HOP, P_ING, P_NEXT, P_ARR, P_FREE, P_QUIET = range(11)
+P_COLS = 11
 
 # scalars
 S_NOW, S_SEQ, S_HN, S_NFREE, S_EVENTS, S_RUN_N = 0, 1, 2, 3, 4, 5
@@ -65,7 +70,7 @@ CMD_COLS = 8
 ST_EMPTY, ST_LIMIT, ST_PYTHON, ST_STOP_CHECK, ST_GROW = 0, 1, 2, 3, 4
 
 # trace record kinds
-TR_DROP, TR_TRIM = 0, 1
+TR_DROP, TR_TRIM, TR_QUIET = 0, 1, 2
 
 PS8 = BITS_PER_BYTE * PS_PER_S  # bits to picoseconds at 1 b/s
 NIL = -1
@@ -311,8 +316,9 @@ def _apply(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, CM: Any, n: int) -> 
     """Apply Python's first ``n`` queued commands in order."""
     for i in range(n):
         op = CM[i, 0]
-        if op == CMD_SEND:  # size, prio, ecn, trimmed, route offset, packet id
+        if op == CMD_SEND:  # size, prio, ecn, trimmed, route offset, packet id, quiet
             pid = CM[i, 6]
+            P[pid, P_QUIET] = CM[i, 7]
             P[pid, P_SIZE] = CM[i, 1]
             P[pid, P_PRIO] = CM[i, 2]
             P[pid, P_ECN] = CM[i, 3]
@@ -389,6 +395,14 @@ def step(
                 push(H, S, P[nxt, P_ARR], EV_WIRE, dl, b)
             if L[dl, L_TO] < n_hosts:
                 _free(P, S, pid)  # its row is read by Python before the next send reuses it
+                if P[pid, P_QUIET]:  # logged for Python, which hands it over before going on
+                    i = S[S_TN]
+                    T[i, 0] = time
+                    T[i, 1] = TR_QUIET
+                    T[i, 2] = pid
+                    T[i, 3] = dl
+                    S[S_TN] = i + 1
+                    continue
                 return (
                     ST_PYTHON,
                     EV_DELIVER,

@@ -83,7 +83,11 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     L_SW,
     L_TO,
     P_COLS,
+    P_ECN,
     P_FREE,
+    P_PRIO,
+    P_SIZE,
+    P_TRIM,
     S_COLS,
     S_DROPS,
     S_EVENTS,
@@ -99,6 +103,7 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     ST_PYTHON,
     ST_STOP_CHECK,
     TR_DROP,
+    TR_QUIET,
 )
 from clusterloom.sim.paths import Router, RouteView, build_router, route, route_view
 from clusterloom.units import PS_PER_S
@@ -387,7 +392,8 @@ class PacketSim:
         c[C_XOFF], c[C_XON] = cfg.pfc_xoff, cfg.pfc_xon
         c[C_RNGKEY] = rng_key(seed)
         c[C_TRACE] = tracer is not None
-        self._trace = np.zeros((64, 4), dtype=np.int64)
+        #: what the loop logs for Python: drops and trims (traced), quiet deliveries
+        self._trace = np.zeros((4096, 4), dtype=np.int64)
         self._rl = np.zeros(1024, dtype=np.int64)  # the links of every route, back to back
         self._rl_used = 0
         #: each route once: its links (the one tuple every key of it shares) and offset in _rl
@@ -579,9 +585,17 @@ class PacketSim:
 
     # -- sending -----------------------------------------------------------------------------
 
-    def send(self, pkt: Packet, port: int, ev: int, *, source_route: bool = False) -> bool:
+    def send(
+        self, pkt: Packet, port: int, ev: int, *, source_route: bool = False, quiet: bool = False
+    ) -> bool:
         """Hand ``pkt`` to its source host's NIC port ``port`` with entropy ``ev``. Returns False
-        when no route exists (the packet is dropped)."""
+        when no route exists (the packet is dropped).
+
+        ``quiet``: the connection handles the packet's delivery without sending or scheduling
+        anything (it only updates its own state), so the compiled loop need not stop for it:
+        it logs the delivery and Python hands the packet over, at its time, before the next
+        event that needs Python (:mod:`._core`). The same run, with fewer returns to Python;
+        ignored under a tracer or an impairment. A quiet handler that sends is an error."""
         pkt.ev = ev
         pkt.port = port
         now = pkt.sent_ps = self.now
@@ -622,6 +636,7 @@ class PacketSim:
         mv[i + 4] = pkt.trimmed
         mv[i + 5] = at
         mv[i + 6] = pid
+        mv[i + 7] = quiet and tracer is None and self.impair is None
         self._n_cm = n + 1
         return True
 
@@ -703,15 +718,47 @@ class PacketSim:
             self._step(-1, False, False)
 
     def _drain_trace(self) -> None:
+        """Take the loop's log: quiet deliveries (handed to their connections, in order, at
+        their times) and, under a tracer, drops and trims."""
         tracer = self.tracer
         n = int(self._s[S_TN])
         self._s[S_TN] = 0
-        if tracer is None:
-            return
+        objs = self._objs
         for t, what, pid, dl in self._trace[:n].tolist():
-            pkt = self._objs[pid]
-            if pkt is not None:
+            if what == TR_QUIET:
+                self._deliver_quiet(pid, t)
+                continue
+            pkt = objs[pid]
+            if pkt is not None and tracer is not None:
                 tracer.event(t, pkt.flow, "drop" if what == TR_DROP else "trim", pkt.seq, dl)
+
+    def _deliver_quiet(self, pid: int, t: int) -> None:
+        """A quiet packet reached its host at ``t`` (the loop went on): as the inlined delivery
+        of :meth:`run`, with ``now`` at ``t`` for the handler and restored after it."""
+        pkt = self._objs[pid]
+        self._objs[pid] = None
+        assert pkt is not None
+        pmv = self._pmv
+        row = pid * P_COLS
+        pkt.size = pmv[row + P_SIZE]
+        pkt.prio = pmv[row + P_PRIO] != 0
+        pkt.ecn = pmv[row + P_ECN] != 0
+        pkt.trimmed = pmv[row + P_TRIM] != 0
+        pkt.hop = len(pkt.route)
+        pkt.ingress = -1
+        if pkt.kind == DATA and not pkt.trimmed:
+            self._delivered += pkt.payload
+        conns = self.conns
+        if 0 <= pkt.flow < len(conns):
+            before, queued = self.now, self._n_cm
+            self.now = t
+            conns[pkt.flow].on_packet(pkt, t)
+            self.now = before
+            if self._n_cm != queued:
+                raise PacketSimError(
+                    f"flow {pkt.flow}: the handler of a quiet packet (kind "
+                    f"{KIND_NAMES[pkt.kind]}) sent or scheduled something"
+                )
 
     # -- host events -------------------------------------------------------------------------
 
@@ -811,7 +858,7 @@ class PacketSim:
         conns = self.conns
         objs = self._objs
         smv = self._smv
-        step = core.step
+        step = dispatch = core.step
         grown = -1
         while True:
             if self._grown != grown:  # an array was reallocated: take the new ones
@@ -831,6 +878,10 @@ class PacketSim:
                     grown = self._grown
                 self._n_cm = 0
             out = step(links, pkts, heap, st, trace, rl, cm, n, limit, check, skip)
+            if step is dispatch:  # compiled now: call its entry point from here on
+                step = _entry_point(
+                    dispatch, (links, pkts, heap, st, trace, rl, cm, n, limit, check, skip)
+                )
             if smv[S_TN]:
                 self._drain_trace()
             skip = False
@@ -878,6 +929,18 @@ class PacketSim:
         links = self._links
         held = links[links[:, L_SW] != 0, L_MAXQ]
         return int(held.max()) if held.size else 0
+
+
+def _entry_point(fn: Any, args: tuple[Any, ...]) -> Any:
+    """The compiled entry point of the numba function ``fn`` for the types of ``args`` (it
+    must have been called with them), or ``fn`` itself. Calling it skips numba's dispatch
+    (typing every argument and choosing an overload: about 1.5 us of the 2.8 us a call of
+    :func:`._core.step` costs from Python); the arrays keep their types when they grow."""
+    try:
+        sig = tuple(fn.typeof_pyval(a) for a in args)
+        return fn.overloads[sig].entry_point
+    except (AttributeError, KeyError):  # not a numba dispatcher (NUMBA_DISABLE_JIT), no match
+        return fn
 
 
 def rng_key(seed: int) -> int:

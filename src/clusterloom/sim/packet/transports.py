@@ -949,9 +949,15 @@ class _Pacer:
         self.line = sim.base_rate[2 * link] * sim.ports_per_host  # unless set_receiver_rate
         self.rates = sim.shared.setdefault("rx_rate", {})
         self.packet_bytes = sim.cfg.mtu + sim.cfg.header
+        self._rate: float = -1.0
+        self._interval = 0
 
     def interval(self) -> int:
-        return _ser(self.packet_bytes, self.rates.get(self.host, self.line))
+        rate = self.rates.get(self.host, self.line)
+        if rate != self._rate:  # set_receiver_rate changed it (or the first pull)
+            self._rate = rate
+            self._interval = _ser(self.packet_bytes, rate)
+        return self._interval
 
     def request(self, conn: ReceiverDriven, now: int) -> None:
         if conn.pull_wanted == 0:
@@ -1184,7 +1190,8 @@ class ReceiverDriven(_Sprayer):
             a = self.control(ACK, pkt.seq)
             a.cum = self.cum
         a.echo = pkt.ev
-        self.sim.send(a, pkt.port, pkt.ev ^ 1)
+        # an ACK only updates the sender's state (_ack): quiet, the loop need not stop for it
+        self.sim.send(a, pkt.port, pkt.ev ^ 1, quiet=not pkt.trimmed)
         if self.finish_ps < 0:
             self.pacer.request(self, now)
 
@@ -1224,7 +1231,13 @@ class _Answerer:
             if not pkt.trimmed and not self.reverse:
                 a.ecn = pkt.ecn
         a.echo = pkt.ev
-        self.sim.send(a, pkt.port, pkt.ev ^ self.reverse, source_route=self.source_route)
+        self.sim.send(
+            a,
+            pkt.port,
+            pkt.ev ^ self.reverse,
+            source_route=self.source_route,
+            quiet=a.kind == ACK and self.reverse == 1,  # receiver-driven's sender: _ack only
+        )
 
 
 def set_receiver_rate(sim: PacketSim, host: int, bps: float) -> None:
