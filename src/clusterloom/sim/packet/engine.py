@@ -207,7 +207,13 @@ class Packet:
     """One packet. ``size`` is bytes on the wire (header plus payload); ``payload`` is the data
     bytes it carries (kept on a trimmed packet so the receiver can NACK it). Transport fields
     (``cum``, ``sack``, ``echo``, ``hint``, ``path``, ``pseq``, ``msg``) are free for the
-    transport's headers; ``key`` and ``job`` identify the connection's security context."""
+    transport's headers; ``key`` and ``job`` identify the connection's security context.
+
+    ``quiet`` (not a header field): the connection handles this packet's delivery without
+    sending or scheduling anything, only updating its own state (``receiver-driven``'s ACKs),
+    so the compiled loop need not stop for it: it logs the delivery and goes on, and Python
+    hands the packet over, at its time, before the next event that needs Python (:mod:`._core`).
+    The same run with fewer returns to Python; a quiet packet whose handler sends is an error."""
 
     __slots__ = (
         "cum",
@@ -228,6 +234,7 @@ class Packet:
         "port",
         "prio",
         "pseq",
+        "quiet",
         "route",
         "sack",
         "sent_ps",
@@ -255,6 +262,7 @@ class Packet:
         self.payload = payload
         self.size = header + payload
         self.prio = kind != DATA and kind != PROBE  # probes test the data path
+        self.quiet = False
         self.ecn = False
         self.trimmed = False
         self.ev = 0
@@ -585,17 +593,10 @@ class PacketSim:
 
     # -- sending -----------------------------------------------------------------------------
 
-    def send(
-        self, pkt: Packet, port: int, ev: int, *, source_route: bool = False, quiet: bool = False
-    ) -> bool:
+    def send(self, pkt: Packet, port: int, ev: int, *, source_route: bool = False) -> bool:
         """Hand ``pkt`` to its source host's NIC port ``port`` with entropy ``ev``. Returns False
-        when no route exists (the packet is dropped).
-
-        ``quiet``: the connection handles the packet's delivery without sending or scheduling
-        anything (it only updates its own state), so the compiled loop need not stop for it:
-        it logs the delivery and Python hands the packet over, at its time, before the next
-        event that needs Python (:mod:`._core`). The same run, with fewer returns to Python;
-        ignored under a tracer or an impairment. A quiet handler that sends is an error."""
+        when no route exists (the packet is dropped). A ``pkt.quiet`` packet's delivery does
+        not stop the compiled loop (:class:`Packet`), except under a tracer or an impairment."""
         pkt.ev = ev
         pkt.port = port
         now = pkt.sent_ps = self.now
@@ -636,7 +637,7 @@ class PacketSim:
         mv[i + 4] = pkt.trimmed
         mv[i + 5] = at
         mv[i + 6] = pid
-        mv[i + 7] = quiet and tracer is None and self.impair is None
+        mv[i + 7] = pkt.quiet and tracer is None and self.impair is None
         self._n_cm = n + 1
         return True
 

@@ -1190,8 +1190,8 @@ class ReceiverDriven(_Sprayer):
             a = self.control(ACK, pkt.seq)
             a.cum = self.cum
         a.echo = pkt.ev
-        # an ACK only updates the sender's state (_ack): quiet, the loop need not stop for it
-        self.sim.send(a, pkt.port, pkt.ev ^ 1, quiet=not pkt.trimmed)
+        a.quiet = not pkt.trimmed  # an ACK only updates the sender's state (_ack)
+        self.sim.send(a, pkt.port, pkt.ev ^ 1)
         if self.finish_ps < 0:
             self.pacer.request(self, now)
 
@@ -1231,13 +1231,8 @@ class _Answerer:
             if not pkt.trimmed and not self.reverse:
                 a.ecn = pkt.ecn
         a.echo = pkt.ev
-        self.sim.send(
-            a,
-            pkt.port,
-            pkt.ev ^ self.reverse,
-            source_route=self.source_route,
-            quiet=a.kind == ACK and self.reverse == 1,  # receiver-driven's sender: _ack only
-        )
+        a.quiet = a.kind == ACK and self.reverse == 1  # receiver-driven's sender: _ack only
+        self.sim.send(a, pkt.port, pkt.ev ^ self.reverse, source_route=self.source_route)
 
 
 def set_receiver_rate(sim: PacketSim, host: int, bps: float) -> None:
