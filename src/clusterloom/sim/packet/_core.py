@@ -46,12 +46,21 @@ L_WH, L_WT, L_WN, L_ING = 17, 18, 19, 20
 L_COLS = 21
 
 # packet columns
-P_SIZE, P_PRIO, P_ECN, P_TRIM, P_ROUTE, P_HOP, P_ING, P_NEXT, P_ARR, P_FREE, P_QUIET = range(11)
-P_COLS = 11
+P_SIZE, P_PRIO, P_ECN, P_TRIM, P_ROUTE, P_HOP, P_ING, P_NEXT, P_ARR, P_FREE = range(10)
+P_QUIET, P_FLOW, P_CUM, P_MADE = 10, 11, 12, 13
+P_COLS = 14
+
+# endpoint columns (R, one row per endpoint id): a receiver-driven connection's pull state,
+# and a pull pacer's (the pacer is an endpoint of its own)
+R_WANT, R_FIN, R_SDONE, R_PULLS, R_K, R_ROFF, R_QNEXT = 0, 1, 2, 3, 4, 5, 6
+R_SRC, R_DST = 7, 8
+R_ARMED, R_NEXTFREE, R_IVL, R_HEAD, R_TAIL = 9, 10, 11, 12, 13
+R_COLS = 14
 
 # scalars
 S_NOW, S_SEQ, S_HN, S_NFREE, S_EVENTS, S_RUN_N = 0, 1, 2, 3, 4, 5
 S_DROPS, S_TRIMS, S_MARKS, S_PAUSES, S_RNG, S_TN = 6, 7, 8, 9, 10, 11
+S_QSYNC, S_NOROUTE = 12, 13
 
 # configuration, in S after the scalars
 C_NHOSTS, C_HEADER, C_CTRL, C_KMIN, C_KMAX, C_ECN = 16, 17, 18, 19, 20, 21
@@ -61,13 +70,14 @@ S_COLS = 28
 # event kinds (those below EV_WIRE are Python's)
 EV_TIMER, EV_ACTION, EV_ARRIVE, EV_DELIVER = 0, 1, 2, 3
 EV_WIRE, EV_TXDONE, EV_PAUSE, EV_RESUME = 4, 5, 6, 7
+EV_PACE, EV_DELIVER_MADE = 8, 9  # a compiled pacer's turn; a packet the core made delivered
 
 # commands
 CMD_SEND, CMD_PUSH, CMD_DOWN, CMD_UP = 0, 1, 2, 3
-CMD_COLS = 8
+CMD_COLS = 9
 
 # what step returns
-ST_EMPTY, ST_LIMIT, ST_PYTHON, ST_STOP_CHECK, ST_GROW = 0, 1, 2, 3, 4
+ST_EMPTY, ST_LIMIT, ST_PYTHON, ST_STOP_CHECK, ST_GROW, ST_SYNC = 0, 1, 2, 3, 4, 5
 
 # trace record kinds
 TR_DROP, TR_TRIM, TR_QUIET = 0, 1, 2
@@ -316,9 +326,11 @@ def _apply(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, CM: Any, n: int) -> 
     """Apply Python's first ``n`` queued commands in order."""
     for i in range(n):
         op = CM[i, 0]
-        if op == CMD_SEND:  # size, prio, ecn, trimmed, route offset, packet id, quiet
+        if op == CMD_SEND:  # size, prio, ecn, trimmed, route offset, packet id, quiet, flow
             pid = CM[i, 6]
             P[pid, P_QUIET] = CM[i, 7]
+            P[pid, P_FLOW] = CM[i, 8]
+            P[pid, P_MADE] = 0
             P[pid, P_SIZE] = CM[i, 1]
             P[pid, P_PRIO] = CM[i, 2]
             P[pid, P_ECN] = CM[i, 3]
@@ -346,6 +358,8 @@ def step(
     T: Any,
     RL: Any,
     CM: Any,
+    R: Any,
+    RR: Any,
     n_cm: int,
     limit: int,
     check_stop: bool,
@@ -356,8 +370,11 @@ def step(
     ``ST_PYTHON`` with the event's kind and arguments (for a delivery, ``a`` is the packet id,
     ``b`` the link, and its header fields follow); ``ST_EMPTY``; ``ST_LIMIT`` (the next event
     is past ``limit``); ``ST_STOP_CHECK`` (the run's 4,096th event is due and ``check_stop``
-    asks Python whether to go on; the event is not run); ``ST_GROW`` (the heap or the trace
-    needs room)."""
+    asks Python whether to go on; the event is not run); ``ST_GROW`` (the heap, the log or
+    the packet pool needs room); ``ST_SYNC`` (a pacer's turn is due while the log holds a
+    quiet delivery to a finished connection, which may end its pulls: Python takes the log
+    first; the event is not run). ``EV_DELIVER_MADE``: a packet the core made (a pull),
+    which has no Python object."""
     _apply(L, P, H, S, T, RL, CM, n_cm)
     n_hosts = S[C_NHOSTS]
     hcap = H.shape[0]
@@ -369,8 +386,10 @@ def step(
         time = H[0, 0]
         if time > limit:
             return ST_LIMIT, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
-        if S[S_HN] + 8 > hcap or S[S_TN] + 4 > tcap:
+        if S[S_HN] + 8 > hcap or S[S_TN] + 4 > tcap or S[S_NFREE] < 1:
             return ST_GROW, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
+        if S[S_QSYNC] and H[0, 2] == EV_PACE:
+            return ST_SYNC, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
         if check_stop and not skip and ((S[S_RUN_N] + 1) & 4095) == 0:
             return ST_STOP_CHECK, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
         skip = False
@@ -396,6 +415,8 @@ def step(
             if L[dl, L_TO] < n_hosts:
                 _free(P, S, pid)  # its row is read by Python before the next send reuses it
                 if P[pid, P_QUIET]:  # logged for Python, which hands it over before going on
+                    if R[P[pid, P_FLOW], R_FIN]:  # it may be the ACK that ends the pulls
+                        S[S_QSYNC] = 1
                     i = S[S_TN]
                     T[i, 0] = time
                     T[i, 1] = TR_QUIET
@@ -405,7 +426,7 @@ def step(
                     continue
                 return (
                     ST_PYTHON,
-                    EV_DELIVER,
+                    EV_DELIVER_MADE if P[pid, P_MADE] else EV_DELIVER,
                     pid,
                     dl,
                     time,
@@ -440,8 +461,75 @@ def step(
                     else:
                         L[a, L_PEND] = 1
                         push(H, S, L[a, L_FREE], EV_TXDONE, a, 0)
+        elif kind == EV_PACE:
+            _pace(L, P, H, S, T, RL, R, RR, a)
         else:
             return ST_PYTHON, kind, a, b, time, 0, 0, 0, 0
+
+
+@_jit
+def _pace(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, R: Any, RR: Any, h: int) -> None:
+    """Pacer ``h``'s turn (``receiver-driven``): the first queued connection that still wants
+    pulls sends one, goes to the back if it wants more, and the pacer's next turn is one
+    interval later while any wait. A connection whose both ends are done is dropped from the
+    queue (``transports._Pacer.on_timer``, the same steps in Python)."""
+    R[h, R_ARMED] = 0
+    while R[h, R_HEAD] != NIL:
+        c = R[h, R_HEAD]
+        R[h, R_HEAD] = R[c, R_QNEXT]
+        if R[h, R_HEAD] == NIL:
+            R[h, R_TAIL] = NIL
+        if R[c, R_WANT] <= 0 or (R[c, R_FIN] and R[c, R_SDONE]):
+            R[c, R_WANT] = 0
+            continue
+        R[c, R_WANT] -= 1
+        if R[c, R_WANT] > 0:
+            _pace_append(R, h, c)
+        _send_pull(L, P, H, S, T, RL, R, RR, c)
+        R[h, R_NEXTFREE] = S[S_NOW] + R[h, R_IVL]
+        if R[h, R_HEAD] != NIL:
+            R[h, R_ARMED] = 1
+            push(H, S, R[h, R_NEXTFREE], EV_PACE, h, 0)
+        return
+
+
+@_jit
+def _pace_append(R: Any, h: int, c: int) -> None:
+    """Connection ``c`` to the back of pacer ``h``'s queue."""
+    R[c, R_QNEXT] = NIL
+    if R[h, R_TAIL] == NIL:
+        R[h, R_HEAD] = c
+    else:
+        R[R[h, R_TAIL], R_QNEXT] = c
+    R[h, R_TAIL] = c
+
+
+@_jit
+def _send_pull(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, R: Any, RR: Any, c: int) -> None:
+    """Connection ``c``'s receiver sends its next pull (``ReceiverDriven.send_pull``): the
+    pull count in ``cum``, on EV ``pulls % k``'s reverse ECMP path (``RR``; none: the pull is
+    lost, as a send without a route)."""
+    pulls = R[c, R_PULLS] + 1
+    R[c, R_PULLS] = pulls
+    r = RR[R[c, R_ROFF] + pulls % R[c, R_K]]
+    if r < 0:
+        S[S_NOROUTE] += 1
+        return
+    k = S[S_NFREE] - 1  # the loop keeps one slot free (ST_GROW)
+    S[S_NFREE] = k
+    pid = P[k, P_FREE]
+    P[pid, P_SIZE] = S[C_HEADER]
+    P[pid, P_PRIO] = 1
+    P[pid, P_ECN] = 0
+    P[pid, P_TRIM] = 0
+    P[pid, P_ROUTE] = r
+    P[pid, P_HOP] = 1
+    P[pid, P_ING] = NIL
+    P[pid, P_QUIET] = 0
+    P[pid, P_FLOW] = c
+    P[pid, P_CUM] = pulls
+    P[pid, P_MADE] = 1
+    _enqueue(L, P, H, S, T, RL[r], pid)
 
 
 def new_links(n: int) -> np.ndarray[Any, np.dtype[np.int64]]:

@@ -74,6 +74,8 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     EV_ACTION,
     EV_ARRIVE,
     EV_DELIVER,
+    EV_DELIVER_MADE,
+    EV_PACE,
     EV_TIMER,
     L_ALIVE,
     L_LIMIT,
@@ -83,25 +85,35 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     L_SW,
     L_TO,
     P_COLS,
+    P_CUM,
     P_ECN,
+    P_FLOW,
     P_FREE,
     P_PRIO,
     P_SIZE,
     P_TRIM,
+    R_COLS,
+    R_DST,
+    R_FIN,
+    R_SDONE,
+    R_SRC,
     S_COLS,
     S_DROPS,
     S_EVENTS,
     S_HN,
     S_MARKS,
     S_NFREE,
+    S_NOROUTE,
     S_NOW,
     S_PAUSES,
+    S_QSYNC,
     S_RUN_N,
     S_TN,
     S_TRIMS,
     ST_GROW,
     ST_PYTHON,
     ST_STOP_CHECK,
+    ST_SYNC,
     TR_DROP,
     TR_QUIET,
 )
@@ -414,6 +426,16 @@ class PacketSim:
         self._n_cm = 0
         self._downs = 0
         self._smv = self._s.data
+        #: per endpoint id (connections and pacers), state the compiled loop shares with
+        #: them (``R_*`` of :mod:`._core`: receiver-driven's pulls); ``ep_state`` is its flat
+        #: writable view, replaced when it grows (read it through the engine each time)
+        self._r = np.zeros((1024, R_COLS), dtype=np.int64)
+        self.ep_state = self._r.reshape(-1).data
+        #: route offsets into _rl of pull paths, by a connection's R_ROFF (-1: no route), and
+        #: the keys they were made for (recomputed when the routing view changes)
+        self._rr = np.zeros(1024, dtype=np.int64)
+        self._rr_used = 0
+        self._rr_keys: list[tuple[int, int, list[tuple[int, int, int, int]]]] = []
         self._actions: list[tuple[Callable[..., None], Any] | None] = []
         self._injected: list[Packet | None] = []
         #: paths by (src, dst, port, ev): their links (None: no path) and offset in _rl, ECMP
@@ -453,7 +475,7 @@ class PacketSim:
             drops=int(s[S_DROPS]),
             trims=int(s[S_TRIMS]),
             marks=int(s[S_MARKS]),
-            no_route=self._no_route,
+            no_route=self._no_route + int(s[S_NOROUTE]),
             pauses=int(s[S_PAUSES]),
             data_bytes_delivered=self._delivered,
         )
@@ -493,6 +515,7 @@ class PacketSim:
     def add(self, conn: Endpoint) -> int:
         """Register a connection; its id is the ``flow`` its packets carry."""
         self.conns.append(conn)
+        self._endpoint_rows()
         return len(self.conns) - 1
 
     def reserve(self, n: int) -> int:
@@ -500,7 +523,50 @@ class PacketSim:
         made, an id absorbs timers (no packet can carry it)."""
         first = len(self.conns)
         self.conns.extend([ABSORB] * n)
+        self._endpoint_rows()
         return first
+
+    def _endpoint_rows(self, least: int = 0) -> None:
+        """``ep_state`` rows for every endpoint id (and id ``least - 1``)."""
+        need = max(len(self.conns), least)
+        if need > len(self._r):
+            r = np.zeros((max(2 * len(self._r), need), R_COLS), dtype=np.int64)
+            r[: len(self._r)] = self._r
+            self._r = r
+            self.ep_state = r.reshape(-1).data
+            self._grown += 1
+
+    def endpoint_row(self, i: int) -> int:
+        """Where endpoint id ``i``'s state starts in :attr:`ep_state` (rows made as needed)."""
+        self._endpoint_rows(i + 1)
+        return i * R_COLS
+
+    def pull_routes(self, conn: int, keys: list[tuple[int, int, int, int]]) -> int:
+        """The ECMP routes of connection ``conn``'s pulls, ``keys`` (src, dst, port, ev),
+        stored for the compiled loop (the offsets of their links, -1 for none) and kept up to
+        date as the routing view changes while it may pull; returns where they start."""
+        at = self._rr_used
+        need = at + len(keys)
+        if need > len(self._rr):
+            rr = np.zeros(max(2 * len(self._rr), need), dtype=np.int64)
+            rr[:at] = self._rr[:at]
+            self._rr = rr
+            self._grown += 1
+        self._rr[at:need] = self._route_offsets(keys)
+        self._rr_used = need
+        self._rr_keys.append((at, conn, keys))
+        return at
+
+    def _route_offsets(self, keys: list[tuple[int, int, int, int]]) -> list[int]:
+        table = self._ecmp
+        missing = [k for k in keys if k not in table]
+        if missing:
+            self._compute(missing, False)
+        return [table[k][1] for k in keys]
+
+    def push_pace(self, at_ps: int, pacer: int) -> None:
+        """The compiled pacer ``pacer``'s next turn at ``at_ps`` (never earlier than now)."""
+        self._command(CMD_PUSH, max(at_ps, self.now), EV_PACE, pacer)
 
     def forget(self, keys: Iterable[tuple[int, int, int, int, bool]]) -> None:
         """Drop the cached paths of (src, dst, port, ev, source_route) keys (a connection that
@@ -638,6 +704,7 @@ class PacketSim:
         mv[i + 5] = at
         mv[i + 6] = pid
         mv[i + 7] = pkt.quiet and tracer is None and self.impair is None
+        mv[i + 8] = pkt.flow
         self._n_cm = n + 1
         return True
 
@@ -706,8 +773,8 @@ class PacketSim:
                 self._grow_heap(need)
             self._n_cm = 0
         out = core.step(
-            self._links, self._pkts, self._heap, self._s, self._trace, self._rl, self._cm, n,
-            limit, check_stop, skip_check,
+            self._links, self._pkts, self._heap, self._s, self._trace, self._rl, self._cm,
+            self._r, self._rr, n, limit, check_stop, skip_check,
         )  # fmt: skip
         if smv[S_TN]:
             self._drain_trace()
@@ -724,6 +791,7 @@ class PacketSim:
         tracer = self.tracer
         n = int(self._s[S_TN])
         self._s[S_TN] = 0
+        self._s[S_QSYNC] = 0
         objs = self._objs
         for t, what, pid, dl in self._trace[:n].tolist():
             if what == TR_QUIET:
@@ -765,8 +833,8 @@ class PacketSim:
 
     def _python_event(self, out: tuple[int, int, int, int, int, int, int, int, int]) -> None:
         _, kind, a, b, now, size, prio, ecn, trimmed = out
-        if kind == EV_DELIVER:
-            pkt = self._objs[a]
+        if kind in (EV_DELIVER, EV_DELIVER_MADE):
+            pkt = self._objs[a] if kind == EV_DELIVER else self._made(a)
             self._objs[a] = None
             assert pkt is not None
             pkt.size = size
@@ -795,6 +863,19 @@ class PacketSim:
             self._injected[a] = None
             assert injected is not None
             self._deliver(injected)
+
+    def _made(self, pid: int) -> Packet:
+        """The object of a packet the compiled loop made (a compiled pacer's pull): the
+        fields its receiver reads (kind, flow, ends, the pull count in ``cum``, size)."""
+        row = pid * P_COLS
+        pmv = self._pmv
+        flow = pmv[row + P_FLOW]
+        r = self.ep_state
+        pkt = Packet(
+            PULL, flow, r[flow * R_COLS + R_DST], r[flow * R_COLS + R_SRC], 0, 0, self.cfg.header
+        )
+        pkt.cum = pmv[row + P_CUM]
+        return pkt
 
     def _deliver(self, pkt: Packet) -> None:
         if self.tracer is not None:
@@ -843,6 +924,10 @@ class PacketSim:
         keys = list(self._ecmp)
         self._ecmp.clear()
         self._compute(keys, False)
+        r = self.ep_state
+        for at, c, pull in self._rr_keys:  # the compiled pacers' pull routes follow the view
+            if not (r[c * R_COLS + R_FIN] and r[c * R_COLS + R_SDONE]):  # pulls may follow
+                self._rr[at : at + len(pull)] = self._route_offsets(pull)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -866,6 +951,7 @@ class PacketSim:
                 grown = self._grown
                 links, pkts, heap, st = self._links, self._pkts, self._heap, self._s
                 trace, rl, cm = self._trace, self._rl, self._cm
+                r, rr = self._r, self._rr
             # self._step inlined
             n = self._n_cm
             if n:
@@ -878,24 +964,28 @@ class PacketSim:
                     heap = self._heap
                     grown = self._grown
                 self._n_cm = 0
-            out = step(links, pkts, heap, st, trace, rl, cm, n, limit, check, skip)
+            out = step(links, pkts, heap, st, trace, rl, cm, r, rr, n, limit, check, skip)
             if step is dispatch:  # compiled now: call its entry point from here on
                 step = _entry_point(
-                    dispatch, (links, pkts, heap, st, trace, rl, cm, n, limit, check, skip)
+                    dispatch, (links, pkts, heap, st, trace, rl, cm, r, rr, n, limit, check, skip)
                 )
             if smv[S_TN]:
                 self._drain_trace()
-            skip = False
+            was_skip, skip = skip, False
             status = out[0]
             if status == ST_PYTHON:
                 now = self.now = out[4]
                 kind = out[1]
                 if kind == EV_TIMER:
                     conns[out[2]].on_timer(out[3], now)
-                elif kind == EV_DELIVER and self.impair is None and self.tracer is None:
+                elif (
+                    (kind in (EV_DELIVER, EV_DELIVER_MADE))
+                    and self.impair is None
+                    and self.tracer is None
+                ):
                     # the common case inlined: a packet of a connection reaches a host
                     a = out[2]
-                    pkt = objs[a]
+                    pkt = objs[a] if kind == EV_DELIVER else self._made(a)
                     objs[a] = None
                     assert pkt is not None
                     pkt.size = out[5]
@@ -912,6 +1002,10 @@ class PacketSim:
                     self._python_event(out)
             elif status == ST_GROW:
                 self._grow_heap(int(self._s[S_HN]) + 64)
+                if smv[S_NFREE] < 1:
+                    self._grow_pool(1)
+            elif status == ST_SYNC:  # the log is taken: run the pacer's turn now
+                skip = was_skip
             elif status == ST_STOP_CHECK:
                 assert stop is not None
                 if stop():
