@@ -432,10 +432,11 @@ class PacketSim:
         self._r = np.zeros((1024, R_COLS), dtype=np.int64)
         self.ep_state = self._r.reshape(-1).data
         #: route offsets into _rl of pull paths, by a connection's R_ROFF (-1: no route), and
-        #: the keys they were made for (recomputed when the routing view changes)
+        #: by connection id the keys they were made for and where (recomputed when the
+        #: routing view changes, until the connection is done: drop_pull_routes)
         self._rr = np.zeros(1024, dtype=np.int64)
         self._rr_used = 0
-        self._rr_keys: list[tuple[int, int, list[tuple[int, int, int, int]]]] = []
+        self._rr_keys: dict[int, tuple[int, list[tuple[int, int, int, int]]]] = {}
         self._actions: list[tuple[Callable[..., None], Any] | None] = []
         self._injected: list[Packet | None] = []
         #: paths by (src, dst, port, ev): their links (None: no path) and offset in _rl, ECMP
@@ -554,8 +555,12 @@ class PacketSim:
             self._grown += 1
         self._rr[at:need] = self._route_offsets(keys)
         self._rr_used = need
-        self._rr_keys.append((at, conn, keys))
+        self._rr_keys[conn] = (at, keys)
         return at
+
+    def drop_pull_routes(self, conn: int) -> None:
+        """Connection ``conn`` pulls no more: its pull routes are no longer kept up to date."""
+        self._rr_keys.pop(conn, None)
 
     def _route_offsets(self, keys: list[tuple[int, int, int, int]]) -> list[int]:
         table = self._ecmp
@@ -925,7 +930,7 @@ class PacketSim:
         self._ecmp.clear()
         self._compute(keys, False)
         r = self.ep_state
-        for at, c, pull in self._rr_keys:  # the compiled pacers' pull routes follow the view
+        for c, (at, pull) in self._rr_keys.items():  # pull routes follow the view
             if not (r[c * R_COLS + R_FIN] and r[c * R_COLS + R_SDONE]):  # pulls may follow
                 self._rr[at : at + len(pull)] = self._route_offsets(pull)
 

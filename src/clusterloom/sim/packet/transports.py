@@ -1173,6 +1173,7 @@ class ReceiverDriven(_Sprayer):
         self.evs = self.ev_port = []
         self.bad = []
         self.sent.clear()
+        self.sim.drop_pull_routes(self.flow)
 
     def _ev(self) -> int:
         k = self.k
