@@ -20,11 +20,12 @@ State layout (all ``int64``):
   hop index into it.
 - ``T[:S[S_TN], :]``: records for Python ``(time, what, pid, dl)``, in order: drops and trims
   when ``S[C_TRACE]`` is set, and the deliveries of quiet packets (``TR_QUIET``, below).
-- A **quiet** packet (``P_QUIET``, set by the send) is one whose delivery the transport
-  handles without sending or scheduling anything (``receiver-driven``'s ACKs): the loop logs
-  its delivery in ``T`` and goes on instead of returning, and Python hands it to its connection
-  before the event that made the loop return. Nothing the handler does reaches the data plane,
-  so the run is the same event for event; it saves a return to Python per such packet.
+- A **quiet** packet (``TAG_QUIET`` in ``P_TAG``, set by the send) is one whose delivery
+  the transport handles without sending or scheduling anything (``receiver-driven``'s ACKs):
+  the loop logs its delivery in ``T`` and goes on instead of returning, and Python hands it to
+  its connection before the event that made the loop return. Nothing the handler does reaches
+  the data plane, so the run is the same event for event; it saves a return to Python per
+  such packet.
 - ``CM[:n, :]``: Python's commands (``CMD_*``). Python takes a send's packet slot from the
   free stack itself (the core never allocates), so it can keep the packet's object by id.
 """
@@ -47,8 +48,12 @@ L_COLS = 21
 
 # packet columns
 P_SIZE, P_PRIO, P_ECN, P_TRIM, P_ROUTE, P_HOP, P_ING, P_NEXT, P_ARR, P_FREE = range(10)
-P_QUIET, P_FLOW, P_CUM, P_MADE = 10, 11, 12, 13
-P_COLS = 14
+#: one column for what only quiet packets and packets the core made need, to keep a row at
+#: 88 bytes: TAG_QUIET, TAG_MADE, the flow (29 bits) and a made pull's count (32 bits)
+P_TAG = 10
+P_COLS = 11
+TAG_QUIET, TAG_MADE, TAG_FLOW_SHIFT = 1 << 61, 1 << 62, 32
+TAG_FLOW_MASK, TAG_CUM_MASK = (1 << 29) - 1, (1 << 32) - 1
 
 # endpoint columns (R, one row per endpoint id): a receiver-driven connection's pull state,
 # and a pull pacer's (the pacer is an endpoint of its own)
@@ -74,7 +79,7 @@ EV_PACE, EV_DELIVER_MADE = 8, 9  # a compiled pacer's turn; a packet the core ma
 
 # commands
 CMD_SEND, CMD_PUSH, CMD_DOWN, CMD_UP = 0, 1, 2, 3
-CMD_COLS = 9
+CMD_COLS = 8
 
 # what step returns
 ST_EMPTY, ST_LIMIT, ST_PYTHON, ST_STOP_CHECK, ST_GROW, ST_SYNC = 0, 1, 2, 3, 4, 5
@@ -326,11 +331,9 @@ def _apply(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, CM: Any, n: int) -> 
     """Apply Python's first ``n`` queued commands in order."""
     for i in range(n):
         op = CM[i, 0]
-        if op == CMD_SEND:  # size, prio, ecn, trimmed, route offset, packet id, quiet, flow
+        if op == CMD_SEND:  # size, prio, ecn, trimmed, route offset, packet id, tag
             pid = CM[i, 6]
-            P[pid, P_QUIET] = CM[i, 7]
-            P[pid, P_FLOW] = CM[i, 8]
-            P[pid, P_MADE] = 0
+            P[pid, P_TAG] = CM[i, 7]
             P[pid, P_SIZE] = CM[i, 1]
             P[pid, P_PRIO] = CM[i, 2]
             P[pid, P_ECN] = CM[i, 3]
@@ -414,8 +417,9 @@ def step(
                 push(H, S, P[nxt, P_ARR], EV_WIRE, dl, b)
             if L[dl, L_TO] < n_hosts:
                 _free(P, S, pid)  # its row is read by Python before the next send reuses it
-                if P[pid, P_QUIET]:  # logged for Python, which hands it over before going on
-                    if R[P[pid, P_FLOW], R_FIN]:  # it may be the ACK that ends the pulls
+                tag = P[pid, P_TAG]
+                if tag & TAG_QUIET:  # logged for Python, which hands it over before going on
+                    if R[(tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK, R_FIN]:  # the pulls may end
                         S[S_QSYNC] = 1
                     i = S[S_TN]
                     T[i, 0] = time
@@ -426,7 +430,7 @@ def step(
                     continue
                 return (
                     ST_PYTHON,
-                    EV_DELIVER_MADE if P[pid, P_MADE] else EV_DELIVER,
+                    EV_DELIVER_MADE if tag & TAG_MADE else EV_DELIVER,
                     pid,
                     dl,
                     time,
@@ -525,10 +529,7 @@ def _send_pull(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, R: Any, RR: Any,
     P[pid, P_ROUTE] = r
     P[pid, P_HOP] = 1
     P[pid, P_ING] = NIL
-    P[pid, P_QUIET] = 0
-    P[pid, P_FLOW] = c
-    P[pid, P_CUM] = pulls
-    P[pid, P_MADE] = 1
+    P[pid, P_TAG] = TAG_MADE | (c << TAG_FLOW_SHIFT) | pulls
     _enqueue(L, P, H, S, T, RL[r], pid)
 
 

@@ -85,12 +85,11 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     L_SW,
     L_TO,
     P_COLS,
-    P_CUM,
     P_ECN,
-    P_FLOW,
     P_FREE,
     P_PRIO,
     P_SIZE,
+    P_TAG,
     P_TRIM,
     R_COLS,
     R_DST,
@@ -114,6 +113,10 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     ST_PYTHON,
     ST_STOP_CHECK,
     ST_SYNC,
+    TAG_CUM_MASK,
+    TAG_FLOW_MASK,
+    TAG_FLOW_SHIFT,
+    TAG_QUIET,
     TR_DROP,
     TR_QUIET,
 )
@@ -708,8 +711,10 @@ class PacketSim:
         mv[i + 4] = pkt.trimmed
         mv[i + 5] = at
         mv[i + 6] = pid
-        mv[i + 7] = pkt.quiet and tracer is None and self.impair is None
-        mv[i + 8] = pkt.flow
+        if pkt.quiet and tracer is None and self.impair is None:  # quiet needs a real flow
+            mv[i + 7] = TAG_QUIET | (pkt.flow << TAG_FLOW_SHIFT)
+        else:
+            mv[i + 7] = 0
         self._n_cm = n + 1
         return True
 
@@ -874,12 +879,13 @@ class PacketSim:
         fields its receiver reads (kind, flow, ends, the pull count in ``cum``, size)."""
         row = pid * P_COLS
         pmv = self._pmv
-        flow = pmv[row + P_FLOW]
+        tag = pmv[row + P_TAG]
+        flow = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
         r = self.ep_state
         pkt = Packet(
             PULL, flow, r[flow * R_COLS + R_DST], r[flow * R_COLS + R_SRC], 0, 0, self.cfg.header
         )
-        pkt.cum = pmv[row + P_CUM]
+        pkt.cum = tag & TAG_CUM_MASK
         return pkt
 
     def _deliver(self, pkt: Packet) -> None:
