@@ -201,3 +201,37 @@ def test_run_in_slices_equals_one_run(fabric8) -> None:  # type: ignore[no-untyp
             sim.run(until)
         traces.append(trace.records)
     assert traces[0] == traces[1]
+
+
+def test_compiled_pacer_and_quiet_acks_are_the_python_run() -> None:
+    """``receiver-driven`` untraced runs its pull pacers in the compiled loop and hands its
+    ACKs over from the loop's log (quiet); under a tracer both are Python. The two runs are
+    the same through a failure, a fast reroute (the pulls' routes follow the routing view)
+    and receiver rate changes (the pacer's interval)."""
+    from clusterloom.sim.packet import run as run_mod
+    from clusterloom.sim.packet.transports import set_receiver_rate
+
+    t = fat_tree(4)
+    traffic = permutation(t.plan.hosts, 300_000, seed=3)
+    f = (parse_failure("link:40@15us", t),)
+    cfg = PacketConfig(reroute_ps=30_000_000)
+    made: list[PacketSim] = []
+    original = run_mod.PacketSim
+
+    class Recorded(PacketSim):
+        def __init__(self, *a, **kw) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*a, **kw)
+            made.append(self)
+            self.at(20_000_000, lambda: set_receiver_rate(self, 3, 30e9))
+            self.at(40_000_000, lambda: set_receiver_rate(self, 3, 100e9))
+
+    run_mod.PacketSim = Recorded  # type: ignore[misc]
+    try:
+        plain = run_packets(t, traffic, "receiver-driven", f, config=cfg, seed=2)
+        traced = run_packets(t, traffic, "receiver-driven", f, config=cfg, seed=2, tracer=Trace())
+    finally:
+        run_mod.PacketSim = original  # type: ignore[misc]
+    assert _figures(plain) == _figures(traced)
+    assert plain.finished == len(traffic) and plain.trims + plain.drops > 0
+    compiled = [[p.compiled for p in s.shared["pacer"].values()] for s in made]
+    assert all(compiled[0]) and not any(compiled[1])

@@ -18,8 +18,14 @@ State layout (all ``int64``):
 - ``S``: scalars and counters (``S_*``), then the configuration (``C_*``).
 - ``RL``: the routes back to back; a packet holds the offset of its route's first link and its
   hop index into it.
-- ``T[:S[S_TN], :]``: trace records ``(time, what, pid, dl)`` (drops and trims) when
-  ``S[C_TRACE]`` is set.
+- ``T[:S[S_TN], :]``: records for Python ``(time, what, pid, dl)``, in order: drops and trims
+  when ``S[C_TRACE]`` is set, and the deliveries of quiet packets (``TR_QUIET``, below).
+- A **quiet** packet (``TAG_QUIET`` in ``P_TAG``, set by the send) is one whose delivery
+  the transport handles without sending or scheduling anything (``receiver-driven``'s ACKs):
+  the loop logs its delivery in ``T`` and goes on instead of returning, and Python hands it to
+  its connection before the event that made the loop return. Nothing the handler does reaches
+  the data plane, so the run is the same event for event; it saves a return to Python per
+  such packet.
 - ``CM[:n, :]``: Python's commands (``CMD_*``). Python takes a send's packet slot from the
   free stack itself (the core never allocates), so it can keep the packet's object by id.
 """
@@ -42,11 +48,24 @@ L_COLS = 21
 
 # packet columns
 P_SIZE, P_PRIO, P_ECN, P_TRIM, P_ROUTE, P_HOP, P_ING, P_NEXT, P_ARR, P_FREE = range(10)
-P_COLS = 10
+#: one column for what only quiet packets and packets the core made need, to keep a row at
+#: 88 bytes: TAG_QUIET, TAG_MADE, the flow (29 bits) and a made pull's count (32 bits)
+P_TAG = 10
+P_COLS = 11
+TAG_QUIET, TAG_MADE, TAG_FLOW_SHIFT = 1 << 61, 1 << 62, 32
+TAG_FLOW_MASK, TAG_CUM_MASK = (1 << 29) - 1, (1 << 32) - 1
+
+# endpoint columns (R, one row per endpoint id): a receiver-driven connection's pull state,
+# and a pull pacer's (the pacer is an endpoint of its own)
+R_WANT, R_FIN, R_SDONE, R_PULLS, R_K, R_ROFF, R_QNEXT = 0, 1, 2, 3, 4, 5, 6
+R_SRC, R_DST = 7, 8
+R_ARMED, R_NEXTFREE, R_IVL, R_HEAD, R_TAIL = 9, 10, 11, 12, 13
+R_COLS = 14
 
 # scalars
 S_NOW, S_SEQ, S_HN, S_NFREE, S_EVENTS, S_RUN_N = 0, 1, 2, 3, 4, 5
 S_DROPS, S_TRIMS, S_MARKS, S_PAUSES, S_RNG, S_TN = 6, 7, 8, 9, 10, 11
+S_QSYNC, S_NOROUTE = 12, 13
 
 # configuration, in S after the scalars
 C_NHOSTS, C_HEADER, C_CTRL, C_KMIN, C_KMAX, C_ECN = 16, 17, 18, 19, 20, 21
@@ -56,16 +75,17 @@ S_COLS = 28
 # event kinds (those below EV_WIRE are Python's)
 EV_TIMER, EV_ACTION, EV_ARRIVE, EV_DELIVER = 0, 1, 2, 3
 EV_WIRE, EV_TXDONE, EV_PAUSE, EV_RESUME = 4, 5, 6, 7
+EV_PACE, EV_DELIVER_MADE = 8, 9  # a compiled pacer's turn; a packet the core made delivered
 
 # commands
 CMD_SEND, CMD_PUSH, CMD_DOWN, CMD_UP = 0, 1, 2, 3
 CMD_COLS = 8
 
 # what step returns
-ST_EMPTY, ST_LIMIT, ST_PYTHON, ST_STOP_CHECK, ST_GROW = 0, 1, 2, 3, 4
+ST_EMPTY, ST_LIMIT, ST_PYTHON, ST_STOP_CHECK, ST_GROW, ST_SYNC = 0, 1, 2, 3, 4, 5
 
 # trace record kinds
-TR_DROP, TR_TRIM = 0, 1
+TR_DROP, TR_TRIM, TR_QUIET = 0, 1, 2
 
 PS8 = BITS_PER_BYTE * PS_PER_S  # bits to picoseconds at 1 b/s
 NIL = -1
@@ -311,8 +331,9 @@ def _apply(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, CM: Any, n: int) -> 
     """Apply Python's first ``n`` queued commands in order."""
     for i in range(n):
         op = CM[i, 0]
-        if op == CMD_SEND:  # size, prio, ecn, trimmed, route offset, packet id
+        if op == CMD_SEND:  # size, prio, ecn, trimmed, route offset, packet id, tag
             pid = CM[i, 6]
+            P[pid, P_TAG] = CM[i, 7]
             P[pid, P_SIZE] = CM[i, 1]
             P[pid, P_PRIO] = CM[i, 2]
             P[pid, P_ECN] = CM[i, 3]
@@ -340,6 +361,8 @@ def step(
     T: Any,
     RL: Any,
     CM: Any,
+    R: Any,
+    RR: Any,
     n_cm: int,
     limit: int,
     check_stop: bool,
@@ -350,8 +373,11 @@ def step(
     ``ST_PYTHON`` with the event's kind and arguments (for a delivery, ``a`` is the packet id,
     ``b`` the link, and its header fields follow); ``ST_EMPTY``; ``ST_LIMIT`` (the next event
     is past ``limit``); ``ST_STOP_CHECK`` (the run's 4,096th event is due and ``check_stop``
-    asks Python whether to go on; the event is not run); ``ST_GROW`` (the heap or the trace
-    needs room)."""
+    asks Python whether to go on; the event is not run); ``ST_GROW`` (the heap, the log or
+    the packet pool needs room); ``ST_SYNC`` (a pacer's turn is due while the log holds a
+    quiet delivery to a finished connection, which may end its pulls: Python takes the log
+    first; the event is not run). ``EV_DELIVER_MADE``: a packet the core made (a pull),
+    which has no Python object."""
     _apply(L, P, H, S, T, RL, CM, n_cm)
     n_hosts = S[C_NHOSTS]
     hcap = H.shape[0]
@@ -363,8 +389,10 @@ def step(
         time = H[0, 0]
         if time > limit:
             return ST_LIMIT, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
-        if S[S_HN] + 8 > hcap or S[S_TN] + 4 > tcap:
+        if S[S_HN] + 8 > hcap or S[S_TN] + 4 > tcap or S[S_NFREE] < 1:
             return ST_GROW, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
+        if S[S_QSYNC] and H[0, 2] == EV_PACE:
+            return ST_SYNC, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
         if check_stop and not skip and ((S[S_RUN_N] + 1) & 4095) == 0:
             return ST_STOP_CHECK, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
         skip = False
@@ -389,9 +417,20 @@ def step(
                 push(H, S, P[nxt, P_ARR], EV_WIRE, dl, b)
             if L[dl, L_TO] < n_hosts:
                 _free(P, S, pid)  # its row is read by Python before the next send reuses it
+                tag = P[pid, P_TAG]
+                if tag & TAG_QUIET:  # logged for Python, which hands it over before going on
+                    if R[(tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK, R_FIN]:  # the pulls may end
+                        S[S_QSYNC] = 1
+                    i = S[S_TN]
+                    T[i, 0] = time
+                    T[i, 1] = TR_QUIET
+                    T[i, 2] = pid
+                    T[i, 3] = dl
+                    S[S_TN] = i + 1
+                    continue
                 return (
                     ST_PYTHON,
-                    EV_DELIVER,
+                    EV_DELIVER_MADE if tag & TAG_MADE else EV_DELIVER,
                     pid,
                     dl,
                     time,
@@ -426,8 +465,72 @@ def step(
                     else:
                         L[a, L_PEND] = 1
                         push(H, S, L[a, L_FREE], EV_TXDONE, a, 0)
+        elif kind == EV_PACE:
+            _pace(L, P, H, S, T, RL, R, RR, a)
         else:
             return ST_PYTHON, kind, a, b, time, 0, 0, 0, 0
+
+
+@_jit
+def _pace(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, R: Any, RR: Any, h: int) -> None:
+    """Pacer ``h``'s turn (``receiver-driven``): the first queued connection that still wants
+    pulls sends one, goes to the back if it wants more, and the pacer's next turn is one
+    interval later while any wait. A connection whose both ends are done is dropped from the
+    queue (``transports._Pacer.on_timer``, the same steps in Python)."""
+    R[h, R_ARMED] = 0
+    while R[h, R_HEAD] != NIL:
+        c = R[h, R_HEAD]
+        R[h, R_HEAD] = R[c, R_QNEXT]
+        if R[h, R_HEAD] == NIL:
+            R[h, R_TAIL] = NIL
+        if R[c, R_WANT] <= 0 or (R[c, R_FIN] and R[c, R_SDONE]):
+            R[c, R_WANT] = 0
+            continue
+        R[c, R_WANT] -= 1
+        if R[c, R_WANT] > 0:
+            _pace_append(R, h, c)
+        _send_pull(L, P, H, S, T, RL, R, RR, c)
+        R[h, R_NEXTFREE] = S[S_NOW] + R[h, R_IVL]
+        if R[h, R_HEAD] != NIL:
+            R[h, R_ARMED] = 1
+            push(H, S, R[h, R_NEXTFREE], EV_PACE, h, 0)
+        return
+
+
+@_jit
+def _pace_append(R: Any, h: int, c: int) -> None:
+    """Connection ``c`` to the back of pacer ``h``'s queue."""
+    R[c, R_QNEXT] = NIL
+    if R[h, R_TAIL] == NIL:
+        R[h, R_HEAD] = c
+    else:
+        R[R[h, R_TAIL], R_QNEXT] = c
+    R[h, R_TAIL] = c
+
+
+@_jit
+def _send_pull(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, R: Any, RR: Any, c: int) -> None:
+    """Connection ``c``'s receiver sends its next pull (``ReceiverDriven.send_pull``): the
+    pull count in ``cum``, on EV ``pulls % k``'s reverse ECMP path (``RR``; none: the pull is
+    lost, as a send without a route)."""
+    pulls = R[c, R_PULLS] + 1
+    R[c, R_PULLS] = pulls
+    r = RR[R[c, R_ROFF] + pulls % R[c, R_K]]
+    if r < 0:
+        S[S_NOROUTE] += 1
+        return
+    k = S[S_NFREE] - 1  # the loop keeps one slot free (ST_GROW)
+    S[S_NFREE] = k
+    pid = P[k, P_FREE]
+    P[pid, P_SIZE] = S[C_HEADER]
+    P[pid, P_PRIO] = 1
+    P[pid, P_ECN] = 0
+    P[pid, P_TRIM] = 0
+    P[pid, P_ROUTE] = r
+    P[pid, P_HOP] = 1
+    P[pid, P_ING] = NIL
+    P[pid, P_TAG] = TAG_MADE | (c << TAG_FLOW_SHIFT) | pulls
+    _enqueue(L, P, H, S, T, RL[r], pid)
 
 
 def new_links(n: int) -> np.ndarray[Any, np.dtype[np.int64]]:

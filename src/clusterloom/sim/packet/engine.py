@@ -74,6 +74,8 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     EV_ACTION,
     EV_ARRIVE,
     EV_DELIVER,
+    EV_DELIVER_MADE,
+    EV_PACE,
     EV_TIMER,
     L_ALIVE,
     L_LIMIT,
@@ -83,22 +85,40 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     L_SW,
     L_TO,
     P_COLS,
+    P_ECN,
     P_FREE,
+    P_PRIO,
+    P_SIZE,
+    P_TAG,
+    P_TRIM,
+    R_COLS,
+    R_DST,
+    R_FIN,
+    R_SDONE,
+    R_SRC,
     S_COLS,
     S_DROPS,
     S_EVENTS,
     S_HN,
     S_MARKS,
     S_NFREE,
+    S_NOROUTE,
     S_NOW,
     S_PAUSES,
+    S_QSYNC,
     S_RUN_N,
     S_TN,
     S_TRIMS,
     ST_GROW,
     ST_PYTHON,
     ST_STOP_CHECK,
+    ST_SYNC,
+    TAG_CUM_MASK,
+    TAG_FLOW_MASK,
+    TAG_FLOW_SHIFT,
+    TAG_QUIET,
     TR_DROP,
+    TR_QUIET,
 )
 from clusterloom.sim.paths import Router, RouteView, build_router, route, route_view
 from clusterloom.units import PS_PER_S
@@ -202,7 +222,13 @@ class Packet:
     """One packet. ``size`` is bytes on the wire (header plus payload); ``payload`` is the data
     bytes it carries (kept on a trimmed packet so the receiver can NACK it). Transport fields
     (``cum``, ``sack``, ``echo``, ``hint``, ``path``, ``pseq``, ``msg``) are free for the
-    transport's headers; ``key`` and ``job`` identify the connection's security context."""
+    transport's headers; ``key`` and ``job`` identify the connection's security context.
+
+    ``quiet`` (not a header field): the connection handles this packet's delivery without
+    sending or scheduling anything, only updating its own state (``receiver-driven``'s ACKs),
+    so the compiled loop need not stop for it: it logs the delivery and goes on, and Python
+    hands the packet over, at its time, before the next event that needs Python (:mod:`._core`).
+    The same run with fewer returns to Python; a quiet packet whose handler sends is an error."""
 
     __slots__ = (
         "cum",
@@ -223,6 +249,7 @@ class Packet:
         "port",
         "prio",
         "pseq",
+        "quiet",
         "route",
         "sack",
         "sent_ps",
@@ -250,6 +277,7 @@ class Packet:
         self.payload = payload
         self.size = header + payload
         self.prio = kind != DATA and kind != PROBE  # probes test the data path
+        self.quiet = False
         self.ecn = False
         self.trimmed = False
         self.ev = 0
@@ -387,7 +415,8 @@ class PacketSim:
         c[C_XOFF], c[C_XON] = cfg.pfc_xoff, cfg.pfc_xon
         c[C_RNGKEY] = rng_key(seed)
         c[C_TRACE] = tracer is not None
-        self._trace = np.zeros((64, 4), dtype=np.int64)
+        #: what the loop logs for Python: drops and trims (traced), quiet deliveries
+        self._trace = np.zeros((4096, 4), dtype=np.int64)
         self._rl = np.zeros(1024, dtype=np.int64)  # the links of every route, back to back
         self._rl_used = 0
         #: each route once: its links (the one tuple every key of it shares) and offset in _rl
@@ -400,6 +429,17 @@ class PacketSim:
         self._n_cm = 0
         self._downs = 0
         self._smv = self._s.data
+        #: per endpoint id (connections and pacers), state the compiled loop shares with
+        #: them (``R_*`` of :mod:`._core`: receiver-driven's pulls); ``ep_state`` is its flat
+        #: writable view, replaced when it grows (read it through the engine each time)
+        self._r = np.zeros((1024, R_COLS), dtype=np.int64)
+        self.ep_state = self._r.reshape(-1).data
+        #: route offsets into _rl of pull paths, by a connection's R_ROFF (-1: no route), and
+        #: by connection id the keys they were made for and where (recomputed when the
+        #: routing view changes, until the connection is done: drop_pull_routes)
+        self._rr = np.zeros(1024, dtype=np.int64)
+        self._rr_used = 0
+        self._rr_keys: dict[int, tuple[int, list[tuple[int, int, int, int]]]] = {}
         self._actions: list[tuple[Callable[..., None], Any] | None] = []
         self._injected: list[Packet | None] = []
         #: paths by (src, dst, port, ev): their links (None: no path) and offset in _rl, ECMP
@@ -439,7 +479,7 @@ class PacketSim:
             drops=int(s[S_DROPS]),
             trims=int(s[S_TRIMS]),
             marks=int(s[S_MARKS]),
-            no_route=self._no_route,
+            no_route=self._no_route + int(s[S_NOROUTE]),
             pauses=int(s[S_PAUSES]),
             data_bytes_delivered=self._delivered,
         )
@@ -479,6 +519,7 @@ class PacketSim:
     def add(self, conn: Endpoint) -> int:
         """Register a connection; its id is the ``flow`` its packets carry."""
         self.conns.append(conn)
+        self._endpoint_rows()
         return len(self.conns) - 1
 
     def reserve(self, n: int) -> int:
@@ -486,7 +527,54 @@ class PacketSim:
         made, an id absorbs timers (no packet can carry it)."""
         first = len(self.conns)
         self.conns.extend([ABSORB] * n)
+        self._endpoint_rows()
         return first
+
+    def _endpoint_rows(self, least: int = 0) -> None:
+        """``ep_state`` rows for every endpoint id (and id ``least - 1``)."""
+        need = max(len(self.conns), least)
+        if need > len(self._r):
+            r = np.zeros((max(2 * len(self._r), need), R_COLS), dtype=np.int64)
+            r[: len(self._r)] = self._r
+            self._r = r
+            self.ep_state = r.reshape(-1).data
+            self._grown += 1
+
+    def endpoint_row(self, i: int) -> int:
+        """Where endpoint id ``i``'s state starts in :attr:`ep_state` (rows made as needed)."""
+        self._endpoint_rows(i + 1)
+        return i * R_COLS
+
+    def pull_routes(self, conn: int, keys: list[tuple[int, int, int, int]]) -> int:
+        """The ECMP routes of connection ``conn``'s pulls, ``keys`` (src, dst, port, ev),
+        stored for the compiled loop (the offsets of their links, -1 for none) and kept up to
+        date as the routing view changes while it may pull; returns where they start."""
+        at = self._rr_used
+        need = at + len(keys)
+        if need > len(self._rr):
+            rr = np.zeros(max(2 * len(self._rr), need), dtype=np.int64)
+            rr[:at] = self._rr[:at]
+            self._rr = rr
+            self._grown += 1
+        self._rr[at:need] = self._route_offsets(keys)
+        self._rr_used = need
+        self._rr_keys[conn] = (at, keys)
+        return at
+
+    def drop_pull_routes(self, conn: int) -> None:
+        """Connection ``conn`` pulls no more: its pull routes are no longer kept up to date."""
+        self._rr_keys.pop(conn, None)
+
+    def _route_offsets(self, keys: list[tuple[int, int, int, int]]) -> list[int]:
+        table = self._ecmp
+        missing = [k for k in keys if k not in table]
+        if missing:
+            self._compute(missing, False)
+        return [table[k][1] for k in keys]
+
+    def push_pace(self, at_ps: int, pacer: int) -> None:
+        """The compiled pacer ``pacer``'s next turn at ``at_ps`` (never earlier than now)."""
+        self._command(CMD_PUSH, max(at_ps, self.now), EV_PACE, pacer)
 
     def forget(self, keys: Iterable[tuple[int, int, int, int, bool]]) -> None:
         """Drop the cached paths of (src, dst, port, ev, source_route) keys (a connection that
@@ -581,7 +669,8 @@ class PacketSim:
 
     def send(self, pkt: Packet, port: int, ev: int, *, source_route: bool = False) -> bool:
         """Hand ``pkt`` to its source host's NIC port ``port`` with entropy ``ev``. Returns False
-        when no route exists (the packet is dropped)."""
+        when no route exists (the packet is dropped). A ``pkt.quiet`` packet's delivery does
+        not stop the compiled loop (:class:`Packet`), except under a tracer or an impairment."""
         pkt.ev = ev
         pkt.port = port
         now = pkt.sent_ps = self.now
@@ -622,6 +711,10 @@ class PacketSim:
         mv[i + 4] = pkt.trimmed
         mv[i + 5] = at
         mv[i + 6] = pid
+        if pkt.quiet and tracer is None and self.impair is None:  # quiet needs a real flow
+            mv[i + 7] = TAG_QUIET | (pkt.flow << TAG_FLOW_SHIFT)
+        else:
+            mv[i + 7] = 0
         self._n_cm = n + 1
         return True
 
@@ -690,8 +783,8 @@ class PacketSim:
                 self._grow_heap(need)
             self._n_cm = 0
         out = core.step(
-            self._links, self._pkts, self._heap, self._s, self._trace, self._rl, self._cm, n,
-            limit, check_stop, skip_check,
+            self._links, self._pkts, self._heap, self._s, self._trace, self._rl, self._cm,
+            self._r, self._rr, n, limit, check_stop, skip_check,
         )  # fmt: skip
         if smv[S_TN]:
             self._drain_trace()
@@ -703,22 +796,55 @@ class PacketSim:
             self._step(-1, False, False)
 
     def _drain_trace(self) -> None:
+        """Take the loop's log: quiet deliveries (handed to their connections, in order, at
+        their times) and, under a tracer, drops and trims."""
         tracer = self.tracer
         n = int(self._s[S_TN])
         self._s[S_TN] = 0
-        if tracer is None:
-            return
+        self._s[S_QSYNC] = 0
+        objs = self._objs
         for t, what, pid, dl in self._trace[:n].tolist():
-            pkt = self._objs[pid]
-            if pkt is not None:
+            if what == TR_QUIET:
+                self._deliver_quiet(pid, t)
+                continue
+            pkt = objs[pid]
+            if pkt is not None and tracer is not None:
                 tracer.event(t, pkt.flow, "drop" if what == TR_DROP else "trim", pkt.seq, dl)
+
+    def _deliver_quiet(self, pid: int, t: int) -> None:
+        """A quiet packet reached its host at ``t`` (the loop went on): as the inlined delivery
+        of :meth:`run`, with ``now`` at ``t`` for the handler and restored after it."""
+        pkt = self._objs[pid]
+        self._objs[pid] = None
+        assert pkt is not None
+        pmv = self._pmv
+        row = pid * P_COLS
+        pkt.size = pmv[row + P_SIZE]
+        pkt.prio = pmv[row + P_PRIO] != 0
+        pkt.ecn = pmv[row + P_ECN] != 0
+        pkt.trimmed = pmv[row + P_TRIM] != 0
+        pkt.hop = len(pkt.route)
+        pkt.ingress = -1
+        if pkt.kind == DATA and not pkt.trimmed:
+            self._delivered += pkt.payload
+        conns = self.conns
+        if 0 <= pkt.flow < len(conns):
+            before, queued = self.now, self._n_cm
+            self.now = t
+            conns[pkt.flow].on_packet(pkt, t)
+            self.now = before
+            if self._n_cm != queued:
+                raise PacketSimError(
+                    f"flow {pkt.flow}: the handler of a quiet packet (kind "
+                    f"{KIND_NAMES[pkt.kind]}) sent or scheduled something"
+                )
 
     # -- host events -------------------------------------------------------------------------
 
     def _python_event(self, out: tuple[int, int, int, int, int, int, int, int, int]) -> None:
         _, kind, a, b, now, size, prio, ecn, trimmed = out
-        if kind == EV_DELIVER:
-            pkt = self._objs[a]
+        if kind in (EV_DELIVER, EV_DELIVER_MADE):
+            pkt = self._objs[a] if kind == EV_DELIVER else self._made(a)
             self._objs[a] = None
             assert pkt is not None
             pkt.size = size
@@ -747,6 +873,20 @@ class PacketSim:
             self._injected[a] = None
             assert injected is not None
             self._deliver(injected)
+
+    def _made(self, pid: int) -> Packet:
+        """The object of a packet the compiled loop made (a compiled pacer's pull): the
+        fields its receiver reads (kind, flow, ends, the pull count in ``cum``, size)."""
+        row = pid * P_COLS
+        pmv = self._pmv
+        tag = pmv[row + P_TAG]
+        flow = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
+        r = self.ep_state
+        pkt = Packet(
+            PULL, flow, r[flow * R_COLS + R_DST], r[flow * R_COLS + R_SRC], 0, 0, self.cfg.header
+        )
+        pkt.cum = tag & TAG_CUM_MASK
+        return pkt
 
     def _deliver(self, pkt: Packet) -> None:
         if self.tracer is not None:
@@ -795,6 +935,10 @@ class PacketSim:
         keys = list(self._ecmp)
         self._ecmp.clear()
         self._compute(keys, False)
+        r = self.ep_state
+        for c, (at, pull) in self._rr_keys.items():  # pull routes follow the view
+            if not (r[c * R_COLS + R_FIN] and r[c * R_COLS + R_SDONE]):  # pulls may follow
+                self._rr[at : at + len(pull)] = self._route_offsets(pull)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -811,13 +955,14 @@ class PacketSim:
         conns = self.conns
         objs = self._objs
         smv = self._smv
-        step = core.step
+        step = dispatch = core.step
         grown = -1
         while True:
             if self._grown != grown:  # an array was reallocated: take the new ones
                 grown = self._grown
                 links, pkts, heap, st = self._links, self._pkts, self._heap, self._s
                 trace, rl, cm = self._trace, self._rl, self._cm
+                r, rr = self._r, self._rr
             # self._step inlined
             n = self._n_cm
             if n:
@@ -830,20 +975,28 @@ class PacketSim:
                     heap = self._heap
                     grown = self._grown
                 self._n_cm = 0
-            out = step(links, pkts, heap, st, trace, rl, cm, n, limit, check, skip)
+            out = step(links, pkts, heap, st, trace, rl, cm, r, rr, n, limit, check, skip)
+            if step is dispatch:  # compiled now: call its entry point from here on
+                step = _entry_point(
+                    dispatch, (links, pkts, heap, st, trace, rl, cm, r, rr, n, limit, check, skip)
+                )
             if smv[S_TN]:
                 self._drain_trace()
-            skip = False
+            was_skip, skip = skip, False
             status = out[0]
             if status == ST_PYTHON:
                 now = self.now = out[4]
                 kind = out[1]
                 if kind == EV_TIMER:
                     conns[out[2]].on_timer(out[3], now)
-                elif kind == EV_DELIVER and self.impair is None and self.tracer is None:
+                elif (
+                    (kind in (EV_DELIVER, EV_DELIVER_MADE))
+                    and self.impair is None
+                    and self.tracer is None
+                ):
                     # the common case inlined: a packet of a connection reaches a host
                     a = out[2]
-                    pkt = objs[a]
+                    pkt = objs[a] if kind == EV_DELIVER else self._made(a)
                     objs[a] = None
                     assert pkt is not None
                     pkt.size = out[5]
@@ -860,6 +1013,10 @@ class PacketSim:
                     self._python_event(out)
             elif status == ST_GROW:
                 self._grow_heap(int(self._s[S_HN]) + 64)
+                if smv[S_NFREE] < 1:
+                    self._grow_pool(1)
+            elif status == ST_SYNC:  # the log is taken: run the pacer's turn now
+                skip = was_skip
             elif status == ST_STOP_CHECK:
                 assert stop is not None
                 if stop():
@@ -878,6 +1035,18 @@ class PacketSim:
         links = self._links
         held = links[links[:, L_SW] != 0, L_MAXQ]
         return int(held.max()) if held.size else 0
+
+
+def _entry_point(fn: Any, args: tuple[Any, ...]) -> Any:
+    """The compiled entry point of the numba function ``fn`` for the types of ``args`` (it
+    must have been called with them), or ``fn`` itself. Calling it skips numba's dispatch
+    (typing every argument and choosing an overload: about 1.5 us of the 2.8 us a call of
+    :func:`._core.step` costs from Python); the arrays keep their types when they grow."""
+    try:
+        sig = tuple(fn.typeof_pyval(a) for a in args)
+        return fn.overloads[sig].entry_point
+    except (AttributeError, KeyError):  # not a numba dispatcher (NUMBA_DISABLE_JIT), no match
+        return fn
 
 
 def rng_key(seed: int) -> int:

@@ -61,6 +61,23 @@ from typing import ClassVar
 import numpy as np
 
 from clusterloom.errors import PluginError, Problem
+from clusterloom.sim.packet._core import (
+    NIL,
+    R_ARMED,
+    R_COLS,
+    R_DST,
+    R_FIN,
+    R_HEAD,
+    R_IVL,
+    R_K,
+    R_NEXTFREE,
+    R_QNEXT,
+    R_ROFF,
+    R_SDONE,
+    R_SRC,
+    R_TAIL,
+    R_WANT,
+)
 from clusterloom.sim.packet.base import (
     Connection,
     ConnSpec,
@@ -936,7 +953,13 @@ class MetaRoce(_Sprayer):
 
 class _Pacer:
     """The pull pacer of one receiving host, shared by its connections (receiver-driven); an
-    endpoint of the engine of its own, for its timer."""
+    endpoint of the engine of its own, for its timer.
+
+    Compiled (``self.compiled``, on a plain engine: no tracer, no impairment, ``send`` not
+    overridden): its queue, its turns and the pulls they send run in the compiled loop
+    (``_core._pace``, the same steps as :meth:`on_timer`) over the engine's endpoint state
+    (``R_*``), and :meth:`request` only queues the connection and arms the turn. Otherwise
+    its turns are timers handled here, each pull sent through ``sim.send``."""
 
     def __init__(self, sim: PacketSim, host: int) -> None:
         self.sim = sim
@@ -945,15 +968,55 @@ class _Pacer:
         self.armed = False
         self.id = sim.add(self)
         self.next_free = 0
+        self.compiled = (
+            sim.tracer is None and sim.impair is None and type(sim).send is PacketSim.send
+        )
         link = int(sim.router.host_link[host, 0])
         self.line = sim.base_rate[2 * link] * sim.ports_per_host  # unless set_receiver_rate
         self.rates = sim.shared.setdefault("rx_rate", {})
         self.packet_bytes = sim.cfg.mtu + sim.cfg.header
+        self._rate: float = -1.0
+        self._interval = 0
+        if self.compiled:
+            row = self.id * R_COLS
+            r = sim.ep_state
+            r[row + R_HEAD] = r[row + R_TAIL] = NIL
+            self.rate_changed()
+
+    def rate_changed(self) -> None:
+        """``set_receiver_rate`` changed this host's rate: the compiled turns' interval."""
+        if self.compiled:
+            self.sim.ep_state[self.id * R_COLS + R_IVL] = self.interval()
 
     def interval(self) -> int:
-        return _ser(self.packet_bytes, self.rates.get(self.host, self.line))
+        rate = self.rates.get(self.host, self.line)
+        if rate != self._rate:  # set_receiver_rate changed it (or the first pull)
+            self._rate = rate
+            self._interval = _ser(self.packet_bytes, rate)
+        return self._interval
 
     def request(self, conn: ReceiverDriven, now: int) -> None:
+        if self.compiled:
+            r = self.sim.ep_state
+            c = conn.flow * R_COLS
+            if conn.pull_at < 0:
+                conn.pull_at = self.sim.pull_routes(conn.flow, conn.pull_keys())
+                r[c + R_ROFF] = conn.pull_at
+            want = r[c + R_WANT]
+            h = self.id * R_COLS
+            if want == 0:  # to the back of the queue (_core._pace_append)
+                r[c + R_QNEXT] = NIL
+                tail = r[h + R_TAIL]
+                if tail == NIL:
+                    r[h + R_HEAD] = conn.flow
+                else:
+                    r[tail * R_COLS + R_QNEXT] = conn.flow
+                r[h + R_TAIL] = conn.flow
+            r[c + R_WANT] = want + 1
+            if not r[h + R_ARMED]:
+                r[h + R_ARMED] = 1
+                self.sim.push_pace(max(now, r[h + R_NEXTFREE]), self.id)
+            return
         if conn.pull_wanted == 0:
             self.queue.append(conn)
         conn.pull_wanted += 1
@@ -1041,13 +1104,45 @@ class ReceiverDriven(_Sprayer):
         self.pulls_seen = 0
         self.check = -1
         self.retries = 0
-        self.pull_wanted = 0
         self.pulls_sent = 0
+        #: where the compiled pacer's pull routes start (-1: not made yet)
+        self.pull_at = -1
+        row = sim.endpoint_row(flow)
+        r = sim.ep_state
+        r[row + R_K], r[row + R_SRC], r[row + R_DST] = k, src, dst
         #: pulls that found nothing to send while packets were unacknowledged: spent on the
         #: next retransmission (a NACK can arrive after the pull its header earned)
         self.credit = 0
         self.sent: deque[tuple[int, int, int, int]] = deque()  # seq, txn, time, EV index
         self._pacer: _Pacer | None = None
+
+    @property
+    def pull_wanted(self) -> int:
+        """Pulls the receiver has queued and not sent (kept where the compiled pacer reads
+        them)."""
+        return self.sim.ep_state[self.flow * R_COLS + R_WANT]
+
+    @pull_wanted.setter
+    def pull_wanted(self, n: int) -> None:
+        self.sim.ep_state[self.flow * R_COLS + R_WANT] = n
+
+    def pull_keys(self) -> list[tuple[int, int, int, int]]:
+        """The paths of the pulls, by ``pulls_sent % k`` (:meth:`send_pull`)."""
+        pairs = zip(self.evs, self.ev_port, strict=True)
+        return [(self.dst, self.src, p, ev ^ 1) for ev, p in pairs]
+
+    def _ack(self, s: int, now: int) -> bool:
+        if self.acked[s]:
+            return False
+        self.acked[s] = 1
+        self.n_acked += 1
+        if self.outstanding[s]:
+            self.outstanding[s] = 0
+            self.inflight -= self.pay[s]
+        if self.n_acked == self.n and self.sender_done_ps < 0:
+            self.sender_done_ps = now
+            self.sim.ep_state[self.flow * R_COLS + R_SDONE] = 1  # read by the compiled pacer
+        return True
 
     @property
     def pacer(self) -> _Pacer:
@@ -1078,6 +1173,7 @@ class ReceiverDriven(_Sprayer):
         self.evs = self.ev_port = []
         self.bad = []
         self.sent.clear()
+        self.sim.drop_pull_routes(self.flow)
 
     def _ev(self) -> int:
         k = self.k
@@ -1181,9 +1277,12 @@ class ReceiverDriven(_Sprayer):
             a = self.control(NACK, pkt.seq)
         else:
             self.place(pkt.seq)
+            if self.finish_ps >= 0:
+                self.sim.ep_state[self.flow * R_COLS + R_FIN] = 1  # read by the compiled pacer
             a = self.control(ACK, pkt.seq)
             a.cum = self.cum
         a.echo = pkt.ev
+        a.quiet = not pkt.trimmed  # an ACK only updates the sender's state (_ack)
         self.sim.send(a, pkt.port, pkt.ev ^ 1)
         if self.finish_ps < 0:
             self.pacer.request(self, now)
@@ -1224,6 +1323,7 @@ class _Answerer:
             if not pkt.trimmed and not self.reverse:
                 a.ecn = pkt.ecn
         a.echo = pkt.ev
+        a.quiet = a.kind == ACK and self.reverse == 1  # receiver-driven's sender: _ack only
         self.sim.send(a, pkt.port, pkt.ev ^ self.reverse, source_route=self.source_route)
 
 
@@ -1231,6 +1331,9 @@ def set_receiver_rate(sim: PacketSim, host: int, bps: float) -> None:
     """The receiver ``host`` takes data at ``bps`` from now on: the rate its ACK hints carry
     (``metaroce``) and its pull pacer's rate (``receiver-driven``)."""
     sim.shared.setdefault("rx_rate", {})[host] = bps
+    pacer = sim.shared.get("pacer", {}).get(host)
+    if pacer is not None:
+        pacer.rate_changed()
     if sim.tracer is not None:
         sim.tracer.event(sim.now, -1, "rx-rate", host, int(bps))
 
