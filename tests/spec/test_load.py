@@ -305,7 +305,18 @@ def test_scalable_units_on_a_fat_tree_are_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("given", "value"), [("'3:1'", 3.0), ("3", 3.0), ("'3:2'", 1.5), ("1.5", 1.5), ("'1:1'", 1.0)]
+    ("given", "value"),
+    [
+        ("'3:1'", 3.0),
+        ("3", 3.0),
+        ("'3:2'", 1.5),
+        ("1.5", 1.5),
+        ("'1:1'", 1.0),
+        # written the other way round, as many operators do: the larger side is the downlink
+        ("'1:3'", 3.0),
+        ("'2:3'", 1.5),
+        ("'1:7'", 7.0),
+    ],
 )
 def test_oversubscription_ratio_forms(given: str, value: float) -> None:
     spec = parse_spec(MINIMAL_SPEC + f"    oversubscription: {{leaf: {given}, spine: {given}}}\n")
@@ -320,7 +331,15 @@ def test_oversubscription_string_and_number_are_the_same_spec() -> None:
     assert spec_hash(as_ratio) == spec_hash(as_number)
 
 
-@pytest.mark.parametrize("given", ["'3:0'", "'a:b'", "'3:1:1'", "'1:3'", "0.5", "65"])
+def test_a_ratio_either_way_round_is_the_same_spec() -> None:
+    one = parse_spec(MINIMAL_SPEC + "    oversubscription: {leaf: '1:7'}\n")
+    other = parse_spec(MINIMAL_SPEC + "    oversubscription: {leaf: '7:1'}\n")
+    assert one == other and spec_hash(one) == spec_hash(other)
+
+
+@pytest.mark.parametrize(
+    "given", ["'3:0'", "'0:3'", "'-1:3'", "'a:b'", "'3:1:1'", "'inf:1'", "0.5", "65", "'1:65'"]
+)
 def test_bad_oversubscription_is_refused(given: str) -> None:
     problems = problems_of(MINIMAL_SPEC + f"    oversubscription: {{leaf: {given}}}\n")
     problem_at(problems, "fabrics.backend.oversubscription.leaf")

@@ -212,7 +212,8 @@ def check_oversubscription(t: Topology, fs: FabricSpec, catalog: Catalog) -> lis
                 Finding(
                     Severity.ERROR,
                     "oversubscription",
-                    f"{name} oversubscription reaches {worst:.3g}:1, asked {asked[role]:.3g}:1",
+                    f"{name} oversubscription reaches {worst:.3g}:1, asked {asked[role]:.3g}:1 "
+                    "(downlink:uplink bandwidth)",
                     _where(t, f"oversubscription.{name}"),
                 )
             )
@@ -221,7 +222,8 @@ def check_oversubscription(t: Topology, fs: FabricSpec, catalog: Catalog) -> lis
                 Finding(
                     Severity.INFO,
                     "oversubscription",
-                    f"{name} oversubscription at most {worst:.3g}:1 (asked {asked[role]:.3g}:1)",
+                    f"{name} oversubscription at most {worst:.3g}:1 (asked {asked[role]:.3g}:1; "
+                    "downlink:uplink bandwidth)",
                     _where(t, f"oversubscription.{name}"),
                 )
             )

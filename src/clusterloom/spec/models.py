@@ -10,6 +10,7 @@ optional: see ``scenario.py``) and ``site`` (the floor placement uses, optional:
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
@@ -36,15 +37,21 @@ LINK_TIERS: tuple[LinkTier, ...] = ("host_leaf", "leaf_spine", "spine_core")
 
 
 def _parse_ratio(value: object) -> object:
-    """Accept an oversubscription as a number (3, 1.5) or as a ratio string ('3:1')."""
+    """Accept an oversubscription as a number (3, 1.5) or as a ratio string written either way
+    round: operators write '3:1' (downlink to uplink) and '1:3' (uplink to downlink) for the
+    same switch, and an oversubscription is never below 1, so the larger side is the downlink
+    bandwidth and the value is larger / smaller ('1:7' and '7:1' are both 7)."""
     if isinstance(value, bool):
         raise ValueError("an oversubscription is a number like 3 or a ratio like '3:1'")
     if isinstance(value, str) and ":" in value:
         left, _, right = value.partition(":")
         try:
-            return float(left) / float(right)
-        except (ValueError, ZeroDivisionError):
+            a, b = float(left), float(right)
+        except ValueError:
             raise ValueError(f"'{value}' is not a ratio like '3:1'") from None
+        if not (a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)):
+            raise ValueError(f"'{value}': both sides of a ratio are bandwidths above 0, like '3:1'")
+        return max(a, b) / min(a, b)
     return value
 
 
