@@ -113,6 +113,14 @@ __all__ = [
 ]
 
 _PACE, _RTO, _AUX = 0, 1, 2
+#: the ranges of the window and recovery options the sprayers share (mrc-spray, metaroce)
+_WINDOW_OPTIONS: dict[str, tuple[OptionKind, float, float]] = {
+        "cwnd_bdp": ("float", 0.01, 1_000.0),
+        "max_bdp": ("float", 0.01, 1_000.0),
+        "rto_us": ("float", 1.0, 1e9),
+        "probe_us": ("float", 1.0, 1e9),
+        "retries": ("int", 0, 1_000),
+}
 
 
 def _ser(nbytes: int, bps: float) -> int:
@@ -373,11 +381,7 @@ class MrcSpray(_Sprayer):
     }
     option_types: ClassVar[dict[str, tuple[OptionKind, float, float]]] = {
         "evs": ("int", 1, 256),
-        "cwnd_bdp": ("float", 0.01, 1_000.0),
-        "max_bdp": ("float", 0.01, 1_000.0),
-        "rto_us": ("float", 1.0, 1e9),
-        "probe_us": ("float", 1.0, 1e9),
-        "retries": ("int", 0, 1_000),
+        **_WINDOW_OPTIONS,
         "ecn_threshold": ("float", 0.0, 1.0),
         "max_skip": ("int", 0, 1_024),
         "delay_factor": ("float", 1.0, 1_000.0),
@@ -671,11 +675,7 @@ class MetaRoce(_Sprayer):
     }
     option_types: ClassVar[dict[str, tuple[OptionKind, float, float]]] = {
         "paths": ("int", 1, 256),
-        "cwnd_bdp": ("float", 0.01, 1_000.0),
-        "max_bdp": ("float", 0.01, 1_000.0),
-        "rto_us": ("float", 1.0, 1e9),
-        "probe_us": ("float", 1.0, 1e9),
-        "retries": ("int", 0, 1_000),
+        **_WINDOW_OPTIONS,
     }
 
     def __init__(
