@@ -141,7 +141,7 @@ def run_design(
     if step_engine != "analytic" or step_transport is not None:
         from clusterloom.sim.steptime import check_step_engine
 
-        check_step_engine(step_engine)
+        check_step_engine(step_engine, step_transport)
     fabrics: list[FabricDesign] = []
     timings: list[tuple[str, float]] = []
     workload = None

@@ -92,3 +92,6 @@ def test_design_takes_the_step_time_from_the_same_engine(tmp_path: Path) -> None
     assert bad.exit_code == 2 and "--engine" in bad.output and not (tmp_path / "b").exists()
     lone = runner.invoke(app, ["workload", str(path), "--transport", "mrc-spray"])
     assert lone.exit_code == 2 and "--transport" in lone.output
+    args = ["design", str(path), "--transport", "mrc-spray", "-o", str(tmp_path / "t")]
+    lone = runner.invoke(app, args)
+    assert lone.exit_code == 2 and "--transport" in lone.output

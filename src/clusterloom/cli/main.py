@@ -537,7 +537,7 @@ def workload(
             raise SpecError([Problem("job", "this spec has no job section to derive traffic from")])
         from clusterloom.sim.steptime import check_step_engine
 
-        check_step_engine(engine)
+        check_step_engine(engine, transport)
         w = design_workload(cluster)
         missing = None
         if engine != "analytic":
@@ -549,8 +549,6 @@ def workload(
                 topology = generate(plan_fabric(cluster))
                 w, sims = simulated_workload(cluster, topology, w, engine, transport)
             missing = sims.incomplete if sims is not None else None
-        elif transport is not None:
-            raise SpecError([Problem("--transport", "goes with --engine flow or packet")])
         render.workload(out, cluster, w)
         if missing and incomplete(err, missing) == EXIT_INCOMPLETE:
             raise typer.Exit(EXIT_INCOMPLETE)

@@ -100,11 +100,14 @@ def simulated_call_times(
     return SimulatedCalls(seconds, f"{scenario.engine} engine, {transport}", tuple(incomplete))
 
 
-def check_step_engine(engine: str) -> None:
-    """Refuse an engine name that is not one of :data:`STEP_ENGINES` (``--engine``)."""
+def check_step_engine(engine: str, transport: str | None = None) -> None:
+    """Refuse an engine name that is not one of :data:`STEP_ENGINES` (``--engine``), and a
+    transport given to the analytic model, which runs none (``--transport``)."""
     if engine not in STEP_ENGINES:
         known = ", ".join(STEP_ENGINES)
         raise SpecError([Problem("--engine", f"unknown engine '{engine}'; use {known}")])
+    if engine == "analytic" and transport is not None:
+        raise SpecError([Problem("--transport", "goes with --engine flow or packet")])
 
 
 def simulated_workload(
@@ -121,7 +124,7 @@ def simulated_workload(
     both come here."""
     from clusterloom.workload import design_workload
 
-    check_step_engine(engine)
+    check_step_engine(engine, transport)
     if engine == "analytic":
         return w, None
     scenario = resolve_scenario(
