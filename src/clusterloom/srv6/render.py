@@ -5,7 +5,8 @@ Switch files: forwarding and SRv6 sysctls, the loopback and link addresses, the 
 (NEXT-C-SID flavour), a route per neighbour's locator over the links to it (several parallel
 links: one multipath route), a route per attached NIC SID (leaves) and, on every switch with
 uplinks, the plane's block over all uplinks (ECMP) for the locators it has no route for.
-Host files: the NIC port addresses, each NIC SID's End.DT6 (decapsulate and deliver through the
+Host files: the NIC port addresses, the plane's block through the port's leaf (the
+encapsulated packet is routed again on its outer destination), each NIC SID's End.DT6 (decapsulate and deliver through the
 local table, 255: what this kernel needs to deliver locally), and the EV programs: one policy
 rule per EV (``ipproto udp sport BASE+EV``) selecting table ``TABLE_BASE+EV`` whose route to each
 destination encapsulates with that EV's segment list.
@@ -106,12 +107,14 @@ def _multipath(hops: list[tuple[str, str]]) -> str:
     return " ".join(f"nexthop via {a} dev {d}" for a, d in hops)
 
 
-def _end(w: Wiring, node: int) -> str:
+def _end(w: Wiring, node: int, dev: str) -> str:
+    """The End SID route. Its device is a port of the switch: with ``dev lo`` this kernel
+    (6.18) executes the End but finds no route for the shifted destination."""
     fmt = w.plan.fmt
     sid, bits = w.end_sid(node)
     return (
         f"ip -6 route add {to_text(sid)}/{bits} encap seg6local action End flavors next-csid "
-        f"lblen {fmt.block_bits} nflen {fmt.usid_bits} dev lo"
+        f"lblen {fmt.block_bits} nflen {fmt.usid_bits} dev {dev}"
     )
 
 
@@ -127,7 +130,7 @@ def switch_lines(w: Wiring, node: int) -> Iterator[str]:
     for link, upper in ends:
         address = to_text(plan.link_address(link, upper))
         yield f"ip -6 addr add {address}/127 dev {w.ifname(link, upper)}"
-    yield _end(w, node)
+    yield _end(w, node, w.ifname(*ends[0]))
     routes: dict[tuple[int, int], list[tuple[str, str]]] = {}
     for link in downs.tolist():
         below = int(t.link_src[link])
@@ -158,6 +161,10 @@ def host_lines(w: Wiring, host: int, evs: int | None = None) -> Iterator[str]:
     for link in links:
         address = to_text(plan.link_address(link, False))
         yield f"ip -6 addr add {address}/127 dev {w.ifname(link, False)}"
+    for port, link in enumerate(links):
+        block = to_text(plan.block(port // plan.ports_per_host))
+        leaf = to_text(plan.link_address(link, True))
+        yield f"ip -6 route add {block}/{plan.fmt.block_bits} via {leaf} dev {w.ifname(link, False)}"
     for port, link in enumerate(links):
         sid = to_text(plan.nic_sid(host, port))
         yield (
