@@ -788,10 +788,11 @@ def _has_errors(design: Design) -> bool:
 
 
 def _register_packet_commands() -> None:
-    from clusterloom.cli import netbox, packet
+    from clusterloom.cli import netbox, packet, srv6
 
     packet.register(app, _guard, _load, out, err, _writing)
     netbox.register(app, _guard, out)
+    srv6.register(app, _guard, _load, out, err, _writing)
 
 
 _register_packet_commands()

@@ -109,7 +109,7 @@ def retired(programs: Programs, dead: Dead) -> NDArray[np.bool_]:
     nodes = np.take_along_axis(hops, last, axis=2)
     way = np.concatenate([src, nodes, dst], axis=2)
     keys = way[:, :, :-1] * np.int64(t.n_nodes) + way[:, :, 1:]
-    out = np.isin(keys, dead.hops).any(axis=2)
+    out: NDArray[np.bool_] = np.asarray(np.isin(keys, dead.hops).any(axis=2))
     if dead.nodes.size:
         out |= np.isin(hops, dead.nodes).any(axis=2)
     return out

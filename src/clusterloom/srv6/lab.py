@@ -94,7 +94,7 @@ def _alive(pid: int) -> bool:
 
 def sweep() -> list[str]:
     """Delete the lab namespaces of processes that no longer run; return their names."""
-    gone = []
+    gone: list[str] = []
     if not NETNS_DIR.is_dir():
         return gone
     for entry in sorted(NETNS_DIR.iterdir()):

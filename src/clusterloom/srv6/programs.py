@@ -182,7 +182,7 @@ def _encode(
     d, k = path.shape
     width = 2 * p.tiers - 1
     dtype = np.uint16 if plan.fmt.usid_bits <= 16 else np.uint32
-    usids = np.zeros((d, k, width), dtype=dtype)
+    usids: NDArray[np.uint32] = np.zeros((d, k, width), dtype=dtype)
     cols, same, far = _columns(plan, ls, ld, cls, path)
     leaf_u = np.asarray(plan.usid(Role.LEAF, ld.astype(np.int64)))[:, None]
     loc = local[:, None]
@@ -191,7 +191,7 @@ def _encode(
     if p.tiers < 3:
         usids[:, :, 1] = np.where(same, loc, leaf_u)
         usids[:, :, 2] = np.where(same, 0, loc)
-        return usids  # type: ignore[return-value]
+        return usids
     near = ~same & ~far
     core_u = np.asarray(plan.usid(Role.CORE, cols[1]))
     down_u = np.asarray(plan.usid(Role.SPINE, cols[2]))
@@ -199,7 +199,7 @@ def _encode(
     usids[:, :, 2] = np.where(far, down_u, np.where(near, loc, 0))
     usids[:, :, 3] = np.where(far, leaf_u, 0)
     usids[:, :, 4] = np.where(far, loc, 0)
-    return usids  # type: ignore[return-value]
+    return usids
 
 
 def hops_of(programs: Programs) -> NDArray[np.int32]:

@@ -6,10 +6,11 @@ Switch files: forwarding and SRv6 sysctls, the loopback and link addresses, the 
 links: one multipath route), a route per attached NIC SID (leaves) and, on every switch with
 uplinks, the plane's block over all uplinks (ECMP) for the locators it has no route for.
 Host files: the NIC port addresses, the plane's block through the port's leaf (the
-encapsulated packet is routed again on its outer destination), each NIC SID's End.DT6 (decapsulate and deliver through the
-local table, 255: what this kernel needs to deliver locally), and the EV programs: one policy
-rule per EV (``ipproto udp sport BASE+EV``) selecting table ``TABLE_BASE+EV`` whose route to each
-destination encapsulates with that EV's segment list.
+encapsulated packet is routed again on its outer destination), each NIC SID's End.DT6
+(decapsulate and deliver through the local table, 255: what this kernel needs to deliver
+locally), and the EV programs: one policy rule per EV (``ipproto udp sport BASE+EV``)
+selecting table ``TABLE_BASE+EV`` whose route to each destination encapsulates with that EV's
+segment list (``encap.red``, no SRH, for one SID; ``encap`` with an SRH for more).
 """
 
 from __future__ import annotations
@@ -145,8 +146,8 @@ def switch_lines(w: Wiring, node: int) -> Iterator[str]:
         hop = (to_text(plan.link_address(link, True)), w.ifname(link, False))
         routes.setdefault(w.locator(int(t.link_dst[link])), []).append(hop)
         uphops.append(hop)
-    for (address, length), hops in sorted(routes.items()):
-        yield f"ip -6 route add {to_text(address)}/{length} {_multipath(hops)}"
+    for (prefix, length), nexthops in sorted(routes.items()):
+        yield f"ip -6 route add {to_text(prefix)}/{length} {_multipath(nexthops)}"
     if uphops:
         block = plan.block(int(t.node_plane[node]))
         yield f"ip -6 route add {to_text(block)}/{plan.fmt.block_bits} {_multipath(uphops)}"
@@ -164,7 +165,8 @@ def host_lines(w: Wiring, host: int, evs: int | None = None) -> Iterator[str]:
     for port, link in enumerate(links):
         block = to_text(plan.block(port // plan.ports_per_host))
         leaf = to_text(plan.link_address(link, True))
-        yield f"ip -6 route add {block}/{plan.fmt.block_bits} via {leaf} dev {w.ifname(link, False)}"
+        dev = w.ifname(link, False)
+        yield f"ip -6 route add {block}/{plan.fmt.block_bits} via {leaf} dev {dev}"
     for port, link in enumerate(links):
         sid = to_text(plan.nic_sid(host, port))
         yield (

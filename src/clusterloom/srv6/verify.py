@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from clusterloom.fabric.sizing import plan_fabric
 from clusterloom.fabric.topology import Role, Topology, generate
@@ -72,7 +73,7 @@ def predict(w: Wiring, pr: Programs, d: int, m: int) -> list[Hop]:
     da, sl = segs[0], (len(segs) - 1 if len(segs) > 1 else None)
     way = [pr.host, *[h for h in hops_of(pr)[d, m].tolist() if h >= 0], int(pr.dst[d])]
     out: list[Hop] = []
-    for a, b in zip(way, way[1:], strict=False):
+    for a, b in pairwise(way):
         if int(t.node_role[a]) != Role.HOST:
             sid, bits = w.end_sid(a)
             if da >> (128 - bits) == sid >> (128 - bits):
@@ -160,7 +161,7 @@ def _check_probe(w: Wiring, p: Probe, seen: list[Seen], report: Report) -> None:
 
 
 def _probes(plan: AddressPlan, hosts: list[int], tag: str) -> list[Probe]:
-    out = []
+    out: list[Probe] = []
     for h in hosts:
         for port in range(plan.host_ports):
             pr = programs_for(plan, h, port, LAB_EVS)
@@ -190,7 +191,8 @@ def _fail_link(lab: Lab, w: Wiring, report: Report, say: Callable[[str], None]) 
     hosts = list(range(t.plan.hosts))
     probes = _probes(plan, hosts, "f")
     failover = {h: host_failover(plan, h, [Failure("link", link)], LAB_EVS) for h in hosts}
-    live, dead = [], []
+    live: list[Probe] = []
+    dead: list[Probe] = []
     for p in probes:
         pr = p.programs
         mask = failover[pr.host].retired[pr.port]
@@ -239,3 +241,19 @@ def verify(say: Callable[[str], None] = lambda _: None, fmt: Format | None = Non
         say(f"{len(probes)} probes checked hop by hop")
         _fail_link(lab, w, report, say)
     return report
+
+
+#: the formats the suite proves: one container per program (no SRH), and a /96 block whose
+#: 2-uSID containers cannot hold a spine and the NIC SID (an SRH of two SIDs, SL 1 then 0)
+FORMATS = (Format(32, 16), Format(96, 16))
+
+
+def verify_all(say: Callable[[str], None] = lambda _: None) -> Report:
+    """:func:`verify` for each of :data:`FORMATS`, one report."""
+    total = Report()
+    for fmt in FORMATS:
+        say(f"format /{fmt.block_bits} block, {fmt.usid_bits}-bit uSIDs")
+        r = verify(say, fmt)
+        total.checked += [f"/{fmt.block_bits}: {c}" for c in r.checked]
+        total.problems += [f"/{fmt.block_bits}: {c}" for c in r.problems]
+    return total

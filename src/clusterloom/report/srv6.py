@@ -1,0 +1,86 @@
+"""The SRv6 plan's page (``srv6/index.html``), from the plan's summary (plain data, as
+``srv6/summary.json`` holds it): format and blocks, checks, the program table per class and
+what one NIC holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clusterloom.report._html import CSS, esc, table, td
+
+
+def _findings(summary: dict[str, Any]) -> str:
+    rows = (
+        f'<tr class="{esc(f["severity"])}">'
+        + td(f'<span class="sev {esc(f["severity"])}">{esc(f["severity"])}</span>')
+        + td(f"<code>{esc(f['code'])}</code>")
+        + td(esc(f["message"]))
+        + "</tr>"
+        for f in summary["findings"]
+    )
+    return table(
+        [("severity", False), ("check", False), ("finding", False)],
+        rows,
+        table_id="srv6-findings",
+        css_class="findings",
+    )
+
+
+def _classes(summary: dict[str, Any]) -> str:
+    rows = (
+        "<tr>"
+        + td(esc(c["class"]))
+        + td(f"{c['port_pairs']:,}", True)
+        + td(f"{c['paths_per_pair']:,}", True)
+        + td(f"{c['programs']:,}", True)
+        + td(f"{c['sids_per_program']}", True)
+        + td(f"{c['bytes']:,}", True)
+        + "</tr>"
+        for c in summary["programs"]["classes"]
+    )
+    return table(
+        [
+            ("pairs", False),
+            ("NIC port pairs", True),
+            ("paths per pair", True),
+            ("programs", True),
+            ("SIDs each", True),
+            ("bytes", True),
+        ],
+        rows,
+        table_id="srv6-classes",
+        css_class="classes",
+    )
+
+
+def srv6_page(summary: dict[str, Any]) -> str:
+    """The whole page as deterministic HTML."""
+    fmt, progs = summary["format"], summary["programs"]
+    nic = progs["per_nic"]
+    cards = [
+        (f"/{fmt['block_bits']} + {fmt['usid_bits']}-bit", "block + uSID"),
+        (f"{fmt['usids_per_container']}", "uSIDs per container"),
+        (f"{summary['switch_locators']:,}", "switch locators"),
+        (f"{summary['nic_sids']:,}", "NIC SIDs"),
+        (f"{progs['evs_per_connection']}", "EVs per connection"),
+        (f"{nic['entries_max']:,}", "programs per NIC"),
+        (f"{nic['bytes_max']:,}", "bytes per NIC"),
+        (f"{nic['factored_bytes']:,}", "bytes per NIC, factored"),
+    ]
+    card_html = "".join(
+        f'<div class="card"><b>{esc(v)}</b><span>{esc(k)}</span></div>' for v, k in cards
+    )
+    blocks = ", ".join(f"<code>{esc(b)}</code>" for b in summary["blocks"])
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>SRv6 plan: {esc(summary['design'])}</title><style>{CSS}</style></head>\n"
+        f"<body><main><header><h1>SRv6 plan<small>{esc(summary['design'])} "
+        f"{esc(summary['fabric'])}</small></h1>"
+        f'<p class="lead">Blocks per plane: {blocks}; files: sids.csv, summary.json, '
+        f"{summary['node_files']:,} node files (nodes/, frr/).</p></header>\n"
+        f'<div class="cards">{card_html}</div>\n'
+        f'<h2 id="checks">Checks</h2>\n{_findings(summary)}\n'
+        f'<h2 id="programs">Path programs</h2>\n<p class="lead">{progs["programs"]:,} '
+        f"programs, {progs['bytes']:,} bytes over the whole fabric (closed forms, never "
+        f"materialised).</p>\n{_classes(summary)}\n</main></body></html>\n"
+    )
