@@ -80,7 +80,7 @@ class Dead:
 
 def dead_of(topology: Topology, failures: Sequence[Failure]) -> Dead:
     t = topology
-    links = np.array([f.target for f in failures if f.kind == "link"], dtype=np.int64)
+    links = np.unique(np.array([f.target for f in failures if f.kind == "link"], dtype=np.int64))
     nodes = np.array(sorted({f.target for f in failures if f.kind == "switch"}), dtype=np.int64)
     planes = frozenset(f.target for f in failures if f.kind == "plane")
     n = np.int64(t.n_nodes)
