@@ -102,6 +102,24 @@ def test_the_spec_imports_no_stage_but_its_scenario_checks() -> None:
         assert _offenders("clusterloom.spec", stage, EXEMPT) == []
 
 
+#: lifecycle parts: they read designs; no stage, the pipeline, the spec, a writer or a page
+#: imports them (their pages take plain data)
+LIFECYCLE = ["clusterloom.srv6"]
+
+
+@pytest.mark.parametrize("part", LIFECYCLE)
+def test_designs_never_import_a_lifecycle_part(part: str) -> None:
+    for earlier in [
+        *STAGES,
+        "clusterloom.pipeline",
+        "clusterloom.spec",
+        "clusterloom.export",
+        "clusterloom.report",
+        "clusterloom.write",
+    ]:
+        assert _offenders(earlier, part) == []
+
+
 def test_nothing_but_the_command_line_imports_it() -> None:
     found = [
         f"{m} imports {i}"

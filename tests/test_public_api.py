@@ -15,6 +15,7 @@ PACKAGES = [
     "clusterloom.growth",
     "clusterloom.sim.packet",
     "clusterloom.conformance",
+    "clusterloom.srv6",
 ]
 
 

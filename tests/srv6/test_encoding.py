@@ -120,7 +120,7 @@ def test_global_space_keeps_the_top_eighth_local() -> None:
         (32, 12, "srv6.usid_bits"),
         (33, 16, "srv6.block_bits"),
         (120, 16, "srv6.block_bits"),
-    ],  # fmt: skip
+    ],
 )
 def test_formats_the_block_cannot_hold_are_refused_naming_the_field(
     block: int, usid: int, field: str

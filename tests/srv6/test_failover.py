@@ -4,13 +4,14 @@ avoids it (checked against a path-by-path walk over the topology's links)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import SHAPES, topology
 from hypothesis import given
 from hypothesis import strategies as st
+from srv6_fabrics import SHAPES, topology
 
 from clusterloom.errors import SpecError
 from clusterloom.fabric.topology import Role, Topology
@@ -27,7 +28,7 @@ def _dead_by_walk(t: Topology, way: list[int], failures: list[Failure], plane: i
         return True
     if any(f.kind == "switch" and f.target in way for f in failures):
         return True
-    for a, b in zip(way, way[1:], strict=False):
+    for a, b in pairwise(way):
         lo, hi = min(a, b), max(a, b)
         links = np.flatnonzero((t.link_src == lo) & (t.link_dst == hi)).tolist()
         if set(links) <= failed_links:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import topology
+from srv6_fabrics import topology
 from typer.testing import CliRunner
 
 from clusterloom.cli.main import app

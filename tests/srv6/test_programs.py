@@ -3,11 +3,13 @@ distinct paths (even reuse beyond), and the whole-table closed forms against the
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
-from conftest import SHAPES, topology
 from hypothesis import given
 from hypothesis import strategies as st
+from srv6_fabrics import SHAPES, topology
 
 from clusterloom.errors import SpecError
 from clusterloom.fabric.topology import Role, Topology
@@ -45,7 +47,7 @@ def test_every_program_is_a_valid_up_down_path_its_usids_steer_to(
         for m in range(pr.evs.shape[0]):
             row = [h for h in hops[d, m].tolist() if h >= 0]
             way = [host, *row, dst]
-            for a, b in zip(way, way[1:], strict=False):
+            for a, b in pairwise(way):
                 assert (min(a, b), max(a, b)) in linked
             roles = [int(t.node_role[n]) for n in way]
             top = roles.index(max(roles))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from functools import cache
 
-from helpers import kport_plan
-
 from clusterloom.fabric.topology import Topology, generate
+from helpers import kport_plan
 
 #: (hosts, radix, tiers, planes): 2-tier; 2-tier with 2 links per leaf-spine pair; 2 planes;
 #: 3-tier with 2 cores per group; 3-tier with 4 links per spine-core pair; 3-tier, 2 planes
