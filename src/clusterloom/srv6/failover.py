@@ -70,48 +70,58 @@ def parse_failure(text: str, topology: Topology, where: str = "--fail") -> Failu
 
 @dataclass(frozen=True, eq=False)
 class Dead:
-    """What the failures kill: hop keys (``a * nodes + b``, both orders) with no live link
-    left, switch nodes and planes."""
+    """What the failures kill: switch-to-switch hops with no live link left (lower, upper),
+    dead NIC-to-leaf links (host, host port), switch nodes and planes."""
 
-    hops: NDArray[np.int64]
-    nodes: NDArray[np.int64]
+    hops: tuple[tuple[int, int], ...]
+    nic_links: frozenset[tuple[int, int]]
+    nodes: tuple[int, ...]
     planes: frozenset[int]
 
 
 def dead_of(topology: Topology, failures: Sequence[Failure]) -> Dead:
     t = topology
     links = np.unique(np.array([f.target for f in failures if f.kind == "link"], dtype=np.int64))
-    nodes = np.array(sorted({f.target for f in failures if f.kind == "switch"}), dtype=np.int64)
+    nodes = tuple(sorted({f.target for f in failures if f.kind == "switch"}))
     planes = frozenset(f.target for f in failures if f.kind == "plane")
-    n = np.int64(t.n_nodes)
-    keys = t.link_src[links].astype(np.int64) * n + t.link_dst[links]
-    hit, lost = np.unique(keys, return_counts=True)
-    # a hop is dead when all its parallel links are: count the links of each hit pair
-    pair = t.link_src.astype(np.int64) * n + t.link_dst
-    total = np.array([int((pair == k).sum()) for k in hit.tolist()], dtype=np.int64)
-    dead = hit[lost >= total]
-    flipped = (dead % n) * n + dead // n
-    return Dead(np.union1d(dead, flipped), nodes, planes)
+    first = links[t.link_tier[links] == 1]
+    nic = frozenset(zip(t.link_src[first].tolist(), t.link_src_port[first].tolist(), strict=True))
+    upper = links[t.link_tier[links] > 1]
+    pairs = sorted(set(zip(t.link_src[upper].tolist(), t.link_dst[upper].tolist(), strict=True)))
+    # a hop is dead when all its parallel links are
+    hops = []
+    for a, b in pairs:
+        parallel = np.flatnonzero((t.link_src == a) & (t.link_dst == b))
+        if np.isin(parallel, upper).all():
+            hops.append((a, b))
+    return Dead(tuple(hops), nic, nodes, planes)
 
 
 def retired(programs: Programs, dead: Dead) -> NDArray[np.bool_]:
-    """``[d, m]``: True where the program crosses a dead hop, switch or plane."""
-    plan = programs.plan
-    t = plan.topology
+    """``[d, m]``: True where the program crosses a dead hop, switch or plane. One vectorized
+    comparison per dead element and hop column (failures are few, programs many)."""
     shape = programs.path.shape
-    if programs.plane in dead.planes:
-        return np.ones(shape, dtype=bool)
-    hops = hops_of(programs).astype(np.int64)
-    src = np.full((*shape, 1), programs.host, dtype=np.int64)
-    dst = np.broadcast_to(programs.dst.astype(np.int64)[:, None, None], (*shape, 1))
-    # the path's nodes; -1 padding repeats the last switch so the pairs it makes are loops
-    last = np.maximum.accumulate(np.where(hops >= 0, np.arange(hops.shape[2]), 0), axis=2)
-    nodes = np.take_along_axis(hops, last, axis=2)
-    way = np.concatenate([src, nodes, dst], axis=2)
-    keys = way[:, :, :-1] * np.int64(t.n_nodes) + way[:, :, 1:]
-    out: NDArray[np.bool_] = np.asarray(np.isin(keys, dead.hops).any(axis=2))
-    if dead.nodes.size:
-        out |= np.isin(hops, dead.nodes).any(axis=2)
+    out = np.zeros(shape, dtype=bool)
+    if programs.plane in dead.planes or (programs.host, programs.port) in dead.nic_links:
+        out[:] = True
+        return out
+    dst_dead = [
+        i for i, d in enumerate(programs.dst.tolist()) if (d, programs.port) in dead.nic_links
+    ]
+    out[dst_dead] = True
+    t = programs.plan.topology
+    here = [n for n in dead.nodes if int(t.node_plane[n]) == programs.plane]
+    steps = [(a, b) for a, b in dead.hops if int(t.node_plane[b]) == programs.plane]
+    if not (here or steps):
+        return out  # nothing failed in this plane
+    hops = hops_of(programs)
+    for node in here:
+        out |= (hops == node).any(axis=2)
+    width = hops.shape[2]
+    for a, b in steps:  # (lower, upper): crossed going up or coming down
+        for i in range(width - 1):
+            x, y = hops[:, :, i], hops[:, :, i + 1]
+            out |= ((x == a) & (y == b)) | ((x == b) & (y == a))
     return out
 
 

@@ -117,7 +117,13 @@ def _paths(
     cls = cls.astype(np.int8)
     n = np.choose(cls, [1, spp, spp * cpg]).astype(np.int32)
     offset = ((offset_key * k) % n).astype(np.int32)
-    path = (offset[:, None] + np.arange(k, dtype=np.int32)[None, :]) % n[:, None]
+    path = offset[:, None] + np.arange(k, dtype=np.int32)[None, :]
+    # (offset + m) mod n without a division where k <= n (one subtraction at most): integer
+    # division is the slowest numpy step here; rows with fewer paths than EVs divide
+    wide = n >= k
+    np.subtract(path, n[:, None], out=path, where=wide[:, None] & (path >= n[:, None]))
+    narrow = np.flatnonzero(~wide)
+    path[narrow] %= n[narrow, None]
     return cls, n, path
 
 
@@ -177,28 +183,35 @@ def _encode(
     path: NDArray[np.int32],
     local: NDArray[np.int32],
 ) -> NDArray[np.uint32]:
-    """The uSIDs of every program (``[d, m, :]``): transit, then the NIC SID's two."""
+    """The uSIDs of every program (``[d, m, :]``): transit, then the NIC SID's two. Written
+    for the common class (two leaves; two pods on 3 tiers) over whole columns, then the few
+    other rows overwritten (masks over destinations, not over programs)."""
     p = plan.topology.plan
     d, k = path.shape
-    width = 2 * p.tiers - 1
+    spp, cpg = p.spines_per_pod, max(p.cores_per_group, 1)
     dtype = np.uint16 if plan.fmt.usid_bits <= 16 else np.uint32
-    usids: NDArray[np.uint32] = np.zeros((d, k, width), dtype=dtype)
-    cols, same, far = _columns(plan, ls, ld, cls, path)
-    leaf_u = np.asarray(plan.usid(Role.LEAF, ld.astype(np.int64)))[:, None]
-    loc = local[:, None]
-    spine_up = np.asarray(plan.usid(Role.SPINE, cols[0]))
-    usids[:, :, 0] = np.where(same, leaf_u, spine_up)
-    if p.tiers < 3:
-        usids[:, :, 1] = np.where(same, loc, leaf_u)
-        usids[:, :, 2] = np.where(same, 0, loc)
-        return usids
-    near = ~same & ~far
-    core_u = np.asarray(plan.usid(Role.CORE, cols[1]))
-    down_u = np.asarray(plan.usid(Role.SPINE, cols[2]))
-    usids[:, :, 1] = np.where(same, loc, np.where(far, core_u, leaf_u))
-    usids[:, :, 2] = np.where(far, down_u, np.where(near, loc, 0))
-    usids[:, :, 3] = np.where(far, leaf_u, 0)
-    usids[:, :, 4] = np.where(far, loc, 0)
+    usids: NDArray[np.uint32] = np.zeros((d, k, 2 * p.tiers - 1), dtype=dtype)
+    leaf_u = (np.asarray(plan.usid(Role.LEAF, 0)) + ld).astype(dtype)
+    spine0 = int(plan.usid(Role.SPINE, 0))
+    pod_s = ls // p.pod_leaves
+    u = path % spp if p.tiers == 3 else path  # 2 tiers: every path index is below spp
+    usids[:, :, 0] = u.astype(dtype) + dtype(spine0 + pod_s * spp)
+    if p.tiers == 3:
+        core0 = int(plan.usid(Role.CORE, 0))
+        usids[:, :, 1] = (u * cpg + path // spp).astype(dtype) + dtype(core0)
+        pod_d = (ld // p.pod_leaves).astype(np.int64) * spp + spine0
+        usids[:, :, 2] = u.astype(dtype) + pod_d.astype(dtype)[:, None]
+    usids[:, :, -2] = leaf_u[:, None]
+    usids[:, :, -1] = local.astype(dtype)[:, None]
+    near = np.flatnonzero(cls == SAME_POD)
+    if p.tiers == 3 and near.size:
+        usids[near, :, 1] = leaf_u[near, None]
+        usids[near, :, 2] = local.astype(dtype)[near, None]
+        usids[near, :, 3:] = 0
+    same = np.flatnonzero(cls == SAME_LEAF)
+    usids[same, :, 0] = leaf_u[same, None]
+    usids[same, :, 1] = local.astype(dtype)[same, None]
+    usids[same, :, 2:] = 0
     return usids
 
 
