@@ -195,12 +195,12 @@ def _encode(
     spine0 = int(plan.usid(Role.SPINE, 0))
     pod_s = ls // p.pod_leaves
     u = path % spp if p.tiers == 3 else path  # 2 tiers: every path index is below spp
-    usids[:, :, 0] = u.astype(dtype) + dtype(spine0 + pod_s * spp)
+    np.add(u, spine0 + pod_s * spp, out=usids[:, :, 0], casting="unsafe")
     if p.tiers == 3:
         core0 = int(plan.usid(Role.CORE, 0))
-        usids[:, :, 1] = (u * cpg + path // spp).astype(dtype) + dtype(core0)
+        np.add(u * cpg + path // spp, core0, out=usids[:, :, 1], casting="unsafe")
         pod_d = (ld // p.pod_leaves).astype(np.int64) * spp + spine0
-        usids[:, :, 2] = u.astype(dtype) + pod_d.astype(dtype)[:, None]
+        np.add(u, pod_d[:, None], out=usids[:, :, 2], casting="unsafe")
     usids[:, :, -2] = leaf_u[:, None]
     usids[:, :, -1] = local.astype(dtype)[:, None]
     near = np.flatnonzero(cls == SAME_POD)
