@@ -167,11 +167,13 @@ def _register_tables(
 
             from clusterloom.srv6 import programs_for
             from clusterloom.srv6.encoding import to_text
+            from clusterloom.srv6.programs import default_evs
 
             cluster = load(spec, example)
             addresses = _plan(cluster, prefix, block_bits, usid_bits, 0.0)
+            k = default_evs() if evs is None else evs
             start = time.perf_counter()
-            pr = programs_for(addresses, host, port, evs)
+            pr = programs_for(addresses, host, port, k)
             took = time.perf_counter() - start
             out.print(
                 f"host {host} port {port} (plane {pr.plane}): {pr.entries:,} programs "
@@ -218,7 +220,8 @@ def _register_tables(
             dst = fo.programs[0].dst
             hit = fo.share < 1
             out.print(
-                f"host {host}: {fo.retired_count:,} of {fo.evs * dst.shape[0]:,} EVs retired "
+                f"host {host}: {fo.retired_count:,} of {fo.evs * dst.shape[0]:,} (destination, "
+                f"EV) programs retired "
                 f"over {int(hit.sum()):,} of {dst.shape[0]:,} destinations; lowest share kept "
                 f"{fo.share.min():.1%}, mean {fo.share.mean():.2%}",
                 soft_wrap=True,
