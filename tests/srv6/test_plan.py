@@ -94,6 +94,11 @@ def test_the_command_writes_the_srv6_directory(tmp_path: Path) -> None:
         (["--block-bits", "112", "--usid-bits", "24"], "too few for one 24-bit uSID"),
         (["--usid-bits", "8"], "8-bit uSIDs hold 223"),
         (["--prefix", "fcbb::/40"], "holds 0 /32 blocks"),
+        (
+            ["--loopbacks", "fcbb:bb00:7::/64"],
+            "srv6.prefix: fcbb:bb00::/24 overlaps srv6.loopbacks",
+        ),
+        (["--links", "fd00::/16"], "srv6.loopbacks: fd00:0:10::/64 overlaps srv6.links"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_per_problem(args: list[str], says: str) -> None:
@@ -111,6 +116,9 @@ def test_programs_and_failover_commands() -> None:
         app, ["srv6", "failover", "-e", "fat-tree-k16", "--fail", "switch:0/core/0"]
     )
     assert result.exit_code == 0, result.output
-    assert "EVs retired" in result.output
+    # core 0 is 1 of the 64 cross-pod paths (8 spines x 8 cores); 128 EVs over 64 paths: 2 EVs
+    # each, so each of the 960 hosts outside host 0's pod (1,024 - 64) loses 2 EVs: 126/128 kept
+    assert "1,920 of 130,944 (destination, EV) programs retired" in result.output
+    assert "over 960 of 1,023 destinations; lowest share kept 98.4%" in result.output
     bad = runner.invoke(app, ["srv6", "failover", "-e", "fat-tree-k16", "--fail", "core:1"])
     assert bad.exit_code == 2 and "--fail" in bad.output

@@ -38,15 +38,28 @@ Evs = Annotated[
 
 
 def _plan(
-    cluster: ClusterSpec, prefix: str, block_bits: int, usid_bits: int, growth: float | None
+    cluster: ClusterSpec,
+    prefix: str,
+    block_bits: int,
+    usid_bits: int,
+    growth: float | None,
+    loopbacks: str | None = None,
+    links: str | None = None,
 ) -> AddressPlan:
     from clusterloom.fabric.sizing import plan_fabric
     from clusterloom.fabric.topology import generate
     from clusterloom.srv6 import Format, PlanOptions, plan_addresses
+    from clusterloom.srv6.plan import DEFAULT_LINKS, DEFAULT_LOOPBACKS
 
     if growth is None:
         growth = cluster.site.growth_fraction if cluster.site is not None else 0.0
-    opts = PlanOptions(prefix=prefix, fmt=Format(block_bits, usid_bits), growth=growth)
+    opts = PlanOptions(
+        prefix=prefix,
+        fmt=Format(block_bits, usid_bits),
+        loopbacks=loopbacks or DEFAULT_LOOPBACKS,
+        links=links or DEFAULT_LINKS,
+        growth=growth,
+    )
     return plan_addresses(generate(plan_fabric(cluster, "backend")), opts)
 
 
@@ -79,6 +92,12 @@ def register(
         usid_bits: UsidBits = 16,
         growth: Growth = None,
         evs: Evs = None,
+        loopbacks: Annotated[
+            str | None, typer.Option(help="prefix of the switch loopbacks [fd00:0:10::/64]")
+        ] = None,
+        links: Annotated[
+            str | None, typer.Option(help="prefix of the link /127s [fd00:0:11::/64]")
+        ] = None,
         force: Annotated[bool, typer.Option(help="move foreign files in DIR/srv6 aside")] = False,
     ) -> None:
         """Plan blocks, locators and SIDs, check them and summarise the program table."""
@@ -91,7 +110,7 @@ def register(
             from clusterloom.srv6.write import summary_dict, write_plan
 
             cluster = load(spec, example)
-            addresses = _plan(cluster, prefix, block_bits, usid_bits, growth)
+            addresses = _plan(cluster, prefix, block_bits, usid_bits, growth, loopbacks, links)
             k = default_evs() if evs is None else evs
             table = summarize(addresses, k)
             findings = check_plan(addresses)
