@@ -52,3 +52,26 @@ def test_frr_parses_every_switch_configuration(tmp_path: Path) -> None:
     bad.write_text(render_frr(w, t.plan.hosts) + "ipv6 route nowhere\n")
     done = subprocess.run(["vtysh", "--dryrun", "-f", str(bad)], capture_output=True, text=True)
     assert done.returncode != 0  # the dry run does refuse a bad line
+
+
+def test_the_render_command_writes_the_nodes_asked_for(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from clusterloom.cli.main import app
+
+    runner = CliRunner()
+    out = tmp_path / "r"
+    args = ["srv6", "render", "-e", "fat-tree-k16", "-o", str(out), "--evs", "2"]
+    result = runner.invoke(app, [*args, "--node", "be-p0-spine0003", "--node", "node00005-gpu0"])
+    assert result.exit_code == 0, result.output
+    names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.*") if p.is_file())
+    assert names == [
+        "frr/be-p0-spine0003.conf",
+        "manifest.json",
+        "nodes/be-p0-spine0003.sh",
+        "nodes/node00005-gpu0.sh",
+    ]
+    host = (out / "nodes" / "node00005-gpu0.sh").read_text()
+    assert host.count("encap seg6 mode encap.red") == 2 * 1023
+    bad = runner.invoke(app, [*args, "--node", "be-p0-spine9999"])
+    assert bad.exit_code == 2 and "no node 'be-p0-spine9999'" in bad.output
