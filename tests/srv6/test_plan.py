@@ -122,3 +122,15 @@ def test_programs_and_failover_commands() -> None:
     assert "over 960 of 1,023 destinations; lowest share kept 98.4%" in result.output
     bad = runner.invoke(app, ["srv6", "failover", "-e", "fat-tree-k16", "--fail", "core:1"])
     assert bad.exit_code == 2 and "--fail" in bad.output
+
+
+@pytest.mark.parametrize("fmt", [Format(32, 16), Format(96, 16), Format(40, 24), Format(64, 32)])
+def test_the_vectorized_nic_sids_are_the_nic_sids(fmt: Format) -> None:
+    from clusterloom.srv6.summary import nic_sid_halves
+
+    plan = plan_addresses(topology((16, 8, 2, 2)), PlanOptions(fmt=fmt))
+    halves = nic_sid_halves(plan)
+    for host in range(16):
+        for port in range(plan.host_ports):
+            hi, lo = (int(x) for x in halves[host * plan.host_ports + port])
+            assert hi << 64 | lo == plan.nic_sid(host, port)

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from clusterloom.fabric.topology import Role
 from clusterloom.findings import Finding, Severity
-from clusterloom.srv6.encoding import SID_BYTES
+from clusterloom.srv6.encoding import SID_BYTES, words
 from clusterloom.srv6.plan import AddressPlan
 from clusterloom.srv6.programs import CLASS_NAMES, TRANSIT, port_evs, sids_needed
 
@@ -150,26 +150,13 @@ def _halves(addresses: list[int]) -> NDArray[np.uint64]:
 
 def nic_sid_halves(plan: AddressPlan) -> NDArray[np.uint64]:
     """Every NIC SID as two 64-bit halves (``[host * ports + port]``), vectorized."""
-    fmt, p = plan.fmt, plan.topology.plan
     ports = plan.host_ports
-    plane = np.arange(ports, dtype=np.uint64) // np.uint64(plan.ports_per_host)
-    leaf = np.asarray(plan.usid(Role.LEAF, plan.nic_leaf.astype(np.int64))).astype(np.uint64)
-    local = plan.nic_local.astype(np.uint64)
-    # the NIC SID's low 128 - LBL bits: leaf uSID then local uSID, left-aligned
-    low_bits = 128 - fmt.block_bits
-    value_hi = np.zeros((p.hosts, ports), dtype=np.uint64)
-    value_lo = np.zeros((p.hosts, ports), dtype=np.uint64)
-    for col, shift in ((leaf, low_bits - fmt.usid_bits), (local, low_bits - 2 * fmt.usid_bits)):
-        if shift >= 64:
-            value_hi |= col << np.uint64(shift - 64)
-        else:
-            value_lo |= col << np.uint64(shift)
-            if shift + fmt.usid_bits > 64:
-                value_hi |= col >> np.uint64(64 - shift)
-    blocks = _halves([plan.block(int(q)) for q in plane.tolist()])
-    hi = value_hi | blocks[:, 0][None, :]
-    lo = value_lo | blocks[:, 1][None, :]
-    return np.stack([hi.ravel(), lo.ravel()], axis=1)
+    leaf = np.asarray(plan.usid(Role.LEAF, plan.nic_leaf.astype(np.int64)))
+    pairs = np.stack([leaf.ravel(), plan.nic_local.astype(np.int64).ravel()], axis=1)
+    low = words(pairs, plan.fmt)
+    planes = np.arange(ports) // plan.ports_per_host
+    blocks = _halves([plan.block(int(q)) for q in planes.tolist()])
+    return low | np.tile(blocks, (plan.topology.plan.hosts, 1))
 
 
 def check_plan(plan: AddressPlan) -> list[Finding]:
