@@ -167,6 +167,16 @@ class FabricSpec(SpecModel):
     pod_leaves: DeviceCount | None = Field(
         default=None, description="leaves per pod in a 3-tier fabric; default: the most that fit"
     )
+    pod_spines: DeviceCount | None = Field(
+        default=None,
+        description="aggregation (spine) switches per pod in a 3-tier fabric; default: the "
+        "fewest that carry the pod's leaf uplinks",
+    )
+    leaf_placement: Literal["network-rack", "in-rack"] = Field(
+        default="network-rack",
+        description="where leaves stand: in network racks of their own (network-rack) or as "
+        "top-of-rack switches inside the compute rack they serve (in-rack)",
+    )
     link_latency_ns: LinkLatency = LinkLatency()
     media: LinkMedia = LinkMedia()
 
