@@ -28,7 +28,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from clusterloom.errors import Problem, SpecError
-from clusterloom.spec import LINK_TIERS, SWITCH_ROLES, ClusterSpec, FabricSpec, SwitchRole
+from clusterloom.spec import (
+    LINK_TIERS,
+    SWITCH_ROLES,
+    ClusterSpec,
+    FabricSpec,
+    SwitchRole,
+    compute_rack_name,
+)
 from clusterloom.units import BPS_PER_GBPS, PS_PER_NS
 
 HostKind = Literal["accelerator", "node"]
@@ -43,6 +50,10 @@ ASSUMED_REACH_M: dict[tuple[str, str], float] = {
     ("rail-optimized", "spine_core"): 1000.0,  # between halls or buildings
     ("fat-tree", "spine_core"): 1000.0,
 }
+
+#: Host-leaf reach assumed when the leaf stands in the compute rack it serves (top to bottom
+#: of a 48U rack, 2.1 m, in the cable manager).
+IN_RACK_REACH_M = 3.0
 
 
 @dataclass(frozen=True)
@@ -253,6 +264,8 @@ def choose_media(spec: ClusterSpec, fabric: str, tier: str, speed_gbps: int) -> 
     if named is not None and catalog.media[named].speed_gbps == speed_gbps:
         return str(named)
     reach = ASSUMED_REACH_M[(fs.family, tier)]
+    if tier == "host_leaf" and fs.leaf_placement == "in-rack":
+        reach = IN_RACK_REACH_M
     fits = [
         (m.cost_usd_per_end * 2 + m.cable_cost_usd, name)
         for name, m in catalog.media.items()
@@ -324,11 +337,16 @@ class _Leaves:
         return rails * self.leaves_per_rail if family == "rail-optimized" else 1
 
 
-def _size_leaves(fs: FabricSpec, base: str, h: _Hosts, d1_max: int) -> _Leaves:
+def _size_leaves(fs: FabricSpec, base: str, h: _Hosts, d1_max: int, rack_nodes: int = 0) -> _Leaves:
+    """Leaves of one plane; ``rack_nodes`` (nodes of a compute rack) caps the default leaf of an
+    in-rack fat tree at the nodes of one rack, the largest divisor of it that fits."""
     o1 = fs.oversubscription.leaf
     nodes, rails = h.nodes, h.rails
     if fs.family == "fat-tree":
-        per_leaf = fs.nodes_per_leaf or d1_max // rails
+        fill = d1_max // rails
+        if rack_nodes and fs.leaf_placement == "in-rack" and fill:
+            fill = max(d for d in range(1, min(fill, rack_nodes) + 1) if rack_nodes % d == 0)
+        per_leaf = fs.nodes_per_leaf or fill
         if per_leaf == 0:
             raise _refuse(
                 f"{base}.switch",
@@ -489,7 +507,10 @@ def plan_fabric(
         if r is None:
             raise _refuse(f"{base}.switch", f"'{fs.switch_for(role)}' has no {h.speed}G ports")
         radix[role] = r
-    leaves = _size_leaves(fs, base, h, _max_down(radix["leaf"], fs.oversubscription.leaf))
+    crack = catalog.racks.get(compute_rack_name(spec))
+    rack_nodes = crack.servers if crack is not None else 0
+    d1_max = _max_down(radix["leaf"], fs.oversubscription.leaf)
+    leaves = _size_leaves(fs, base, h, d1_max, rack_nodes)
     # at least two spines per leaf when it has two uplinks: a single spine would be a single
     # point of failure with no path diversity
     min_fan = min(2, leaves.up)

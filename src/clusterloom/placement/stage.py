@@ -14,8 +14,13 @@ from clusterloom.errors import Problem, SpecError
 from clusterloom.fabric import FabricDesign
 from clusterloom.findings import Finding, Severity
 from clusterloom.placement.artifact import LinkLengths, Placement
-from clusterloom.placement.demand import Demand, build_demand, split_blocks
-from clusterloom.placement.floor import FloorPlan, floor_plan
+from clusterloom.placement.demand import (
+    Demand,
+    build_demand,
+    in_rack_power_problems,
+    split_blocks,
+)
+from clusterloom.placement.floor import FREE, FloorPlan, floor_plan
 from clusterloom.placement.solve import (
     SolveStats,
     assign_halls,
@@ -63,6 +68,11 @@ def _checked_demand(
     from an installed one cut after its installed racks)."""
     floor = floor_plan(site)
     demand = build_demand(spec, fabrics)
+    free = floor.pos_state == FREE
+    most_w = float(floor.pos_power_w[free].max()) if free.any() else 0.0
+    in_rack = in_rack_power_problems(spec, demand, most_w)
+    if in_rack:
+        raise SpecError(in_rack)
     if site.split_units or fixed:
         taken = None
         if fixed:  # a new block must fit between the installed racks
