@@ -66,7 +66,8 @@ def _checked_demand(
 ) -> tuple[FloorPlan, Demand]:
     """The floor and the racks to place on it, after the campus-wide pre-checks (a block grown
     from an installed one cut after its installed racks)."""
-    floor = _frozen_floor(floor_plan(site), spec, fixed)
+    whole = floor_plan(site)
+    floor = _frozen_floor(whole, spec, fixed)
     demand = build_demand(spec, fabrics)
     free = floor.pos_state == FREE
     most_w = float(floor.pos_power_w[free].max()) if free.any() else 0.0
@@ -81,7 +82,18 @@ def _checked_demand(
             taken[[at[r] for r in fixed.values() if r in at]] = True
         longest = max((n for _, _, n in floor.free_runs(taken)), default=0)
         demand = split_blocks(demand, longest if site.split_units else 0, fixed)
-    precheck(floor, demand, site)
+    try:
+        precheck(floor, demand, site)
+    except SpecError as exc:
+        closed = int((floor.pos_state != whole.pos_state).sum())
+        if not closed:
+            raise
+        frozen = Problem(
+            "growth.frozen",
+            f"{closed:,} free positions of the frozen halls and rows take no new rack; "
+            "unfreeze one or free room elsewhere",
+        )
+        raise SpecError([*exc.problems, frozen]) from exc
     return floor, demand
 
 
