@@ -165,7 +165,9 @@ def test_a_rack_without_room_for_its_leaves_names_it_and_the_excess() -> None:
         _place(parse_spec(yaml.safe_dump(doc)))
     (problem,) = exc.value.problems
     assert problem.where == "fabrics.backend.leaf_placement"
-    assert "compute00000 (tall, 47U)" in problem.message
+    assert "2 compute rack(s) cannot take their leaves (e.g. compute00000 (tall, 47U)" in (
+        problem.message
+    )
     assert "reach U48, 1U too many" in problem.message
 
 

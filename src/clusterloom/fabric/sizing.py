@@ -51,8 +51,8 @@ ASSUMED_REACH_M: dict[tuple[str, str], float] = {
     ("fat-tree", "spine_core"): 1000.0,
 }
 
-#: Host-leaf reach assumed when the leaf stands in the compute rack it serves (top to bottom
-#: of a 48U rack, 2.1 m, in the cable manager).
+#: Host-leaf reach assumed when the leaf stands in the compute rack it serves: the height of a
+#: 48U rack (2.1 m) plus the 0.6 m cabling adds inside a rack, rounded up.
 IN_RACK_REACH_M = 3.0
 
 

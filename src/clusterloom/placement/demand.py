@@ -276,7 +276,6 @@ def _in_rack(
             ]
         )
     order = np.lexsort((t.node_index[leaves], t.node_plane[leaves], first))
-    problems: dict[int, Problem] = {}
     for k in order.tolist():
         v, r = int(leaves[k]), int(first[k])
         network.node_rack[v] = r
@@ -285,17 +284,21 @@ def _in_rack(
         next_u[r] += int(ru[v])
         b.power[r] += float(power[v])
         b.weight[r] += float(weight[v])
-        top = next_u[r] - 1
-        if top > crack.rack_units and r not in problems:
-            problems[r] = Problem(
-                where,
-                f"{b.label[r]} ({b.model[r]}, {crack.rack_units}U) cannot take its leaves: "
-                f"servers from U{crack.first_u} and the switches above them reach U{top}, "
-                f"{top - crack.rack_units}U too many; use fewer planes per rack, a switch of "
-                "fewer rack units or leaf_placement: network-rack",
-            )
-    if problems:
-        raise SpecError([problems[r] for r in sorted(problems)][:1])
+    over = [r for r in sorted(set(first.tolist())) if next_u[r] - 1 > crack.rack_units]
+    if over:
+        r, top = over[0], next_u[over[0]] - 1
+        raise SpecError(
+            [
+                Problem(
+                    where,
+                    f"{len(over):,} compute rack(s) cannot take their leaves (e.g. {b.label[r]} "
+                    f"({b.model[r]}, {crack.rack_units}U): servers from U{crack.first_u} and "
+                    f"the switches above them reach U{top}, {top - crack.rack_units}U too many); "
+                    "use fewer planes per rack, a switch of fewer rack units or "
+                    "leaf_placement: network-rack",
+                )
+            ]
+        )
 
 
 def in_rack_power_problems(spec: ClusterSpec, demand: Demand, most_w: float) -> list[Problem]:
