@@ -237,3 +237,46 @@ def test_a_frozen_fabric_left_as_it_is_has_no_finding(tmp_path: Path, installed:
     result = _design(tmp_path, "same", _doc(64, fabrics=["backend"]), installed)
     assert result.exit_code == 0, result.output
     assert not [c for c in _findings(tmp_path / "same") if c.startswith("frozen")]
+
+
+def _three_rows(r01_kw: float, **frozen: list[str]) -> ClusterSpec:
+    doc = _doc(128, **frozen)
+    rows = doc["site"]["buildings"][0]["halls"][0]["rows"]
+    rows[0]["power_kw"] = r01_kw
+    rows.append(_row("r03", 10.0))
+    return parse_spec(yaml.safe_dump(doc))
+
+
+#: installed: the compute racks in r02, the two leaf racks and the spine rack in r01
+_INSTALLED = {f"compute{i:05d}": f"b1-h1-r02-p{i + 1:02d}" for i in range(4)} | {
+    "backend-p0-leaf-su000-0": "b1-h1-r01-p01",
+    "backend-p0-leaf-su001-0": "b1-h1-r01-p02",
+    "backend-p0-spine-0": "b1-h1-r01-p03",
+}
+
+
+def test_the_costed_re_solve_keeps_the_frozen_racks_pinned() -> None:
+    """r01 carries 10 kW but its installed network racks draw 16.3 kW: with every installed
+    rack pinned the hall has no solution, so the costed re-solve moves some; the compute racks
+    of frozen r02 stay pinned in it, and r02's free positions take none of the moved racks."""
+    p = _placed(_three_rows(10, rows=["b1/h1/r02"]), _INSTALLED)
+    now = {lab: p.rack_names[r] for r, lab in enumerate(p.demand.rack_label)}
+    assert p.forced_moves == 1  # no unit stuck, one more for the model that had no solution
+    assert all(now[f"compute{i:05d}"] == _INSTALLED[f"compute{i:05d}"] for i in range(4))
+    moved = {lab for lab, r in _INSTALLED.items() if now[lab] != r}
+    assert moved and all(now[lab].startswith("b1-h1-r03-") for lab in moved)
+    (finding,) = [f for f in p.findings if f.code == "installed-rack-moved"]
+    assert "budgets" in finding.message
+    assert not [f for f in p.findings if f.code == "frozen-rack-moved"]
+
+
+def test_a_growth_the_frozen_parts_cannot_leave_room_for_is_refused_saying_so() -> None:
+    """Two rows only: r02 frozen closes its free positions, r01's 10 kW cannot take the
+    network racks, so no placement exists even with every unfrozen rack free to move."""
+    doc = _doc(128, rows=["b1/h1/r02"])
+    doc["site"]["buildings"][0]["halls"][0]["rows"][0]["power_kw"] = 10
+    with pytest.raises(SpecError) as exc:
+        _placed(parse_spec(yaml.safe_dump(doc)), _INSTALLED)
+    wheres = [p.where for p in exc.value.problems]
+    assert wheres[-1] == "growth.frozen"
+    assert exc.value.problems[-1].message.startswith("6 free positions of the frozen halls")

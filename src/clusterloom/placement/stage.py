@@ -88,13 +88,22 @@ def _checked_demand(
         closed = int((floor.pos_state != whole.pos_state).sum())
         if not closed:
             raise
-        frozen = Problem(
-            "growth.frozen",
-            f"{closed:,} free positions of the frozen halls and rows take no new rack; "
-            "unfreeze one or free room elsewhere",
-        )
-        raise SpecError([*exc.problems, frozen]) from exc
+        raise SpecError([*exc.problems, _frozen_problem(closed)]) from exc
     return floor, demand
+
+
+def _frozen_problem(closed: int) -> Problem:
+    return Problem(
+        "growth.frozen",
+        f"{closed:,} free positions of the frozen halls and rows take no new rack; "
+        "unfreeze one or free room elsewhere",
+    )
+
+
+def _closed(floor: FloorPlan, spec: ClusterSpec) -> int:
+    """Positions of the frozen parts that ``_frozen_floor`` closed (blocked, free on the site)."""
+    assert spec.site is not None
+    return int((floor.pos_state != floor_plan(spec.site).pos_state).sum())
 
 
 def frozen_positions(floor: FloorPlan, spec: ClusterSpec) -> NDArray[np.bool_]:
@@ -229,13 +238,22 @@ def place(
             return _with_moves(pinned, fixed, spec, moved, why)
         except SpecError as exc:
             why = "; ".join(p.message for p in exc.problems)
-            try:
-                free = _place(spec, fabrics, fixed, soft=True, keep_frozen=True)
-            except SpecError as frozen_exc:
-                free = _place(spec, fabrics, fixed, soft=True)
-                why += "; with the frozen racks kept: " + "; ".join(
-                    p.message for p in frozen_exc.problems
-                )
+            free = None
+            if frozen_positions(floor, spec).any():
+                try:
+                    free = _place(spec, fabrics, fixed, soft=True, keep_frozen=True)
+                except SpecError as frozen_exc:
+                    why += "; with the frozen racks kept: " + "; ".join(
+                        p.message for p in frozen_exc.problems
+                    )
+            if free is None:
+                try:
+                    free = _place(spec, fabrics, fixed, soft=True)
+                except SpecError as last:
+                    closed = _closed(floor, spec)
+                    if not closed:
+                        raise
+                    raise SpecError([*last.problems, _frozen_problem(closed)]) from last
             free = replace(free, forced_moves=stuck + 1)
             return _with_moves(free, fixed, spec, moved_racks(free, fixed), why)
     return _place(spec, fabrics, None)
