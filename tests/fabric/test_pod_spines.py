@@ -3,6 +3,8 @@ core layers that follow from it, and refusals naming the field and the numbers."
 
 from __future__ import annotations
 
+import csv
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +123,32 @@ def test_cli_exit_2_names_the_field(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(zero))
     result = CliRunner().invoke(app, ["validate", str(path)])
     assert result.exit_code == 2 and "pod_spines" in result.stderr
+
+
+def test_design_end_to_end_with_eight_aggregation_switches_per_pod(tmp_path: Path) -> None:
+    """128 GPUs, 4 per node, on 16-port 100G switches: leaves of 2 nodes (8 down, 8 up) in the
+    compute rack they serve, pods of 4 leaves, 8 aggregation switches per pod (the fewest
+    would be 4), one core per core group."""
+    doc = _doc(128, 16, tiers=3, pod_leaves=4, pod_spines=8, leaf_placement="in-rack")
+    doc["compute"]["accelerators_per_node"] = 4
+    doc["compute"]["scale_up"] = {"domain_size": 4}
+    template = {"rows": 2, "positions_per_row": 16, "pitch_m": 0.6, "origin_m": [1.0, 2.0]}
+    hall = {"name": "h1", "width_m": 40, "depth_m": 20, "template": template}
+    doc["site"] = {"buildings": [{"name": "b1", "halls": [hall]}], "solver": {"hall_effort": 1}}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["design", str(path), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    with (out / "netbox" / "devices.csv").open() as f:
+        roles = Counter(r["role"] for r in csv.DictReader(f))
+    # 32 nodes / 2 per leaf; 4 pods x 8; 8 core groups x 1 (4 pods x 4 uplinks on 16 ports)
+    assert (roles["leaf-switch"], roles["spine-switch"], roles["core-switch"]) == (16, 32, 8)
+    with (out / "placement" / "racks.csv").open() as f:
+        racks = Counter(r["role"] for r in csv.DictReader(f))
+    assert racks == {"compute": 8, "spine": 4, "core": 1}  # a spine rack per pod, no leaf rack
+    with (out / "cabling" / "cut_sheet.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    up = Counter((r["a_device"], r["b_device"]) for r in rows if r["tier"] == "2")
+    assert len(up) == 16 * 8 and set(up.values()) == {1}  # each leaf once to each of 8 spines
+    assert sum(1 for r in rows if r["tier"] == "3") == 32 * 4
