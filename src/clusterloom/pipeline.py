@@ -236,6 +236,8 @@ def _grown(
         from clusterloom.errors import Problem, SpecError
 
         raise SpecError([Problem(f"{installed.directory}/placement/racks.csv", drifted[0].message)])
+    from clusterloom.growth.frozen import with_frozen_fabrics
+
     growth = measure_growth(design, baseline, installed)
     timings = (*design.timings_s, ("growth", time.perf_counter() - start))
-    return replace(design, growth=growth, timings_s=timings)
+    return with_frozen_fabrics(replace(design, growth=growth, timings_s=timings), growth)

@@ -12,7 +12,8 @@ Model (per plane; every plane of a fabric is an identical, independent Clos):
 - 2 tiers: ``S`` spines, ``S`` the smallest divisor of ``u1`` with ``S * R2 >= leaves * u1`` and
   ``S >= 2`` (no single spine); every leaf sends ``u1 / S`` links to every spine.
 - 3 tiers: pods of ``pod_leaves`` leaves (whole SUs when rail-optimized), ``S`` spines per pod
-  with ``S | u1`` and ``S >= 2``; spine uplinks ``u2 = ceil(down2 / o2)``; core group ``j`` serves
+  with ``S | u1`` and ``S >= 2`` (the spec's ``pod_spines`` when given and it carries the
+  pod's uplinks, else the fewest); spine uplinks ``u2 = ceil(down2 / o2)``; core group ``j`` serves
   spine ``j`` of every pod, with ``C`` cores, ``C`` the smallest divisor of ``u2`` with
   ``C * R3 >= pods * u2``.
 
@@ -27,7 +28,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from clusterloom.errors import Problem, SpecError
-from clusterloom.spec import LINK_TIERS, SWITCH_ROLES, ClusterSpec, FabricSpec, SwitchRole
+from clusterloom.spec import (
+    LINK_TIERS,
+    SWITCH_ROLES,
+    ClusterSpec,
+    FabricSpec,
+    SwitchRole,
+    compute_rack_name,
+)
 from clusterloom.units import BPS_PER_GBPS, PS_PER_NS
 
 HostKind = Literal["accelerator", "node"]
@@ -42,6 +50,10 @@ ASSUMED_REACH_M: dict[tuple[str, str], float] = {
     ("rail-optimized", "spine_core"): 1000.0,  # between halls or buildings
     ("fat-tree", "spine_core"): 1000.0,
 }
+
+#: Host-leaf reach assumed when the leaf stands in the compute rack it serves: the height of a
+#: 48U rack (2.1 m) plus the 0.6 m cabling adds inside a rack, rounded up.
+IN_RACK_REACH_M = 3.0
 
 
 @dataclass(frozen=True)
@@ -252,6 +264,8 @@ def choose_media(spec: ClusterSpec, fabric: str, tier: str, speed_gbps: int) -> 
     if named is not None and catalog.media[named].speed_gbps == speed_gbps:
         return str(named)
     reach = ASSUMED_REACH_M[(fs.family, tier)]
+    if tier == "host_leaf" and fs.leaf_placement == "in-rack":
+        reach = IN_RACK_REACH_M
     fits = [
         (m.cost_usd_per_end * 2 + m.cable_cost_usd, name)
         for name, m in catalog.media.items()
@@ -323,11 +337,16 @@ class _Leaves:
         return rails * self.leaves_per_rail if family == "rail-optimized" else 1
 
 
-def _size_leaves(fs: FabricSpec, base: str, h: _Hosts, d1_max: int) -> _Leaves:
+def _size_leaves(fs: FabricSpec, base: str, h: _Hosts, d1_max: int, rack_nodes: int = 0) -> _Leaves:
+    """Leaves of one plane; ``rack_nodes`` (nodes of a compute rack) caps the default leaf of an
+    in-rack fat tree at the nodes of one rack, the largest divisor of it that fits."""
     o1 = fs.oversubscription.leaf
     nodes, rails = h.nodes, h.rails
     if fs.family == "fat-tree":
-        per_leaf = fs.nodes_per_leaf or d1_max // rails
+        fill = d1_max // rails
+        if rack_nodes and fs.leaf_placement == "in-rack" and fill:
+            fill = max(d for d in range(1, min(fill, rack_nodes) + 1) if rack_nodes % d == 0)
+        per_leaf = fs.nodes_per_leaf or fill
         if per_leaf == 0:
             raise _refuse(
                 f"{base}.switch",
@@ -407,6 +426,62 @@ def _pod_leaves(fs: FabricSpec, base: str, leaves: _Leaves, h: _Hosts, d2_max: i
     return fs.pod_leaves
 
 
+def _pod_spines(fs: FabricSpec, base: str, leaves: _Leaves, pod_leaves: int, d2_max: int) -> int:
+    """Aggregation (spine) switches per pod: the spec's ``pod_spines`` when it carries the pod's
+    leaf uplinks at the spine's oversubscription with even stripes, else the fewest that do."""
+    need = math.ceil(pod_leaves * leaves.up / d2_max)
+    low = max(min(2, leaves.up), need)
+    if fs.pod_spines is None:
+        spines = _smallest_divisor_at_least(leaves.up, low)
+        assert spines is not None  # pod_leaves <= d2_max guarantees a divisor
+        return spines
+    asked = fs.pod_spines
+    if asked < low or leaves.up % asked:
+        fits = [d for d in range(low, leaves.up + 1) if leaves.up % d == 0]
+        why = (
+            f"{asked} x {d2_max} spine downlinks carry fewer than the {pod_leaves} leaves x "
+            f"{leaves.up} uplinks = {pod_leaves * leaves.up} of a pod"
+            if asked < need
+            else f"{leaves.up} uplinks per leaf do not stripe evenly over {asked} switches"
+            if leaves.up % asked
+            else f"a pod needs at least {low} aggregation switches (no single point of failure)"
+        )
+        raise _refuse(
+            f"{base}.pod_spines",
+            f"{why} (at {fs.oversubscription.spine:g}:1 on the spine); use one of "
+            f"{', '.join(map(str, fits)) or 'none: fewer leaves per pod or a larger switch'}",
+        )
+    return asked
+
+
+def _three_tiers(
+    fs: FabricSpec,
+    base: str,
+    leaves: _Leaves,
+    h: _Hosts,
+    radix: dict[SwitchRole, int],
+    want: int | str,
+) -> _Upper:
+    """Pods of leaves under their aggregation (spine) switches, then a core layer."""
+    o2 = fs.oversubscription.spine
+    d2_max = _max_down(radix["spine"], o2)
+    pod_leaves = _pod_leaves(fs, base, leaves, h, d2_max)
+    spines = _pod_spines(fs, base, leaves, pod_leaves, d2_max)
+    down2 = pod_leaves * leaves.up // spines
+    up2 = _up_for(down2, o2)
+    pods = math.ceil(leaves.count / pod_leaves)
+    cores = _smallest_divisor_at_least(up2, math.ceil(pods * up2 / radix["core"]))
+    if cores is None:
+        raise _refuse(
+            f"{base}.tiers" if want == 3 else base,
+            f"3 tiers reach at most {radix['core']} pods of {pod_leaves} leaves "
+            f"({radix['core'] * pod_leaves * leaves.down} host ports per plane at "
+            f"{h.speed}G); this plane has {h.endpoints} host ports needing {pods} pods; use "
+            "more planes, a larger switch or oversubscription",
+        )
+    return _Upper(pod_leaves, pods, spines, down2, up2, cores, pods * up2 // cores)
+
+
 def plan_fabric(
     spec: ClusterSpec,
     fabric: str = "backend",
@@ -432,8 +507,10 @@ def plan_fabric(
         if r is None:
             raise _refuse(f"{base}.switch", f"'{fs.switch_for(role)}' has no {h.speed}G ports")
         radix[role] = r
-    o2 = fs.oversubscription.spine
-    leaves = _size_leaves(fs, base, h, _max_down(radix["leaf"], fs.oversubscription.leaf))
+    crack = catalog.racks.get(compute_rack_name(spec))
+    rack_nodes = crack.servers if crack is not None else 0
+    d1_max = _max_down(radix["leaf"], fs.oversubscription.leaf)
+    leaves = _size_leaves(fs, base, h, d1_max, rack_nodes)
     # at least two spines per leaf when it has two uplinks: a single spine would be a single
     # point of failure with no path diversity
     min_fan = min(2, leaves.up)
@@ -450,28 +527,15 @@ def plan_fabric(
             f"{leaves.count} leaves; use tiers: 3 (or auto), more planes or a larger switch",
         )
     if two is not None and want in (2, "auto"):
+        if fs.pod_spines is not None:
+            raise _refuse(
+                f"{base}.pod_spines",
+                f"{fs.pod_spines} aggregation switches per pod asked, but this fabric sizes to "
+                "2 tiers (no pods); set tiers: 3 or leave pod_spines out",
+            )
         upper = _Upper(leaves.count, 1, two, leaves.count * leaves.up // two, 0)
     else:
-        d2_max = _max_down(radix["spine"], o2)
-        pod_leaves = _pod_leaves(fs, base, leaves, h, d2_max)
-        spines = _smallest_divisor_at_least(
-            leaves.up, max(min_fan, math.ceil(pod_leaves * leaves.up / d2_max))
-        )
-        assert spines is not None  # pod_leaves <= d2_max guarantees a divisor
-        down2 = pod_leaves * leaves.up // spines
-        up2 = _up_for(down2, o2)
-        pods = math.ceil(leaves.count / pod_leaves)
-        cores = _smallest_divisor_at_least(up2, math.ceil(pods * up2 / radix["core"]))
-        if cores is None:
-            raise _refuse(
-                f"{base}.tiers" if want == 3 else base,
-                f"3 tiers reach at most {radix['core']} pods of {pod_leaves} leaves "
-                f"({radix['core'] * pod_leaves * leaves.down} host ports per plane at "
-                f"{h.speed}G); this plane has {h.endpoints} host ports needing {pods} pods; use "
-                "more planes, a larger switch or oversubscription",
-            )
-        upper = _Upper(pod_leaves, pods, spines, down2, up2, cores, pods * up2 // cores)
-
+        upper = _three_tiers(fs, base, leaves, h, radix, want)
     n_tiers = 3 if upper.cores_per_group else 2
     switch_tiers = [
         SwitchTier(

@@ -9,6 +9,9 @@
   boundaries (``site.split_units``), which stay in one hall.
 - **Top-of-rack leaves** of a fabric whose host links are copper (DAC, AEC) go in a network
   rack inside their block, in the middle of the compute racks they serve, so the copper reaches.
+- **In-rack leaves** (``leaf_placement: in-rack``) stand in the compute rack of their nodes,
+  stacked above its servers in (plane, index) order, every fabric's after the one before; the
+  rack carries their units, power (switch and optics) and weight, and gets no network rack.
 - **Leaf racks** (optical host links) hold one plane's leaves of one block: a plane's failure
   domain is then a rack, and ``spread.planes_per_feed`` keeps the planes of a block on different
   feeds. **Spine racks** hold one plane's spines of one pod, **core racks** one plane's cores.
@@ -32,7 +35,7 @@ from numpy.typing import NDArray
 
 from clusterloom.errors import Problem, SpecError
 from clusterloom.fabric import FabricDesign
-from clusterloom.fabric.topology import ROLE_NAMES, Role
+from clusterloom.fabric.topology import ROLE_NAMES, Role, Topology
 from clusterloom.spec import Catalog, ClusterSpec, RackModel, compute_rack_name
 from clusterloom.units import kilowatts, to_kilowatts
 
@@ -237,6 +240,95 @@ def _pack(
     return out
 
 
+def _in_rack(
+    b: _Builder,
+    fab: str,
+    t: Topology,
+    leaves: NDArray[np.int64],
+    first: NDArray[np.integer[Any]],
+    last: NDArray[np.integer[Any]],
+    loads: tuple[NDArray[Any], ...],
+    network: _NetworkRacks,
+    next_u: list[int],
+    crack: RackModel,
+    per_rack: int,
+) -> None:
+    """Each leaf of ``fab`` into the compute rack of its nodes (``first``, which must be
+    ``last``), stacked from the rack's next free unit; the rack takes its power and weight.
+
+    Raises ``SpecError`` naming the numbers when a leaf serves nodes of several racks or a rack
+    runs out of rack units."""
+    ru, power, weight = loads
+    where = f"fabrics.{fab}.leaf_placement"
+    spans = first != last
+    if spans.any():
+        raise SpecError(
+            [
+                Problem(
+                    where,
+                    f"in-rack puts each leaf in the compute rack of its nodes, but "
+                    f"{int(spans.sum()):,} leaf(s) serve nodes of several racks (the first serves "
+                    f"compute racks {int(first[spans][0])}-{int(last[spans][0])}; a rack holds "
+                    f"{per_rack} nodes); make a leaf's nodes "
+                    f"(nodes_per_leaf on a fat tree, scalable_unit_nodes rail-optimized) divide "
+                    f"{per_rack}, or use leaf_placement: network-rack",
+                )
+            ]
+        )
+    order = np.lexsort((t.node_index[leaves], t.node_plane[leaves], first))
+    for k in order.tolist():
+        v, r = int(leaves[k]), int(first[k])
+        network.node_rack[v] = r
+        network.node_u[v] = next_u[r]
+        network.node_h[v] = ru[v]
+        next_u[r] += int(ru[v])
+        b.power[r] += float(power[v])
+        b.weight[r] += float(weight[v])
+    over = [r for r in sorted(set(first.tolist())) if next_u[r] - 1 > crack.rack_units]
+    if over:
+        r, top = over[0], next_u[over[0]] - 1
+        raise SpecError(
+            [
+                Problem(
+                    where,
+                    f"{len(over):,} compute rack(s) cannot take their leaves (e.g. {b.label[r]} "
+                    f"({b.model[r]}, {crack.rack_units}U): servers from U{crack.first_u} and "
+                    f"the switches above them reach U{top}, {top - crack.rack_units}U too many); "
+                    "use fewer planes per rack, a switch of fewer rack units or "
+                    "leaf_placement: network-rack",
+                )
+            ]
+        )
+
+
+def in_rack_power_problems(spec: ClusterSpec, demand: Demand, most_w: float) -> list[Problem]:
+    """The compute racks that, with their in-rack leaves, draw more than ``most_w`` (the most
+    any position of the site offers): the first one named with its servers' and switches'
+    shares and the excess."""
+    crack = spec.resolved_catalog().racks[compute_rack_name(spec)]
+    compute = np.flatnonzero(demand.rack_kind == COMPUTE)
+    held = np.bincount(demand.server_rack, minlength=demand.n_racks)[compute]
+    servers_w = kilowatts(crack.power_kw) * held / crack.servers
+    switches_w = demand.rack_power_w[compute] - servers_w
+    over = (switches_w > 1e-6) & (demand.rack_power_w[compute] > most_w + 1e-6)
+    if not over.any():
+        return []
+    k = int(np.flatnonzero(over)[0])
+    r = int(compute[k])
+    return [
+        Problem(
+            "site.racks.compute",
+            f"{int(over.sum()):,} compute racks with in-rack leaves draw more than the "
+            f"{to_kilowatts(most_w):,.1f} kW the best position offers (e.g. "
+            f"{demand.rack_label[r]}: {to_kilowatts(servers_w[k]):,.1f} kW of servers + "
+            f"{to_kilowatts(switches_w[k]):,.1f} kW of switches = "
+            f"{to_kilowatts(demand.rack_power_w[r]):,.1f} kW, "
+            f"{to_kilowatts(demand.rack_power_w[r] - most_w):,.1f} kW over); raise "
+            "position_power_kw or use leaf_placement: network-rack",
+        )
+    ]
+
+
 def _block_nodes(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], per_rack: int) -> int:
     """Nodes per block: the backend's scalable unit (or leaf group), widened to whole racks and,
     when it stays within ``MAX_WIDEN`` units, to whole frontend groups."""
@@ -293,6 +385,11 @@ def build_demand(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> Demand
         for k in range(n_blocks)
     ]
     rack_block = np.repeat(np.arange(n_blocks), racks_per_block)[:n_compute]
+    #: next free rack unit of each compute rack, above its servers (in-rack leaves)
+    next_u = [
+        crack.first_u + min(per_rack, nodes - r * per_rack) * crack.server_ru
+        for r in range(n_compute)
+    ]
 
     group_labels = [f"scalable unit {k}" for k in range(n_blocks)]
     singles: list[Unit] = []
@@ -332,7 +429,21 @@ def build_demand(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> Demand
         network.node_rack, network.node_u, network.node_h = node_rack, node_u, node_h
         add_rack = network.add
 
-        if copper:
+        if getattr(spec.fabrics, fab).leaf_placement == "in-rack":
+            _in_rack(
+                b,
+                fab,
+                t,
+                leaves,
+                server_rack[lo[leaves]],
+                server_rack[hi[leaves]],
+                (ru, power, weight),
+                network,
+                next_u,
+                crack,
+                per_rack,
+            )
+        elif copper:
             # top-of-rack: one rack per served range, in the middle of the racks it serves
             first = server_rack[lo[leaves]]
             last = server_rack[hi[leaves]]

@@ -1171,14 +1171,16 @@ def _hall_model(
     objective: bool = True,
     pins: dict[int, int] | None = None,
     soft: bool = False,
+    hard: frozenset[int] = frozenset(),
 ) -> tuple[_HallModel, dict[int, list[int]], NDArray[np.int64]]:
     pos = floor.hall_positions(h)
     tab = _hall_tables(floor, pos)
     m = cp_model.CpModel()
     starts = {u: _allowed_starts(floor, demand, pos, demand.units[u]) for u in units}
-    for u, at in (pins or {}).items() if not soft else ():
-        # an installed unit keeps its start (global position ``at``): its variable is fixed
-        if u in starts:
+    for u, at in (pins or {}).items():
+        # an installed unit keeps its start (global position ``at``): its variable is fixed;
+        # when ``soft``, only the ``hard`` ones (in a frozen hall or row) stay fixed
+        if u in starts and (not soft or u in hard):
             starts[u] = [a for a in starts[u] if int(pos[a]) == at]
     uv = _unit_vars(m, demand, units, starts, tab)
     moves: list[Any] = []
@@ -1188,6 +1190,8 @@ def _hall_model(
         touching[ua] += w
         touching[ub] += w
     for u, at in sorted((pins or {}).items()) if soft else ():
+        if u in hard:
+            continue
         # an installed unit may move, at a cost above any cable (growth when pins cannot hold)
         stay = m.new_bool_var(f"stay{u}")
         if at in local and local[at] in starts[u]:
@@ -1228,10 +1232,14 @@ def place_hall(
     links: dict[tuple[int, int], int],
     pins: dict[int, int] | None = None,
     soft: bool = False,
+    hard: frozenset[int] = frozenset(),
 ) -> tuple[dict[int, int], SolveStats]:
     """Start position (global position id) of every unit of hall ``h``; ``pins`` fixes
-    installed units to their start (growth: they do not move)."""
-    hm, starts, pos = _hall_model(floor, demand, site, h, units, links, pins=pins, soft=soft)
+    installed units to their start (growth: they do not move); ``soft`` lets them move at a
+    cost, except the ``hard`` ones (frozen)."""
+    hm, starts, pos = _hall_model(
+        floor, demand, site, h, units, links, pins=pins, soft=soft, hard=hard
+    )
     pair_bound = _pair_bound(floor, demand, h, pos, units, starts, links)
     hint: dict[int, int] | None = None
     best = math.inf
@@ -1408,7 +1416,7 @@ def _feasible(
     **relax: bool,
 ) -> bool:
     hm, _, _ = _hall_model(
-        floor, demand, site, h, units, links, objective=False, pins=pins, **relax
+        floor, demand, site, h, units, links, objective=False, pins=pins, hard=frozenset(), **relax
     )
     solver = cp_model.CpSolver()
     _params(solver, site, site.solver.hall_effort)

@@ -14,8 +14,13 @@ from clusterloom.errors import Problem, SpecError
 from clusterloom.fabric import FabricDesign
 from clusterloom.findings import Finding, Severity
 from clusterloom.placement.artifact import LinkLengths, Placement
-from clusterloom.placement.demand import Demand, build_demand, split_blocks
-from clusterloom.placement.floor import FloorPlan, floor_plan
+from clusterloom.placement.demand import (
+    Demand,
+    build_demand,
+    in_rack_power_problems,
+    split_blocks,
+)
+from clusterloom.placement.floor import BLOCKED, FREE, FloorPlan, floor_plan
 from clusterloom.placement.solve import (
     SolveStats,
     assign_halls,
@@ -61,8 +66,14 @@ def _checked_demand(
 ) -> tuple[FloorPlan, Demand]:
     """The floor and the racks to place on it, after the campus-wide pre-checks (a block grown
     from an installed one cut after its installed racks)."""
-    floor = floor_plan(site)
+    whole = floor_plan(site)
+    floor = _frozen_floor(whole, spec, fixed)
     demand = build_demand(spec, fabrics)
+    free = floor.pos_state == FREE
+    most_w = float(floor.pos_power_w[free].max()) if free.any() else 0.0
+    in_rack = in_rack_power_problems(spec, demand, most_w)
+    if in_rack:
+        raise SpecError(in_rack)
     if site.split_units or fixed:
         taken = None
         if fixed:  # a new block must fit between the installed racks
@@ -71,8 +82,56 @@ def _checked_demand(
             taken[[at[r] for r in fixed.values() if r in at]] = True
         longest = max((n for _, _, n in floor.free_runs(taken)), default=0)
         demand = split_blocks(demand, longest if site.split_units else 0, fixed)
-    precheck(floor, demand, site)
+    try:
+        precheck(floor, demand, site)
+    except SpecError as exc:
+        closed = int((floor.pos_state != whole.pos_state).sum())
+        if not closed:
+            raise
+        raise SpecError([*exc.problems, _frozen_problem(closed)]) from exc
     return floor, demand
+
+
+def _frozen_problem(closed: int) -> Problem:
+    return Problem(
+        "growth.frozen",
+        f"{closed:,} free positions of the frozen halls and rows take no new rack; "
+        "unfreeze one or free room elsewhere",
+    )
+
+
+def _closed(floor: FloorPlan, spec: ClusterSpec) -> int:
+    """Positions of the frozen parts that ``_frozen_floor`` closed (blocked, free on the site)."""
+    assert spec.site is not None
+    return int((floor.pos_state != floor_plan(spec.site).pos_state).sum())
+
+
+def frozen_positions(floor: FloorPlan, spec: ClusterSpec) -> NDArray[np.bool_]:
+    """Positions in the spec's frozen halls and rows (``growth.frozen``)."""
+    frozen = spec.growth.frozen if spec.growth is not None else None
+    if frozen is None or not (frozen.halls or frozen.rows):
+        return np.zeros(floor.n_positions, dtype=bool)
+    halls = np.isin(np.array(floor.hall_names), np.array(frozen.halls, dtype=str))
+    rows = np.isin(np.array(floor.row_names), np.array(frozen.rows, dtype=str))
+    return halls[floor.pos_hall] | rows[floor.pos_row]
+
+
+def _frozen_floor(
+    floor: FloorPlan, spec: ClusterSpec, fixed: Mapping[str, str] | None
+) -> FloorPlan:
+    """``floor`` with every free position of a frozen hall or row that no installed rack holds
+    blocked: growth puts no new rack there (without ``fixed``, nothing is installed to keep and
+    the floor is unchanged)."""
+    if not fixed:
+        return floor
+    frozen = frozen_positions(floor, spec)
+    if not frozen.any():
+        return floor
+    held = np.isin(np.char.replace(np.array(floor.pos_names), "/", "-"), list(fixed.values()))
+    state = floor.pos_state.copy()
+    state[frozen & ~held & (state == FREE)] = BLOCKED
+    state.setflags(write=False)
+    return replace(floor, pos_state=state)
 
 
 def check_site(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> None:
@@ -158,7 +217,9 @@ def place(
 ) -> Placement:
     """Place the racks and devices of ``fabrics`` on ``spec``'s site. ``fixed`` (rack label ->
     installed rack name) keeps installed racks where they stand; when the site cannot hold the
-    growth so, they are placed afresh and a finding lists the moves.
+    growth so, they are placed afresh and a finding lists the moves. Installed racks in a
+    frozen hall or row (``growth.frozen``) stay even then, and no new rack goes there; when
+    even that cannot hold, they move too and an error finding names them.
 
     Raises ``SpecError`` naming what is short and by how much when the site cannot hold them.
     """
@@ -174,13 +235,67 @@ def place(
                 "a unit that grew cannot keep its start: it would run past its row, over "
                 "another installed rack or onto a position that cannot hold it"
             )
-            return replace(pinned, findings=(*pinned.findings, _moves_finding(moved, why)))
+            return _with_moves(pinned, fixed, spec, moved, why)
         except SpecError as exc:
-            free = replace(_place(spec, fabrics, fixed, soft=True), forced_moves=stuck + 1)
-            moved = moved_racks(free, fixed)
             why = "; ".join(p.message for p in exc.problems)
-            return replace(free, findings=(*free.findings, _moves_finding(moved, why)))
+            free = None
+            if frozen_positions(floor, spec).any():
+                try:
+                    free = _place(spec, fabrics, fixed, soft=True, keep_frozen=True)
+                except SpecError as frozen_exc:
+                    why += "; with the frozen racks kept: " + "; ".join(
+                        p.message for p in frozen_exc.problems
+                    )
+            if free is None:
+                try:
+                    free = _place(spec, fabrics, fixed, soft=True)
+                except SpecError as last:
+                    closed = _closed(floor, spec)
+                    if not closed:
+                        raise
+                    raise SpecError([*last.problems, _frozen_problem(closed)]) from last
+            free = replace(free, forced_moves=stuck + 1)
+            return _with_moves(free, fixed, spec, moved_racks(free, fixed), why)
     return _place(spec, fabrics, None)
+
+
+def _with_moves(
+    p: Placement,
+    fixed: Mapping[str, str],
+    spec: ClusterSpec,
+    moved: list[tuple[str, str, str]],
+    why: str,
+) -> Placement:
+    """``p`` with the finding that lists its installed racks' moves and, for those that stood
+    in a frozen hall or row, an error finding naming them and the frozen part."""
+    extra = [_moves_finding(moved, why)]
+    frozen = frozen_positions(p.floor, spec)
+    at = {name.replace("/", "-"): i for i, name in enumerate(p.floor.pos_names)}
+    held = [(lab, a, b) for lab, a, b in moved if a in at and frozen[at[a]]]
+    if held:
+        f = p.floor
+        frozen_rows = spec.growth.frozen.rows if spec.growth is not None else ()
+        part = sorted(
+            {
+                f.row_names[f.pos_row[at[a]]]
+                if f.row_names[f.pos_row[at[a]]] in frozen_rows
+                else f.hall_names[f.pos_hall[at[a]]]
+                for _, a, _ in held
+            }
+        )
+        shown = ", ".join(f"{lab} {a} -> {b}" for lab, a, b in held[:20])
+        extra.append(
+            Finding(
+                Severity.ERROR,
+                "frozen-rack-moved",
+                f"the site cannot hold the growth without moving {len(held)} installed rack(s) "
+                f"of frozen {', '.join(part)}: {shown}"
+                + (f" and {len(held) - 20} more" if len(held) > 20 else "")
+                + "; free room elsewhere or unfreeze it (growth.frozen)",
+                "growth.frozen",
+            )
+        )
+    return replace(p, findings=(*p.findings, *extra))
 
 
 def _place(
@@ -189,7 +304,10 @@ def _place(
     fixed: Mapping[str, str] | None,
     *,
     soft: bool = False,
+    keep_frozen: bool = False,
 ) -> Placement:
+    """One placement; ``soft`` lets installed units move at a cost, except (``keep_frozen``)
+    those standing in a frozen hall or row."""
     if spec.site is None:
         raise SpecError([Problem("site", "this spec has no site section to place racks on")])
     site = spec.site
@@ -200,6 +318,12 @@ def _place(
         ends.append((dev.node_rack[t.link_src], dev.node_rack[t.link_dst]))
     links = unit_links(demand, ends)
     pins = _pins(floor, demand, fixed) if fixed else {}
+    frozen = frozen_positions(floor, spec) if keep_frozen else None
+    hard = frozenset(
+        u
+        for u, at in pins.items()
+        if frozen is not None and frozen[at : at + len(demand.units[u].racks)].all()
+    )
     group_hall, campus = assign_halls(floor, demand, site, links)
     group_hall = group_hall.copy()
     for u, at in pins.items():  # an installed unit stays in its hall
@@ -211,7 +335,7 @@ def _place(
     solves: list[SolveStats] = [campus] if campus is not None else []
     for h in sorted(by_hall):
         mine = {u: pins[u] for u in by_hall[h] if u in pins}
-        starts, stats = place_hall(floor, demand, site, h, by_hall[h], links, mine, soft)
+        starts, stats = place_hall(floor, demand, site, h, by_hall[h], links, mine, soft, hard)
         solves.append(stats)
         for u, s in starts.items():
             for i, rack in enumerate(demand.units[u].racks):

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clusterloom.fabric import FabricDesign
+from clusterloom.fabric.sizing import host_side
 from clusterloom.findings import Finding, Severity
 from clusterloom.placement.demand import COMPUTE, plane_key
 from clusterloom.placement.floor import FREE
@@ -88,8 +89,9 @@ def check_rack_units(p: Placement, spec: ClusterSpec) -> list[Finding]:
     lows = [d.server_u.astype(np.int64)]
     heights = [np.full(d.server_rack.shape[0], d.server_height, dtype=np.int64)]
     for dev in d.devices:
-        # hosts sit in their servers (counted once above): keep the switches
-        switch = d.rack_kind[dev.node_rack] != COMPUTE
+        # hosts (the first nodes) sit in their servers, counted once above: keep the switches,
+        # in-rack leaves in compute racks too
+        switch = np.arange(dev.node_rack.shape[0]) >= host_side(spec, dev.fabric).hosts
         racks.append(dev.node_rack[switch].astype(np.int64))
         lows.append(dev.node_u[switch].astype(np.int64))
         heights.append(dev.node_height[switch].astype(np.int64))

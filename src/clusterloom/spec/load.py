@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from clusterloom.errors import Problem, SpecError
+from clusterloom.spec.growth import frozen_problems
 from clusterloom.spec.job import JobSpec, ScheduleError, plan_of
 from clusterloom.spec.limits import MAX_SPEC_BYTES, check_yaml_shape
 from clusterloom.spec.models import LINK_TIERS, SWITCH_ROLES, ClusterSpec, FabricSpec
@@ -414,6 +415,7 @@ def check_spec(spec: ClusterSpec) -> list[Problem]:
     if spec.site is not None:
         problems += site_problems(spec.site)
         problems += _check_site_racks(spec)
+    problems += frozen_problems(spec)
     if spec.scenario is not None:
         problems += scenario_problems(spec.scenario)
         if spec.scenario.traffic == "step" and spec.job is None:

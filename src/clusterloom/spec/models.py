@@ -17,6 +17,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from clusterloom.spec._base import SpecModel
 from clusterloom.spec.catalog import Catalog, builtin_catalog
+from clusterloom.spec.growth import GrowthSpec
 from clusterloom.spec.job import JobSpec
 from clusterloom.spec.limits import (
     Accelerators,
@@ -167,6 +168,16 @@ class FabricSpec(SpecModel):
     pod_leaves: DeviceCount | None = Field(
         default=None, description="leaves per pod in a 3-tier fabric; default: the most that fit"
     )
+    pod_spines: DeviceCount | None = Field(
+        default=None,
+        description="aggregation (spine) switches per pod in a 3-tier fabric; default: the "
+        "fewest that carry the pod's leaf uplinks",
+    )
+    leaf_placement: Literal["network-rack", "in-rack"] = Field(
+        default="network-rack",
+        description="where leaves stand: in network racks of their own (network-rack) or as "
+        "top-of-rack switches inside the compute rack they serve (in-rack)",
+    )
     link_latency_ns: LinkLatency = LinkLatency()
     media: LinkMedia = LinkMedia()
 
@@ -192,6 +203,7 @@ class ClusterSpec(SpecModel):
     catalog: Catalog | None = None
     scenario: ScenarioSpec | None = None
     site: SiteSpec | None = None
+    growth: GrowthSpec | None = None
 
     def resolved_catalog(self) -> Catalog:
         """The built-in catalog with this spec's overrides applied."""
