@@ -151,6 +151,7 @@ def test_push_creates_the_files_objects_then_changes_nothing(
         "cable bundles": _rows(nb / "cable_bundles.csv"),
         "cables": _rows(nb / "cables.csv") + _rows(nb / "cables_plant.csv"),
     }
+    want["custom fields"] += 1  # the site's clusterloom_design (push only, not the CSV import)
     assert want["cable bundles"] and want["cables"] > want["devices"], want
     assert {k: first[k].created for k in want} == want
     assert not any(t.updated or t.unchanged for t in first.values()), first
@@ -204,3 +205,135 @@ def test_push_errors_are_one_line_each(
     assert rejected.exit_code == 2, rejected.output
     assert "sites nb-push" in rejected.output and "status" in rejected.output, rejected.output
     assert "Traceback" not in rejected.output
+
+
+# -- NetBox as the installed baseline, and a grown design pushed in place (issue 17) ---------
+
+
+def _rows_of(installed: Any) -> dict[str, list[tuple[int, ...]]]:
+    """Every link of every fabric by identity, sorted: what growth reads of a baseline."""
+    import numpy as np
+
+    out = {}
+    for name, x in installed.links.items():
+        cols = (x.tier, x.a_role, x.a_plane, x.a_index, x.a_port)
+        cols += (x.b_role, x.b_plane, x.b_index, x.b_port)
+        out[name] = sorted(map(tuple, np.stack(cols, axis=1).tolist()))
+    return out
+
+
+def _same_baseline(got: Any, want: Any) -> None:
+    assert got.spec == want.spec
+    assert got.fabrics == want.fabrics
+    assert got.racks == want.racks and got.racks
+    assert _rows_of(got) == _rows_of(want)
+
+
+def test_netbox_read_back_equals_the_run_directory(server: tuple[str, str], outdir: Path) -> None:
+    """Through patch panels and a trunk (NetBox's own path tracing): the same links, racks,
+    spec and fabrics as ``read_installed`` of the directory; a device clusterloom did not make
+    is left out and counted, and a push leaves it alone."""
+    from clusterloom.growth import read_installed
+    from clusterloom.growth.netbox import read_netbox
+
+    url, token = server
+    push(outdir, url, token)
+    api = pynetbox.api(url, token=token)
+    site = api.dcim.sites.get(name="nb-push")
+    node = api.dcim.devices.get(site_id=site.id, name="node00000")
+    foreign = api.dcim.devices.create(
+        name="someone-elses", device_type=node.device_type.id, role=node.role.id, site=site.id
+    )
+    try:
+        got = read_netbox(url, token, "nb-push")
+        _same_baseline(got, read_installed(outdir))
+        assert got.ignored == {"devices": 1}
+        again = push(outdir, url, token)
+        assert not any(t.created or t.updated or t.tagged or t.deleted for t in again.values())
+        assert api.dcim.devices.get(foreign.id) is not None
+    finally:
+        foreign.delete()
+
+
+def _grown_runs(tmp: Path) -> dict[str, Path]:
+    """8 GPUs on two nodes, grown to 16 on four (one row: direct cables, one per link): the
+    spine layer doubles, 8 of the 16 installed leaf-spine links are re-patched."""
+    doc = spec_dict(accelerators=8, accelerators_per_node=4, name="nb-grow")
+    doc["site"] = _site(1, 1)
+    doc["site"]["buildings"][0]["halls"][0]["template"]["positions_per_row"] = 4
+    runs = {}
+    for n, before in ((8, None), (16, "8")):
+        doc["compute"]["accelerators"] = n
+        path = tmp / f"g{n}.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        args = ["design", str(path), "-o", str(tmp / str(n))]
+        if before is not None:
+            args += ["--installed", str(runs[before])]
+        run = CliRunner().invoke(app, args)
+        assert run.exit_code in (0, 1), run.output
+        runs[str(n)] = tmp / str(n)
+    return runs
+
+
+def _link_set(out: Path) -> set[str]:
+    import csv
+
+    with open(out / "cabling" / "cut_sheet.csv", newline="") as fh:
+        return {
+            f"{r['a_device']}:{r['a_port']}~{r['b_device']}:{r['b_port']}"
+            for r in csv.DictReader(fh)
+        }
+
+
+def _quiet(report: dict[str, Any]) -> bool:
+    return not any(t.created or t.updated or t.tagged or t.deleted for t in report.values())
+
+
+def test_a_grown_design_pushed_in_place_then_shrunk_then_deleted(
+    server: tuple[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Growth: every link the change plan adds is a cable made or moved, every link it
+    removes a cable moved or tagged (one cable per link here); NetBox read back equals the
+    grown run's directory; a second push changes nothing. Shrunk back: the links the small
+    design lacks are tagged and left (read back: the small design again), then deleted with
+    --delete-removed, cables before devices."""
+    from clusterloom.growth import read_installed
+    from clusterloom.growth.netbox import read_netbox
+
+    url, token = server
+    runs = _grown_runs(tmp_path_factory.mktemp("nb-grow"))
+    push(runs["8"], url, token)
+    grown = push(runs["16"], url, token)
+    g = json.loads((runs["16"] / "design.json").read_text())["growth"]
+    assert g["links_repatched"] == 8 and g["links_added"] == 24, g
+    cables = grown["cables"]
+    assert cables.created + cables.updated == g["links_added"], grown
+    assert cables.updated + cables.tagged + cables.deleted == g["links_repatched"], grown
+    assert cables.updated > 0  # the re-patched links' cables moved, not made again
+    assert cables.unchanged == g["links_installed"] - g["links_repatched"]
+    assert grown["devices"].created == 2 and grown["devices"].tagged == 0  # two new nodes
+    _same_baseline(read_netbox(url, token, "nb-grow"), read_installed(runs["16"]))
+    assert _quiet(push(runs["16"], url, token))
+
+    small, big = _link_set(runs["8"]), _link_set(runs["16"])
+    shrunk = push(runs["8"], url, token)
+    cables = shrunk["cables"]
+    assert cables.created + cables.updated == len(small - big), shrunk
+    assert cables.updated + cables.tagged + cables.deleted == len(big - small), shrunk
+    assert cables.tagged > 0 and shrunk["devices"].tagged == 2, shrunk
+    _same_baseline(read_netbox(url, token, "nb-grow"), read_installed(runs["8"]))
+    assert _quiet(push(runs["8"], url, token))  # already tagged: nothing changes
+
+    api = pynetbox.api(url, token=token)
+    site = api.dcim.sites.get(name="nb-grow")
+    tagged = api.dcim.cables.count(site_id=site.id, tag="clusterloom-removed")
+    assert tagged == cables.tagged
+    run = CliRunner().invoke(
+        app,
+        ["netbox", "push", str(runs["8"]), "--url", url, "--token", token, "--delete-removed"],
+    )
+    assert run.exit_code == 0, run.output
+    assert api.dcim.cables.count(site_id=site.id, tag="clusterloom-removed") == 0
+    assert api.dcim.devices.count(site_id=site.id) == len(_read(runs["8"] / "netbox" / "devices.csv"))
+    assert api.dcim.cables.count(site_id=site.id) == len(small)
+    _same_baseline(read_netbox(url, token, "nb-grow"), read_installed(runs["8"]))
