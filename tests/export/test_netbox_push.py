@@ -334,6 +334,8 @@ def test_a_grown_design_pushed_in_place_then_shrunk_then_deleted(
     )
     assert run.exit_code == 0, run.output
     assert api.dcim.cables.count(site_id=site.id, tag="clusterloom-removed") == 0
-    assert api.dcim.devices.count(site_id=site.id) == len(_read(runs["8"] / "netbox" / "devices.csv"))
+    assert api.dcim.devices.count(site_id=site.id) == len(
+        _read(runs["8"] / "netbox" / "devices.csv")
+    )
     assert api.dcim.cables.count(site_id=site.id) == len(small)
     _same_baseline(read_netbox(url, token, "nb-grow"), read_installed(runs["8"]))

@@ -16,10 +16,11 @@ turns them into the same :class:`~clusterloom.growth.installed.Installed` as
   ``netbox/racks.csv`` sets it) -> its name (the floor position).
 
 Objects clusterloom did not create (no ``clusterloom`` tag), those a later push tagged
-``clusterloom-removed``, and links to them, are left out and counted (``Installed.ignored``). A NetBox that does not match is a ``SpecError`` naming the
-object: a site without the field, a device or rack referenced twice, a cable to an interface
-NetBox does not list, a path that reaches no interface or several, a name that is not
-clusterloom's.
+``clusterloom-removed``, and links to them, are left out and counted (``Installed.ignored``).
+A NetBox that does not match is a ``SpecError`` naming the object: a site without the field, a
+device or rack referenced twice, a cable to an interface NetBox does not list, a path that
+reaches no interface or several, a name that is not clusterloom's. Another fabric family or
+planes removed are ``check_installed``'s, as for a directory.
 """
 
 from __future__ import annotations
@@ -253,7 +254,7 @@ def read_netbox(url: str, token: str, site: str) -> Installed:
     if len(found) != 1:
         raise SpecError([Problem("--installed", f"NetBox at {url} has no site {site!r}")])
     sid = int(found[0]["id"])
-    devices = _list(api, "devices", dcim.devices, site_id=sid, fields="id,name,rack,tags")
+    devices = _list(api, "devices", dcim.devices, site_id=sid, fields="id,name,tags")
     racks = _list(api, "racks", dcim.racks, site_id=sid, fields="id,name,facility_id,tags")
     interfaces = _list(
         api,
