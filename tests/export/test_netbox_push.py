@@ -290,7 +290,9 @@ def _quiet(report: dict[str, Any]) -> bool:
 
 
 def test_a_grown_design_pushed_in_place_then_shrunk_then_deleted(
-    server: tuple[str, str], tmp_path_factory: pytest.TempPathFactory
+    server: tuple[str, str],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Growth: every link the change plan adds is a cable made or moved, every link it
     removes a cable moved or tagged (one cable per link here); NetBox read back equals the
@@ -301,10 +303,23 @@ def test_a_grown_design_pushed_in_place_then_shrunk_then_deleted(
     from clusterloom.growth.netbox import read_netbox
 
     url, token = server
-    runs = _grown_runs(tmp_path_factory.mktemp("nb-grow"))
+    tmp = tmp_path_factory.mktemp("nb-grow")
+    runs = _grown_runs(tmp)
     push(runs["8"], url, token)
-    grown = push(runs["16"], url, token)
+    # grown from NetBox, through the command: the same design as grown from the directory
+    monkeypatch.setenv("NETBOX_TOKEN", token)
+    args = ["design", str(tmp / "g16.yaml"), "-o", str(tmp / "16nb")]
+    run = CliRunner().invoke(app, [*args, "--installed", f"{url}/?site=nb-grow"])
+    assert run.exit_code in (0, 1), run.output
+    assert f"installed: NetBox {url} site nb-grow: 16 links, 3 racks" in run.output, run.output
     g = json.loads((runs["16"] / "design.json").read_text())["growth"]
+    from_nb = json.loads((tmp / "16nb" / "design.json").read_text())["growth"]
+    assert {k: v for k, v in from_nb.items() if k != "installed"} == {
+        k: v for k, v in g.items() if k != "installed"
+    }
+    sheet = "cabling/cut_sheet.csv"
+    assert (tmp / "16nb" / sheet).read_bytes() == (runs["16"] / sheet).read_bytes()
+    grown = push(runs["16"], url, token)
     assert g["links_repatched"] == 8 and g["links_added"] == 24, g
     cables = grown["cables"]
     assert cables.created + cables.updated == g["links_added"], grown
