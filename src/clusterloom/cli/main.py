@@ -104,7 +104,7 @@ def _installed(value: str | None, site: str) -> Any:
     links = sum(x.n_links for x in installed.links.values())
     out.print(
         f"installed: {installed.source}: {links:,} links, {len(installed.racks):,} racks"
-        + (f"; not clusterloom's, ignored: {ignored}" if ignored else ""),
+        + (f"; left out (not clusterloom's, or removed): {ignored}" if ignored else ""),
         soft_wrap=True,
     )
     return installed

@@ -89,7 +89,8 @@ def _ours_by_id(
     for rec in records:
         tags = _tags(rec)
         if OURS not in tags or REMOVED in tags:  # not clusterloom's, or no longer designed
-            ignored[kind] = ignored.get(kind, 0) + 1
+            what = kind if OURS not in tags else f"{kind} tagged {REMOVED}"
+            ignored[what] = ignored.get(what, 0) + 1
             continue
         name = str(rec.get("name") or rec.get("label") or rec["id"])
         if kind != "cables" and name in names:
