@@ -318,3 +318,22 @@ def test_moved_cables_go_in_an_order_where_every_port_is_free_and_a_cycle_is_bro
     assert (t.unchanged, t.updated, t.deleted, t.created) == (1, 3, 1, 2)
     assert ep.cables[5] == ("y", "z")  # removed, on no port reused: left for the tagging
     assert [r["id"] for r in p.have["cables"].values()] == [5]
+
+
+def test_a_push_keeps_a_user_s_tags_and_clears_a_removed_tag() -> None:
+    """A user's own tag stays; an object tagged removed that the design has again is not."""
+    ep = FakeCables({})
+    p = Pusher(api=None)
+    p.tag = {OURS: 1, REMOVED: 2}
+    want = [(k, k, {"name": k, "tags": []}) for k in ("kept", "back", "new")]
+    have = {
+        "kept": {"id": 1, "name": "kept", "tags": [7, 1]},  # a user's tag 7
+        "back": {"id": 2, "name": "back", "tags": [1, 2, 7]},  # tagged removed, designed again
+    }
+    ep.create = lambda payloads: [type("Rec", (), {"id": 3})() for _ in payloads]  # type: ignore[method-assign]
+    sent: list[dict[str, Any]] = []
+    ep.update = lambda payloads: sent.extend(payloads) or payloads  # type: ignore[method-assign]
+    p.sync("devices", ep, have, want)
+    assert sent == [{"id": 2, "tags": [1, 7]}]
+    t = p.report["devices"]
+    assert (t.created, t.updated, t.unchanged) == (1, 1, 1)
