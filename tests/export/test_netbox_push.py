@@ -32,7 +32,7 @@ from clusterloom.export.netbox_push import push
 from clusterloom.pipeline import run_design
 from clusterloom.spec import parse_spec
 from clusterloom.write import write_design
-from helpers import spec_dict
+from helpers import assert_same_baseline, spec_dict
 
 pytestmark = pytest.mark.netbox
 pynetbox = pytest.importorskip("pynetbox")
@@ -210,25 +210,6 @@ def test_push_errors_are_one_line_each(
 # -- NetBox as the installed baseline, and a grown design pushed in place (issue 17) ---------
 
 
-def _rows_of(installed: Any) -> dict[str, list[tuple[int, ...]]]:
-    """Every link of every fabric by identity, sorted: what growth reads of a baseline."""
-    import numpy as np
-
-    out = {}
-    for name, x in installed.links.items():
-        cols = (x.tier, x.a_role, x.a_plane, x.a_index, x.a_port)
-        cols += (x.b_role, x.b_plane, x.b_index, x.b_port)
-        out[name] = sorted(map(tuple, np.stack(cols, axis=1).tolist()))
-    return out
-
-
-def _same_baseline(got: Any, want: Any) -> None:
-    assert got.spec == want.spec
-    assert got.fabrics == want.fabrics
-    assert got.racks == want.racks and got.racks
-    assert _rows_of(got) == _rows_of(want)
-
-
 def test_netbox_read_back_equals_the_run_directory(server: tuple[str, str], outdir: Path) -> None:
     """Through patch panels and a trunk (NetBox's own path tracing): the same links, racks,
     spec and fabrics as ``read_installed`` of the directory; a device clusterloom did not make
@@ -246,7 +227,7 @@ def test_netbox_read_back_equals_the_run_directory(server: tuple[str, str], outd
     )
     try:
         got = read_netbox(url, token, "nb-push")
-        _same_baseline(got, read_installed(outdir))
+        assert_same_baseline(got, read_installed(outdir))
         assert got.ignored == {"devices": 1}
         again = push(outdir, url, token)
         assert not any(t.created or t.updated or t.tagged or t.deleted for t in again.values())
@@ -327,7 +308,7 @@ def test_a_grown_design_pushed_in_place_then_shrunk_then_deleted(
     assert cables.updated > 0  # the re-patched links' cables moved, not made again
     assert cables.unchanged == g["links_installed"] - g["links_repatched"]
     assert grown["devices"].created == 2 and grown["devices"].tagged == 0  # two new nodes
-    _same_baseline(read_netbox(url, token, "nb-grow"), read_installed(runs["16"]))
+    assert_same_baseline(read_netbox(url, token, "nb-grow"), read_installed(runs["16"]))
     assert _quiet(push(runs["16"], url, token))
 
     small, big = _link_set(runs["8"]), _link_set(runs["16"])
@@ -336,7 +317,7 @@ def test_a_grown_design_pushed_in_place_then_shrunk_then_deleted(
     assert cables.created + cables.updated == len(small - big), shrunk
     assert cables.updated + cables.tagged + cables.deleted == len(big - small), shrunk
     assert cables.tagged > 0 and shrunk["devices"].tagged == 2, shrunk
-    _same_baseline(read_netbox(url, token, "nb-grow"), read_installed(runs["8"]))
+    assert_same_baseline(read_netbox(url, token, "nb-grow"), read_installed(runs["8"]))
     assert _quiet(push(runs["8"], url, token))  # already tagged: nothing changes
 
     api = pynetbox.api(url, token=token)
@@ -353,4 +334,4 @@ def test_a_grown_design_pushed_in_place_then_shrunk_then_deleted(
         _read(runs["8"] / "netbox" / "devices.csv")
     )
     assert api.dcim.cables.count(site_id=site.id) == len(small)
-    _same_baseline(read_netbox(url, token, "nb-grow"), read_installed(runs["8"]))
+    assert_same_baseline(read_netbox(url, token, "nb-grow"), read_installed(runs["8"]))
