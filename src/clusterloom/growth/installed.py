@@ -10,6 +10,8 @@ design written by ``clusterloom design -o DIR``:
   for a fabric too large for node-link files, ``cabling/cut_sheet.csv`` (every realized link);
 - ``placement/racks.csv`` (when the baseline was placed): the floor position of every rack.
 
+A NetBox the design was pushed to gives the same :class:`Installed` (``growth/netbox.py``).
+
 :func:`check_installed` refuses a baseline that does not match the spec that grows it, with a
 ``SpecError`` naming the object: another fabric family, planes removed, a fabric gone, a
 device, port or rack referenced twice.
