@@ -198,3 +198,24 @@ fabrics:
   backend: {switch: sn5600}
   frontend: {family: fat-tree, switch: tomahawk4-64x400g}
 """
+
+
+def installed_rows(installed: Any) -> dict[str, list[tuple[int, ...]]]:
+    """Every link of every fabric of an installed baseline by identity, sorted (links have no
+    order: a directory lists them in the topology's, NetBox by interface)."""
+    import numpy as np
+
+    out = {}
+    for name, x in installed.links.items():
+        cols = (x.tier, x.a_role, x.a_plane, x.a_index, x.a_port)
+        cols += (x.b_role, x.b_plane, x.b_index, x.b_port)
+        out[name] = sorted(map(tuple, np.stack(cols, axis=1).tolist()))
+    return out
+
+
+def assert_same_baseline(got: Any, want: Any) -> None:
+    """Two installed baselines name the same spec, fabrics, racks and links."""
+    assert got.spec == want.spec
+    assert got.fabrics == want.fabrics
+    assert got.racks == want.racks and got.racks
+    assert installed_rows(got) == installed_rows(want)

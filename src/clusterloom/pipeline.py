@@ -235,7 +235,7 @@ def _grown(
     if drifted:  # the baseline's own spec cannot hold its racks where the files put them
         from clusterloom.errors import Problem, SpecError
 
-        raise SpecError([Problem(f"{installed.directory}/placement/racks.csv", drifted[0].message)])
+        raise SpecError([Problem(installed.racks_from, drifted[0].message)])
     from clusterloom.growth.frozen import with_frozen_fabrics
 
     growth = measure_growth(design, baseline, installed)

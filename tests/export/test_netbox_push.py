@@ -32,7 +32,7 @@ from clusterloom.export.netbox_push import push
 from clusterloom.pipeline import run_design
 from clusterloom.spec import parse_spec
 from clusterloom.write import write_design
-from helpers import spec_dict
+from helpers import assert_same_baseline, spec_dict
 
 pytestmark = pytest.mark.netbox
 pynetbox = pytest.importorskip("pynetbox")
@@ -151,6 +151,7 @@ def test_push_creates_the_files_objects_then_changes_nothing(
         "cable bundles": _rows(nb / "cable_bundles.csv"),
         "cables": _rows(nb / "cables.csv") + _rows(nb / "cables_plant.csv"),
     }
+    want["custom fields"] += 1  # the site's clusterloom_design (push only, not the CSV import)
     assert want["cable bundles"] and want["cables"] > want["devices"], want
     assert {k: first[k].created for k in want} == want
     assert not any(t.updated or t.unchanged for t in first.values()), first
@@ -204,3 +205,129 @@ def test_push_errors_are_one_line_each(
     assert rejected.exit_code == 2, rejected.output
     assert "sites nb-push" in rejected.output and "status" in rejected.output, rejected.output
     assert "Traceback" not in rejected.output
+
+
+# -- NetBox as the installed baseline, and a grown design pushed in place (issue 17) ---------
+
+
+def test_netbox_read_back_equals_the_run_directory(server: tuple[str, str], outdir: Path) -> None:
+    """Through patch panels and a trunk (NetBox's own path tracing): the same links, racks,
+    spec and fabrics as ``read_installed`` of the directory."""
+    from clusterloom.growth import read_installed
+    from clusterloom.growth.netbox import read_netbox
+
+    url, token = server
+    push(outdir, url, token)  # the first test pushed it already: then nothing changes
+    got = read_netbox(url, token, "nb-push")
+    assert_same_baseline(got, read_installed(outdir))
+    assert got.ignored == {}
+
+
+def _grown_runs(tmp: Path) -> dict[str, Path]:
+    """2 one-GPU nodes grown to 4 (one row: direct cables, one per link; 5 devices, then 7):
+    the spine stripe changes, 2 of the 4 installed links are re-patched, 6 added."""
+    doc = spec_dict(accelerators=2, accelerators_per_node=1, name="nb-grow")
+    doc["site"] = _site(1, 1)
+    doc["site"]["buildings"][0]["halls"][0]["template"]["positions_per_row"] = 4
+    runs = {}
+    for n, before in ((2, None), (4, "2")):
+        doc["compute"]["accelerators"] = n
+        path = tmp / f"g{n}.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        args = ["design", str(path), "-o", str(tmp / str(n))]
+        if before is not None:
+            args += ["--installed", str(runs[before])]
+        run = CliRunner().invoke(app, args)
+        assert run.exit_code in (0, 1), run.output
+        runs["big" if before else "small"] = runs[str(n)] = tmp / str(n)
+    return runs
+
+
+def _link_set(out: Path) -> set[str]:
+    import csv
+
+    with open(out / "cabling" / "cut_sheet.csv", newline="") as fh:
+        return {
+            f"{r['a_device']}:{r['a_port']}~{r['b_device']}:{r['b_port']}"
+            for r in csv.DictReader(fh)
+        }
+
+
+def _quiet(report: dict[str, Any]) -> bool:
+    return not any(t.created or t.updated or t.tagged or t.deleted for t in report.values())
+
+
+def test_a_grown_design_pushed_in_place_then_shrunk_then_deleted(
+    server: tuple[str, str],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Growth: every link the change plan adds is a cable made or moved, every link it
+    removes a cable moved or tagged (one cable per link here); NetBox read back equals the
+    grown run's directory, and grown from NetBox the design is the one grown from the
+    directory. Shrunk back: the links the small design lacks are moved, deleted or tagged and
+    left (read back: the small design again; pushed again, nothing changes), then deleted
+    with --delete-removed."""
+    from clusterloom.growth import read_installed
+    from clusterloom.growth.netbox import read_netbox
+
+    url, token = server
+    tmp = tmp_path_factory.mktemp("nb-grow")
+    runs = _grown_runs(tmp)
+    push(runs["small"], url, token)
+    # a device clusterloom did not make, on the site: left out, counted, never touched
+    api = pynetbox.api(url, token=token)
+    site = api.dcim.sites.get(name="nb-grow")
+    node = api.dcim.devices.get(site_id=site.id, name="node00000")
+    foreign = api.dcim.devices.create(
+        name="someone-elses", device_type=node.device_type.id, role=node.role.id, site=site.id
+    )
+    # grown from NetBox, through the command: the same design as grown from the directory
+    monkeypatch.setenv("NETBOX_TOKEN", token)
+    args = ["design", str(tmp / "g4.yaml"), "-o", str(tmp / "grown-from-netbox")]
+    run = CliRunner().invoke(app, [*args, "--installed", f"{url}/?site=nb-grow"])
+    assert run.exit_code in (0, 1), run.output
+    said = f"installed: NetBox {url} site nb-grow: 4 links, 3 racks; left out (not clusterloom's"
+    assert said in run.output and "removed): 1 devices" in run.output, run.output
+    g = json.loads((runs["big"] / "design.json").read_text())["growth"]
+    from_nb = json.loads((tmp / "grown-from-netbox" / "design.json").read_text())["growth"]
+    assert {k: v for k, v in from_nb.items() if k != "installed"} == {
+        k: v for k, v in g.items() if k != "installed"
+    }
+    sheet = "cabling/cut_sheet.csv"
+    assert (tmp / "grown-from-netbox" / sheet).read_bytes() == (runs["big"] / sheet).read_bytes()
+    grown = push(runs["big"], url, token)
+    assert g["links_repatched"] == 2 and g["links_added"] == 6, g
+    cables = grown["cables"]
+    assert cables.created + cables.updated == g["links_added"], grown
+    assert cables.updated + cables.tagged + cables.deleted == g["links_repatched"], grown
+    assert cables.updated > 0  # the re-patched links' cables moved, not made again
+    assert cables.unchanged == g["links_installed"] - g["links_repatched"]
+    assert grown["devices"].created == 2 and grown["devices"].tagged == 0  # two new nodes
+    back = read_netbox(url, token, "nb-grow")
+    assert_same_baseline(back, read_installed(runs["big"]))
+    assert back.ignored == {"devices": 1}
+
+    small, big = _link_set(runs["small"]), _link_set(runs["big"])
+    shrunk = push(runs["small"], url, token)
+    cables = shrunk["cables"]
+    assert cables.created + cables.updated == len(small - big), shrunk
+    assert cables.updated + cables.tagged + cables.deleted == len(big - small), shrunk
+    assert cables.tagged > 0 and shrunk["devices"].tagged == 2, shrunk
+    assert_same_baseline(read_netbox(url, token, "nb-grow"), read_installed(runs["small"]))
+    assert _quiet(push(runs["small"], url, token))  # already tagged: nothing changes
+
+    tagged = api.dcim.cables.count(site_id=site.id, tag="clusterloom-removed")
+    assert tagged == cables.tagged
+    run = CliRunner().invoke(
+        app,
+        ["netbox", "push", str(runs["small"]), "--url", url, "--token", token, "--delete-removed"],
+    )
+    assert run.exit_code == 0, run.output
+    assert api.dcim.cables.count(site_id=site.id, tag="clusterloom-removed") == 0
+    assert api.dcim.devices.count(site_id=site.id) == 1 + len(
+        _read(runs["small"] / "netbox" / "devices.csv")
+    )
+    assert api.dcim.devices.get(foreign.id) is not None
+    assert api.dcim.cables.count(site_id=site.id) == len(small)
+    assert_same_baseline(read_netbox(url, token, "nb-grow"), read_installed(runs["small"]))

@@ -72,24 +72,42 @@ ForceOpt = Annotated[
     ),
 ]
 InstalledOpt = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--installed",
-        help="a previous run's output directory (design -o): keep its devices, ports, rack "
-        "positions and cables, print the rework against what the growth forces and, with -o, "
-        "write the change plan (cabling/change.csv, changes.jsonl)",
+        help="a previous run's output directory (design -o), or a NetBox it was pushed to "
+        "(https://netbox[/?site=NAME], the site the spec's name by default; token in "
+        "NETBOX_TOKEN): keep its devices, ports, rack positions and cables, print the rework "
+        "against what the growth forces and, with -o, write the change plan "
+        "(cabling/change.csv, changes.jsonl)",
         show_default=False,
     ),
 ]
 
 
-def _installed(directory: Path | None) -> Any:
-    """The installed baseline of ``--installed`` (SpecError, exit 2, naming what is wrong)."""
-    if directory is None:
+def _installed(value: str | None, site: str) -> Any:
+    """The installed baseline of ``--installed`` (SpecError, exit 2, naming what is wrong): a
+    directory, or a NetBox's ``site`` (``growth/netbox.py``)."""
+    if value is None:
         return None
-    from clusterloom.growth import read_installed
+    import os
 
-    return read_installed(directory)
+    from clusterloom.growth import read_installed
+    from clusterloom.growth.netbox import netbox_source, read_netbox
+
+    where = netbox_source(value, site)
+    if where is None:
+        return read_installed(value)
+    url, name = where
+    installed = read_netbox(url, os.environ.get("NETBOX_TOKEN", ""), name)
+    ignored = ", ".join(f"{n:,} {kind}" for kind, n in sorted(installed.ignored.items()))
+    links = sum(x.n_links for x in installed.links.values())
+    out.print(
+        f"installed: {installed.source}: {links:,} links, {len(installed.racks):,} racks"
+        + (f"; left out (not clusterloom's, or removed): {ignored}" if ignored else ""),
+        soft_wrap=True,
+    )
+    return installed
 
 
 def _rework(design: Design) -> None:
@@ -358,9 +376,8 @@ def place(
             )
             with _progress() as progress:
                 progress.add_task("placing", total=None)
-                result = run_design(
-                    cluster, compare=False, cable=False, installed=_installed(installed)
-                )
+                baseline = _installed(installed, cluster.name)
+                result = run_design(cluster, compare=False, cable=False, installed=baseline)
                 if target is not None:
                     from clusterloom.atomic import atomic_write
                     from clusterloom.export import write_devices, write_placement
@@ -429,7 +446,7 @@ def cable(
         before_spec = None if from_spec is None else _load(from_spec, None)
         if before_spec is not None and installed is not None:
             raise SpecError([Problem("--from", "give either --from or --installed, not both")])
-        baseline = _installed(installed)
+        baseline = _installed(installed, cluster.name)
         with contextlib.ExitStack() as stack:
             target = (
                 None if output is None else stack.enter_context(_writing(output, cluster, force))
@@ -735,7 +752,7 @@ def design(
         from clusterloom.write import write_design
 
         cluster = _load(spec, example)
-        baseline = _installed(installed)
+        baseline = _installed(installed, cluster.name)
         stages = stage_names(cluster, predict=True, step_engine=engine)
         if baseline is not None:
             stages += ("growth",)

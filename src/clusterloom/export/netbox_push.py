@@ -6,7 +6,18 @@ makes NetBox hold them: every object is looked up by its natural key (custom fie
 roles, manufacturers and bundles by name; locations, racks and devices by site and name; device
 types by manufacturer and model, their component templates by device type and name; cables by
 their two ends), created when missing and updated only in the fields that differ. A second push
-changes nothing. The counts created / updated / unchanged are returned per object type.
+changes nothing. The counts created / updated / unchanged / tagged / deleted are returned per
+object type.
+
+Devices, racks and cables carry the tag ``clusterloom`` (other tags a user set are kept), and
+the site the design's spec and fabrics (custom field ``clusterloom_design``), so that
+``--installed URL`` reads the NetBox back as the installed baseline (``growth/netbox.py``).
+A grown design pushed in place (names are stable): a cable the design no longer has but whose
+port a new cable takes is moved to the new ends (updated: its terminations change), one whose
+ports the design re-uses otherwise is deleted (NetBox holds one cable per port); every other
+clusterloom device, rack and cable of the site the design no longer has is tagged
+``clusterloom-removed`` and left, or deleted with ``delete_removed`` (cables, then devices with
+their interfaces, then racks).
 
 Everything NetBox refuses is raised as one :class:`~clusterloom.errors.NetBoxError` with one
 problem per object; the push stops after the step that failed (later steps refer to it).
@@ -29,6 +40,11 @@ from clusterloom.export.netbox_setup import IMPORT_ORDER
 
 #: Objects created or updated per request.
 CHUNK = 250
+#: The tag of every device, rack and cable a push makes, the tag of those a later push's
+#: design no longer has, and the site's custom field holding the design (:func:`design_record`).
+OURS = "clusterloom"
+REMOVED = "clusterloom-removed"
+DESIGN_FIELD = "clusterloom_design"
 
 Key = Any
 Row = dict[str, str]
@@ -41,6 +57,10 @@ class Tally:
     created: int = 0
     updated: int = 0
     unchanged: int = 0
+    #: tagged ``clusterloom-removed`` by this push, and deleted (``--delete-removed``, or a
+    #: removed cable on a port the design re-uses)
+    tagged: int = 0
+    deleted: int = 0
 
 
 def _rows(path: Path) -> list[Row]:
@@ -62,6 +82,9 @@ def _same(have: Any, want: Any) -> bool:
     if isinstance(want, dict):
         have = have if isinstance(have, dict) else {}
         return all(_same(have.get(k), v) for k, v in want.items())
+    if isinstance(want, list) and want and all(isinstance(w, dict) for w in want):
+        # a JSON value's list of objects (NetBox keeps its order, not its objects' key order)
+        return isinstance(have, list) and len(have) == len(want) and all(map(_same, have, want))
     if isinstance(want, list):
         return isinstance(have, list) and sorted(map(str, have)) == sorted(map(str, want))
     if isinstance(want, bool) or isinstance(have, bool):
@@ -114,6 +137,10 @@ class Pusher:
         self.ports: dict[tuple[str, tuple[str, str], str], int] = {}
         self.ports_of: set[tuple[str, int]] = set()
         self.cables_of: dict[tuple[int, ...], dict[Key, dict[str, Any]]] = {}
+        #: the two tags' ids; per kind with removals, what NetBox has and the keys pushed
+        self.tag: dict[str, int] = {}
+        self.have: dict[str, dict[Key, dict[str, Any]]] = {}
+        self.wanted: dict[str, set[Key]] = {}
 
     # -- the one loop every object type goes through ---------------------------------------
 
@@ -178,6 +205,8 @@ class Pusher:
         updates: list[tuple[str, dict[str, Any]]] = []
         for k, label, payload in want:
             rec = have.get(k)
+            if "tags" in payload:
+                payload = {**payload, "tags": self._tags(rec)}
             if rec is None:
                 creates.append((k, label, payload))
                 continue
@@ -205,6 +234,11 @@ class Pusher:
         if failed:
             raise NetBoxError(self.problems)
         return ids
+
+    def _tags(self, rec: dict[str, Any] | None) -> list[int]:
+        """The tags of a pushed object: its own (a user's kept), ``clusterloom``, not removed."""
+        have = set() if rec is None else {int(t) for t in rec.get("tags") or []}
+        return sorted((have - {self.tag[REMOVED]}) | {self.tag[OURS]})
 
     def _apply(
         self, kind: str, verb: str, op: Callable[[list[Any]], Any], items: list[tuple[str, Any]]
@@ -316,6 +350,7 @@ class Pusher:
                 "width": int(r["width"]),
                 "u_height": int(r["u_height"]),
                 "description": r["description"],
+                "tags": [],
             }
             cfs = {k[3:]: v for k, v in r.items() if k.startswith("cf_")}
             if cfs:
@@ -323,7 +358,13 @@ class Pusher:
                     k: (_num(v) if k in ("x_m", "y_m") else _none(v)) for k, v in cfs.items()
                 }
             want.append(((r["site"], r["name"]), f"{r['site']}/{r['name']}", payload))
+        self._track("racks", have, (k for k, _, _ in want))
         self.ids.setdefault("racks", {}).update(self.sync("racks", ep, have, want))
+
+    def _track(self, kind: str, have: dict[Key, dict[str, Any]], keys: Iterable[Key]) -> None:
+        """Remember what NetBox has of ``kind`` and the keys pushed (for :meth:`remove`)."""
+        self.have.setdefault(kind, {}).update(have)
+        self.wanted.setdefault(kind, set()).update(keys)
 
     def device_types(self, docs: list[dict[str, Any]]) -> None:
         dcim = self.api.dcim
@@ -405,7 +446,7 @@ class Pusher:
         names = {v: k for k, v in self.ids["sites"].items()}
         sites = sorted({self._site(r["site"]) for r in rows})
         have = self.fetch(kind, ep, lambda d: (names.get(d["site"]), d["name"]), site_id=sites)
-        want = (
+        want = [
             (
                 (r["site"], r["name"]),
                 f"{r['site']}/{r['name']}",
@@ -422,10 +463,12 @@ class Pusher:
                     "face": _none(r["face"]),
                     "status": r["status"],
                     "description": r["description"],
+                    "tags": [],
                 },
             )
             for r in rows
-        )
+        ]
+        self._track("devices", have, (k for k, _, _ in want))
         self.ids.setdefault("devices", {}).update(self.sync(kind, ep, have, want))
 
     def cables(self, rows: list[Row]) -> None:
@@ -493,12 +536,145 @@ class Pusher:
                 "label": r["label"],
                 "length": _num(r["length"]),
                 "length_unit": _none(r["length_unit"]),
+                "tags": [],
             }
             k = frozenset((e["object_type"], e["object_id"]) for e in ends)
             want.append((k, r["label"] or f"{r['side_a_device']} {r['side_a_name']}", payload))
         if self.problems:
             raise NetBoxError(self.problems)
-        self.sync("cables", dcim.cables, have, want, fixed=("a_terminations", "b_terminations"))
+        self._sync_cables(dcim.cables, have, want)
+
+    def _sync_cables(
+        self,
+        ep: Any,
+        have: dict[Key, dict[str, Any]],
+        want: list[tuple[Key, str, dict[str, Any]]],
+    ) -> None:
+        """Cables by their two ends: the same ends are the same cable (its other fields
+        synced); a wanted cable sharing an end with a clusterloom cable the design no longer
+        has moves that cable (its terminations updated, in an order where every port it takes
+        is free); any other wanted cable is created, after deleting the removed clusterloom
+        cables on its ports. The removed cables left are :meth:`remove`'s."""
+        ends_fixed = ("a_terminations", "b_terminations")
+        wanted = {k for k, _, _ in want}
+        self.sync("cables", ep, have, [w for w in want if w[0] in have], fixed=ends_fixed)
+        tally = self.report["cables"]
+        free = {
+            k: rec
+            for k, rec in have.items()
+            if k not in wanted and self.tag[OURS] in (rec.get("tags") or [])
+        }
+        hold = {end: int(rec["id"]) for k, rec in have.items() for end in k}
+        by_id = {int(rec["id"]): k for k, rec in have.items()}
+        moves: list[tuple[int, Key, str, dict[str, Any]]] = []
+        creates: list[tuple[Key, str, dict[str, Any]]] = []
+        for k, label, payload in (w for w in want if w[0] not in have):
+            payload = {**payload, "tags": self._tags(None)}
+            ends = [
+                (t[0]["object_type"], t[0]["object_id"])
+                for t in (payload["a_terminations"], payload["b_terminations"])
+            ]
+            old = next((by_id[hold[e]] for e in ends if by_id.get(hold.get(e, -1)) in free), None)
+            if old is None:
+                creates.append((k, label, payload))
+            else:
+                moves.append((int(free.pop(old)["id"]), k, label, payload))
+        # removed cables on ports a moved or new cable takes cannot stay
+        taken = {e for _, k, _, _ in moves for e in k} | {e for k, _, _ in creates for e in k}
+        blocking = sorted({hold[e] for e in taken if by_id.get(hold.get(e, -1)) in free})
+        self._delete("cables", ep, blocking)
+        for c in blocking:
+            free.pop(by_id[c])
+        hold = {e: c for e, c in hold.items() if c not in set(blocking)}
+        while moves:
+            ready = [m for m in moves if all(hold.get(e, m[0]) == m[0] for e in m[1])]
+            if not ready:  # a cycle of moves: one cable is deleted and made again
+                c, k, label, payload = moves.pop(0)
+                self._delete("cables", ep, [c])
+                hold = {e: h for e, h in hold.items() if h != c}
+                creates.append((k, label, payload))
+                continue
+            done = self._apply(
+                "cables", "update", ep.update, [(lb, {"id": c, **p}) for c, _, lb, p in ready]
+            )
+            tally.updated += sum(1 for d in done if d is not None)
+            if None in done:
+                raise NetBoxError(self.problems)
+            moved = {c for c, _, _, _ in ready}
+            hold = {e: h for e, h in hold.items() if h not in moved}
+            hold.update({e: c for c, k, _, _ in ready for e in k})
+            moves = [m for m in moves if m[0] not in moved]
+        self.sync("cables", ep, {}, creates)
+        self._track("cables", free, ())
+
+    def _delete(self, kind: str, ep: Any, ids: list[int]) -> None:
+        import pynetbox
+
+        for i in range(0, len(ids), CHUNK):
+            chunk = ids[i : i + CHUNK]
+            try:
+                self._call(kind, partial(ep.delete, chunk))
+            except pynetbox.RequestError as exc:
+                raise NetBoxError(
+                    [Problem(kind, f"NetBox refused to delete them: {_say(_refusal(exc)[0])}")]
+                ) from None
+            self.report.setdefault(kind, Tally()).deleted += len(chunk)
+
+    def remove(self, delete: bool) -> None:
+        """Every clusterloom cable, device and rack of the design's sites that the design no
+        longer has: tagged ``clusterloom-removed`` (once), or deleted when ``delete``; cables
+        first, then devices (NetBox deletes their interfaces with them), then racks."""
+        dcim = self.api.dcim
+        for kind, ep in (("cables", dcim.cables), ("devices", dcim.devices), ("racks", dcim.racks)):
+            gone = [
+                rec
+                for k, rec in sorted(self.have.get(kind, {}).items(), key=lambda kv: kv[1]["id"])
+                if k not in self.wanted.get(kind, set())
+                and self.tag[OURS] in (rec.get("tags") or [])
+            ]
+            tally = self.report.setdefault(kind, Tally())
+            if delete:
+                self._delete(kind, ep, [int(r["id"]) for r in gone])
+                continue
+            todo = [r for r in gone if self.tag[REMOVED] not in r["tags"]]
+            tally.unchanged += len(gone) - len(todo)
+            items = [
+                (
+                    str(r.get("name") or r.get("label") or r["id"]),
+                    {"id": r["id"], "tags": sorted({*r["tags"], self.tag[REMOVED]})},
+                )
+                for r in todo
+            ]
+            for i in range(0, len(items), CHUNK):
+                done = self._apply(kind, "tag", ep.update, items[i : i + CHUNK])
+                tally.tagged += sum(1 for d in done if d is not None)
+            if self.problems:
+                raise NetBoxError(self.problems)
+
+    def tags(self) -> None:
+        """The two tags, made once per NetBox."""
+        ep = self.api.extras.tags
+        have = self.fetch("tags", ep, lambda d: d["slug"])
+        want = (
+            (slug, slug, {"name": slug, "slug": slug, "color": color, "description": text})
+            for slug, color, text in (
+                (OURS, "2196f3", "made by clusterloom netbox push"),
+                (REMOVED, "9e9e9e", "pushed by clusterloom; the design pushed since lacks it"),
+            )
+        )
+        self.tag.update(self.sync("tags", ep, have, want))
+
+    def sites(self, rows: list[Row], design: dict[str, Any] | None) -> None:
+        """The design's sites, the one holding the design with its spec and fabrics."""
+        ep = self.api.dcim.sites
+        have = self.fetch("sites", ep, lambda d: d["name"])
+        want = []
+        for r in rows:
+            payload: dict[str, Any] = {f: r[f] for f in ("name", "slug", "status", "description")}
+            if design is not None and r["name"] == design["spec"]["name"]:
+                payload["custom_fields"] = {DESIGN_FIELD: design}
+            want.append((r["name"], r["name"], payload))
+        self.ids.setdefault("sites", {}).update(self.sync("sites", ep, have, want))
 
 
 def steps(folder: Path) -> Iterator[tuple[str, Path]]:
@@ -508,11 +684,45 @@ def steps(folder: Path) -> Iterator[tuple[str, Path]]:
             yield name, folder / name
 
 
-def push_files(folder: Path, api: Any) -> dict[str, Tally]:
+def design_record(outdir: Path) -> dict[str, Any] | None:
+    """What the site keeps of the design (custom field ``clusterloom_design``): the spec and
+    each fabric's family and planes, as ``design.json`` has them (``growth/netbox.py``)."""
+    path = outdir / "design.json"
+    if not path.is_file():
+        return None
+    doc = json.loads(path.read_text())
+    return {
+        "schema": "clusterloom.installed",
+        "spec_hash": doc.get("provenance", {}).get("spec_hash", ""),
+        "spec": doc["spec"],
+        "fabrics": [
+            {"name": f["name"], "family": f["family"], "planes": f["planes"]}
+            for f in doc["fabrics"]
+        ],
+    }
+
+
+#: The site's custom field holding :func:`design_record` (JSON, not searched or filtered).
+DESIGN_FIELD_ROW: Row = {
+    "name": DESIGN_FIELD,
+    "object_types": "dcim.site",
+    "type": "json",
+    "label": "clusterloom design",
+    "description": "the spec and fabrics clusterloom netbox push pushed (read by --installed)",
+    "search_weight": "0",
+    "filter_logic": "disabled",
+    "weight": "100",
+}
+
+
+def push_files(folder: Path, api: Any, *, delete_removed: bool = False) -> dict[str, Tally]:
     """Push the NetBox files in ``folder`` (``OUTDIR/netbox``) through ``api``."""
     p = Pusher(api)
     # one cheap authenticated request first: a bad URL or token is one line, not one per step
     p.fetch("netbox", api.dcim.manufacturers, lambda d: d["id"], name=["-"])
+    p.tags()
+    design = design_record(folder.parent)
+    cables: list[Row] = []
     for name, path in steps(folder):
         if name == "device_types.yaml":
             docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
@@ -521,9 +731,9 @@ def push_files(folder: Path, api: Any) -> dict[str, Tally]:
         rows = _rows(path)
         dcim = api.dcim
         if name == "custom_fields.csv":
-            p.custom_fields(rows)
+            p.custom_fields(rows + ([DESIGN_FIELD_ROW] if design is not None else []))
         elif name == "sites.csv":
-            p.named("sites", dcim.sites, rows, ("slug", "status", "description"))
+            p.sites(rows, design)
         elif name == "locations.csv":
             p.locations(rows)
         elif name == "rack_roles.csv":
@@ -539,12 +749,18 @@ def push_files(folder: Path, api: Any) -> dict[str, Tally]:
         elif name == "cable_bundles.csv":
             p.named("cable bundles", dcim.cable_bundles, rows, ("description",))
         elif name in ("cables_plant.csv", "cables.csv"):
-            p.cables(rows)
+            cables += rows  # the plant and the cords at once: a moved cable may be either
+    p.cables(cables)
+    p.remove(delete_removed)
     return p.report
 
 
-def push(outdir: str | Path, url: str, token: str) -> dict[str, Tally]:
-    """Push the NetBox objects of the design written to ``outdir`` into the NetBox at ``url``."""
+def push(
+    outdir: str | Path, url: str, token: str, *, delete_removed: bool = False
+) -> dict[str, Tally]:
+    """Push the NetBox objects of the design written to ``outdir`` into the NetBox at ``url``;
+    the clusterloom objects of its site it no longer has are tagged, or deleted when
+    ``delete_removed``."""
     try:
         import pynetbox
     except ImportError:
@@ -564,4 +780,4 @@ def push(outdir: str | Path, url: str, token: str) -> dict[str, Tally]:
     if not url.startswith(("http://", "https://")):
         raise NetBoxError([Problem("--url", f"{url!r} is not an http(s) URL")])
     api = pynetbox.api(url.rstrip("/"), token=token)
-    return push_files(folder, api)
+    return push_files(folder, api, delete_removed=delete_removed)

@@ -10,6 +10,8 @@ design written by ``clusterloom design -o DIR``:
   for a fabric too large for node-link files, ``cabling/cut_sheet.csv`` (every realized link);
 - ``placement/racks.csv`` (when the baseline was placed): the floor position of every rack.
 
+A NetBox the design was pushed to gives the same :class:`Installed` (``growth/netbox.py``).
+
 :func:`check_installed` refuses a baseline that does not match the spec that grows it, with a
 ``SpecError`` naming the object: another fabric family, planes removed, a fabric gone, a
 device, port or rack referenced twice.
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,7 @@ from clusterloom.fabric.stable import InstalledLinks
 from clusterloom.fabric.topology import Role
 from clusterloom.spec import ClusterSpec
 
-__all__ = ["Installed", "check_installed", "read_installed"]
+__all__ = ["Installed", "check_installed", "link_end", "read_installed"]
 
 _ROLE = {"host": Role.HOST, "leaf": Role.LEAF, "spine": Role.SPINE, "core": Role.CORE}
 
@@ -45,13 +47,18 @@ _ROLE = {"host": Role.HOST, "leaf": Role.LEAF, "spine": Role.SPINE, "core": Role
 class Installed:
     """A design as installed: its spec, every link by identity, every rack's position."""
 
-    directory: Path
+    #: where it was read: the run's directory, or ``NetBox URL site NAME``
+    source: str
     spec: ClusterSpec
     #: fabric name -> family and planes, as the baseline's design.json states them
     fabrics: dict[str, tuple[str, int]]
     links: dict[str, InstalledLinks]
     #: rack label (``holds``) -> floor position (the rack's name, ``b1-h1-r01-p07``)
     racks: dict[str, str]
+    #: where the rack positions were read (named in a finding about them)
+    racks_from: str = ""
+    #: objects read but not taken (NetBox: not created by clusterloom), by kind
+    ignored: dict[str, int] = field(default_factory=dict)
 
 
 def _json(path: Path) -> Any:
@@ -144,12 +151,26 @@ def _as_links(fabric: str, rows: list[tuple[int, ...]]) -> InstalledLinks:
     )
 
 
+def link_end(
+    device: str, port: str, breakout: dict[str, int], hosts_per_node: int
+) -> tuple[int, int, int, int]:
+    """The identity (role, plane, index, port) of a link end by its device and interface
+    names: ``gpu{g}p{k}`` of a server is host ``node * hosts_per_node + g`` (a backend),
+    ``fe{k}`` the node itself (a frontend). ``ValueError``/``KeyError`` on a name that is not
+    clusterloom's."""
+    if device.startswith("node"):
+        node = parse_server_name(device)
+        gpu, k = parse_host_port(port)
+        return (Role.HOST, -1, node if gpu is None else node * hosts_per_node + gpu, k)
+    _, plane, r, index = parse_switch_name(device)
+    return (_ROLE[r], plane, index, parse_switch_port(port, breakout[r]))
+
+
 def _links_from_cut_sheet(
     path: Path, fabric: str, breakout: dict[str, int], hosts_per_node: int
 ) -> InstalledLinks:
     """A fabric's links from ``cabling/cut_sheet.csv`` (a baseline too large for node-link
-    files): servers and their ports turned back into hosts (``gpu{g}p{k}``: host
-    ``node * hosts_per_node + g`` on a backend; ``fe{k}``: the node on a frontend)."""
+    files): servers and their ports turned back into hosts (:func:`link_end`)."""
     rows: list[tuple[int, ...]] = []
     problems: list[Problem] = []
     seen: set[tuple[str, str]] = set()
@@ -165,14 +186,7 @@ def _links_from_cut_sheet(
                     problems.append(Problem(f"{where}:{device}:{port}", "port referenced twice"))
                 seen.add((device, port))
                 try:
-                    if device.startswith("node"):
-                        node = parse_server_name(device)
-                        gpu, k = parse_host_port(port)
-                        host = node if gpu is None else node * hosts_per_node + gpu
-                        ends.append((Role.HOST, -1, host, k))
-                    else:
-                        _, plane, r, index = parse_switch_name(device)
-                        ends.append((_ROLE[r], plane, index, parse_switch_port(port, breakout[r])))
+                    ends.append(link_end(device, port, breakout, hosts_per_node))
                 except (ValueError, KeyError) as exc:
                     problems.append(Problem(f"{where}:{device}:{port}", f"bad end: {exc}"))
             if len(ends) == 2:
@@ -232,7 +246,8 @@ def read_installed(directory: str | Path) -> Installed:
             raise SpecError(
                 [Problem(str(path), "the installed baseline has no links of this fabric")]
             )
-    return Installed(root, spec, fabrics, links, _racks(root / "placement" / "racks.csv"))
+    racks = root / "placement" / "racks.csv"
+    return Installed(str(root), spec, fabrics, links, _racks(racks), str(racks))
 
 
 def check_installed(installed: Installed, spec: ClusterSpec) -> None:

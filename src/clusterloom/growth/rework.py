@@ -252,7 +252,7 @@ def measure(new: Design, baseline: Design, installed: Installed) -> Growth:
         )
     else:
         plan = _topology_plan(plan_id, baseline, new, old_names, new_names, new_racks, moves)
-    return Growth(str(installed.directory), baseline, change, moves, tuple(moved), rework, plan)
+    return Growth(installed.source, baseline, change, moves, tuple(moved), rework, plan)
 
 
 def _topology_plan(
