@@ -92,7 +92,8 @@ class Reach:
     target: Attachment | None
 
 
-def _table_of(plan: InterconnectPlan, a: Attachment, family: int) -> int | None:
+def table_of(plan: InterconnectPlan, a: Attachment, family: int) -> int | None:
+    """The table the policy rule of ``a``'s interface selects (None: no rule, or several)."""
     tables = {
         r.table for r in plan.rules if (r.node, r.iif, r.family) == (a.node, a.ifname, family)
     }
@@ -103,7 +104,8 @@ def _by_dev(plan: InterconnectPlan, node: str, dev: str) -> Attachment | None:
     return next((a for a in plan.attachments if (a.node, a.ifname) == (node, dev)), None)
 
 
-def _delivered(plan: InterconnectPlan, r: TenantRoute, svc: Service) -> Attachment | None:
+def delivered_to(plan: InterconnectPlan, r: TenantRoute, svc: Service) -> Attachment | None:
+    """The router ``svc`` hands route ``r``'s prefix to (None: none)."""
     if svc.behavior == "End.DT6":
         net = ipaddress.ip_network(r.prefix)
         for local in plan.routes:
@@ -123,7 +125,7 @@ def reachability(plan: InterconnectPlan) -> list[Reach]:
     out: list[Reach] = []
     for a in plan.attachments:
         for family in (6, 4):
-            table = _table_of(plan, a, family)
+            table = table_of(plan, a, family)
             for r in plan.routes:
                 if (r.node, r.table, r.family) != (a.node, table, family):
                     continue
@@ -131,7 +133,7 @@ def reachability(plan: InterconnectPlan) -> list[Reach]:
                     out.append(Reach(a, r, _by_dev(plan, a.node, r.dev)))
                     continue
                 _, svc = walk(plan, a.node, r.segments)
-                out.append(Reach(a, r, None if svc is None else _delivered(plan, r, svc)))
+                out.append(Reach(a, r, None if svc is None else delivered_to(plan, r, svc)))
     return out
 
 
