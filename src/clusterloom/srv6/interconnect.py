@@ -299,8 +299,8 @@ def _explicit_sid(
         problems.append(
             Problem(
                 where,
-                f"{text} is not in node {node.name!r}'s locator {to_text(node.locator)}/"
-                f"{fmt.block_bits + u} (its uSID is {active}, the node's {node.usid})",
+                f"{text} is not in the locator {to_text(node.locator)}/"
+                f"{fmt.block_bits + u} of node {node.name!r} (its uSID is {active}, the node's {node.usid})",
             )
         )
     elif not fmt.global_limit < function < 1 << u or sid & ((1 << low) - 1):
