@@ -143,7 +143,8 @@ def test_the_explicit_list_is_honoured_and_the_fallback_is_link_disjoint_and_sho
 def test_an_explicit_fallback_is_honoured_and_none_means_none() -> None:
     given = _ring(
         6,
-        policies="  policies:\n    - {name: p, tenant: t, from: a, to: c, via: [b], fallback: [e]}\n",
+        policies="  policies:\n    - {name: p, tenant: t, from: a, to: c, via: [b], "
+        "fallback: [e]}\n",
     )
     (p,) = _plan(given).policies
     assert p.fallback_via == ("e",)

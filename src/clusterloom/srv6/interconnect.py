@@ -300,7 +300,8 @@ def _explicit_sid(
             Problem(
                 where,
                 f"{text} is not in the locator {to_text(node.locator)}/"
-                f"{fmt.block_bits + u} of node {node.name!r} (its uSID is {active}, the node's {node.usid})",
+                f"{fmt.block_bits + u} of node {node.name!r} (its uSID is {active}, the "
+                f"node's {node.usid})",
             )
         )
     elif not fmt.global_limit < function < 1 << u or sid & ((1 << low) - 1):
