@@ -12,11 +12,14 @@ The lab interconnect (``interconnect_verify.LAB_INTERCONNECT``)::
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from clusterloom.cli.main import app
@@ -285,3 +288,37 @@ def test_the_command_writes_one_file_per_node_and_the_plan(tmp_path: Path) -> No
     result = runner.invoke(app, ["srv6", "interconnect", str(spec)])
     assert result.exit_code == 2
     assert "interconnect: the spec has no interconnect section" in result.output
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    block=st.sampled_from(["fcbb:bc00::/32", "fcbb::/16", "fcbb:bc00::/33", "10.0.0.0/8", "x"]),
+    usid_bits=st.sampled_from([8, 16, 24, 32]),
+    links=st.sampled_from(["fd00:0:20::/64", "fd00::/126", "100.64.0.0/24", "fcbb:bc00::/48"]),
+    links4=st.sampled_from(["100.64.0.0/22", "100.64.0.0/31", "fd00::/64", "2001:db8:1::/48"]),
+    sid=st.one_of(
+        st.none(),
+        st.text(alphabet="0123456789abcdef:/.xz", max_size=24),
+        st.sampled_from(["fcbb:bc00:1:e000::", "::"]),
+    ),
+)
+def test_any_addressing_is_planned_or_refused_as_bad_input(
+    block: str, usid_bits: int, links: str, links4: str, sid: str | None
+) -> None:
+    """Whatever the block, uSID length, link prefixes and SID: a plan, or SpecError."""
+    head = (
+        f"interconnect:\n  block: {json.dumps(block)}\n  usid_bits: {usid_bits}\n"
+        f"  links_prefix: {json.dumps(links)}\n  links4_prefix: {json.dumps(links4)}\n"
+    )
+    section = head + LAB_INTERCONNECT.removeprefix("interconnect:\n")
+    if sid is not None:
+        section = section.replace(
+            '{node: edge1, prefixes: ["2001:db8:1::/48"]}',
+            f'{{node: edge1, prefixes: ["2001:db8:1::/48"], sid: {json.dumps(sid)}}}',
+        )
+    try:
+        plan = _plan(section)
+    except SpecError as exc:
+        assert exc.problems and all(p.where.startswith("interconnect") for p in exc.problems)
+    else:
+        assert isolation_findings(plan) == []

@@ -622,6 +622,7 @@ def plan_interconnect(spec: InterconnectSpec) -> InterconnectPlan:
     """The interconnect's SRv6 plan; SpecError (naming the field and the numbers) when the
     block cannot hold it, a SID or prefix collides, or a policy or tenant cannot be routed."""
     fmt, block = _format(spec)
+    base6, _ = _link_space(spec, 0)
     if found := _underlay_overlaps(spec):
         raise SpecError(found)
     usids = _node_usids(spec, fmt)
@@ -629,7 +630,6 @@ def plan_interconnect(spec: InterconnectSpec) -> InterconnectPlan:
         n.name: Node(n.name, n.role, u, container(block, fmt, [u]))
         for n, u in zip(spec.nodes, usids, strict=True)
     }
-    base6, _ = _link_space(spec, 0)
     links = tuple(
         Link(k.a, k.b, base6 + 2 * i, base6 + 2 * i + 1) for i, k in enumerate(spec.links)
     )
