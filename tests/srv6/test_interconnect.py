@@ -322,3 +322,16 @@ def test_any_addressing_is_planned_or_refused_as_bad_input(
         assert exc.problems and all(p.where.startswith("interconnect") for p in exc.problems)
     else:
         assert isolation_findings(plan) == []
+
+
+def test_the_documented_section_plans() -> None:
+    """docs/spec.md's interconnect example is a valid section and plans as it says."""
+    text = (Path(__file__).parents[2] / "docs" / "spec.md").read_text()
+    section = text.split("## The interconnect section")[1].split("```yaml\n")[1].split("```")[0]
+    plan = _plan(section)
+    assert plan.node("wan1").usid == 9 and plan.node("edge2").usid == 2
+    by = {(s.tenant, s.node, s.behavior): to_text(s.sid) for s in plan.services}
+    assert by[("blue", "edge2", "End.DX6")] == "fcbb:bc00:2:e000::"  # given
+    assert by[("blue", "edge2", "End.DX4")] == "fcbb:bc00:2:e001::"  # the next free
+    assert plan.policies[0].fallback == ("edge1", "edge2")
+    assert isolation_findings(plan) == []
