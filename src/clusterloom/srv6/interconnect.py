@@ -36,7 +36,15 @@ from typing import Literal
 
 from clusterloom.errors import Problem, SpecError
 from clusterloom.spec.interconnect import AttachmentSpec, InterconnectSpec, PolicySpec
-from clusterloom.srv6.encoding import ADDRESS_BITS, Format, block_value, container, pack, to_text
+from clusterloom.srv6.encoding import (
+    ADDRESS_BITS,
+    Format,
+    block_value,
+    container,
+    pack,
+    parse_prefix,
+    to_text,
+)
 
 PRIMARY_METRIC = 100
 FALLBACK_METRIC = 200
@@ -224,7 +232,7 @@ def _edges(path: tuple[str, ...]) -> set[frozenset[str]]:
 
 
 def _format(spec: InterconnectSpec) -> tuple[Format, int]:
-    block, bits = _parse6(spec.block, "interconnect.block")
+    block, bits = parse_prefix(spec.block, "interconnect.block")
     fmt = Format(bits, spec.usid_bits)
     found = [
         Problem(p.where.replace("interconnect.block_bits", "interconnect.block"), p.message)
@@ -241,14 +249,6 @@ def _format(spec: InterconnectSpec) -> tuple[Format, int]:
     if found:
         raise SpecError(found)
     return fmt, block
-
-
-def _parse6(text: str, where: str) -> tuple[int, int]:
-    try:
-        net = ipaddress.IPv6Network(text, strict=True)
-    except ValueError as exc:
-        raise SpecError([Problem(where, f"{text!r} is not an IPv6 prefix ({exc})")]) from exc
-    return int(net.network_address), net.prefixlen
 
 
 def _node_usids(spec: InterconnectSpec, fmt: Format) -> list[int]:
@@ -318,7 +318,7 @@ def _explicit_sid(
 
 
 def _link_space(spec: InterconnectSpec, n_attach: int) -> tuple[int, int]:
-    base6, len6 = _parse6(spec.links_prefix, "interconnect.links_prefix")
+    base6, len6 = parse_prefix(spec.links_prefix, "interconnect.links_prefix")
     try:
         net4 = ipaddress.IPv4Network(spec.links4_prefix, strict=True)
     except ValueError as exc:
