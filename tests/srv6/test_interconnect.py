@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -335,3 +336,26 @@ def test_the_documented_section_plans() -> None:
     assert by[("blue", "edge2", "End.DX4")] == "fcbb:bc00:2:e001::"  # the next free
     assert plan.policies[0].fallback == ("edge1", "edge2")
     assert isolation_findings(plan) == []
+
+
+def test_a_section_implying_too_many_routes_is_refused_before_planning() -> None:
+    """60 attachments of one tenant x 30 prefixes each: 60 x 1,800 = 108,000 routes."""
+    section = {
+        "nodes": [{"name": f"n{i}"} for i in range(60)],
+        "links": [{"a": f"n{i}", "b": f"n{i + 1}"} for i in range(59)],
+        "tenants": [
+            {
+                "name": "t",
+                "attachments": [
+                    {"node": f"n{i}", "prefixes": [f"2001:db8:{i:x}:{j:x}::/64" for j in range(30)]}
+                    for i in range(60)
+                ],
+            }
+        ],
+    }
+    with pytest.raises(SpecError) as err:
+        parse_spec(LAB_SPEC + yaml.safe_dump({"interconnect": section}))
+    assert str(err.value) == (
+        "interconnect.tenants: 108,000 tenant routes (attachments x their tenant's prefixes), "
+        "more than 100,000; split the interconnect"
+    )

@@ -37,6 +37,9 @@ TenantName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
 TableId = Annotated[int, Field(ge=1, le=2**31 - 1)]
 RESERVED_TABLES = (253, 254, 255)
 MAX_ENTRIES = 4096
+#: tenant routes a section may imply (every attachment's table holds its tenant's other
+#: prefixes, a policy's fallback once more): 40,000 are planned and checked in about 5 s here
+MAX_TENANT_ROUTES = 100_000
 
 
 class NodeSpec(SpecModel):
@@ -194,4 +197,25 @@ def interconnect_problems(spec: InterconnectSpec) -> list[Problem]:
     out += _unique(pairs, "interconnect.links", "link")
     out += _tenant_problems(spec, nodes)
     out += _policy_problems(spec, nodes)
+    routes = _route_count(spec)
+    if routes > MAX_TENANT_ROUTES:
+        out.append(
+            Problem(
+                "interconnect.tenants",
+                f"{routes:,} tenant routes (attachments x their tenant's prefixes), more than "
+                f"{MAX_TENANT_ROUTES:,}; split the interconnect",
+            )
+        )
     return out
+
+
+def _route_count(spec: InterconnectSpec) -> int:
+    """Routes the tenant tables will hold: per tenant, each attachment's table holds every
+    prefix of the others (and its own, at most); a policy adds its destination's once more."""
+    total = 0
+    prefixes: dict[tuple[str, str], int] = {}
+    for t in spec.tenants:
+        count = sum(len(a.prefixes) for a in t.attachments)
+        total += len(t.attachments) * count
+        prefixes |= {(t.name, a.node): len(a.prefixes) for a in t.attachments}
+    return total + sum(prefixes.get((p.tenant, p.to), 0) for p in spec.policies)

@@ -31,6 +31,7 @@ import ipaddress
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import pairwise
 from typing import Literal
 
@@ -173,8 +174,56 @@ class InterconnectPlan:
     def service_bits(self) -> int:
         return self.fmt.block_bits + 2 * self.fmt.usid_bits
 
+    @cached_property
+    def _by_name(self) -> dict[str, Node]:
+        return {n.name: n for n in self.nodes}
+
+    @cached_property
+    def _services_at(self) -> dict[tuple[str, int], Service]:
+        low = ADDRESS_BITS - self.service_bits
+        return {(s.node, s.sid >> low): s for s in self.services}
+
+    @cached_property
+    def _routes_in(self) -> dict[tuple[str, int, int], list[TenantRoute]]:
+        out: dict[tuple[str, int, int], list[TenantRoute]] = {}
+        for r in self.routes:
+            out.setdefault((r.node, r.table, r.family), []).append(r)
+        return out
+
+    @cached_property
+    def _attached(self) -> dict[tuple[str, str], Attachment]:
+        out = {(a.node, a.ifname): a for a in self.attachments}
+        out |= {(a.node, to_text(a.router_address)): a for a in self.attachments}
+        out |= {(a.node, a.router_address4): a for a in self.attachments}
+        return out
+
+    @cached_property
+    def _locals(self) -> dict[tuple[str, int], list[tuple[str, str]]]:
+        out: dict[tuple[str, int], list[tuple[str, str]]] = {}
+        for r in self.routes:
+            if not r.segments and r.family == 6:
+                out.setdefault((r.node, r.table), []).append((r.prefix, r.dev))
+        return out
+
+    def local_routes(self, node: str, table: int | None) -> list[tuple[str, str]]:
+        """The local IPv6 routes (prefix, interface) of tenant table ``table`` at ``node``."""
+        return [] if table is None else self._locals.get((node, table), [])
+
     def node(self, name: str) -> Node:
-        return next(n for n in self.nodes if n.name == name)
+        return self._by_name[name]
+
+    def attachment_at(self, node: str, key: str | None) -> Attachment | None:
+        """The attachment of ``node`` on interface ``key``, or whose router has address
+        ``key`` (IPv6 text as ``to_text`` writes it, or IPv4)."""
+        return None if key is None else self._attached.get((node, key))
+
+    def service_at(self, node: str, address: int) -> Service | None:
+        """The service SID of ``node`` whose ``/(LBL+2*LNFL)`` route ``address`` matches."""
+        return self._services_at.get((node, address >> (ADDRESS_BITS - self.service_bits)))
+
+    def table(self, node: str, table: int | None, family: int) -> list[TenantRoute]:
+        """The routes of tenant table ``table`` of ``family`` at ``node``."""
+        return [] if table is None else self._routes_in.get((node, table, family), [])
 
     def links_of(self, name: str) -> list[Link]:
         return sorted((k for k in self.links if name in (k.a, k.b)), key=lambda k: k.ifname(name))
@@ -583,6 +632,9 @@ def _tables(
     ctx: _Ctx, atts: list[Attachment], services: list[Service]
 ) -> tuple[list[TenantRoute], list[Rule]]:
     by_att = {(s.node, s.attachment, s.behavior == "End.DX4"): s for s in services}
+    by_tenant: dict[str, list[Attachment]] = {}
+    for a in atts:
+        by_tenant.setdefault(a.tenant, []).append(a)
     routes: list[TenantRoute] = []
     rules: list[Rule] = []
     for a in atts:
@@ -591,8 +643,8 @@ def _tables(
         if a.ipv6 == "dt6":
             via = to_text(a.router_address)
             routes += [TenantRoute(a.node, a.table, 6, p, a.ifname, via=via) for p in a.prefixes6]
-        for b in atts:
-            if b.tenant != a.tenant or b is a:
+        for b in by_tenant[a.tenant]:
+            if b is a:
                 continue
             for four in (False, True):
                 svc = by_att.get((b.node, b.ifname, four))

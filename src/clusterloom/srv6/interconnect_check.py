@@ -18,7 +18,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from clusterloom.findings import Finding, Severity
-from clusterloom.srv6.encoding import ADDRESS_BITS, block_value, next_csid, to_text
+from clusterloom.srv6.encoding import ADDRESS_BITS, block_value, next_csid
 from clusterloom.srv6.interconnect import (
     PRIMARY_METRIC,
     Attachment,
@@ -39,14 +39,6 @@ class Hop:
     segments_left: int | None
 
 
-def _service_at(plan: InterconnectPlan, node: str, address: int) -> Service | None:
-    low = ADDRESS_BITS - plan.service_bits
-    for s in plan.services:
-        if s.node == node and s.sid >> low == address >> low:
-            return s
-    return None
-
-
 def walk(
     plan: InterconnectPlan, start: str, segments: tuple[int, ...]
 ) -> tuple[list[Hop], Service | None]:
@@ -60,7 +52,7 @@ def walk(
     shift = ADDRESS_BITS - plan.locator_bits
     mask = (1 << fmt.usid_bits) - 1
     for _ in range(4 * len(plan.nodes) + fmt.capacity * len(segments)):
-        svc = _service_at(plan, at, da)
+        svc = plan.service_at(at, da)
         if svc is not None:
             return hops, svc
         if da >> shift == plan.node(at).locator >> shift:  # End with NEXT-C-SID
@@ -100,24 +92,21 @@ def table_of(plan: InterconnectPlan, a: Attachment, family: int) -> int | None:
     return tables.pop() if len(tables) == 1 else None
 
 
-def _by_dev(plan: InterconnectPlan, node: str, dev: str) -> Attachment | None:
-    return next((a for a in plan.attachments if (a.node, a.ifname) == (node, dev)), None)
-
-
 def delivered_to(plan: InterconnectPlan, r: TenantRoute, svc: Service) -> Attachment | None:
     """The router ``svc`` hands route ``r``'s prefix to (None: none)."""
     if svc.behavior == "End.DT6":
-        net = ipaddress.ip_network(r.prefix)
-        for local in plan.routes:
-            if (local.node, local.table, local.family) != (svc.node, svc.table, 6):
-                continue
-            if not local.segments and net.subnet_of(ipaddress.ip_network(local.prefix)):  # type: ignore[arg-type]
-                return _by_dev(plan, svc.node, local.dev)
+        if r.family != 6:
+            return None  # an IPv4 packet at an End.DT6: dropped
+        routes = plan.local_routes(svc.node, svc.table)
+        exact = next((dev for prefix, dev in routes if prefix == r.prefix), None)
+        if exact is not None:  # the usual case, without parsing
+            return plan.attachment_at(svc.node, exact)
+        net = ipaddress.IPv6Network(r.prefix)
+        for prefix, dev in routes:
+            if net.subnet_of(ipaddress.IPv6Network(prefix)):
+                return plan.attachment_at(svc.node, dev)
         return None
-    for a in plan.attachments:
-        if a.node == svc.node and svc.next_hop in (to_text(a.router_address), a.router_address4):
-            return a
-    return None
+    return plan.attachment_at(svc.node, svc.next_hop)
 
 
 def reachability(plan: InterconnectPlan) -> list[Reach]:
@@ -126,11 +115,9 @@ def reachability(plan: InterconnectPlan) -> list[Reach]:
     for a in plan.attachments:
         for family in (6, 4):
             table = table_of(plan, a, family)
-            for r in plan.routes:
-                if (r.node, r.table, r.family) != (a.node, table, family):
-                    continue
+            for r in plan.table(a.node, table, family):
                 if not r.segments:
-                    out.append(Reach(a, r, _by_dev(plan, a.node, r.dev)))
+                    out.append(Reach(a, r, plan.attachment_at(a.node, r.dev)))
                     continue
                 _, svc = walk(plan, a.node, r.segments)
                 out.append(Reach(a, r, None if svc is None else delivered_to(plan, r, svc)))
@@ -138,6 +125,8 @@ def reachability(plan: InterconnectPlan) -> list[Reach]:
 
 
 def _owns(a: Attachment, prefix: str) -> bool:
+    if prefix in a.prefixes6 or prefix in a.prefixes4:
+        return True
     net = ipaddress.ip_network(prefix)
     mine = a.prefixes6 if net.version == 6 else a.prefixes4
     return any(net.subnet_of(ipaddress.ip_network(p)) for p in mine)  # type: ignore[arg-type]
