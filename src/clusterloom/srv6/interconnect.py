@@ -318,7 +318,11 @@ def _node_usids(spec: InterconnectSpec, fmt: Format) -> list[int]:
             )
     if len(spec.nodes) > limit:
         problems.append(
-            Problem("interconnect.nodes", f"{len(spec.nodes)} nodes, {limit} global uSIDs")
+            Problem(
+                "interconnect.nodes",
+                f"{len(spec.nodes)} nodes, more than the {limit} global {fmt.usid_bits}-bit "
+                "uSIDs; use longer uSIDs",
+            )
         )
     if problems:
         raise SpecError(problems)
