@@ -132,6 +132,9 @@ def register(
     _register_tables(group, guard, load, out)
     _register_render(group, guard, load, out, writing)
     _register_verify(group, guard, out, err)
+    from clusterloom.cli.srv6_interconnect import register_interconnect
+
+    register_interconnect(group, guard, load, out, err, writing)
 
 
 def _print_summary(out: Console, s: dict[str, Any]) -> None:

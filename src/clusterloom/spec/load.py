@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from clusterloom.errors import Problem, SpecError
 from clusterloom.spec.growth import frozen_problems
+from clusterloom.spec.interconnect import interconnect_problems
 from clusterloom.spec.job import JobSpec, ScheduleError, plan_of
 from clusterloom.spec.limits import MAX_SPEC_BYTES, check_yaml_shape
 from clusterloom.spec.models import LINK_TIERS, SWITCH_ROLES, ClusterSpec, FabricSpec
@@ -420,6 +421,8 @@ def check_spec(spec: ClusterSpec) -> list[Problem]:
         problems += scenario_problems(spec.scenario)
         if spec.scenario.traffic == "step" and spec.job is None:
             problems.append(Problem("scenario.traffic", "step traffic needs a job section"))
+    if spec.interconnect is not None:
+        problems += interconnect_problems(spec.interconnect)
     return problems
 
 

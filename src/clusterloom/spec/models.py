@@ -18,6 +18,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from clusterloom.spec._base import SpecModel
 from clusterloom.spec.catalog import Catalog, builtin_catalog
 from clusterloom.spec.growth import GrowthSpec
+from clusterloom.spec.interconnect import InterconnectSpec
 from clusterloom.spec.job import JobSpec
 from clusterloom.spec.limits import (
     Accelerators,
@@ -204,6 +205,7 @@ class ClusterSpec(SpecModel):
     scenario: ScenarioSpec | None = None
     site: SiteSpec | None = None
     growth: GrowthSpec | None = None
+    interconnect: InterconnectSpec | None = None
 
     def resolved_catalog(self) -> Catalog:
         """The built-in catalog with this spec's overrides applied."""
