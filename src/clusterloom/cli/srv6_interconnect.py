@@ -99,18 +99,10 @@ def register_interconnect(
         and its delivery, fail the TE policy's primary link and check its fallback (root)."""
 
         def run() -> int:
+            from clusterloom.cli.srv6 import print_report
             from clusterloom.srv6.interconnect_verify import verify_interconnect
 
             report = verify_interconnect(lambda line: out.print(line, soft_wrap=True))
-            if verbose:
-                for line in report.checked:
-                    out.print(f"  ok: {line}", soft_wrap=True)
-            for line in report.problems:
-                err.print(f"failed: {line}", soft_wrap=True)
-            out.print(
-                f"{len(report.checked):,} checks held, {len(report.problems):,} failed",
-                soft_wrap=True,
-            )
-            return 1 if report.problems else 0
+            return print_report(report, verbose, out, err)
 
         raise typer.Exit(guard(run))
