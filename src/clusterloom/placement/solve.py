@@ -43,6 +43,7 @@ from clusterloom.errors import Problem, SpecError
 from clusterloom.placement.bounds import campus_path_bound, hall_grid, hall_lp_bound
 from clusterloom.placement.demand import COMPUTE, Demand, Unit, plane_key
 from clusterloom.placement.floor import FREE, FloorPlan
+from clusterloom.placement.improve import polish
 from clusterloom.spec.site import SiteSpec
 from clusterloom.units import to_kilowatts, to_megawatts
 
@@ -1278,11 +1279,16 @@ def place_hall(
             return placed, SolveStats(
                 floor.hall_names[h], "feasible", len(units), cable_m, min(pair_bound, cable_m)
             )
+        objective = float(solver.objective_value) / DM
+        if status != cp_model.OPTIMAL:  # CP-SAT stopped at its effort: a local search follows
+            placed, objective = _polish(
+                floor, demand, site, h, pos, units, starts, links, placed, objective
+            )
         return placed, SolveStats(
             floor.hall_names[h],
             _status(status),
             len(units),
-            float(solver.objective_value) / DM,
+            objective,
             max(float(solver.best_objective_bound) / DM, pair_bound),
         )
     if hint is not None and status != cp_model.INFEASIBLE:
@@ -1290,14 +1296,45 @@ def place_hall(
         # bound; it keeps every rule but perhaps a layer's spread over feeds, which the
         # validators report as an error finding if so
         placed = {u: int(pos[s]) for u, s in hint.items()}
+        placed, objective = _polish(
+            floor,
+            demand,
+            site,
+            h,
+            pos,
+            units,
+            starts,
+            links,
+            placed,
+            _objective_m(floor, demand, h, placed, links),
+        )
         return placed, SolveStats(
             floor.hall_names[h],
             "heuristic",
             len(units),
-            _objective_m(floor, demand, h, placed, links),
+            objective,
             max(0.0, float(solver.best_objective_bound) / DM, pair_bound),
         )
     raise SpecError(_diagnose_hall(floor, demand, site, h, units, links, starts, status, pins))
+
+
+def _polish(
+    floor: FloorPlan,
+    demand: Demand,
+    site: SiteSpec,
+    h: int,
+    pos: NDArray[np.int64],
+    units: list[int],
+    starts: dict[int, list[int]],
+    links: dict[tuple[int, int], int],
+    placed: dict[int, int],
+    objective: float,
+) -> tuple[dict[int, int], float]:
+    """:func:`~clusterloom.placement.improve.polish` with this model's grid and pitch."""
+    pitch = _pitch_dm(floor, pos)
+    return polish(
+        floor, demand, site, h, units, starts, links, placed, objective, dm=DM, pitch_dm=pitch
+    )
 
 
 def _complete_hint(hm: _HallModel, hint: dict[int, int], site: SiteSpec) -> None:
