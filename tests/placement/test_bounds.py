@@ -14,7 +14,6 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clusterloom.fabric import design_fabric, fabric_names
 from clusterloom.placement import solve as S
 from clusterloom.placement.bounds import (
     CAMPUS_IGNORES,
@@ -28,9 +27,8 @@ from clusterloom.placement.bounds import (
 )
 from clusterloom.placement.demand import Demand
 from clusterloom.placement.floor import FloorPlan
-from clusterloom.placement.stage import _checked_demand
 from clusterloom.spec import SiteSpec, parse_spec
-from helpers import MINIMAL_SPEC, spec_dict
+from helpers import MINIMAL_SPEC, hall_case, spec_dict
 
 Links = dict[tuple[int, int], int]
 
@@ -173,7 +171,6 @@ def test_two_racks_cannot_share_the_position_by_the_door() -> None:
 def _hall_case(
     base: str, rows: int, per_row: int, blocked: int, keep: int
 ) -> tuple[SiteSpec, FloorPlan, Demand, list[int], Links]:
-    doc = yaml.safe_load(base)
     hall = {
         "name": "h1",
         "width_m": 40,
@@ -181,19 +178,10 @@ def _hall_case(
         "template": {"rows": rows, "positions_per_row": per_row, "pitch_m": 0.6},
         "blocked": [f"r01/p{i + 1:02d}" for i in range(blocked)],
     }
-    doc["site"] = {"buildings": [{"name": "b1", "halls": [hall]}], "solver": {"hall_effort": 20}}
-    spec = parse_spec(yaml.safe_dump(doc))
-    fabrics = tuple(design_fabric(spec, f, compare=False) for f in fabric_names(spec))
-    assert spec.site is not None
-    floor, demand = _checked_demand(spec, spec.site, fabrics)
-    ends = [
-        (dev.node_rack[fd.topology.link_src], dev.node_rack[fd.topology.link_dst])
-        for dev, fd in zip(demand.devices, fabrics, strict=True)
-    ]
-    links = S.unit_links(demand, ends)
+    site, floor, demand, links = hall_case(base, hall, solver={"hall_effort": 20})
     # the hall model of the first ``keep`` units; the others' links leave the hall by the door
     units = list(range(min(keep, len(demand.units))))
-    return spec.site, floor, demand, units, links
+    return site, floor, demand, units, links
 
 
 @settings(max_examples=15, deadline=None)

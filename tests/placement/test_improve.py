@@ -9,14 +9,12 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clusterloom.fabric import design_fabric, fabric_names
 from clusterloom.placement import solve as S
 from clusterloom.placement.demand import Demand
 from clusterloom.placement.floor import FloorPlan
 from clusterloom.placement.improve import _cable, _Hall, _valid, improve_singles, polish
-from clusterloom.placement.stage import _checked_demand
-from clusterloom.spec import SiteSpec, parse_spec
-from helpers import MINIMAL_SPEC, spec_dict
+from clusterloom.spec import SiteSpec
+from helpers import MINIMAL_SPEC, hall_case, spec_dict
 
 Links = dict[tuple[int, int], int]
 
@@ -24,20 +22,11 @@ Links = dict[tuple[int, int], int]
 def _case(
     base: str, template: dict[str, object], blocked: list[str] | None = None
 ) -> tuple[SiteSpec, FloorPlan, Demand, list[int], Links]:
-    doc = yaml.safe_load(base)
     hall = {"name": "h1", "width_m": 40, "depth_m": 30, "template": template, "door_m": [0, 0]}
     if blocked:
         hall["blocked"] = blocked
-    doc["site"] = {"buildings": [{"name": "b1", "halls": [hall]}]}
-    spec = parse_spec(yaml.safe_dump(doc))
-    fabrics = tuple(design_fabric(spec, f, compare=False) for f in fabric_names(spec))
-    assert spec.site is not None
-    floor, demand = _checked_demand(spec, spec.site, fabrics)
-    ends = [
-        (dev.node_rack[fd.topology.link_src], dev.node_rack[fd.topology.link_dst])
-        for dev, fd in zip(demand.devices, fabrics, strict=True)
-    ]
-    return spec.site, floor, demand, list(range(len(demand.units))), S.unit_links(demand, ends)
+    site, floor, demand, links = hall_case(base, hall)
+    return site, floor, demand, list(range(len(demand.units))), links
 
 
 def _rules_hold(
@@ -71,9 +60,7 @@ def test_a_bad_start_reaches_the_known_optimum() -> None:
     hall = _Hall(floor, demand, site, 0, pos, units, links, S.DM)
     assert _cable(hall, start, links) == pytest.approx(48.0)
     pitch = S._pitch_dm(floor, pos)
-    out = improve_singles(
-        floor, demand, site, 0, pos, units, starts, links, start, dm=S.DM, pitch_dm=pitch
-    )
+    out = improve_singles(hall, starts, links, start, pitch)
     assert out[role["leaf"]] == 1
     assert _cable(hall, out, links) == pytest.approx(32.0)
     placed = {u: int(pos[a]) for u, a in start.items()}
@@ -101,9 +88,7 @@ def test_rows_are_exchanged_to_bring_the_racks_to_the_door() -> None:
     start = {u: 3 + i for i, u in enumerate(units)}  # the far row (y farther from the door)
     hall = _Hall(floor, demand, site, 0, pos, units, links, S.DM)
     pitch = S._pitch_dm(floor, pos)
-    out = improve_singles(
-        floor, demand, site, 0, pos, units, starts, links, start, dm=S.DM, pitch_dm=pitch
-    )
+    out = improve_singles(hall, starts, links, start, pitch)
     assert _cable(hall, out, links) < _cable(hall, start, links)
     assert all(a < 3 for a in out.values())  # all in the row by the door
     assert _valid(hall, out, starts, pitch)
@@ -144,9 +129,7 @@ def test_never_worse_and_every_rule_kept(rows: int, per_row: int, blocked: int, 
         trial = {**start, u: start[v], v: start[u]}
         if _valid(hall, trial, starts, pitch):
             start = trial
-    out = improve_singles(
-        floor, demand, site, 0, pos, units, starts, links, start, dm=S.DM, pitch_dm=pitch
-    )
+    out = improve_singles(hall, starts, links, start, pitch)
     assert _cable(hall, out, links) <= _cable(hall, start, links) + 1e-9
     if _valid(hall, start, starts, pitch):
         assert _valid(hall, out, starts, pitch)

@@ -313,24 +313,16 @@ def _cable(hall: _Hall, at: dict[int, int], links: dict[tuple[int, int], int]) -
 
 
 def improve_singles(
-    floor: FloorPlan,
-    demand: Demand,
-    site: SiteSpec,
-    h: int,
-    pos: NDArray[np.int64],
-    units: list[int],
+    hall: _Hall,
     starts: dict[int, list[int]],
     links: dict[tuple[int, int], int],
     placed: dict[int, int],
-    *,
-    dm: int,
     pitch_dm: float,
 ) -> dict[int, int]:
     """``placed`` (unit -> local start) with single racks moved or swapped while the cable
     falls and every rule of the hall model holds; blocks stay."""
-    hall = _Hall(floor, demand, site, h, pos, units, links, dm)
     st = _state(hall, placed)
-    singles = sorted(u for u in units if hall.size[u] == 1)
+    singles = sorted(u for u in placed if hall.size[u] == 1)
     n = hall.x.shape[0]
     allowed: dict[int, NDArray[np.bool_]] = {}
     for u in singles:
@@ -394,11 +386,10 @@ def polish(
     and single racks moved or swapped, every rule of the model kept."""
     pos = floor.hall_positions(h)
     local = {int(g): a for a, g in enumerate(pos.tolist())}
-    start = {u: local[g] for u, g in placed.items()}
-    better = improve_singles(
-        floor, demand, site, h, pos, units, starts, links, start, dm=dm, pitch_dm=pitch_dm
-    )
     hall = _Hall(floor, demand, site, h, pos, units, links, dm)
+    better = improve_singles(
+        hall, starts, links, {u: local[g] for u, g in placed.items()}, pitch_dm
+    )
     cost = _cable(hall, better, links)
     if cost < objective - 1e-6:
         return {u: int(pos[a]) for u, a in better.items()}, cost

@@ -1281,8 +1281,19 @@ def place_hall(
             )
         objective = float(solver.objective_value) / DM
         if status != cp_model.OPTIMAL:  # CP-SAT stopped at its effort: a local search follows
-            placed, objective = _polish(
-                floor, demand, site, h, pos, units, starts, links, placed, objective
+            pitch = _pitch_dm(floor, pos)
+            placed, objective = polish(
+                floor,
+                demand,
+                site,
+                h,
+                units,
+                starts,
+                links,
+                placed,
+                objective,
+                dm=DM,
+                pitch_dm=pitch,
             )
         return placed, SolveStats(
             floor.hall_names[h],
@@ -1296,45 +1307,19 @@ def place_hall(
         # bound; it keeps every rule but perhaps a layer's spread over feeds, which the
         # validators report as an error finding if so
         placed = {u: int(pos[s]) for u, s in hint.items()}
-        placed, objective = _polish(
-            floor,
-            demand,
-            site,
-            h,
-            pos,
-            units,
-            starts,
-            links,
-            placed,
-            _objective_m(floor, demand, h, placed, links),
+        cost = _objective_m(floor, demand, h, placed, links)
+        pitch = _pitch_dm(floor, pos)
+        placed, cost = polish(
+            floor, demand, site, h, units, starts, links, placed, cost, dm=DM, pitch_dm=pitch
         )
         return placed, SolveStats(
             floor.hall_names[h],
             "heuristic",
             len(units),
-            objective,
+            cost,
             max(0.0, float(solver.best_objective_bound) / DM, pair_bound),
         )
     raise SpecError(_diagnose_hall(floor, demand, site, h, units, links, starts, status, pins))
-
-
-def _polish(
-    floor: FloorPlan,
-    demand: Demand,
-    site: SiteSpec,
-    h: int,
-    pos: NDArray[np.int64],
-    units: list[int],
-    starts: dict[int, list[int]],
-    links: dict[tuple[int, int], int],
-    placed: dict[int, int],
-    objective: float,
-) -> tuple[dict[int, int], float]:
-    """:func:`~clusterloom.placement.improve.polish` with this model's grid and pitch."""
-    pitch = _pitch_dm(floor, pos)
-    return polish(
-        floor, demand, site, h, units, starts, links, placed, objective, dm=DM, pitch_dm=pitch
-    )
 
 
 def _complete_hint(hm: _HallModel, hint: dict[int, int], site: SiteSpec) -> None:
