@@ -1,5 +1,5 @@
-"""Local search after a hall model: move single racks to free positions, or swap two, while
-that lowers the cable and keeps every rule of the hall model.
+"""Local search after a hall model: exchange the contents of two rows, move a single rack to a
+free position or swap two, while that lowers the cable and keeps every rule of the hall model.
 
 CP-SAT, within its deterministic effort, often returns its greedy start unchanged on large
 halls (131k: 72 units on 360 positions). A rack's cost at every position is a vector over the
@@ -7,8 +7,9 @@ positions (links x metres to the centres of what it links to, links leaving the 
 door), so the best move or swap of each rack is read from those vectors; a candidate is taken
 only if it keeps the rules the model enforces (allowed positions, no overlap, row, feed and
 loop budgets, planes of a scalable unit per feed, a spine or core layer over its feeds, reach
-computed as the model computes it). Racks are visited in id order and the best improving
-candidate taken, pass after pass, so the result is deterministic.
+computed as the model computes it). Row exchanges come first (each the best of all pairs of
+rows of one shape, re-checked in full), then racks are visited in id order and the best
+improving candidate taken, pass after pass, so the result is deterministic.
 """
 
 from __future__ import annotations
@@ -92,15 +93,20 @@ class _Hall:
             round(float(self.raw_y[a : a + k].mean()) * self.dm) / self.dm,
         )
 
-    def cost_vector(self, u: int, st: _State, skip: int = -1) -> NDArray[np.float64]:
+    def cost_vector(self, u: int, st: _State) -> NDArray[np.float64]:
         """Rack ``u``'s links x metres at every position, the others where they stand."""
         c = self.ext.get(u, 0) * (np.abs(self.x - self.door[0]) + np.abs(self.y - self.door[1]))
         for v, w in self.nbr.get(u, []):
-            if v == skip:
-                continue
             cx, cy = self.centre(v, st.at[v])
             c = c + w * (np.abs(self.x - cx) + np.abs(self.y - cy))
         return c  # type: ignore[no-any-return]
+
+
+def _limit(floor: FloorPlan, kind: str, i: int) -> float:
+    """The budget of row, feed or loop ``i`` (watts; a row's the least of power and cooling)."""
+    if kind == "row":
+        return float(min(floor.row_power_w[i], floor.row_cooling_w[i]))
+    return float(floor.feed_power_w[i] if kind == "feed" else floor.loop_cooling_w[i])
 
 
 def _budget_ok(hall: _Hall, st: _State, moves: list[tuple[int, int, int]]) -> bool:
@@ -116,13 +122,7 @@ def _budget_ok(hall: _Hall, st: _State, moves: list[tuple[int, int, int]]) -> bo
     for (kind, i), d in delta.items():
         if d <= 1e-9:
             continue
-        if kind == "row":
-            limit = min(floor.row_power_w[i], floor.row_cooling_w[i])
-        elif kind == "feed":
-            limit = floor.feed_power_w[i]
-        else:
-            limit = floor.loop_cooling_w[i]
-        if st.load[(kind, i)] + d > limit + 1e-6:
+        if st.load[(kind, i)] + d > _limit(floor, kind, i) + 1e-6:
             return False
     return True
 
@@ -251,13 +251,8 @@ def _valid(hall: _Hall, at: dict[int, int], starts: dict[int, list[int]], pitch_
         return False
     st = _state(hall, at)
     floor, ppf = hall.floor, hall.site.spread.planes_per_feed
-    for (kind, i), load in st.load.items():
-        if kind == "row":
-            limit = min(floor.row_power_w[i], floor.row_cooling_w[i])
-        else:
-            limit = floor.feed_power_w[i] if kind == "feed" else floor.loop_cooling_w[i]
-        if load > limit + 1e-6:
-            return False
+    if any(load > _limit(floor, kind, i) + 1e-6 for (kind, i), load in st.load.items()):
+        return False
     if any(sum(1 for n in on.values() if n > 0) > ppf for on in st.planes.values()):
         return False
     for key, need in hall.layer_need.items():
@@ -319,8 +314,9 @@ def improve_singles(
     placed: dict[int, int],
     pitch_dm: float,
 ) -> dict[int, int]:
-    """``placed`` (unit -> local start) with single racks moved or swapped while the cable
-    falls and every rule of the hall model holds; blocks stay."""
+    """``placed`` (unit -> local start) after the search: rows exchanged (when ``placed``
+    keeps every rule; a block moves only with its row), then single racks moved or swapped,
+    while the cable falls and every rule of the hall model holds."""
     st = _state(hall, placed)
     singles = sorted(u for u in placed if hall.size[u] == 1)
     n = hall.x.shape[0]
