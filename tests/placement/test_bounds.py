@@ -394,3 +394,51 @@ def test_a_loose_gap_says_what_the_bound_ignores_on_every_surface() -> None:
     assert [s["bound_quality"] for s in placed["solves"]] == ["loose", "weak"]
     page = render_report(changed)
     assert "gap 16.36%" in page and note[1:40] in page
+
+
+def test_campus_bound_reported_is_never_below_the_star_bound() -> None:
+    """moe-2k's four scalable units on two halls of 40 positions (as in ``test_placement``):
+    the campus bound reported is at least the star bound recomputed here, at most the
+    objective, and the path bound it is the larger of stays below the objective too."""
+    from clusterloom.examples import example_text
+
+    doc = yaml.safe_load(example_text("moe-2k"))
+    hall = doc["site"]["buildings"][0]["halls"][0]
+    hall["template"]["rows"] = 2
+    halls = [hall, {**hall, "name": "h2", "x_m": 20}]
+    doc.pop("job")
+    site_doc = {k: v for k, v in doc.pop("site").items() if k != "buildings"}
+    # both halls: the site's buildings take the place of the one-hall default
+    site, floor, demand, links = hall_case(
+        yaml.safe_dump(doc), halls[0], **{**site_doc, "buildings": [{"name": "b1", "halls": halls}]}
+    )
+    _, stats = S.assign_halls(floor, demand, site, links)
+    assert stats is not None
+    groups = S._groups(demand, site)
+    hr = S._hall_room(floor, demand, groups)
+    allowed = S._allowed_halls(floor, demand, site, groups, hr)
+    dist = floor.hall_distance()
+    n_h = floor.n_halls
+    cost = np.array(
+        [
+            [round(dist[a, b] + (site.trunk_penalty_m if a != b else 0.0)) for b in range(n_h)]
+            for a in range(n_h)
+        ],
+        dtype=np.float64,
+    )
+    group_links: Links = defaultdict(int)
+    for (ua, ub), w in links.items():
+        ga, gb = demand.units[ua].group, demand.units[ub].group
+        if ga != gb:
+            group_links[(min(ga, gb), max(ga, gb))] += w
+    nbr: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for (a, b), w in group_links.items():
+        nbr[a].append((b, w))
+        nbr[b].append((a, w))
+    cap, dem, layers = hr.capacity(), S._group_demand(groups, hr.lengths), S._layers(demand)
+    star = S._campus_bound(cap, dem, allowed, cost, nbr, layers)
+    path = campus_path_bound(cap, dem, allowed, cost, dict(group_links), set(layers[-1]))
+    assert star > 0
+    assert stats.bound >= star - 1e-9
+    assert stats.bound == pytest.approx(min(max(star, path), stats.objective))
+    assert path <= stats.objective + 1e-6
