@@ -442,3 +442,20 @@ def test_campus_bound_reported_is_never_below_the_star_bound() -> None:
     assert stats.bound >= star - 1e-9
     assert stats.bound == pytest.approx(min(max(star, path), stats.objective))
     assert path <= stats.objective + 1e-6
+
+
+def test_a_hall_too_large_for_the_lp_keeps_the_other_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The closed-form hall above has 16 (unit, position) columns: with the limit below that
+    the LP is skipped (0, the star and CP-SAT bounds remain), at it the LP gives its 20."""
+    import clusterloom.placement.bounds as B
+
+    x = np.array([float(i % 5) for i in range(10)])
+    y = np.array([float(i // 5) for i in range(10)])
+    grid = HallGrid(x, y, np.ones(10, dtype=bool), (0.0, 0.0), 10)
+    args = ({0: 3, 1: 1}, {0: [0, 1, 2, 5, 6, 7], 1: list(range(10))}, {(0, 1): 10, (1, 7): 10})
+    monkeypatch.setattr(B, "LP_MAX_COLUMNS", 15)
+    assert hall_lp_bound(grid, *args) == 0.0
+    monkeypatch.setattr(B, "LP_MAX_COLUMNS", 16)
+    assert hall_lp_bound(grid, *args) == pytest.approx(20.0)

@@ -28,6 +28,10 @@ from scipy.optimize import linprog
 from clusterloom.placement.floor import FREE, FloorPlan
 
 Links = dict[tuple[int, int], int]
+#: Most (unit, position) columns the position LP of a hall takes on; a larger hall keeps the
+#: star and CP-SAT bounds only (the LP would take minutes: 1,000,000 columns is about 300
+#: single racks on 3,000 positions).
+LP_MAX_COLUMNS = 1_000_000
 
 
 # --- hall level ---------------------------------------------------------------------------------
@@ -231,7 +235,10 @@ def hall_lp_bound(
     below, so solver tolerances cannot push it above). Centres are taken as the lowest and
     highest of the two roundings the placement code uses, distances as the least between
     them. Row, feed, reach and spreading rules only remove placements: ignoring them keeps
-    the bound valid. Returns 0 when the program has no solution."""
+    the bound valid. Returns 0 when the program has no solution or more than
+    :data:`LP_MAX_COLUMNS` columns."""
+    if sum(len(starts[u]) for u in sizes) > LP_MAX_COLUMNS:
+        return 0.0
     geo = _Geometry(grid)
     ch = _charge(geo, sizes, starts, links)
     cols: list[tuple[int, list[int]]] = []  # (unit, covered positions) per variable
