@@ -149,10 +149,11 @@ def test_hall_lp_bound_closed_form_rack_between_block_and_door() -> None:
 
 
 def test_two_racks_cannot_share_the_position_by_the_door() -> None:
-    """Positions on one line 1 m apart, the door at the first; two racks with 5 links to the
-    door each: one stands 1 m away (5), and a block of two, linked to neither, must stand in
-    between or beyond. The program counts the positions the block covers: with the block
-    forced to start at 1 the racks stand at 0 and 3 (0 + 15)."""
+    """Four positions on a line 1 m apart, the door at the first; two racks with 5 links to
+    the door each and a block of two positions linked to neither. With the block on 2-3 the
+    racks take 0 and 1: 0 + 5 = 5. With the block forced onto 1-2 the second rack must go to
+    3: 0 + 15 = 15, and the program sees it (the star bound, blind to the block, gives 5 in
+    both cases)."""
     x = np.arange(4, dtype=np.float64)
     grid = HallGrid(x, np.zeros(4), np.ones(4, dtype=bool), (0.0, 0.0), 10)
     sizes = {0: 1, 1: 1, 2: 2}
