@@ -219,3 +219,23 @@ def assert_same_baseline(got: Any, want: Any) -> None:
     assert got.fabrics == want.fabrics
     assert got.racks == want.racks and got.racks
     assert installed_rows(got) == installed_rows(want)
+
+
+def hall_case(base: str, hall: dict[str, Any], **site: Any) -> tuple[Any, Any, Any, Any]:
+    """``base`` on one hall: the site, its floor, the racks to place (after the stage's
+    pre-checks) and the link weights between units, as a hall model gets them."""
+    from clusterloom.fabric import design_fabric, fabric_names
+    from clusterloom.placement.solve import unit_links
+    from clusterloom.placement.stage import _checked_demand
+
+    doc = yaml.safe_load(base)
+    doc["site"] = {"buildings": [{"name": "b1", "halls": [hall]}], **site}
+    spec = parse_spec(yaml.safe_dump(doc))
+    fabrics = tuple(design_fabric(spec, f, compare=False) for f in fabric_names(spec))
+    assert spec.site is not None
+    floor, demand = _checked_demand(spec, spec.site, fabrics)
+    ends = [
+        (dev.node_rack[fd.topology.link_src], dev.node_rack[fd.topology.link_dst])
+        for dev, fd in zip(demand.devices, fabrics, strict=True)
+    ]
+    return spec.site, floor, demand, unit_links(demand, ends)

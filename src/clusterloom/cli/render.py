@@ -377,6 +377,7 @@ def placement(console: Console, p: Placement) -> None:
     console.print(
         f"objective {p.objective:,.0f} link-metres, lower bound {p.bound:,.0f}, gap "
         f"{p.gap * 100:.2f}% over {len(p.solves)} CP-SAT model(s), {p.bound_quality} bound"
+        + (f": {p.bound_note}" if p.bound_note else "")
     )
     halls = [x for x in p.solves if x.name != "campus"]
     campus = [x for x in p.solves if x.name == "campus"]

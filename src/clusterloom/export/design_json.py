@@ -203,6 +203,10 @@ class PlacementHallDoc(_Doc):
     power_w: float = Field(ge=0, description="racks placed in the hall")
 
 
+#: ``placement.solve.bound_quality``: how far a gap can be trusted (see BOUND_NOTES)
+BoundQuality = Literal["proven optimal", "tight", "loose", "weak"]
+
+
 class PlacementSolveDoc(_Doc):
     name: str = Field(description="campus (hall assignment) or a hall")
     status: Literal["optimal", "feasible", "heuristic"] = Field(
@@ -211,6 +215,7 @@ class PlacementSolveDoc(_Doc):
     units: int = Field(ge=0)
     objective: float = Field(ge=0, description="links x metres")
     bound: float = Field(ge=0)
+    bound_quality: BoundQuality
 
 
 class PlacementLengthDoc(_Doc):
@@ -229,6 +234,11 @@ class PlacementDoc(_Doc):
     objective: float = Field(ge=0, description="links x metres, summed over the models")
     bound: float = Field(ge=0)
     gap: float = Field(ge=0, le=1, description="of the decomposed problem")
+    bound_quality: BoundQuality
+    bound_note: str = Field(
+        description="where a gap that is not tight comes from and what the bounds behind it "
+        "ignore (empty for a tight or proven bound)"
+    )
     halls: list[PlacementHallDoc]
     solves: list[PlacementSolveDoc]
     lengths: list[PlacementLengthDoc]
@@ -422,6 +432,8 @@ def _placement(design: Design) -> PlacementDoc | None:
         objective=round(p.objective, 1),
         bound=round(p.bound, 1),
         gap=round(p.gap, 6),
+        bound_quality=p.bound_quality,
+        bound_note=p.bound_note,
         halls=[
             PlacementHallDoc(
                 name=f.hall_names[h],
@@ -438,6 +450,7 @@ def _placement(design: Design) -> PlacementDoc | None:
                 units=s.units,
                 objective=round(s.objective, 1),
                 bound=round(s.bound, 1),
+                bound_quality=s.bound_quality,
             )
             for s in p.solves
         ],

@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 
 from clusterloom.fabric import FabricDesign
 from clusterloom.findings import Finding
+from clusterloom.placement.bounds import gap_note
 from clusterloom.placement.demand import Demand, FabricDevices
 from clusterloom.placement.floor import FloorPlan
 from clusterloom.placement.solve import SolveStats, bound_quality
@@ -114,6 +115,14 @@ class Placement:
         """How far the gap can be trusted (:func:`~clusterloom.placement.solve.bound_quality`
         of the summed objective and bound)."""
         return bound_quality(self.gap)
+
+    @property
+    def bound_note(self) -> str:
+        """Where a gap that is not tight comes from and what the bounds behind it ignore
+        (:func:`~clusterloom.placement.bounds.gap_note`); empty for a tight or proven bound."""
+        if self.bound_quality in ("proven optimal", "tight"):
+            return ""
+        return gap_note([(s.name, s.objective, s.bound) for s in self.solves])
 
     @cached_property
     def rack_names(self) -> tuple[str, ...]:

@@ -40,8 +40,10 @@ from numpy.typing import NDArray
 from ortools.sat.python import cp_model
 
 from clusterloom.errors import Problem, SpecError
+from clusterloom.placement.bounds import campus_path_bound, hall_grid, hall_lp_bound
 from clusterloom.placement.demand import COMPUTE, Demand, Unit, plane_key
 from clusterloom.placement.floor import FREE, FloorPlan
+from clusterloom.placement.improve import polish
 from clusterloom.spec.site import SiteSpec
 from clusterloom.units import to_kilowatts, to_megawatts
 
@@ -80,9 +82,9 @@ BOUND_NOTES = {
     "tight": f"gap at most {TIGHT_GAP:.0%}: the placement is within that of the optimum",
     "loose": f"gap up to {WEAK_GAP:.0%}: the optimum lies somewhere between bound and objective",
     "weak": (
-        f"gap over {WEAK_GAP:.0%}, from a weak bound: the star and CP-SAT bounds of a hall "
-        "ignore that the positions near a unit are taken by other units, so the gap overstates "
-        "how far the placement is from the optimum (docs/placement.md)"
+        f"gap over {WEAK_GAP:.0%}, from a weak bound: the bounds leave out part of the problem "
+        "(what, is said next to the gap), so the gap overstates how far the placement is from "
+        "the optimum (docs/placement.md)"
     ),
 }
 
@@ -584,7 +586,8 @@ def _alternate(
 ) -> tuple[NDArray[np.int64], SolveStats]:
     """Improve a feasible hall assignment one layer at a time: with every other group fixed,
     moving one layer is an assignment problem with linear costs, which CP-SAT solves to a
-    proven optimum. The bound reported is :func:`_campus_bound`, valid for the whole campus."""
+    proven optimum. The bound reported is the larger of :func:`_campus_bound` and
+    :func:`~clusterloom.placement.bounds.campus_path_bound`, each valid for the whole campus."""
     n_g, n_h = dem.shape[0], cap.shape[0]
     nbr: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for (a, b), w in links.items():
@@ -625,7 +628,9 @@ def _alternate(
             for g in layer:
                 hall[g] = next(h for h in allowed[g] if solver.boolean_value(x[(g, h)]))
     total = float(sum(w * cost[hall[a], hall[b]] for (a, b), w in links.items()))
-    bound = min(_campus_bound(cap, dem, allowed, cost, nbr, layers), total)
+    units = set(layers[-1]) if layers else set()
+    star = _campus_bound(cap, dem, allowed, cost, nbr, layers)
+    bound = min(max(star, campus_path_bound(cap, dem, allowed, cost, links, units)), total)
     status = "optimal" if total - bound <= 1e-6 * max(total, 1.0) else "feasible"
     return hall, SolveStats("campus", status, n_g, total, bound)
 
@@ -1240,7 +1245,15 @@ def place_hall(
     hm, starts, pos = _hall_model(
         floor, demand, site, h, units, links, pins=pins, soft=soft, hard=hard
     )
-    pair_bound = _pair_bound(floor, demand, h, pos, units, starts, links)
+    pair_bound = max(
+        _pair_bound(floor, demand, h, pos, units, starts, links),
+        hall_lp_bound(
+            hall_grid(floor, h, pos, DM),
+            {u: len(demand.units[u].racks) for u in units},
+            starts,
+            links,
+        ),
+    )
     hint: dict[int, int] | None = None
     best = math.inf
     for heavy_first in (False, True):
@@ -1274,11 +1287,27 @@ def place_hall(
             return placed, SolveStats(
                 floor.hall_names[h], "feasible", len(units), cable_m, min(pair_bound, cable_m)
             )
+        objective = float(solver.objective_value) / DM
+        if status != cp_model.OPTIMAL:  # CP-SAT stopped at its effort: a local search follows
+            pitch = _pitch_dm(floor, pos)
+            placed, objective = polish(
+                floor,
+                demand,
+                site,
+                h,
+                units,
+                starts,
+                links,
+                placed,
+                objective,
+                dm=DM,
+                pitch_dm=pitch,
+            )
         return placed, SolveStats(
             floor.hall_names[h],
             _status(status),
             len(units),
-            float(solver.objective_value) / DM,
+            objective,
             max(float(solver.best_objective_bound) / DM, pair_bound),
         )
     if hint is not None and status != cp_model.INFEASIBLE:
@@ -1286,11 +1315,16 @@ def place_hall(
         # bound; it keeps every rule but perhaps a layer's spread over feeds, which the
         # validators report as an error finding if so
         placed = {u: int(pos[s]) for u, s in hint.items()}
+        cost = _objective_m(floor, demand, h, placed, links)
+        pitch = _pitch_dm(floor, pos)
+        placed, cost = polish(
+            floor, demand, site, h, units, starts, links, placed, cost, dm=DM, pitch_dm=pitch
+        )
         return placed, SolveStats(
             floor.hall_names[h],
             "heuristic",
             len(units),
-            _objective_m(floor, demand, h, placed, links),
+            cost,
             max(0.0, float(solver.best_objective_bound) / DM, pair_bound),
         )
     raise SpecError(_diagnose_hall(floor, demand, site, h, units, links, starts, status, pins))

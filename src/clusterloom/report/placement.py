@@ -351,6 +351,7 @@ def placement_section(p: Placement) -> str:
         f"building(s). Objective {p.objective:,.0f} link-metres, bound {p.bound:,.0f}, gap "
         f"{p.gap * 100:.2f}% (of the decomposed problem: campus, then each hall), "
         f"{p.bound_quality} bound: {BOUND_NOTES[p.bound_quality]}."
+        + (f" {p.bound_note[0].upper()}{p.bound_note[1:]}." if p.bound_note else "")
     )
     qualities = dict.fromkeys(s.bound_quality for s in p.solves)
     notes = "".join(
