@@ -781,6 +781,95 @@ def design(
     raise typer.Exit(1 if _has_errors(result) else 0)
 
 
+ExecutorOpt = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        help="where tasks run: local (a process pool on this machine), ray (RAY_ADDRESS, else "
+        "a local Ray) or ray://HOST:PORT (an existing cluster)",
+    ),
+]
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--workers", min=1, max=4096, help="workers (default: every CPU; local 1 runs serially)"
+    ),
+]
+
+
+@app.command("sweep")
+def sweep_command(
+    sweep_file: Annotated[Path, typer.Argument(help="the sweep file (YAML; docs/sim.md)")],
+    output: Annotated[
+        str,
+        typer.Option(
+            "--output", "-o", help="the sweep's dataset (Parquet parts, manifest, sweep.html)"
+        ),
+    ],
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = None,
+    retries: Annotated[
+        int, typer.Option(min=0, max=10, help="attempts after the first before a task fails")
+    ] = 2,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="run a sweep larger than the limit (2,000 runs)")
+    ] = False,
+    progress: ProgressOpt = True,
+) -> None:
+    """Run every point of a sweep file (a grid or list of scenario fields and spec variants,
+    with seeds) through an executor into a resumable Parquet dataset, then summarize it."""
+
+    def run() -> None:
+        from clusterloom.sweep.file import load_sweep
+        from clusterloom.sweep.run import sweep_tasks
+
+        sf = load_sweep(sweep_file)
+        tasks = sweep_tasks(sf, yes=yes)  # every check before anything starts
+        failed = _run_sweep(tasks, output, executor, workers, retries, progress, sweep_file.stem)
+        if failed:
+            raise typer.Exit(EXIT_INCOMPLETE)
+
+    _guard(run)
+
+
+def _run_sweep(
+    tasks: Any,
+    output: str,
+    executor: str,
+    workers: int | None,
+    retries: int,
+    progress: bool,
+    title: str,
+) -> int:
+    """Run sweep ``tasks`` into ``output``, print the cells and the failures; failed tasks."""
+    from clusterloom.cli import render
+    from clusterloom.cli.progress import reporter
+    from clusterloom.exec import open_executor
+    from clusterloom.sweep.dataset import open_dataset
+    from clusterloom.sweep.run import run_sweep
+    from clusterloom.sweep.summary import summarize_sweep
+    from clusterloom.write import write_sweep_page
+
+    record = {"runs": [{"key": t.key, **r} for t, r in tasks]}
+    with (
+        open_executor(executor, workers) as ex,  # a bad address: refused before any file
+        open_dataset(output, record) as ds,
+        reporter(err, progress) as report,
+    ):
+        result = run_sweep(tasks, ex, ds, retries=retries, progress=report)
+        cells = summarize_sweep(result.table)
+        write_sweep_page(ds.root, title, cells, len(tasks), len(result.failed))
+    render.sweep_cells(out, cells)
+    out.print(
+        f"{result.ran:,} runs on {ex.describe()}, {result.kept:,} kept from before; "
+        f"results in {output}/ (sweep.html)"
+    )
+    for f in result.failed:
+        shown = ", ".join(f"{k}={v}" for k, v in f.run.items())
+        _say("failed", "bold yellow", f"{shown} after {f.attempts} attempts: {f.error}")
+    return len(result.failed)
+
+
 def _has_errors(design: Design) -> bool:
     from clusterloom.findings import Severity
 
