@@ -11,7 +11,9 @@ Where it runs, from ``address``:
 An address is first checked with a plain TCP connection (3 s): one that does not answer is
 refused with a ``SpecError`` naming it, before Ray is imported or anything is started. Workers
 run :func:`clusterloom.exec.task.call` (one CPU each), so what comes back is Arrow IPC bytes.
-A local Ray's workers are given this process's ``clusterloom`` on their ``PYTHONPATH``, so a
+A cluster started with ``ray start`` uses token authentication (Ray 2.5x on): its drivers need
+``RAY_AUTH_MODE=token`` and the token (``~/.ray/auth_token`` on the same machine); a refused
+connection says so. A local Ray's workers are given this process's ``clusterloom`` on their ``PYTHONPATH``, so a
 source tree that is not installed works too.
 """
 
@@ -106,6 +108,11 @@ class RayExecutor(Executor):
             ray.init(**options)
         except Exception as exc:
             why = " ".join(str(exc).split())
+            if not self._started and os.environ.get("RAY_AUTH_MODE") != "token":
+                why += (
+                    "; a cluster from 'ray start' wants its token: set RAY_AUTH_MODE=token "
+                    "(the token is in ~/.ray/auth_token)"
+                )
             problem = Problem("--executor", f"Ray did not start or connect: {why}")
             raise SpecError([problem]) from exc
         cpus = int(ray.cluster_resources().get("CPU", 1))
