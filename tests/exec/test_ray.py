@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from sweep_helpers import SMALL_SWEEP, results, run_cli
 
 pytest.importorskip("ray")

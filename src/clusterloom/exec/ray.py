@@ -13,8 +13,8 @@ refused with a ``SpecError`` naming it, before Ray is imported or anything is st
 run :func:`clusterloom.exec.task.call` (one CPU each), so what comes back is Arrow IPC bytes.
 A cluster started with ``ray start`` uses token authentication (Ray 2.5x on): its drivers need
 ``RAY_AUTH_MODE=token`` and the token (``~/.ray/auth_token`` on the same machine); a refused
-connection says so. A local Ray's workers are given this process's ``clusterloom`` on their ``PYTHONPATH``, so a
-source tree that is not installed works too.
+connection says so. A local Ray's workers are given this process's ``clusterloom`` on their
+``PYTHONPATH``, so a source tree that is not installed works too.
 """
 
 from __future__ import annotations
