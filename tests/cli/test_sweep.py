@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -172,3 +173,39 @@ def test_an_unreachable_ray_address_exits_2_and_writes_nothing(tmp_path: Path) -
         done.stderr
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_simulate_sweep_through_the_executor_gives_the_library_sweeps_rows(tmp_path: Path) -> None:
+    """``simulate --sweep`` is a sweep: its rows, read back from ``-o``, are the ones the flow
+    engine's own tier sweep (``sim.flow.sweep.sweep``, one process) computes."""
+    from clusterloom.examples import example_text
+    from clusterloom.fabric import generate, plan_fabric
+    from clusterloom.sim.predict import predict_sweep
+    from clusterloom.sim.scenario import resolve_scenario
+    from clusterloom.spec import parse_spec
+    from clusterloom.sweep.dataset import read_parts
+    from clusterloom.sweep.tier import tier_rows, tier_tasks
+
+    spec = parse_spec(example_text("fat-tree-k16"))
+    topology = generate(plan_fabric(spec))
+    scenario = resolve_scenario(
+        spec, topology, size="256KB", hosts=32, transports=["roce-ecmp", "mrc-spray"]
+    )
+    expected = predict_sweep(
+        topology, scenario, "leaf_spine", fail_at="3us", max_links=3, processes=1
+    )
+    argv = ["simulate", "--example", "fat-tree-k16", "--size", "256KB", "--hosts", "32"]
+    argv += ["--transport", "roce-ecmp,mrc-spray", "--sweep", "leaf_spine", "--fail-at", "3us"]
+    argv += ["--max-links", "3", "--jobs", "2", "--no-progress", "-o", str(tmp_path / "tier")]
+    done = subprocess.run(
+        [sys.executable, "-m", "clusterloom.cli.main", *argv],
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "8 runs on local (2 workers)" in done.stdout
+    tasks = tier_tasks(spec, topology, scenario, "leaf_spine", fail_at="3us", max_links=3)
+    got = tier_rows(read_parts(tmp_path / "tier"), tasks)
+    assert got == expected
