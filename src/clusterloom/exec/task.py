@@ -22,7 +22,7 @@ from typing import Any
 
 from clusterloom._version import __version__
 
-__all__ = ["Task", "call", "canonical_json", "from_ipc", "task_key", "to_ipc"]
+__all__ = ["Task", "call", "canonical_json", "from_ipc", "ping", "task_key", "to_ipc"]
 
 
 def canonical_json(value: Any) -> str:
@@ -82,3 +82,13 @@ def call(fn: str, inputs: dict[str, Any]) -> bytes:
     if not isinstance(table, pa.Table):
         raise TypeError(f"task {fn} returned {type(table).__name__}, not a pyarrow.Table")
     return to_ipc(table)
+
+
+def ping(inputs: dict[str, Any]) -> Any:
+    """A task that does nothing but return its inputs' ``n`` and the worker's process id (a
+    one-row table): what an executor costs per task, and whether its workers answer."""
+    import os
+
+    import pyarrow as pa
+
+    return pa.table({"n": [int(inputs.get("n", 0))], "pid": [os.getpid()]})
