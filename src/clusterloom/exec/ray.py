@@ -100,7 +100,8 @@ class RayExecutor(Executor):
             "log_to_driver": False,
             "runtime_env": {"env_vars": {"PYTHONPATH": path}},
         }
-        if self._started:
+        if self._started:  # "local": a new Ray, never one a file in /tmp/ray points to
+            options["address"] = "local"
             options["num_cpus"] = workers or machine_workers()
         else:
             options["address"] = given

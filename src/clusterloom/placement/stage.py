@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -16,16 +16,19 @@ from clusterloom.findings import Finding, Severity
 from clusterloom.placement.artifact import LinkLengths, Placement
 from clusterloom.placement.demand import Demand, build_demand, split_blocks
 from clusterloom.placement.floor import FloorPlan, floor_plan
+from clusterloom.placement.halls import solve_halls
 from clusterloom.placement.solve import (
     SolveStats,
     assign_halls,
-    place_hall,
     precheck,
     start_allowed,
     unit_links,
 )
 from clusterloom.placement.validate import validate_placement
 from clusterloom.spec import ClusterSpec, SiteSpec
+
+if TYPE_CHECKING:
+    from clusterloom.exec import Executor
 
 __all__ = ["LinkLengths", "Placement", "check_site", "moved_racks", "place"]
 
@@ -155,10 +158,12 @@ def place(
     fabrics: tuple[FabricDesign, ...],
     *,
     fixed: Mapping[str, str] | None = None,
+    executor: Executor | None = None,
 ) -> Placement:
     """Place the racks and devices of ``fabrics`` on ``spec``'s site. ``fixed`` (rack label ->
     installed rack name) keeps installed racks where they stand; when the site cannot hold the
-    growth so, they are placed afresh and a finding lists the moves.
+    growth so, they are placed afresh and a finding lists the moves. ``executor`` solves the
+    hall models as tasks on it (``placement.halls``; the same placement as without one).
 
     Raises ``SpecError`` naming what is short and by how much when the site cannot hold them.
     """
@@ -166,7 +171,7 @@ def place(
         floor, demand = _checked_demand(spec, spec.site, fabrics, fixed)
         stuck = _stuck(floor, demand, fixed)
         try:
-            pinned = replace(_place(spec, fabrics, fixed), forced_moves=stuck)
+            pinned = replace(_place(spec, fabrics, fixed, executor=executor), forced_moves=stuck)
             moved = moved_racks(pinned, fixed)
             if not moved:
                 return pinned
@@ -176,11 +181,13 @@ def place(
             )
             return replace(pinned, findings=(*pinned.findings, _moves_finding(moved, why)))
         except SpecError as exc:
-            free = replace(_place(spec, fabrics, fixed, soft=True), forced_moves=stuck + 1)
+            free = replace(
+                _place(spec, fabrics, fixed, soft=True, executor=executor), forced_moves=stuck + 1
+            )
             moved = moved_racks(free, fixed)
             why = "; ".join(p.message for p in exc.problems)
             return replace(free, findings=(*free.findings, _moves_finding(moved, why)))
-    return _place(spec, fabrics, None)
+    return _place(spec, fabrics, None, executor=executor)
 
 
 def _place(
@@ -189,6 +196,7 @@ def _place(
     fixed: Mapping[str, str] | None,
     *,
     soft: bool = False,
+    executor: Executor | None = None,
 ) -> Placement:
     if spec.site is None:
         raise SpecError([Problem("site", "this spec has no site section to place racks on")])
@@ -209,9 +217,8 @@ def _place(
         by_hall[int(group_hall[unit.group])].append(u)
     rack_position = np.full(demand.n_racks, -1, dtype=np.int32)
     solves: list[SolveStats] = [campus] if campus is not None else []
-    for h in sorted(by_hall):
-        mine = {u: pins[u] for u in by_hall[h] if u in pins}
-        starts, stats = place_hall(floor, demand, site, h, by_hall[h], links, mine, soft)
+    jobs = [(h, by_hall[h], {u: pins[u] for u in by_hall[h] if u in pins}) for h in sorted(by_hall)]
+    for starts, stats in solve_halls(floor, demand, site, jobs, links, soft, executor):
         solves.append(stats)
         for u, s in starts.items():
             for i, rack in enumerate(demand.units[u].racks):
