@@ -357,12 +357,15 @@ def place(
     ] = None,
     force: ForceOpt = False,
     installed: InstalledOpt = None,
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = None,
 ) -> None:
     """Place racks and network devices on the spec's site; print halls, lengths and the gap."""
 
     def run() -> Design:
         from clusterloom.cli import render
         from clusterloom.errors import Problem, SpecError
+        from clusterloom.exec import open_executor
         from clusterloom.pipeline import run_design
 
         cluster = _load(spec, example)
@@ -375,7 +378,11 @@ def place(
             with _progress() as progress:
                 progress.add_task("placing", total=None)
                 result = run_design(
-                    cluster, compare=False, cable=False, installed=_installed(installed)
+                    cluster,
+                    compare=False,
+                    cable=False,
+                    installed=_installed(installed),
+                    executor=stack.enter_context(open_executor(executor, workers)),
                 )
                 if target is not None:
                     from clusterloom.atomic import atomic_write
@@ -742,11 +749,14 @@ def design(
     engine: StepEngineOpt = "analytic",
     transport: StepTransportOpt = None,
     installed: InstalledOpt = None,
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = None,
 ) -> None:
     """Run every stage and write the artifacts and report.html to the output directory."""
 
     def run() -> Design:
         from clusterloom.cli import render
+        from clusterloom.exec import open_executor
         from clusterloom.pipeline import run_design, stage_names
         from clusterloom.write import write_design
 
@@ -755,7 +765,11 @@ def design(
         stages = stage_names(cluster, predict=True, step_engine=engine)
         if baseline is not None:
             stages += ("growth",)
-        with _writing(output, cluster, force) as target, _progress() as progress:
+        with (
+            open_executor(executor, workers) as pool,
+            _writing(output, cluster, force) as target,
+            _progress() as progress,
+        ):
             task = progress.add_task("design", total=len(stages) + 1)
 
             def step(stage: str) -> None:
@@ -768,6 +782,7 @@ def design(
                 step_transport=transport,
                 progress=step,
                 installed=baseline,
+                executor=pool,
             )
             progress.update(task, description="writing artifacts", advance=1)
             written = write_design(result, target.staging, flows=flows)
