@@ -55,3 +55,12 @@ def results(directory: Path) -> dict[str, bytes]:
         for p in sorted(directory.rglob("*"))
         if p.is_file() and p.name != "journal.jsonl"
     }
+
+
+def small_sweep_run(root: Path, *args: str) -> tuple[Path, Path]:
+    """The small sweep written into ``root`` and run once into ``root/out``: both paths."""
+    sweep = root / "small.yaml"
+    sweep.write_text(SMALL_SWEEP)
+    done = run_cli(sweep, root / "out", *args)
+    assert done.returncode == 0, done.stderr
+    return sweep, root / "out"

@@ -17,18 +17,13 @@ import pytest
 
 from clusterloom.errors import SpecError
 from clusterloom.sweep.file import MAX_RUNS, expand, parse_sweep
-from sweep_helpers import SMALL_SWEEP, command, env, results, run_cli
+from sweep_helpers import SMALL_SWEEP, command, env, results, run_cli, small_sweep_run
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The small sweep run once, uninterrupted, serially."""
-    root = tmp_path_factory.mktemp("ref")
-    sweep = root / "small.yaml"
-    sweep.write_text(SMALL_SWEEP)
-    done = run_cli(sweep, root / "out", "--workers", "1")
-    assert done.returncode == 0, done.stderr
-    return sweep, root / "out"
+    return small_sweep_run(tmp_path_factory.mktemp("ref"), "--workers", "1")
 
 
 def test_a_sweep_writes_one_part_per_run_with_a_manifest_and_a_page(
@@ -53,7 +48,7 @@ def test_a_sweep_writes_one_part_per_run_with_a_manifest_and_a_page(
         assert r["makespan_ps"] >= r["ideal_makespan_ps"] > 0
         assert r["vs_ideal"] == pytest.approx(r["makespan_ps"] / r["ideal_makespan_ps"])
     page = (out / "sweep.html").read_text()
-    assert "Student t" in page and page.count('class="bar"') == 4 * 1  # 2 failures x 2 transports
+    assert "Student t" in page and page.count('class="bar"') == 4  # 2 failures x 2 transports
     assert json.loads((out / "failed.json").read_text()) == []
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sweep_helpers import SMALL_SWEEP, results, run_cli
+from sweep_helpers import results, run_cli, small_sweep_run
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.ray
@@ -19,12 +19,7 @@ pytestmark = pytest.mark.ray
 
 @pytest.fixture(scope="module")
 def local(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("local")
-    sweep = root / "small.yaml"
-    sweep.write_text(SMALL_SWEEP)
-    done = run_cli(sweep, root / "out", "--workers", "2")
-    assert done.returncode == 0, done.stderr
-    return sweep, root / "out"
+    return small_sweep_run(tmp_path_factory.mktemp("local"), "--workers", "2")
 
 
 def test_a_local_ray_with_two_cpus_gives_the_local_pools_files(
