@@ -210,3 +210,27 @@ def test_the_cycle_check_finds_a_cycle() -> None:
         assert _cycle(set(GRAPH)) in ([a, b, a], [b, a, b])
     finally:
         GRAPH[b].discard(a)
+
+
+@pytest.mark.parametrize(
+    "later",
+    [
+        *STAGES,
+        "clusterloom.pipeline",
+        "clusterloom.sweep",
+        "clusterloom.export",
+        "clusterloom.report",
+        "clusterloom.write",
+        "clusterloom.spec",
+    ],
+)
+def test_the_executor_is_infrastructure_and_imports_no_stage(later: str) -> None:
+    """``clusterloom.exec`` is below every stage: any stage may use it (placement's hall
+    models do), so it imports none of them, nor anything that reads them."""
+    assert _offenders("clusterloom.exec", later) == []
+
+
+@pytest.mark.parametrize("stage", [*STAGES, "clusterloom.pipeline", "clusterloom.exec"])
+def test_no_stage_imports_the_sweeps(stage: str) -> None:
+    """A sweep reads the stages (``sim.predict``); no stage reads a sweep."""
+    assert _offenders(stage, "clusterloom.sweep") == []

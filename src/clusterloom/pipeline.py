@@ -27,6 +27,7 @@ from clusterloom.spec import ClusterSpec, spec_hash
 
 if TYPE_CHECKING:
     from clusterloom.cabling import Cabling
+    from clusterloom.exec import Executor
     from clusterloom.growth.installed import Installed
     from clusterloom.growth.rework import Growth
     from clusterloom.placement import Placement
@@ -121,6 +122,7 @@ def run_design(
     progress: Progress | None = None,
     installed: Installed | None = None,
     measure: bool = True,
+    executor: Executor | None = None,
 ) -> Design:
     """Run every stage for ``spec``. ``progress`` is called with each stage's name as it starts;
     ``place=False`` skips placement and cabling (``clusterloom fabric``), ``cable=False``
@@ -133,7 +135,9 @@ def run_design(
     ``step_transport``), as ``clusterloom workload --engine`` does; ``Design.step_calls``
     keeps them. ``installed`` (``growth.read_installed``) grows the design from what is
     installed: fabric link ends kept, installed racks pinned, and (``measure``) the baseline
-    rebuilt from the same files to measure the rework and plan the change (``Design.growth``)."""
+    rebuilt from the same files to measure the rework and plan the change (``Design.growth``).
+    ``executor`` (``clusterloom.exec``) solves placement's hall models as tasks on it, with the
+    same result as without."""
     if installed is not None:
         from clusterloom.growth.installed import check_installed
 
@@ -162,7 +166,10 @@ def run_design(
             from clusterloom.placement import place as place_racks
 
             placement = place_racks(
-                spec, tuple(fabrics), fixed=installed.racks if installed is not None else None
+                spec,
+                tuple(fabrics),
+                fixed=installed.racks if installed is not None else None,
+                executor=executor,
             )
         elif stage == "cabling":
             from clusterloom.cabling import cable as cable_links

@@ -8,13 +8,18 @@ Every file is written atomically; the output directory as a transaction is ``exp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clusterloom.atomic import StrPath, atomic_write
 from clusterloom.pipeline import Design
 from clusterloom.sim.predict import PacketPrediction, Prediction
 
-__all__ = ["write_design", "write_prediction"]
+if TYPE_CHECKING:
+    from clusterloom.sweep.summary import SweepCell
+
+__all__ = ["write_design", "write_prediction", "write_sweep_page"]
 
 
 def write_prediction(prediction: Prediction, directory: Path, title: str) -> list[Path]:
@@ -56,3 +61,12 @@ def write_design(design: Design, out_dir: StrPath, *, flows: bool = False) -> li
         paths += write_prediction(design.prediction, out / "simulation", design.spec.name)
     paths.append(atomic_write(out / "report.html", render_report(design)))
     return paths
+
+
+def write_sweep_page(
+    directory: StrPath, title: str, cells: Sequence[SweepCell], runs: int, failed: int
+) -> Path:
+    """``sweep.html`` in a sweep's directory (``report.sweep``): its cells over seeds."""
+    from clusterloom.report.sweep import render_sweep
+
+    return atomic_write(Path(directory) / "sweep.html", render_sweep(title, cells, runs, failed))

@@ -128,12 +128,12 @@ def test_design_writes_a_whole_run_and_flows_only_when_asked(tmp_path: Path) -> 
 
 def test_validate_does_not_place_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     """`validate` on a site answers from placement's pre-checks; the solve only with --place."""
-    import clusterloom.placement.stage as stage
+    import clusterloom.placement.halls as halls  # where the hall models are solved
 
     def no_solve(*args: object, **kwargs: object) -> None:
         raise AssertionError("validate solved a placement")
 
-    monkeypatch.setattr(stage, "place_hall", no_solve)
+    monkeypatch.setattr(halls, "place_hall", no_solve)
     result = runner.invoke(app, ["validate", "--example", "hgx-1k-roce"])
     assert result.exit_code == 0, result.output
     result = runner.invoke(app, ["validate", "--example", "hgx-1k-roce", "--place"])

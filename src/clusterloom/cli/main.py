@@ -124,6 +124,22 @@ ProgressOpt = Annotated[
 ]
 
 
+ExecutorOpt = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        help="where tasks run: local (a process pool on this machine), ray (RAY_ADDRESS, else "
+        "a local Ray) or ray://HOST:PORT (an existing cluster)",
+    ),
+]
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--workers", min=1, max=4096, help="workers (default: every CPU; local 1 runs serially)"
+    ),
+]
+
+
 def _progress() -> Progress:
     """A spinner with the current stage and the time spent, on stderr; gone when done."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -359,12 +375,15 @@ def place(
     ] = None,
     force: ForceOpt = False,
     installed: InstalledOpt = None,
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = None,
 ) -> None:
     """Place racks and network devices on the spec's site; print halls, lengths and the gap."""
 
     def run() -> Design:
         from clusterloom.cli import render
         from clusterloom.errors import Problem, SpecError
+        from clusterloom.exec import open_executor
         from clusterloom.pipeline import run_design
 
         cluster = _load(spec, example)
@@ -376,8 +395,13 @@ def place(
             )
             with _progress() as progress:
                 progress.add_task("placing", total=None)
-                baseline = _installed(installed, cluster.name)
-                result = run_design(cluster, compare=False, cable=False, installed=baseline)
+                result = run_design(
+                    cluster,
+                    compare=False,
+                    cable=False,
+                    installed=_installed(installed, cluster.name),
+                    executor=stack.enter_context(open_executor(executor, workers)),
+                )
                 if target is not None:
                     from clusterloom.atomic import atomic_write
                     from clusterloom.export import write_devices, write_placement
@@ -643,14 +667,16 @@ def simulate(
     ] = None,
     jobs: Annotated[
         int | None,
-        typer.Option(min=1, max=1024, help="with --sweep: worker processes (default: all cores)"),
+        typer.Option(min=1, max=1024, help="with --sweep: workers (default: all cores)"),
     ] = None,
+    executor: ExecutorOpt = "local",
     output: Annotated[
         str | None,
         typer.Option(
             "--output",
             "-o",
-            help="directory for the results (Parquet) and simulation.html",
+            help="directory for the results (Parquet) and simulation.html; with --sweep, "
+            "the sweep's dataset (resumable)",
             show_default=False,
         ),
     ] = None,
@@ -663,9 +689,8 @@ def simulate(
     def run_all() -> None:
         from clusterloom.cli import render
         from clusterloom.cli.predicting import predict_into, say_spec_failures
-        from clusterloom.cli.progress import reporter
         from clusterloom.fabric import generate, plan_fabric
-        from clusterloom.sim.predict import FlowPrediction, predict_sweep
+        from clusterloom.sim.predict import FlowPrediction
         from clusterloom.sim.scenario import resolve_scenario
 
         cluster = _load(spec, example)
@@ -686,17 +711,16 @@ def simulate(
         assert scenario.traffic is not None
         flows = len(scenario.traffic)
         if sweep_tier is not None:
-            with reporter(err, progress) as report:
-                rows = predict_sweep(
-                    topology,
-                    scenario,
-                    sweep_tier,
-                    fail_at=fail_at,
-                    max_links=max_links,
-                    processes=jobs,
-                    progress=report,
-                )
+            from clusterloom.sweep.tier import tier_rows, tier_tasks
+
+            tasks = tier_tasks(
+                cluster, topology, scenario, sweep_tier, fail_at=fail_at, max_links=max_links
+            )
+            result, where = _run_sweep(tasks, output, executor, jobs, 2, progress)
+            rows = tier_rows(result.table, tasks)
             render.sweep(out, rows, sweep_tier, scenario.traffic_kind, flows)
+            if _say_sweep(result, where, output):
+                raise typer.Exit(EXIT_INCOMPLETE)
             return
         say_spec_failures(out, scenario, fail)
         result, target = predict_into(
@@ -743,11 +767,14 @@ def design(
     engine: StepEngineOpt = "analytic",
     transport: StepTransportOpt = None,
     installed: InstalledOpt = None,
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = None,
 ) -> None:
     """Run every stage and write the artifacts and report.html to the output directory."""
 
     def run() -> Design:
         from clusterloom.cli import render
+        from clusterloom.exec import open_executor
         from clusterloom.pipeline import run_design, stage_names
         from clusterloom.write import write_design
 
@@ -756,7 +783,11 @@ def design(
         stages = stage_names(cluster, predict=True, step_engine=engine)
         if baseline is not None:
             stages += ("growth",)
-        with _writing(output, cluster, force) as target, _progress() as progress:
+        with (
+            open_executor(executor, workers) as pool,
+            _writing(output, cluster, force) as target,
+            _progress() as progress,
+        ):
             task = progress.add_task("design", total=len(stages) + 1)
 
             def step(stage: str) -> None:
@@ -769,6 +800,7 @@ def design(
                 step_transport=transport,
                 progress=step,
                 installed=baseline,
+                executor=pool,
             )
             progress.update(task, description="writing artifacts", advance=1)
             written = write_design(result, target.staging, flows=flows)
@@ -796,6 +828,81 @@ def design(
 
     result = _guard(run)
     raise typer.Exit(1 if _has_errors(result) else 0)
+
+
+@app.command("sweep")
+def sweep_command(
+    sweep_file: Annotated[Path, typer.Argument(help="the sweep file (YAML; docs/sim.md)")],
+    output: Annotated[
+        str,
+        typer.Option(
+            "--output", "-o", help="the sweep's dataset (Parquet parts, manifest, sweep.html)"
+        ),
+    ],
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = None,
+    retries: Annotated[
+        int, typer.Option(min=0, max=10, help="attempts after the first before a task fails")
+    ] = 2,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="run a sweep larger than the limit (2,000 runs)")
+    ] = False,
+    progress: ProgressOpt = True,
+) -> None:
+    """Run every point of a sweep file (a grid or list of scenario fields and spec variants,
+    with seeds) through an executor into a resumable Parquet dataset, then summarize it."""
+
+    def run() -> None:
+        from clusterloom.cli import render
+        from clusterloom.sweep.file import load_sweep
+        from clusterloom.sweep.run import sweep_tasks
+        from clusterloom.sweep.summary import summarize_sweep
+        from clusterloom.write import write_sweep_page
+
+        sf = load_sweep(sweep_file)
+        tasks = sweep_tasks(sf, yes=yes)  # every check before anything starts
+        result, where = _run_sweep(tasks, output, executor, workers, retries, progress)
+        cells = summarize_sweep(result.table)
+        write_sweep_page(output, sweep_file.stem, cells, len(tasks), len(result.failed))
+        render.sweep_cells(out, cells)
+        if _say_sweep(result, where, output, "sweep.html"):
+            raise typer.Exit(EXIT_INCOMPLETE)
+
+    _guard(run)
+
+
+def _run_sweep(
+    tasks: Any,
+    output: str | None,
+    executor: str,
+    workers: int | None,
+    retries: int,
+    progress: bool,
+) -> tuple[Any, str]:
+    """Run sweep ``tasks`` on ``executor`` into the dataset ``output`` (None: in memory)."""
+    from clusterloom.cli.progress import reporter
+    from clusterloom.exec import open_executor
+    from clusterloom.sweep.dataset import open_dataset
+    from clusterloom.sweep.run import run_sweep
+
+    record = {"runs": [{"key": t.key, **r} for t, r in tasks]}
+    with contextlib.ExitStack() as stack:
+        ex = stack.enter_context(open_executor(executor, workers))  # refused before any file
+        ds = None if output is None else stack.enter_context(open_dataset(output, record))
+        report = stack.enter_context(reporter(err, progress))
+        result = run_sweep(tasks, ex, ds, retries=retries, progress=report)
+    return result, ex.describe()
+
+
+def _say_sweep(result: Any, executor: str, output: str | None, page: str = "") -> bool:
+    """Where the sweep ran (``executor``: described) and its failures (on stderr); whether
+    any task failed."""
+    where = f"; results in {output}/" + (f" ({page})" if page else "") if output else ""
+    out.print(f"{result.ran:,} runs on {executor}, {result.kept:,} kept from before{where}")
+    for f in result.failed:
+        shown = ", ".join(f"{k}={v}" for k, v in f.run.items())
+        _say("failed", "bold yellow", f"{shown} after {f.attempts} attempts: {f.error}")
+    return bool(result.failed)
 
 
 def _has_errors(design: Design) -> bool:

@@ -81,6 +81,8 @@ class Reporter:
             task = self._ids[step.task] = self._bar.add_task(str(step), total=None)
         if step.fraction is not None:
             self._bar.update(task, total=1.0, completed=step.fraction)
+            if step.note:  # a count that changes as it goes (a sweep's runs)
+                self._bar.update(task, description=str(step))
 
     def _line(self, step: Step) -> None:
         now = self.clock()
@@ -99,7 +101,8 @@ class Reporter:
         rate = (f - f1) / (now - t1) if now > t1 else 0.0
         left = f"~{_seconds((1 - f) / rate)} left" if rate > 0 else "time left unknown"
         self.console.print(
-            f"progress: {step.task} {f:.0%} ({_seconds(elapsed)} elapsed, {left})",
+            f"progress: {step.task} {f:.0%}{f' {step.note}' if step.note else ''} "
+            f"({_seconds(elapsed)} elapsed, {left})",
             soft_wrap=True,
         )
 

@@ -24,6 +24,7 @@ from clusterloom.units import (
     to_megawatts,
     to_ms,
     to_tbps,
+    to_us,
     to_usd,
     to_watts,
 )
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from clusterloom.placement import Placement
     from clusterloom.sim.flow.run import Compared, Failure
     from clusterloom.sim.flow.sweep import SweepRow
+    from clusterloom.sweep.summary import Interval, SweepCell
 
 
 def _ms(seconds: float) -> str:
@@ -446,3 +448,39 @@ def bom_total(console: Console, design: Design) -> None:
         ),
         soft_wrap=True,
     )
+
+
+def sweep_cells(console: Console, cells: Sequence[SweepCell]) -> None:
+    """Per variant, failure and transport: seeds, completed, completion and p99 FCT with their
+    95 % Student t intervals over seeds (``sweep.summary``)."""
+    table = Table(
+        "variant",
+        "failure",
+        Column("transport", no_wrap=True),
+        Column("seeds", justify="right"),
+        Column("completed", justify="right"),
+        Column("completion ms", justify="right"),
+        Column("p99 FCT us", justify="right"),
+        Column("vs ideal", justify="right"),
+        title="sweep: mean ± 95% Student t interval over seeds",
+        title_justify="left",
+    )
+
+    def pm(iv: Interval, scale: float, digits: int) -> str:
+        if iv.n == 0:
+            return "-"
+        mean = f"{iv.mean * scale:,.{digits}f}"
+        return mean if iv.n < 2 else f"{mean} ± {iv.half * scale:,.{digits}f}"
+
+    for c in cells:
+        table.add_row(
+            c.variant,
+            c.failure,
+            c.transport,
+            f"{c.runs:,}",
+            f"{c.complete:,}",
+            pm(c.completion_ps, to_ms(1.0), 3),
+            pm(c.fct_p99_ps, to_us(1.0), 1),
+            pm(c.vs_ideal, 1.0, 3),
+        )
+    console.print(table)

@@ -47,7 +47,15 @@ from typing import Any
 from clusterloom.atomic import StrPath, atomic_write
 from clusterloom.errors import OutputError
 
-__all__ = ["MANIFEST", "OutputRun", "output_run", "read_manifest", "relative", "verify_run"]
+__all__ = [
+    "MANIFEST",
+    "OutputRun",
+    "locked",
+    "output_run",
+    "read_manifest",
+    "relative",
+    "verify_run",
+]
 
 #: the file every run writes last, and by which a directory is known as a clusterloom run
 MANIFEST = "manifest.json"
@@ -219,7 +227,9 @@ def _switch(staging: Path, target: Path, token: str) -> None:
 
 
 @contextlib.contextmanager
-def _locked(target: Path) -> Iterator[None]:
+def locked(target: Path) -> Iterator[None]:
+    """``.<name>.lock`` beside ``target`` held (``flock``) for the block; a second holder is
+    refused at once (``OutputError``). Also the lock of a sweep's append-only dataset."""
     lock = target.with_name(f".{target.name}.lock")
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
@@ -265,7 +275,7 @@ def output_run(
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise _refuse(str(target), f"cannot create its parent: {exc.strerror or exc}") from exc
-    with _locked(path):
+    with locked(path):
         _clean_leftovers(path)
         if path.exists() and not _is_ours_or_empty(path):
             if not force:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,16 +21,19 @@ from clusterloom.placement.demand import (
     split_blocks,
 )
 from clusterloom.placement.floor import BLOCKED, FREE, FloorPlan, floor_plan
+from clusterloom.placement.halls import solve_halls
 from clusterloom.placement.solve import (
     SolveStats,
     assign_halls,
-    place_hall,
     precheck,
     start_allowed,
     unit_links,
 )
 from clusterloom.placement.validate import validate_placement
 from clusterloom.spec import ClusterSpec, SiteSpec
+
+if TYPE_CHECKING:
+    from clusterloom.exec import Executor
 
 __all__ = ["LinkLengths", "Placement", "check_site", "moved_racks", "place"]
 
@@ -214,12 +217,14 @@ def place(
     fabrics: tuple[FabricDesign, ...],
     *,
     fixed: Mapping[str, str] | None = None,
+    executor: Executor | None = None,
 ) -> Placement:
     """Place the racks and devices of ``fabrics`` on ``spec``'s site. ``fixed`` (rack label ->
     installed rack name) keeps installed racks where they stand; when the site cannot hold the
     growth so, they are placed afresh and a finding lists the moves. Installed racks in a
     frozen hall or row (``growth.frozen``) stay even then, and no new rack goes there; when
-    even that cannot hold, they move too and an error finding names them.
+    even that cannot hold, they move too and an error finding names them. ``executor`` solves
+    the hall models as tasks on it (``placement.halls``; the same placement as without one).
 
     Raises ``SpecError`` naming what is short and by how much when the site cannot hold them.
     """
@@ -227,7 +232,7 @@ def place(
         floor, demand = _checked_demand(spec, spec.site, fabrics, fixed)
         stuck = _stuck(floor, demand, fixed)
         try:
-            pinned = replace(_place(spec, fabrics, fixed), forced_moves=stuck)
+            pinned = replace(_place(spec, fabrics, fixed, executor=executor), forced_moves=stuck)
             moved = moved_racks(pinned, fixed)
             if not moved:
                 return pinned
@@ -241,14 +246,16 @@ def place(
             free = None
             if frozen_positions(floor, spec).any():
                 try:
-                    free = _place(spec, fabrics, fixed, soft=True, keep_frozen=True)
+                    free = _place(
+                        spec, fabrics, fixed, soft=True, keep_frozen=True, executor=executor
+                    )
                 except SpecError as frozen_exc:
                     why += "; with the frozen racks kept: " + "; ".join(
                         p.message for p in frozen_exc.problems
                     )
             if free is None:
                 try:
-                    free = _place(spec, fabrics, fixed, soft=True)
+                    free = _place(spec, fabrics, fixed, soft=True, executor=executor)
                 except SpecError as last:
                     closed = _closed(floor, spec)
                     if not closed:
@@ -256,7 +263,7 @@ def place(
                     raise SpecError([*last.problems, _frozen_problem(closed)]) from last
             free = replace(free, forced_moves=stuck + 1)
             return _with_moves(free, fixed, spec, moved_racks(free, fixed), why)
-    return _place(spec, fabrics, None)
+    return _place(spec, fabrics, None, executor=executor)
 
 
 def _with_moves(
@@ -305,6 +312,7 @@ def _place(
     *,
     soft: bool = False,
     keep_frozen: bool = False,
+    executor: Executor | None = None,
 ) -> Placement:
     """One placement; ``soft`` lets installed units move at a cost, except (``keep_frozen``)
     those standing in a frozen hall or row."""
@@ -333,9 +341,8 @@ def _place(
         by_hall[int(group_hall[unit.group])].append(u)
     rack_position = np.full(demand.n_racks, -1, dtype=np.int32)
     solves: list[SolveStats] = [campus] if campus is not None else []
-    for h in sorted(by_hall):
-        mine = {u: pins[u] for u in by_hall[h] if u in pins}
-        starts, stats = place_hall(floor, demand, site, h, by_hall[h], links, mine, soft, hard)
+    jobs = [(h, by_hall[h], {u: pins[u] for u in by_hall[h] if u in pins}) for h in sorted(by_hall)]
+    for starts, stats in solve_halls(floor, demand, site, jobs, links, soft, executor, hard):
         solves.append(stats)
         for u, s in starts.items():
             for i, rack in enumerate(demand.units[u].racks):
