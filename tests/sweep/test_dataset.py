@@ -35,6 +35,18 @@ def test_parts_are_listed_in_the_manifest_and_found_again_on_reopening(tmp_path:
     assert read_parts(out).column("key").to_pylist() == ["k1", "k2"]
 
 
+def test_a_part_cut_short_by_a_kill_leaves_no_file_behind_at_the_next_open(tmp_path: Path) -> None:
+    out = tmp_path / "ds"
+    with open_dataset(out, {"runs": []}) as ds:
+        ds.add("k1", {"variant": "base", "transport": "t"}, _table("k1", 1.0))
+    part = out / "parts" / "variant=base" / "transport=t"
+    stale = part / ".k2.parquet.x8c1q0zz.tmp"  # what atomic_write leaves when killed mid-write
+    stale.write_bytes(b"PAR1 half")
+    with open_dataset(out, {"runs": []}) as ds:
+        assert ds.done == {"k1"}
+    assert sorted(p.name for p in part.iterdir()) == ["k1.parquet"]
+
+
 def test_a_second_writer_is_refused_while_the_first_holds_the_lock(tmp_path: Path) -> None:
     with (
         open_dataset(tmp_path / "ds", {}),

@@ -12,7 +12,7 @@
 Each part and the manifest are written atomically (``clusterloom.atomic``): a part is there
 whole or not at all, so a killed sweep keeps every finished part, and the parts on disk, not
 the manifest, say what is done (a kill between a part and its manifest loses nothing; the next
-open lists it). Parts are named by their task's content-addressed key, so the same sweep gives
+open lists it, and removes the temporary file of a part the kill cut short). Parts are named by their task's content-addressed key, so the same sweep gives
 the same files on any executor, in any completion order; a changed sweep (more seeds, another
 transport) into the same directory reuses every part whose key it still has. The journal is the
 one file that depends on timing; it records, not decides.
@@ -71,6 +71,10 @@ class Dataset:
         self._journal: Any = None
 
     def _start(self) -> None:
+        # a writer killed mid-write leaves its temporary file (``.NAME.XXXX.tmp``, never a
+        # part); the lock says no writer is alive, so they are removed before anything else
+        for stale in sorted(self.root.rglob(".*.tmp")):
+            stale.unlink(missing_ok=True)
         atomic_write(self.root / "sweep.json", self._sweep + "\n")
         for part in sorted((self.root / "parts").rglob("*.parquet")):
             e = _entry(self.root, part)
