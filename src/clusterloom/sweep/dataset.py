@@ -12,10 +12,11 @@
 Each part and the manifest are written atomically (``clusterloom.atomic``): a part is there
 whole or not at all, so a killed sweep keeps every finished part, and the parts on disk, not
 the manifest, say what is done (a kill between a part and its manifest loses nothing; the next
-open lists it, and removes the temporary file of a part the kill cut short). Parts are named by their task's content-addressed key, so the same sweep gives
-the same files on any executor, in any completion order; a changed sweep (more seeds, another
-transport) into the same directory reuses every part whose key it still has. The journal is the
-one file that depends on timing; it records, not decides.
+open lists it, and removes the temporary file of a part the kill cut short). Parts are named by
+their task's content-addressed key, so the same sweep gives the same files on any executor, in
+any completion order; a changed sweep (more seeds, another transport) into the same directory
+reuses every part whose key it still has. The journal is the one file that depends on timing;
+it records, not decides.
 """
 
 from __future__ import annotations
