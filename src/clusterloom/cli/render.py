@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from clusterloom.placement import Placement
     from clusterloom.sim.flow.run import Compared, Failure
     from clusterloom.sim.flow.sweep import SweepRow
+    from clusterloom.srv6.verify import Report
     from clusterloom.sweep.summary import Interval, SweepCell
 
 
@@ -484,3 +485,17 @@ def sweep_cells(console: Console, cells: Sequence[SweepCell]) -> None:
             pm(c.vs_ideal, 1.0, 3),
         )
     console.print(table)
+
+
+def lab_report(report: Report, verbose: bool, out: Console, err: Console) -> int:
+    """Print a lab run's checks (each held one with ``verbose``), its failures and the count;
+    the exit code: 1 when a check failed."""
+    if verbose:
+        for line in report.checked:
+            out.print(f"  ok: {line}", soft_wrap=True)
+    for line in report.problems:
+        err.print(f"failed: {line}", soft_wrap=True)
+    out.print(
+        f"{len(report.checked):,} checks held, {len(report.problems):,} failed", soft_wrap=True
+    )
+    return 1 if report.problems else 0

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from clusterloom.cli.predicting import Writing
     from clusterloom.spec import ClusterSpec
     from clusterloom.srv6 import AddressPlan
-    from clusterloom.srv6.verify import Report
 
 Spec = Annotated[
     Path | None, typer.Argument(help="cluster spec (YAML); or --example", show_default=False)
@@ -306,20 +305,6 @@ def _register_render(
         guard(run)
 
 
-def print_report(report: Report, verbose: bool, out: Console, err: Console) -> int:
-    """Print a lab run's checks (each held one with ``verbose``), its failures and the count;
-    the exit code: 1 when a check failed."""
-    if verbose:
-        for line in report.checked:
-            out.print(f"  ok: {line}", soft_wrap=True)
-    for line in report.problems:
-        err.print(f"failed: {line}", soft_wrap=True)
-    out.print(
-        f"{len(report.checked):,} checks held, {len(report.problems):,} failed", soft_wrap=True
-    )
-    return 1 if report.problems else 0
-
-
 def _register_verify(
     group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: Console, err: Console
 ) -> None:
@@ -334,6 +319,8 @@ def _register_verify(
             from clusterloom.srv6.verify import verify_all
 
             report = verify_all(lambda line: out.print(line, soft_wrap=True))
-            return print_report(report, verbose, out, err)
+            from clusterloom.cli.render import lab_report
+
+            return lab_report(report, verbose, out, err)
 
         raise typer.Exit(guard(run))

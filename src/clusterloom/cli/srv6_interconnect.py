@@ -99,10 +99,10 @@ def register_interconnect(
         and its delivery, fail the TE policy's primary link and check its fallback (root)."""
 
         def run() -> int:
-            from clusterloom.cli.srv6 import print_report
+            from clusterloom.cli.render import lab_report
             from clusterloom.srv6.interconnect_verify import verify_interconnect
 
             report = verify_interconnect(lambda line: out.print(line, soft_wrap=True))
-            return print_report(report, verbose, out, err)
+            return lab_report(report, verbose, out, err)
 
         raise typer.Exit(guard(run))
