@@ -31,13 +31,28 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clusterloom.sim.failures import Failure as SimFailure
+from clusterloom.sim.flow.transports import MrcSpray as FlowMrcSpray
 from clusterloom.sim.packet.engine import PacketSim
+from clusterloom.sim.paths import Router
 from clusterloom.sim.traffic import Traffic
 from clusterloom.srv6.failover import Failure, HostFailover, host_failover
 from clusterloom.srv6.plan import AddressPlan
 from clusterloom.srv6.programs import Programs, hops_of, programs_for
+from clusterloom.units import PS_PER_S, tx_ps
 
-__all__ = ["CASES", "CaseResult", "ProgramRoutes", "compare_packets", "notified", "retired_evs"]
+I64 = NDArray[np.int64]
+
+__all__ = [
+    "CASES",
+    "CaseResult",
+    "ProgramRoutes",
+    "ProgramSprayFlow",
+    "base_rtt_ps",
+    "compare_flows",
+    "compare_packets",
+    "notified",
+    "retired_evs",
+]
 
 
 class ProgramRoutes:
@@ -237,4 +252,70 @@ def compare_packets(
                 r.data_bytes_delivered - int(traffic.nbytes.sum()),
             )
         )  # fmt: skip
+    return out
+
+
+@dataclass(frozen=True)
+class ProgramSprayFlow(FlowMrcSpray):
+    """The flow model's ``mrc-spray`` pinned to the SRv6 programs: EV ``k`` of a connection
+    takes its program's route; on a failure the EVs crossing it retire after ``detect_s``
+    (told: one base RTT; learned: the model's default, a few RTTs) and nothing reroutes."""
+
+    routes: ProgramRoutes | None = None
+
+    def ev_paths(self, router: Router, s: I64, d: I64, port: I64, k: I64, f: I64, seed: int) -> I64:
+        assert self.routes is not None
+        rows = self.routes(np.stack([s, d, port, k], axis=1))
+        width = max((len(r) for r in rows if r is not None), default=1)
+        out = np.full((len(rows), width), -1, dtype=np.int64)
+        for i, r in enumerate(rows):
+            if r is not None:
+                out[i, : len(r)] = r
+        return out
+
+
+def base_rtt_ps(plan: AddressPlan, mtu: int = 4096, header: int = 64) -> int:
+    """The base RTT of the fabric's longest program (``2 * tiers`` links each way, a full
+    packet and an ACK serialized on each, the slowest link's rate and the longest delay):
+    what a told endpoint waits before it withdraws, in the flow model."""
+    t = plan.topology
+    hops = 2 * t.plan.tiers
+    rate = int(t.link_capacity_bps.min())
+    return 2 * hops * int(t.link_latency_ps.max()) + hops * (
+        tx_ps(mtu + header, rate) + tx_ps(header, rate)
+    )
+
+
+def compare_flows(
+    plan: AddressPlan,
+    traffic: Traffic,
+    failure: SimFailure,
+    *,
+    reroute_ps: int,
+    evs: int,
+    seed: int = 0,
+    max_time_ps: int | None = None,
+) -> list[CaseResult]:
+    """The flow engine's equivalents: the sprayer on the programs, told (retired after one
+    base RTT) or learned (the model's ``detect_s``), and RoCE rerouted after ``reroute_ps``.
+    The flow model has no hop-by-hop ECMP sprayer that reconverges (its ``mrc-spray`` is
+    source-routed), so that case is the packet engine's only."""
+    from clusterloom.sim.flow.run import run
+    from clusterloom.sim.flow.transports import RoceEcmp as FlowRoce
+
+    routes = ProgramRoutes(plan, evs)
+    told = ProgramSprayFlow(evs=evs, detect_s=base_rtt_ps(plan) / PS_PER_S, routes=routes)
+    models = (
+        (CASES[0][0], told),
+        (CASES[1][0], ProgramSprayFlow(evs=evs, routes=routes)),
+        (CASES[3][0], FlowRoce(reroute_s=reroute_ps / PS_PER_S)),
+    )
+    out = []
+    for name, model in models:
+        r = run(plan.topology, traffic, model, (failure,), seed=seed, max_time_ps=max_time_ps)
+        completion, mean, p99 = _fcts(r.start_ps, r.finish_ps)
+        done = int((r.finish_ps >= 0).sum())
+        out.append(
+            CaseResult("flow", name, len(traffic), done, completion, mean, p99, None, None, None)
+        )
     return out
