@@ -44,6 +44,7 @@ I64 = NDArray[np.int64]
 
 __all__ = [
     "CASES",
+    "COLUMNS",
     "CaseResult",
     "ProgramRoutes",
     "ProgramSprayFlow",
@@ -52,6 +53,7 @@ __all__ = [
     "compare_packets",
     "notified",
     "retired_evs",
+    "table_rows",
 ]
 
 
@@ -201,6 +203,8 @@ class CaseResult:
     drops: int | None
     retransmissions: int | None
     duplicate_bytes: int | None
+    #: why flows did not finish, one line per cause (the packet engine's)
+    unfinished: tuple[str, ...] = ()
 
 
 def _fcts(start: NDArray[np.int64], finish: NDArray[np.int64]) -> tuple[int | None, float, float]:
@@ -249,7 +253,7 @@ def compare_packets(
             CaseResult(
                 "packet", name, len(traffic), r.finished, completion, mean, p99, r.drops,
                 int(r.retransmissions.sum()),
-                r.data_bytes_delivered - int(traffic.nbytes.sum()),
+                r.data_bytes_delivered - int(traffic.nbytes.sum()), r.unfinished,
             )
         )  # fmt: skip
     return out
@@ -319,3 +323,43 @@ def compare_flows(
             CaseResult("flow", name, len(traffic), done, completion, mean, p99, None, None, None)
         )
     return out
+
+
+#: the comparison table's columns
+COLUMNS = (
+    "engine",
+    "case",
+    "done",
+    "completion",
+    "FCT mean",
+    "FCT p99",
+    "drops",
+    "resent",
+    "dup bytes",
+)
+
+
+def table_rows(results: Sequence[CaseResult]) -> list[tuple[str, ...]]:
+    """The comparison as text rows (:data:`COLUMNS`): a time only where it was measured, a
+    dash for a figure the engine does not have."""
+    from clusterloom.sim.flow.run import fmt_time
+
+    def opt(x: int | None) -> str:
+        return "-" if x is None else f"{x:,}"
+
+    rows: list[tuple[str, ...]] = []
+    for c in results:
+        rows.append(
+            (
+                c.engine,
+                c.case,
+                f"{c.finished:,}/{c.flows:,}",
+                "unfinished" if c.completion_ps is None else fmt_time(c.completion_ps),
+                "-" if not c.finished else fmt_time(c.fct_mean_ps),
+                "-" if not c.finished else fmt_time(c.fct_p99_ps),
+                opt(c.drops),
+                opt(c.retransmissions),
+                opt(c.duplicate_bytes),
+            )
+        )
+    return rows
