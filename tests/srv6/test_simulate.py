@@ -19,7 +19,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from srv6_fabrics import SHAPES, topology
+from typer.testing import CliRunner
 
+from clusterloom.cli.main import app
 from clusterloom.fabric.topology import Topology
 from clusterloom.sim.failures import Failure as SimFailure
 from clusterloom.sim.packet.engine import DATA, Packet, PacketConfig, PacketSim
@@ -181,8 +183,8 @@ def test_every_data_packet_rides_its_evs_program_and_the_failover_is_told() -> N
     # each way, a full packet and an ACK serialized at 100 Gb/s on each
     rtt = 2 * 6 * us(1) + 6 * (tx_ps(4096 + 64, gbps(100)) + tx_ps(64, gbps(100)))
     # (at the notification's own picosecond, events scheduled before it still run first)
-    late = [s for s in data if s[0] > FAIL_PS + rtt and _dead(s[6], link)]
-    assert not late
+    late = [s for s in rec.sent if s[0] > FAIL_PS + rtt and _dead(s[6], link)]
+    assert not late  # no packet at all: data, ACK or probe
     assert any(_dead(s[6], link) for s in data if s[0] < FAIL_PS)  # it carried traffic
 
 
@@ -247,3 +249,33 @@ def test_srv6_failover_completes_no_later_than_ecmp_with_one_second_reconvergenc
         c = cases[other]
         assert c.completion_ps is None or srv6.completion_ps <= c.completion_ps, other
     assert cases["roce-ecmp, reconverge"].completion_ps is None  # it gave up on the dead path
+
+
+def test_the_command_prints_every_case_and_refuses_bad_input() -> None:
+    runner = CliRunner()
+    args = ["srv6", "failover-sim", "-e", "fat-tree-k16", "--hosts", "16", "--evs", "16"]
+    ok = runner.invoke(
+        app, [*args, "--size", "200KB", "--engine", "packet", "--fail", "link:1024@20us"]
+    )
+    assert ok.exit_code == 0, ok.output
+    # one row per case of the packet engine, every flow done (an 80-column table wraps names)
+    assert ok.output.count("│ packet │") == 4 and ok.output.count("16/16") == 4
+    bad = runner.invoke(
+        app, [*args[:4], "--hosts", "1", "--evs", "300", "--engine", "x", "--fail", "link:1@0*0.5"]
+    )
+    assert bad.exit_code == 2
+    lines = bad.output.strip().splitlines()
+    assert [line.split(":")[1].strip() for line in lines] == ["--hosts", "--evs", "--engine"]
+    gray = runner.invoke(app, [*args, "--fail", "link:1@0*0.5"])
+    assert gray.exit_code == 2 and "gray failure" in gray.output
+    missing = runner.invoke(app, args)
+    assert missing.exit_code == 2 and "--fail" in missing.output
+
+
+def test_the_table_shows_a_dash_for_what_an_engine_does_not_measure() -> None:
+    from clusterloom.srv6.simulate import COLUMNS, CaseResult, table_rows
+
+    flow = CaseResult("flow", "roce-ecmp, reconverge", 4, 3, None, 2e6, 3e6, None, None, None)
+    (row,) = table_rows([flow])
+    assert len(row) == len(COLUMNS)
+    assert row[2:4] == ("3/4", "unfinished") and row[6:] == ("-", "-", "-")

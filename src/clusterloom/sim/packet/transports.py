@@ -1123,15 +1123,7 @@ class ReceiverDriven(_Sprayer):
         if not 1 <= k <= 256:
             raise PacketSimError(f"{self.name}: evs is 1..256, got {k}")
         self.k = k
-        #: source-routed (the default) or hashed hop by hop by ECMP (``ecmp=1``)
-        self.sr = not self.opt["ecmp"]
-        table = sim.source_routes
-        if table is not None and self.sr:  # explicit programs: EV i is the table's index i
-            if k > table.evs:
-                raise PacketSimError(f"{self.name}: evs {k} exceeds the {table.evs} EVs routed")
-            self.evs = list(range(k))
-        else:
-            self.evs = entropy_range((sim.seed, flow), k)
+        self.evs = entropy_range((sim.seed, flow), k)
         self.ev_port = [i % self.ports for i in range(k)]
         self.bad = [False] * k
         self.rr = flow % k
