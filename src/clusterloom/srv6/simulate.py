@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from clusterloom.sim.failures import Failure as SimFailure
 from clusterloom.sim.flow.transports import MrcSpray as FlowMrcSpray
 from clusterloom.sim.packet.engine import PacketSim
+from clusterloom.sim.packet.run import PacketResult
 from clusterloom.sim.paths import Router
 from clusterloom.sim.traffic import Traffic
 from clusterloom.srv6.failover import Failure, HostFailover, host_failover
@@ -51,6 +52,7 @@ __all__ = [
     "base_rtt_ps",
     "compare_flows",
     "compare_packets",
+    "duplicates",
     "notified",
     "retired_evs",
     "table_rows",
@@ -191,7 +193,8 @@ CASES: tuple[tuple[str, str, bool, bool, dict[str, float]], ...] = (
 class CaseResult:
     """One case of the comparison: completion of the whole traffic (None unless every flow
     finished), FCTs over the finished flows, and what the network lost and the senders sent
-    again (packets; the flow engine has no packets: None)."""
+    again (packets; the flow engine has no packets: None) and the payload bytes delivered
+    twice (None unless every flow finished)."""
 
     engine: str
     case: str
@@ -214,6 +217,14 @@ def _fcts(start: NDArray[np.int64], finish: NDArray[np.int64]) -> tuple[int | No
     if not fct.size:
         return completion, float("nan"), float("nan")
     return completion, float(fct.mean()), float(np.percentile(fct, 99))
+
+
+def duplicates(r: PacketResult, traffic: Traffic) -> int | None:
+    """Payload bytes delivered twice (or more): what was delivered beyond the traffic's bytes,
+    known when every flow finished (each byte then arrived at least once); else None."""
+    if r.finished < len(traffic):
+        return None
+    return r.data_bytes_delivered - int(traffic.nbytes.sum())
 
 
 def compare_packets(
@@ -253,7 +264,7 @@ def compare_packets(
             CaseResult(
                 "packet", name, len(traffic), r.finished, completion, mean, p99, r.drops,
                 int(r.retransmissions.sum()),
-                r.data_bytes_delivered - int(traffic.nbytes.sum()), r.unfinished,
+                duplicates(r, traffic), r.unfinished,
             )
         )  # fmt: skip
     return out
