@@ -279,3 +279,15 @@ def test_the_table_shows_a_dash_for_what_an_engine_does_not_measure() -> None:
     (row,) = table_rows([flow])
     assert len(row) == len(COLUMNS)
     assert row[2:4] == ("3/4", "unfinished") and row[6:] == ("-", "-", "-")
+
+
+def test_a_sprayer_with_more_evs_than_the_table_routes_is_refused() -> None:
+    import pytest
+
+    from clusterloom.sim.packet.engine import PacketSimError
+
+    t, plan, traffic, _ = _k4()
+    with pytest.raises(PacketSimError, match="evs 16 exceeds the 8 EVs routed"):
+        run_packets(
+            t, traffic, "mrc-spray", options={"evs": 16}, source_routes=ProgramRoutes(plan, 8)
+        )
