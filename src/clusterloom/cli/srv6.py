@@ -287,7 +287,7 @@ def _register_failover_sim(
         max_time: Annotated[str, typer.Option(help="simulated time limit of a run")] = "10s",
     ) -> None:
         """The same permutation and failure under SRv6 endpoint failover (told, learned; no
-        reconvergence), ECMP spraying and RoCE rerouted after --reroute: a table per case."""
+        reconvergence), ECMP spraying and RoCE rerouted after --reroute: one row per case."""
 
         def run() -> int:
             from rich.table import Table
