@@ -409,7 +409,7 @@ class MrcSpray(_Sprayer):
             raise PacketSimError(f"{self.name}: evs is 1..256, got {k}")
         self.k = k
         #: source-routed (the default) or hashed hop by hop by ECMP (``ecmp=1``)
-        self.sr = not self.opt["ecmp"]
+        self.sr = not self.opt.get("ecmp", 0)  # a subclass's defaults may lack it
         table = sim.source_routes
         if table is not None and self.sr:  # explicit programs: EV i is the table's index i
             if k > table.evs:
