@@ -130,6 +130,7 @@ def register(
         raise typer.Exit(guard(run))
 
     _register_tables(group, guard, load, out)
+    _register_failover_sim(group, guard, load, out)
     _register_render(group, guard, load, out, writing)
     _register_verify(group, guard, out, err)
     from clusterloom.cli.srv6_interconnect import register_interconnect
@@ -256,6 +257,96 @@ def _register_tables(
                 )
 
         guard(run)
+
+
+def _register_failover_sim(
+    group: typer.Typer,
+    guard: Callable[[Callable[[], Any]], Any],
+    load: Callable[[Path | None, str | None], ClusterSpec],
+    out: Console,
+) -> None:
+    @group.command("failover-sim")
+    def failover_sim(
+        spec: Spec = None,
+        example: Example = None,
+        fail: Annotated[
+            str,
+            typer.Option(
+                help="the hard failure, as simulate's --fail: KIND:TARGET@START[-END], "
+                "e.g. link:17@50us"
+            ),
+        ] = "",
+        size: Annotated[str, typer.Option(help="bytes per flow of the permutation")] = "2MB",
+        hosts: Annotated[
+            int | None,
+            typer.Option(help="permute the first N hosts [default: all]", show_default=False),
+        ] = None,
+        reroute: Annotated[
+            str, typer.Option(help="ECMP's detection and reconvergence after the failure")
+        ] = "1s",
+        evs: Annotated[int, typer.Option(help="EVs per connection of the sprayer")] = 128,
+        engine: Annotated[str, typer.Option(help="packet, flow or both")] = "both",
+        seed: Annotated[int, typer.Option(help="seed of the permutation and the runs")] = 0,
+        max_time: Annotated[str, typer.Option(help="simulated time limit of a run")] = "10s",
+    ) -> None:
+        """The same permutation and failure under SRv6 endpoint failover (told, learned; no
+        reconvergence), ECMP spraying and RoCE rerouted after --reroute: one row per case."""
+
+        def run() -> int:
+            from rich.table import Table
+
+            from clusterloom.errors import Problem, SpecError
+            from clusterloom.sim.failures import parse_failure, parse_size, parse_time
+            from clusterloom.sim.traffic import permutation
+            from clusterloom.srv6.plan import DEFAULT_PREFIX
+            from clusterloom.srv6.simulate import (
+                COLUMNS,
+                compare_flows,
+                compare_packets,
+                table_rows,
+            )
+
+            cluster = load(spec, example)
+            addresses = _plan(cluster, DEFAULT_PREFIX, 32, 16, 0.0)
+            t = addresses.topology
+            n = t.plan.hosts if hosts is None else hosts
+            bad = []
+            if not fail:
+                bad.append(Problem("--fail", "give the failure, e.g. link:17@50us"))
+            if not 2 <= n <= t.plan.hosts:
+                bad.append(Problem("--hosts", f"{n} is not in 2..{t.plan.hosts}"))
+            if not 1 <= evs <= 256:
+                bad.append(Problem("--evs", f"{evs} is not in 1..256 (the sprayer's range)"))
+            if engine not in ("packet", "flow", "both"):
+                bad.append(Problem("--engine", f"{engine!r}: give packet, flow or both"))
+            if bad:
+                raise SpecError(bad)
+            f = parse_failure(fail, t)
+            if f.fraction != 0.0:
+                raise SpecError([Problem("--fail", f"{fail!r} is a gray failure; give a hard one")])
+            traffic = permutation(n, parse_size(size), seed=seed)
+            kw = {
+                "reroute_ps": parse_time(reroute, "--reroute"),
+                "evs": evs,
+                "seed": seed,
+                "max_time_ps": parse_time(max_time, "--max-time"),
+            }
+            results = []
+            if engine in ("packet", "both"):
+                results += compare_packets(addresses, traffic, f, **kw)
+            if engine in ("flow", "both"):
+                results += compare_flows(addresses, traffic, f, **kw)
+            table = Table(*COLUMNS, title=f"{cluster.name}: {n:,} hosts, {fail}, reroute {reroute}")
+            for row in table_rows(results):
+                table.add_row(*row)
+            out.print(table)
+            for r in results:
+                if r.finished < r.flows:
+                    why = "; ".join(r.unfinished) or "still running at the time limit"
+                    out.print(f"{r.engine} {r.case}: {why}", soft_wrap=True)
+            return 0 if all(r.finished == r.flows for r in results) else 3
+
+        raise typer.Exit(guard(run))
 
 
 def _register_render(

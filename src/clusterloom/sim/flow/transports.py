@@ -367,11 +367,8 @@ class MrcSpray(_Packets):
         k = np.tile(np.arange(self.evs, dtype=np.int64), ids.size)
         s, d = src[f], dst[f]
         port = k % _ports(router)
-        # each connection draws its own EVs (random 32-bit values per queue pair), so different
-        # connections' EVs hash independently; static source routes, chosen on the healthy
-        # fabric; EVs whose route crosses a dead link retire
-        ev = connection_hash(s, d, f, seed) ^ splitmix64(k.astype(np.uint64)).astype(np.int64)
-        paths = route(router, s, d, port, ev & 0xFFFFFFFF, seed=seed)
+        paths = self.ev_paths(router, s, d, port, k, f, seed)
+        # EVs whose route crosses a dead link retire
         if alive.all():  # a healthy fabric: every EV has its route
             share = np.full(f.size, 1.0 / self.evs)
         else:
@@ -381,6 +378,16 @@ class MrcSpray(_Packets):
         if not self.balance:  # one entity per flow: EVs on the same path are one unit
             f, paths, share = _merge_same_paths(f, paths, share)
         return f, paths, share
+
+    def ev_paths(self, router: Router, s: I64, d: I64, port: I64, k: I64, f: I64, seed: int) -> I64:
+        """The static source route (``-1``-padded directed links) of EV ``k`` of connection
+        ``f`` (``s`` to ``d`` on host port ``port``), chosen on the healthy fabric: each
+        connection draws its own EVs (random 32-bit values per queue pair), so different
+        connections' EVs hash independently. A subclass may pin them otherwise (the SRv6
+        programs of :mod:`clusterloom.srv6.simulate`)."""
+        ev = connection_hash(s, d, f, seed) ^ splitmix64(k.astype(np.uint64)).astype(np.int64)
+        paths: I64 = route(router, s, d, port, ev & 0xFFFFFFFF, seed=seed)
+        return paths
 
     def reroute_delay_s(self) -> float:
         return self.detect_s

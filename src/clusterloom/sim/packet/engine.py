@@ -33,7 +33,9 @@ Model (every assumption here is also listed in ``docs/packet.md``):
   port, EV) are a pure function of the routing view; the engine computes that path once per key
   (vectorized, :meth:`PacketSim.prefetch`) and memoizes it. The routing view changes
   ``reroute_ps`` after a hard failure or repair (detection plus reconvergence; default 1 s as in
-  the flow-level model); source routes never change.
+  the flow-level model); source routes never change. A run may be given its source routes
+  (:class:`SourceRoutes`, e.g. the SRv6 path programs of :mod:`clusterloom.srv6.simulate`):
+  then the EV of a source-routed packet is an index into that table, not a hash.
 - **Failures** (the syntax of :mod:`clusterloom.sim.flow.run`): a hard failure takes both
   directions of the links down at its start, drops what they hold and what is on the wire;
   packets routed onto a dead link are dropped. A gray failure keeps ``fraction`` of the rate.
@@ -137,6 +139,7 @@ __all__ = [
     "PacketConfig",
     "PacketSim",
     "PacketSimError",
+    "SourceRoutes",
 ]
 
 # packet kinds
@@ -303,6 +306,18 @@ class Packet:
         return out
 
 
+class SourceRoutes(Protocol):
+    """Explicit source routes of a run (a NIC's table of path programs): for each key row
+    (src, dst, port, ev) of ``keys`` (an int64 array, n x 4), the directed links of its route
+    from the source host to the destination host, or None (no route). ``evs``: the table's EVs
+    per connection; a key's ``ev`` is an index below it (a spraying transport uses EVs
+    ``0..evs-1``). A pure function of the key: the engine caches and may recompute it."""
+
+    evs: int
+
+    def __call__(self, keys: NDArray[np.int64]) -> list[tuple[int, ...] | None]: ...
+
+
 class Endpoint(Protocol):
     """What the engine calls on a transport's connection (both ends in one object)."""
 
@@ -368,6 +383,7 @@ class PacketSim:
         seed: int = 0,
         router: Router | None = None,
         tracer: Tracer | None = None,
+        source_routes: SourceRoutes | None = None,
     ) -> None:
         bad = (config or PacketConfig()).problems()
         if bad:
@@ -378,6 +394,9 @@ class PacketSim:
         self.router = router or build_router(t)
         self.seed = seed
         self.tracer = tracer
+        #: the run's explicit source routes (None: source routes are ECMP hashing of the EV on
+        #: the healthy fabric)
+        self.source_routes = source_routes
         self.n_hosts = t.plan.hosts
         self.ports_per_host = int(self.router.host_link.shape[1])
         n = 2 * t.n_links
@@ -592,6 +611,9 @@ class PacketSim:
         bad = (arr[:, :2] < 0) | (arr[:, :2] >= self.n_hosts)
         if bad.any() or ((arr[:, 2] < 0) | (arr[:, 2] >= self.ports_per_host)).any():
             raise PacketSimError(f"a path key is out of range: {keys[int(np.argmax(bad.any(1)))]}")
+        if static and self.source_routes is not None:
+            self._store(keys, self.source_routes(arr), static)
+            return
         view = self._views.get(static)
         if view is None:
             view = route_view(self.router, None if static else self.live_view)
@@ -605,7 +627,6 @@ class PacketSim:
             seed=self.seed,
             view=view,
         )
-        table = self._static if static else self._ecmp
         hops = (rows >= 0).sum(axis=1)
         paths: list[tuple[int, ...] | None] = [None] * len(keys)
         if len(keys) > 16 and ((rows >= 0) == (np.arange(rows.shape[1]) < hops[:, None])).all():
@@ -617,6 +638,16 @@ class PacketSim:
         else:
             for i, row in enumerate(rows.tolist()):
                 paths[i] = tuple(x for x in row if x >= 0) or None
+        self._store(keys, paths, static)
+
+    def _store(
+        self,
+        keys: Sequence[tuple[int, int, int, int]],
+        paths: Sequence[tuple[int, ...] | None],
+        static: bool,
+    ) -> None:
+        """Enter the ``paths`` of ``keys`` in their table (each route's links once in _rl)."""
+        table = self._static if static else self._ecmp
         route_at = self._route_at
         link_ints = self._link_ints
         start = used = self._rl_used

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
@@ -17,7 +18,13 @@ from numpy.typing import NDArray
 from clusterloom.fabric.topology import Topology
 from clusterloom.sim.failures import Failure
 from clusterloom.sim.packet.base import Connection, ConnSpec
-from clusterloom.sim.packet.engine import PacketConfig, PacketSim, PacketSimError, Tracer
+from clusterloom.sim.packet.engine import (
+    PacketConfig,
+    PacketSim,
+    PacketSimError,
+    SourceRoutes,
+    Tracer,
+)
 from clusterloom.sim.packet.options import config_for
 from clusterloom.sim.packet.transports import transport_class
 from clusterloom.sim.paths import Router
@@ -231,6 +238,8 @@ def run_packets(
     tracer: Tracer | None = None,
     max_time_ps: int | None = None,
     progress: Callable[[float, float], None] | None = None,
+    source_routes: SourceRoutes | None = None,
+    actions: Sequence[tuple[int, Callable[[PacketSim], None]]] = (),
 ) -> PacketResult:
     """Simulate ``traffic`` with one transport at the packet level (module docstring).
 
@@ -238,13 +247,19 @@ def run_packets(
     ``progress(done, total)`` is called every few thousand events (when the engine checks
     whether to stop) with the payload bytes delivered so far, at most ``total``, the bytes of
     every flow: the work measure of an ETA (duplicates count, so it runs a little ahead
-    under loss). It does not change the run."""
+    under loss). It does not change the run. ``source_routes``: the run's explicit source
+    routes (:class:`~clusterloom.sim.packet.engine.SourceRoutes`); ``actions``: (time, call)
+    pairs, each ``call(sim)`` run at its time (a control plane's notifications)."""
     cfg = config_for(transport, config)
-    sim = PacketSim(topology, cfg, seed=seed, router=router, tracer=tracer)
+    sim = PacketSim(
+        topology, cfg, seed=seed, router=router, tracer=tracer, source_routes=source_routes
+    )
     t0 = time.perf_counter()
     flows = build(sim, traffic, transport, options=options)
     for f in failures:
         sim.schedule_failure(f)
+    for at_ps, call in actions:
+        sim.at(at_ps, partial(call, sim))
     finished = start_with_deps(sim, traffic, flows)
     first = [0]  # every flow before it has finished or failed (they stay so)
     n = len(flows)

@@ -30,7 +30,11 @@
     is NACKed and retransmitted at once without blaming its EV. An EV with a packet unacked for
     ``rto_us`` is marked bad and its packets are retransmitted elsewhere; bad EVs are probed
     every ``probe_us`` and a probe's answer brings them back. With every EV bad for
-    ``retries`` probe rounds the connection errors out. Completions in posting order.
+    ``retries`` probe rounds the connection errors out. Completions in posting order. With
+    ``ecmp=1`` the EVs are hashed hop by hop by ECMP instead of source-routed (the paths follow
+    the routing view, which reconverges ``reroute_us`` after a failure). On a run given its
+    source routes (``PacketSim.source_routes``: SRv6 path programs) EV ``i`` is the table's
+    index ``i``; a control plane may withdraw an EV (:meth:`MrcSpray.withdraw_ev`).
 ``metaroce`` (MetaRoCE-like)
     ``paths`` paths, each a UDP source port (an EV hashed by ECMP) on a NIC port chosen
     round-robin (the NIC picks the plane). Each path has its own sequence numbers, window (AIMD
@@ -378,6 +382,7 @@ class MrcSpray(_Sprayer):
         "ecn_threshold": 0.25,
         "max_skip": 4,
         "delay_factor": 1.25,
+        "ecmp": 0,
     }
     option_types: ClassVar[dict[str, tuple[OptionKind, float, float]]] = {
         "evs": ("int", 1, 256),
@@ -385,6 +390,7 @@ class MrcSpray(_Sprayer):
         "ecn_threshold": ("float", 0.0, 1.0),
         "max_skip": ("int", 0, 1_024),
         "delay_factor": ("float", 1.0, 1_000.0),
+        "ecmp": ("bool", 0, 1),
     }
 
     def __init__(
@@ -402,7 +408,15 @@ class MrcSpray(_Sprayer):
         if not 1 <= k <= 256:
             raise PacketSimError(f"{self.name}: evs is 1..256, got {k}")
         self.k = k
-        self.evs = entropy_range((sim.seed, flow), k)
+        #: source-routed (the default) or hashed hop by hop by ECMP (``ecmp=1``)
+        self.sr = not self.opt.get("ecmp", 0)  # a subclass's defaults may lack it
+        table = sim.source_routes
+        if table is not None and self.sr:  # explicit programs: EV i is the table's index i
+            if k > table.evs:
+                raise PacketSimError(f"{self.name}: evs {k} exceeds the {table.evs} EVs routed")
+            self.evs = list(range(k))
+        else:
+            self.evs = entropy_range((sim.seed, flow), k)
         self.ev_port = [i % self.ports for i in range(k)]
         self.ev_index = {ev: i for i, ev in enumerate(self.evs)}
         self.bad = [False] * k
@@ -429,9 +443,10 @@ class MrcSpray(_Sprayer):
 
     def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
         out = []
+        sr = self.sr
         for ev, port in zip(self.evs, self.ev_port, strict=True):
-            out.append((self.src, self.dst, port, ev, True))
-            out.append((self.dst, self.src, port, ev, True))
+            out.append((self.src, self.dst, port, ev, sr))
+            out.append((self.dst, self.src, port, ev, sr))
         return out
 
     def start(self) -> None:
@@ -447,7 +462,7 @@ class MrcSpray(_Sprayer):
         self.penalty = self.level = []
 
     def retired(self) -> _Answerer:
-        return _Answerer(self, echo_path=False, source_route=True)
+        return _Answerer(self, echo_path=False, source_route=self.sr)
 
     def deny_ev(self, ev: int) -> None:
         """The control plane denies entropy value ``ev``: never used again."""
@@ -455,6 +470,21 @@ class MrcSpray(_Sprayer):
         if i >= 0:
             self.denied[i] = self.bad[i] = True
             self.event("ev-deny", i, ev)
+
+    def withdraw_ev(self, ev: int, now: int) -> None:
+        """The endpoint is told that ``ev``'s path is dead (a notified failover): the EV is
+        denied, its packets in flight count as lost at once and go out on the other EVs."""
+        i = self.ev_index.get(ev, -1)
+        if i < 0 or self.denied[i]:
+            return
+        self.deny_ev(ev)
+        dq = self.ev_out[i]
+        while dq:
+            s, t, _ = dq.pop(0)
+            if not self.acked[s] and self.tx_count[s] == t:
+                self._lost(s)
+        if self.n_acked < self.n and not self.failed:
+            self.pump(now)
 
     def _penalise(self, i: int) -> None:
         self.level[i] = min(int(self.opt["max_skip"]), 2 * self.level[i] + 1)
@@ -503,7 +533,7 @@ class MrcSpray(_Sprayer):
         self.ev_out[i].append((seq, self.tx_count[seq], now))
         self.outstanding[seq] = 1
         self.inflight += self.pay[seq]
-        self.sim.send(pkt, self.ev_port[i], self.evs[i], source_route=True)
+        self.sim.send(pkt, self.ev_port[i], self.evs[i], source_route=self.sr)
 
     def on_timer(self, token: int, now: int) -> None:
         if token == _PACE:
@@ -557,7 +587,7 @@ class MrcSpray(_Sprayer):
         for i in targets:
             p = Packet(PROBE, self.flow, self.src, self.dst, 0, 0, self.hdr)
             p.key, p.job = self.spec.key, self.spec.job
-            self.sim.send(p, self.ev_port[i], self.evs[i], source_route=True)
+            self.sim.send(p, self.ev_port[i], self.evs[i], source_route=self.sr)
         self.probing = True
         self.sim.timer(now + round(self.opt["probe_us"] * PS_PER_US), self.flow, _AUX)
 
@@ -631,7 +661,7 @@ class MrcSpray(_Sprayer):
         if pkt.kind == PROBE:
             a = self.control(PROBE_ACK)
             a.echo = pkt.ev
-            self.sim.send(a, pkt.port, pkt.ev, source_route=True)
+            self.sim.send(a, pkt.port, pkt.ev, source_route=self.sr)
             return
         if pkt.trimmed:
             a = self.control(NACK, pkt.seq)
@@ -642,7 +672,7 @@ class MrcSpray(_Sprayer):
             a.ecn = pkt.ecn
         a.echo = pkt.ev
         a.cum = self.cum
-        self.sim.send(a, pkt.port, pkt.ev, source_route=True)
+        self.sim.send(a, pkt.port, pkt.ev, source_route=self.sr)
 
 
 class MetaRoce(_Sprayer):
