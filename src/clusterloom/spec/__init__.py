@@ -9,6 +9,7 @@ from clusterloom.spec.models import (
     ClusterSpec,
     ComputeSpec,
     FabricSpec,
+    GrowthSpec,
     LinkTier,
     SwitchRole,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "ClusterSpec",
     "ComputeSpec",
     "FabricSpec",
+    "GrowthSpec",
     "LinkTier",
     "MediaModel",
     "RackModel",

@@ -182,6 +182,16 @@ class FabricsSpec(SpecModel):
     frontend: FabricSpec | None = None
 
 
+class GrowthSpec(SpecModel):
+    """How the design grows (docs/growth.md)."""
+
+    plan_for_accelerators: Accelerators | None = Field(
+        default=None,
+        description="size the spine and core layers for this many accelerators at first build, "
+        "so that growing to it re-patches no installed link (docs/growth.md)",
+    )
+
+
 class ClusterSpec(SpecModel):
     version: Literal[1]
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=64)
@@ -192,6 +202,7 @@ class ClusterSpec(SpecModel):
     catalog: Catalog | None = None
     scenario: ScenarioSpec | None = None
     site: SiteSpec | None = None
+    growth: GrowthSpec | None = None
 
     def resolved_catalog(self) -> Catalog:
         """The built-in catalog with this spec's overrides applied."""
