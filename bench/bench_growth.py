@@ -8,7 +8,8 @@ is 0. Stages, each timed with the process's peak RSS after it:
 1. the baseline designed (fabric, placement, cabling) and written (``design -o``, no
    prediction: the growth step does not need one);
 2. the baseline read back (``read_installed``: a fabric this large has no node-link files, so
-   every link comes from ``cabling/cut_sheet.csv``), its peak under ``tracemalloc`` too;
+   every link comes from ``cabling/cut_sheet.csv``, read with pyarrow), its peak under
+   ``tracemalloc`` (numpy and Python) and pyarrow's memory pool;
 3. the grown design with ``installed=`` (its stages' own timings, and ``growth``: the baseline
    rebuilt from the files, the cable change and the change plan);
 4. the rework figures (``Rework``) and the change plan's steps.
@@ -25,6 +26,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import yaml
 
 from clusterloom.examples import example_text
@@ -73,10 +75,12 @@ def main() -> None:
         t_read = time.perf_counter() - start
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
+        arrow = pa.default_memory_pool().max_memory() or 0
         n_links = sum(x.n_links for x in installed.links.values())
         print(
             f"read_installed {t_read:.1f} s: {n_links:,} links (cut sheet), "
-            f"{len(installed.racks):,} racks, peak {peak / 1e9:.2f} GB (tracemalloc)"
+            f"{len(installed.racks):,} racks, peak {peak / 1e9:.2f} GB (tracemalloc) + "
+            f"{arrow / 1e9:.2f} GB (pyarrow's pool)"
         )
 
         start = time.perf_counter()
