@@ -51,7 +51,13 @@ def test_the_step_as_designed_comes_first_with_its_forced_re_patching(
     shapes: dict[str, Any],
 ) -> None:
     accept = shapes["accept the re-patch"]
-    assert list(shapes)[0] == "accept the re-patch"
+    assert list(shapes) == [
+        "accept the re-patch",
+        "over-build the spine layer",
+        "reserve spine ports",
+        "a 3rd tier from the start",
+        "a 3rd tier now",
+    ]
     assert (accept.links_repatched, accept.first_build_usd) == (512, 0.0)
     # 8 leaves and 8 spines more; 256 host links and 8 x 64 uplinks new, 512 re-patched ends
     assert accept.switches_added == 16

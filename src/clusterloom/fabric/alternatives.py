@@ -35,7 +35,7 @@ from clusterloom.fabric.options import price_option
 from clusterloom.fabric.sizing import FabricPlan, fabric_spec, plan_fabric
 from clusterloom.fabric.stable import InstalledLinks, installed_links_of, stabilize
 from clusterloom.fabric.topology import generate
-from clusterloom.spec import ClusterSpec
+from clusterloom.spec import ClusterSpec, SwitchRole
 
 __all__ = ["GrowthAlternative", "growth_alternatives"]
 
@@ -124,46 +124,57 @@ def _evaluate(
 
 
 def _spines(plan: FabricPlan) -> str:
-    s = plan.tier("spine")
-    return (
-        f"{plan.spines * plan.planes:,} spines ({s.model}, {s.down + s.up} of {s.radix} "
-        f"ports at {plan.speed_gbps}G used)"
-    )
+    """The upper layers in words: spines (and cores), the ports each uses of its radix."""
+
+    def layer(role: SwitchRole, count: int) -> str:
+        t = plan.tier(role)
+        return (
+            f"{count * plan.planes:,} {role}s ({t.model}, {t.down + t.up} of {t.radix} "
+            f"ports at {plan.speed_gbps}G used)"
+        )
+
+    out = layer("spine", plan.spines)
+    return out if plan.tiers == 2 else f"{out}, {layer('core', plan.cores)}"
 
 
 def _reserve_ports(step: _Step, baseline: ClusterSpec, grown_n: int) -> GrowthAlternative:
-    """The first build on the cheapest larger-radix spine that keeps every installed link."""
-    name, fabric = "reserve spine ports", step.fabric
-    built, catalog = step.built, step.spec.resolved_catalog()
-    now = catalog.switches[built.tier("spine").model]
+    """The first build on the cheapest larger-radix top tier (spines of 2 tiers, cores of 3)
+    that keeps every installed link."""
+    fabric, built, catalog = step.fabric, step.built, step.spec.resolved_catalog()
+    top: SwitchRole = "spine" if built.tiers == 2 else "core"
+    name = f"reserve {top} ports"
+    now = catalog.switches[built.tier(top).model]
     best: GrowthAlternative | None = None
     for model in sorted(catalog.switches):
         sw = catalog.switches[model]
         radix = sw.radix(built.speed_gbps)
-        if sw.technology != now.technology or radix is None or radix <= built.tier("spine").radix:
+        if sw.technology != now.technology or radix is None or radix <= built.tier(top).radix:
             continue
-        choice = {"leaf": built.tier("leaf").model, "spine": model, "core": model}
+        choice = {t.role: t.model for t in built.switch_tiers} | {top: model}
         try:
             first = plan_fabric(_variant(baseline, fabric, switch=choice), fabric, plan_for=grown_n)
             grown = plan_fabric(_variant(step.spec, fabric, switch=choice), fabric)
         except SpecError:
             continue
-        ask = f"fabrics.{fabric}.switch.spine: {model} and growth.plan_for_accelerators: {grown_n}"
+        ask = f"fabrics.{fabric}.switch.{top}: {model} and growth.plan_for_accelerators: {grown_n}"
         alt = _evaluate(step, name, "first build", ask, grown, first, _spines(first))
         key = (alt.links_repatched, alt.first_build_usd + alt.step_usd, model)
         if best is None or key < (best.links_repatched, best.first_build_usd + best.step_usd, ""):
             best = alt
     if best is not None:
         return best
-    # the ports a spine needs to keep every leaf's installed stripe at the grown size
-    need = step.grown.pod_leaves * (built.tier("leaf").up // built.spines_per_pod)
+    # the ports the top tier needs to keep every installed stripe at the grown size
+    if top == "spine":
+        need = step.grown.pod_leaves * (built.tier("leaf").up // built.spines_per_pod)
+    else:
+        need = step.grown.pods * (built.tier("spine").up // built.cores_per_group)
     return GrowthAlternative(
         name,
         "first build",
-        f"spines of {need:,} ports at {built.speed_gbps}G",
+        f"{top}s of {need:,} ports at {built.speed_gbps}G",
         f"a {now.technology} switch of that radix under catalog.switches",
         infeasible=f"no {now.technology} switch in the catalog has more than "
-        f"{built.tier('spine').radix} ports at {built.speed_gbps}G",
+        f"{built.tier(top).radix} ports at {built.speed_gbps}G",
     )
 
 
