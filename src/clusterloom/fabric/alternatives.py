@@ -8,9 +8,9 @@ generation, stabilization and bill of materials as the design itself:
 - **accept the re-patch**: the grown design as it is (the figures of this step);
 - **over-build the spine layer**: the first build sized for the grown count
   (``growth.plan_for_accelerators``): as many spines, fewer ports used on each;
-- **reserve spine ports**: the first build on spines with more ports at the link speed (a larger
-  switch or a finer breakout from the catalog, the same technology), sized for the grown count, so
-  the spine count and the leaves' stripe need not change;
+- **reserve spine ports** (of 3 tiers: core ports): the first build on a top tier with more
+  ports at the link speed (a larger switch or a finer breakout from the catalog, the same
+  technology), sized for the grown count, so fewer switches carry the same stripes;
 - **a 3rd tier from the start**: the first build as one pod of a 3-tier fabric (spines with half
   their ports up to cores) sized for the grown count; growth adds pods under the same cores;
 - **a 3rd tier now**: cores added above the installed pod at this step; the installed spines use
@@ -26,7 +26,7 @@ the cost of the step.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from clusterloom.errors import SpecError
@@ -145,6 +145,7 @@ def _reserve_ports(step: _Step, baseline: ClusterSpec, grown_n: int) -> GrowthAl
     name = f"reserve {top} ports"
     now = catalog.switches[built.tier(top).model]
     best: GrowthAlternative | None = None
+    best_key: tuple[int, float, str] = (0, 0.0, "")
     for model in sorted(catalog.switches):
         sw = catalog.switches[model]
         radix = sw.radix(built.speed_gbps)
@@ -158,9 +159,10 @@ def _reserve_ports(step: _Step, baseline: ClusterSpec, grown_n: int) -> GrowthAl
             continue
         ask = f"fabrics.{fabric}.switch.{top}: {model} and growth.plan_for_accelerators: {grown_n}"
         alt = _evaluate(step, name, "first build", ask, grown, first, _spines(first))
+        # fewest re-patched, then the cheapest over both builds, then by name
         key = (alt.links_repatched, alt.first_build_usd + alt.step_usd, model)
-        if best is None or key < (best.links_repatched, best.first_build_usd + best.step_usd, ""):
-            best = alt
+        if best is None or key < best_key:
+            best, best_key = alt, key
     if best is not None:
         return best
     # the ports the top tier needs to keep every installed stripe at the grown size
@@ -246,8 +248,6 @@ def growth_alternatives(
 
 def _traffic(alt: GrowthAlternative, accept: GrowthAlternative) -> GrowthAlternative:
     """``alt`` with what it changes for traffic, against accepting the re-patch."""
-    from dataclasses import replace
-
     if alt.infeasible:
         return alt
     changes = []
