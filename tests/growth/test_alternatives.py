@@ -12,13 +12,16 @@ hgx-1k-roce's backend, 1,024 -> 1,280 GPUs (sn5600 at 128 x 400G, $55,000)::
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from growth_strategies import growth_steps
 from hypothesis import given, settings
+from typer.testing import CliRunner
 
+from clusterloom.cli.main import app
 from clusterloom.errors import SpecError
 from clusterloom.examples import example_text
 from clusterloom.fabric import design_fabric
@@ -151,6 +154,19 @@ def test_a_plan_the_fabric_cannot_reach_is_refused_naming_the_field() -> None:
     (problem,) = exc.value.problems
     assert problem.where == "growth.plan_for_accelerators"
     assert "cannot be sized for 131,072" in problem.message
+
+
+def test_the_cli_refuses_a_plan_below_the_spec_with_exit_2_and_one_line(tmp_path: Path) -> None:
+    doc = yaml.safe_load(example_text("hgx-1k-roce"))
+    doc["growth"] = {"plan_for_accelerators": 512}
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    result = CliRunner().invoke(app, ["fabric", str(path)])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "error: growth.plan_for_accelerators: 512 is below compute.accelerators (1,024); raise "
+        "it to the size the next growth steps reach, or remove it"
+    ]
 
 
 @settings(max_examples=40, deadline=None)
