@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 import yaml
 
+from clusterloom.errors import SpecError
 from clusterloom.examples import example_text
 from clusterloom.growth import read_installed
 from clusterloom.pipeline import Design, run_design
@@ -84,7 +85,16 @@ def main() -> None:
         )
 
         start = time.perf_counter()
-        design = run_design(grown, compare=False, installed=installed)
+        try:
+            design = run_design(grown, compare=False, installed=installed)
+        except SpecError as exc:  # the step cannot be placed: say why, measure the fabric's
+            print(
+                f"  placing the step refused after {time.perf_counter() - start:.1f} s: "
+                f"{exc.problems[0].where}: {exc.problems[0].message} "
+                f"({len(exc.problems)} problems); the step without placement and cabling:"
+            )
+            start = time.perf_counter()
+            design = run_design(grown, compare=False, installed=installed, place=False)
         t_grow = time.perf_counter() - start
         print(f"grown: {grown.compute.accelerators:,} GPUs, {_links(design):,} links")
         print(f"  step {t_grow:.1f} s ({_timings(design.timings_s)}), RSS {_rss_gb():.2f} GB")

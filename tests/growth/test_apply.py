@@ -156,3 +156,26 @@ def test_applying_any_small_growth_step_gives_the_grown_design(before_n: int, mo
     before = run_design(_hgx(before_n), compare=False)
     grown = run_design(_hgx(before_n + more), compare=False, installed=installed_of(before))
     _check_applies(before, grown)
+
+
+def test_an_installed_unit_split_over_rows_stays_split_when_the_hall_grows() -> None:
+    """Rows of 12 positions: the baseline's scalable unit (18 racks) stands as two parts of 9
+    in two rows; the grown design splits it the same way, so its parts are pinned where they
+    stand instead of asking for a free run of 18 (which no row has)."""
+
+    def short_rows(accelerators: int) -> ClusterSpec:
+        doc = yaml.safe_load(example_text("hgx-1k-roce"))
+        doc["compute"]["accelerators"] = accelerators
+        doc.pop("job", None)
+        doc.pop("scenario", None)
+        hall = _hall(2000, 8, 12) | {"feeds": {"ups-a": 1000, "ups-b": 1000}}
+        doc["site"]["buildings"] = [{"name": "b1", "halls": [hall]}]
+        doc["growth"] = {"plan_for_accelerators": 1024}
+        return parse_spec(yaml.safe_dump(doc))
+
+    before = run_design(short_rows(512), compare=False)
+    grown = run_design(short_rows(768), compare=False, installed=installed_of(before))
+    g = grown.growth
+    assert g is not None
+    assert (g.rework.racks_moved, g.rework.links_repatched) == (0, 0)
+    _check_applies(before, grown)
