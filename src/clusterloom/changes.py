@@ -13,6 +13,7 @@ later outcome) refer to a proposal by id.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +27,8 @@ __all__ = [
     "Proposal",
     "Step",
     "append_record",
+    "apply_plan",
+    "apply_racks",
     "read_records",
 ]
 
@@ -50,6 +53,11 @@ class Step:
     valid: bool = True
 
 
+#: how an ``install`` step names a new rack and a ``move-rack`` step a moved one:
+#: ``label -> position`` and ``label old-position -> position``
+RACK_TO = " -> "
+
+
 @dataclass(frozen=True)
 class ChangePlan:
     """Ordered steps from an installed baseline to a design, with what the change costs."""
@@ -60,6 +68,38 @@ class ChangePlan:
     steps: tuple[Step, ...]
     summary: dict[str, int] = field(default_factory=dict)
     kind: Literal["change-plan"] = "change-plan"
+
+
+def apply_plan(installed: Iterable[str], plan: ChangePlan) -> set[str]:
+    """The links after every step of ``plan`` on the ``installed`` links (by name,
+    ``device:interface~device:interface``): a ``remove`` takes its links off, a ``pull`` adds
+    them; drain, re-patch (the same ends pulled again) and restore leave the set as it is."""
+    links = set(installed)
+    for step in plan.steps:
+        if step.action == "remove":
+            links -= set(step.objects)
+        elif step.action == "pull":
+            links |= set(step.objects)
+    return links
+
+
+def apply_racks(installed: Mapping[str, str], plan: ChangePlan) -> dict[str, str]:
+    """Rack label -> position after every step of ``plan`` on the ``installed`` racks: an
+    ``install`` puts each new rack on its position, a ``move-rack`` moves an installed one
+    (ValueError when it names a rack that is not where the plan says)."""
+    racks = dict(installed)
+    for step in plan.steps:
+        if step.action not in ("install", "move-rack"):
+            continue
+        for obj in step.objects:
+            head, to = obj.rsplit(RACK_TO, 1)
+            label, _, at = head.partition(" ")
+            if step.action == "move-rack" and racks.get(label) != at:
+                raise ValueError(f"step {step.order}: {label} is not on {at}")
+            if step.action == "install" and label in racks:
+                raise ValueError(f"step {step.order}: {label} is installed already")
+            racks[label] = to
+    return racks
 
 
 @dataclass(frozen=True)

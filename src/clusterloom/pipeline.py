@@ -199,7 +199,10 @@ def run_design(
         else:
             name = stage.split(":", 1)[1]
             links = installed.links.get(name) if installed is not None else None
-            fabrics.append(design_fabric(spec, name, compare=compare, installed=links))
+            base = installed.spec if installed is not None else None
+            fabrics.append(
+                design_fabric(spec, name, compare=compare, installed=links, baseline=base)
+            )
         timings.append((stage, time.perf_counter() - start))
     provenance = Provenance(spec.name, spec_hash(spec), __version__)
     design = Design(

@@ -94,6 +94,12 @@ def test_a_spine_layer_that_must_grow_re_patches_only_the_forced_links(
     assert ("installed-rack-moved" in codes) == (g["racks_moved"] > 0)
     page = (steps["dir"] / "1.25k" / "report.html").read_text()
     assert '<section id="growth">' in page and "512 of 2,432" in page
+    # the shapes that avoid the forced re-patching, structured, in design.json and the report
+    shapes = {(a["fabric"], a["name"]): a for a in g["alternatives"]}
+    assert shapes[("backend", "accept the re-patch")]["links_repatched"] == 512
+    assert shapes[("backend", "over-build the spine layer")]["links_repatched"] == 0
+    assert shapes[("backend", "reserve spine ports")]["first_build_usd"] == 280_000
+    assert 'id="growth-alternatives"' in page and "over-build the spine layer" in page
 
 
 def test_where_the_spine_had_room_nothing_installed_moves(steps: dict[str, Any]) -> None:

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from growth_strategies import growth_steps
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from clusterloom.errors import SpecError
 from clusterloom.examples import example_text
@@ -29,7 +29,7 @@ from clusterloom.fabric.stable import installed_links_of, stabilize
 from clusterloom.fabric.topology import Topology
 from clusterloom.fabric.validate import validate_topology
 from clusterloom.spec import ClusterSpec, parse_spec
-from helpers import build_spec, switch_entry
+from helpers import build_spec
 
 
 def grown(accelerators: int) -> ClusterSpec:
@@ -93,10 +93,13 @@ def test_a_spine_layer_that_must_grow_moves_exactly_the_forced_links() -> None:
         "the stripe of this leaf-spine pair goes from 8 to 4 links (the upper layer grows to "
         "16 switches)"
     }
-    # the shape that avoids it, with its cost
-    grown_fd = design_fabric(grown(1280), compare=False, installed=installed_links_of(old))
+    # the shape that avoids it, with its cost (every shape in tests/growth/test_alternatives.py)
+    grown_fd = design_fabric(
+        grown(1280), compare=False, installed=installed_links_of(old), baseline=grown(1024)
+    )
     (finding,) = [f for f in grown_fd.findings if f.code == "growth-repatch"]
-    assert "a spine layer of 16 from the start (8 more switches" in finding.message
+    assert "over-build the spine layer: 16 spines (sn5600, 64 of 128 ports" in finding.message
+    assert "+$440,000 at first build" in finding.message  # 8 more sn5600 at $55,000
     # today's generator restripes from scratch: far more links change ends
     assert len(_ends(old) - _ends(new)) > 512
 
@@ -114,29 +117,6 @@ def test_a_fabric_stabilized_against_itself_is_unchanged() -> None:
     t = design_fabric(grown(1280), compare=False).topology
     st = stabilize(t, installed_links_of(t))
     assert _ends(st.topology) == _ends(t) and st.moves == ()
-
-
-@st.composite
-def growth_steps(draw: st.DrawFn) -> tuple[dict[str, Any], int, int]:
-    """A small fabric (2 or 3 tiers, either family, 1-2 planes) and two node counts."""
-    family = draw(st.sampled_from(["rail-optimized", "fat-tree"]))
-    cages = draw(st.sampled_from([8, 12, 16, 32]))
-    apn = draw(st.sampled_from([2, 4, 8]))
-    planes = draw(st.sampled_from([1, 2]))
-    before = draw(st.integers(1, 48))
-    after = draw(st.integers(before, 96))
-    kwargs: dict[str, Any] = dict(
-        accelerators_per_node=apn,
-        scale_out_ports=planes,
-        ports_per_accelerator=planes,
-        planes=planes,
-        port_speed_gbps=100,
-        family=family,
-        leaf_oversubscription=draw(st.sampled_from([1, 2])),
-        switch="sw",
-        catalog_switches={"sw": switch_entry(cages, 100)},
-    )
-    return kwargs, before, after
 
 
 @settings(max_examples=40, deadline=None)

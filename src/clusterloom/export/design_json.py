@@ -244,6 +244,28 @@ class PlacementDoc(_Doc):
     lengths: list[PlacementLengthDoc]
 
 
+class GrowthAlternativeDoc(_Doc):
+    """A shape for a growth step that forces re-patching: what it adds, re-patches and costs
+    (``fabric/alternatives.py``); the first one is the step as designed."""
+
+    fabric: str
+    name: str
+    when: Literal["first build", "this step"]
+    shape: str
+    ask: str = Field(description="how a spec asks for it")
+    switches_added: int = Field(ge=0)
+    links_added: int = Field(ge=0)
+    links_repatched: int = Field(ge=0, description="installed links that must move")
+    first_build_usd: float = Field(description="the first build's cost beyond the one built")
+    step_usd: float = Field(description="the grown fabric's BOM less that first build's")
+    tiers: int = Field(ge=0)
+    switch_hops: int = Field(ge=0, description="switches on the longest leaf-to-leaf path")
+    ecmp_paths: int = Field(ge=0)
+    bisection_per_host_gbps: float = Field(ge=0)
+    traffic: str = Field(description="what it changes for traffic against the step as designed")
+    infeasible: str = Field(description="why the shape cannot be built (empty: it can)")
+
+
 class ReworkDoc(_Doc):
     """The rework of a growth step (``design --installed DIR``), each figure next to what the
     growth forces (its lower bound)."""
@@ -263,6 +285,10 @@ class ReworkDoc(_Doc):
     cost_cents: int = Field(description="the new BOM less the installed one")
     moved_racks: list[str] = Field(description="``label from -> to`` of every moved rack")
     steps: int = Field(ge=0, description="steps of the change plan (changes.jsonl)")
+    alternatives: list[GrowthAlternativeDoc] = Field(
+        description="per fabric that must re-patch: the step as designed, then each shape that "
+        "would have avoided it"
+    )
 
 
 class DesignDoc(_Doc):
@@ -477,6 +503,11 @@ def _growth(design: Design) -> ReworkDoc | None:
         **g.rework.to_dict(),
         moved_racks=[f"{lab} {a} -> {b}" for lab, a, b in g.moved_racks],
         steps=len(g.plan.steps),
+        alternatives=[
+            GrowthAlternativeDoc(fabric=fd.name, **a.to_dict())
+            for fd in design.fabrics
+            for a in fd.alternatives
+        ],
     )
 
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
+from clusterloom.fabric.alternatives import GrowthAlternative, growth_alternatives
 from clusterloom.fabric.bom import Bom, bill_of_materials
 from clusterloom.fabric.options import FabricOption, compare_options
 from clusterloom.fabric.sizing import FabricPlan, fabric_spec, plan_fabric
 from clusterloom.fabric.stable import InstalledLinks, Move, stabilize
-from clusterloom.fabric.topology import Role, Topology, generate
+from clusterloom.fabric.topology import Topology, generate
 from clusterloom.fabric.validate import validate_topology
 from clusterloom.findings import Finding, Severity
 from clusterloom.spec import ClusterSpec
@@ -29,6 +28,9 @@ class FabricDesign:
     #: them the new shape forces (the lower bound of re-patching)
     moves: tuple[Move, ...] = ()
     forced: int = 0
+    #: the shapes that would have avoided the forced moves, each with its cost
+    #: (``fabric/alternatives.py``); accepting the re-patch first
+    alternatives: tuple[GrowthAlternative, ...] = ()
 
     @property
     def name(self) -> str:
@@ -41,53 +43,56 @@ def design_fabric(
     *,
     compare: bool = True,
     installed: InstalledLinks | None = None,
+    baseline: ClusterSpec | None = None,
 ) -> FabricDesign:
     """Size, generate, price and validate ``fabric``; ``compare`` also prices the alternatives;
-    ``installed`` keeps the installed link ends (``fabric/stable.py``) and reports the rest."""
+    ``installed`` keeps the installed link ends (``fabric/stable.py``) and reports the rest;
+    with the ``baseline`` spec they were built from, a step that forces moves also offers the
+    shapes that would have avoided them (``fabric/alternatives.py``)."""
     catalog = spec.resolved_catalog()
     plan = plan_fabric(spec, fabric)
     topology = generate(plan)
     moves: tuple[Move, ...] = ()
     forced = 0
     grown: list[Finding] = []
+    alternatives: tuple[GrowthAlternative, ...] = ()
     bom = bill_of_materials(plan, catalog)
     if installed is not None:
         stable = stabilize(topology, installed)
         topology, moves, forced = stable.topology, stable.moves, stable.forced
+        if forced and baseline is not None:
+            alternatives = growth_alternatives(spec, baseline, fabric, plan, installed)
         if moves:
-            avoid = _overbuild(plan, bom, installed)
-            grown.append(_moves_finding(fabric, installed.n_links, moves, avoid))
+            grown.append(_moves_finding(fabric, installed.n_links, moves, alternatives))
     findings = validate_topology(topology, fabric_spec(spec, fabric), catalog) + grown
     options = compare_options(spec, fabric, plan) if compare else ()
-    return FabricDesign(plan, topology, bom, tuple(findings), options, moves, forced)
+    return FabricDesign(plan, topology, bom, tuple(findings), options, moves, forced, alternatives)
 
 
-def _overbuild(plan: FabricPlan, bom: Bom, installed: InstalledLinks) -> str:
-    """The shape that would have avoided the moves: the installed spine layer built at the
-    grown count from the start, and what the extra switches cost."""
-    spines = installed.b_role == Role.SPINE
-    if not spines.any() or plan.tiers != 2:
+def _avoid(alternatives: tuple[GrowthAlternative, ...]) -> str:
+    """The shapes that would have kept more installed links, in the finding's words."""
+    if not alternatives:
         return ""
-    pairs = zip(installed.b_plane[spines].tolist(), installed.b_index[spines].tolist(), strict=True)
-    have = len(set(pairs))
-    need = plan.spines * plan.planes
-    up = installed.tier == 2
-    _, per_leaf = np.unique(
-        np.stack([installed.a_plane[up], installed.a_index[up]], axis=1), axis=0, return_counts=True
-    )
-    if need <= have or not (per_leaf == plan.tier("leaf").up).all():
-        return ""  # another leaf stripe: over-building the spines alone would not keep them
-    line = next((b for b in bom.lines if b.category == "switch" and b.tier == "spine"), None)
-    cost = f", ${(need - have) * line.unit_cost_usd:,.0f}" if line is not None else ""
-    return (
-        f"; a spine layer of {need:,} from the start ({need - have:,} more switches{cost}) "
-        "would have kept every installed link"
-    )
+    forced = alternatives[0].links_repatched
+    parts = []
+    for a in alternatives[1:]:
+        if a.infeasible or a.links_repatched >= forced:
+            continue
+        cost = f"+${a.first_build_usd:,.0f} at first build, " if a.when == "first build" else ""
+        parts.append(
+            f"{a.name}: {a.shape} ({cost}this step ${a.step_usd:,.0f}, "
+            f"{a.links_repatched:,} re-patched; ask with {a.ask})"
+        )
+    return "; shapes that avoid it: " + "; ".join(parts) if parts else ""
 
 
 def _moves_finding(
-    fabric: str, installed: int, moves: tuple[Move, ...], avoid: str = ""
+    fabric: str,
+    installed: int,
+    moves: tuple[Move, ...],
+    alternatives: tuple[GrowthAlternative, ...] = (),
 ) -> Finding:
+    avoid = _avoid(alternatives)
     reasons = sorted({m.reason for m in moves})
     shown = ", ".join(f"{m.a} ~ {m.b}" for m in moves[:4])
     return Finding(

@@ -39,7 +39,7 @@ class FabricOption:
     infeasible: str = ""
 
 
-def _priced(spec: ClusterSpec, plan: FabricPlan, label: str, chosen: bool) -> FabricOption:
+def price_option(spec: ClusterSpec, plan: FabricPlan, label: str, chosen: bool) -> FabricOption:
     bom = bill_of_materials(plan, spec.resolved_catalog())
     return FabricOption(
         label=label,
@@ -64,7 +64,7 @@ def compare_options(spec: ClusterSpec, fabric: str, chosen: FabricPlan) -> tuple
     hs = host_side(spec, fabric)
     catalog = spec.resolved_catalog()
     leaf = catalog.switches[fs.switch_for("leaf")]
-    out = [_priced(spec, chosen, "as specified", True)]
+    out = [price_option(spec, chosen, "as specified", True)]
     seen = {(chosen.tiers, chosen.speed_gbps, chosen.planes, chosen.ports_per_host * chosen.planes)}
 
     # (label, plan_fabric keywords, host ports, planes) of each variant
@@ -106,5 +106,5 @@ def compare_options(spec: ClusterSpec, fabric: str, chosen: FabricPlan) -> tuple
         if key in seen:
             continue
         seen.add(key)
-        out.append(_priced(spec, plan, label, False))
+        out.append(price_option(spec, plan, label, False))
     return tuple(out)

@@ -337,9 +337,17 @@ class _Leaves:
         return rails * self.leaves_per_rail if family == "rail-optimized" else 1
 
 
-def _size_leaves(fs: FabricSpec, base: str, h: _Hosts, d1_max: int, rack_nodes: int = 0) -> _Leaves:
+def _size_leaves(
+    fs: FabricSpec,
+    base: str,
+    h: _Hosts,
+    d1_max: int,
+    rack_nodes: int = 0,
+    su_nodes: int | None = None,
+) -> _Leaves:
     """Leaves of one plane; ``rack_nodes`` (nodes of a compute rack) caps the default leaf of an
-    in-rack fat tree at the nodes of one rack, the largest divisor of it that fits."""
+    in-rack fat tree at the nodes of one rack, the largest divisor of it that fits;
+    ``su_nodes`` the scalable unit of a planned size (``growth.plan_for_accelerators``)."""
     o1 = fs.oversubscription.leaf
     nodes, rails = h.nodes, h.rails
     if fs.family == "fat-tree":
@@ -362,7 +370,8 @@ def _size_leaves(fs: FabricSpec, base: str, h: _Hosts, d1_max: int, rack_nodes: 
         down = per_leaf * rails
         return _Leaves(per_leaf, 1, per_leaf, math.ceil(nodes / per_leaf), down, _up_for(down, o1))
 
-    su_nodes = fs.scalable_unit_nodes or min(nodes, d1_max)
+    # a planned size's scalable unit when the spec names none (the first build's SUs grow whole)
+    su_nodes = fs.scalable_unit_nodes or su_nodes or min(nodes, d1_max)
     per_rail = math.ceil(su_nodes / d1_max)
     if su_nodes % per_rail:
         raise _refuse(
@@ -461,16 +470,25 @@ def _three_tiers(
     h: _Hosts,
     radix: dict[SwitchRole, int],
     want: int | str,
+    planned: FabricPlan | None = None,
 ) -> _Upper:
-    """Pods of leaves under their aggregation (spine) switches, then a core layer."""
+    """Pods of leaves under their aggregation (spine) switches, then a core layer; with
+    ``planned`` (the plan of the size to plan for) its pods' leaves, spines and core groups."""
     o2 = fs.oversubscription.spine
     d2_max = _max_down(radix["spine"], o2)
-    pod_leaves = _pod_leaves(fs, base, leaves, h, d2_max)
-    spines = _pod_spines(fs, base, leaves, pod_leaves, d2_max)
+    if planned is not None:
+        pod_leaves, spines = planned.pod_leaves, planned.spines_per_pod
+    else:
+        pod_leaves = _pod_leaves(fs, base, leaves, h, d2_max)
+        spines = _pod_spines(fs, base, leaves, pod_leaves, d2_max)
     down2 = pod_leaves * leaves.up // spines
     up2 = _up_for(down2, o2)
     pods = math.ceil(leaves.count / pod_leaves)
-    cores = _smallest_divisor_at_least(up2, math.ceil(pods * up2 / radix["core"]))
+    cores = (
+        planned.cores_per_group
+        if planned is not None
+        else _smallest_divisor_at_least(up2, math.ceil(pods * up2 / radix["core"]))
+    )
     if cores is None:
         raise _refuse(
             f"{base}.tiers" if want == 3 else base,
@@ -482,6 +500,88 @@ def _three_tiers(
     return _Upper(pod_leaves, pods, spines, down2, up2, cores, pods * up2 // cores)
 
 
+def _size_upper(
+    fs: FabricSpec,
+    base: str,
+    h: _Hosts,
+    leaves: _Leaves,
+    radix: dict[SwitchRole, int],
+    want: int | str | FabricPlan,
+) -> _Upper:
+    """Spines (and cores) of one plane; ``want`` a tier count, ``auto``, or the plan of the
+    size to plan for (``growth.plan_for_accelerators``): its tiers, pods, spines per pod and
+    cores per group, with fewer of their ports used at this size."""
+    planned = want if isinstance(want, FabricPlan) else None
+    # at least two spines per leaf when it has two uplinks: a single spine would be a single
+    # point of failure with no path diversity
+    min_fan = min(2, leaves.up)
+    two = _smallest_divisor_at_least(
+        leaves.up, max(min_fan, math.ceil(leaves.count * leaves.up / radix["spine"]))
+    )
+    if planned is not None:
+        want = planned.tiers
+        two = planned.spines_per_pod if planned.tiers == 2 else None
+    if want == 2 and two is None:
+        raise _refuse(
+            f"{base}.tiers",
+            f"2 tiers reach at most {radix['spine']} leaves ({radix['spine'] * leaves.down} host "
+            f"ports per plane at {h.speed}G); this plane has {h.endpoints} host ports in "
+            f"{leaves.count} leaves; use tiers: 3 (or auto), more planes or a larger switch",
+        )
+    if two is not None and want in (2, "auto"):
+        if fs.pod_spines is not None:
+            raise _refuse(
+                f"{base}.pod_spines",
+                f"{fs.pod_spines} aggregation switches per pod asked, but this fabric sizes to "
+                "2 tiers (no pods); set tiers: 3 or leave pod_spines out",
+            )
+        return _Upper(leaves.count, 1, two, leaves.count * leaves.up // two, 0)
+    assert not isinstance(want, FabricPlan)
+    return _three_tiers(fs, base, leaves, h, radix, want, planned)
+
+
+def _planned(
+    spec: ClusterSpec,
+    fabric: str,
+    tiers: int | None,
+    speed_gbps: int | None,
+    host_ports: int | None,
+    plan_for: int | None,
+) -> FabricPlan | None:
+    """The fabric sized for ``plan_for`` accelerators (default ``growth.plan_for_accelerators``)
+    when that is more than the spec has: the shape whose upper layers the first build takes."""
+    where = "growth.plan_for_accelerators"
+    if plan_for is None and spec.growth is not None:
+        plan_for = spec.growth.plan_for_accelerators
+    have = spec.compute.accelerators
+    if plan_for is None or plan_for == have:
+        return None
+    if plan_for < have:
+        raise _refuse(
+            where,
+            f"{plan_for:,} is below compute.accelerators ({have:,}); raise it to the size the "
+            "next growth steps reach, or remove it",
+        )
+    try:
+        target = ClusterSpec.model_validate(
+            {
+                **spec.model_dump(),
+                "compute": {**spec.compute.model_dump(), "accelerators": plan_for},
+                "growth": None,
+            }
+        )
+        return plan_fabric(
+            target, fabric, tiers=tiers, speed_gbps=speed_gbps, host_ports=host_ports
+        )
+    except SpecError as exc:
+        raise _refuse(
+            where, f"the fabric cannot be sized for {plan_for:,}: {exc.problems[0].message}"
+        ) from exc
+    except ValueError as exc:  # pydantic's ValidationError: a count the compute cannot take
+        first = str(exc).splitlines()[-1].strip()
+        raise _refuse(where, f"{plan_for:,} accelerators: {first}") from exc
+
+
 def plan_fabric(
     spec: ClusterSpec,
     fabric: str = "backend",
@@ -489,11 +589,14 @@ def plan_fabric(
     tiers: int | None = None,
     speed_gbps: int | None = None,
     host_ports: int | None = None,
+    plan_for: int | None = None,
 ) -> FabricPlan:
     """Size ``fabric`` of ``spec``. The keywords override the spec to compare options: ``tiers``;
     ``host_ports``, the ports per host given to this fabric (the rest serve scale-up: network
     fungibility); ``speed_gbps``, which keeps the host bandwidth and re-splits it into that many
-    ports, one plane each.
+    ports, one plane each; ``plan_for`` (default ``growth.plan_for_accelerators``) sizes the
+    spine and core layers for that many accelerators (their counts and stripes; fewer of their
+    ports used now), so that growing to it keeps every installed link.
 
     Raises ``SpecError`` naming the field to change when the fabric cannot be built.
     """
@@ -510,32 +613,11 @@ def plan_fabric(
     crack = catalog.racks.get(compute_rack_name(spec))
     rack_nodes = crack.servers if crack is not None else 0
     d1_max = _max_down(radix["leaf"], fs.oversubscription.leaf)
-    leaves = _size_leaves(fs, base, h, d1_max, rack_nodes)
-    # at least two spines per leaf when it has two uplinks: a single spine would be a single
-    # point of failure with no path diversity
-    min_fan = min(2, leaves.up)
+    planned = _planned(spec, fabric, tiers, speed_gbps, host_ports, plan_for)
+    su_nodes = planned.su_nodes if planned is not None else None
+    leaves = _size_leaves(fs, base, h, d1_max, rack_nodes, su_nodes)
     want = fs.tiers if tiers is None else tiers
-
-    two = _smallest_divisor_at_least(
-        leaves.up, max(min_fan, math.ceil(leaves.count * leaves.up / radix["spine"]))
-    )
-    if want == 2 and two is None:
-        raise _refuse(
-            f"{base}.tiers",
-            f"2 tiers reach at most {radix['spine']} leaves ({radix['spine'] * leaves.down} host "
-            f"ports per plane at {h.speed}G); this plane has {h.endpoints} host ports in "
-            f"{leaves.count} leaves; use tiers: 3 (or auto), more planes or a larger switch",
-        )
-    if two is not None and want in (2, "auto"):
-        if fs.pod_spines is not None:
-            raise _refuse(
-                f"{base}.pod_spines",
-                f"{fs.pod_spines} aggregation switches per pod asked, but this fabric sizes to "
-                "2 tiers (no pods); set tiers: 3 or leave pod_spines out",
-            )
-        upper = _Upper(leaves.count, 1, two, leaves.count * leaves.up // two, 0)
-    else:
-        upper = _three_tiers(fs, base, leaves, h, radix, want)
+    upper = _size_upper(fs, base, h, leaves, radix, want if planned is None else planned)
     n_tiers = 3 if upper.cores_per_group else 2
     switch_tiers = [
         SwitchTier(

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from clusterloom.errors import Problem, SpecError
 from clusterloom.export.naming import (
@@ -166,35 +167,125 @@ def link_end(
     return (_ROLE[r], plane, index, parse_switch_port(port, breakout[r]))
 
 
+_CUT_COLUMNS = ("label", "fabric", "tier", "a_device", "a_port", "b_device", "b_port")
+_HOST_PORT = 1 << 20  #: a host port's value: (gpu + 1) * _HOST_PORT + port (gpu + 1 = 0: none)
+
+
+def _read_cut_sheet(path: Path, fabric: str) -> Any:
+    """The cut sheet's columns that name a link's ends, rows of ``fabric`` only (pyarrow's
+    CSV reader: the 2 million rows of a 131k-GPU sheet in seconds, not row by row)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyarrow import csv as pa_csv
+
+    types = {c: pa.string() for c in _CUT_COLUMNS} | {"tier": pa.int64()}
+    options = pa_csv.ConvertOptions(include_columns=list(_CUT_COLUMNS), column_types=types)
+    try:
+        table = pa_csv.read_csv(path, convert_options=options)
+    except (OSError, pa.ArrowInvalid, KeyError) as exc:
+        raise SpecError([Problem(str(path), f"cannot read the cut sheet: {exc}")]) from exc
+    return table.filter(pc.equal(table["fabric"], fabric))
+
+
+def _parse_devices(names: list[str]) -> tuple[NDArray[np.int64], dict[int, str]]:
+    """(role, plane, node or switch index) of each distinct device name, parsed once; role -1
+    where it is not a name of ours (with the reason)."""
+    dev = np.full((len(names), 3), -1, dtype=np.int64)
+    bad: dict[int, str] = {}
+    for i, device in enumerate(names):
+        try:
+            if device.startswith("node"):
+                dev[i] = (Role.HOST, -1, parse_server_name(device))
+            else:
+                _, plane, r, index = parse_switch_name(device)
+                dev[i] = (_ROLE[r], plane, index)
+        except (ValueError, KeyError) as exc:
+            bad[i] = str(exc)
+    return dev, bad
+
+
+def _parse_ports(names: list[str], breakout: dict[str, int]) -> NDArray[np.int64]:
+    """Each distinct port name's value on a device of each role (-1: not a port there): a
+    switch's logical port; a host's ``(gpu + 1) * _HOST_PORT + port``."""
+    out = np.full((len(_ROLE), len(names)), -1, dtype=np.int64)
+    for j, name in enumerate(names):
+        for r, code in _ROLE.items():
+            try:
+                if code == Role.HOST:
+                    gpu, k = parse_host_port(name)
+                    out[code, j] = (0 if gpu is None else gpu + 1) * _HOST_PORT + k
+                else:
+                    out[code, j] = parse_switch_port(name, breakout[r])
+            except (ValueError, KeyError):
+                continue
+    return out
+
+
 def _links_from_cut_sheet(
     path: Path, fabric: str, breakout: dict[str, int], hosts_per_node: int
 ) -> InstalledLinks:
     """A fabric's links from ``cabling/cut_sheet.csv`` (a baseline too large for node-link
-    files): servers and their ports turned back into hosts (:func:`link_end`)."""
-    rows: list[tuple[int, ...]] = []
-    problems: list[Problem] = []
-    seen: set[tuple[str, str]] = set()
-    with path.open(newline="") as fh:
-        for row in csv.DictReader(fh):
-            if row["fabric"] != fabric:
-                continue
-            ends: list[tuple[int, int, int, int]] = []
-            for side in ("a", "b"):
-                device, port = row[f"{side}_device"], row[f"{side}_port"]
-                where = f"cabling/cut_sheet.csv:{row['label']}"
-                if (device, port) in seen:
-                    problems.append(Problem(f"{where}:{device}:{port}", "port referenced twice"))
-                seen.add((device, port))
-                try:
-                    ends.append(link_end(device, port, breakout, hosts_per_node))
-                except (ValueError, KeyError) as exc:
-                    problems.append(Problem(f"{where}:{device}:{port}", f"bad end: {exc}"))
-            if len(ends) == 2:
-                lo, hi = sorted(ends, key=lambda e: (e[0], e[1], e[2]))
-                rows.append((int(row["tier"]), *lo, *hi))
+    files): servers and their ports turned back into hosts (``gpu{g}p{k}``: host
+    ``node * hosts_per_node + g`` on a backend; ``fe{k}``: the node on a frontend). Each
+    distinct device and port name is parsed once; the ends are gathered with numpy (ends
+    ``e < n`` are the a ends of rows ``e``, the others the b ends of rows ``e - n``)."""
+    import pyarrow as pa
+
+    table = _read_cut_sheet(path, fabric)
+    n = table.num_rows
+    enc = {
+        c: pa.concat_arrays(
+            [table[f"a_{c}"].combine_chunks(), table[f"b_{c}"].combine_chunks()]
+        ).dictionary_encode()
+        for c in ("device", "port")
+    }
+    devices, ports = enc["device"].dictionary.to_pylist(), enc["port"].dictionary.to_pylist()
+    d = enc["device"].indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    q = enc["port"].indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    dev, bad = _parse_devices(devices)
+    role = dev[d, 0]
+    value = np.where(role >= 0, _parse_ports(ports, breakout)[np.maximum(role, 0), q], -1)
+
+    def where(e: int) -> str:
+        label = table["label"][int(e) % n].as_py()
+        return f"cabling/cut_sheet.csv:{label}:{devices[d[e]]}:{ports[q[e]]}"
+
+    key = d * len(ports) + q
+    order = np.argsort(key, kind="stable")
+    twice = order[1:][key[order][1:] == key[order][:-1]]
+    problems = sorted(
+        [(int(e), f"bad end: {bad[int(d[e])]}") for e in np.flatnonzero(role < 0)]
+        + [
+            (int(e), "bad end: not a port of this device")
+            for e in np.flatnonzero((value < 0) & (role >= 0))
+        ]
+        + [(int(e), "port referenced twice") for e in twice],
+        key=lambda p: (p[0] % max(n, 1), p[0] // max(n, 1)),
+    )
     if problems:
-        raise SpecError(problems)
-    return _as_links(fabric, rows)
+        raise SpecError([Problem(where(e), why) for e, why in problems])
+    host = role == Role.HOST
+    gpu = value // _HOST_PORT - 1
+    index = np.where(host & (gpu >= 0), dev[d, 2] * hosts_per_node + gpu, dev[d, 2])
+    port = np.where(host, value % _HOST_PORT, value)
+    ends = np.stack([role, dev[d, 1], index, port])
+    a, b = ends[:, :n], ends[:, n:]
+    # the lower end first: by (role, plane, index)
+    swap = (a[0] > b[0]) | ((a[0] == b[0]) & ((a[1] > b[1]) | ((a[1] == b[1]) & (a[2] > b[2]))))
+    lo, hi = np.where(swap, b, a), np.where(swap, a, b)
+    tier = table["tier"].to_numpy(zero_copy_only=False)
+    return InstalledLinks(
+        fabric,
+        tier.astype(np.int8),
+        lo[0].astype(np.int8),
+        lo[1].astype(np.int16),
+        lo[2],
+        lo[3],
+        hi[0].astype(np.int8),
+        hi[1].astype(np.int16),
+        hi[2],
+        hi[3],
+    )
 
 
 def _racks(path: Path) -> dict[str, str]:

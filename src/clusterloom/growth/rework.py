@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from clusterloom.changes import ChangePlan, Step
+from clusterloom.changes import RACK_TO, ChangePlan, Step
 from clusterloom.export.naming import topology_names
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Growth",
     "Rework",
-    "apply_plan",
     "change_plan",
     "fabric_link_names",
     "link_names",
@@ -119,7 +118,7 @@ def change_plan(
     add("remove", removed, "; ".join(sorted(why)) or "their ends are not in the new design")
     add(
         "move-rack",
-        [f"{lab} {a} -> {b}" for lab, a, b in moved_racks],
+        [f"{lab} {a}{RACK_TO}{b}" for lab, a, b in moved_racks],
         "the site cannot hold the growth with these racks in place (placement finding)",
     )
     add("pull", repatch, "the re-patched links' new ends", removed)
@@ -153,17 +152,6 @@ def _checked(old_names: list[str], steps: list[Step]) -> tuple[Step, ...]:
         checks = {"ports-in-use-twice": twice, "links": len(links)}
         out.append(replace(step, checks=checks, valid=twice == 0))
     return tuple(out)
-
-
-def apply_plan(installed: set[str], plan: ChangePlan) -> set[str]:
-    """The links after every step of ``plan`` on ``installed`` (links by name)."""
-    links = set(installed)
-    for step in plan.steps:
-        if step.action == "remove":
-            links -= set(step.objects)
-        elif step.action == "pull":
-            links |= set(step.objects)
-    return links
 
 
 @dataclass(frozen=True, eq=False)
@@ -203,7 +191,12 @@ def measure(new: Design, baseline: Design, installed: Installed) -> Growth:
     new_racks: list[str] = []
     if new.placement is not None:
         moved = moved_racks(new.placement, installed.racks)
-        new_racks = [lab for lab in new.placement.demand.rack_label if lab not in installed.racks]
+        names = new.placement.rack_names
+        new_racks = [
+            f"{lab}{RACK_TO}{names[r]}"
+            for r, lab in enumerate(new.placement.demand.rack_label)
+            if lab not in installed.racks
+        ]
     catalog = new.spec.resolved_catalog()
     change = None
     if new.cabling is not None and baseline.cabling is not None:

@@ -579,35 +579,52 @@ def build_demand(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...]) -> Demand
 
 
 def split_blocks(
-    demand: Demand, longest: int, installed: Mapping[str, str] | None = None
+    demand: Demand,
+    longest: int,
+    installed: Mapping[str, str] | None = None,
+    installed_longest: int = 0,
 ) -> Demand:
     """``demand`` with every block longer than ``longest`` positions split into the fewest
     near-equal parts that fit (the parts keep the block's group). A block that grew from an
     installed one (its first racks ``installed``, the rest new) is cut after its installed
-    racks, so they keep their positions and the new racks form a part of their own."""
+    racks, so they keep their positions and the new racks form a part of their own; installed
+    racks are split as the baseline split them, at ``installed_longest`` (the longest run of the
+    empty floor), so each installed part stands as one run."""
     units: list[Unit] = []
     changed = False
     todo = list(demand.units)
+
+    def split(u: Unit, at: int) -> None:
+        parts = -(-len(u.racks) // at)
+        size = -(-len(u.racks) // parts)
+        for k in range(parts):
+            chunk = u.racks[k * size : (k + 1) * size]
+            if chunk:
+                units.append(Unit("block", chunk, u.group, f"{u.label} part {k + 1}/{parts}"))
+
     for u in todo:
         lead = _installed_lead(demand, u, installed or {})
         if u.kind == "block" and lead == len(u.racks) and installed:
-            units.append(u)  # installed whole: it stays as it stands
+            if 0 < installed_longest < len(u.racks):
+                changed = True
+                split(u, installed_longest)
+            else:
+                units.append(u)  # installed whole: it stays as it stands
             continue
         if u.kind == "block" and 0 < lead < len(u.racks):
             changed = True
-            units.append(Unit("block", u.racks[:lead], u.group, f"{u.label} installed"))
+            head = Unit("block", u.racks[:lead], u.group, f"{u.label} installed")
+            if 0 < installed_longest < lead:
+                split(head, installed_longest)
+            else:
+                units.append(head)
             todo.append(Unit("block", u.racks[lead:], u.group, f"{u.label} growth"))
             continue
         if u.kind != "block" or len(u.racks) <= longest or longest < 1:
             units.append(u)
             continue
         changed = True
-        parts = -(-len(u.racks) // longest)
-        size = -(-len(u.racks) // parts)
-        for k in range(parts):
-            chunk = u.racks[k * size : (k + 1) * size]
-            if chunk:
-                units.append(Unit("block", chunk, u.group, f"{u.label} part {k + 1}/{parts}"))
+        split(u, longest)
     if not changed:
         return demand
     # reach limits pointed at the whole block: point them at the part nearest in order (the

@@ -84,7 +84,9 @@ def _checked_demand(
             taken = np.zeros(floor.n_positions, dtype=bool)
             taken[[at[r] for r in fixed.values() if r in at]] = True
         longest = max((n for _, _, n in floor.free_runs(taken)), default=0)
-        demand = split_blocks(demand, longest if site.split_units else 0, fixed)
+        empty = max((n for _, _, n in floor.free_runs(None)), default=0)
+        split = site.split_units
+        demand = split_blocks(demand, longest if split else 0, fixed, empty if split else 0)
     try:
         precheck(floor, demand, site)
     except SpecError as exc:

@@ -8,12 +8,56 @@ from typing import TYPE_CHECKING
 from clusterloom.report._html import esc, table, td
 
 if TYPE_CHECKING:
+    from clusterloom.fabric import FabricDesign
     from clusterloom.growth.rework import Growth
 
 __all__ = ["growth_section"]
 
 
-def growth_section(g: Growth) -> str:
+def _alternatives(fabrics: tuple[FabricDesign, ...]) -> str:
+    """Per fabric that must re-patch: the step as designed, then each shape that avoids it."""
+    rows = []
+    for fd in fabrics:
+        for a in fd.alternatives:
+            if a.infeasible:
+                cells = td(esc(f"cannot be built: {a.infeasible}")) + td("", True) * 5
+            else:
+                cells = (
+                    td(esc(a.shape))
+                    + td(f"{a.switches_added:,}", True)
+                    + td(f"{a.links_added:,}", True)
+                    + td(f"{a.links_repatched:,}", True)
+                    + td(f"${a.first_build_usd:,.0f}", True)
+                    + td(f"${a.step_usd:,.0f}", True)
+                )
+            rows.append(
+                f"<tr>{td(esc(fd.name))}{td(esc(a.name))}{td(esc(a.when))}{cells}"
+                f"{td(esc(a.traffic))}{td(esc(a.ask))}</tr>"
+            )
+    if not rows:
+        return ""
+    head = [
+        ("fabric", False),
+        ("shape", False),
+        ("decided", False),
+        ("what", False),
+        ("switches added", True),
+        ("links added", True),
+        ("re-patched", True),
+        ("extra at first build", True),
+        ("cost of the step", True),
+        ("for traffic", False),
+        ("ask with", False),
+    ]
+    return (
+        "<h3>Shapes that avoid the forced re-patching</h3>\n<p>Each evaluated like the design "
+        "(sized, generated, the grown fabric stabilized against its first build, priced); the "
+        "first row is this step as designed.</p>\n"
+        + table(head, rows, table_id="growth-alternatives", css_class="data")
+    )
+
+
+def growth_section(g: Growth, fabrics: tuple[FabricDesign, ...] = ()) -> str:
     r = g.rework
     racks_bound = f"at least {r.racks_moved_bound:,}" if r.racks_moved else "0"
     figures = [
@@ -59,5 +103,6 @@ def growth_section(g: Growth) -> str:
         f"<p>Grown from the installed design in <code>{esc(g.installed)}</code>; every cable "
         "the change touches, in the order of work, is in <code>cabling/change.csv</code>, the "
         "change plan in <code>changes.jsonl</code>.</p>\n"
-        f"{rework}\n<h3>Change plan</h3>\n{steps}\n{moved}\n</section>"
+        f"{rework}\n{_alternatives(fabrics)}\n<h3>Change plan</h3>\n{steps}\n{moved}\n"
+        "</section>"
     )

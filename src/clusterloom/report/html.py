@@ -655,7 +655,7 @@ def render_report(design: Design) -> str:
     if design.growth is not None:
         from clusterloom.report.growth import growth_section
 
-        sections.append(growth_section(design.growth))
+        sections.append(growth_section(design.growth, design.fabrics))
     sections.append(bom_section(design))
     sections.append(_findings_table(design.findings))
     body = "\n".join(sections)

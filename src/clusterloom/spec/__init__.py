@@ -1,6 +1,7 @@
 """The cluster spec: the one input document, its models, loading and the equipment catalog."""
 
 from clusterloom.spec.catalog import Catalog, MediaModel, RackModel, SwitchModel, builtin_catalog
+from clusterloom.spec.growth import GrowthSpec
 from clusterloom.spec.load import check_spec, compute_rack_name, load_spec, parse_spec, spec_hash
 from clusterloom.spec.models import (
     LINK_TIERS,
@@ -22,6 +23,7 @@ __all__ = [
     "ClusterSpec",
     "ComputeSpec",
     "FabricSpec",
+    "GrowthSpec",
     "LinkTier",
     "MediaModel",
     "RackModel",

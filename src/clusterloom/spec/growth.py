@@ -1,4 +1,5 @@
-"""The spec's ``growth`` section: parts of an installed design that must not change.
+"""The spec's ``growth`` section: parts of an installed design that must not change, and the
+accelerator count to plan the spine and core layers for (``plan_for_accelerators``).
 
 ``growth.frozen`` names halls (``b1/h1``), rows (``b1/h1/r01``) and fabrics (``backend``,
 ``frontend``). Designed against an installed baseline (``--installed``), a frozen hall or row
@@ -14,6 +15,7 @@ from pydantic import Field
 
 from clusterloom.errors import Problem
 from clusterloom.spec._base import SpecModel
+from clusterloom.spec.limits import Accelerators
 from clusterloom.spec.site import hall_rows
 
 if TYPE_CHECKING:
@@ -35,7 +37,14 @@ class FrozenSpec(SpecModel):
 
 
 class GrowthSpec(SpecModel):
+    """How the design grows (docs/growth.md): what must not change, what to plan room for."""
+
     frozen: FrozenSpec = FrozenSpec()
+    plan_for_accelerators: Accelerators | None = Field(
+        default=None,
+        description="size the spine and core layers for this many accelerators at first build, "
+        "so that growing to it re-patches no installed link (docs/growth.md)",
+    )
 
 
 def frozen_problems(spec: ClusterSpec) -> list[Problem]:
