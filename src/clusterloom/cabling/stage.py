@@ -34,7 +34,7 @@ Every logical link of every fabric is realized as arrays (no Python object per l
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -48,6 +48,7 @@ from clusterloom.cabling.artifact import (
     order_length,
     read_only,
 )
+from clusterloom.cabling.halls import route_by_hall
 from clusterloom.cabling.media import (
     DEFAULT_LOSSES,
     TIER_FIELDS,
@@ -59,7 +60,7 @@ from clusterloom.cabling.media import (
 )
 from clusterloom.cabling.pathways import Pathways, build_pathways, site_trays
 from clusterloom.cabling.plant import BACKBONE, TRUNK, Plant, plan_plant
-from clusterloom.cabling.route import loads, route_pairs, spread
+from clusterloom.cabling.route import loads
 from clusterloom.cabling.validate import validate_cabling
 from clusterloom.fabric import FabricDesign
 from clusterloom.fabric.sizing import fabric_spec
@@ -70,6 +71,9 @@ from clusterloom.placement.demand import NETWORK
 from clusterloom.placement.floor import FloorPlan
 from clusterloom.spec import Catalog, ClusterSpec
 from clusterloom.spec.site import PlantLosses
+
+if TYPE_CHECKING:
+    from clusterloom.exec import Executor
 
 RU_M = 0.04445  # EIA-310 rack unit
 TRAY_HEIGHT_M = 2.7  # tray bottom above the floor: 48U rack (~2.3 m) plus clearance
@@ -399,7 +403,14 @@ class _Channels:
 
 
 def _channel_estimates(
-    L: _Links, r: _Runs, fr: _Frames, e: _Ends, pw: Pathways, floor: FloorPlan, losses: PlantLosses
+    L: _Links,
+    r: _Runs,
+    fr: _Frames,
+    e: _Ends,
+    pw: Pathways,
+    floor: FloorPlan,
+    losses: PlantLosses,
+    executor: Executor | None,
 ) -> _Channels:
     n = L.link.shape[0]
     nr = max(len(fr.names), 1)
@@ -415,10 +426,11 @@ def _channel_estimates(
     hop_src = np.where(p_inter, fr.node[fr.hdf_of_hall[fr.hall[p_lo]]], fr.node[p_hi])
     hop_dst = fr.node[fr.hdf_of_hall[fr.hall[p_hi]]]
     x = np.flatnonzero(p_inter)
-    est, _, _ = route_pairs(
+    est, _, _, _ = route_by_hall(
         pw,
         np.concatenate([fr.node[p_lo], hop_src[x], hop_dst[x]]),
         np.concatenate([hop_src, hop_dst[x], fr.node[p_hi[x]]]),
+        executor=executor,
     )
     n_p = pairs.shape[0]
     route_est = est[:n_p].copy()
@@ -730,6 +742,7 @@ def _route_trunks(
     fr: _Frames,
     floor: FloorPlan,
     losses: PlantLosses,
+    executor: Executor | None,
 ) -> _Trunks:
     """Route the cables (spreading off full trays); a cable's route may grow only by what the
     reach of every link in it leaves over its estimated channel (``reach_left``, per link of
@@ -739,8 +752,14 @@ def _route_trunks(
     trunk_slack = np.full(n_trunks, np.inf)
     np.minimum.at(trunk_slack, lp.hop_cable, reach_left[lp.hop_link])
     trunk_area = frame_cable_area_mm2(plant.cable_fibers)
-    tr_len, tr_pair, tr_seg, rerouted = spread(
-        pw, fr.node[plant.cable_a], fr.node[plant.cable_b], trunk_area, base, slack=trunk_slack
+    tr_len, tr_pair, tr_seg, rerouted = route_by_hall(
+        pw,
+        fr.node[plant.cable_a],
+        fr.node[plant.cable_b],
+        trunk_area,
+        base,
+        slack=trunk_slack,
+        executor=executor,
     )
     seg_fibers = np.rint(
         loads(nseg, tr_pair, tr_seg, plant.cable_fibers.astype(np.float64))
@@ -820,8 +839,32 @@ def _built_loss(
     return loss, shuffle_a, shuffle_b
 
 
-def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Placement) -> Cabling:
-    """Realize every link of ``fabrics`` on ``placement``'s floor (see the module)."""
+def _route_assemblies(
+    pw: Pathways,
+    ld: NDArray[np.int64],
+    medium: NDArray[np.int16],
+    mt: MediaTable,
+    r: _Runs,
+    area_link: NDArray[np.float64],
+    load: NDArray[np.float64],
+    executor: Executor | None,
+) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int32], int]:
+    """The long assemblies ``ld``, routed position to position on top of ``load`` (reach is
+    checked on the ordered length: each route is kept within it)."""
+    room = (mt.reach_m[medium[ld]] - SLACK_M) / (1 + SLACK_FRACTION) - r.drop_a[ld] - r.drop_b[ld]
+    return route_by_hall(
+        pw, r.a_pos[ld], r.b_pos[ld], area_link[ld], load, max_length=room, executor=executor
+    )
+
+
+def cable(
+    spec: ClusterSpec,
+    fabrics: tuple[FabricDesign, ...],
+    placement: Placement,
+    executor: Executor | None = None,
+) -> Cabling:
+    """Realize every link of ``fabrics`` on ``placement``'s floor (see the module); with an
+    ``executor``, each hall's routes are a task on it (``cabling.halls``), the same result."""
     catalog = spec.resolved_catalog()
     floor = placement.floor
     pw = build_pathways(floor, site_trays(spec.site))
@@ -833,7 +876,7 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     r = _runs(L, placement, pw)
     fr = _frame_table(pw, placement)
     e = _cords(L, r, fr)
-    chan = _channel_estimates(L, r, fr, e, pw, floor, losses)
+    chan = _channel_estimates(L, r, fr, e, pw, floor, losses, executor)
     ch, findings = _choose_media(spec, catalog, fabrics, mt, L, r, chan, shuffle_db)
     _repack(ch, mt, L, e, fr, r, chan, losses)
     medium, structured = ch.medium, ch.structured
@@ -846,16 +889,11 @@ def cable(spec: ClusterSpec, fabrics: tuple[FabricDesign, ...], placement: Place
     plant = _pack(st, medium, L, mt, e, fr)
     lp = _link_plant(plant, st, n)
     reach_left = np.maximum(mt.reach_m[medium[st]] - chan.length[st], 0.0)
-    tr = _route_trunks(pw, plant, lp, reach_left, base, fr, floor, losses)
+    tr = _route_trunks(pw, plant, lp, reach_left, base, fr, floor, losses, executor)
 
-    # long assemblies, routed position to position (reach is checked on the ordered length:
-    # keep the route within it)
     ld = np.flatnonzero(ch.long_direct)
-    ld_room = (
-        (mt.reach_m[medium[ld]] - SLACK_M) / (1 + SLACK_FRACTION) - r.drop_a[ld] - r.drop_b[ld]
-    )
-    ld_len, ld_pair, ld_seg, rr = spread(
-        pw, r.a_pos[ld], r.b_pos[ld], area_link[ld], base + tr.seg_area, ld_room
+    ld_len, ld_pair, ld_seg, rr = _route_assemblies(
+        pw, ld, medium, mt, r, area_link, base + tr.seg_area, executor
     )
     length = np.where(structured, 0.0, r.direct)
     length[ld] = _slack(r.drop_a[ld] + ld_len + r.drop_b[ld])

@@ -18,6 +18,7 @@ from clusterloom.exec.executor import (
     Outcome,
     machine_workers,
 )
+from clusterloom.exec.shared import read_shared, write_shared
 from clusterloom.exec.task import Task, canonical_json, task_key
 
 __all__ = [
@@ -29,7 +30,9 @@ __all__ = [
     "canonical_json",
     "machine_workers",
     "open_executor",
+    "read_shared",
     "task_key",
+    "write_shared",
 ]
 
 
