@@ -239,3 +239,16 @@ def hall_case(base: str, hall: dict[str, Any], **site: Any) -> tuple[Any, Any, A
         for dev, fd in zip(demand.devices, fabrics, strict=True)
     ]
     return spec.site, floor, demand, unit_links(demand, ends)
+
+
+def two_hall_spec_text(rows: int = 2) -> str:
+    """moe-2k's four scalable units on two halls of ``rows`` rows: with two, each hall holds two
+    units with trunks of its own, and backbones join the halls."""
+    from clusterloom.examples import example_text
+
+    doc = yaml.safe_load(example_text("moe-2k"))
+    hall = doc["site"]["buildings"][0]["halls"][0]
+    hall["template"]["rows"] = rows
+    doc["site"]["buildings"][0]["halls"] = [hall, {**hall, "name": "h2", "x_m": 20}]
+    doc.pop("job")
+    return str(yaml.safe_dump(doc))

@@ -136,8 +136,8 @@ def run_design(
     keeps them. ``installed`` (``growth.read_installed``) grows the design from what is
     installed: fabric link ends kept, installed racks pinned, and (``measure``) the baseline
     rebuilt from the same files to measure the rework and plan the change (``Design.growth``).
-    ``executor`` (``clusterloom.exec``) solves placement's hall models as tasks on it, with the
-    same result as without."""
+    ``executor`` (``clusterloom.exec``) solves placement's hall models and routes cabling's
+    halls as tasks on it, with the same result as without."""
     if installed is not None:
         from clusterloom.growth.installed import check_installed
 
@@ -175,7 +175,7 @@ def run_design(
             from clusterloom.cabling import cable as cable_links
 
             assert placement is not None
-            cabling = cable_links(spec, tuple(fabrics), placement)
+            cabling = cable_links(spec, tuple(fabrics), placement, executor=executor)
         elif stage == "step-time":
             from clusterloom.sim.steptime import simulated_workload
 

@@ -45,3 +45,34 @@ def test_the_ci_ray_cluster_through_ray_address_gives_the_same_files(
     assert done.returncode == 0, done.stderr
     assert f"runs on ray at {address}" in done.stdout
     assert results(tmp_path / "ray") == results(ref)
+
+
+def test_cabling_s_hall_routes_on_a_local_ray_write_the_serial_run_s_files(tmp_path: Path) -> None:
+    """``clusterloom cable`` of a two-hall spec (``cabling.halls``: one routing task per hall)
+    on a local Ray of 2 CPUs writes the cabling and NetBox files of a serial run, byte for
+    byte."""
+    import subprocess
+    import sys
+
+    from helpers import two_hall_spec_text
+    from sweep_helpers import env
+
+    spec = tmp_path / "two-halls.yaml"
+    spec.write_text(two_hall_spec_text())
+    got = {}
+    for name, args in (
+        ("serial", ["--workers", "1"]),
+        ("ray", ["--executor", "ray", "--workers", "2"]),
+    ):
+        out = tmp_path / name
+        cmd = [sys.executable, "-m", "clusterloom.cli.main", "cable", str(spec), "-o", str(out)]
+        done = subprocess.run([*cmd, *args], env=env(), capture_output=True, text=True, timeout=240)
+        assert done.returncode in (0, 1), done.stderr
+        got[name] = {
+            p.relative_to(out).as_posix(): p.read_bytes()
+            for sub in ("cabling", "netbox")
+            for p in sorted((out / sub).rglob("*"))
+            if p.is_file()
+        }
+    assert "cabling/cut_sheet.csv" in got["serial"]
+    assert got["ray"] == got["serial"]

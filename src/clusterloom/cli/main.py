@@ -455,6 +455,8 @@ def cable(
     ] = None,
     force: ForceOpt = False,
     installed: InstalledOpt = None,
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = None,
 ) -> None:
     """Realize every link through the trays of the spec's site: media, lengths, patch panels,
     trunks; print media, trunks, tray fill and cost."""
@@ -462,6 +464,7 @@ def cable(
     def run() -> Design:
         from clusterloom.cli import render
         from clusterloom.errors import Problem, SpecError
+        from clusterloom.exec import open_executor
         from clusterloom.pipeline import run_design
 
         cluster = _load(spec, example)
@@ -472,12 +475,13 @@ def cable(
             raise SpecError([Problem("--from", "give either --from or --installed, not both")])
         baseline = _installed(installed, cluster.name)
         with contextlib.ExitStack() as stack:
+            pool = stack.enter_context(open_executor(executor, workers))  # refused before any file
             target = (
                 None if output is None else stack.enter_context(_writing(output, cluster, force))
             )
             with _progress() as progress:
                 progress.add_task("placing and cabling", total=None)
-                result = run_design(cluster, compare=False, installed=baseline)
+                result = run_design(cluster, compare=False, installed=baseline, executor=pool)
                 if target is not None:
                     from clusterloom.atomic import atomic_write
                     from clusterloom.export import write_cabling, write_placement
@@ -497,7 +501,7 @@ def cable(
             if before_spec is not None:
                 from clusterloom.cabling.change import plan_change
 
-                before = run_design(before_spec, compare=False)
+                before = run_design(before_spec, compare=False, executor=pool)
                 if before.cabling is None or before.placement is None:
                     raise SpecError([Problem("--from", "that spec has no site section to cable")])
                 assert result.placement is not None
