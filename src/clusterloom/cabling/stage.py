@@ -8,7 +8,8 @@ Every logical link of every fabric is realized as arrays (no Python object per l
    a link inside one row runs in the row tray (vertical drop from the port to the tray at
    ``TRAY_HEIGHT_M``, along the row, down again); a link leaving its row is structured: each
    end goes by patch cord to its frame, and an MPO trunk joins the two frames along the
-   shortest tray route (spread when trays fill, see ``route``); between halls through both
+   shortest tray route (spread when trays fill, see ``route``; each hall on its own trays,
+   one executor task per hall, see ``halls``); between halls through both
    halls' distribution frames and a backbone cable (``plant``). A network rack is its own
    frame (panels at its top, the cord stays in the rack: TIA-942's distribution areas are the
    switch racks); any other rack's frame is its row's distribution frame (RDF), overhead panels
