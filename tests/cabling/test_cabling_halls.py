@@ -127,20 +127,16 @@ def test_routes_by_hall_are_the_whole_graph_s_shortest_and_spread_alike(serial: 
     walked = np.bincount(pair, weights=pw.seg_length_m[seg], minlength=length.shape[0])
     assert np.allclose(walked, length)
     assert (np.diff(pair) >= 0).all()  # grouped by pair
-    # cables of two thirds of a tray each (some trays overflow, so spreading is tried): spread
-    # by hall, as many moved and no more overflow than spreading on the whole graph
+    # cables of two thirds of a tray each (some trays overflow, so spreading is tried): by
+    # hall, the same routes as spreading on the whole graph, to the byte
     area = pw.seg_capacity_mm2.min() * 2 / 3 * np.ones(src.shape[0])
     base = np.zeros(pw.n_segments)
     by_hall = route_by_hall(pw, src, dst, area, base)
     at_once = spread(pw, src, dst, area, base)
+    load = np.bincount(at_once[2], weights=area[at_once[1]], minlength=pw.n_segments)
+    assert (load > pw.seg_capacity_mm2).any()
+    assert [a.tobytes() for a in by_hall[:3]] == [a.tobytes() for a in at_once[:3]]
     assert by_hall[3] == at_once[3]
-    load = [
-        np.bincount(r[2], weights=area[r[1]], minlength=pw.n_segments) for r in (by_hall, at_once)
-    ]
-    cap = pw.seg_capacity_mm2
-    assert (load[1] > cap).any()
-    assert np.maximum(load[0] - cap, 0).sum() <= np.maximum(load[1] - cap, 0).sum() + 1e-9
-    assert by_hall[0].tobytes() == route_by_hall(pw, src, dst, area, base)[0].tobytes()
 
 
 def _files(root: Path) -> dict[str, bytes]:

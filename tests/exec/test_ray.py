@@ -7,11 +7,14 @@ except under CI, where it must be there)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from sweep_helpers import results, run_cli, small_sweep_run
+from helpers import two_hall_spec_text
+from sweep_helpers import env, results, run_cli, small_sweep_run
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.ray
@@ -51,12 +54,6 @@ def test_cabling_s_hall_routes_on_a_local_ray_write_the_serial_run_s_files(tmp_p
     """``clusterloom cable`` of a two-hall spec (``cabling.halls``: one routing task per hall)
     on a local Ray of 2 CPUs writes the cabling and NetBox files of a serial run, byte for
     byte."""
-    import subprocess
-    import sys
-
-    from helpers import two_hall_spec_text
-    from sweep_helpers import env
-
     spec = tmp_path / "two-halls.yaml"
     spec.write_text(two_hall_spec_text())
     got = {}
