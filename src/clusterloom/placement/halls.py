@@ -18,15 +18,11 @@ is raised as in a serial run.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import pickle
 import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clusterloom.atomic import atomic_write
-from clusterloom.exec import Task
+from clusterloom.exec import Task, read_shared, write_shared
 from clusterloom.placement.solve import SolveStats, place_hall
 
 if TYPE_CHECKING:
@@ -42,18 +38,11 @@ HallJob = tuple[int, list[int], dict[int, int]]  # hall, its units, its pinned u
 Solved = tuple[dict[int, int], SolveStats]
 
 
-def _shared(path: str, digest: str) -> Any:
-    data = Path(path).read_bytes()
-    if hashlib.sha256(data).hexdigest() != digest:
-        raise ValueError(f"{path}: not the inputs this task was made for (SHA-256 differs)")
-    return pickle.loads(data)
-
-
 def hall_task(inputs: dict[str, Any]) -> Any:
     """One hall model (the task): its units' starts and its ``SolveStats``."""
     import pyarrow as pa
 
-    floor, demand, site, links = _shared(inputs["shared"], inputs["sha256"])
+    floor, demand, site, links = read_shared(inputs)
     pins = {int(u): int(at) for u, at in inputs["pins"]}
     starts, stats = place_hall(
         floor,
@@ -101,15 +90,12 @@ def solve_halls(
             for h, units, pins in jobs
         ]
     with tempfile.TemporaryDirectory(prefix="clusterloom-halls-") as tmp:
-        blob = pickle.dumps((floor, demand, site, links), protocol=pickle.HIGHEST_PROTOCOL)
-        digest = hashlib.sha256(blob).hexdigest()
-        shared = atomic_write(Path(tmp) / f"{digest}.pickle", blob)
+        shared = write_shared(tmp, (floor, demand, site, links))
         tasks = [
             Task(
                 "clusterloom.placement.halls:hall_task",
                 {
-                    "shared": str(shared),
-                    "sha256": digest,
+                    **shared,
                     "hall": h,
                     "units": units,
                     "pins": sorted(pins.items()),
