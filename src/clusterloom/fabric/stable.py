@@ -6,7 +6,10 @@ port. :func:`stabilize` takes the generated topology as the *shape* (how many li
 lower/upper switch pair needs) and realizes it around what is installed:
 
 1. ends are matched by identity, never by array position: (role, plane, index in its tier and
-   plane, port), the identity the device and interface names encode;
+   plane, port), the identity the device and interface names encode; cores keep theirs when
+   the cores per group grow (in each group the installed cores first, the new ones numbered
+   after every installed core; generated cores are numbered group-major and would rename
+   installed ones);
 2. host-leaf links are a function of the host and its scalable unit, so they are kept as
    generated; an installed one the new shape lacks is a move;
 3. on each switch tier, every pair keeps up to its new link count of the installed links on it
@@ -135,9 +138,57 @@ def _port_ranges(t: Topology) -> tuple[dict[int, range], dict[int, range]]:
     return up, down
 
 
+def _core_identities(t: Topology, installed: InstalledLinks) -> NDArray[np.int64]:
+    """Per plane, the identity (index in its tier and plane) of each generated core: in each
+    core group (the cores above spine ``j`` of every pod) the installed cores of that group
+    first, lowest index first, then the group's other cores numbered after every installed
+    core (the lowest identities no installed core keeps). Shape (planes, cores)."""
+    p = t.plan
+    ident = np.tile(np.arange(p.cores, dtype=np.int64), (p.planes, 1))
+    if p.tiers != 3 or p.cores == 0:
+        return ident
+    per = max(p.cores_per_group, 1)
+    up = (installed.tier == 3) & (installed.b_role == Role.CORE) & (installed.b_index < p.cores)
+    for q in range(p.planes):
+        m = up & (installed.b_plane == q)
+        if not m.any():
+            continue
+        group = installed.a_index[m] % p.spines_per_pod
+        # each installed core's group: that of its lowest spine (one group per core when built)
+        pairs = np.unique(np.stack([installed.b_index[m], group], axis=1), axis=0)
+        core, first = np.unique(pairs[:, 0], return_index=True)
+        grp = pairs[first, 1]
+        row = np.full(p.cores, -1, dtype=np.int64)
+        for g in np.unique(grp[grp < p.cores // per]).tolist():
+            mine = core[grp == g][:per]  # a group holds at most its new core count
+            row[g * per : g * per + mine.shape[0]] = mine
+        row[row < 0] = np.setdiff1d(np.arange(p.cores), row[row >= 0])
+        ident[q] = row
+    return ident
+
+
+def _renumber_cores(t: Topology, ident: NDArray[np.int64]) -> Topology:
+    """``t`` with generated core ``c`` of plane ``q`` renamed to identity ``ident[q, c]``: its
+    links and its group move with it; node ids stay ``switch_id`` of their identity."""
+    p = t.plan
+    if (ident == np.arange(p.cores)).all():
+        return t
+    node = np.arange(t.n_nodes, dtype=np.int64)
+    for q in range(p.planes):
+        base = t.switch_id(q, Role.CORE, 0)
+        node[base : base + p.cores] = base + ident[q]
+    pod = t.node_pod.copy()
+    pod[node] = t.node_pod
+    src = node[t.link_src].astype(np.int32)
+    dst = node[t.link_dst].astype(np.int32)
+    for x in (pod, src, dst):
+        x.setflags(write=False)
+    return replace(t, node_pod=pod, link_src=src, link_dst=dst)
+
+
 def stabilize(new: Topology, installed: InstalledLinks) -> Stabilized:
     """``new`` realized around ``installed`` (see the module)."""
-    t = new
+    t = _renumber_cores(new, _core_identities(new, installed))
     a = _node_ids(t, installed.a_role, installed.a_plane, installed.a_index)
     b = _node_ids(t, installed.b_role, installed.b_plane, installed.b_index)
     up_ports, down_ports = _port_ranges(t)
