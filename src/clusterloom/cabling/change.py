@@ -219,6 +219,9 @@ class _Reuse:
                 span = min(int(old.span[i]), LEG_FIBERS)
                 self.mask[head] = self.mask.get(head, 0) | (((1 << span) - 1) << (pos - 1))
         self.need: dict[tuple[str, str, bool], int] = {}
+        # where the searches for room resume (``_free_legs``, ``_take``)
+        self.free_from: dict[tuple[tuple[str, str, bool], int], tuple[int, int]] = {}
+        self.pair_from: dict[tuple[tuple[str, str, bool], int], int] = {}
 
     def spare_fibres(self) -> int:
         """Fibres of the old cables that no kept link uses."""
@@ -230,14 +233,21 @@ class _Reuse:
 
     def _free_legs(self, key: tuple[str, str, bool], n: int) -> tuple[int, int] | None:
         """A cable between ``key``'s frames with ``n`` free legs in a row (starting at an odd
-        leg when ``n`` is 2): (cable, first leg)."""
-        for t in self.between.get(key, []):
+        leg when ``n`` is 2): (cable, first leg), the first in cable order. Legs only ever
+        get taken, so the search for ``(key, n)`` resumes where the last one found room."""
+        cables = self.between.get(key, [])
+        first, start = self.free_from.get((key, n), (0, 0))
+        for c in range(first, len(cables)):
+            t = cables[c]
             base = int(self.leg_base[t])
             n_legs = int(self.leg_base[t + 1]) - base
             free = ~self.used[base : base + n_legs]
-            for g in range(0, n_legs - n + 1, n):
+            for g in range(start, n_legs - n + 1, n):
                 if free[g : g + n].all():
+                    self.free_from[(key, n)] = (c, g)
                     return t, g + 1
+            start = 0
+        self.free_from[(key, n)] = (len(cables), 0)
         return None
 
     def place(
@@ -294,12 +304,20 @@ class _Reuse:
         and its first position there."""
         want = (1 << span) - 1
         if n_legs == 1 and span < LEG_FIBERS:
-            for head in self.pair_legs.get(pair, []):
+            # positions only ever get taken: a leg without room for ``span`` stays without,
+            # so the search of the pair's legs resumes at the first that had room
+            heads = self.pair_legs.get(pair, [])
+            c = self.pair_from.get((pair, span), 0)
+            while c < len(heads):
+                head = heads[c]
                 m = self.mask[head]
                 for p in range(0, LEG_FIBERS - span + 1, span):
                     if not m & (want << p):
                         self.mask[head] = m | (want << p)
+                        self.pair_from[(pair, span)] = c
                         return self.chain[head], p + 1
+                c += 1
+            self.pair_from[(pair, span)] = c
         picks = [self._free_legs(k, n_legs) for k in keys]
         if any(x is None for x in picks):
             return None
