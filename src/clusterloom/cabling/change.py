@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from clusterloom.cabling.artifact import Cabling, hdf_name
 from clusterloom.cabling.media import BACKBONE_SIZES, LEG_FIBERS, TRUNK_SIZES
-from clusterloom.cabling.plant import pack_cables
+from clusterloom.cabling.plant import _ranks, pack_cables
 from clusterloom.fabric import FabricDesign
 from clusterloom.placement import Placement
 
@@ -221,7 +221,7 @@ class _Reuse:
         # one row per leg a link takes (parallel optics take several in a row)
         n_legs = -(-old.media.slots[old.medium[st]].astype(np.int64) // LEG_FIBERS)
         row = np.repeat(np.arange(st.shape[0]), n_legs)
-        k = np.arange(row.shape[0]) - np.repeat(np.cumsum(n_legs) - n_legs, n_legs)
+        k = _ranks(n_legs)  # the leg within the link
         for h in range(cable.shape[1]):
             on = cable[row, h] >= 0
             self.used[self.leg_base[cable[row[on], h]] + leg[row[on], h] - 1 + k[on]] = True
