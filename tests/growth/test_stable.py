@@ -160,3 +160,25 @@ def test_any_growth_keeps_the_shape_and_moves_only_what_it_forces(
     assert st_.kept + len(st_.moves) == old.n_links
     assert len(_ends(old) & _ends(st_.topology)) == st_.kept
     assert len(st_.moves) == st_.forced
+
+
+def test_a_port_referenced_twice_keeps_the_first_link_and_moves_the_other() -> None:
+    """Two installed leaf-spine links claim the same leaf port (the second one's port is
+    overwritten with the first one's): where the spines have room, the first in order keeps
+    it, the other is the one forced move, and its pair gets a link on a free port instead."""
+    from dataclasses import replace
+
+    old = design_fabric(grown(1280), compare=False).topology
+    new = design_fabric(grown(1536), compare=False).topology
+    links = installed_links_of(old)
+    up = np.flatnonzero(links.tier == 2)
+    first, second = up[0], up[1]  # the same leaf, consecutive uplink ports
+    assert links.a_index[first] == links.a_index[second]
+    a_port = links.a_port.copy()
+    a_port[second] = a_port[first]
+    st = stabilize(new, replace(links, a_port=a_port))
+    assert [m.reason for m in st.moves] == [
+        "this port is referenced twice in the installed baseline"
+    ]
+    assert st.forced == 1 and st.kept == old.n_links - 1
+    assert _shape(st.topology) == _shape(new)
