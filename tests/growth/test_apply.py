@@ -26,6 +26,7 @@ from clusterloom.changes import apply_plan, apply_racks
 from clusterloom.examples import example_text
 from clusterloom.fabric.stable import installed_links_of
 from clusterloom.growth import Installed, link_names
+from clusterloom.growth.rework import fabric_link_names
 from clusterloom.pipeline import Design, run_design
 from clusterloom.spec import ClusterSpec, parse_spec
 
@@ -179,3 +180,37 @@ def test_an_installed_unit_split_over_rows_stays_split_when_the_hall_grows() -> 
     assert g is not None
     assert (g.rework.racks_moved, g.rework.links_repatched) == (0, 0)
     _check_applies(before, grown)
+
+
+def test_rail_16k_doubling_plan_applied_to_the_baseline_gives_the_grown_fabric() -> None:
+    """rail-16k 32 -> 64 scalable units, fabrics only (the grown hall does not place; the plan
+    is then on links by name): the installed cores keep their names, the new cores come after
+    them, and applying the plan to the installed links gives the grown design's links."""
+
+    def rail(sus: int) -> ClusterSpec:
+        doc = yaml.safe_load(example_text("rail-16k"))
+        doc["compute"]["accelerators"] = sus * 256
+        doc.pop("job", None)
+        doc.pop("scenario", None)
+        return parse_spec(yaml.safe_dump(doc))
+
+    before = run_design(rail(32), compare=False, place=False)
+    installed = Installed(
+        Path("in-memory"),
+        before.spec,
+        {fd.name: (fd.plan.family, fd.plan.planes) for fd in before.fabrics},
+        {fd.name: installed_links_of(fd.topology) for fd in before.fabrics},
+        {},
+    )
+    grown = run_design(rail(64), compare=False, place=False, installed=installed)
+    g = grown.growth
+    assert g is not None
+    catalog = grown.spec.resolved_catalog()
+    old, new = fabric_link_names(before.fabrics, catalog), fabric_link_names(grown.fabrics, catalog)
+    assert apply_plan(old, g.plan) == new
+    assert g.rework.links_repatched == g.rework.links_repatched_bound == 4096
+    # the 128 installed cores of each fabric keep their names; the grown ones are 128-255
+    cores = {n.split("~")[1].split(":")[0] for n in new if "-core" in n}
+    old_cores = {n.split("~")[1].split(":")[0] for n in old if "-core" in n}
+    assert old_cores < cores and len(cores) == 2 * len(old_cores)
+    assert all(int(c[-4:]) >= 128 for c in cores - old_cores)

@@ -12,11 +12,12 @@ rail-16k (QM9700, 64 x 400G, 3 tiers; pods of 4 scalable units = 32 leaves, 32 s
 core group j = the cores above spine j of every pod)::
 
     48 -> 64 SUs: 12 -> 16 pods, 8 cores a group both times (ceil(16 x 32 / 64) = 8): nothing moves
-    32 -> 64 SUs: 4 -> 8 cores a group; a core's identity is its index in its plane, group-major
-           (group * cores_per_group + k), so installed core 4g+k is in group (4g+k) // 8 of the
-           grown fabric: spine 0 of a pod keeps 4 of 8 links to each of cores 0-3 (16 move), spines
-           1-31 find none of their installed cores in their group (32 move each):
-           8 pods x (16 + 31 x 32) = 8,064 forced, every one listed.
+    32 -> 64 SUs: 4 -> 8 cores a group; each installed core keeps its identity and its group
+           (stabilize numbers the 4 new cores of each group after the 128 installed ones), so
+           every installed spine keeps its 4 cores and the stripe halving alone moves links:
+           8 to 4 links a spine-core pair, 256 installed spines x 4 cores x 4 = 4,096 forced,
+           every one listed. (Before the renumbering, installed core 4g+k landed in group
+           (4g+k) // 8 and 8 x (16 + 31 x 32) = 8,064 were forced.)
 """
 
 from __future__ import annotations
@@ -101,8 +102,14 @@ def test_rail_16k_adding_scalable_units_where_the_cores_have_room(fabric: str) -
 
 def test_rail_16k_doubling_lists_every_forced_spine_core_move() -> None:
     (t32, _, _), (_, forced, moves) = _chain("rail-16k", "backend", [32 * 256, 64 * 256])
-    assert forced == len(moves) == 8 * (16 + 31 * 32)
+    assert forced == len(moves) == 256 * 4 * 4
     assert all(" ~ core p0/" in m and m.startswith("spine p0/") for m in moves)
+    # each installed spine moves 4 of the 8 links to each of its 4 installed cores, no more
+    per_pair = defaultdict(int)
+    for m in moves:
+        per_pair[m.split(" port")[0] + " ~ " + m.split(" ~ ")[1].split(" port")[0]] += 1
+    assert len(per_pair) == 256 * 4 and set(per_pair.values()) == {4}
+    assert all(int(m.split("core p0/")[1].split()[0]) < 128 for m in moves)
     # every installed spine-core link is either kept or listed, none twice
     sc = int((t32.link_tier == 3).sum())
     assert sc == 256 * 32 and len(set(moves)) == forced

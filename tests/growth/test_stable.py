@@ -26,7 +26,7 @@ from clusterloom.examples import example_text
 from clusterloom.fabric import design_fabric
 from clusterloom.fabric.sizing import fabric_spec
 from clusterloom.fabric.stable import installed_links_of, stabilize
-from clusterloom.fabric.topology import Topology
+from clusterloom.fabric.topology import Role, Topology
 from clusterloom.fabric.validate import validate_topology
 from clusterloom.spec import ClusterSpec, parse_spec
 from helpers import build_spec
@@ -47,6 +47,23 @@ def _pairs(t: Topology) -> dict[tuple[int, int, int], int]:
         return_counts=True,
     )
     return {tuple(k): int(c) for k, c in zip(keys.tolist(), counts.tolist(), strict=True)}
+
+
+def _shape(t: Topology) -> tuple[dict[tuple[int, int, int], int], list[tuple[int, ...]]]:
+    """:func:`_pairs` below the cores, and the cores up to their names: each core's plane,
+    group and spines with their link counts (``stabilize`` renames cores, never regroups)."""
+    pairs = _pairs(t)
+    core = t.node_role == Role.CORE
+    below = {k: n for k, n in pairs.items() if not core[k[2]]}
+    per_core: dict[int, list[int]] = {}
+    for (_, lo, hi), n in pairs.items():
+        if core[hi]:
+            per_core.setdefault(hi, []).extend((lo, n))
+    cores = [
+        (int(t.node_plane[c]), int(t.node_pod[c]), *per_core.get(c, []))
+        for c in np.flatnonzero(core).tolist()
+    ]
+    return below, sorted(cores)
 
 
 def _ends(t: Topology) -> set[tuple[int, ...]]:
@@ -134,7 +151,7 @@ def test_any_growth_keeps_the_shape_and_moves_only_what_it_forces(
     except SpecError:
         return  # a shape the sizing refuses
     st_ = stabilize(new, installed_links_of(old))
-    assert _pairs(st_.topology) == _pairs(new)
+    assert _shape(st_.topology) == _shape(new)
     assert np.array_equal(np.bincount(st_.topology.link_tier), np.bincount(new.link_tier))
     findings = validate_topology(
         st_.topology, fabric_spec(new_spec, "backend"), new_spec.resolved_catalog()
@@ -143,3 +160,25 @@ def test_any_growth_keeps_the_shape_and_moves_only_what_it_forces(
     assert st_.kept + len(st_.moves) == old.n_links
     assert len(_ends(old) & _ends(st_.topology)) == st_.kept
     assert len(st_.moves) == st_.forced
+
+
+def test_a_port_referenced_twice_keeps_the_first_link_and_moves_the_other() -> None:
+    """Two installed leaf-spine links claim the same leaf port (the second one's port is
+    overwritten with the first one's): where the spines have room, the first in order keeps
+    it, the other is the one forced move, and its pair gets a link on a free port instead."""
+    from dataclasses import replace
+
+    old = design_fabric(grown(1280), compare=False).topology
+    new = design_fabric(grown(1536), compare=False).topology
+    links = installed_links_of(old)
+    up = np.flatnonzero(links.tier == 2)
+    first, second = up[0], up[1]  # the same leaf, consecutive uplink ports
+    assert links.a_index[first] == links.a_index[second]
+    a_port = links.a_port.copy()
+    a_port[second] = a_port[first]
+    st = stabilize(new, replace(links, a_port=a_port))
+    assert [m.reason for m in st.moves] == [
+        "this port is referenced twice in the installed baseline"
+    ]
+    assert st.forced == 1 and st.kept == old.n_links - 1
+    assert _shape(st.topology) == _shape(new)

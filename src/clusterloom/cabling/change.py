@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from clusterloom.cabling.artifact import Cabling, hdf_name
 from clusterloom.cabling.media import BACKBONE_SIZES, LEG_FIBERS, TRUNK_SIZES
-from clusterloom.cabling.plant import pack_cables
+from clusterloom.cabling.plant import _ranks, pack_cables
 from clusterloom.fabric import FabricDesign
 from clusterloom.placement import Placement
 
@@ -194,31 +194,52 @@ class _Reuse:
         self.mask: dict[int, int] = {}
         self.chain: dict[int, tuple[tuple[int, int], ...]] = {}
         self.pair_legs: dict[tuple[str, str, bool], list[int]] = {}
-        smf = old.media.smf
-        # the positions of the links that stay; those of removed and re-pulled links are free
-        st = np.flatnonzero(old.structured & old.realized() & kept)
-        for i in st.tolist():
-            n_legs = -(-int(old.media.slots[old.medium[i]]) // LEG_FIBERS)
-            chain = [
-                (int(t), int(g))
-                for t, g in zip(old.hops[i], old.hop_legs[i], strict=True)
-                if t >= 0
-            ]
-            a, b = names[int(old.frame_a[i])], names[int(old.frame_b[i])]
-            pos = int(old.fiber_a[i])
-            if b < a:
-                chain, a, b, pos = chain[::-1], b, a, int(old.fiber_b[i])
-            key = (a, b, bool(smf[old.medium[i]]))
-            for k in range(n_legs):
-                for t, g in chain:
-                    self.used[self.leg_base[t] + g - 1 + k] = True
-                head = int(self.leg_base[chain[0][0]] + chain[0][1] - 1 + k)
-                if head not in self.chain:
-                    self.chain[head] = tuple((t, g + k) for t, g in chain)
-                    self.pair_legs.setdefault(key, []).append(head)
-                span = min(int(old.span[i]), LEG_FIBERS)
-                self.mask[head] = self.mask.get(head, 0) | (((1 << span) - 1) << (pos - 1))
+        self._hold(old, kept)
         self.need: dict[tuple[str, str, bool], int] = {}
+        # where the searches for room resume (``_free_legs``, ``_take``)
+        self.free_from: dict[tuple[tuple[str, str, bool], int], tuple[int, int]] = {}
+        self.pair_from: dict[tuple[tuple[str, str, bool], int], int] = {}
+
+    def _hold(self, old: Cabling, kept: NDArray[np.bool_]) -> None:
+        """The legs, chains, pair legs and positions the structured links that stay hold
+        (those of removed and re-pulled links are free), for all links at once; a leg's chain
+        and its place in its pair's list come from the first link on it."""
+        st = np.flatnonzero(old.structured & old.realized() & kept)
+        names = np.array(old.frame_names, dtype=object)
+        a, b = names[old.frame_a[st]], names[old.frame_b[st]]
+        flip = (b < a).astype(bool)  # the chain is read from the lower-named frame
+        lo, hi = np.where(flip, b, a), np.where(flip, a, b)
+        smf = old.media.smf[old.medium[st]]
+        pos = np.where(flip, old.fiber_b[st], old.fiber_a[st]).astype(np.int64)
+        hops, hop_legs = old.hops[st].astype(np.int64), old.hop_legs[st].astype(np.int64)
+        n_hops = (hops >= 0).sum(axis=1)[:, None]
+        col = np.arange(hops.shape[1])[None, :]
+        valid = col < n_hops  # cables are -1 padded after the link's last
+        at = np.where(valid, np.where(flip[:, None], n_hops - 1 - col, col), 0)
+        cable = np.where(valid, np.take_along_axis(hops, at, axis=1), -1)
+        leg = np.take_along_axis(hop_legs, at, axis=1)
+        # one row per leg a link takes (parallel optics take several in a row)
+        n_legs = -(-old.media.slots[old.medium[st]].astype(np.int64) // LEG_FIBERS)
+        row = np.repeat(np.arange(st.shape[0]), n_legs)
+        k = _ranks(n_legs)  # the leg within the link
+        for h in range(cable.shape[1]):
+            on = cable[row, h] >= 0
+            self.used[self.leg_base[cable[row[on], h]] + leg[row[on], h] - 1 + k[on]] = True
+        head = self.leg_base[cable[row, 0]] + leg[row, 0] - 1 + k
+        span = np.minimum(old.span[st].astype(np.int64), LEG_FIBERS)[row]
+        bits = np.zeros(self.used.shape[0], dtype=np.int64)
+        np.bitwise_or.at(bits, head, ((1 << span) - 1) << (pos[row] - 1))
+        heads, first = np.unique(head, return_index=True)
+        by_first = np.argsort(first)
+        for h, r in zip(heads[by_first].tolist(), first[by_first].tolist(), strict=True):
+            j, kk = int(row[r]), int(k[r])
+            self.chain[h] = tuple(
+                (t, g + kk)
+                for t, g in zip(cable[j].tolist(), leg[j].tolist(), strict=True)
+                if t >= 0
+            )
+            self.pair_legs.setdefault((lo[j], hi[j], bool(smf[j])), []).append(h)
+            self.mask[h] = int(bits[h])
 
     def spare_fibres(self) -> int:
         """Fibres of the old cables that no kept link uses."""
@@ -230,14 +251,21 @@ class _Reuse:
 
     def _free_legs(self, key: tuple[str, str, bool], n: int) -> tuple[int, int] | None:
         """A cable between ``key``'s frames with ``n`` free legs in a row (starting at an odd
-        leg when ``n`` is 2): (cable, first leg)."""
-        for t in self.between.get(key, []):
+        leg when ``n`` is 2): (cable, first leg), the first in cable order. Legs only ever
+        get taken, so the search for ``(key, n)`` resumes where the last one found room."""
+        cables = self.between.get(key, [])
+        first, start = self.free_from.get((key, n), (0, 0))
+        for c in range(first, len(cables)):
+            t = cables[c]
             base = int(self.leg_base[t])
             n_legs = int(self.leg_base[t + 1]) - base
             free = ~self.used[base : base + n_legs]
-            for g in range(0, n_legs - n + 1, n):
+            for g in range(start, n_legs - n + 1, n):
                 if free[g : g + n].all():
+                    self.free_from[(key, n)] = (c, g)
                     return t, g + 1
+            start = 0
+        self.free_from[(key, n)] = (len(cables), 0)
         return None
 
     def place(
@@ -294,12 +322,20 @@ class _Reuse:
         and its first position there."""
         want = (1 << span) - 1
         if n_legs == 1 and span < LEG_FIBERS:
-            for head in self.pair_legs.get(pair, []):
+            # positions only ever get taken: a leg without room for ``span`` stays without,
+            # so the search of the pair's legs resumes at the first that had room
+            heads = self.pair_legs.get(pair, [])
+            c = self.pair_from.get((pair, span), 0)
+            while c < len(heads):
+                head = heads[c]
                 m = self.mask[head]
                 for p in range(0, LEG_FIBERS - span + 1, span):
                     if not m & (want << p):
                         self.mask[head] = m | (want << p)
+                        self.pair_from[(pair, span)] = c
                         return self.chain[head], p + 1
+                c += 1
+            self.pair_from[(pair, span)] = c
         picks = [self._free_legs(k, n_legs) for k in keys]
         if any(x is None for x in picks):
             return None

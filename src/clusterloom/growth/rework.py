@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from clusterloom.changes import RACK_TO, ChangePlan, Step
 from clusterloom.export.naming import topology_names
@@ -103,7 +104,8 @@ def change_plan(
     removed_devices = {e.split(":", 1)[0] for name in removed for e in name.split("~")}
     # an added link is a re-patch when it lands on a device one of the removed links leaves
     repatch = [n for n in added if any(e.split(":", 1)[0] in removed_devices for e in n.split("~"))]
-    fresh = [n for n in added if n not in set(repatch)]
+    repatched = set(repatch)
+    fresh = [n for n in added if n not in repatched]
     live = len(old_names) - len(removed) - len(repulled)
     why = {m.reason for m in moves}
     steps: list[Step] = []
@@ -139,17 +141,40 @@ def change_plan(
 def _checked(old_names: list[str], steps: list[Step]) -> tuple[Step, ...]:
     """Each step with the state validated after it, on the links by name: ``ports-in-use-twice``
     (an interface cabled to two links at once: a pull before the removal it needs) and
-    ``links`` (how many are cabled then); a step is valid when no port is used twice."""
-    links = set(old_names)
+    ``links`` (how many are cabled then); a step is valid when no port is used twice.
+
+    Links and their ends are numbered once; a step then only counts the ends it takes off or
+    adds (``twice`` is the ends in use less the distinct ones)."""
+    link_id: dict[str, int] = {}
+    end_id: dict[str, int] = {}
+    ends: list[int] = []
+
+    def ids(names: tuple[str, ...] | list[str]) -> NDArray[np.int64]:
+        out = np.empty(len(names), dtype=np.int64)
+        for k, name in enumerate(names):
+            i = link_id.get(name)
+            if i is None:
+                i = link_id[name] = len(link_id)
+                ends.extend(end_id.setdefault(e, len(end_id)) for e in name.split("~"))
+            out[k] = i
+        return out
+
+    cabled = ids(old_names)
+    per_step = [ids(s.objects) if s.action in ("remove", "pull") else None for s in steps]
+    end = np.array(ends, dtype=np.int64).reshape(-1, 2)
+    on = np.zeros(len(link_id), dtype=bool)
+    on[cabled] = True
+    use = np.bincount(end[on].ravel(), minlength=len(end_id))
     out = []
-    for step in steps:
-        if step.action == "remove":
-            links -= set(step.objects)
-        elif step.action == "pull":
-            links |= set(step.objects)
-        ends = [e for name in links for e in name.split("~")]
-        twice = len(ends) - len(set(ends))
-        checks = {"ports-in-use-twice": twice, "links": len(links)}
+    for step, objs in zip(steps, per_step, strict=True):
+        if objs is not None:
+            objs = np.unique(objs)
+            objs = objs[on[objs]] if step.action == "remove" else objs[~on[objs]]
+            on[objs] = step.action == "pull"
+            sign = 1 if step.action == "pull" else -1
+            np.add.at(use, end[objs].ravel(), sign)
+        twice = int(use.sum() - np.count_nonzero(use))
+        checks = {"ports-in-use-twice": twice, "links": int(on.sum())}
         out.append(replace(step, checks=checks, valid=twice == 0))
     return tuple(out)
 
