@@ -13,7 +13,9 @@ down mid-run::
 
 from __future__ import annotations
 
+import json
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings
@@ -251,15 +253,24 @@ def test_srv6_failover_completes_no_later_than_ecmp_with_one_second_reconvergenc
     assert cases["roce-ecmp, reconverge"].completion_ps is None  # it gave up on the dead path
 
 
-def test_the_command_prints_every_case_and_refuses_bad_input() -> None:
+def test_the_command_prints_every_case_and_refuses_bad_input(tmp_path: Path) -> None:
     runner = CliRunner()
     args = ["srv6", "failover-sim", "-e", "fat-tree-k16", "--hosts", "16", "--evs", "16"]
-    ok = runner.invoke(
-        app, [*args, "--size", "200KB", "--engine", "packet", "--fail", "link:1024@20us"]
-    )
+    run = [*args, "--size", "200KB", "--engine", "packet", "--fail", "link:1024@20us"]
+    ok = runner.invoke(app, [*run, "-o", str(tmp_path / "a")])
     assert ok.exit_code == 0, ok.output
     # one row per case of the packet engine, every flow done (an 80-column table wraps names)
     assert ok.output.count("│ packet │") == 4 and ok.output.count("16/16") == 4
+    # -o: the same cases as data and as a page, byte for byte again on a second run
+    doc = json.loads((tmp_path / "a" / "failover.json").read_text())
+    assert [c["finished"] for c in doc["cases"]] == [16] * 4
+    assert doc["failure"] == "link:1024@20us" and doc["hosts"] == 16
+    assert all(c["completion_ps"] > 20_000_000 for c in doc["cases"])  # after the failure
+    page = (tmp_path / "a" / "failover.html").read_text()
+    assert page.count("<tr><td>packet</td>") == 4
+    assert runner.invoke(app, [*run, "-o", str(tmp_path / "b")]).exit_code == 0
+    for name in ("failover.json", "failover.html"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     bad = runner.invoke(
         app, [*args[:4], "--hosts", "1", "--evs", "300", "--engine", "x", "--fail", "link:1@0*0.5"]
     )

@@ -130,7 +130,7 @@ def register(
         raise typer.Exit(guard(run))
 
     _register_tables(group, guard, load, out)
-    _register_failover_sim(group, guard, load, out)
+    _register_failover_sim(group, guard, load, out, writing)
     _register_render(group, guard, load, out, writing)
     _register_verify(group, guard, out, err)
     from clusterloom.cli.srv6_interconnect import register_interconnect
@@ -264,6 +264,7 @@ def _register_failover_sim(
     guard: Callable[[Callable[[], Any]], Any],
     load: Callable[[Path | None, str | None], ClusterSpec],
     out: Console,
+    writing: Writing,
 ) -> None:
     @group.command("failover-sim")
     def failover_sim(
@@ -288,9 +289,17 @@ def _register_failover_sim(
         engine: Annotated[str, typer.Option(help="packet, flow or both")] = "both",
         seed: Annotated[int, typer.Option(help="seed of the permutation and the runs")] = 0,
         max_time: Annotated[str, typer.Option(help="simulated time limit of a run")] = "10s",
+        output: Annotated[
+            Path | None,
+            typer.Option(
+                "--output", "-o", help="write failover.json and failover.html to this directory"
+            ),
+        ] = None,
+        force: Annotated[bool, typer.Option(help="move foreign files in DIR aside")] = False,
     ) -> None:
         """The same permutation and failure under SRv6 endpoint failover (told, learned; no
-        reconvergence), ECMP spraying and RoCE rerouted after --reroute: one row per case."""
+        reconvergence), ECMP spraying and RoCE rerouted after --reroute: one row per case;
+        with -o, also as failover.json and a page."""
 
         def run() -> int:
             from rich.table import Table
@@ -344,9 +353,37 @@ def _register_failover_sim(
                 if r.finished < r.flows:
                     why = "; ".join(r.unfinished) or "still running at the time limit"
                     out.print(f"{r.engine} {r.case}: {why}", soft_wrap=True)
+            if output is not None:
+                about = {"design": cluster.name, "failure": fail, "hosts": n}
+                about |= {"size_bytes": parse_size(size), "reroute": reroute, "evs": evs}
+                _write_failover(writing, output, cluster, force, results, {**about, "seed": seed})
+                out.print(f"wrote failover.json and failover.html to {output}/")
             return 0 if all(r.finished == r.flows for r in results) else 3
 
         raise typer.Exit(guard(run))
+
+
+def _write_failover(
+    writing: Writing,
+    output: Path,
+    cluster: ClusterSpec,
+    force: bool,
+    results: Any,
+    about: dict[str, Any],
+) -> None:
+    """``failover.json`` and its page, ``failover.html``, as one output directory."""
+    import json
+
+    from clusterloom.atomic import atomic_write
+    from clusterloom.report.srv6 import failover_page
+    from clusterloom.srv6.simulate import results_dict
+
+    doc = results_dict(results, about)
+    with writing(str(output), cluster, force) as target:
+        atomic_write(
+            target.staging / "failover.json", json.dumps(doc, indent=1, sort_keys=True) + "\n"
+        )
+        atomic_write(target.staging / "failover.html", failover_page(doc))
 
 
 def _register_render(

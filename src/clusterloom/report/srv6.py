@@ -1,6 +1,7 @@
 """The SRv6 plan's page (``srv6/index.html``), from the plan's summary (plain data, as
 ``srv6/summary.json`` holds it): format and blocks, checks, the program table per class and
-what one NIC holds."""
+what one NIC holds; and the page of ``srv6 failover-sim -o`` (``failover.html``), from its
+``failover.json``: endpoint failover against ECMP reconvergence, case by case."""
 
 from __future__ import annotations
 
@@ -83,4 +84,58 @@ def srv6_page(summary: dict[str, Any]) -> str:
         f'<h2 id="programs">Path programs</h2>\n<p class="lead">{progs["programs"]:,} '
         f"programs, {progs['bytes']:,} bytes over the whole fabric (closed forms, never "
         f"materialised).</p>\n{_classes(summary)}\n</main></body></html>\n"
+    )
+
+
+def _us(ps: float | None) -> str:
+    return "-" if ps is None else f"{ps / 1e6:,.1f}"
+
+
+def failover_page(doc: dict[str, Any]) -> str:
+    """``failover.html`` from ``failover.json``'s plain data, deterministic."""
+    cols = [
+        ("engine", False),
+        ("case", False),
+        ("done", True),
+        ("completion (µs)", True),
+        ("FCT mean (µs)", True),
+        ("FCT p99 (µs)", True),
+        ("drops", True),
+        ("resent", True),
+        ("bytes twice", True),
+    ]
+
+    def opt(x: int | None) -> str:
+        return "-" if x is None else f"{x:,}"
+
+    rows = [
+        "<tr>"
+        + td(esc(c["engine"]))
+        + td(esc(c["case"]))
+        + td(f"{c['finished']:,}/{c['flows']:,}", True)
+        + td("unfinished" if c["completion_ps"] is None else _us(c["completion_ps"]), True)
+        + td(_us(c["fct_mean_ps"]), True)
+        + td(_us(c["fct_p99_ps"]), True)
+        + td(opt(c["drops"]), True)
+        + td(opt(c["retransmissions"]), True)
+        + td(opt(c["duplicate_bytes"]), True)
+        + "</tr>"
+        for c in doc["cases"]
+    ]
+    lead = (
+        f"A permutation of {doc['hosts']:,} hosts, {doc['size_bytes']:,} bytes per flow, with "
+        f"<code>{esc(doc['failure'])}</code>. SRv6 cases pin every EV to its path program and "
+        "never reconverge: the endpoints retire the EVs whose path crosses the failure, told "
+        "one base RTT after it or learned from losses. ECMP cases reroute "
+        f"{esc(doc['reroute'])} after the failure (detection and reconvergence). Seed "
+        f"{doc['seed']}; a dash is a figure the engine does not have (docs/srv6.md)."
+    )
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>SRv6 failover: {esc(doc['design'])}</title><style>{CSS}</style></head>\n"
+        f"<body><main><header><h1>Endpoint failover against reconvergence<small>"
+        f"{esc(doc['design'])}</small></h1>"
+        f'<p class="lead">{lead}</p></header>\n'
+        + table(cols, rows, table_id="failover", css_class="data")
+        + "\n</main></body></html>\n"
     )

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -374,3 +375,32 @@ def table_rows(results: Sequence[CaseResult]) -> list[tuple[str, ...]]:
             )
         )
     return rows
+
+
+def results_dict(results: Sequence[CaseResult], about: dict[str, Any]) -> dict[str, Any]:
+    """The comparison as plain data (``failover.json``): ``about`` (the design, failure,
+    hosts, reroute, seed) and one record per case; times in picoseconds, a figure the engine
+    does not have (or no finished flow to average) as ``null``."""
+
+    def num(x: float) -> float | None:
+        return None if x != x else x  # NaN: nothing finished
+
+    return {
+        **about,
+        "cases": [
+            {
+                "engine": c.engine,
+                "case": c.case,
+                "flows": c.flows,
+                "finished": c.finished,
+                "completion_ps": c.completion_ps,
+                "fct_mean_ps": num(c.fct_mean_ps),
+                "fct_p99_ps": num(c.fct_p99_ps),
+                "drops": c.drops,
+                "retransmissions": c.retransmissions,
+                "duplicate_bytes": c.duplicate_bytes,
+                "unfinished": list(c.unfinished),
+            }
+            for c in results
+        ],
+    }
