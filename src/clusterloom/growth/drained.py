@@ -1,0 +1,405 @@
+"""What the fabric still carries at each step of a change plan, while the step's links are
+drained or taken off (docs/growth.md, "Capacity while links are drained").
+
+A link is *live* after a step when it is cabled, not drained and not new: the installed links
+start live; a ``drain`` step takes its links out of service until the ``restore`` step, a
+``remove`` takes them off; a ``pull`` cables a link that carries nothing until the ``restore``
+(the state ``new: not live until tested`` of ``cabling/change.csv``), after which every cabled
+link is live. On the live links of each fabric of the baseline, per step:
+
+- **leaf uplinks left**: per installed leaf, live uplink Gb/s over its installed uplink Gb/s;
+  the least over the leaves and the leaf that has it, and how many leaves are below the
+  spec's ``growth.min_live_uplinks`` (default 50%): a warning finding names the step;
+- **leaf pair cut left**, per plane: the least over pairs of installed leaves of the maximum
+  flow between them on up-then-down paths (the paths ECMP routing uses: up to a switch, then
+  down) over the same in the baseline. On two tiers it is the closed form
+  ``sum over spines s of min(C[a, s], C[b, s])`` (``C``: live Gb/s between leaf and spine,
+  a path is leaf, spine, leaf); on three tiers a max-flow (networkx) when the plane has at
+  most :data:`MAXFLOW_LEAVES` leaves, else not computed (the key is absent);
+- **hosts cut**: installed hosts with no live link to a leaf that still has a live uplink
+  (or, on one tier, no live link at all): they lose their last path; an error finding.
+
+The figures go to each step's ``checks`` (``FABRIC:leaf-uplinks-left``, ``...-least``,
+``FABRIC:leaves-below``, ``FABRIC:pP:leaf-pair-cut-left``, ``FABRIC:hosts-cut``), so they are
+in ``changes.jsonl``, ``cabling/change.csv`` (column ``step_capacity``) and the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from clusterloom.changes import ChangePlan, Step
+from clusterloom.export.naming import topology_names
+from clusterloom.fabric.topology import Role
+from clusterloom.findings import Finding, Severity
+from clusterloom.spec.growth import GrowthSpec
+from clusterloom.units import BPS_PER_GBPS
+
+if TYPE_CHECKING:
+    from clusterloom.fabric import FabricDesign
+    from clusterloom.pipeline import Design
+    from clusterloom.spec import Catalog, ClusterSpec
+
+__all__ = [
+    "MAXFLOW_LEAVES",
+    "LinkTable",
+    "capacity_note",
+    "link_table",
+    "live_after_steps",
+    "pair_cut_closed_form",
+    "pair_cut_maxflow",
+    "with_drain_checks",
+    "with_drain_findings",
+]
+
+#: the leaf pair cut of a 3-tier plane is a max-flow per pair: computed up to this many leaves
+MAXFLOW_LEAVES = 48
+#: leaves named in one finding
+SHOWN = 8
+
+
+@dataclass(frozen=True, eq=False)
+class LinkTable:
+    """Every link of the baseline and the grown design, once, by name (``index``: name ->
+    row); its ends as node ids into ``nodes`` (switches by device name, hosts by fabric and
+    host id), lower end first."""
+
+    index: dict[str, int]
+    fabrics: tuple[str, ...]
+    fabric: NDArray[np.int16]
+    plane: NDArray[np.int16]
+    lo: NDArray[np.int64]
+    hi: NDArray[np.int64]
+    gbps: NDArray[np.float64]
+    base: NDArray[np.bool_]  #: the link is installed (in the baseline)
+    nodes: tuple[str, ...]
+    role: NDArray[np.int8]  #: per node
+    tiers: tuple[int, ...]  #: per fabric, the baseline's switch tiers
+
+    @property
+    def n_links(self) -> int:
+        return int(self.lo.shape[0])
+
+
+def _fabric_rows(fd: FabricDesign, catalog: Catalog) -> tuple[list[str], list[str], list[str]]:
+    """Names, lower-end keys and upper-end keys of ``fd``'s links (the names of
+    ``growth.rework.fabric_link_names``)."""
+    t = fd.topology
+    names = topology_names(t, catalog)
+    a = names.device(t.link_src) + ":" + names.interface(t.link_src, t.link_src_port)
+    b = names.device(t.link_dst) + ":" + names.interface(t.link_dst, t.link_dst_port)
+    dev = names.devices.astype(object).copy()
+    hosts = np.flatnonzero(t.node_role == int(Role.HOST))
+    dev[hosts] = [f"{fd.name}/host{h}" for h in hosts.tolist()]
+    return (
+        [str(x) for x in a + "~" + b],
+        [str(x) for x in dev[t.link_src]],
+        [str(x) for x in dev[t.link_dst]],
+    )
+
+
+def link_table(
+    baseline: tuple[FabricDesign, ...], grown: tuple[FabricDesign, ...], catalog: Catalog
+) -> LinkTable:
+    """The links of both designs (a link in both is one row, the baseline's)."""
+    index: dict[str, int] = {}
+    node_id: dict[str, int] = {}
+    roles: list[int] = []
+    cols: dict[str, list[Any]] = {k: [] for k in ("fabric", "plane", "lo", "hi", "gbps", "base")}
+    fabrics = tuple(dict.fromkeys(fd.name for fd in (*baseline, *grown)))
+
+    def node(key: str, role: int) -> int:
+        if key not in node_id:
+            node_id[key] = len(roles)
+            roles.append(role)
+        return node_id[key]
+
+    for installed, designs in ((True, baseline), (False, grown)):
+        for fd in designs:
+            t = fd.topology
+            names, lo, hi = _fabric_rows(fd, catalog)
+            src_role, dst_role = t.node_role[t.link_src].tolist(), t.node_role[t.link_dst].tolist()
+            gbps = (t.link_capacity_bps / BPS_PER_GBPS).tolist()
+            for i, name in enumerate(names):
+                if name in index:
+                    continue
+                index[name] = len(cols["lo"])
+                b, a = name.split("~", 1)
+                index.setdefault(f"{a}~{b}", index[name])  # the same link read either way
+                cols["fabric"].append(fabrics.index(fd.name))
+                cols["plane"].append(int(t.link_plane[i]))
+                cols["lo"].append(node(lo[i], src_role[i]))
+                cols["hi"].append(node(hi[i], dst_role[i]))
+                cols["gbps"].append(gbps[i])
+                cols["base"].append(installed)
+    tiers = {fd.name: fd.plan.tiers for fd in (*grown, *baseline)}  # the baseline's wins
+    return LinkTable(
+        index,
+        fabrics,
+        np.array(cols["fabric"], dtype=np.int16),
+        np.array(cols["plane"], dtype=np.int16),
+        np.array(cols["lo"], dtype=np.int64),
+        np.array(cols["hi"], dtype=np.int64),
+        np.array(cols["gbps"], dtype=np.float64),
+        np.array(cols["base"], dtype=bool),
+        tuple(node_id),
+        np.array(roles, dtype=np.int8),
+        tuple(tiers[f] for f in fabrics),
+    )
+
+
+def _rows(table: LinkTable, names: Iterable[str]) -> NDArray[np.int64]:
+    return np.array([table.index[n] for n in names if n in table.index], dtype=np.int64)
+
+
+def live_after_steps(table: LinkTable, steps: Iterable[Step]) -> Iterator[NDArray[np.bool_]]:
+    """The live links after each step (module docstring)."""
+    cabled = table.base.copy()
+    drained = np.zeros(table.n_links, dtype=bool)
+    new = np.zeros(table.n_links, dtype=bool)
+    for step in steps:
+        rows = _rows(table, step.objects)
+        if step.action == "remove":
+            cabled[rows] = False
+        elif step.action == "pull":
+            cabled[rows] = True
+            new[rows] = True
+        elif step.action == "drain":
+            drained[rows] = True
+        elif step.action == "restore":
+            drained[:] = False
+            new[:] = False
+        yield cabled & ~drained & ~new
+
+
+def _leaf_uplinks(
+    table: LinkTable, live: NDArray[np.bool_], f: int
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Installed leaves of fabric ``f`` and the fraction of their installed uplink Gb/s live."""
+    up = (table.fabric == f) & (table.role[table.lo] == int(Role.LEAF))
+    base = up & table.base
+    leaves = np.unique(table.lo[base])
+    n = len(table.nodes)
+    have = np.bincount(table.lo[base], weights=table.gbps[base], minlength=n)[leaves]
+    sel = up & live
+    left = np.bincount(table.lo[sel], weights=table.gbps[sel], minlength=n)[leaves]
+    return leaves, left / have
+
+
+def _hosts_cut(table: LinkTable, live: NDArray[np.bool_], f: int) -> list[str]:
+    """Installed hosts of fabric ``f`` without a live path (module docstring)."""
+    n = len(table.nodes)
+    mine = table.fabric == f
+    host_link = mine & (table.role[table.lo] == int(Role.HOST))
+    hosts = np.unique(table.lo[host_link & table.base])
+    if table.tiers[f] > 1:
+        up = mine & (table.role[table.lo] == int(Role.LEAF)) & live
+        serving = np.bincount(table.lo[up], minlength=n) > 0
+    else:
+        serving = np.ones(n, dtype=bool)
+    ok = host_link & live
+    ok[ok] = serving[table.hi[ok]]
+    reached = np.bincount(table.lo[ok], minlength=n) > 0
+    return [table.nodes[h] for h in hosts[~reached[hosts]].tolist()]
+
+
+def _leaf_spine(
+    table: LinkTable, live: NDArray[np.bool_], sel: NDArray[np.bool_], leaves: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """Live Gb/s between each of ``leaves`` and each spine over the links ``sel`` (links of
+    new leaves left out: they carry no installed traffic)."""
+    spines = np.unique(table.hi[sel])
+    on = sel & live & np.isin(table.lo, leaves)
+    li = np.searchsorted(leaves, table.lo[on])
+    si = np.searchsorted(spines, table.hi[on])
+    c = np.zeros((len(leaves), len(spines)), dtype=np.float64)
+    np.add.at(c, (li, si), table.gbps[on])
+    return c
+
+
+def pair_cut_closed_form(live: NDArray[np.float64], base: NDArray[np.float64]) -> float:
+    """Least over leaf pairs of ``sum_s min(C[a, s], C[b, s])`` on the live over the baseline
+    leaf x spine Gb/s (two tiers: every up-down path is leaf, spine, leaf). Only rows that
+    changed can lower it, so pairs are taken with a changed leaf on one side."""
+    changed = np.flatnonzero((live != base).any(axis=1))
+    worst = 1.0
+    others = np.arange(live.shape[0])
+    for a in changed.tolist():
+        rest = others[others != a]
+        num = np.minimum(live[a][None, :], live[rest]).sum(axis=1)
+        den = np.minimum(base[a][None, :], base[rest]).sum(axis=1)
+        ok = den > 0
+        if ok.any():
+            worst = min(worst, float((num[ok] / den[ok]).min()))
+    return worst
+
+
+def _up_down(table: LinkTable, sel: NDArray[np.bool_]) -> Any:
+    """The up-then-down graph of the switch links ``sel``: each switch as ``(v, 0)`` going up
+    and ``(v, 1)`` going down, a link up from the lower end and down from the upper, and a
+    turn from up to down at every switch."""
+    import networkx as nx
+
+    g = nx.DiGraph()
+    for lo, hi, c in zip(
+        table.lo[sel].tolist(), table.hi[sel].tolist(), table.gbps[sel].tolist(), strict=True
+    ):
+        for u, v in (((lo, 0), (hi, 0)), ((hi, 1), (lo, 1))):
+            if g.has_edge(u, v):
+                g[u][v]["capacity"] += c
+            else:
+                g.add_edge(u, v, capacity=c)
+    for v in {*table.lo[sel].tolist(), *table.hi[sel].tolist()}:
+        g.add_edge((v, 0), (v, 1))  # no capacity attribute: unbounded
+    return g
+
+
+def pair_cut_maxflow(
+    table: LinkTable, live: NDArray[np.bool_], sel: NDArray[np.bool_], leaves: NDArray[np.int64]
+) -> float:
+    """Least over pairs of ``leaves`` of the up-down max-flow on the live links of ``sel``
+    over the same on the installed ones (networkx preflow-push)."""
+    import networkx as nx
+
+    now, then = _up_down(table, sel & live), _up_down(table, sel & table.base)
+    worst = 1.0
+    for i, a in enumerate(leaves.tolist()):
+        for b in leaves[i + 1 :].tolist():
+            den = nx.maximum_flow_value(then, (a, 0), (b, 1))
+            if den <= 0:
+                continue
+            num = (
+                nx.maximum_flow_value(now, (a, 0), (b, 1))
+                if (a, 0) in now and (b, 1) in now
+                else 0.0
+            )
+            worst = min(worst, num / den)
+    return worst
+
+
+def _plane_cuts(table: LinkTable, live: NDArray[np.bool_], f: int) -> dict[int, float]:
+    """Per plane of fabric ``f``, the leaf pair cut left (absent when not computed)."""
+    out: dict[int, float] = {}
+    switch = (table.fabric == f) & (table.role[table.lo] != int(Role.HOST))
+    for p in np.unique(table.plane[switch & table.base]).tolist():
+        sel = switch & (table.plane == p)
+        leaves = np.unique(table.lo[sel & table.base & (table.role[table.lo] == int(Role.LEAF))])
+        if table.tiers[f] == 2:
+            c_live = _leaf_spine(table, live, sel, leaves)
+            c_base = _leaf_spine(table, table.base, sel, leaves)
+            out[p] = pair_cut_closed_form(c_live, c_base)
+        elif table.tiers[f] > 2 and len(leaves) <= MAXFLOW_LEAVES:
+            out[p] = pair_cut_maxflow(table, live, sel, leaves)
+    return out
+
+
+def _step_checks(
+    table: LinkTable, live: NDArray[np.bool_], floor: float
+) -> tuple[dict[str, int | float | str], dict[str, tuple[list[str], list[str]]]]:
+    """One step's capacity checks, and per fabric the leaves below ``floor`` and hosts cut."""
+    checks: dict[str, int | float | str] = {}
+    named: dict[str, tuple[list[str], list[str]]] = {}
+    for f, name in enumerate(table.fabrics):
+        if not (table.base & (table.fabric == f)).any():
+            continue
+        leaves, frac = _leaf_uplinks(table, live, f)
+        below: list[str] = []
+        if leaves.size and table.tiers[f] > 1:
+            k = int(np.lexsort((np.array([table.nodes[v] for v in leaves.tolist()]), frac))[0])
+            checks[f"{name}:leaf-uplinks-left"] = round(float(frac[k]), 4)
+            checks[f"{name}:leaf-uplinks-least"] = table.nodes[int(leaves[k])]
+            below = sorted(table.nodes[v] for v in leaves[frac < floor - 1e-9].tolist())
+            checks[f"{name}:leaves-below"] = len(below)
+        for p, cut in _plane_cuts(table, live, f).items():
+            checks[f"{name}:p{p}:leaf-pair-cut-left"] = round(cut, 4)
+        cut_hosts = _hosts_cut(table, live, f)
+        checks[f"{name}:hosts-cut"] = len(cut_hosts)
+        named[name] = (below, cut_hosts)
+    return checks, named
+
+
+def _listed(names: list[str]) -> str:
+    more = f" and {len(names) - SHOWN:,} more" if len(names) > SHOWN else ""
+    return ", ".join(names[:SHOWN]) + more
+
+
+def capacity_note(checks: Mapping[str, int | float | str]) -> str:
+    """A step's capacity checks in words, per fabric (``cabling/change.csv``, the report):
+    ``backend: leaf uplinks 50% left (be-p0-leaf0003), pair cut 50%, 0 hosts cut``."""
+    parts = []
+    for key, left in checks.items():
+        fabric, _, what = key.partition(":")
+        if what != "leaf-uplinks-left" or not isinstance(left, float):
+            continue
+        cuts = [
+            v
+            for k, v in checks.items()
+            if k.startswith(f"{fabric}:p") and k.endswith(":leaf-pair-cut-left")
+        ]
+        pair = f", pair cut {min(float(v) for v in cuts):.0%}" if cuts else ""
+        parts.append(
+            f"{fabric}: leaf uplinks {left:.0%} left ({checks[f'{fabric}:leaf-uplinks-least']})"
+            f"{pair}, {checks.get(f'{fabric}:hosts-cut', 0)} hosts cut"
+        )
+    return "; ".join(parts)
+
+
+def with_drain_findings(design: Design, findings: dict[str, list[Finding]]) -> Design:
+    """``design`` with each fabric's drain findings among that fabric's findings."""
+    fabrics = tuple(
+        replace(fd, findings=(*fd.findings, *findings.get(fd.name, ()))) for fd in design.fabrics
+    )
+    return replace(design, fabrics=fabrics)
+
+
+def with_drain_checks(
+    plan: ChangePlan,
+    baseline: tuple[FabricDesign, ...],
+    grown: tuple[FabricDesign, ...],
+    spec: ClusterSpec,
+) -> tuple[ChangePlan, dict[str, list[Finding]]]:
+    """``plan`` with each step's capacity checks added to its ``checks`` (steps, their order
+    and objects unchanged), and per fabric the findings: a warning per step that leaves a leaf
+    below ``growth.min_live_uplinks``, an error per step that cuts a host off."""
+    floor = (spec.growth or GrowthSpec()).min_live_uplinks
+    table = link_table(baseline, grown, spec.resolved_catalog())
+    steps: list[Step] = []
+    findings: dict[str, list[Finding]] = {}
+    for step, live in zip(plan.steps, live_after_steps(table, plan.steps), strict=True):
+        checks, named = _step_checks(table, live, floor)
+        steps.append(replace(step, checks={**step.checks, **checks}))
+        where = f"growth.change_plan.steps[{step.order - 1}]"
+        for fabric, (below, hosts) in named.items():
+            got = findings.setdefault(fabric, [])
+            if below:
+                least = checks[f"{fabric}:leaf-uplinks-left"]
+                assert isinstance(least, float)
+                got.append(
+                    Finding(
+                        Severity.WARNING,
+                        "drain-capacity",
+                        f"step {step.order} ({step.action}) leaves {len(below):,} {fabric} "
+                        f"leaves below {floor:.0%} of their installed uplinks (least "
+                        f"{least:.0%}: {checks[f'{fabric}:leaf-uplinks-least']}): "
+                        f"{_listed(below)}; drain fewer links at once or move traffic first "
+                        "(growth.min_live_uplinks)",
+                        where,
+                    )
+                )
+            if hosts:
+                got.append(
+                    Finding(
+                        Severity.ERROR,
+                        "drain-host-cut",
+                        f"step {step.order} ({step.action}) leaves {len(hosts):,} {fabric} "
+                        f"hosts without a live path: {_listed(hosts)}; take them out of "
+                        "service first or re-patch their links in smaller steps",
+                        where,
+                    )
+                )
+    return replace(plan, steps=tuple(steps)), findings

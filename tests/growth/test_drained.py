@@ -1,0 +1,252 @@
+"""Capacity while a change plan's links are drained (``growth.drained``): closed forms on a
+2-tier Clos, the closed form against max-flow on generated fabrics and drained sets, and the
+checks of a real plan (hgx-1k-roce 1,024 -> 1,280) computed again from its steps' names.
+
+A 2-tier Clos, each leaf with ``u`` uplinks striped over the spines; ``k`` of leaf 0's drained::
+
+    spine0   spine1  ...           leaf 0 keeps u - k of u uplinks: (u - k) / u
+     |  \\   /  |                   the pair cut leaf 0 - leaf b: sum over spines of
+    leaf0   leaf1  ...              min(C[0, s], C[b, s]) = u - k of u: (u - k) / u
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from test_apply import _hgx, installed_of
+
+from clusterloom.changes import ChangePlan, Step, from_json, to_json
+from clusterloom.errors import SpecError
+from clusterloom.export.naming import topology_names
+from clusterloom.fabric import design_fabric
+from clusterloom.fabric.topology import Role
+from clusterloom.growth.drained import (
+    LinkTable,
+    _leaf_spine,
+    capacity_note,
+    link_table,
+    live_after_steps,
+    pair_cut_closed_form,
+    pair_cut_maxflow,
+    with_drain_checks,
+)
+from clusterloom.pipeline import Design, run_design
+from clusterloom.spec import ClusterSpec, parse_spec
+from helpers import build_spec, switch_entry
+
+
+def _small(accelerators: int, cages: int = 16, tiers: int | str = 2, **kw: Any) -> ClusterSpec:
+    return build_spec(
+        accelerators=accelerators,
+        accelerators_per_node=kw.pop("apn", 4),
+        port_speed_gbps=100,
+        switch="sw",
+        tiers=tiers,
+        catalog_switches={"sw": switch_entry(cages, 100)},
+        **kw,
+    )
+
+
+def _uplinks(table: LinkTable, leaf: int) -> np.ndarray:
+    return np.flatnonzero((table.lo == leaf) & (table.role[table.hi] == int(Role.SPINE)))
+
+
+def _plan(*steps: tuple[str, list[str]]) -> ChangePlan:
+    return ChangePlan(
+        "p",
+        "a",
+        "b",
+        tuple(Step(i + 1, a, tuple(o), "test") for i, (a, o) in enumerate(steps)),  # type: ignore[arg-type]
+    )
+
+
+def _names(table: LinkTable, rows: np.ndarray) -> list[str]:
+    inverse = {}
+    for name, i in table.index.items():
+        inverse.setdefault(i, name)
+    return [inverse[int(r)] for r in rows]
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 4, 8])
+def test_k_of_a_leafs_u_uplinks_drained_leave_u_minus_k_over_u(k: int) -> None:
+    spec = _small(64)
+    fd = design_fabric(spec, compare=False)
+    assert fd.plan.tiers == 2
+    table = link_table((fd,), (fd,), spec.resolved_catalog())
+    leaves = sorted({int(v) for v in table.lo if table.role[v] == int(Role.LEAF)})
+    up = _uplinks(table, leaves[0])
+    u = len(up)
+    assert u == 8 and len(leaves) >= 2
+    drained = _names(table, up[:k])
+    plan, findings = with_drain_checks(_plan(("drain", drained)), (fd,), (fd,), spec)
+    c = plan.steps[0].checks
+    assert c["backend:leaf-uplinks-left"] == pytest.approx((u - k) / u, abs=1e-4)
+    assert c["backend:p0:leaf-pair-cut-left"] == pytest.approx((u - k) / u, abs=1e-4)
+    assert c["backend:leaf-uplinks-least"] == table.nodes[leaves[0]]
+    assert c["backend:leaves-below"] == (1 if (u - k) / u < 0.5 else 0)
+    below = int(((table.hi == leaves[0]) & (table.role[table.lo] == int(Role.HOST))).sum())
+    assert below == u  # 16 ports at 1:1: 8 hosts under, 8 uplinks
+    assert c["backend:hosts-cut"] == (0 if k < u else below)
+    warned = [f for f in findings["backend"] if f.code == "drain-capacity"]
+    assert bool(warned) == ((u - k) / u < 0.5)
+    if k == u:
+        assert [f.code for f in findings["backend"] if f.severity.value == "error"] == [
+            "drain-host-cut"
+        ]
+
+
+def test_the_threshold_is_the_specs_and_bad_values_name_the_field() -> None:
+    doc = yaml.safe_load(yaml.safe_dump(_small(64).model_dump(mode="json", exclude_none=True)))
+    fd = design_fabric(_small(64), compare=False)
+    table = link_table((fd,), (fd,), _small(64).resolved_catalog())
+    leaf = min(int(v) for v in table.lo if table.role[v] == int(Role.LEAF))
+    plan = _plan(("drain", _names(table, _uplinks(table, leaf)[:2])))  # 6 of 8 left: 75%
+    for floor, warned in ((0.5, False), (0.8, True)):
+        doc["growth"] = {"min_live_uplinks": floor}
+        _, found = with_drain_checks(plan, (fd,), (fd,), parse_spec(yaml.safe_dump(doc)))
+        assert any(f.code == "drain-capacity" for f in found["backend"]) == warned
+    doc["growth"] = {"min_live_uplinks": 1.5}
+    with pytest.raises(SpecError) as exc:
+        parse_spec(yaml.safe_dump(doc))
+    assert "growth.min_live_uplinks" in str(exc.value)
+
+
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(
+    st.sampled_from([32, 48, 64, 96]),
+    st.sampled_from([12, 16, 32]),
+    st.sampled_from([1, 2]),
+    st.floats(0.0, 1.0),
+    st.integers(0, 2**16),
+)
+def test_the_2_tier_closed_form_is_the_up_down_max_flow(
+    accelerators: int, cages: int, oversub: int, share: float, seed: int
+) -> None:
+    """On generated 2-tier fabrics and random drained sets of switch links, the closed form
+    equals the least pair max-flow (networkx) on the up-then-down graph."""
+    spec = _small(accelerators, cages, tiers="auto", leaf_oversubscription=oversub)
+    fd = design_fabric(spec, compare=False)
+    assume(fd.plan.tiers == 2)
+    table = link_table((fd,), (fd,), spec.resolved_catalog())
+    switch = np.flatnonzero(table.role[table.lo] == int(Role.LEAF))
+    rng = random.Random(seed)
+    drained = [int(r) for r in switch if rng.random() < share]
+    live = table.base.copy()
+    live[drained] = False
+    sel = (table.role[table.lo] != int(Role.HOST)) & (table.plane == 0)
+    leaves = np.unique(table.lo[sel & (table.role[table.lo] == int(Role.LEAF))])
+    closed = pair_cut_closed_form(
+        _leaf_spine(table, live, sel, leaves), _leaf_spine(table, table.base, sel, leaves)
+    )
+    assert closed == pytest.approx(pair_cut_maxflow(table, live, sel, leaves), abs=1e-9)
+    assert 0.0 <= closed <= 1.0
+    assert closed == 1.0 or drained
+
+
+@settings(max_examples=4, deadline=None, derandomize=True)
+@given(st.integers(0, 2**16), st.floats(0.0, 0.6))
+def test_a_3_tier_pair_cut_never_rises_when_more_links_are_drained(seed: int, share: float) -> None:
+    """3 tiers (max-flow): draining a superset never leaves more, and a drain that takes
+    every uplink of one leaf leaves nothing."""
+    spec = _small(64, 8, tiers=3)
+    fd = design_fabric(spec, compare=False)
+    assert fd.plan.tiers == 3
+    table = link_table((fd,), (fd,), spec.resolved_catalog())
+    sel = (table.role[table.lo] != int(Role.HOST)) & (table.plane == 0)
+    leaves = np.unique(table.lo[sel & (table.role[table.lo] == int(Role.LEAF))])
+    rng = random.Random(seed)
+    rows = np.flatnonzero(sel)
+    some = [int(r) for r in rows if rng.random() < share]
+    more = some + [int(r) for r in rows if rng.random() < share / 2]
+    cuts = []
+    for gone in (some, more):
+        live = table.base.copy()
+        live[gone] = False
+        cuts.append(pair_cut_maxflow(table, live, sel, leaves))
+    assert cuts[1] <= cuts[0] + 1e-9
+    live = table.base & ~(table.lo == leaves[0])
+    assert pair_cut_maxflow(table, live, sel, leaves) == 0.0
+
+
+def test_new_links_carry_nothing_until_the_restore() -> None:
+    spec = _small(64)
+    small = design_fabric(_small(32), compare=False)
+    fd = design_fabric(spec, compare=False)
+    table = link_table((small,), (fd,), spec.resolved_catalog())
+    new = _names(table, np.flatnonzero(~table.base))
+    states = list(live_after_steps(table, _plan(("pull", new), ("restore", [])).steps))
+    assert not states[0][~table.base].any() and states[1][~table.base].all()
+
+
+@pytest.fixture(scope="module")
+def hgx_step() -> tuple[Design, Design]:
+    before = run_design(_hgx(1024), compare=False)
+    return before, run_design(_hgx(1280), compare=False, installed=installed_of(before))
+
+
+@pytest.mark.slow
+def test_every_step_of_the_1k_to_1_25k_plan_is_checked(hgx_step: tuple[Design, Design]) -> None:
+    """Each step's least leaf uplink share, computed again here from the plan's drain and
+    remove names alone (a leaf-spine link name starts with its leaf), and what follows: the
+    drain of the re-patched and re-pulled links leaves 8 backend leaves no uplink, and their
+    512 accelerators no path, until the restore."""
+    before, grown = hgx_step
+    g = grown.growth
+    assert g is not None
+    t = before.fabric("backend").topology
+    nm = topology_names(t, grown.spec.resolved_catalog())
+    leaf = np.flatnonzero(t.node_role[t.link_src] == int(Role.LEAF))
+    src, dst = t.link_src[leaf], t.link_dst[leaf]
+    lower = nm.device(src)
+    full = lower + ":" + nm.interface(src, t.link_src_port[leaf])
+    full = full + "~" + nm.device(dst) + ":" + nm.interface(dst, t.link_dst_port[leaf])
+    uplink_of = {str(n): str(d) for n, d in zip(full, lower, strict=True)}
+    up = {d: list(uplink_of.values()).count(d) for d in set(uplink_of.values())}
+    out: set[str] = set()
+    for s in g.plan.steps:
+        if s.action in ("drain", "remove"):
+            out |= set(s.objects)
+        if s.action == "restore":
+            out = set()
+        gone: dict[str, int] = {}
+        for name in out & set(uplink_of):
+            gone[uplink_of[name]] = gone.get(uplink_of[name], 0) + 1
+        least = min(1 - gone.get(leaf, 0) / n for leaf, n in up.items())
+        assert s.checks["backend:leaf-uplinks-left"] == pytest.approx(least, abs=1e-4)
+        assert {"frontend:hosts-cut", "backend:p0:leaf-pair-cut-left"} <= set(s.checks)
+    drain = next(s for s in g.plan.steps if s.action == "drain")
+    assert drain.checks["backend:leaves-below"] == 8 and drain.checks["backend:hosts-cut"] == 512
+    assert g.plan.steps[-1].checks["backend:hosts-cut"] == 0
+    assert g.plan.steps[-1].checks["backend:leaf-uplinks-left"] == 1.0
+    codes = [f.code for f in grown.fabric("backend").findings]
+    assert "drain-capacity" in codes and "drain-host-cut" in codes
+    assert "backend: leaf uplinks 0% left" in capacity_note(drain.checks)
+    assert from_json(to_json(g.plan)) == g.plan  # the figures survive changes.jsonl
+
+
+@pytest.mark.slow
+def test_the_checks_leave_the_order_of_work_as_it_was(hgx_step: tuple[Design, Design]) -> None:
+    before, grown = hgx_step
+    g = grown.growth
+    assert g is not None
+    bare = ChangePlan(
+        g.plan.id,
+        g.plan.baseline,
+        g.plan.target,
+        tuple(
+            Step(s.order, s.action, s.objects, s.reason, s.drain, s.live_links)
+            for s in g.plan.steps
+        ),
+    )
+    again, _ = with_drain_checks(bare, before.fabrics, grown.fabrics, grown.spec)
+    key = [(s.order, s.action, s.objects, s.drain, s.live_links) for s in g.plan.steps]
+    assert [(s.order, s.action, s.objects, s.drain, s.live_links) for s in again.steps] == key
+    assert [s.checks for s in again.steps] == [
+        {k: v for k, v in s.checks.items() if ":" in k} for s in g.plan.steps
+    ]
