@@ -250,3 +250,11 @@ def test_the_checks_leave_the_order_of_work_as_it_was(hgx_step: tuple[Design, De
     assert [s.checks for s in again.steps] == [
         {k: v for k, v in s.checks.items() if ":" in k} for s in g.plan.steps
     ]
+
+
+def test_a_step_naming_a_link_neither_design_has_is_refused() -> None:
+    spec = _small(32)
+    fd = design_fabric(spec, compare=False)
+    bad = _plan(("drain", ["node00000:gpu0p0~be-p0-leaf9999:swp1"]))
+    with pytest.raises(ValueError, match="step 1: node00000:gpu0p0~be-p0-leaf9999:swp1"):
+        with_drain_checks(bad, (fd,), (fd,), spec)

@@ -129,8 +129,6 @@ def link_table(
                 if name in index:
                     continue
                 index[name] = len(cols["lo"])
-                b, a = name.split("~", 1)
-                index.setdefault(f"{a}~{b}", index[name])  # the same link read either way
                 cols["fabric"].append(fabrics.index(fd.name))
                 cols["plane"].append(int(t.link_plane[i]))
                 cols["lo"].append(node(lo[i], src_role[i]))
@@ -153,8 +151,12 @@ def link_table(
     )
 
 
-def _rows(table: LinkTable, names: Iterable[str]) -> NDArray[np.int64]:
-    return np.array([table.index[n] for n in names if n in table.index], dtype=np.int64)
+def _rows(table: LinkTable, step: Step) -> NDArray[np.int64]:
+    """Rows of a step's links; a link neither design has is a bug (ValueError naming it)."""
+    unknown = [n for n in step.objects if n not in table.index]
+    if unknown:
+        raise ValueError(f"step {step.order}: {unknown[0]} is a link of neither design")
+    return np.array([table.index[n] for n in step.objects], dtype=np.int64)
 
 
 def live_after_steps(table: LinkTable, steps: Iterable[Step]) -> Iterator[NDArray[np.bool_]]:
@@ -163,7 +165,10 @@ def live_after_steps(table: LinkTable, steps: Iterable[Step]) -> Iterator[NDArra
     drained = np.zeros(table.n_links, dtype=bool)
     new = np.zeros(table.n_links, dtype=bool)
     for step in steps:
-        rows = _rows(table, step.objects)
+        if step.action in ("install", "move-rack", "re-patch"):
+            yield cabled & ~drained & ~new  # racks, or links drained already
+            continue
+        rows = _rows(table, step)
         if step.action == "remove":
             cabled[rows] = False
         elif step.action == "pull":
