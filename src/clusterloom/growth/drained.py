@@ -12,10 +12,10 @@ link is live. On the live links of each fabric of the baseline, per step:
   spec's ``growth.min_live_uplinks`` (default 50%): a warning finding names the step;
 - **leaf pair cut left**, per plane: the least over pairs of installed leaves of the maximum
   flow between them on up-then-down paths (the paths ECMP routing uses: up to a switch, then
-  down) over the same in the baseline. On two tiers it is the closed form
-  ``sum over spines s of min(C[a, s], C[b, s])`` (``C``: live Gb/s between leaf and spine,
-  a path is leaf, spine, leaf); on three tiers a max-flow (networkx) when the plane has at
-  most :data:`MAXFLOW_LEAVES` leaves, else not computed (the key is absent);
+  down) over the same in the baseline: by the closed form of a Clos (:func:`pair_cut_clos`,
+  two or three tiers, each leaf reaching one spine per class of spines joined by cores; on
+  two tiers ``sum over spines s of min(C[a, s], C[b, s])``), else a max-flow (networkx) when
+  the plane has at most :data:`MAXFLOW_LEAVES` leaves, else not computed (the key absent);
 - **hosts cut**: installed hosts with no live link to a leaf that still has a live uplink
   (or, on one tier, no live link at all): they lose their last path; an error finding.
 
@@ -51,7 +51,7 @@ __all__ = [
     "capacity_note",
     "link_table",
     "live_after_steps",
-    "pair_cut_closed_form",
+    "pair_cut_clos",
     "pair_cut_maxflow",
     "with_drain_checks",
     "with_drain_findings",
@@ -213,35 +213,107 @@ def _hosts_cut(table: LinkTable, live: NDArray[np.bool_], f: int) -> list[str]:
     return [table.nodes[h] for h in hosts[~reached[hosts]].tolist()]
 
 
-def _leaf_spine(
-    table: LinkTable, live: NDArray[np.bool_], sel: NDArray[np.bool_], leaves: NDArray[np.int64]
+def _gbps(
+    table: LinkTable,
+    on: NDArray[np.bool_],
+    rows: NDArray[np.int64],
+    cols: NDArray[np.int64],
+    shape: tuple[int, int],
 ) -> NDArray[np.float64]:
-    """Live Gb/s between each of ``leaves`` and each spine over the links ``sel`` (links of
-    new leaves left out: they carry no installed traffic)."""
-    spines = np.unique(table.hi[sel])
-    on = sel & live & np.isin(table.lo, leaves)
-    li = np.searchsorted(leaves, table.lo[on])
-    si = np.searchsorted(spines, table.hi[on])
-    c = np.zeros((len(leaves), len(spines)), dtype=np.float64)
-    np.add.at(c, (li, si), table.gbps[on])
-    return c
+    """Gb/s of the links ``on`` summed into a ``shape`` matrix at (``rows``, ``cols``) of
+    their ends (-1: left out)."""
+    m = np.zeros(shape, dtype=np.float64)
+    r, c = rows[on], cols[on]
+    keep = (r >= 0) & (c >= 0)
+    np.add.at(m, (r[keep], c[keep]), table.gbps[on][keep])
+    return m
 
 
-def pair_cut_closed_form(live: NDArray[np.float64], base: NDArray[np.float64]) -> float:
-    """Least over leaf pairs of ``sum_s min(C[a, s], C[b, s])`` on the live over the baseline
-    leaf x spine Gb/s (two tiers: every up-down path is leaf, spine, leaf). Only rows that
-    changed can lower it, so pairs are taken with a changed leaf on one side."""
-    changed = np.flatnonzero((live != base).any(axis=1))
-    worst = 1.0
-    others = np.arange(live.shape[0])
-    for a in changed.tolist():
-        rest = others[others != a]
-        num = np.minimum(live[a][None, :], live[rest]).sum(axis=1)
-        den = np.minimum(base[a][None, :], base[rest]).sum(axis=1)
-        ok = den > 0
-        if ok.any():
-            worst = min(worst, float((num[ok] / den[ok]).min()))
-    return worst
+def pair_cut_clos(
+    table: LinkTable, live: NDArray[np.bool_], sel: NDArray[np.bool_], leaves: NDArray[np.int64]
+) -> float | None:
+    """The leaf pair cut left by the closed form of a Clos of two or three tiers, None when
+    the plane is not one (or too large to take every distinct pair).
+
+    Spines joined through cores form classes (connected components of the spine-core links:
+    on two tiers each spine is its own class). When each leaf reaches at most one spine per
+    class, the up-down network between leaves a and b splits by class into series-parallel
+    parts, and its max-flow is ``sum over classes j of`` ``min(C[a, j], C[b, j])`` when a and b
+    share that class's spine (a path turns there), else ``min(C[a, j], D[j], C[b, j])`` with
+    ``D[j] = sum over cores c of min(E[s_a, c], E[c, s_b])`` (a path turns at a core)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = len(table.nodes)
+    leafish = sel & (table.role[table.lo] == int(Role.LEAF)) & np.isin(table.lo, leaves)
+    upper = sel & (table.role[table.lo] == int(Role.SPINE))
+    spines = np.unique(np.concatenate([table.hi[leafish], table.lo[upper]]))
+    cores = np.unique(table.hi[upper])
+    sp = np.full(n, -1, dtype=np.int64)
+    sp[spines] = np.arange(len(spines))
+    co = np.full(n, -1, dtype=np.int64)
+    co[cores] = np.arange(len(cores))
+    lf = np.full(n, -1, dtype=np.int64)
+    lf[leaves] = np.arange(len(leaves))
+    k = len(spines)
+    graph = coo_matrix(
+        (np.ones(int(upper.sum())), (sp[table.lo[upper]], k + co[table.hi[upper]])),
+        shape=(k + len(cores), k + len(cores)),
+    )
+    _, label = connected_components(graph, directed=False)
+    _, cls = np.unique(label, return_inverse=True)  # class of each spine, then each core
+    n_cls = int(cls.max()) + 1 if k else 0
+    # the spine of each leaf in each class (-1: none); two spines of one class: not a Clos
+    spine_of = np.full((len(leaves), n_cls), -1, dtype=np.int64)
+    a, s = lf[table.lo[leafish]], sp[table.hi[leafish]]
+    pairs = np.unique(np.stack([a, cls[s], s]), axis=1)
+    if np.unique(pairs[:2], axis=1).shape[1] != pairs.shape[1]:
+        return None
+    spine_of[pairs[0], pairs[1]] = pairs[2]
+    leaf_cls = np.where(sp[table.hi] >= 0, cls[np.maximum(sp[table.hi], 0)], -1)
+    shape = (len(leaves), n_cls)
+    c_now = _gbps(table, leafish & live, lf[table.lo], leaf_cls, shape)
+    c_then = _gbps(table, leafish & table.base, lf[table.lo], leaf_cls, shape)
+    sig, count = np.unique(np.hstack([spine_of, c_now, c_then]), axis=0, return_counts=True)
+    if len(sig) ** 2 * max(n_cls, 1) > 2e7:
+        return None
+    u, v = np.triu_indices(len(sig))
+    keep = (u != v) | (count[u] > 1)  # a leaf with itself is no pair
+    u, v = u[keep], v[keep]
+    su, sv = sig[u, :n_cls].astype(np.int64), sig[v, :n_cls].astype(np.int64)
+    both = (su >= 0) & (sv >= 0)
+    j = np.broadcast_to(np.arange(n_cls), su.shape)
+    flows = []
+    for cols, on in (
+        (slice(n_cls, 2 * n_cls), upper & live),
+        (slice(2 * n_cls, 3 * n_cls), upper & table.base),
+    ):
+        e = _gbps(table, on, sp[table.lo], co[table.hi], (k, len(cores)))
+        loc, turn = _turns(e, cls[:k], cls[k:], n_cls)
+        via = np.where(
+            both & (su != sv), turn[j, loc[np.maximum(su, 0)], loc[np.maximum(sv, 0)]], np.inf
+        )
+        cu, cv = sig[u][:, cols], sig[v][:, cols]
+        flows.append(np.where(both, np.minimum(np.minimum(cu, cv), via), 0.0).sum(axis=1))
+    ok = flows[1] > 0
+    return min(1.0, float((flows[0][ok] / flows[1][ok]).min())) if ok.any() else 1.0
+
+
+def _turns(
+    e: NDArray[np.float64], spine_cls: NDArray[np.int64], core_cls: NDArray[np.int64], n_cls: int
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Per class, the Gb/s between two of its spines through its cores, ``sum over cores c of
+    min(E[s, c], E[s', c])``: each spine's place in its class and a class x place x place
+    array."""
+    loc = np.zeros(len(spine_cls), dtype=np.int64)
+    size = np.bincount(spine_cls, minlength=n_cls)
+    out = np.zeros((n_cls, int(size.max(initial=1)), int(size.max(initial=1))), dtype=np.float64)
+    for c in np.flatnonzero(np.bincount(core_cls, minlength=n_cls)).tolist():
+        mine, theirs = np.flatnonzero(spine_cls == c), np.flatnonzero(core_cls == c)
+        loc[mine] = np.arange(len(mine))
+        sub = e[np.ix_(mine, theirs)]
+        out[c, : len(mine), : len(mine)] = np.minimum(sub[:, None, :], sub[None, :, :]).sum(-1)
+    return loc, out
 
 
 def _up_down(table: LinkTable, sel: NDArray[np.bool_]) -> Any:
@@ -294,12 +366,13 @@ def _plane_cuts(table: LinkTable, live: NDArray[np.bool_], f: int) -> dict[int, 
     for p in np.unique(table.plane[switch & table.base]).tolist():
         sel = switch & (table.plane == p)
         leaves = np.unique(table.lo[sel & table.base & (table.role[table.lo] == int(Role.LEAF))])
-        if table.tiers[f] == 2:
-            c_live = _leaf_spine(table, live, sel, leaves)
-            c_base = _leaf_spine(table, table.base, sel, leaves)
-            out[p] = pair_cut_closed_form(c_live, c_base)
-        elif table.tiers[f] > 2 and len(leaves) <= MAXFLOW_LEAVES:
-            out[p] = pair_cut_maxflow(table, live, sel, leaves)
+        if table.tiers[f] < 2:
+            continue
+        cut = pair_cut_clos(table, live, sel, leaves)
+        if cut is None and len(leaves) <= MAXFLOW_LEAVES:
+            cut = pair_cut_maxflow(table, live, sel, leaves)
+        if cut is not None:
+            out[p] = cut
     return out
 
 
