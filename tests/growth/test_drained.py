@@ -29,11 +29,13 @@ from clusterloom.fabric import design_fabric
 from clusterloom.fabric.topology import Role
 from clusterloom.growth.drained import (
     LinkTable,
+    _up_down,
     capacity_note,
     link_table,
     live_after_steps,
     pair_cut_clos,
     pair_cut_maxflow,
+    pod_cut_clos,
     with_drain_checks,
 )
 from clusterloom.pipeline import Design, run_design
@@ -154,6 +156,38 @@ def test_the_clos_closed_form_is_the_up_down_max_flow(
     assert closed == pytest.approx(pair_cut_maxflow(table, live, sel, leaves), abs=1e-9)
     assert 0.0 <= closed <= 1.0
     assert closed == 1.0 or drained
+    pods = pod_cut_clos(table, live, sel, leaves)
+    want = _pod_maxflow(table, live, sel, leaves)  # None: one pod (always on 2 tiers)
+    assert pods == (None if want is None else pytest.approx(want, abs=1e-9))
+    assert tiers == 3 or pods is None
+
+
+def _pod_maxflow(
+    table: LinkTable, live: np.ndarray, sel: np.ndarray, leaves: np.ndarray
+) -> float | None:
+    """The least over pairs of pods (leaves under the same spines) of the max-flow from all
+    leaves of one to all of the other, live over installed (networkx, super source and sink)."""
+    import networkx as nx
+
+    under: dict[frozenset[int], list[int]] = {}
+    for a in leaves.tolist():
+        under.setdefault(frozenset(table.hi[sel & (table.lo == a)].tolist()), []).append(a)
+    pods = list(under.values())
+    if len(pods) < 2:
+        return None
+    worst = 1.0
+    for i, p in enumerate(pods):
+        for q in pods[i + 1 :]:
+            flow = []
+            for on in (live, table.base):
+                g = _up_down(table, sel & on)
+                for a in p:
+                    g.add_edge("s", (a, 0))
+                for b in q:
+                    g.add_edge((b, 1), "t")
+                flow.append(nx.maximum_flow_value(g, "s", "t"))
+            worst = min(worst, flow[0] / flow[1])
+    return worst
 
 
 @settings(max_examples=4, deadline=None, derandomize=True)

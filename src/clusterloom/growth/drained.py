@@ -16,11 +16,16 @@ link is live. On the live links of each fabric of the baseline, per step:
   two or three tiers, each leaf reaching one spine per class of spines joined by cores; on
   two tiers ``sum over spines s of min(C[a, s], C[b, s])``), else a max-flow (networkx) when
   the plane has at most :data:`MAXFLOW_LEAVES` leaves, else not computed (the key absent);
+- **cut between pods left**, per plane of more than one pod (leaves under the same spines):
+  the least over pairs of pods of the max-flow from every leaf of one to every leaf of the
+  other, by the same closed form with each pod's Gb/s per class summed (:func:`pod_cut_clos`);
+  absent where the plane is no Clos;
 - **hosts cut**: installed hosts with no live link to a leaf that still has a live uplink
   (or, on one tier, no live link at all): they lose their last path; an error finding.
 
 The figures go to each step's ``checks`` (``FABRIC:leaf-uplinks-left``, ``...-least``,
-``FABRIC:leaves-below``, ``FABRIC:pP:leaf-pair-cut-left``, ``FABRIC:hosts-cut``), so they are
+``FABRIC:leaves-below``, ``FABRIC:pP:leaf-pair-cut-left``, ``FABRIC:pP:pod-cut-left``,
+``FABRIC:hosts-cut``), so they are
 in ``changes.jsonl``, ``cabling/change.csv`` (column ``step_capacity``) and the report.
 """
 
@@ -53,6 +58,7 @@ __all__ = [
     "live_after_steps",
     "pair_cut_clos",
     "pair_cut_maxflow",
+    "pod_cut_clos",
     "with_drain_checks",
     "with_drain_findings",
 ]
@@ -229,6 +235,82 @@ def _gbps(
     return m
 
 
+@dataclass(frozen=True)
+class _Clos:
+    """A plane split into classes of spines joined through cores: per installed leaf its spine
+    in each class (-1: none) and its live and installed Gb/s into it; per state (live,
+    installed) each spine's place in its class and the Gb/s between two spines of a class
+    through the cores (:func:`_turns`)."""
+
+    spine_of: NDArray[np.int64]
+    c_now: NDArray[np.float64]
+    c_then: NDArray[np.float64]
+    turns: tuple[tuple[NDArray[np.int64], NDArray[np.float64]], ...]
+
+
+def _clos(
+    table: LinkTable, live: NDArray[np.bool_], sel: NDArray[np.bool_], leaves: NDArray[np.int64]
+) -> _Clos | None:
+    """The plane ``sel`` as a :class:`_Clos`, None when a leaf reaches two spines of a class."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = len(table.nodes)
+    leafish = sel & (table.role[table.lo] == int(Role.LEAF)) & np.isin(table.lo, leaves)
+    upper = sel & (table.role[table.lo] == int(Role.SPINE))
+    spines = np.unique(np.concatenate([table.hi[leafish], table.lo[upper]]))
+    cores = np.unique(table.hi[upper])
+    sp, co, lf = (np.full(n, -1, dtype=np.int64) for _ in range(3))
+    sp[spines], co[cores], lf[leaves] = (np.arange(len(x)) for x in (spines, cores, leaves))
+    k = len(spines)
+    graph = coo_matrix(
+        (np.ones(int(upper.sum())), (sp[table.lo[upper]], k + co[table.hi[upper]])),
+        shape=(k + len(cores), k + len(cores)),
+    )
+    _, label = connected_components(graph, directed=False)
+    _, cls = np.unique(label, return_inverse=True)  # class of each spine, then each core
+    n_cls = int(cls.max()) + 1 if k else 0
+    spine_of = np.full((len(leaves), n_cls), -1, dtype=np.int64)
+    a, s = lf[table.lo[leafish]], sp[table.hi[leafish]]
+    pairs = np.unique(np.stack([a, cls[s], s]), axis=1)
+    if np.unique(pairs[:2], axis=1).shape[1] != pairs.shape[1]:
+        return None
+    spine_of[pairs[0], pairs[1]] = pairs[2]
+    leaf_cls = np.where(sp[table.hi] >= 0, cls[np.maximum(sp[table.hi], 0)], -1)
+    shape = (len(leaves), n_cls)
+    turns = tuple(
+        _turns(_gbps(table, upper & on, sp[table.lo], co[table.hi], (k, len(cores))), cls, k, n_cls)
+        for on in (live, table.base)
+    )
+    return _Clos(
+        spine_of,
+        _gbps(table, leafish & live, lf[table.lo], leaf_cls, shape),
+        _gbps(table, leafish & table.base, lf[table.lo], leaf_cls, shape),
+        turns,
+    )
+
+
+def _flows(
+    su: NDArray[np.int64],
+    sv: NDArray[np.int64],
+    cu: NDArray[np.float64],
+    cv: NDArray[np.float64],
+    turn: tuple[NDArray[np.int64], NDArray[np.float64]],
+) -> NDArray[np.float64]:
+    """Max-flow between ends of spines ``su``, ``sv`` and Gb/s ``cu``, ``cv`` per class (one
+    row per pair): per class ``min(cu, cv)`` through a shared spine, else ``min(cu, D, cv)``."""
+    loc, d = turn
+    both = (su >= 0) & (sv >= 0)
+    j = np.broadcast_to(np.arange(su.shape[1]), su.shape)
+    via = np.where(both & (su != sv), d[j, loc[np.maximum(su, 0)], loc[np.maximum(sv, 0)]], np.inf)
+    return np.where(both, np.minimum(np.minimum(cu, cv), via), 0.0).sum(axis=1)  # type: ignore[no-any-return]
+
+
+def _least(now: NDArray[np.float64], then: NDArray[np.float64]) -> float:
+    ok = then > 0
+    return min(1.0, float((now[ok] / then[ok]).min())) if ok.any() else 1.0
+
+
 def pair_cut_clos(
     table: LinkTable, live: NDArray[np.bool_], sel: NDArray[np.bool_], leaves: NDArray[np.int64]
 ) -> float | None:
@@ -240,79 +322,67 @@ def pair_cut_clos(
     class, the up-down network between leaves a and b splits by class into series-parallel
     parts, and its max-flow is ``sum over classes j of`` ``min(C[a, j], C[b, j])`` when a and b
     share that class's spine (a path turns there), else ``min(C[a, j], D[j], C[b, j])`` with
-    ``D[j] = sum over cores c of min(E[s_a, c], E[c, s_b])`` (a path turns at a core)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    n = len(table.nodes)
-    leafish = sel & (table.role[table.lo] == int(Role.LEAF)) & np.isin(table.lo, leaves)
-    upper = sel & (table.role[table.lo] == int(Role.SPINE))
-    spines = np.unique(np.concatenate([table.hi[leafish], table.lo[upper]]))
-    cores = np.unique(table.hi[upper])
-    sp = np.full(n, -1, dtype=np.int64)
-    sp[spines] = np.arange(len(spines))
-    co = np.full(n, -1, dtype=np.int64)
-    co[cores] = np.arange(len(cores))
-    lf = np.full(n, -1, dtype=np.int64)
-    lf[leaves] = np.arange(len(leaves))
-    k = len(spines)
-    graph = coo_matrix(
-        (np.ones(int(upper.sum())), (sp[table.lo[upper]], k + co[table.hi[upper]])),
-        shape=(k + len(cores), k + len(cores)),
-    )
-    _, label = connected_components(graph, directed=False)
-    _, cls = np.unique(label, return_inverse=True)  # class of each spine, then each core
-    n_cls = int(cls.max()) + 1 if k else 0
-    # the spine of each leaf in each class (-1: none); two spines of one class: not a Clos
-    spine_of = np.full((len(leaves), n_cls), -1, dtype=np.int64)
-    a, s = lf[table.lo[leafish]], sp[table.hi[leafish]]
-    pairs = np.unique(np.stack([a, cls[s], s]), axis=1)
-    if np.unique(pairs[:2], axis=1).shape[1] != pairs.shape[1]:
+    ``D[j] = sum over cores c of min(E[s_a, c], E[c, s_b])`` (a path turns at a core). Leaves
+    of the same spines and Gb/s are one signature, taken once."""
+    c = _clos(table, live, sel, leaves)
+    if c is None:
         return None
-    spine_of[pairs[0], pairs[1]] = pairs[2]
-    leaf_cls = np.where(sp[table.hi] >= 0, cls[np.maximum(sp[table.hi], 0)], -1)
-    shape = (len(leaves), n_cls)
-    c_now = _gbps(table, leafish & live, lf[table.lo], leaf_cls, shape)
-    c_then = _gbps(table, leafish & table.base, lf[table.lo], leaf_cls, shape)
-    sig, count = np.unique(np.hstack([spine_of, c_now, c_then]), axis=0, return_counts=True)
+    n_cls = c.spine_of.shape[1]
+    sig, count = np.unique(np.hstack([c.spine_of, c.c_now, c.c_then]), axis=0, return_counts=True)
     if len(sig) ** 2 * max(n_cls, 1) > 2e7:
         return None
     u, v = np.triu_indices(len(sig))
     keep = (u != v) | (count[u] > 1)  # a leaf with itself is no pair
     u, v = u[keep], v[keep]
     su, sv = sig[u, :n_cls].astype(np.int64), sig[v, :n_cls].astype(np.int64)
-    both = (su >= 0) & (sv >= 0)
-    j = np.broadcast_to(np.arange(n_cls), su.shape)
-    flows = []
-    for cols, on in (
-        (slice(n_cls, 2 * n_cls), upper & live),
-        (slice(2 * n_cls, 3 * n_cls), upper & table.base),
-    ):
-        e = _gbps(table, on, sp[table.lo], co[table.hi], (k, len(cores)))
-        loc, turn = _turns(e, cls[:k], cls[k:], n_cls)
-        via = np.where(
-            both & (su != sv), turn[j, loc[np.maximum(su, 0)], loc[np.maximum(sv, 0)]], np.inf
-        )
-        cu, cv = sig[u][:, cols], sig[v][:, cols]
-        flows.append(np.where(both, np.minimum(np.minimum(cu, cv), via), 0.0).sum(axis=1))
-    ok = flows[1] > 0
-    return min(1.0, float((flows[0][ok] / flows[1][ok]).min())) if ok.any() else 1.0
+    now, then = (slice(n_cls * i, n_cls * (i + 1)) for i in (1, 2))
+    return _least(
+        _flows(su, sv, sig[u][:, now], sig[v][:, now], c.turns[0]),
+        _flows(su, sv, sig[u][:, then], sig[v][:, then], c.turns[1]),
+    )
+
+
+def pod_cut_clos(
+    table: LinkTable, live: NDArray[np.bool_], sel: NDArray[np.bool_], leaves: NDArray[np.int64]
+) -> float | None:
+    """The cut between pods left: the least over pairs of pods (leaves under the same spines)
+    of the max-flow from every leaf of one to every leaf of the other, live over installed;
+    the closed form of :func:`pair_cut_clos` with each pod's Gb/s per class summed. None when
+    the plane is no Clos or has one pod."""
+    c = _clos(table, live, sel, leaves)
+    if c is None:
+        return None
+    pods, which = np.unique(c.spine_of, axis=0, return_inverse=True)
+    if len(pods) < 2 or len(pods) ** 2 * pods.shape[1] > 2e7:
+        return None
+    sums = []
+    for m in (c.c_now, c.c_then):
+        total = np.zeros((len(pods), m.shape[1]), dtype=np.float64)
+        np.add.at(total, which.ravel(), m)
+        sums.append(total)
+    u, v = np.triu_indices(len(pods), 1)
+    return _least(
+        _flows(pods[u], pods[v], sums[0][u], sums[0][v], c.turns[0]),
+        _flows(pods[u], pods[v], sums[1][u], sums[1][v], c.turns[1]),
+    )
 
 
 def _turns(
-    e: NDArray[np.float64], spine_cls: NDArray[np.int64], core_cls: NDArray[np.int64], n_cls: int
+    e: NDArray[np.float64], cls: NDArray[np.int64], k: int, n_cls: int
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """Per class, the Gb/s between two of its spines through its cores, ``sum over cores c of
-    min(E[s, c], E[s', c])``: each spine's place in its class and a class x place x place
-    array."""
-    loc = np.zeros(len(spine_cls), dtype=np.int64)
-    size = np.bincount(spine_cls, minlength=n_cls)
-    out = np.zeros((n_cls, int(size.max(initial=1)), int(size.max(initial=1))), dtype=np.float64)
-    for c in np.flatnonzero(np.bincount(core_cls, minlength=n_cls)).tolist():
-        mine, theirs = np.flatnonzero(spine_cls == c), np.flatnonzero(core_cls == c)
+    min(E[s, c], E[s', c])`` (``e``: spines x cores; ``cls``: the class of each spine, then
+    each core): each spine's place in its class and a class x place x place array."""
+    spine_cls, core_cls = cls[:k], cls[k:]
+    loc = np.zeros(k, dtype=np.int64)
+    size = int(np.bincount(spine_cls, minlength=n_cls).max(initial=1))
+    out = np.zeros((n_cls, size, size), dtype=np.float64)
+    for c in range(n_cls):
+        mine = np.flatnonzero(spine_cls == c)
         loc[mine] = np.arange(len(mine))
-        sub = e[np.ix_(mine, theirs)]
-        out[c, : len(mine), : len(mine)] = np.minimum(sub[:, None, :], sub[None, :, :]).sum(-1)
+        sub = e[np.ix_(mine, np.flatnonzero(core_cls == c))]
+        if sub.size:
+            out[c, : len(mine), : len(mine)] = np.minimum(sub[:, None, :], sub[None, :, :]).sum(-1)
     return loc, out
 
 
@@ -359,9 +429,10 @@ def pair_cut_maxflow(
     return worst
 
 
-def _plane_cuts(table: LinkTable, live: NDArray[np.bool_], f: int) -> dict[int, float]:
-    """Per plane of fabric ``f``, the leaf pair cut left (absent when not computed)."""
-    out: dict[int, float] = {}
+def _plane_cuts(table: LinkTable, live: NDArray[np.bool_], f: int) -> dict[str, float]:
+    """Per plane ``P`` of fabric ``f``, the leaf pair cut left (``pP:leaf-pair-cut-left``)
+    and the cut between pods left (``pP:pod-cut-left``); absent when not computed."""
+    out: dict[str, float] = {}
     switch = (table.fabric == f) & (table.role[table.lo] != int(Role.HOST))
     for p in np.unique(table.plane[switch & table.base]).tolist():
         sel = switch & (table.plane == p)
@@ -372,7 +443,10 @@ def _plane_cuts(table: LinkTable, live: NDArray[np.bool_], f: int) -> dict[int, 
         if cut is None and len(leaves) <= MAXFLOW_LEAVES:
             cut = pair_cut_maxflow(table, live, sel, leaves)
         if cut is not None:
-            out[p] = cut
+            out[f"p{p}:leaf-pair-cut-left"] = cut
+        pods = pod_cut_clos(table, live, sel, leaves)
+        if pods is not None:
+            out[f"p{p}:pod-cut-left"] = pods
     return out
 
 
@@ -393,8 +467,8 @@ def _step_checks(
             checks[f"{name}:leaf-uplinks-least"] = table.nodes[int(leaves[k])]
             below = sorted(table.nodes[v] for v in leaves[frac < floor - 1e-9].tolist())
             checks[f"{name}:leaves-below"] = len(below)
-        for p, cut in _plane_cuts(table, live, f).items():
-            checks[f"{name}:p{p}:leaf-pair-cut-left"] = round(cut, 4)
+        for key, cut in _plane_cuts(table, live, f).items():
+            checks[f"{name}:{key}"] = round(cut, 4)
         cut_hosts = _hosts_cut(table, live, f)
         checks[f"{name}:hosts-cut"] = len(cut_hosts)
         named[name] = (below, cut_hosts)
@@ -414,12 +488,14 @@ def capacity_note(checks: Mapping[str, int | float | str]) -> str:
         fabric, _, what = key.partition(":")
         if what != "leaf-uplinks-left" or not isinstance(left, float):
             continue
-        cuts = [
-            v
-            for k, v in checks.items()
-            if k.startswith(f"{fabric}:p") and k.endswith(":leaf-pair-cut-left")
-        ]
-        pair = f", pair cut {min(float(v) for v in cuts):.0%}" if cuts else ""
+        pair = ""
+        for what, kind in (("pair", "leaf-pair"), ("pod", "pod")):
+            cuts = [
+                float(v)
+                for k, v in checks.items()
+                if k.startswith(f"{fabric}:p") and k.endswith(f":{kind}-cut-left")
+            ]
+            pair += f", {what} cut {min(cuts):.0%}" if cuts else ""
         parts.append(
             f"{fabric}: leaf uplinks {left:.0%} left ({checks[f'{fabric}:leaf-uplinks-least']})"
             f"{pair}, {checks.get(f'{fabric}:hosts-cut', 0)} hosts cut"
