@@ -63,7 +63,8 @@ __all__ = [
     "with_drain_findings",
 ]
 
-#: the leaf pair cut of a 3-tier plane is a max-flow per pair: computed up to this many leaves
+#: where the closed form does not apply, the leaf pair cut is a max-flow per pair up to this many
+#: leaves a plane
 MAXFLOW_LEAVES = 48
 #: leaves named in one finding
 SHOWN = 8
@@ -518,42 +519,45 @@ def with_drain_checks(
     spec: ClusterSpec,
 ) -> tuple[ChangePlan, dict[str, list[Finding]]]:
     """``plan`` with each step's capacity checks added to its ``checks`` (steps, their order
-    and objects unchanged), and per fabric the findings: a warning per step that leaves a leaf
-    below ``growth.min_live_uplinks``, an error per step that cuts a host off."""
+    and objects unchanged), and per fabric the findings: a warning naming the steps that leave
+    a leaf below ``growth.min_live_uplinks``, an error naming those that cut a host off (each
+    with the leaves or hosts of the worst such step)."""
     floor = (spec.growth or GrowthSpec()).min_live_uplinks
     table = link_table(baseline, grown, spec.resolved_catalog())
     steps: list[Step] = []
-    findings: dict[str, list[Finding]] = {}
+    hit: dict[tuple[str, str], list[tuple[Step, list[str]]]] = {}
     for step, live in zip(plan.steps, live_after_steps(table, plan.steps), strict=True):
         checks, named = _step_checks(table, live, floor)
-        steps.append(replace(step, checks={**step.checks, **checks}))
-        where = f"growth.change_plan.steps[{step.order - 1}]"
+        step = replace(step, checks={**step.checks, **checks})
+        steps.append(step)
         for fabric, (below, hosts) in named.items():
-            got = findings.setdefault(fabric, [])
-            if below:
-                least = checks[f"{fabric}:leaf-uplinks-left"]
-                assert isinstance(least, float)
-                got.append(
-                    Finding(
-                        Severity.WARNING,
-                        "drain-capacity",
-                        f"step {step.order} ({step.action}) leaves {len(below):,} {fabric} "
-                        f"leaves below {floor:.0%} of their installed uplinks (least "
-                        f"{least:.0%}: {checks[f'{fabric}:leaf-uplinks-least']}): "
-                        f"{_listed(below)}; drain fewer links at once or move traffic first "
-                        "(growth.min_live_uplinks)",
-                        where,
-                    )
-                )
-            if hosts:
-                got.append(
-                    Finding(
-                        Severity.ERROR,
-                        "drain-host-cut",
-                        f"step {step.order} ({step.action}) leaves {len(hosts):,} {fabric} "
-                        f"hosts without a live path: {_listed(hosts)}; take them out of "
-                        "service first or re-patch their links in smaller steps",
-                        where,
-                    )
-                )
+            for code, names in (("drain-capacity", below), ("drain-host-cut", hosts)):
+                if names:
+                    hit.setdefault((fabric, code), []).append((step, names))
+    findings: dict[str, list[Finding]] = {}
+    for (fabric, code), where in hit.items():
+        worst, names = max(where, key=lambda x: (len(x[1]), -x[0].order))
+        orders = ", ".join(f"{s.order} ({s.action})" for s, _ in where)
+        at = f"steps {orders} leave" if len(where) > 1 else f"step {orders} leaves"
+        if code == "drain-capacity":
+            least = worst.checks[f"{fabric}:leaf-uplinks-left"]
+            finding = Finding(
+                Severity.WARNING,
+                code,
+                f"{at} {fabric} leaves below {floor:.0%} of their installed uplinks; "
+                f"step {worst.order}: {len(names):,} (least {float(least):.0%}: "
+                f"{worst.checks[f'{fabric}:leaf-uplinks-least']}): {_listed(names)}; drain "
+                "fewer links at once or move traffic first (growth.min_live_uplinks)",
+                f"growth.change_plan.steps[{worst.order - 1}]",
+            )
+        else:
+            finding = Finding(
+                Severity.ERROR,
+                code,
+                f"{at} {fabric} hosts without a live path; step {worst.order}: "
+                f"{len(names):,}: {_listed(names)}; take them out of service first or "
+                "re-patch their links in smaller steps",
+                f"growth.change_plan.steps[{worst.order - 1}]",
+            )
+        findings.setdefault(fabric, []).append(finding)
     return replace(plan, steps=tuple(steps)), findings
