@@ -93,9 +93,9 @@ class LinkTable:
         return int(self.lo.shape[0])
 
 
-def _fabric_rows(fd: FabricDesign, catalog: Catalog) -> tuple[list[str], list[str], list[str]]:
+def _fabric_rows(fd: FabricDesign, catalog: Catalog) -> tuple[NDArray[Any], ...]:
     """Names, lower-end keys and upper-end keys of ``fd``'s links (the names of
-    ``growth.rework.fabric_link_names``)."""
+    ``growth.rework.fabric_link_names``; a switch by its device name, a host by fabric and id)."""
     t = fd.topology
     names = topology_names(t, catalog)
     a = names.device(t.link_src) + ":" + names.interface(t.link_src, t.link_src_port)
@@ -103,57 +103,56 @@ def _fabric_rows(fd: FabricDesign, catalog: Catalog) -> tuple[list[str], list[st
     dev = names.devices.astype(object).copy()
     hosts = np.flatnonzero(t.node_role == int(Role.HOST))
     dev[hosts] = [f"{fd.name}/host{h}" for h in hosts.tolist()]
-    return (
-        [str(x) for x in a + "~" + b],
-        [str(x) for x in dev[t.link_src]],
-        [str(x) for x in dev[t.link_dst]],
-    )
+    return a + "~" + b, dev[t.link_src], dev[t.link_dst]
 
 
 def link_table(
     baseline: tuple[FabricDesign, ...], grown: tuple[FabricDesign, ...], catalog: Catalog
 ) -> LinkTable:
     """The links of both designs (a link in both is one row, the baseline's)."""
-    index: dict[str, int] = {}
-    node_id: dict[str, int] = {}
-    roles: list[int] = []
-    cols: dict[str, list[Any]] = {k: [] for k in ("fabric", "plane", "lo", "hi", "gbps", "base")}
     fabrics = tuple(dict.fromkeys(fd.name for fd in (*baseline, *grown)))
-
-    def node(key: str, role: int) -> int:
-        if key not in node_id:
-            node_id[key] = len(roles)
-            roles.append(role)
-        return node_id[key]
-
+    parts: dict[str, list[NDArray[Any]]] = {
+        k: [] for k in ("name", "lo", "hi", "fabric", "plane", "gbps", "base", "lo_role", "hi_role")
+    }
     for installed, designs in ((True, baseline), (False, grown)):
         for fd in designs:
             t = fd.topology
-            names, lo, hi = _fabric_rows(fd, catalog)
-            src_role, dst_role = t.node_role[t.link_src].tolist(), t.node_role[t.link_dst].tolist()
-            gbps = (t.link_capacity_bps / BPS_PER_GBPS).tolist()
-            for i, name in enumerate(names):
-                if name in index:
-                    continue
-                index[name] = len(cols["lo"])
-                cols["fabric"].append(fabrics.index(fd.name))
-                cols["plane"].append(int(t.link_plane[i]))
-                cols["lo"].append(node(lo[i], src_role[i]))
-                cols["hi"].append(node(hi[i], dst_role[i]))
-                cols["gbps"].append(gbps[i])
-                cols["base"].append(installed)
+            for key, arr in zip(("name", "lo", "hi"), _fabric_rows(fd, catalog), strict=True):
+                parts[key].append(arr)
+            parts["fabric"].append(np.full(t.n_links, fabrics.index(fd.name), dtype=np.int16))
+            parts["plane"].append(t.link_plane.astype(np.int16))
+            parts["gbps"].append(t.link_capacity_bps / BPS_PER_GBPS)
+            parts["base"].append(np.full(t.n_links, installed))
+            parts["lo_role"].append(t.node_role[t.link_src])
+            parts["hi_role"].append(t.node_role[t.link_dst])
+    col = {
+        k: np.concatenate(v)
+        if v
+        else np.empty(0, dtype=object if k in ("name", "lo", "hi") else np.int64)
+        for k, v in parts.items()
+    }
+    names = col["name"].tolist()
+    first = dict(zip(reversed(names), range(len(names) - 1, -1, -1), strict=True))  # the first wins
+    keep = np.sort(np.fromiter(first.values(), dtype=np.int64, count=len(first)))
+    index = dict(zip(col["name"][keep].tolist(), range(len(keep)), strict=True))
+    ends = np.concatenate([col["lo"][keep], col["hi"][keep]]).tolist()
+    node_id = {key: i for i, key in enumerate(dict.fromkeys(ends))}
+    ids = np.fromiter(map(node_id.__getitem__, ends), dtype=np.int64, count=len(ends))
+    lo, hi = ids[: len(keep)], ids[len(keep) :]
+    role = np.zeros(len(node_id), dtype=np.int8)
+    role[lo], role[hi] = col["lo_role"][keep], col["hi_role"][keep]
     tiers = {fd.name: fd.plan.tiers for fd in (*grown, *baseline)}  # the baseline's wins
     return LinkTable(
         index,
         fabrics,
-        np.array(cols["fabric"], dtype=np.int16),
-        np.array(cols["plane"], dtype=np.int16),
-        np.array(cols["lo"], dtype=np.int64),
-        np.array(cols["hi"], dtype=np.int64),
-        np.array(cols["gbps"], dtype=np.float64),
-        np.array(cols["base"], dtype=bool),
+        col["fabric"][keep].astype(np.int16),
+        col["plane"][keep].astype(np.int16),
+        lo,
+        hi,
+        col["gbps"][keep].astype(np.float64),
+        col["base"][keep].astype(bool),
         tuple(node_id),
-        np.array(roles, dtype=np.int8),
+        role,
         tuple(tiers[f] for f in fabrics),
     )
 
@@ -273,10 +272,11 @@ def _clos(
     n_cls = int(cls.max()) + 1 if k else 0
     spine_of = np.full((len(leaves), n_cls), -1, dtype=np.int64)
     a, s = lf[table.lo[leafish]], sp[table.hi[leafish]]
-    pairs = np.unique(np.stack([a, cls[s], s]), axis=1)
-    if np.unique(pairs[:2], axis=1).shape[1] != pairs.shape[1]:
+    held = np.unique((a * n_cls + cls[s]) * max(k, 1) + s)  # (leaf, class, spine), sorted
+    where = held // max(k, 1)
+    if np.any(where[1:] == where[:-1]):  # a leaf with two spines in one class
         return None
-    spine_of[pairs[0], pairs[1]] = pairs[2]
+    spine_of[where // max(n_cls, 1), where % max(n_cls, 1)] = held % max(k, 1)
     leaf_cls = np.where(sp[table.hi] >= 0, cls[np.maximum(sp[table.hi], 0)], -1)
     shape = (len(leaves), n_cls)
     turns = tuple(
@@ -326,8 +326,10 @@ def pair_cut_clos(
     ``D[j] = sum over cores c of min(E[s_a, c], E[c, s_b])`` (a path turns at a core). Leaves
     of the same spines and Gb/s are one signature, taken once."""
     c = _clos(table, live, sel, leaves)
-    if c is None:
-        return None
+    return None if c is None else _pair_cut(c)
+
+
+def _pair_cut(c: _Clos) -> float | None:
     n_cls = c.spine_of.shape[1]
     sig, count = np.unique(np.hstack([c.spine_of, c.c_now, c.c_then]), axis=0, return_counts=True)
     if len(sig) ** 2 * max(n_cls, 1) > 2e7:
@@ -351,8 +353,10 @@ def pod_cut_clos(
     the closed form of :func:`pair_cut_clos` with each pod's Gb/s per class summed. None when
     the plane is no Clos or has one pod."""
     c = _clos(table, live, sel, leaves)
-    if c is None:
-        return None
+    return None if c is None else _pod_cut(c)
+
+
+def _pod_cut(c: _Clos) -> float | None:
     pods, which = np.unique(c.spine_of, axis=0, return_inverse=True)
     if len(pods) < 2 or len(pods) ** 2 * pods.shape[1] > 2e7:
         return None
@@ -440,12 +444,13 @@ def _plane_cuts(table: LinkTable, live: NDArray[np.bool_], f: int) -> dict[str, 
         leaves = np.unique(table.lo[sel & table.base & (table.role[table.lo] == int(Role.LEAF))])
         if table.tiers[f] < 2:
             continue
-        cut = pair_cut_clos(table, live, sel, leaves)
+        c = _clos(table, live, sel, leaves)
+        cut = None if c is None else _pair_cut(c)
         if cut is None and len(leaves) <= MAXFLOW_LEAVES:
             cut = pair_cut_maxflow(table, live, sel, leaves)
         if cut is not None:
             out[f"p{p}:leaf-pair-cut-left"] = cut
-        pods = pod_cut_clos(table, live, sel, leaves)
+        pods = None if c is None else _pod_cut(c)
         if pods is not None:
             out[f"p{p}:pod-cut-left"] = pods
     return out
@@ -526,8 +531,11 @@ def with_drain_checks(
     table = link_table(baseline, grown, spec.resolved_catalog())
     steps: list[Step] = []
     hit: dict[tuple[str, str], list[tuple[Step, list[str]]]] = {}
+    last: tuple[NDArray[np.bool_], Any] | None = None
     for step, live in zip(plan.steps, live_after_steps(table, plan.steps), strict=True):
-        checks, named = _step_checks(table, live, floor)
+        if last is None or not np.array_equal(last[0], live):  # most steps change no live link
+            last = (live, _step_checks(table, live, floor))
+        checks, named = last[1]
         step = replace(step, checks={**step.checks, **checks})
         steps.append(step)
         for fabric, (below, hosts) in named.items():
