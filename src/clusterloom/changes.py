@@ -48,8 +48,10 @@ class Step:
     drain: tuple[str, ...] = ()
     #: how many installed links stay live through the step
     live_links: int = 0
-    #: the state validated after the step: check code -> count of errors (empty: none ran)
-    checks: dict[str, int] = field(default_factory=dict)
+    #: the state validated after the step: check code -> count of errors (empty: none ran),
+    #: or a figure (``growth.drained``: capacity left while links are drained, as a fraction,
+    #: and the leaf that has the least)
+    checks: dict[str, int | float | str] = field(default_factory=dict)
     valid: bool = True
 
 

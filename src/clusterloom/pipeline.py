@@ -246,8 +246,10 @@ def _grown(
         from clusterloom.errors import Problem, SpecError
 
         raise SpecError([Problem(installed.racks_from, drifted[0].message)])
+    from clusterloom.growth.drained import with_drain_findings
     from clusterloom.growth.frozen import with_frozen_fabrics
 
     growth = measure_growth(design, baseline, installed)
     timings = (*design.timings_s, ("growth", time.perf_counter() - start))
-    return with_frozen_fabrics(replace(design, growth=growth, timings_s=timings), growth)
+    grown = with_frozen_fabrics(replace(design, growth=growth, timings_s=timings), growth)
+    return with_drain_findings(grown, growth.drain_findings)

@@ -46,6 +46,7 @@ from clusterloom.export.bom_csv import write_cabling_bom_csv
 from clusterloom.export.naming import TopologyNames, topology_names
 from clusterloom.export.netbox import NETBOX_CABLE_COLUMNS
 from clusterloom.export.netbox_plant import PlantNames, cord_ends, write_netbox_plant
+from clusterloom.growth.drained import capacity_note
 from clusterloom.pipeline import Design
 
 CUT_SHEET_COLUMNS = (
@@ -474,6 +475,7 @@ CHANGE_COLUMNS = (
     "b_fibers",
     "step",
     "state",
+    "step_capacity",
 )
 
 #: what a change row's link does while the crew works (``state``)
@@ -540,12 +542,14 @@ def write_change(
                 cables,
                 fa,
                 fb,
-                step_of.get((action, f"{a_dev[k]}:{a_if[k]}~{b_dev[k]}:{b_if[k]}"), ""),
+                (step := step_of.get((action, f"{a_dev[k]}:{a_if[k]}~{b_dev[k]}:{b_if[k]}"), "")),
                 _STATE[action],
+                capacity.get(step, "") if isinstance(step, int) else "",
             )
 
     step_of: dict[tuple[str, str], int] = {}
     kind = {"remove": "remove", "pull": "add", "re-patch": "re-pull"}
+    capacity = {s.order: capacity_note(s.checks) for s in plan.steps} if plan is not None else {}
     for step in plan.steps if plan is not None else ():
         if step.action in kind:
             step_of.update({(kind[step.action], name): step.order for name in step.objects})
@@ -556,6 +560,7 @@ def write_change(
     ]
     if plan is None:
         return write_rows(path, CHANGE_COLUMNS, itertools.chain(*parts))
-    ordered = sorted(itertools.chain(*parts), key=lambda r: int(str(r[-2]) or 0))
+    at = CHANGE_COLUMNS.index("step")
+    ordered = sorted(itertools.chain(*parts), key=lambda r: int(str(r[at]) or 0))
     kept = rows(before, c_old, change.kept, "keep")
     return write_rows(path, CHANGE_COLUMNS, itertools.chain(ordered, kept))

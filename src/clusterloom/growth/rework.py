@@ -17,7 +17,7 @@ live, then drain the links to re-patch, take them off, pull their new ends and r
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from clusterloom.cabling.change import Change
     from clusterloom.fabric import FabricDesign
     from clusterloom.fabric.stable import Move
+    from clusterloom.findings import Finding
     from clusterloom.growth.installed import Installed
     from clusterloom.pipeline import Design
     from clusterloom.spec import Catalog
@@ -174,7 +175,7 @@ def _checked(old_names: list[str], steps: list[Step]) -> tuple[Step, ...]:
             sign = 1 if step.action == "pull" else -1
             np.add.at(use, end[objs].ravel(), sign)
         twice = int(use.sum() - np.count_nonzero(use))
-        checks = {"ports-in-use-twice": twice, "links": int(on.sum())}
+        checks: dict[str, int | float | str] = {"ports-in-use-twice": twice, "links": int(on.sum())}
         out.append(replace(step, checks=checks, valid=twice == 0))
     return tuple(out)
 
@@ -191,6 +192,8 @@ class Growth:
     moved_racks: tuple[tuple[str, str, str], ...]
     rework: Rework
     plan: ChangePlan
+    #: per fabric, the findings of the change plan's capacity checks (``growth.drained``)
+    drain_findings: dict[str, list[Finding]] = field(default_factory=dict)
 
 
 def fabric_link_names(fabrics: tuple[FabricDesign, ...], catalog: Catalog) -> set[str]:
@@ -270,7 +273,10 @@ def measure(new: Design, baseline: Design, installed: Installed) -> Growth:
         )
     else:
         plan = _topology_plan(plan_id, baseline, new, old_names, new_names, new_racks, moves)
-    return Growth(installed.source, baseline, change, moves, tuple(moved), rework, plan)
+    from clusterloom.growth.drained import with_drain_checks
+
+    plan, drained = with_drain_checks(plan, baseline.fabrics, new.fabrics, new.spec)
+    return Growth(installed.source, baseline, change, moves, tuple(moved), rework, plan, drained)
 
 
 def _topology_plan(

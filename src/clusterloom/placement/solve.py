@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -478,14 +479,20 @@ def assign_halls(
     demand: Demand,
     site: SiteSpec,
     links: dict[tuple[int, int], int],
+    pinned: Mapping[int, int] | None = None,
 ) -> tuple[NDArray[np.int32], SolveStats | None]:
-    """Hall of every group (campus level); a one-hall site needs no model."""
+    """Hall of every group (campus level); a one-hall site needs no model. ``pinned`` (group
+    -> hall: the groups holding installed units) keeps those groups in their hall, so they
+    take their share of its positions, power and cooling before any new group is put there
+    (``SpecError`` naming what is short when the pinned groups and the rest cannot fit)."""
     groups = _groups(demand, site)
     n_g, n_h = len(groups), floor.n_halls
     if n_h == 1:
         return np.zeros(n_g, dtype=np.int32), None
     hr = _hall_room(floor, demand, groups)
     allowed = _allowed_halls(floor, demand, site, groups, hr)
+    for g, h in (pinned or {}).items():
+        allowed[g] = [h]
     dist = floor.hall_distance()
     table = [
         round(dist[a, b] + (site.trunk_penalty_m if a != b else 0.0))
@@ -502,9 +509,10 @@ def assign_halls(
     dem = _group_demand(groups, hr.lengths)
     blocks = np.array([bool(g.blocks) for g in groups])
     quota = -(-int(blocks.sum()) // n_h)
-    start = _first_fit(cap, dem, allowed, blocks, quota)
+    order = sorted(range(n_g), key=lambda g: g not in (pinned or {}))  # pinned groups first
+    start = _first_fit(cap, dem, allowed, blocks, quota, order)
     if start is None:
-        start = _first_fit(cap, dem, allowed, blocks, n_g)
+        start = _first_fit(cap, dem, allowed, blocks, n_g, order)
     # the least overflow of every hall resource: zero is a feasible start, else what is short
     relaxed, xr, over = _relaxed_campus(groups, allowed, hr)
     solver = cp_model.CpSolver()
@@ -536,15 +544,16 @@ def _first_fit(
     allowed: list[list[int]],
     blocks: NDArray[np.bool_],
     quota: int,
+    order: list[int],
 ) -> NDArray[np.int64] | None:
-    """Groups in order (scalable units first, so a pod's units stay together), each into the
-    first allowed hall with room on every resource and, for units, fewer than ``quota`` units
-    already (so units spread evenly and leave room for the network racks beside them); None
-    when one does not fit."""
+    """Groups in ``order`` (pinned groups first, then scalable units, so a pod's units stay
+    together), each into the first allowed hall with room on every resource and, for units,
+    fewer than ``quota`` units already (so units spread evenly and leave room for the network
+    racks beside them); None when one does not fit."""
     left = cap.copy()
     count = np.zeros(cap.shape[0], dtype=np.int64)
     out = np.full(dem.shape[0], -1, dtype=np.int64)
-    for g in range(dem.shape[0]):
+    for g in order:
         for h in allowed[g]:
             if blocks[g] and count[h] >= quota:
                 continue

@@ -307,6 +307,29 @@ def _with_moves(
     return replace(p, findings=(*p.findings, *extra))
 
 
+def _campus(
+    floor: FloorPlan,
+    demand: Demand,
+    site: SiteSpec,
+    links: dict[tuple[int, int], int],
+    pins: Mapping[int, int],
+    soft: bool,
+) -> tuple[NDArray[np.int32], SolveStats | None]:
+    """The hall of every group, the groups of installed units kept in their hall (so the
+    campus model counts their power, positions and cooling there and sends new groups where
+    room is left). When that has no solution the pinned placement fails (``SpecError``); the
+    costed re-solve (``soft``) then assigns the halls as without pins."""
+    held: dict[int, int] = {}
+    for u, at in sorted(pins.items()):
+        held.setdefault(demand.units[u].group, int(floor.pos_hall[at]))
+    try:
+        return assign_halls(floor, demand, site, links, held)
+    except SpecError:
+        if not soft or not held:
+            raise
+        return assign_halls(floor, demand, site, links)
+
+
 def _place(
     spec: ClusterSpec,
     fabrics: tuple[FabricDesign, ...],
@@ -334,7 +357,7 @@ def _place(
         for u, at in pins.items()
         if frozen is not None and frozen[at : at + len(demand.units[u].racks)].all()
     )
-    group_hall, campus = assign_halls(floor, demand, site, links)
+    group_hall, campus = _campus(floor, demand, site, links, pins, soft)
     group_hall = group_hall.copy()
     for u, at in pins.items():  # an installed unit stays in its hall
         group_hall[demand.units[u].group] = floor.pos_hall[at]

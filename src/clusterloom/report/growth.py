@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from clusterloom.growth.drained import capacity_note
 from clusterloom.report._html import esc, table, td
 
 if TYPE_CHECKING:
@@ -85,10 +86,12 @@ def growth_section(g: Growth, fabrics: tuple[FabricDesign, ...] = ()) -> str:
             ("objects", True),
             ("drain first", True),
             ("why", False),
+            ("capacity while drained", False),
         ],
         (
             f"<tr>{td(str(s.order), True)}{td(esc(s.action))}{td(f'{len(s.objects):,}', True)}"
-            f"{td(f'{len(s.drain):,}', True)}{td(esc(s.reason))}</tr>"
+            f"{td(f'{len(s.drain):,}', True)}{td(esc(s.reason))}"
+            f"{td(esc(capacity_note(s.checks)))}</tr>"
             for s in g.plan.steps
         ),
         table_id="growth-plan",

@@ -45,6 +45,13 @@ class GrowthSpec(SpecModel):
         description="size the spine and core layers for this many accelerators at first build, "
         "so that growing to it re-patches no installed link (docs/growth.md)",
     )
+    min_live_uplinks: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="a change-plan step that leaves an installed leaf less than this fraction "
+        "of its installed uplink capacity live is a warning finding (docs/growth.md)",
+    )
 
 
 def frozen_problems(spec: ClusterSpec) -> list[Problem]:
