@@ -53,6 +53,8 @@ class Step:
     #: and the leaf that has the least)
     checks: dict[str, int | float | str] = field(default_factory=dict)
     valid: bool = True
+    #: the wave of the change plan the step belongs to (``growth.waves``; 0: before any drain)
+    wave: int = 0
 
 
 #: how an ``install`` step names a new rack and a ``move-rack`` step a moved one:

@@ -509,6 +509,24 @@ def capacity_note(checks: Mapping[str, int | float | str]) -> str:
     return "; ".join(parts)
 
 
+def _forced_finding(
+    fabric: str, where: list[tuple[Step, list[str], list[str]]], floor: float
+) -> Finding:
+    """The capacity a rack move takes down: every link of a moved rack is drained at once, so
+    its leaves and the hosts they alone serve are out for the move (a warning: forced)."""
+    worst, below, hosts = max(where, key=lambda x: (len(x[2]), len(x[1]), -x[0].order))
+    orders = ", ".join(f"{s.order} ({s.action})" for s, _, _ in where)
+    return Finding(
+        Severity.WARNING,
+        "drain-forced",
+        f"steps {orders} (the wave of a rack move) are forced to take down every link of the "
+        f"moved racks at once: step {worst.order}: {len(below):,} {fabric} leaves below "
+        f"{floor:.0%} of their uplinks ({_listed(below)}), {len(hosts):,} hosts without a "
+        f"live path ({_listed(hosts)}); take those hosts out of service for the move",
+        f"growth.change_plan.steps[{worst.order - 1}]",
+    )
+
+
 def with_drain_findings(design: Design, findings: dict[str, list[Finding]]) -> Design:
     """``design`` with each fabric's drain findings among that fabric's findings."""
     fabrics = tuple(
@@ -522,15 +540,19 @@ def with_drain_checks(
     baseline: tuple[FabricDesign, ...],
     grown: tuple[FabricDesign, ...],
     spec: ClusterSpec,
+    table: LinkTable | None = None,
 ) -> tuple[ChangePlan, dict[str, list[Finding]]]:
     """``plan`` with each step's capacity checks added to its ``checks`` (steps, their order
     and objects unchanged), and per fabric the findings: a warning naming the steps that leave
     a leaf below ``growth.min_live_uplinks``, an error naming those that cut a host off (each
     with the leaves or hosts of the worst such step)."""
     floor = (spec.growth or GrowthSpec()).min_live_uplinks
-    table = link_table(baseline, grown, spec.resolved_catalog())
+    if table is None:
+        table = link_table(baseline, grown, spec.resolved_catalog())
     steps: list[Step] = []
     hit: dict[tuple[str, str], list[tuple[Step, list[str]]]] = {}
+    forced: dict[str, list[tuple[Step, list[str], list[str]]]] = {}
+    moves = {s.wave for s in plan.steps if s.action == "move-rack"}
     last: tuple[NDArray[np.bool_], Any] | None = None
     for step, live in zip(plan.steps, live_after_steps(table, plan.steps), strict=True):
         if last is None or not np.array_equal(last[0], live):  # most steps change no live link
@@ -539,10 +561,15 @@ def with_drain_checks(
         step = replace(step, checks={**step.checks, **checks})
         steps.append(step)
         for fabric, (below, hosts) in named.items():
+            if step.wave in moves and (below or hosts):
+                forced.setdefault(fabric, []).append((step, below, hosts))
+                continue
             for code, names in (("drain-capacity", below), ("drain-host-cut", hosts)):
                 if names:
                     hit.setdefault((fabric, code), []).append((step, names))
-    findings: dict[str, list[Finding]] = {}
+    findings: dict[str, list[Finding]] = {
+        fabric: [_forced_finding(fabric, where, floor)] for fabric, where in forced.items()
+    }
     for (fabric, code), where in hit.items():
         worst, names = max(where, key=lambda x: (len(x[1]), -x[0].order))
         orders = ", ".join(f"{s.order} ({s.action})" for s, _ in where)

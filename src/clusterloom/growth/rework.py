@@ -25,6 +25,9 @@ from numpy.typing import NDArray
 
 from clusterloom.changes import RACK_TO, ChangePlan, Step
 from clusterloom.export.naming import topology_names
+from clusterloom.growth.drained import link_table
+from clusterloom.growth.waves import Waves, plan_waves
+from clusterloom.spec.growth import GrowthSpec
 
 if TYPE_CHECKING:
     from clusterloom.cabling import Cabling
@@ -97,46 +100,76 @@ def change_plan(
     new_racks: list[str],
     moved_racks: list[tuple[str, str, str]],
     moves: tuple[Move, ...],
+    waves: Waves,
 ) -> ChangePlan:
-    """The ordered steps from the installed links (``old_names``) to the new (``new_names``)."""
+    """The ordered steps from the installed links (``old_names``) to the new (``new_names``),
+    the drains in ``waves`` (``growth.waves.plan_waves``)."""
     removed = [old_names[i] for i in change.removed.tolist()]
     added = [new_names[i] for i in change.added.tolist()]
     repulled = [new_names[i] for i in change.changed.tolist()]
-    removed_devices = {e.split(":", 1)[0] for name in removed for e in name.split("~")}
-    # an added link is a re-patch when it lands on a device one of the removed links leaves
-    repatch = [n for n in added if any(e.split(":", 1)[0] in removed_devices for e in n.split("~"))]
-    repatched = set(repatch)
-    fresh = [n for n in added if n not in repatched]
-    live = len(old_names) - len(removed) - len(repulled)
-    why = {m.reason for m in moves}
-    steps: list[Step] = []
-
-    def add(action: Any, objects: list[str], reason: str, drain: list[str] = ()) -> None:  # type: ignore[assignment]
-        if objects:
-            steps.append(Step(len(steps) + 1, action, tuple(objects), reason, tuple(drain), live))
-
-    add("install", new_racks, "new racks and their switches on free positions")
-    add("pull", fresh, "new links between new ports: nothing live is touched")
-    add("drain", removed + repulled, "links to re-patch or re-pull carry no traffic first")
-    add("remove", removed, "; ".join(sorted(why)) or "their ends are not in the new design")
-    add(
-        "move-rack",
-        [f"{lab} {a}{RACK_TO}{b}" for lab, a, b in moved_racks],
-        "the site cannot hold the growth with these racks in place (placement finding)",
-    )
-    add("pull", repatch, "the re-patched links' new ends", removed)
-    add("re-patch", repulled, "same ends, cable pulled again (rack, medium, length or frames)")
-    add("restore", removed + repulled, "undrain: the re-patched links carry traffic again")
+    why = "; ".join(sorted({m.reason for m in moves})) or "their ends are not in the new design"
+    steps = _wave_steps(len(old_names), set(removed), waves, new_racks, why)
     summary = {
         "links_installed": len(old_names),
-        "links_kept_live": live,
+        "links_kept_live": len(old_names) - len(removed) - len(repulled),
         "links_removed": len(removed),
         "links_added": len(added),
         "links_repulled": len(repulled),
         "racks_new": len(new_racks),
         "racks_moved": len(moved_racks),
+        "waves": waves.count,
     }
     return ChangePlan(plan_id, baseline, target, _checked(old_names, steps), summary)
+
+
+def _wave_steps(
+    installed: int, removed: set[str], waves: Waves, new_racks: list[str], why: str
+) -> list[Step]:
+    """Install, the first pull, then per wave: drain, take off, move racks, pull the new ends,
+    re-pull, restore; ``live_links`` the installed links live through each step."""
+    steps: list[Step] = []
+    gone = 0
+
+    def add(action: Any, objs: Any, reason: str, wave: int, drain: Any = (), live: int = 0) -> None:
+        if objs:
+            steps.append(
+                Step(len(steps) + 1, action, tuple(objs), reason, tuple(drain), live, wave=wave)
+            )
+
+    add("install", new_racks, "new racks and their switches on free positions", 0, live=installed)
+    add(
+        "pull",
+        waves.pulled[0],
+        "new links on free ports: nothing live is touched",
+        0,
+        live=installed,
+    )
+    for w in range(1, len(waves.drained)):
+        drained, pulled, racks = waves.drained[w], waves.pulled[w], waves.racks[w]
+        off = [n for n in drained if n in removed]
+        again = [n for n in drained if n not in removed]
+        of = f"wave {w} of {waves.count}"
+        during = installed - gone - len(drained)
+        if racks:
+            reason = f"{of}: every link of the moved racks carries no traffic first (the move)"
+        else:
+            reason = f"{of}: links to re-patch or re-pull carry no traffic first"
+        add("drain", drained, reason, w, (), during)
+        add("remove", off, f"{of}: {why}", w, off, during)
+        add(
+            "move-rack",
+            [f"{lab} {a}{RACK_TO}{b}" for lab, a, b in racks],
+            f"{of}: the site cannot hold the growth with these racks in place (placement finding)",
+            w,
+            drained,
+            during,
+        )
+        add("pull", pulled, f"{of}: the re-patched links' new ends", w, off, during)
+        add("re-patch", again, f"{of}: same ends, cable pulled again", w, again, during)
+        gone += len(off)
+        left = installed - gone
+        add("restore", drained, f"{of}: undrain, the wave's links carry traffic", w, (), left)
+    return steps
 
 
 def _checked(old_names: list[str], steps: list[Step]) -> tuple[Step, ...]:
@@ -259,7 +292,19 @@ def measure(new: Design, baseline: Design, installed: Installed) -> Growth:
         cost_cents=new.bom.cost_cents - baseline.bom.cost_cents,
     )
     plan_id = f"growth-{baseline.provenance.spec_hash[:12]}-{new.provenance.spec_hash[:12]}"
+    table = link_table(baseline.fabrics, new.fabrics, catalog)
+    floor = (new.spec.growth or GrowthSpec()).min_live_uplinks
     if change is not None:
+        devices = _moved_devices(new, moved, catalog)
+        waves = plan_waves(
+            table,
+            [old_names[i] for i in change.removed.tolist()],
+            [new_names[i] for i in change.changed.tolist()],
+            [new_names[i] for i in change.added.tolist()],
+            devices,
+            moved,
+            floor,
+        )
         plan = change_plan(
             plan_id,
             baseline.provenance.spec_hash,
@@ -270,13 +315,34 @@ def measure(new: Design, baseline: Design, installed: Installed) -> Growth:
             new_racks,
             moved,
             moves,
+            waves,
         )
     else:
-        plan = _topology_plan(plan_id, baseline, new, old_names, new_names, new_racks, moves)
+        gone = sorted(set(old_names) - set(new_names))
+        waves = plan_waves(table, gone, [], sorted(set(new_names) - set(old_names)), {}, [], floor)
+        plan = _topology_plan(plan_id, baseline, new, old_names, new_names, new_racks, moves, waves)
     from clusterloom.growth.drained import with_drain_checks
 
-    plan, drained = with_drain_checks(plan, baseline.fabrics, new.fabrics, new.spec)
+    plan, drained = with_drain_checks(plan, baseline.fabrics, new.fabrics, new.spec, table)
     return Growth(installed.source, baseline, change, moves, tuple(moved), rework, plan, drained)
+
+
+def _moved_devices(
+    new: Design, moved: list[tuple[str, str, str]], catalog: Catalog
+) -> dict[str, str]:
+    """Device name -> rack label of every device standing in a moved rack."""
+    if not moved or new.placement is None:
+        return {}
+    p = new.placement
+    label_of = {lab: r for r, lab in enumerate(p.demand.rack_label)}
+    racks = np.array([label_of[lab] for lab, _, _ in moved], dtype=np.int64)
+    out: dict[str, str] = {}
+    for fd in new.fabrics:
+        node_rack = p.device(fd.name).node_rack
+        names = topology_names(fd.topology, catalog).devices
+        for v in np.flatnonzero(np.isin(node_rack, racks)).tolist():
+            out[str(names[v])] = p.demand.rack_label[int(node_rack[v])]
+    return out
 
 
 def _topology_plan(
@@ -287,29 +353,23 @@ def _topology_plan(
     new_names: list[str],
     new_racks: list[str],
     moves: tuple[Move, ...],
+    waves: Waves,
 ) -> ChangePlan:
     """The change plan of a design without cabling: links by name only."""
     before, after = set(old_names), set(new_names)
-    gone, added = sorted(before - after), sorted(after - before)
-    live = len(before) - len(gone)
+    gone = before - after
     reason = "; ".join(sorted({m.reason for m in moves})) or "their ends are not in the new design"
-    steps = [
-        s
-        for s in (
-            Step(0, "install", tuple(new_racks), "new racks and switches", (), live),
-            Step(0, "drain", tuple(gone), "links to re-patch carry no traffic first", (), live),
-            Step(0, "remove", tuple(gone), reason, tuple(gone), live),
-            Step(0, "pull", tuple(added), "new links and the re-patched links' new ends", (), live),
-            Step(0, "restore", tuple(gone), "undrain", (), live),
-        )
-        if s.objects
-    ]
-    ordered = _checked(old_names, [replace(s, order=i + 1) for i, s in enumerate(steps)])
+    steps = _wave_steps(len(before), gone, waves, new_racks, reason)
     summary = {
         "links_installed": len(before),
         "links_removed": len(gone),
-        "links_added": len(added),
+        "links_added": len(after - before),
+        "waves": waves.count,
     }
     return ChangePlan(
-        plan_id, baseline.provenance.spec_hash, new.provenance.spec_hash, ordered, summary
+        plan_id,
+        baseline.provenance.spec_hash,
+        new.provenance.spec_hash,
+        _checked(old_names, steps),
+        summary,
     )
