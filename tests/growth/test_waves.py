@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from test_apply import _hgx, _links, installed_of
 
 from clusterloom.changes import apply_plan, apply_racks
 from clusterloom.growth.waves import Packing, pack_waves
 from clusterloom.pipeline import Design, run_design
-from test_apply import _hgx, _links, installed_of
 
 
 def _valid(p: Packing, wave: np.ndarray, forced: np.ndarray | None = None) -> bool:
@@ -190,7 +190,9 @@ def test_hgx_1k_to_1_25k_drains_in_two_waves_and_only_the_rack_move_cuts(
     assert errors == {"tray-fill"}  # the example's own tray findings: the exit code's reason
 
 
-@pytest.mark.parametrize(("u", "share", "d"), [(8, 0.5, 6), (8, 0.5, 4), (64, 0.5, 32), (8, 0.75, 5)])
+@pytest.mark.parametrize(
+    ("u", "share", "d"), [(8, 0.5, 6), (8, 0.5, 4), (64, 0.5, 32), (8, 0.75, 5)]
+)
 def test_one_leaf_re_patched_in_place_takes_the_closed_form_of_waves(
     u: int, share: float, d: int
 ) -> None:
