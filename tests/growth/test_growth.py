@@ -84,6 +84,7 @@ def test_a_spine_layer_that_must_grow_re_patches_only_the_forced_links(
     g = _growth(steps["dir"] / "1.25k")
     assert g["links_installed"] == 2432
     assert g["links_repatched"] == g["links_repatched_bound"] == 512
+    assert (g["waves"], g["steps"]) == (2, 12)  # growth.waves: re-patch, then the rack move
     # was 22 of 41; the feed budgets force one move (the pinned model has no solution)
     assert g["racks_moved"] == g["racks_moved_bound"] == 1
     assert len(g["moved_racks"]) == g["racks_moved"]
@@ -151,3 +152,9 @@ def test_the_change_csv_is_in_the_order_of_work_and_names_what_stays_live(
     assert keep and all(r["state"] == "stays live" for r in keep)
     removed = [r for r in rows if r["action"] == "remove"]
     assert len(removed) == 512 and all(r["state"].startswith("drain") for r in removed)
+    # in waves (growth.waves): leaves 8-15 re-patched in wave 1, the moved rack's leaves 0-7 in
+    # wave 2; the rows' waves follow their steps, the kept links belong to none
+    waves = [int(r["wave"]) for r in rows if r["action"] != "keep"]
+    assert waves == sorted(waves) and all(r["wave"] == "" for r in keep)
+    assert sorted({r["wave"] for r in removed}) == ["1", "2"]
+    assert sum(r["wave"] == "1" for r in removed) == 256

@@ -474,6 +474,7 @@ CHANGE_COLUMNS = (
     "a_fibers",
     "b_fibers",
     "step",
+    "wave",
     "state",
     "step_capacity",
 )
@@ -499,7 +500,8 @@ def write_change(
     design's labels). A structured link pulled into the existing plant names the old cables
     and legs it takes (``t00012:L5 > ...``, from its a end) and its fibre positions; ``new``
     when it needs a cable the existing plant lacks. With a change ``plan`` (growth from an
-    installed baseline) every row names its ``step`` of the plan, the rows are in step order,
+    installed baseline) every row names its ``step`` and ``wave`` of the plan (``growth.waves``:
+    each wave drained, worked and restored before the next), the rows are in step order,
     and the links that stay as they are follow as ``keep`` rows (what stays live)."""
     c_old, c_new = before.cabling, after.cabling
     assert c_old is not None and c_new is not None
@@ -543,6 +545,7 @@ def write_change(
                 fa,
                 fb,
                 (step := step_of.get((action, f"{a_dev[k]}:{a_if[k]}~{b_dev[k]}:{b_if[k]}"), "")),
+                wave.get(step, "") if isinstance(step, int) else "",
                 _STATE[action],
                 capacity.get(step, "") if isinstance(step, int) else "",
             )
@@ -550,6 +553,7 @@ def write_change(
     step_of: dict[tuple[str, str], int] = {}
     kind = {"remove": "remove", "pull": "add", "re-patch": "re-pull"}
     capacity = {s.order: capacity_note(s.checks) for s in plan.steps} if plan is not None else {}
+    wave = {s.order: s.wave for s in plan.steps} if plan is not None else {}
     for step in plan.steps if plan is not None else ():
         if step.action in kind:
             step_of.update({(kind[step.action], name): step.order for name in step.objects})

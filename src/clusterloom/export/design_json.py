@@ -285,6 +285,11 @@ class ReworkDoc(_Doc):
     cost_cents: int = Field(description="the new BOM less the installed one")
     moved_racks: list[str] = Field(description="``label from -> to`` of every moved rack")
     steps: int = Field(ge=0, description="steps of the change plan (changes.jsonl)")
+    waves: int = Field(
+        ge=0,
+        description="waves of the change plan: each drains a batch of links, works and "
+        "restores them before the next (growth.waves)",
+    )
     alternatives: list[GrowthAlternativeDoc] = Field(
         description="per fabric that must re-patch: the step as designed, then each shape that "
         "would have avoided it"
@@ -503,6 +508,7 @@ def _growth(design: Design) -> ReworkDoc | None:
         **g.rework.to_dict(),
         moved_racks=[f"{lab} {a} -> {b}" for lab, a, b in g.moved_racks],
         steps=len(g.plan.steps),
+        waves=max((s.wave for s in g.plan.steps), default=0),
         alternatives=[
             GrowthAlternativeDoc(fabric=fd.name, **a.to_dict())
             for fd in design.fabrics

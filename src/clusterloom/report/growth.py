@@ -82,6 +82,7 @@ def growth_section(g: Growth, fabrics: tuple[FabricDesign, ...] = ()) -> str:
     steps = table(
         [
             ("step", True),
+            ("wave", True),
             ("action", False),
             ("objects", True),
             ("drain first", True),
@@ -89,7 +90,8 @@ def growth_section(g: Growth, fabrics: tuple[FabricDesign, ...] = ()) -> str:
             ("capacity while drained", False),
         ],
         (
-            f"<tr>{td(str(s.order), True)}{td(esc(s.action))}{td(f'{len(s.objects):,}', True)}"
+            f"<tr>{td(str(s.order), True)}{td(str(s.wave), True)}{td(esc(s.action))}"
+            f"{td(f'{len(s.objects):,}', True)}"
             f"{td(f'{len(s.drain):,}', True)}{td(esc(s.reason))}"
             f"{td(esc(capacity_note(s.checks)))}</tr>"
             for s in g.plan.steps
