@@ -212,6 +212,9 @@ def test_rail_16k_doubling_plan_applied_to_the_baseline_gives_the_grown_fabric()
     old, new = fabric_link_names(before.fabrics, catalog), fabric_link_names(grown.fabrics, catalog)
     assert apply_plan(old, g.plan) == new
     assert g.rework.links_repatched == g.rework.links_repatched_bound == 4096
+    # growth.waves: 256 spines each re-patch 16 of their 32 core links, the 50% floor: one wave
+    assert (g.plan.summary["waves"], len(g.plan.steps)) == (1, 5)
+    assert not [f for fd in grown.fabrics for f in fd.findings if f.code.startswith("drain-")]
     # the 128 installed cores of each fabric keep their names; the grown ones are 128-255
     cores = {n.split("~")[1].split(":")[0] for n in new if "-core" in n}
     old_cores = {n.split("~")[1].split(":")[0] for n in old if "-core" in n}

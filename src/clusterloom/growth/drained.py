@@ -23,6 +23,9 @@ link is live. On the live links of each fabric of the baseline, per step:
 - **hosts cut**: installed hosts with no live link to a leaf that still has a live uplink
   (or, on one tier, no live link at all): they lose their last path; an error finding.
 
+In the wave of a rack move (``growth.waves``: every link of the rack drained at once) both are
+forced by the move: one warning ``drain-forced`` names its steps, leaves and hosts instead.
+
 The figures go to each step's ``checks`` (``FABRIC:leaf-uplinks-left``, ``...-least``,
 ``FABRIC:leaves-below``, ``FABRIC:pP:leaf-pair-cut-left``, ``FABRIC:pP:pod-cut-left``,
 ``FABRIC:hosts-cut``), so they are

@@ -12,7 +12,9 @@ Figures (:class:`Rework`), each next to what the growth forces (its lower bound)
   adds to the baseline's).
 
 :func:`change_plan` orders the work: install the new racks, pull the links that touch nothing
-live, then drain the links to re-patch, take them off, pull their new ends and restore them.
+live, then wave after wave (``growth.waves``) drain a batch of the links to re-patch or re-pull,
+take them off, move racks (a rack move is a wave of its own), pull their new ends and restore
+them.
 """
 
 from __future__ import annotations

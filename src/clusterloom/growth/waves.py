@@ -57,10 +57,11 @@ class Packing:
 def pack_waves(p: Packing) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     """Each drained link's wave (from 1) and whether it was forced over its resource's floor.
 
-    Greedy: wave after wave, each resource drains the longest prefix of its links (by index)
-    that keeps it at its floor. A resource that can drain nothing waits for a later wave (its
-    budget may grow by refills); when no resource can drain anything, each stuck resource
-    drains one link anyway (forced: nothing a later wave brings would make room).
+    Greedy: wave after wave, each resource drains the longest prefix of its links (in index
+    order: the plan's, taken-off links first) that keeps it at its floor. A resource that
+    can drain nothing waits for a later wave (its budget may grow by refills); when no
+    resource can drain anything, each stuck resource drains one link anyway (forced: nothing
+    a later wave brings would make room).
 
     Why it gives the least waves: when every link of a resource has one cost and every new link
     refills the resource of its one drained link by that link's cost (a re-patch in place, as
@@ -71,8 +72,8 @@ def pack_waves(p: Packing) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     ``ceil(d_r / floor(b_r / c_r))``, which the greedy reaches for each resource at once
     (``tests/growth/test_waves.py`` checks it against a brute-force minimum). Otherwise (mixed
     speeds on one switch, links removed without a replacement, refills needing another
-    resource's drain) it is a heuristic: per resource a next fit, at most twice that
-    resource's least plus one wave, not proven for the coupled case."""
+    resource's drain) it is a heuristic: every floor is kept but where a link is forced (tested
+    on generated cases), the number of waves not proven least."""
     n = p.res.shape[0]
     wave = np.zeros(n, dtype=np.int64)
     forced = np.zeros(n, dtype=bool)
