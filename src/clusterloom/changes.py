@@ -32,7 +32,7 @@ __all__ = [
     "read_records",
 ]
 
-Action = Literal["install", "pull", "drain", "re-patch", "restore", "remove", "move-rack"]
+Action = Literal["install", "pull", "drain", "re-pull", "restore", "remove", "move-rack"]
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class ChangePlan:
 def apply_plan(installed: Iterable[str], plan: ChangePlan) -> set[str]:
     """The links after every step of ``plan`` on the ``installed`` links (by name,
     ``device:interface~device:interface``): a ``remove`` takes its links off, a ``pull`` adds
-    them; drain, re-patch (the same ends pulled again) and restore leave the set as it is."""
+    them; drain, re-pull (the same ends pulled again) and restore leave the set as it is."""
     links = set(installed)
     for step in plan.steps:
         if step.action == "remove":

@@ -551,7 +551,7 @@ def write_change(
             )
 
     step_of: dict[tuple[str, str], int] = {}
-    kind = {"remove": "remove", "pull": "add", "re-patch": "re-pull"}
+    kind = {"remove": "remove", "pull": "add", "re-pull": "re-pull"}
     capacity = {s.order: capacity_note(s.checks) for s in plan.steps} if plan is not None else {}
     wave = {s.order: s.wave for s in plan.steps} if plan is not None else {}
     for step in plan.steps if plan is not None else ():

@@ -174,7 +174,7 @@ def live_after_steps(table: LinkTable, steps: Iterable[Step]) -> Iterator[NDArra
     drained = np.zeros(table.n_links, dtype=bool)
     new = np.zeros(table.n_links, dtype=bool)
     for step in steps:
-        if step.action in ("install", "move-rack", "re-patch"):
+        if step.action in ("install", "move-rack", "re-pull"):
             yield cabled & ~drained & ~new  # racks, or links drained already
             continue
         rows = _rows(table, step)

@@ -167,7 +167,7 @@ def _wave_steps(
             during,
         )
         add("pull", pulled, f"{of}: the re-patched links' new ends", w, off, during)
-        add("re-patch", again, f"{of}: same ends, cable pulled again", w, again, during)
+        add("re-pull", again, f"{of}: same ends, cable pulled again", w, again, during)
         gone += len(off)
         left = installed - gone
         add("restore", drained, f"{of}: undrain, the wave's links carry traffic", w, (), left)
