@@ -76,9 +76,9 @@ InstalledOpt = Annotated[
     typer.Option(
         "--installed",
         help="a previous run's output directory (design -o), or a NetBox it was pushed to "
-        "(https://netbox[/?site=NAME], the site the spec's name by default; token in "
-        "NETBOX_TOKEN): keep its devices, ports, rack positions and cables, print the rework "
-        "against what the growth forces and, with -o, write the change plan "
+        "(https://netbox or https://netbox/?site=NAME, the site the spec's name by default; "
+        "token in NETBOX_TOKEN): keep its devices, ports, rack positions and cables, print the "
+        "rework against what the growth forces and, with -o, write the change plan "
         "(cabling/change.csv, changes.jsonl)",
         show_default=False,
     ),
