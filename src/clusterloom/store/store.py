@@ -683,7 +683,7 @@ class Store:
             row = session.get(TokenRow, token_id)
             if row is None:
                 raise StoreError(
-                    f"token {token_id[:40]!r}: not found; `clusterloom store tokens` lists them"
+                    f"token {token_id[:40]!r}: not found; `clusterloom store token ls` lists them"
                 )
             if row.revoked is None:
                 row.revoked = _now()
