@@ -11,6 +11,7 @@ import mimetypes
 import os
 import re
 import secrets
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -18,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import duckdb
 from sqlalchemy import Engine, create_engine, event, select
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
@@ -219,9 +221,23 @@ class Store:
         self.blobs = blobs
         self.url = url
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._duck: duckdb.DuckDBPyConnection | None = None
+        self._duck_lock = threading.Lock()
 
     def close(self) -> None:
         self.engine.dispose()
+        with self._duck_lock:
+            if self._duck is not None:
+                self._duck.close()
+                self._duck = None
+
+    def duckdb(self) -> duckdb.DuckDBPyConnection:
+        """A cursor of the store's one in-memory DuckDB connection (opened on first use), for
+        one query in any thread; the caller closes it."""
+        with self._duck_lock:
+            if self._duck is None:
+                self._duck = duckdb.connect()
+            return self._duck.cursor()
 
     @contextmanager
     def _session(self) -> Iterator[Session]:
@@ -654,6 +670,7 @@ class Store:
             descending=descending,
             search=search,
             where=where,
+            connection=self.duckdb(),
         )
 
     # --- tokens ----------------------------------------------------------------------------
