@@ -127,11 +127,15 @@ def _blob_root(url: URL) -> Path:
     return Path(os.environ.get("CLUSTERLOOM_BLOBS") or DEFAULT_DIR / "blobs").expanduser()
 
 
-def _sqlite_foreign_keys(engine: Engine) -> None:
+def _sqlite_pragmas(engine: Engine) -> None:
+    """Foreign keys checked; write-ahead logging, so readers (the explorer) go on while a
+    record is written."""
+
     @event.listens_for(engine, "connect")
     def _on(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.close()
 
 
@@ -152,7 +156,7 @@ def open_store(url: str | None = None) -> Store:
     except (ArgumentError, NoSuchModuleError, ImportError) as exc:
         raise StoreError(f"store {shown}: no driver for this URL ({exc})") from exc
     if parsed.get_backend_name() == "sqlite":
-        _sqlite_foreign_keys(engine)
+        _sqlite_pragmas(engine)
     try:
         migrate.upgrade(engine)
     except SQLAlchemyError as exc:
@@ -775,7 +779,12 @@ class Store:
         if proposal is not None:
             owner = session.get(ChangeRecordRow, proposal)
             return owner.design_id if owner is not None else None
-        target = rec.target if isinstance(rec, ChangePlan) else rec.plan.target  # type: ignore[union-attr]
+        plan = (
+            rec if isinstance(rec, ChangePlan) else rec.plan if isinstance(rec, Proposal) else None
+        )
+        if plan is None:
+            return None
+        target = plan.target
         newest = session.scalars(
             select(DesignRow.id)
             .where(DesignRow.spec_hash == target)
