@@ -171,6 +171,11 @@ def test_simulate_store_records_the_run(tmp_path: Path) -> None:
     assert f"recorded run {run.id}" in result.stdout
     assert run.summary["ideal"]["finished"] == run.summary["ideal"]["total"] == 32
     assert {a.name for a in store.artifacts(run.id)} >= {"flows.parquet", "manifest.json"}
+    shown = _json(["store", "show", run.id, "--json", "--store", url])
+    assert isinstance(shown, dict) and shown["run"]["id"] == run.id
+    assert shown["tables"]["flows"] == 32
+    text = runner.invoke(app, ["store", "show", run.id[:6], "--store", url])
+    assert text.exit_code == 0 and "ideal" in text.stdout and "32 / 32" in text.stdout
 
 
 def test_a_designs_simulation_is_recorded_as_its_run(tmp_path: Path) -> None:
