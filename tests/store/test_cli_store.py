@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from store_fixtures import two_building_spec
 from typer.testing import CliRunner
 
 from clusterloom.changes import Approval, ChangePlan, Proposal, append_record
 from clusterloom.cli.main import app
 from clusterloom.export.outdir import verify_run
 from clusterloom.store import open_store
-from conftest import two_building_spec
 
 runner = CliRunner()
 
