@@ -25,6 +25,12 @@ tool's p99 is compared. Pairs:
     clusterloom receiver-driven  vs  htsim_ndp   (sprayed, receiver pulls)
     clusterloom roce-ecmp        vs  htsim_roce  (one ECMP path per flow, no DCQCN in htsim)
 
+htsim's RoCE has no congestion control on a lossless fabric, so ``roce-ecmp`` runs twice: by
+default (DCQCN: max-min) and as htsim runs it (``dcqcn=0 ack_every=1``: the lossless model, the
+rule of docs/sim.md; with ``pfc_hol=0`` beside it, max-min on that configuration), and with
+``--packet`` the packet engine in its default and in htsim's configuration
+(``sim.crossval.HTSIM_ROCE``), the ECMP sweep too.
+
 with the same framing (htsim's ``-mtu 4000`` is 4000 payload bytes + 64 header for NDP and
 RoCE, 4000 bytes on the wire for EQDS: ``mss`` 4000 or 3936, ``hdr`` 64) and paths (256 EVs).
 htsim prints a flow's end when its SENDER sees the last ACK; ours is the last byte at the
@@ -59,8 +65,14 @@ PAIRS = (("mrc-spray", "eqds"), ("receiver-driven", "ndp"), ("roce-ecmp", "roce"
 MSS = {"mrc-spray": 3936, "receiver-driven": 4000, "roce-ecmp": 4000}
 EVS = 256
 CASES = ("permutation", "incast", "allreduce", "chainfresh")
-#: extra flow-engine runs (rtol 0.01) per transport: options beside the defaults
-VARIANTS = {"mrc-spray": ["avoid=0"], "roce-ecmp": ["pfc_hol=1"]}
+#: extra flow-engine runs (rtol 0.01) per transport: options beside the defaults.
+#: ``roce-ecmp`` as htsim runs RoCE (no DCQCN, an ACK per packet): the lossless model by the
+#: rule of docs/sim.md; ``pfc_hol=0`` beside it is max-min on the same configuration.
+MATCHED_ROCE = "dcqcn=0+ack_every=1"
+VARIANTS = {"mrc-spray": ["avoid=0"], "roce-ecmp": [MATCHED_ROCE, MATCHED_ROCE + "+pfc_hol=0"]}
+#: extra packet-engine runs (``--packet``): ``roce-ecmp`` in htsim's RoCE configuration
+#: (``sim.crossval.HTSIM_ROCE``: PFC with 15/12-packet thresholds, no marking, no DCQCN)
+PACKET_VARIANTS = {"roce-ecmp": ["htsim"]}
 FINISHED = re.compile(r"Flow \S+?_(\d+)_(\d+)\b.*? finished at ([0-9.eE+]+)")
 TIME = re.compile(r"bench-time (\S+) (\S+) (\S+) (\d+)")
 HOW_TO_BUILD = (
@@ -158,6 +170,10 @@ def one(engine: str, name: str, cm: str, seed: int, rtol: float, out: str) -> No
         if name == "receiver-driven":  # htsim's -q 35 packets per port, trimming on
             cfg = replace(cfg, buffer_bytes=35 * (MSS[name] + 64))
         options = {} if name == "roce-ecmp" else {"evs": float(EVS)}
+        if extra == ["htsim"]:  # htsim's RoCE: PFC at 15/12 packets, no marking, no DCQCN
+            from clusterloom.sim.crossval import HTSIM_ROCE
+
+            cfg, options = config_for(name, HTSIM_ROCE[0]), dict(HTSIM_ROCE[1])
         res = run_packets(topology, traffic, name, seed=seed, config=cfg, options=options)
         fct, finish = res.fct_ps, res.finish_ps
     sim_s = time.perf_counter() - start
@@ -259,6 +275,45 @@ def fresh_chains(steps: int = 14, block: int = 250_000):  # type: ignore[no-unty
     return Traffic.from_arrays(src, dst, block, deps=deps, n_hosts=HOSTS)
 
 
+#: the ECMP sweep's runs beside htsim_roce: (label, engine, transport with its options)
+ECMP_RUNS = (
+    ("flow roce-ecmp (DCQCN, default)", "flow", "roce-ecmp"),
+    ("flow roce-ecmp dcqcn=0 (htsim's RoCE: lossless)", "flow", f"roce-ecmp+{MATCHED_ROCE}"),
+    ("flow roce-ecmp dcqcn=0 pfc_hol=0 (max-min)", "flow", f"roce-ecmp+{MATCHED_ROCE}+pfc_hol=0"),
+)
+ECMP_PACKET = ("packet roce-ecmp htsim configuration", "packet", "roce-ecmp+htsim")
+
+
+def ecmp_seeds(bin_dir: Path, topology, tmp: Path, seeds: int, packet: bool) -> dict:  # type: ignore[no-untyped-def, type-arg]
+    """The permutation of seed s through htsim_roce ``-seed s`` and our runs with seed s:
+    the median over seeds of each one's p99 against htsim_roce's (hashes differ between the
+    tools; ours are the same in both engines, so their seeds are the same collisions)."""
+    from clusterloom.sim.htsim import write_htsim
+
+    runs = ECMP_RUNS + ((ECMP_PACKET,) if packet else ())
+    p99: dict[str, list[float]] = {"htsim_roce": [], **{label: [] for label, _, _ in runs}}
+    for seed in range(seeds):
+        load = traffic_for("permutation", seed)
+        cm = tmp / f"perm-{seed}.cm"
+        write_htsim(load, cm)
+        out, _ = run_htsim(bin_dir, "roce", cm, len(load), seed, 20_000)
+        p99["htsim_roce"].append(float(np.percentile(htsim_times(out, topology)[1], 99)))
+        for label, engine, name in runs:
+            got = ours(engine, name, cm, seed, 0.01 if engine == "flow" else 0.0, tmp)
+            p99[label].append(float(np.percentile(got["fct"], 99)))
+        print(
+            f"seed {seed}: p99 us " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in p99.items()),
+            flush=True,
+        )
+    med = {k: float(np.median(v)) for k, v in p99.items()}
+    for label, _, _ in runs:
+        print(
+            f"ECMP median p99 over {seeds} seeds: {label} {med[label]:.1f} us, htsim_roce "
+            f"{med['htsim_roce']:.1f} us, ratio {med[label] / med['htsim_roce']:.3f}"
+        )
+    return {"ecmp_p99_us": p99, "ecmp_median_p99_us": med}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--htsim", help="a directory htsim was built into (build.sh DIR)")
@@ -309,7 +364,9 @@ def main() -> int:
                 packet = opts.packet and not chained
                 runs = [("flow", 0.0, ""), ("flow", 0.01, "")]
                 runs += [("flow", 0.01, v) for v in VARIANTS.get(ours_name, [])]
-                runs += [("packet", 0.0, "")] if packet else []
+                if packet:
+                    runs += [("packet", 0.0, "")]
+                    runs += [("packet", 0.0, v) for v in PACKET_VARIANTS.get(ours_name, [])]
                 for engine, rtol, variant in runs:
                     full = ours_name + (f"+{variant}" if variant else "")
                     got = ours(engine, full, cm, 0, rtol, tmp)
@@ -334,31 +391,7 @@ def main() -> int:
                     rows.append(row)
                     print(_line(row), flush=True)
         if opts.seeds:
-            p99 = {"htsim_roce": [], "flow roce-ecmp": [], "flow roce-ecmp pfc_hol=1": []}  # type: dict[str, list[float]]
-            for seed in range(opts.seeds):
-                load = traffic_for("permutation", seed)
-                cm = tmp / f"perm-{seed}.cm"
-                write_htsim(load, cm)
-                out, _ = run_htsim(bin_dir, "roce", cm, len(load), seed, 20_000)
-                p99["htsim_roce"].append(float(np.percentile(htsim_times(out, topology)[1], 99)))
-                got = ours("flow", "roce-ecmp", cm, seed, 0.01, tmp)
-                p99["flow roce-ecmp"].append(float(np.percentile(got["fct"], 99)))
-                got = ours("flow", "roce-ecmp+pfc_hol=1", cm, seed, 0.01, tmp)
-                p99["flow roce-ecmp pfc_hol=1"].append(float(np.percentile(got["fct"], 99)))
-                print(
-                    f"seed {seed}: p99 htsim_roce {p99['htsim_roce'][-1]:.1f} us, "
-                    f"flow roce-ecmp {p99['flow roce-ecmp'][-1]:.1f} us, "
-                    f"pfc_hol=1 {p99['flow roce-ecmp pfc_hol=1'][-1]:.1f} us",
-                    flush=True,
-                )
-            med = {k: float(np.median(v)) for k, v in p99.items()}
-            record["ecmp_p99_us"] = p99
-            record["ecmp_median_p99_us"] = med
-            for k in ("flow roce-ecmp", "flow roce-ecmp pfc_hol=1"):
-                print(
-                    f"ECMP median p99 over {opts.seeds} seeds: {k} {med[k]:.1f} us, "
-                    f"htsim_roce {med['htsim_roce']:.1f} us, ratio {med[k] / med['htsim_roce']:.3f}"
-                )
+            record.update(ecmp_seeds(bin_dir, topology, tmp, opts.seeds, opts.packet))
     record["rows"] = rows
     print()
     print(

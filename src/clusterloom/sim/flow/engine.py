@@ -1189,20 +1189,29 @@ class _Sim:
         on = active[ue]
         tol = max(AVOID_HOT, 2.0 * self.rtol)
         cap = self.capacity
+        kept = np.zeros(1, dtype=np.bool_) if keep is None else keep
         for _ in range(AVOID_ROUNDS):
-            sat = (fill.load >= cap * (1.0 - tol)) & (cap > 0)
-            hot_entry = sat[on_link] & data
-            if keep is not None:
-                hot_entry &= keep[entry]
-            step = on & (np.bincount(at[hot_entry], minlength=uniq.size) > 0)
-            step &= np.bincount(ue[step], minlength=n_ent)[ue] < units_per_ent[ue]
-            if not step.any():
+            # compiled (``_fill.avoid_round``): the same steps as numpy, the same sums
+            stepped, share, coef = _fill.avoid_round(
+                fill.load,
+                cap,
+                tol,
+                on_link,
+                data,
+                kept,
+                keep is not None,
+                entry,
+                at,
+                ue,
+                on,
+                units_per_ent,
+                factor,
+                share,
+                self.ent_coef,
+                weight,
+            )
+            if not stepped:
                 break
-            share = np.where(step, share * factor, share)
-            share = share / np.bincount(ue, share, minlength=n_ent)[ue]
-            coef = self.ent_coef.copy()
-            coef[entry] = 0.0
-            coef += np.bincount(entry, share[at] * weight, minlength=coef.size)
             fill = _water_fill(
                 self.ent_ptr,
                 self.ent_link,

@@ -73,6 +73,7 @@ from numpy.typing import NDArray
 
 from clusterloom.errors import PluginError, Problem, SpecError
 from clusterloom.fabric.topology import Role
+from clusterloom.sim.flow._fill import merge_rows
 from clusterloom.sim.flow.engine import UnitSet
 from clusterloom.sim.paths import Router, connection_hash, route, splitmix64
 from clusterloom.sim.registry import REGISTRY, implemented_by, plugin_implementation
@@ -124,13 +125,17 @@ def _merge_same_paths(f: I64, paths: I64, share: F64) -> tuple[I64, I64, F64]:
     an in-leaf flow of 256 EVs (one path) at one unit."""
     if f.size == 0:
         return f, paths, share
-    key = np.concatenate([f[:, None], paths], axis=1)
-    rows, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # keep the EVs' order (the first EV first)
-    merged = np.bincount(inverse.reshape(-1), share, minlength=rows.shape[0]).astype(np.float64)
-    merged = merged[order]
-    kept: I64 = rows[order].astype(np.int64)
-    return kept[:, 0].copy(), kept[:, 1:].copy(), merged
+    # compiled (``_fill.merge_rows``): the rows in the order of their first EV, shares summed
+    # in EV order, as ``np.unique(axis=0)`` and ``np.bincount`` gave them (8.7 s of 13.6 on
+    # the k=32 permutation's routing, 2.1 million EVs)
+    first, merged = merge_rows(
+        np.ascontiguousarray(f, dtype=np.int64),
+        np.ascontiguousarray(paths, dtype=np.int64),
+        np.ascontiguousarray(share, dtype=np.float64),
+    )
+    kept_f: I64 = f[first].astype(np.int64)
+    kept_paths: I64 = paths[first].astype(np.int64)
+    return kept_f, kept_paths, merged
 
 
 class Transport(Protocol):
