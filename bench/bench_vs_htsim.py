@@ -112,9 +112,9 @@ def _hops(topology, src: np.ndarray, dst: np.ndarray) -> np.ndarray:  # type: ig
 
 
 def run_htsim(
-    bin_dir: Path, name: str, cm: Path, n: int, seed: int, end_us: int
+    bin_dir: Path, name: str, cm: Path, n: int, seed: int, end_us: int, hosts: int = HOSTS
 ) -> tuple[str, dict[str, float]]:
-    args = [str(bin_dir / f"htsim_{name}"), "-tm", str(cm), "-nodes", str(HOSTS)]
+    args = [str(bin_dir / f"htsim_{name}"), "-tm", str(cm), "-nodes", str(hosts)]
     args += ["-conns", str(n), "-linkspeed", "100000", "-mtu", "4000", "-end", str(end_us)]
     args += ["-strat", "ecmp_host", "-paths", str(EVS), "-q", "35", "-seed", str(seed)]
     if name != "roce":
@@ -144,8 +144,14 @@ def one(engine: str, name: str, cm: str, seed: int, rtol: float, out: str) -> No
     from clusterloom.fabric import generate, plan_fabric
     from clusterloom.sim.htsim import read_htsim
 
-    topology = generate(plan_fabric(parse_spec(example_text("fat-tree-k16"))))
     traffic = read_htsim(cm)
+    if traffic.n_hosts == SPEED_HOSTS:  # the speed case: bench_sim.py's k=32 fat tree
+        sys.path.insert(0, str(Path(__file__).parent))
+        from bench_sim import K32
+
+        topology = generate(plan_fabric(parse_spec(K32)))
+    else:
+        topology = generate(plan_fabric(parse_spec(example_text("fat-tree-k16"))))
     name, *extra = name.split("+")  # "roce-ecmp+pfc_hol=1": options beside the bench's
     start = time.perf_counter()
     if engine == "flow":
@@ -314,6 +320,38 @@ def ecmp_seeds(bin_dir: Path, topology, tmp: Path, seeds: int, packet: bool) -> 
     return {"ecmp_p99_us": p99, "ecmp_median_p99_us": med}
 
 
+#: the speed target's case: the 8,192-host (k=32) fat tree of bench_sim.py, a 2 MB permutation
+SPEED_HOSTS = 8192
+
+
+def speed(bin_dir: Path, tmp: Path) -> dict:  # type: ignore[type-arg]
+    """Issue 15's speed target, back to back: htsim_eqds and the flow engine's ``mrc-spray``
+    (rtol 0.01, the framing and 256 EVs of the k=16 case) on the 8,192-host permutation of
+    2 MB (seed 0), each in its own process: wall, CPU, peak MB and their ratios, and the FCTs
+    side by side. htsim takes several minutes here."""
+    from clusterloom.sim.htsim import write_htsim
+    from clusterloom.sim.traffic import permutation
+
+    load = permutation(SPEED_HOSTS, 2_000_000, seed=0)
+    cm = tmp / "perm-8192.cm"
+    write_htsim(load, cm)
+    out, cost = run_htsim(bin_dir, "eqds", cm, len(load), 0, 20_000, hosts=SPEED_HOSTS)
+    theirs = np.array([float(x[2]) for x in FINISHED.findall(out)])
+    got = ours("flow", "mrc-spray", cm, 0, 0.01, tmp)
+    mine = got["fct"]
+    print(
+        f"speed, 8,192 hosts, mrc-spray vs htsim_eqds: finished {mine.size} / {theirs.size}; "
+        f"FCT mean / p99 / max us ours {' / '.join(f'{x:.1f}' for x in _stats(mine))}, "
+        f"htsim (at its last ACK) {' / '.join(f'{x:.1f}' for x in _stats(theirs))}"
+    )
+    for key in ("wall", "cpu", "mb"):
+        print(
+            f"  {key}: ours {got[key]:,.1f} (simulation {got['sim_s']:.1f} s), htsim "
+            f"{cost[key]:,.1f}: htsim / ours {cost[key] / got[key]:.1f}"
+        )
+    return {"speed": {"ours": {k: got[k] for k in ("wall", "cpu", "mb", "sim_s")}, "htsim": cost}}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--htsim", help="a directory htsim was built into (build.sh DIR)")
@@ -323,6 +361,9 @@ def main() -> int:
     p.add_argument("--json", help="write every figure to this file")
     p.add_argument(
         "--probe-chains", action="store_true", help="only htsim's per-step times of small chains"
+    )
+    p.add_argument(
+        "--speed", action="store_true", help="only the 8,192-host speed case (several minutes)"
     )
     p.add_argument("--one", nargs=6, help=argparse.SUPPRESS)
     opts = p.parse_args()
@@ -344,12 +385,18 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp_name:
             probe_chains(bin_dir, Path(tmp_name))
         return 0
+    if opts.speed:
+        with tempfile.TemporaryDirectory() as tmp_name:
+            found = speed(bin_dir, Path(tmp_name))
+        if opts.json:
+            Path(opts.json).write_text(json.dumps(found, indent=1, default=float))
+        return 0
     topology = generate(plan_fabric(parse_spec(example_text("fat-tree-k16"))))
     record: dict[str, object] = {}
     rows = []
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        for case in opts.cases.split(","):
+        for case in filter(None, opts.cases.split(",")):  # --cases "": the ECMP sweep only
             load = traffic_for(case, 0)
             cm = tmp / f"{case}.cm"
             chained = case in ("allreduce", "chainfresh")

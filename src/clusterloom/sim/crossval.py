@@ -44,7 +44,8 @@ __all__ = [
 #: k=8 fat trees, 1 us links; ``tests/sim/test_crossval.py``): per transport and case, the
 #: largest relative deviation of the mean FCT (None: not held) and of the last finish. A case
 #: left out is where the engines part on purpose: ``roce-ecmp`` flows sharing a link (DCQCN on
-#: PFC does not reach the fluid max-min share, docs/packet.md), so its permutation and its
+#: PFC does not reach the fluid max-min share, docs/packet.md; without DCQCN the engines are
+#: held together over seeds instead, :data:`LOSSLESS_TOLERANCE`), so its permutation and its
 #: incast's mean (the lossless fabric serves the incast unfairly; the last finish agrees);
 #: ``mrc-spray``'s incast (the packet engine's window halves on marks and ends 1.4-1.6x later
 #: than the receiver link's fair share). ``mrc-spray``'s permutation on k=4 holds the mean to
