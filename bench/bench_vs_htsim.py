@@ -340,14 +340,16 @@ def speed(bin_dir: Path, tmp: Path) -> dict:  # type: ignore[type-arg]
     got = ours("flow", "mrc-spray", cm, 0, 0.01, tmp)
     mine = got["fct"]
     print(
-        f"speed, 8,192 hosts, mrc-spray vs htsim_eqds: finished {mine.size} / {theirs.size}; "
-        f"FCT mean / p99 / max us ours {' / '.join(f'{x:.1f}' for x in _stats(mine))}, "
+        f"speed, {SPEED_HOSTS:,} hosts, mrc-spray vs htsim_eqds: finished {mine.size} / "
+        f"{theirs.size}; FCT mean / p50 / p99 / max us ours "
+        f"{' / '.join(f'{x:.1f}' for x in _stats(mine))}, "
         f"htsim (at its last ACK) {' / '.join(f'{x:.1f}' for x in _stats(theirs))}"
     )
+    print(f"  ours: simulation {got['sim_s']:.1f} s of the process's wall")
     for key in ("wall", "cpu", "mb"):
         print(
-            f"  {key}: ours {got[key]:,.1f} (simulation {got['sim_s']:.1f} s), htsim "
-            f"{cost[key]:,.1f}: htsim / ours {cost[key] / got[key]:.1f}"
+            f"  {key}: ours {got[key]:,.1f}, htsim {cost[key]:,.1f}: "
+            f"htsim / ours {cost[key] / got[key]:.1f}"
         )
     return {"speed": {"ours": {k: got[k] for k in ("wall", "cpu", "mb", "sim_s")}, "htsim": cost}}
 
