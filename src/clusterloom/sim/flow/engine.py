@@ -837,7 +837,8 @@ class _Sim:
         ctl = u.control[pos]
         merged_of_pos = np.arange(rows.size, dtype=np.int64)
         if coupled.any():  # only a coupled flow's units can share a link within one entity
-            idx = np.lexsort((cols, rows))
+            # by entity, then link, stable (``np.lexsort((cols, rows))``'s order), as one key
+            idx = np.argsort(rows * np.int64(self.n_links) + cols, kind="stable")
             rows, cols, vals, hops, ctl = rows[idx], cols[idx], vals[idx], hops[idx], ctl[idx]
             head = np.ones(rows.size, dtype=np.bool_)
             head[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
@@ -859,11 +860,17 @@ class _Sim:
             ent_of_entry = np.repeat(ent_of_pos, counts)
             mine = (entry_of >= 0) & (self.ent_avoid[ent_of_entry] > 0)
             unit = np.repeat(order, counts)[mine]
-            uniq = np.unique(unit)
+            if unit.size and (np.diff(unit) >= 0).all():  # the usual case: units in order
+                head = np.ones(unit.size, dtype=np.bool_)
+                head[1:] = unit[1:] != unit[:-1]
+                uniq, at = unit[head], np.cumsum(head) - 1
+            else:
+                uniq = np.unique(unit)
+                at = np.searchsorted(uniq, unit)
             entry = entry_of[mine]
             self.avoid_map = _AvoidMap(
                 uniq,
-                np.searchsorted(uniq, unit),
+                at.astype(np.int64),
                 entry,
                 cols[entry].astype(np.int64),
                 u.link_weight[pos][mine],
