@@ -25,6 +25,12 @@ tool's p99 is compared. Pairs:
     clusterloom receiver-driven  vs  htsim_ndp   (sprayed, receiver pulls)
     clusterloom roce-ecmp        vs  htsim_roce  (one ECMP path per flow, no DCQCN in htsim)
 
+htsim's RoCE has no congestion control on a lossless fabric, so ``roce-ecmp`` runs twice: by
+default (DCQCN: max-min) and as htsim runs it (``dcqcn=0 ack_every=1``: the lossless model, the
+rule of docs/sim.md; with ``pfc_hol=0`` beside it, max-min on that configuration), and with
+``--packet`` the packet engine in its default and in htsim's configuration
+(``sim.crossval.HTSIM_ROCE``), the ECMP sweep too.
+
 with the same framing (htsim's ``-mtu 4000`` is 4000 payload bytes + 64 header for NDP and
 RoCE, 4000 bytes on the wire for EQDS: ``mss`` 4000 or 3936, ``hdr`` 64) and paths (256 EVs).
 htsim prints a flow's end when its SENDER sees the last ACK; ours is the last byte at the
@@ -59,8 +65,14 @@ PAIRS = (("mrc-spray", "eqds"), ("receiver-driven", "ndp"), ("roce-ecmp", "roce"
 MSS = {"mrc-spray": 3936, "receiver-driven": 4000, "roce-ecmp": 4000}
 EVS = 256
 CASES = ("permutation", "incast", "allreduce", "chainfresh")
-#: extra flow-engine runs (rtol 0.01) per transport: options beside the defaults
-VARIANTS = {"mrc-spray": ["avoid=0"], "roce-ecmp": ["pfc_hol=1"]}
+#: extra flow-engine runs (rtol 0.01) per transport: options beside the defaults.
+#: ``roce-ecmp`` as htsim runs RoCE (no DCQCN, an ACK per packet): the lossless model by the
+#: rule of docs/sim.md; ``pfc_hol=0`` beside it is max-min on the same configuration.
+MATCHED_ROCE = "dcqcn=0+ack_every=1"
+VARIANTS = {"mrc-spray": ["avoid=0"], "roce-ecmp": [MATCHED_ROCE, MATCHED_ROCE + "+pfc_hol=0"]}
+#: extra packet-engine runs (``--packet``): ``roce-ecmp`` in htsim's RoCE configuration
+#: (``sim.crossval.HTSIM_ROCE``: PFC with 15/12-packet thresholds, no marking, no DCQCN)
+PACKET_VARIANTS = {"roce-ecmp": ["htsim"]}
 FINISHED = re.compile(r"Flow \S+?_(\d+)_(\d+)\b.*? finished at ([0-9.eE+]+)")
 TIME = re.compile(r"bench-time (\S+) (\S+) (\S+) (\d+)")
 HOW_TO_BUILD = (
@@ -100,9 +112,9 @@ def _hops(topology, src: np.ndarray, dst: np.ndarray) -> np.ndarray:  # type: ig
 
 
 def run_htsim(
-    bin_dir: Path, name: str, cm: Path, n: int, seed: int, end_us: int
+    bin_dir: Path, name: str, cm: Path, n: int, seed: int, end_us: int, hosts: int = HOSTS
 ) -> tuple[str, dict[str, float]]:
-    args = [str(bin_dir / f"htsim_{name}"), "-tm", str(cm), "-nodes", str(HOSTS)]
+    args = [str(bin_dir / f"htsim_{name}"), "-tm", str(cm), "-nodes", str(hosts)]
     args += ["-conns", str(n), "-linkspeed", "100000", "-mtu", "4000", "-end", str(end_us)]
     args += ["-strat", "ecmp_host", "-paths", str(EVS), "-q", "35", "-seed", str(seed)]
     if name != "roce":
@@ -132,8 +144,14 @@ def one(engine: str, name: str, cm: str, seed: int, rtol: float, out: str) -> No
     from clusterloom.fabric import generate, plan_fabric
     from clusterloom.sim.htsim import read_htsim
 
-    topology = generate(plan_fabric(parse_spec(example_text("fat-tree-k16"))))
     traffic = read_htsim(cm)
+    if traffic.n_hosts == SPEED_HOSTS:  # the speed case: bench_sim.py's k=32 fat tree
+        sys.path.insert(0, str(Path(__file__).parent))
+        from bench_sim import K32
+
+        topology = generate(plan_fabric(parse_spec(K32)))
+    else:
+        topology = generate(plan_fabric(parse_spec(example_text("fat-tree-k16"))))
     name, *extra = name.split("+")  # "roce-ecmp+pfc_hol=1": options beside the bench's
     start = time.perf_counter()
     if engine == "flow":
@@ -158,6 +176,10 @@ def one(engine: str, name: str, cm: str, seed: int, rtol: float, out: str) -> No
         if name == "receiver-driven":  # htsim's -q 35 packets per port, trimming on
             cfg = replace(cfg, buffer_bytes=35 * (MSS[name] + 64))
         options = {} if name == "roce-ecmp" else {"evs": float(EVS)}
+        if extra == ["htsim"]:  # htsim's RoCE: PFC at 15/12 packets, no marking, no DCQCN
+            from clusterloom.sim.crossval import HTSIM_ROCE
+
+            cfg, options = config_for(name, HTSIM_ROCE[0]), dict(HTSIM_ROCE[1])
         res = run_packets(topology, traffic, name, seed=seed, config=cfg, options=options)
         fct, finish = res.fct_ps, res.finish_ps
     sim_s = time.perf_counter() - start
@@ -259,6 +281,79 @@ def fresh_chains(steps: int = 14, block: int = 250_000):  # type: ignore[no-unty
     return Traffic.from_arrays(src, dst, block, deps=deps, n_hosts=HOSTS)
 
 
+#: the ECMP sweep's runs beside htsim_roce: (label, engine, transport with its options)
+ECMP_RUNS = (
+    ("flow roce-ecmp (DCQCN, default)", "flow", "roce-ecmp"),
+    ("flow roce-ecmp dcqcn=0 (htsim's RoCE: lossless)", "flow", f"roce-ecmp+{MATCHED_ROCE}"),
+    ("flow roce-ecmp dcqcn=0 pfc_hol=0 (max-min)", "flow", f"roce-ecmp+{MATCHED_ROCE}+pfc_hol=0"),
+)
+ECMP_PACKET = ("packet roce-ecmp htsim configuration", "packet", "roce-ecmp+htsim")
+
+
+def ecmp_seeds(bin_dir: Path, topology, tmp: Path, seeds: int, packet: bool) -> dict:  # type: ignore[no-untyped-def, type-arg]
+    """The permutation of seed s through htsim_roce ``-seed s`` and our runs with seed s:
+    the median over seeds of each one's p99 against htsim_roce's (hashes differ between the
+    tools; ours are the same in both engines, so their seeds are the same collisions)."""
+    from clusterloom.sim.htsim import write_htsim
+
+    runs = ECMP_RUNS + ((ECMP_PACKET,) if packet else ())
+    p99: dict[str, list[float]] = {"htsim_roce": [], **{label: [] for label, _, _ in runs}}
+    for seed in range(seeds):
+        load = traffic_for("permutation", seed)
+        cm = tmp / f"perm-{seed}.cm"
+        write_htsim(load, cm)
+        out, _ = run_htsim(bin_dir, "roce", cm, len(load), seed, 20_000)
+        p99["htsim_roce"].append(float(np.percentile(htsim_times(out, topology)[1], 99)))
+        for label, engine, name in runs:
+            got = ours(engine, name, cm, seed, 0.01 if engine == "flow" else 0.0, tmp)
+            p99[label].append(float(np.percentile(got["fct"], 99)))
+        print(
+            f"seed {seed}: p99 us " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in p99.items()),
+            flush=True,
+        )
+    med = {k: float(np.median(v)) for k, v in p99.items()}
+    for label, _, _ in runs:
+        print(
+            f"ECMP median p99 over {seeds} seeds: {label} {med[label]:.1f} us, htsim_roce "
+            f"{med['htsim_roce']:.1f} us, ratio {med[label] / med['htsim_roce']:.3f}"
+        )
+    return {"ecmp_p99_us": p99, "ecmp_median_p99_us": med}
+
+
+#: the speed target's case: the 8,192-host (k=32) fat tree of bench_sim.py, a 2 MB permutation
+SPEED_HOSTS = 8192
+
+
+def speed(bin_dir: Path, tmp: Path) -> dict:  # type: ignore[type-arg]
+    """Issue 15's speed target, back to back: htsim_eqds and the flow engine's ``mrc-spray``
+    (rtol 0.01, the framing and 256 EVs of the k=16 case) on the 8,192-host permutation of
+    2 MB (seed 0), each in its own process: wall, CPU, peak MB and their ratios, and the FCTs
+    side by side. htsim takes several minutes here."""
+    from clusterloom.sim.htsim import write_htsim
+    from clusterloom.sim.traffic import permutation
+
+    load = permutation(SPEED_HOSTS, 2_000_000, seed=0)
+    cm = tmp / "perm-8192.cm"
+    write_htsim(load, cm)
+    out, cost = run_htsim(bin_dir, "eqds", cm, len(load), 0, 20_000, hosts=SPEED_HOSTS)
+    theirs = np.array([float(x[2]) for x in FINISHED.findall(out)])
+    got = ours("flow", "mrc-spray", cm, 0, 0.01, tmp)
+    mine = got["fct"]
+    print(
+        f"speed, {SPEED_HOSTS:,} hosts, mrc-spray vs htsim_eqds: finished {mine.size} / "
+        f"{theirs.size}; FCT mean / p50 / p99 / max us ours "
+        f"{' / '.join(f'{x:.1f}' for x in _stats(mine))}, "
+        f"htsim (at its last ACK) {' / '.join(f'{x:.1f}' for x in _stats(theirs))}"
+    )
+    print(f"  ours: simulation {got['sim_s']:.1f} s of the process's wall")
+    for key in ("wall", "cpu", "mb"):
+        print(
+            f"  {key}: ours {got[key]:,.1f}, htsim {cost[key]:,.1f}: "
+            f"htsim / ours {cost[key] / got[key]:.1f}"
+        )
+    return {"speed": {"ours": {k: got[k] for k in ("wall", "cpu", "mb", "sim_s")}, "htsim": cost}}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--htsim", help="a directory htsim was built into (build.sh DIR)")
@@ -268,6 +363,9 @@ def main() -> int:
     p.add_argument("--json", help="write every figure to this file")
     p.add_argument(
         "--probe-chains", action="store_true", help="only htsim's per-step times of small chains"
+    )
+    p.add_argument(
+        "--speed", action="store_true", help="only the 8,192-host speed case (several minutes)"
     )
     p.add_argument("--one", nargs=6, help=argparse.SUPPRESS)
     opts = p.parse_args()
@@ -289,12 +387,18 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp_name:
             probe_chains(bin_dir, Path(tmp_name))
         return 0
+    if opts.speed:
+        with tempfile.TemporaryDirectory() as tmp_name:
+            found = speed(bin_dir, Path(tmp_name))
+        if opts.json:
+            Path(opts.json).write_text(json.dumps(found, indent=1, default=float))
+        return 0
     topology = generate(plan_fabric(parse_spec(example_text("fat-tree-k16"))))
     record: dict[str, object] = {}
     rows = []
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        for case in opts.cases.split(","):
+        for case in filter(None, opts.cases.split(",")):  # --cases "": the ECMP sweep only
             load = traffic_for(case, 0)
             cm = tmp / f"{case}.cm"
             chained = case in ("allreduce", "chainfresh")
@@ -309,7 +413,9 @@ def main() -> int:
                 packet = opts.packet and not chained
                 runs = [("flow", 0.0, ""), ("flow", 0.01, "")]
                 runs += [("flow", 0.01, v) for v in VARIANTS.get(ours_name, [])]
-                runs += [("packet", 0.0, "")] if packet else []
+                if packet:
+                    runs += [("packet", 0.0, "")]
+                    runs += [("packet", 0.0, v) for v in PACKET_VARIANTS.get(ours_name, [])]
                 for engine, rtol, variant in runs:
                     full = ours_name + (f"+{variant}" if variant else "")
                     got = ours(engine, full, cm, 0, rtol, tmp)
@@ -334,31 +440,7 @@ def main() -> int:
                     rows.append(row)
                     print(_line(row), flush=True)
         if opts.seeds:
-            p99 = {"htsim_roce": [], "flow roce-ecmp": [], "flow roce-ecmp pfc_hol=1": []}  # type: dict[str, list[float]]
-            for seed in range(opts.seeds):
-                load = traffic_for("permutation", seed)
-                cm = tmp / f"perm-{seed}.cm"
-                write_htsim(load, cm)
-                out, _ = run_htsim(bin_dir, "roce", cm, len(load), seed, 20_000)
-                p99["htsim_roce"].append(float(np.percentile(htsim_times(out, topology)[1], 99)))
-                got = ours("flow", "roce-ecmp", cm, seed, 0.01, tmp)
-                p99["flow roce-ecmp"].append(float(np.percentile(got["fct"], 99)))
-                got = ours("flow", "roce-ecmp+pfc_hol=1", cm, seed, 0.01, tmp)
-                p99["flow roce-ecmp pfc_hol=1"].append(float(np.percentile(got["fct"], 99)))
-                print(
-                    f"seed {seed}: p99 htsim_roce {p99['htsim_roce'][-1]:.1f} us, "
-                    f"flow roce-ecmp {p99['flow roce-ecmp'][-1]:.1f} us, "
-                    f"pfc_hol=1 {p99['flow roce-ecmp pfc_hol=1'][-1]:.1f} us",
-                    flush=True,
-                )
-            med = {k: float(np.median(v)) for k, v in p99.items()}
-            record["ecmp_p99_us"] = p99
-            record["ecmp_median_p99_us"] = med
-            for k in ("flow roce-ecmp", "flow roce-ecmp pfc_hol=1"):
-                print(
-                    f"ECMP median p99 over {opts.seeds} seeds: {k} {med[k]:.1f} us, "
-                    f"htsim_roce {med['htsim_roce']:.1f} us, ratio {med[k] / med['htsim_roce']:.3f}"
-                )
+            record.update(ecmp_seeds(bin_dir, topology, tmp, opts.seeds, opts.packet))
     record["rows"] = rows
     print()
     print(

@@ -211,3 +211,111 @@ def by_link(links: Any, n_links: int) -> Any:
         order[fill_at[links[j]]] = j
         fill_at[links[j]] += 1
     return ptr, order
+
+
+@njit(cache=True)
+def merge_rows(f: Any, paths: Any, share: Any) -> Any:
+    """The distinct (flow, path) rows of ``f``/``paths`` in the order of their first
+    occurrence, each with the sum of its rows' ``share`` added in row order (what
+    ``np.unique(axis=0)`` with ``np.bincount`` gives, to the bit). An open-addressing table
+    keyed by a hash of the row; rows whose hashes meet are compared in full, so the result
+    is exact whatever the hash. Returns (index of each kept row's first occurrence, summed
+    shares)."""
+    n, width = paths.shape
+    size = 1
+    while size < 2 * n:
+        size *= 2
+    table = np.full(size, -1, dtype=np.int64)  # slot -> position in ``first``
+    first = np.empty(n, dtype=np.int64)
+    total = np.zeros(n, dtype=np.float64)
+    kept = 0
+    mask = np.uint64(size - 1)
+    for i in range(n):
+        h = np.uint64(f[i]) * np.uint64(0x9E3779B97F4A7C15)
+        for j in range(width):
+            h = (h ^ np.uint64(paths[i, j] + 1)) * np.uint64(0x100000001B3)
+            h ^= h >> np.uint64(29)
+        slot = h & mask
+        while True:
+            at = table[slot]
+            if at < 0:
+                table[slot] = kept
+                first[kept] = i
+                total[kept] = share[i]
+                kept += 1
+                break
+            r = first[at]
+            same = f[r] == f[i]
+            if same:
+                for j in range(width):
+                    if paths[r, j] != paths[i, j]:
+                        same = False
+                        break
+            if same:
+                total[at] += share[i]
+                break
+            slot = (slot + np.uint64(1)) & mask
+    return first[:kept].copy(), total[:kept].copy()
+
+
+@njit(cache=True)
+def avoid_round(
+    load: Any,
+    cap: Any,
+    tol: float,
+    link: Any,
+    data: Any,
+    keep: Any,
+    has_keep: bool,
+    entry: Any,
+    at: Any,
+    ue: Any,
+    on: Any,
+    units_per_ent: Any,
+    factor: Any,
+    share: Any,
+    ent_coef: Any,
+    weight: Any,
+) -> Any:
+    """One round of path avoidance (``engine._Sim._avoid``), the numpy steps fused: units of
+    active flows whose data crosses a link loaded within ``tol`` of its capacity (and, with
+    ``has_keep``, whose entry is kept) have their share times ``factor``, unless every unit
+    of their entity would; shares are renormalised per entity and the entries' coefficients
+    rebuilt. Sums run in the order numpy's ``bincount`` adds them, so the result is the same
+    to the bit. Returns (whether any unit stepped, new shares, new coefficients)."""
+    n_units = share.shape[0]
+    n_ent = units_per_ent.shape[0]
+    hot = np.zeros(n_units, dtype=np.bool_)
+    for k in range(entry.shape[0]):
+        j = link[k]
+        saturated = cap[j] > 0 and load[j] >= cap[j] * (1.0 - tol)
+        if data[k] and saturated and (not has_keep or keep[entry[k]]):
+            hot[at[k]] = True
+    stepped = np.zeros(n_ent, dtype=np.int64)
+    for u in range(n_units):
+        hot[u] = hot[u] and on[u]
+        if hot[u]:
+            stepped[ue[u]] += 1
+    out = share.copy()
+    total = np.zeros(n_ent, dtype=np.float64)
+    changed = False
+    for u in range(n_units):
+        e = ue[u]
+        if hot[u] and stepped[e] < units_per_ent[e]:
+            out[u] = share[u] * factor[u]
+            changed = True
+    if not changed:
+        return False, share, ent_coef
+    for u in range(n_units):
+        total[ue[u]] += out[u]
+    for u in range(n_units):
+        out[u] = out[u] / total[ue[u]]
+    add = np.zeros(ent_coef.shape[0], dtype=np.float64)
+    for k in range(entry.shape[0]):
+        add[entry[k]] += out[at[k]] * weight[k]
+    coef = ent_coef.copy()
+    for k in range(entry.shape[0]):
+        coef[entry[k]] = 0.0
+    for i in range(coef.shape[0]):
+        coef[i] += add[i]
+    return True, out, coef

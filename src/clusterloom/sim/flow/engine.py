@@ -837,7 +837,8 @@ class _Sim:
         ctl = u.control[pos]
         merged_of_pos = np.arange(rows.size, dtype=np.int64)
         if coupled.any():  # only a coupled flow's units can share a link within one entity
-            idx = np.lexsort((cols, rows))
+            # by entity, then link, stable (``np.lexsort((cols, rows))``'s order), as one key
+            idx = np.argsort(rows * np.int64(self.n_links) + cols, kind="stable")
             rows, cols, vals, hops, ctl = rows[idx], cols[idx], vals[idx], hops[idx], ctl[idx]
             head = np.ones(rows.size, dtype=np.bool_)
             head[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
@@ -859,11 +860,17 @@ class _Sim:
             ent_of_entry = np.repeat(ent_of_pos, counts)
             mine = (entry_of >= 0) & (self.ent_avoid[ent_of_entry] > 0)
             unit = np.repeat(order, counts)[mine]
-            uniq = np.unique(unit)
+            if unit.size and (np.diff(unit) >= 0).all():  # the usual case: units in order
+                head = np.ones(unit.size, dtype=np.bool_)
+                head[1:] = unit[1:] != unit[:-1]
+                uniq, at = unit[head], np.cumsum(head) - 1
+            else:
+                uniq = np.unique(unit)
+                at = np.searchsorted(uniq, unit)
             entry = entry_of[mine]
             self.avoid_map = _AvoidMap(
                 uniq,
-                np.searchsorted(uniq, unit),
+                at.astype(np.int64),
                 entry,
                 cols[entry].astype(np.int64),
                 u.link_weight[pos][mine],
@@ -1189,20 +1196,29 @@ class _Sim:
         on = active[ue]
         tol = max(AVOID_HOT, 2.0 * self.rtol)
         cap = self.capacity
+        kept = np.zeros(1, dtype=np.bool_) if keep is None else keep
         for _ in range(AVOID_ROUNDS):
-            sat = (fill.load >= cap * (1.0 - tol)) & (cap > 0)
-            hot_entry = sat[on_link] & data
-            if keep is not None:
-                hot_entry &= keep[entry]
-            step = on & (np.bincount(at[hot_entry], minlength=uniq.size) > 0)
-            step &= np.bincount(ue[step], minlength=n_ent)[ue] < units_per_ent[ue]
-            if not step.any():
+            # compiled (``_fill.avoid_round``): the same steps as numpy, the same sums
+            stepped, share, coef = _fill.avoid_round(
+                fill.load,
+                cap,
+                tol,
+                on_link,
+                data,
+                kept,
+                keep is not None,
+                entry,
+                at,
+                ue,
+                on,
+                units_per_ent,
+                factor,
+                share,
+                self.ent_coef,
+                weight,
+            )
+            if not stepped:
                 break
-            share = np.where(step, share * factor, share)
-            share = share / np.bincount(ue, share, minlength=n_ent)[ue]
-            coef = self.ent_coef.copy()
-            coef[entry] = 0.0
-            coef += np.bincount(entry, share[at] * weight, minlength=coef.size)
             fill = _water_fill(
                 self.ent_ptr,
                 self.ent_link,
