@@ -9,8 +9,16 @@ import html
 import math
 from collections.abc import Sequence
 
+from clusterloom.errors import ClusterloomError
 from clusterloom.workload.heatmap import _RAMP
 
+
+class PictureError(ClusterloomError, ValueError):
+    """Input a picture cannot draw truthfully (a device outside its rack, two in one unit)."""
+
+
+#: The SVG namespace: every picture carries it, so it also renders as a file of its own.
+SVG_NS = "http://www.w3.org/2000/svg"
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif"
 
 
