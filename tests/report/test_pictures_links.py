@@ -147,6 +147,7 @@ def test_tray_fill_labels_each_row_with_its_fullest_tray(two_halls: Design) -> N
     c = two_halls.cabling
     assert c is not None
     pw = c.pathways
+    seen: list[float] = []
     for h, hall in enumerate(pw.hall_names):
         svg = hall_fill_svg(c, h)
         ElementTree.fromstring(svg)
@@ -166,5 +167,6 @@ def test_tray_fill_labels_each_row_with_its_fullest_tray(two_halls: Design) -> N
             ]
             expected = max(float(c.seg_fill[s]) / pw.tray(s).fill for s in segs)
             assert peak == pytest.approx(expected, abs=1e-4)
-        assert max(peaks) > 0, "no row carries a cable: the test proves nothing"
+        seen.extend(peaks)
         assert f"Tray fill, hall {hall}: fullest " in svg
+    assert max(seen) > 0, "no row carries a cable: the test would prove nothing"

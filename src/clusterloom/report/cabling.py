@@ -6,7 +6,6 @@ of materials (``report.html``'s ``#bom`` section, ``Design.bom``)."""
 from __future__ import annotations
 
 import numpy as np
-
 from numpy.typing import NDArray
 
 from clusterloom.cabling import SEGMENT_KINDS, Cabling
