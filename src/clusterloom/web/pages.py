@@ -108,7 +108,7 @@ def hall(request: Request, design: str, hall: str) -> Response:
     if racks is not None:
         for row in racks.rows:
             item = dict(zip(racks.columns, row, strict=True))
-            rows.setdefault(str(item.get("row", "")), []).append(item)
+            rows.setdefault(str(item.get(queries.RACK_ROW, "")), []).append(item)
     fill = store.picture(did, f"fill/{hall}") if hall in pics.fills else None
     return _page(
         request,
@@ -198,10 +198,19 @@ def _table_page(
     sort: str | None,
     desc: bool,
     q: str | None,
+    where: list[str],
 ) -> Response:
     store = _store(request)
     page = queries.table(
-        store, owner, name, offset=offset, limit=limit, sort=sort, desc=desc, q=q
+        store,
+        owner,
+        name,
+        offset=offset,
+        limit=limit,
+        sort=sort,
+        desc=desc,
+        q=q,
+        where=params.where(where),
     )
     return _page(
         request,
@@ -211,7 +220,14 @@ def _table_page(
         owner=owner,
         name=name,
         page=page,
-        state={"offset": offset, "limit": limit, "sort": sort, "desc": desc, "q": q},
+        state={
+            "offset": offset,
+            "limit": limit,
+            "sort": sort,
+            "desc": desc,
+            "q": q,
+            "where": where,
+        },
         api=f"/api/{owner_kind}/{owner}/tables/{name}",
     )
 
@@ -226,9 +242,10 @@ def design_table(
     sort: str | None = Query(None, max_length=64),
     desc: bool = False,
     q: str | None = Query(None, max_length=params.MAX_QUERY),
+    where: list[str] = Query([], max_length=16),
 ) -> Response:
     did = params.design_id(_store(request), design)
-    return _table_page(request, "designs", did, name, offset, limit, sort, desc, q)
+    return _table_page(request, "designs", did, name, offset, limit, sort, desc, q, where)
 
 
 @router.get("/runs/{run}/tables/{name}")
@@ -241,9 +258,10 @@ def run_table(
     sort: str | None = Query(None, max_length=64),
     desc: bool = False,
     q: str | None = Query(None, max_length=params.MAX_QUERY),
+    where: list[str] = Query([], max_length=16),
 ) -> Response:
     rid = params.run_id(_store(request), run)
-    return _table_page(request, "runs", rid, name, offset, limit, sort, desc, q)
+    return _table_page(request, "runs", rid, name, offset, limit, sort, desc, q, where)
 
 
 def _download(store: Store, owner: str, name: str) -> Response:

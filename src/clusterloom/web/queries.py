@@ -6,6 +6,7 @@ stage, an artifact's blob. Every name is checked against the store's own lists f
 from __future__ import annotations
 
 import re
+from urllib.parse import quote, urlencode
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,47 +104,84 @@ class Rack:
     height_u: int | None
 
 
+#: the key column of the racks table, and the hall and row columns (NetBox's racks.csv)
+RACK_KEY, RACK_HALL, RACK_ROW = "name", "location", "cf_row"
+#: the elevation rows (rack, u, height_u, device, role): a table when the store has one,
+#: else the design's placement/elevations.csv artifact, read with DuckDB
+ELEVATIONS = "placement/elevations.csv"
+
+
 def rack(store: Store, design_id: str, name: str) -> Rack:
-    """The rack called ``name``: its row of the racks table, its devices (and elevation, when
-    the design has that table), and the cut sheet's rows with an end in it."""
+    """The rack called ``name``: its row of the racks table, its devices, its elevation, and
+    the cut sheet's rows with an end in it."""
     params.name(name, "rack")
     tables = store.tables(design_id)
     if "racks" not in tables:
         raise params.not_found("rack")
-    found = store.table(design_id, "racks", where={"rack": name}, limit=1)
+    found = store.table(design_id, "racks", where={RACK_KEY: name}, limit=1)
     if found.total != 1:
         raise params.not_found("rack")
-    devices = store.table(
-        design_id, "devices", where={"rack": name}, sort="position", limit=RACK_DEVICES
+    devices = (
+        store.table(design_id, "devices", where={"rack": name}, sort="position", limit=RACK_DEVICES)
+        if "devices" in tables
+        else TablePage((), (), 0)
     )
-    elevation = (
-        store.table(design_id, "elevations", where={"rack": name}, sort="u", limit=RACK_DEVICES)
-        if "elevations" in tables
-        else None
-    )
-    cables: dict[str, dict[str, Any]] = {}
-    total = 0
-    if "cut_sheet" in tables:
-        for end in ("a_rack", "b_rack"):
-            page = store.table(design_id, "cut_sheet", where={end: name}, limit=RACK_CABLES)
-            total += page.total
-            for row in _rows(page):
-                key = str(row.get("label", len(cables)))
-                if key in cables:
-                    total -= 1  # both ends in this rack: counted once
-                cables[key] = row
-        columns = page.columns
-    else:
-        columns = ()
+    cables, columns, total = _rack_cables(store, design_id, name, tables)
+    fields = _rows(found)[0]
     return Rack(
         name=name,
-        fields=_rows(found)[0],
+        fields=fields,
         devices=devices,
-        elevation=elevation,
-        cables=tuple(cables[k] for k in sorted(cables)),
+        elevation=_elevation(store, design_id, name, tables),
+        cables=cables,
         cable_columns=columns,
         cables_total=total,
-        height_u=_height(_rows(found)[0]),
+        height_u=_height(fields),
+    )
+
+
+def _rack_cables(
+    store: Store, design_id: str, name: str, tables: list[str]
+) -> tuple[tuple[dict[str, Any], ...], tuple[str, ...], int]:
+    """The cut sheet's rows with an A or a B end in rack ``name`` (one row per cable, a cable
+    with both ends here once), by label; their columns; how many there are."""
+    if "cut_sheet" not in tables:
+        return (), (), 0
+    cables: dict[str, dict[str, Any]] = {}
+    total, columns = 0, ()
+    for end in ("a_rack", "b_rack"):
+        page = store.table(design_id, "cut_sheet", where={end: name}, limit=RACK_CABLES)
+        columns = page.columns
+        total += page.total
+        for row in _rows(page):
+            key = str(row.get("label", len(cables)))
+            if key in cables:
+                total -= 1  # both ends in this rack: counted once
+            cables[key] = row
+    return tuple(cables[k] for k in sorted(cables)), columns, total
+
+
+def _elevation(store: Store, design_id: str, name: str, tables: list[str]) -> TablePage | None:
+    if "elevations" in tables:
+        return store.table(design_id, "elevations", where={"rack": name}, sort="u", limit=500)
+    if ELEVATIONS not in {a.name for a in store.artifacts(design_id)}:
+        return None
+    path = store.artifact_path(design_id, ELEVATIONS)
+    import duckdb
+
+    sql = (
+        "SELECT device, role, u, height_u FROM read_csv(?, header=true, all_varchar=true) "
+        "WHERE rack = ? ORDER BY CAST(u AS INTEGER)"
+    )
+    try:
+        with duckdb.connect() as con:
+            rows = con.execute(sql, [str(path), name]).fetchall()
+    except duckdb.Error:
+        return None
+    return TablePage(
+        ("device", "role", "u", "height_u"),
+        tuple((d, r, int(u), int(h)) for d, r, u, h in rows),
+        len(rows),
     )
 
 
@@ -162,10 +200,9 @@ def hall_racks(store: Store, design_id: str, hall: str) -> TablePage | None:
     """The racks of hall ``hall`` (``building/hall``), by row and position."""
     if "racks" not in store.tables(design_id):
         return None
-    building, _, short = hall.rpartition("/")
-    where = {"hall": short, **({"building": building} if building else {})}
+    where = {RACK_HALL: hall.replace("/", "-")}
     try:
-        return store.table(design_id, "racks", where=where, sort="rack", limit=params.MAX_LIMIT)
+        return store.table(design_id, "racks", where=where, sort=RACK_KEY, limit=params.MAX_LIMIT)
     except StoreError:
         return None
 
@@ -181,31 +218,47 @@ def findings(store: Store, design_id: str) -> dict[str, list[dict[str, str]]]:
     return dict(sorted(grouped.items()))
 
 
+_LINK = re.compile(r"(?P<fabric>[A-Za-z0-9_-]+) link (?P<link>\d+)")
+_SEGMENT = re.compile(r"(?P<kind>[a-z-]+):(?P<a>[^\s~]+)~(?P<b>[^\s~]+)")
+_SPEC_FIELD = re.compile(r"[a-z_]+(\.[A-Za-z0-9_]+)+")
+
+
+def _table_link(base: str, name: str, where: dict[str, str]) -> str:
+    return f"{base}/tables/{name}?" + urlencode([("where", f"{k}:{v}") for k, v in where.items()])
+
+
 def locate(store: Store, design_id: str, obj: str) -> str:
-    """Where an object named in a finding is shown: its rack's page (a rack, or a device in
-    it), else the cut sheet searched for it."""
+    """Where an object named in a finding is shown: a link (``backend link 64``) as its cut
+    sheet row, a tray segment (``row:A~B``) as its pull list row, a rack or a device as its
+    rack's page, a spec field (``fabrics.backend.switch``) as the design's page; anything
+    else as a search of the cut sheet."""
     tables = store.tables(design_id)
     base = f"/designs/{design_id}"
-    # an object may be written "a~b" or "x: y"; its first name is looked up
-    head = re.split(r"[\s~,;]", obj.strip(), maxsplit=1)[0] if obj.strip() else ""
+    obj = obj.strip()
+    link, segment = _LINK.fullmatch(obj), _SEGMENT.fullmatch(obj)
+    if link and "cut_sheet" in tables:
+        return _table_link(base, "cut_sheet", {"fabric": link["fabric"], "link": link["link"]})
+    if segment and "pull_list" in tables:
+        where = {"kind": segment["kind"], "from": segment["a"], "to": segment["b"]}
+        return _table_link(base, "pull_list", where)
+    if not obj or _SPEC_FIELD.fullmatch(obj):
+        return base
+    head = re.split(r"[\s~,;]", obj, maxsplit=1)[0]
     try:
-        if head and "racks" in tables:
-            if store.table(design_id, "racks", where={"rack": head}, limit=1).total:
-                return f"{base}/racks/{head}"
-        if head and "devices" in tables:
+        if "racks" in tables and store.table(
+            design_id, "racks", where={RACK_KEY: head}, limit=1
+        ).total:
+            return f"{base}/racks/{quote(head, safe='')}"
+        if "devices" in tables:
             dev = store.table(design_id, "devices", where={"name": head}, limit=1)
-            if dev.total and "rack" in dev.columns:
-                rack_name = dev.rows[0][dev.columns.index("rack")]
-                if rack_name:
-                    return f"{base}/racks/{rack_name}#{head}"
+            if dev.total and dev.rows[0][dev.columns.index("rack")]:
+                rack_name = str(dev.rows[0][dev.columns.index("rack")])
+                return f"{base}/racks/{quote(rack_name, safe='')}#dev-{quote(head, safe='')}"
     except StoreError:
         pass
-    table_name = "cut_sheet" if "cut_sheet" in tables else (tables[0] if tables else "")
-    if not table_name:
+    if "cut_sheet" not in tables:
         return base
-    from urllib.parse import quote
-
-    return f"{base}/tables/{table_name}?q={quote(head or obj)}"
+    return f"{base}/tables/cut_sheet?q={quote(obj)}"
 
 
 @dataclass(frozen=True)
@@ -235,3 +288,37 @@ def run_rows(summary: dict[str, Any]) -> Grid:
         (name, *(values.get(k) for k in figures)) for name, values in per.items()
     )
     return Grid(columns=("transport", *figures), rows=rows)
+
+
+def run_files(store: Store, run_id: str) -> dict[str, Path]:
+    """A run's tables (their Parquet blobs) and its ``scenario.json``, as ``charts.py`` reads
+    a run: by table name."""
+    files: dict[str, Path] = {}
+    for name in store.tables(run_id):
+        source = store.table_source(run_id, name)
+        if source is not None:
+            files[name] = source
+    if "scenario.json" in {a.name for a in store.artifacts(run_id)}:
+        files["scenario"] = store.artifact_path(run_id, "scenario.json")
+    return files
+
+
+def chart(store: Store, run_ids: list[str], kind: str) -> dict[str, Any]:
+    """The plotly figure ``kind`` (``fct``: the CDF of flow completion times, of every run
+    given; ``utilisation``: the busiest link over the run's window; ``links``: the heat map of
+    the most loaded links) of the runs, from ``charts.py``."""
+    from clusterloom.web import charts
+
+    if kind not in ("fct", "utilisation", "links"):
+        raise params.not_found("chart")
+    runs = [(rid, run_files(store, rid)) for rid in run_ids]
+    try:
+        if kind == "fct":
+            return charts.fct_cdf(runs)
+        if len(runs) != 1:
+            raise params.not_found("chart")
+        if kind == "utilisation":
+            return charts.utilisation(runs[0][1])
+        return charts.link_heatmap(runs[0][1])
+    except charts.ChartError as exc:
+        raise HTTPException(404, str(exc)) from None

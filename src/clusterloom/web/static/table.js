@@ -13,6 +13,7 @@
       sort: section.dataset.sort || "",
       desc: section.dataset.desc === "true",
       q: section.dataset.q || "",
+      where: (section.dataset.where || "").split("\n").filter((w) => w),
     };
     const tbody = section.querySelector("tbody");
     const range = section.querySelector("[data-range]");
@@ -28,6 +29,7 @@
       if (state.sort) p.set("sort", state.sort);
       if (state.desc) p.set("desc", "true");
       if (state.q) p.set("q", state.q);
+      for (const w of state.where) p.append("where", w);
       return p;
     }
 
