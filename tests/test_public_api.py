@@ -16,6 +16,7 @@ PACKAGES = [
     "clusterloom.sim.packet",
     "clusterloom.conformance",
     "clusterloom.srv6",
+    "clusterloom.store",
 ]
 
 

@@ -8,6 +8,8 @@
     ├── PluginError              an installed transport plug-in that cannot be used; one
     │                            Problem per plug-in, naming its entry point
     ├── SimInputError            (sim.flow.engine; also a ValueError) inconsistent engine input
+    ├── StoreError               (clusterloom.store) a design store that cannot be used, or a
+    │                            reference, table, column or artifact it does not hold
     ├── PacketSimError           (sim.packet.engine; also a ValueError) a scenario the packet
     │                            engine cannot run
     └── ConformanceInputError    (conformance.harness) a malformed script or capture, an
@@ -66,3 +68,9 @@ class PluginError(ClusterloomError):
     def __init__(self, problems: list[Problem] | tuple[Problem, ...]) -> None:
         self.problems: tuple[Problem, ...] = tuple(problems)
         super().__init__("\n".join(str(p) for p in self.problems) or "transport plug-in refused")
+
+
+class StoreError(ClusterloomError):
+    """The design store (``clusterloom.store``) refused a request: a store that cannot be
+    opened or migrated, a reference that is not found or is ambiguous, a table, column or
+    artifact name the owner does not hold. One line saying what and how to fix it."""

@@ -921,6 +921,9 @@ def _register_packet_commands() -> None:
     packet.register(app, _guard, _load, out, err, _writing)
     netbox.register(app, _guard, out)
     srv6.register(app, _guard, _load, out, err, _writing)
+    from clusterloom.cli import serve
+
+    serve.register(app, _guard, out)
 
 
 _register_packet_commands()

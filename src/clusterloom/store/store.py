@@ -1,0 +1,873 @@
+"""The design store: designs, runs, their files, tables and pictures, findings, tokens and the
+one model of changes, in a SQL database (SQLite by default, PostgreSQL by URL) with the files
+as content-addressed blobs beside it. ``open_store`` opens one and migrates it to head."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import mimetypes
+import os
+import re
+import secrets
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Engine, create_engine, event, select
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from clusterloom.changes import Approval, ChangePlan, Decision, Proposal, from_json, to_json
+from clusterloom.errors import StoreError
+from clusterloom.store import migrate
+from clusterloom.store.blobs import Blobs
+from clusterloom.store.models import (
+    ArtifactRow,
+    BlobRow,
+    ChangeRecordRow,
+    DesignRow,
+    FindingRow,
+    PictureRow,
+    RunRow,
+    SpecRow,
+    TableRow,
+    TokenRow,
+)
+from clusterloom.store.records import (
+    ROLES,
+    Artifact,
+    DesignRecord,
+    Role,
+    RunRecord,
+    TokenRecord,
+)
+from clusterloom.store.summary import design_summary, run_summary, staged_findings
+from clusterloom.store.tables import (
+    DESIGN_TABLES,
+    RUN_TABLES,
+    TablePage,
+    csv_to_parquet,
+    parquet_columns,
+    parquet_rows,
+    query,
+)
+
+if TYPE_CHECKING:
+    from clusterloom.pipeline import Design
+
+Record = ChangePlan | Proposal | Approval | Decision
+
+DEFAULT_DIR = Path("~/.clusterloom")
+_ID = re.compile(r"[0-9a-f]{6,12}")
+_MEDIA = {
+    ".csv": "text/csv",
+    ".json": "application/json",
+    ".jsonl": "application/x-ndjson",
+    ".parquet": "application/vnd.apache.parquet",
+    ".npz": "application/octet-stream",
+    ".graphml": "application/xml",
+    ".yaml": "application/yaml",
+    ".txt": "text/plain",
+    ".html": "text/html",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+}
+MAX_USER = 200
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _media_type(name: str) -> str:
+    suffix = Path(name).suffix.lower()
+    return _MEDIA.get(suffix) or mimetypes.guess_type(name)[0] or "application/octet-stream"
+
+
+def _secret_hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def default_url() -> str:
+    """``$CLUSTERLOOM_STORE``, else a SQLite file ``~/.clusterloom/store.db``."""
+    return os.environ.get("CLUSTERLOOM_STORE") or f"sqlite:///{DEFAULT_DIR / 'store.db'}"
+
+
+def _parse_url(text: str) -> URL:
+    try:
+        url = make_url(text)
+    except ArgumentError as exc:
+        raise StoreError(
+            f"store URL {text[:120]!r} is not a database URL; give sqlite:///PATH or "
+            "postgresql://USER@HOST/DB"
+        ) from exc
+    if url.drivername in ("postgresql", "postgres"):
+        url = url.set(drivername="postgresql+psycopg")  # psycopg 3, the driver installed
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        url = url.set(database=str(Path(url.database).expanduser()))
+    return url
+
+
+def _blob_root(url: URL) -> Path:
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        return Path(f"{url.database}.blobs")
+    return Path(os.environ.get("CLUSTERLOOM_BLOBS") or DEFAULT_DIR / "blobs").expanduser()
+
+
+def _sqlite_foreign_keys(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+
+def open_store(url: str | None = None) -> Store:
+    """The store at ``url`` (None: :func:`default_url`), migrated to the newest schema. Blobs
+    live beside a SQLite file (``<db>.blobs/``), otherwise in ``$CLUSTERLOOM_BLOBS`` or
+    ``~/.clusterloom/blobs``. A URL that cannot be used raises ``StoreError`` (one line)."""
+    text = url or default_url()
+    parsed = _parse_url(text)
+    shown = parsed.render_as_string(hide_password=True)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        try:
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"store {shown}: cannot create its directory: {exc}") from exc
+    try:
+        engine = create_engine(parsed)
+    except (ArgumentError, NoSuchModuleError, ImportError) as exc:
+        raise StoreError(f"store {shown}: no driver for this URL ({exc})") from exc
+    if parsed.get_backend_name() == "sqlite":
+        _sqlite_foreign_keys(engine)
+    try:
+        migrate.upgrade(engine)
+    except SQLAlchemyError as exc:
+        first = (str(exc.orig if hasattr(exc, "orig") else exc).splitlines() or [""])[0]
+        raise StoreError(f"store {shown}: cannot be opened: {first[:300]}") from exc
+    return Store(engine, Blobs(_blob_root(parsed)), shown)
+
+
+def _design_record(row: DesignRow) -> DesignRecord:
+    return DesignRecord(
+        id=row.id,
+        name=row.name,
+        version=row.version,
+        spec_hash=row.spec_hash,
+        parent=row.parent,
+        created=row.created,
+        user=row.user,
+        summary=json.loads(row.summary),
+    )
+
+
+def _run_record(row: RunRow) -> RunRecord:
+    return RunRecord(
+        id=row.id,
+        design_id=row.design_id,
+        created=row.created,
+        user=row.user,
+        scenario=json.loads(row.scenario),
+        summary=json.loads(row.summary),
+    )
+
+
+def _token_record(row: TokenRow) -> TokenRecord:
+    role: Role = "write" if row.role == "write" else "read"
+    return TokenRecord(row.id, row.user, role, row.created, row.revoked is not None)
+
+
+def _check_user(user: str) -> str:
+    if not user.strip() or len(user) > MAX_USER or any(ord(ch) < 32 for ch in user):
+        raise StoreError(f"user {user[:80]!r}: give a name of 1 to {MAX_USER} printable characters")
+    return user
+
+
+def _run_files(run_dir: Path) -> list[tuple[str, Path, str | None]]:
+    """The files of a run directory: (relative name, path, sha256 the manifest lists or None).
+    With a manifest, exactly its files and the manifest itself; else every file."""
+    from clusterloom.export.outdir import MANIFEST, read_manifest
+
+    manifest = read_manifest(run_dir)
+    if manifest is None:
+        files = sorted(p for p in run_dir.rglob("*") if p.is_file())
+        return [(p.relative_to(run_dir).as_posix(), p, None) for p in files]
+    listed = manifest.get("files")
+    out: list[tuple[str, Path, str | None]] = [(MANIFEST, run_dir / MANIFEST, None)]
+    for entry in listed if isinstance(listed, list) else []:
+        name = str(entry["path"])
+        out.append((name, run_dir / name, str(entry["sha256"])))
+    return sorted(out)
+
+
+class Store:
+    """An open design store (``open_store``). Every method is one transaction."""
+
+    def __init__(self, engine: Engine, blobs: Blobs, url: str) -> None:
+        self.engine = engine
+        self.blobs = blobs
+        self.url = url
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        with self._sessions() as session:
+            try:
+                with session.begin():
+                    yield session
+            except IntegrityError as exc:
+                raise StoreError(
+                    f"store {self.url}: a concurrent change collided with this one; try again "
+                    f"({(str(exc.orig).splitlines() or [''])[0][:200]})"
+                ) from exc
+            except SQLAlchemyError as exc:
+                first = (str(exc).splitlines() or [""])[0][:300]
+                raise StoreError(f"store {self.url}: {first}") from exc
+
+    # --- writing files ---------------------------------------------------------------------
+
+    def _put_files(self, run_dir: Path) -> list[Artifact]:
+        artifacts = []
+        for name, path, listed in _run_files(run_dir):
+            if not path.is_file():
+                raise StoreError(f"{run_dir}: {name} is in its manifest but missing")
+            sha, size = self.blobs.put_file(path)
+            if listed is not None and listed != sha:
+                raise StoreError(
+                    f"{run_dir}: {name} differs from the manifest; the run directory was "
+                    "changed after it was written: write it again"
+                )
+            artifacts.append(Artifact(name, sha, size, _media_type(name)))
+        return artifacts
+
+    def _put_table(self, path: Path, *, csv: bool) -> tuple[str, int, int, str]:
+        """A table's blob: (sha256, size, rows, columns as JSON)."""
+        if not csv:
+            sha, size = self.blobs.put_file(path)
+            return sha, size, parquet_rows(path), json.dumps(parquet_columns(path))
+        made, rows = csv_to_parquet(path, self.blobs.root)
+        try:
+            columns = json.dumps(parquet_columns(made))
+            sha, size = self.blobs.put_file(made)
+        finally:
+            made.unlink(missing_ok=True)
+        return sha, size, rows, columns
+
+    @staticmethod
+    def _add_blob(session: Session, sha: str, size: int) -> None:
+        if session.get(BlobRow, sha) is None:
+            session.add(BlobRow(sha256=sha, size=size))
+            session.flush()
+
+    def _add_artifacts(
+        self, session: Session, owner: str, kind: str, artifacts: Sequence[Artifact]
+    ) -> None:
+        for a in artifacts:
+            self._add_blob(session, a.sha256, a.size)
+            session.add(
+                ArtifactRow(
+                    owner_id=owner,
+                    owner_kind=kind,
+                    name=a.name,
+                    sha256=a.sha256,
+                    size=a.size,
+                    media_type=a.media_type,
+                )
+            )
+
+    def _add_tables(
+        self,
+        session: Session,
+        owner: str,
+        made: Sequence[tuple[str, str, tuple[str, int, int, str]]],
+    ) -> None:
+        for name, source, (sha, size, rows, columns) in made:
+            self._add_blob(session, sha, size)
+            session.add(
+                TableRow(
+                    owner_id=owner,
+                    name=name,
+                    source=source,
+                    sha256=sha,
+                    rows=rows,
+                    columns=columns,
+                )
+            )
+
+    # --- designs ---------------------------------------------------------------------------
+
+    def record_design(
+        self, design: Design, run_dir: Path, *, user: str = "cli", parent: str | None = None
+    ) -> DesignRecord:
+        """Record ``design`` with the files of ``run_dir`` (the directory ``design -o`` wrote
+        for it): the spec by hash, the summary figures, findings, every file as a blob, its
+        tables as Parquet and its pictures. The version is one more than the last of the same
+        name; ``parent`` (a reference) defaults to that last one. A ``simulation/`` in the
+        directory is also recorded as a run of the design."""
+        from clusterloom.report.pictures import pictures
+
+        _check_user(user)
+        run_dir = Path(run_dir)
+        if not (run_dir / "design.json").is_file():
+            raise StoreError(f"{run_dir}: no design.json; give the directory `design -o` wrote")
+        artifacts = self._put_files(run_dir)
+        tables = [
+            (name, source, self._put_table(run_dir / source, csv=True))
+            for name, source in DESIGN_TABLES.items()
+            if (run_dir / source).is_file()
+        ]
+        drawn = [
+            (name, self.blobs.put_bytes(svg.encode())) for name, svg in pictures(design).items()
+        ]
+        parent_id = self.design(parent).id if parent is not None else None
+        spec = design.spec
+        provenance = design.provenance
+        with self._session() as session:
+            self._add_spec(session, provenance.spec_hash, spec.name, spec.model_dump_json())
+            last = session.scalars(
+                select(DesignRow)
+                .where(DesignRow.name == spec.name)
+                .order_by(DesignRow.version.desc())
+                .limit(1)
+            ).first()
+            row = DesignRow(
+                id=secrets.token_hex(6),
+                name=spec.name,
+                version=(last.version + 1) if last is not None else 1,
+                spec_hash=provenance.spec_hash,
+                parent=parent_id if parent is not None else (last.id if last else None),
+                created=_now(),
+                user=user,
+                clusterloom_version=provenance.clusterloom_version,
+                summary=json.dumps(design_summary(design), sort_keys=True),
+            )
+            session.add(row)
+            session.flush()
+            for seq, f in enumerate(staged_findings(design)):
+                session.add(FindingRow(design_id=row.id, seq=seq, **f))
+            self._add_artifacts(session, row.id, "design", artifacts)
+            self._add_tables(session, row.id, tables)
+            for name, (sha, size) in drawn:
+                self._add_blob(session, sha, size)
+                session.add(PictureRow(design_id=row.id, name=name, sha256=sha))
+            record = _design_record(row)
+        if (run_dir / "simulation" / "groups.parquet").is_file():
+            self.record_run(run_dir / "simulation", design_id=record.id, user=user)
+        return record
+
+    @staticmethod
+    def _add_spec(session: Session, spec_hash: str, name: str, document: str) -> None:
+        if session.get(SpecRow, spec_hash) is not None:
+            return
+        last = session.scalars(
+            select(SpecRow).where(SpecRow.name == name).order_by(SpecRow.version.desc()).limit(1)
+        ).first()
+        session.add(
+            SpecRow(
+                hash=spec_hash,
+                name=name,
+                version=(last.version + 1) if last is not None else 1,
+                parent=last.hash if last is not None else None,
+                created=_now(),
+                document=document,
+            )
+        )
+        session.flush()
+
+    def specs(self, name: str | None = None) -> list[dict[str, Any]]:
+        """Recorded specs (newest first): hash, name, version, parent, created."""
+        with self._session() as session:
+            q = select(SpecRow).order_by(SpecRow.created.desc())
+            if name is not None:
+                q = q.where(SpecRow.name == name)
+            return [
+                {
+                    "hash": r.hash,
+                    "name": r.name,
+                    "version": r.version,
+                    "parent": r.parent,
+                    "created": r.created,
+                }
+                for r in session.scalars(q)
+            ]
+
+    def designs(self) -> list[DesignRecord]:
+        """Every design, newest first."""
+        with self._session() as session:
+            rows = session.scalars(
+                select(DesignRow).order_by(DesignRow.created.desc(), DesignRow.version.desc())
+            )
+            return [_design_record(r) for r in rows]
+
+    def design(self, ref: str) -> DesignRecord:
+        """A design by its id, a unique prefix of it (6 or more hex digits), ``name@version``
+        or a name alone (its newest version)."""
+        with self._session() as session:
+            return _design_record(self._design_row(session, ref))
+
+    def _design_row(self, session: Session, ref: str) -> DesignRow:
+        shown = ref[:80]
+        row = session.get(DesignRow, ref) if len(ref) == 12 else None
+        if row is not None:
+            return row
+        if "@" in ref:
+            name, _, version = ref.rpartition("@")
+            if not version.isdigit():
+                raise StoreError(f"design {shown!r}: the version after @ must be a number")
+            found = session.scalars(
+                select(DesignRow).where(DesignRow.name == name, DesignRow.version == int(version))
+            ).first()
+            if found is None:
+                raise StoreError(f"design {shown!r}: not found; `clusterloom store ls` lists them")
+            return found
+        if _ID.fullmatch(ref):
+            hits = list(
+                session.scalars(select(DesignRow).where(DesignRow.id.startswith(ref)).limit(2))
+            )
+            if len(hits) > 1:
+                raise StoreError(f"design {shown!r}: ambiguous; give more digits of the id")
+            if hits:
+                return hits[0]
+        newest = session.scalars(
+            select(DesignRow)
+            .where(DesignRow.name == ref)
+            .order_by(DesignRow.version.desc())
+            .limit(1)
+        ).first()
+        if newest is None:
+            raise StoreError(
+                f"design {shown!r}: not found; give an id, a prefix of 6 or more digits, "
+                "NAME@VERSION or a name (`clusterloom store ls` lists them)"
+            )
+        return newest
+
+    def findings(self, design_id: str) -> list[dict[str, str]]:
+        """The design's findings in order: stage, severity, code, object, message."""
+        with self._session() as session:
+            row = self._design_row(session, design_id)
+            found = session.scalars(
+                select(FindingRow).where(FindingRow.design_id == row.id).order_by(FindingRow.seq)
+            )
+            return [
+                {
+                    "stage": f.stage,
+                    "severity": f.severity,
+                    "code": f.code,
+                    "object": f.object,
+                    "message": f.message,
+                }
+                for f in found
+            ]
+
+    # --- runs ------------------------------------------------------------------------------
+
+    def record_run(self, run_dir: Path, *, design_id: str | None, user: str = "cli") -> RunRecord:
+        """Record a ``clusterloom simulate -o DIR`` directory: its scenario, per-transport
+        figures, files and Parquet tables; ``design_id`` (a reference, or None) the design it
+        ran on."""
+        _check_user(user)
+        run_dir = Path(run_dir)
+        scenario_path = run_dir / "scenario.json"
+        try:
+            scenario = json.loads(scenario_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise StoreError(
+                f"{run_dir}: no readable scenario.json; give a `clusterloom simulate -o DIR` "
+                "directory"
+            ) from exc
+        summary = run_summary(run_dir)
+        design = self.design(design_id).id if design_id is not None else None
+        artifacts = self._put_files(run_dir)
+        tables = [
+            (name, source, self._put_table(run_dir / source, csv=False))
+            for name, source in RUN_TABLES.items()
+            if (run_dir / source).is_file()
+        ]
+        with self._session() as session:
+            row = RunRow(
+                id=secrets.token_hex(6),
+                design_id=design,
+                created=_now(),
+                user=user,
+                scenario=json.dumps(scenario, sort_keys=True),
+                summary=json.dumps(summary, sort_keys=True),
+            )
+            session.add(row)
+            session.flush()
+            self._add_artifacts(session, row.id, "run", artifacts)
+            self._add_tables(session, row.id, tables)
+            return _run_record(row)
+
+    def runs(self, design_id: str | None = None) -> list[RunRecord]:
+        """Runs newest first; with ``design_id`` (a reference), that design's."""
+        with self._session() as session:
+            q = select(RunRow).order_by(RunRow.created.desc())
+            if design_id is not None:
+                q = q.where(RunRow.design_id == self._design_row(session, design_id).id)
+            return [_run_record(r) for r in session.scalars(q)]
+
+    def run(self, ref: str) -> RunRecord:
+        """A run by its id or a unique prefix of it (6 or more hex digits)."""
+        with self._session() as session:
+            return _run_record(self._run_row(session, ref))
+
+    @staticmethod
+    def _run_row(session: Session, ref: str) -> RunRow:
+        row = session.get(RunRow, ref) if len(ref) == 12 else None
+        if row is not None:
+            return row
+        if _ID.fullmatch(ref):
+            hits = list(session.scalars(select(RunRow).where(RunRow.id.startswith(ref)).limit(2)))
+            if len(hits) > 1:
+                raise StoreError(f"run {ref!r}: ambiguous; give more digits of the id")
+            if hits:
+                return hits[0]
+        raise StoreError(f"run {ref[:80]!r}: not found; give a run id or 6 or more of its digits")
+
+    # --- an owner's files, tables, pictures ------------------------------------------------
+
+    def _owner(self, session: Session, owner_id: str) -> str:
+        if (
+            session.get(DesignRow, owner_id) is not None
+            or session.get(RunRow, owner_id) is not None
+        ):
+            return owner_id
+        raise StoreError(f"{owner_id[:80]!r}: not found; give the full id of a design or a run")
+
+    def artifacts(self, owner_id: str) -> list[Artifact]:
+        """The files of a design or a run (by full id), by name."""
+        with self._session() as session:
+            owner = self._owner(session, owner_id)
+            rows = session.scalars(
+                select(ArtifactRow).where(ArtifactRow.owner_id == owner).order_by(ArtifactRow.name)
+            )
+            return [Artifact(r.name, r.sha256, r.size, r.media_type) for r in rows]
+
+    def artifact_path(self, owner_id: str, name: str) -> Path:
+        """The blob of the owner's artifact ``name``: only a name the owner holds, exactly,
+        is looked up; the path is made from the stored hash, never from ``name``."""
+        with self._session() as session:
+            owner = self._owner(session, owner_id)
+            row = session.scalars(
+                select(ArtifactRow).where(ArtifactRow.owner_id == owner, ArtifactRow.name == name)
+            ).first()
+            if row is None:
+                raise StoreError(
+                    f"{name[:120]!r}: not an artifact of {owner}; "
+                    "`clusterloom store show` lists them"
+                )
+            sha = row.sha256
+        path = self.blobs.path(sha)
+        if not path.is_file():
+            raise StoreError(
+                f"artifact {name}: its blob {sha[:12]} is missing from {self.blobs.root}"
+            )
+        return path
+
+    def pictures(self, design_id: str) -> list[str]:
+        """The names of the design's pictures (``report.pictures``), in the order drawn."""
+        with self._session() as session:
+            owner = self._design_row(session, design_id).id
+            return list(
+                session.scalars(
+                    select(PictureRow.name)
+                    .where(PictureRow.design_id == owner)
+                    .order_by(PictureRow.id)
+                )
+            )
+
+    def picture(self, design_id: str, name: str) -> str:
+        """The SVG text of the design's picture ``name``."""
+        with self._session() as session:
+            owner = self._design_row(session, design_id).id
+            sha = session.scalars(
+                select(PictureRow.sha256).where(
+                    PictureRow.design_id == owner, PictureRow.name == name
+                )
+            ).first()
+        if sha is None:
+            raise StoreError(f"{name[:120]!r}: not a picture of design {owner}")
+        return self.blobs.path(sha).read_text(encoding="utf-8")
+
+    def tables(self, owner_id: str) -> list[str]:
+        """The names of the owner's tables."""
+        with self._session() as session:
+            owner = self._owner(session, owner_id)
+            return list(
+                session.scalars(
+                    select(TableRow.name).where(TableRow.owner_id == owner).order_by(TableRow.id)
+                )
+            )
+
+    def table_rows(self, owner_id: str, name: str) -> int:
+        """How many rows the owner's table ``name`` has."""
+        return self._table(owner_id, name)[2]
+
+    def _table(self, owner_id: str, name: str) -> tuple[Path, tuple[tuple[str, str], ...], int]:
+        with self._session() as session:
+            owner = self._owner(session, owner_id)
+            row = session.scalars(
+                select(TableRow).where(TableRow.owner_id == owner, TableRow.name == name)
+            ).first()
+            if row is None:
+                names = ", ".join(self.tables(owner)) or "none"
+                raise StoreError(f"{name[:80]!r}: not a table of {owner}; its tables: {names}")
+            columns = tuple((str(c), str(t)) for c, t in json.loads(row.columns))
+            return self.blobs.path(row.sha256), columns, row.rows
+
+    def table(
+        self,
+        owner_id: str,
+        name: str,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        sort: str | None = None,
+        descending: bool = False,
+        search: str | None = None,
+        where: Mapping[str, str] | None = None,
+    ) -> TablePage:
+        """A page of the owner's table ``name`` (``tables.query``: DuckDB on the Parquet
+        blob; ``sort`` and ``where`` keys must be its columns)."""
+        path, columns, _ = self._table(owner_id, name)
+        return query(
+            path,
+            columns,
+            table=name,
+            offset=offset,
+            limit=limit,
+            sort=sort,
+            descending=descending,
+            search=search,
+            where=where,
+        )
+
+    # --- tokens ----------------------------------------------------------------------------
+
+    def add_token(self, user: str, role: Role) -> tuple[str, str]:
+        """A new token for ``user``: (its id, the secret, shown once; only its SHA-256 is
+        kept)."""
+        _check_user(user)
+        if role not in ROLES:
+            raise StoreError(f"role {str(role)[:40]!r}: give read or write")
+        token_id, secret = secrets.token_hex(4), secrets.token_urlsafe(32)
+        with self._session() as session:
+            session.add(
+                TokenRow(
+                    id=token_id,
+                    user=user,
+                    role=role,
+                    secret_hash=_secret_hash(secret),
+                    created=_now(),
+                    revoked=None,
+                )
+            )
+        return token_id, secret
+
+    def revoke_token(self, token_id: str) -> None:
+        with self._session() as session:
+            row = session.get(TokenRow, token_id)
+            if row is None:
+                raise StoreError(
+                    f"token {token_id[:40]!r}: not found; `clusterloom store tokens` lists them"
+                )
+            if row.revoked is None:
+                row.revoked = _now()
+
+    def check_token(self, secret: str) -> TokenRecord | None:
+        """The token whose secret is ``secret``; None when unknown or revoked."""
+        if not secret or len(secret) > 200:
+            return None
+        digest = _secret_hash(secret)
+        with self._session() as session:
+            row = session.scalars(select(TokenRow).where(TokenRow.secret_hash == digest)).first()
+            if row is None or not hmac.compare_digest(row.secret_hash, digest):
+                return None
+            return None if row.revoked is not None else _token_record(row)
+
+    def tokens(self) -> list[TokenRecord]:
+        with self._session() as session:
+            return [
+                _token_record(r)
+                for r in session.scalars(select(TokenRow).order_by(TokenRow.created))
+            ]
+
+    # --- change records --------------------------------------------------------------------
+
+    def record(self, rec: Record, *, user: str = "cli", design_id: str | None = None) -> str:
+        """Store one record of ``clusterloom.changes``; its id. A plan and a proposal keep
+        their own id, an approval or a decision gets the hash of its content, so recording
+        the same record again changes nothing. ``design_id`` (a reference) ties it to a
+        design; by default a plan or proposal goes with the newest design of its target spec,
+        an approval or decision with its proposal's design."""
+        _check_user(user)
+        body = to_json(rec)
+        if isinstance(rec, ChangePlan | Proposal):
+            rec_id = rec.id
+        else:
+            rec_id = hashlib.sha256(body.encode()).hexdigest()[:16]
+        with self._session() as session:
+            known = session.get(ChangeRecordRow, rec_id)
+            if known is not None:
+                if known.body != body:
+                    raise StoreError(
+                        f"{rec.kind} {rec_id[:64]!r}: recorded already with other content; "
+                        "give the new record its own id"
+                    )
+                return rec_id
+            proposal = rec.proposal if isinstance(rec, Approval | Decision) else None
+            design = self._record_design(session, rec, design_id, proposal)
+            session.add(
+                ChangeRecordRow(
+                    id=rec_id,
+                    kind=rec.kind,
+                    design_id=design,
+                    proposal_id=rec.id if isinstance(rec, Proposal) else proposal,
+                    actor=rec.author
+                    if isinstance(rec, Proposal)
+                    else rec.approver
+                    if isinstance(rec, Approval)
+                    else "",
+                    approved=rec.approved if isinstance(rec, Approval) else None,
+                    user=user,
+                    created=_now(),
+                    body=body,
+                )
+            )
+        return rec_id
+
+    def _record_design(
+        self, session: Session, rec: Record, design_id: str | None, proposal: str | None
+    ) -> str | None:
+        if design_id is not None:
+            return self._design_row(session, design_id).id
+        if proposal is not None:
+            owner = session.get(ChangeRecordRow, proposal)
+            return owner.design_id if owner is not None else None
+        target = rec.target if isinstance(rec, ChangePlan) else rec.plan.target  # type: ignore[union-attr]
+        newest = session.scalars(
+            select(DesignRow.id)
+            .where(DesignRow.spec_hash == target)
+            .order_by(DesignRow.created.desc())
+            .limit(1)
+        ).first()
+        return newest
+
+    def records(
+        self, *, kind: str | None = None, design_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Change records in the order recorded: id, kind, design_id, proposal, user, created
+        and ``record`` (the record's own fields)."""
+        with self._session() as session:
+            q = select(ChangeRecordRow).order_by(ChangeRecordRow.created, ChangeRecordRow.id)
+            if kind is not None:
+                q = q.where(ChangeRecordRow.kind == kind)
+            if design_id is not None:
+                q = q.where(ChangeRecordRow.design_id == self._design_row(session, design_id).id)
+            return [
+                {
+                    "id": r.id,
+                    "kind": r.kind,
+                    "design_id": r.design_id,
+                    "proposal": r.proposal_id,
+                    "user": r.user,
+                    "created": r.created,
+                    "record": json.loads(r.body),
+                }
+                for r in session.scalars(q)
+            ]
+
+    def change_record(self, record_id: str) -> Record:
+        """A stored record as its ``clusterloom.changes`` type."""
+        with self._session() as session:
+            row = session.get(ChangeRecordRow, record_id)
+            if row is None:
+                raise StoreError(f"record {record_id[:64]!r}: not found")
+            return from_json(row.body)
+
+    def approve(self, proposal_id: str, *, user: str, reason: str, approved: bool = True) -> str:
+        """Record ``user``'s approval (or refusal) of a stored proposal, with the reason."""
+        with self._session() as session:
+            row = session.get(ChangeRecordRow, proposal_id)
+            if row is None or row.kind != "proposal":
+                raise StoreError(f"proposal {proposal_id[:64]!r}: not found")
+        return self.record(
+            Approval(proposal=proposal_id, approver=user, approved=approved, note=reason),
+            user=user,
+        )
+
+    def import_records(self, path: Path, *, user: str = "cli") -> list[str]:
+        """Store every record of a JSON-lines change log (``changes.append_record``); the ids.
+        A line that is not a record is refused with its number, and nothing is stored."""
+        try:
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StoreError(f"{path}: cannot be read ({exc})") from exc
+        parsed: list[Record] = []
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                parsed.append(from_json(line))
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                raise StoreError(f"{path}: line {n}: not a change record ({exc})") from exc
+        return [self.record(rec, user=user) for rec in parsed]
+
+    # --- comparing, collecting -------------------------------------------------------------
+
+    def diff(self, a: str, b: str) -> dict[str, Any]:
+        """Two designs compared (``diff.design_diff``): summary figure deltas, the BOM's
+        lines that differ, findings that appear and clear."""
+        from clusterloom.store.diff import design_diff
+
+        return design_diff(self, self.design(a), self.design(b))
+
+    def table_source(self, owner_id: str, name: str) -> Path | None:
+        """The Parquet blob of the owner's table ``name``, or None when it has none."""
+        try:
+            return self._table(owner_id, name)[0]
+        except StoreError:
+            return None
+
+    def gc(self, *, grace_s: float = 3600.0) -> tuple[int, int]:
+        """Remove blobs no artifact, table or picture references (and older than
+        ``grace_s``, so a record being written now keeps its blobs); (removed, bytes freed)."""
+        import time
+
+        with self._session() as session:
+            used = set(session.scalars(select(ArtifactRow.sha256)))
+            used |= set(session.scalars(select(TableRow.sha256)))
+            used |= set(session.scalars(select(PictureRow.sha256)))
+            rows = set(session.scalars(select(BlobRow.sha256)))
+        cutoff = time.time() - grace_s
+        removed = freed = 0
+        stored = self.blobs.stored()
+        for sha in sorted((set(stored) | rows) - used):
+            path = self.blobs.path(sha)
+            if path.is_file() and path.stat().st_mtime > cutoff:
+                continue
+            gone = self.blobs.remove(sha)
+            removed += 1 if sha in stored else 0
+            freed += gone
+            with self._session() as session:
+                blob = session.get(BlobRow, sha)
+                if blob is not None:
+                    session.delete(blob)
+        return removed, freed
+
+    def __repr__(self) -> str:
+        return f"Store({self.url!r})"
+
+
+def asdict_record(rec: DesignRecord | RunRecord | Artifact | TokenRecord) -> dict[str, Any]:
+    """A record as plain data (for ``--json``)."""
+    return asdict(rec)

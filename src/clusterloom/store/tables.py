@@ -1,0 +1,178 @@
+"""Tables as Parquet blobs, queried with DuckDB.
+
+At record time a design's CSV tables are converted to Parquet with pyarrow (streamed in blocks,
+row groups of :data:`ROW_GROUP` rows, so DuckDB can skip and parallelise); a run's
+``*.parquet`` files are tables already. A query (:func:`query`) runs on ``read_parquet`` of the
+blob: the filter, search, sort, offset and limit are SQL, so DuckDB pushes them into the scan
+and keeps only the top rows of a sort; Python never holds more than the page. Column names come
+from the table's own schema (a name that is not a column is refused before any SQL is built),
+values are bound parameters.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from clusterloom.errors import StoreError
+
+#: a design's tables: name -> the CSV in its run directory it is made from
+DESIGN_TABLES: dict[str, str] = {
+    "cut_sheet": "cabling/cut_sheet.csv",
+    "pull_list": "cabling/pull_list.csv",
+    "trunks": "cabling/trunks.csv",
+    "bom": "bom.csv",
+    "devices": "netbox/devices.csv",
+    "racks": "netbox/racks.csv",
+    "interfaces": "netbox/interfaces.csv",
+}
+#: a run's tables: name -> its Parquet file
+RUN_TABLES: dict[str, str] = {
+    "flows": "flows.parquet",
+    "groups": "groups.parquet",
+    "link_utilisation": "link_utilisation.parquet",
+    "utilisation": "utilisation.parquet",
+}
+ROW_GROUP = 131_072
+#: the largest page a query returns
+MAX_LIMIT = 10_000
+_BLOCK = 16 << 20
+
+
+@dataclass(frozen=True)
+class TablePage:
+    """One page of a table: the columns, the rows of the page, and how many rows match."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    total: int
+
+
+def _schema(csv_path: Path) -> pa.Schema:
+    """The types pyarrow infers from the CSV's first block; a column empty there is text."""
+    reader = pacsv.open_csv(csv_path, read_options=pacsv.ReadOptions(block_size=_BLOCK))
+    schema = reader.schema
+    reader.close()
+    return _texts_for_nulls(schema)
+
+
+def _texts_for_nulls(schema: pa.Schema) -> pa.Schema:
+    return pa.schema(
+        pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f for f in schema
+    )
+
+
+def _write_streamed(csv_path: Path, out: Path, schema: pa.Schema) -> int:
+    convert = pacsv.ConvertOptions(column_types=schema, strings_can_be_null=False)
+    reader = pacsv.open_csv(
+        csv_path, read_options=pacsv.ReadOptions(block_size=_BLOCK), convert_options=convert
+    )
+    rows = 0
+    with pq.ParquetWriter(out, schema) as writer:
+        for batch in reader:
+            writer.write_batch(batch, row_group_size=ROW_GROUP)
+            rows += batch.num_rows
+    return rows
+
+
+def csv_to_parquet(csv_path: Path, directory: Path) -> tuple[Path, int]:
+    """``csv_path`` as a Parquet file in ``directory`` and its row count. Types are those
+    pyarrow infers from the first 16 MB; when a later block does not fit them the whole file
+    is read at once and typed from all of it."""
+    out = directory / f".table-{secrets.token_hex(8)}.parquet"
+    try:
+        return out, _write_streamed(csv_path, out, _schema(csv_path))
+    except pa.ArrowInvalid:
+        table = pacsv.read_csv(
+            csv_path, convert_options=pacsv.ConvertOptions(strings_can_be_null=False)
+        )
+        table = table.cast(_texts_for_nulls(table.schema))
+        pq.write_table(table, out, row_group_size=ROW_GROUP)
+        return out, table.num_rows
+
+
+def parquet_columns(path: Path) -> tuple[tuple[str, str], ...]:
+    """A Parquet file's columns and their Arrow types."""
+    schema = pq.read_schema(path)
+    return tuple((f.name, str(f.type)) for f in schema)
+
+
+def parquet_rows(path: Path) -> int:
+    return int(pq.ParquetFile(path).metadata.num_rows)
+
+
+def _quote(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
+def _is_text(arrow_type: str) -> bool:
+    return arrow_type in ("string", "large_string")
+
+
+def query(
+    path: Path,
+    columns: tuple[tuple[str, str], ...],
+    *,
+    table: str,
+    offset: int = 0,
+    limit: int = 50,
+    sort: str | None = None,
+    descending: bool = False,
+    search: str | None = None,
+    where: Mapping[str, str] | None = None,
+) -> TablePage:
+    """A page of the Parquet table at ``path`` (its ``columns`` from the store). Rows keep the
+    table's order unless sorted; a sort is stable (ties in file order) with nulls last in
+    either direction. ``search`` is a case-insensitive substring of any text column; ``where``
+    holds column -> value, equal as text."""
+    names = [c for c, _ in columns]
+    if offset < 0:
+        raise StoreError(f"table {table}: offset {offset} is negative; give 0 or more")
+    if not 0 <= limit <= MAX_LIMIT:
+        raise StoreError(f"table {table}: limit {limit} is outside 0..{MAX_LIMIT}")
+    for column in [*([sort] if sort is not None else []), *(where or {})]:
+        if column not in names:
+            raise StoreError(
+                f"table {table}: no column {column[:80]!r}; its columns are " + ", ".join(names)
+            )
+    clauses: list[str] = []
+    params: list[Any] = [str(path)]
+    types = dict(columns)
+    for column, value in (where or {}).items():
+        text = _quote(column) if _is_text(types[column]) else f"CAST({_quote(column)} AS VARCHAR)"
+        clauses.append(f"{text} = ?")
+        params.append(str(value))
+    if search:
+        text_columns = [c for c, t in columns if _is_text(t)]
+        if text_columns:
+            clauses.append(
+                "(" + " OR ".join(f"contains(lower({_quote(c)}), ?)" for c in text_columns) + ")"
+            )
+            params.extend([search.lower()] * len(text_columns))
+        else:
+            clauses.append("FALSE")
+    filtered = " WHERE " + " AND ".join(clauses) if clauses else ""
+    source = "read_parquet(?, file_row_number = true)"
+    order = " ORDER BY "
+    if sort is not None:
+        order += f"{_quote(sort)} {'DESC' if descending else 'ASC'} NULLS LAST, "
+    order += "file_row_number"
+    shown = ", ".join(_quote(c) for c in names)
+    page_sql = f"SELECT {shown} FROM {source}{filtered}{order} LIMIT ? OFFSET ?"
+    count_sql = f"SELECT count(*) FROM {source}{filtered}"
+    try:
+        with duckdb.connect() as con:
+            rows = con.execute(page_sql, [*params, limit, offset]).fetchall()
+            counted = con.execute(count_sql, params).fetchone()
+    except duckdb.Error as exc:
+        raise StoreError(f"table {table}: the query failed: {exc}") from exc
+    total = int(counted[0]) if counted is not None else 0
+    return TablePage(tuple(names), tuple(tuple(r) for r in rows), total)
