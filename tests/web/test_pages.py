@@ -13,9 +13,8 @@ from conftest import World, bearer
 
 
 @pytest.fixture
-def c(app_client: TestClient, world: World) -> TestClient:
-    app_client.headers.update(bearer(world.read))
-    return app_client
+def c(reader: TestClient) -> TestClient:
+    return reader
 
 
 def test_design_list_shows_each_design_and_its_figures(c: TestClient, world: World) -> None:

@@ -307,10 +307,9 @@ def chart(store: Store, run_ids: list[str], kind: str) -> dict[str, Any]:
     """The plotly figure ``kind`` (``fct``: the CDF of flow completion times, of every run
     given; ``utilisation``: the busiest link over the run's window; ``links``: the heat map of
     the most loaded links) of the runs, from ``charts.py``."""
-    from clusterloom.web import charts
-
     if kind not in ("fct", "utilisation", "links"):
         raise params.not_found("chart")
+    from clusterloom.web import charts
     runs = [(rid, run_files(store, rid)) for rid in run_ids]
     try:
         if kind == "fct":
