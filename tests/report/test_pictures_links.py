@@ -138,3 +138,35 @@ def test_elevation_refuses_what_it_cannot_draw(
 ) -> None:
     with pytest.raises(PictureError, match=re.escape(says)):
         rack_elevation_svg("r", 4, devices)
+
+
+def test_tray_fill_labels_each_row_with_its_fullest_tray(two_halls: Design) -> None:
+    from clusterloom.cabling import SEGMENT_KINDS
+    from clusterloom.report.cabling import hall_fill_svg
+
+    c = two_halls.cabling
+    assert c is not None
+    pw = c.pathways
+    seen: list[float] = []
+    for h, hall in enumerate(pw.hall_names):
+        svg = hall_fill_svg(c, h)
+        ElementTree.fromstring(svg)
+        rows = re.findall(r'<text class="row-label"[^>]*>([^<]+)</text>', svg)
+        peaks = [float(v) for v in re.findall(r'class="row-peak" data-fill="([\d.]+)"', svg)]
+        mine = [r for r in range(len(pw.row_names)) if pw.row_hall[r] == h]
+        assert rows == [pw.row_names[r].rsplit("/", 1)[1] for r in mine]
+        for r, peak in zip(mine, peaks, strict=True):
+            # the row's segments by name: both ends are nodes of that row
+            prefix = pw.row_names[r] + "/"
+            segs = [
+                s
+                for s in range(pw.n_segments)
+                if SEGMENT_KINDS[int(pw.seg_kind[s])] == "row"
+                and pw.node_names[int(pw.seg_a[s])].startswith(prefix)
+                and pw.node_names[int(pw.seg_b[s])].startswith(prefix)
+            ]
+            expected = max(float(c.seg_fill[s]) / pw.tray(s).fill for s in segs)
+            assert peak == pytest.approx(expected, abs=1e-4)
+        seen.extend(peaks)
+        assert f"Tray fill, hall {hall}: fullest " in svg
+    assert max(seen) > 0, "no row carries a cable: the test would prove nothing"
