@@ -146,9 +146,7 @@ def test_a_read_session_cannot_write_even_with_its_csrf_token(
     browser: TestClient, world: World
 ) -> None:
     csrf = _login(browser, world.read)
-    r = browser.post(
-        f"/api/proposals/{world.proposal}/approve", data={"reason": "x", "csrf": csrf}
-    )
+    r = browser.post(f"/api/proposals/{world.proposal}/approve", data={"reason": "x", "csrf": csrf})
     assert r.status_code == 403
 
 
@@ -167,8 +165,11 @@ def test_the_login_form_refuses_a_post_not_from_it_and_a_bad_token(
 
 
 def test_login_goes_back_only_to_a_path_of_this_site(browser: TestClient, world: World) -> None:
-    for target, expected in (("//evil.example/x", "/"), ("https://evil.example", "/"),
-                             ("/runs", "/runs")):
+    for target, expected in (
+        ("//evil.example/x", "/"),
+        ("https://evil.example", "/"),
+        ("/runs", "/runs"),
+    ):
         nonce = re.search(r'name="csrf" value="([^"]+)"', browser.get("/login").text)
         assert nonce is not None
         r = browser.post(
@@ -261,8 +262,13 @@ def test_security_headers_on_every_response(app_client: TestClient, world: World
 
 def test_pages_carry_no_inline_script(app_client: TestClient, world: World) -> None:
     h = bearer(world.read)
-    for url in ("/", f"/designs/{world.tight.id}", f"/runs/{world.run.id}", "/login",
-                f"/designs/{world.campus.id}/halls/b1/h1"):
+    for url in (
+        "/",
+        f"/designs/{world.tight.id}",
+        f"/runs/{world.run.id}",
+        "/login",
+        f"/designs/{world.campus.id}/halls/b1/h1",
+    ):
         page = app_client.get(url, headers=h).text
         assert re.search(r"<script(?![^>]*\bsrc=)[^>]*>", page) is None, url
         assert re.search(r"\son[a-z]+=", page) is None, url
@@ -354,9 +360,14 @@ def test_encoded_traversal_through_the_client_is_refused(
 ) -> None:
     h = bearer(world.write)
     d, r = world.campus.id, world.run.id
-    for url in (f"/designs/{d}/artifacts/{payload}", f"/designs/{d}/tables/{payload}",
-                f"/runs/{r}/artifacts/{payload}", f"/designs/{payload}",
-                f"/designs/{d}/racks/{payload}", f"/designs/{d}/halls/{payload}"):
+    for url in (
+        f"/designs/{d}/artifacts/{payload}",
+        f"/designs/{d}/tables/{payload}",
+        f"/runs/{r}/artifacts/{payload}",
+        f"/designs/{payload}",
+        f"/designs/{d}/racks/{payload}",
+        f"/designs/{d}/halls/{payload}",
+    ):
         assert app_client.get(url, headers=h).status_code in (400, 404), url
     approve = app_client.post(f"/api/proposals/{payload}/approve", json={"reason": "x"}, headers=h)
     assert approve.status_code in (400, 404)
