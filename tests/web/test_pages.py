@@ -173,6 +173,8 @@ def test_the_run_page_and_its_charts(c: TestClient, world: World) -> None:
     for kind in ("fct", "utilisation", "links"):
         fig = c.get(f"/api/runs/{r}/charts/{kind}").json()
         assert fig["data"], kind
+    heat = c.get(f"/api/runs/{r}/charts/links").json()["data"][0]
+    assert all("\u2192" in str(name) for name in heat["y"])  # named from the design's links
     cdf = c.get(f"/api/runs/{r}/charts/fct").json()
     assert {t["name"] for t in cdf["data"]} >= set(world.run.summary)
     js = c.get("/static/plotly.min.js")

@@ -318,6 +318,26 @@ def chart(store: Store, run_ids: list[str], kind: str) -> dict[str, Any]:
             raise params.not_found("chart")
         if kind == "utilisation":
             return charts.utilisation(runs[0][1])
-        return charts.link_heatmap(runs[0][1])
+        return charts.link_heatmap(runs[0][1], names=_link_names(store, run_ids[0]))
     except charts.ChartError as exc:
         raise HTTPException(404, str(exc)) from None
+
+
+#: a run's links are named from its design's backend node-link file up to this size (the
+#: 131k design's is far larger; its links are then shown by id)
+NODELINK_BYTES = 20 << 20
+
+
+def _link_names(store: Store, run_id: str) -> dict[int, str] | None:
+    """Names of the run's links from its design's ``backend.nodelink.json`` (a simulation
+    runs on the backend fabric, ``sim.scenario``), None when the run has no design or the
+    file is missing or too large to read per request."""
+    from clusterloom.web import charts
+
+    design = store.run(run_id).design_id
+    if design is None:
+        return None
+    found = {a.name: a for a in store.artifacts(design)}.get("backend.nodelink.json")
+    if found is None or found.size > NODELINK_BYTES:
+        return None
+    return charts.link_names(store.artifact_path(design, found.name))
