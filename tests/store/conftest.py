@@ -50,9 +50,7 @@ def campus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Design, Path]:
 
 
 @pytest.fixture(scope="session")
-def campus_run(
-    campus: tuple[Design, Path], tmp_path_factory: pytest.TempPathFactory
-) -> Path:
+def campus_run(campus: tuple[Design, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A permutation on the campus's backend, two transports, as ``simulate -o`` writes it."""
     from clusterloom.sim.predict import predict, upward_links
     from clusterloom.sim.scenario import resolve_scenario

@@ -132,6 +132,19 @@ ExecutorOpt = Annotated[
         "a local Ray) or ray://HOST:PORT (an existing cluster)",
     ),
 ]
+RecordOpt = Annotated[
+    bool,
+    typer.Option("--store", help="record the written run in the design store (docs/store.md)"),
+]
+StoreUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store-url",
+        help="the store's URL with --store [default: $CLUSTERLOOM_STORE, else "
+        "sqlite:///~/.clusterloom/store.db]",
+        show_default=False,
+    ),
+]
 WorkersOpt = Annotated[
     int | None,
     typer.Option(
@@ -686,6 +699,8 @@ def simulate(
     ] = None,
     force: ForceOpt = False,
     progress: ProgressOpt = True,
+    record: RecordOpt = False,
+    store_url: StoreUrlOpt = None,
 ) -> None:
     """Simulate traffic on the backend fabric with each transport (flow level) and compare.
     Options left out come from the spec's ``scenario`` section, then from the defaults."""
@@ -698,6 +713,11 @@ def simulate(
         from clusterloom.sim.scenario import resolve_scenario
 
         cluster = _load(spec, example)
+        if record and sweep_tier is not None:
+            from clusterloom.errors import StoreError
+
+            raise StoreError("--store: a --sweep is not recorded; record a run without --sweep")
+        store = _store(record, store_url, output)
         topology = generate(plan_fabric(cluster))
         scenario = resolve_scenario(
             cluster,
@@ -741,6 +761,10 @@ def simulate(
         render.simulation(out, result.compared, scenario.traffic_kind, flows, scenario.failures)
         if target is not None:
             out.print(f"results written to {target.target}/")
+            if store is not None:
+                from clusterloom.cli.store import record_sim_run
+
+                record_sim_run(out, store_url, target.target, store)
         runs = ((sm.transport, sm.finished, sm.flows) for sm in result.summaries)
         if incomplete(err, runs) == EXIT_INCOMPLETE:
             raise typer.Exit(EXIT_INCOMPLETE)
@@ -773,6 +797,8 @@ def design(
     installed: InstalledOpt = None,
     executor: ExecutorOpt = "local",
     workers: WorkersOpt = None,
+    record: RecordOpt = False,
+    store_url: StoreUrlOpt = None,
 ) -> None:
     """Run every stage and write the artifacts and report.html to the output directory."""
 
@@ -783,6 +809,7 @@ def design(
         from clusterloom.write import write_design
 
         cluster = _load(spec, example)
+        store = _store(record, store_url, output)
         baseline = _installed(installed, cluster.name)
         stages = stage_names(cluster, predict=True, step_engine=engine)
         if baseline is not None:
@@ -820,6 +847,10 @@ def design(
         _rework(result)
         render.timings(out, result)
         _wrote(written, target)
+        if store is not None:
+            from clusterloom.cli.store import record_design_run
+
+            record_design_run(out, store_url, result, target.target, store=store)
         runs = [
             (c.summary.transport, c.summary.finished, c.summary.flows)
             for c in (predicted.compared if predicted is not None else ())
@@ -909,6 +940,22 @@ def _say_sweep(result: Any, executor: str, output: str | None, page: str = "") -
     return bool(result.failed)
 
 
+def _store(record: bool, url: str | None, output: str | None) -> Any:
+    """The store ``--store`` records into, opened (and so checked) before any work; None
+    without ``--store``."""
+    from clusterloom.errors import StoreError
+
+    if not record:
+        if url is not None:
+            raise StoreError("--store-url: give --store too, to record the run")
+        return None
+    if output is None:
+        raise StoreError("--store: records the written directory; give -o DIR too")
+    from clusterloom.store import open_store
+
+    return open_store(url)
+
+
 def _has_errors(design: Design) -> bool:
     from clusterloom.findings import Severity
 
@@ -916,10 +963,11 @@ def _has_errors(design: Design) -> bool:
 
 
 def _register_packet_commands() -> None:
-    from clusterloom.cli import netbox, packet, srv6
+    from clusterloom.cli import netbox, packet, srv6, store
 
     packet.register(app, _guard, _load, out, err, _writing)
     netbox.register(app, _guard, out)
+    store.register(app, _guard, out)
     srv6.register(app, _guard, _load, out, err, _writing)
     from clusterloom.cli import serve
 

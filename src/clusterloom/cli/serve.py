@@ -89,8 +89,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
         out.print(f"clusterloom explorer on http://{shown}:{port}/ (Ctrl-C stops it)")
         out.print(
             "sign in with a token: clusterloom store token add USER --role read "
-            "(--role write to approve proposals)"
-            + (f" --store {store}" if store else "")
+            "(--role write to approve proposals)" + (f" --store {store}" if store else "")
         )
         import uvicorn
 

@@ -81,6 +81,11 @@ _MEDIA = {
 MAX_USER = 200
 
 
+def new_id() -> str:
+    """A fresh id of a design or a run: 12 random hex digits."""
+    return secrets.token_hex(6)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
@@ -340,7 +345,7 @@ class Store:
                 .limit(1)
             ).first()
             row = DesignRow(
-                id=secrets.token_hex(6),
+                id=new_id(),
                 name=spec.name,
                 version=(last.version + 1) if last is not None else 1,
                 spec_hash=provenance.spec_hash,
@@ -494,7 +499,7 @@ class Store:
         ]
         with self._session() as session:
             row = RunRow(
-                id=secrets.token_hex(6),
+                id=new_id(),
                 design_id=design,
                 created=_now(),
                 user=user,
@@ -678,7 +683,7 @@ class Store:
             row = session.get(TokenRow, token_id)
             if row is None:
                 raise StoreError(
-                    f"token {token_id[:40]!r}: not found; `clusterloom store tokens` lists them"
+                    f"token {token_id[:40]!r}: not found; `clusterloom store token ls` lists them"
                 )
             if row.revoked is None:
                 row.revoked = _now()

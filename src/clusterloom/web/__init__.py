@@ -1,9 +1,5 @@
-"""The web explorer (``clusterloom serve``): a FastAPI app over a ``Store``; see docs/web.md.
-
-    from clusterloom.store import open_store
-    from clusterloom.web import create_app
-    app = create_app(open_store())
-"""
+"""The web explorer (``clusterloom serve``): ``create_app(open_store())`` is a FastAPI app
+over a ``Store`` (pages, JSON API, access control); see docs/web.md."""
 
 from __future__ import annotations
 

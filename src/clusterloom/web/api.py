@@ -187,7 +187,9 @@ def _done(request: Request, result: dict[str, Any]) -> Response:
     return RedirectResponse("/changes", status_code=303)
 
 
-async def _decide(request: Request, proposal: str, principal: Principal, approved: bool) -> Response:
+async def _decide(
+    request: Request, proposal: str, principal: Principal, approved: bool
+) -> Response:
     store = _store(request)
     pid = _proposal(store, proposal)
     fields = await _fields(request)

@@ -18,6 +18,7 @@ from clusterloom.web.security import (
     SESSION_COOKIE,
     SESSION_SECONDS,
     Principal,
+    Role,
     Signer,
     new_token,
     same_token,
@@ -35,6 +36,10 @@ STATIC_FILES = {
     "table.js": "text/javascript",
     "charts.js": "text/javascript",
 }
+
+
+#: static files may be kept an hour (every other response: no-store)
+CACHE = {"cache-control": "private, max-age=3600"}
 
 
 def _signer(request: Request) -> Signer:
@@ -118,10 +123,10 @@ def static(name: str) -> Response:
     if name == "plotly.min.js":
         from clusterloom.web.charts import plotly_js_path
 
-        return FileResponse(plotly_js_path(), media_type="text/javascript")
+        return FileResponse(plotly_js_path(), media_type="text/javascript", headers=CACHE)
     if name not in STATIC_FILES:
         raise HTTPException(404, "no such file")
-    return FileResponse(STATIC / name, media_type=STATIC_FILES[name])
+    return FileResponse(STATIC / name, media_type=STATIC_FILES[name], headers=CACHE)
 
 
 def _principal(request: Request) -> Principal:
@@ -138,7 +143,7 @@ def _principal(request: Request) -> Principal:
         raise HTTPException(401, "sign in with a token")
     if not _live(store, str(data["t"])):
         raise HTTPException(401, "token revoked; sign in again")
-    role = "write" if data.get("r") == "write" else "read"
+    role: Role = "write" if data.get("r") == "write" else "read"
     return Principal(str(data["u"]), role, str(data["t"]), str(data["c"]))
 
 
@@ -162,9 +167,9 @@ async def authenticate(request: Request) -> Principal:
     """Every protected route's dependency: the request's principal (401 without one); an
     unsafe method from a browser session also needs the session's CSRF token (403)."""
     principal = _principal(request)
-    if request.method not in SAFE_METHODS and principal.csrf:
-        if not same_token(principal.csrf, await _csrf(request)):
-            raise HTTPException(403, "CSRF token missing or wrong; reload the page and retry")
+    unsafe = request.method not in SAFE_METHODS
+    if unsafe and principal.csrf and not same_token(principal.csrf, await _csrf(request)):
+        raise HTTPException(403, "CSRF token missing or wrong; reload the page and retry")
     request.state.principal = principal
     return principal
 

@@ -37,7 +37,9 @@ def number(value: float) -> str:
     (at least one decimal below 100)."""
     if isinstance(value, bool):
         return str(value)
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 100):
+    if isinstance(value, int) or (
+        isinstance(value, float) and value.is_integer() and abs(value) >= 100
+    ):
         return f"{int(value):,}"
     if not math.isfinite(value):
         return DASH

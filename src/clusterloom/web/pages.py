@@ -70,7 +70,9 @@ def designs(request: Request) -> Response:
     keys: list[str] = []
     for r in records:
         keys += [k for k in r.summary if k not in keys]
-    return _page(request, "designs.html", title="designs", designs=records, keys=keys, runs=store.runs())
+    return _page(
+        request, "designs.html", title="designs", designs=records, keys=keys, runs=store.runs()
+    )
 
 
 @router.get("/designs/{design}")
@@ -148,8 +150,12 @@ def _elevation(rack: queries.Rack) -> Markup | None:
     cols = rack.elevation.columns
     try:
         devices = [
-            (str(r[cols.index("device")]), str(r[cols.index("role")]), int(r[cols.index("u")]),
-             int(r[cols.index("height_u")]))
+            (
+                str(r[cols.index("device")]),
+                str(r[cols.index("role")]),
+                int(r[cols.index("u")]),
+                int(r[cols.index("height_u")]),
+            )
             for r in rack.elevation.rows
         ]
         top = max(low + size - 1 for _, _, low, size in devices)
@@ -181,7 +187,9 @@ def findings(request: Request, design: str) -> Response:
 
 
 @router.get("/designs/{design}/find")
-def find(request: Request, design: str, q: str = Query("", max_length=params.MAX_QUERY)) -> Response:
+def find(
+    request: Request, design: str, q: str = Query("", max_length=params.MAX_QUERY)
+) -> Response:
     """An object named in a finding: redirected to the page that shows it."""
     store = _store(request)
     did = params.design_id(store, design)
@@ -327,7 +335,11 @@ def compare(
     store = _store(request)
     if not a or not b:
         return _page(
-            request, "compare_pick.html", title="compare", designs=store.designs(), runs=store.runs()
+            request,
+            "compare_pick.html",
+            title="compare",
+            designs=store.designs(),
+            runs=store.runs(),
         )
     params.hex_id(a, "a")
     params.hex_id(b, "b")

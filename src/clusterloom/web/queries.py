@@ -6,10 +6,10 @@ stage, an artifact's blob. Every name is checked against the store's own lists f
 from __future__ import annotations
 
 import re
-from urllib.parse import quote, urlencode
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from fastapi import HTTPException
 
@@ -148,7 +148,7 @@ def _rack_cables(
     if "cut_sheet" not in tables:
         return (), (), 0
     cables: dict[str, dict[str, Any]] = {}
-    total, columns = 0, ()
+    total, columns = 0, tuple[str, ...]()
     for end in ("a_rack", "b_rack"):
         page = store.table(design_id, "cut_sheet", where={end: name}, limit=RACK_CABLES)
         columns = page.columns
@@ -245,9 +245,10 @@ def locate(store: Store, design_id: str, obj: str) -> str:
         return base
     head = re.split(r"[\s~,;]", obj, maxsplit=1)[0]
     try:
-        if "racks" in tables and store.table(
-            design_id, "racks", where={RACK_KEY: head}, limit=1
-        ).total:
+        if (
+            "racks" in tables
+            and store.table(design_id, "racks", where={RACK_KEY: head}, limit=1).total
+        ):
             return f"{base}/racks/{quote(head, safe='')}"
         if "devices" in tables:
             dev = store.table(design_id, "devices", where={"name": head}, limit=1)
@@ -284,9 +285,7 @@ def run_rows(summary: dict[str, Any]) -> Grid:
     figures: list[str] = []
     for values in per.values():
         figures += [k for k in values if k not in figures]
-    rows = tuple(
-        (name, *(values.get(k) for k in figures)) for name, values in per.items()
-    )
+    rows = tuple((name, *(values.get(k) for k in figures)) for name, values in per.items())
     return Grid(columns=("transport", *figures), rows=rows)
 
 
@@ -307,10 +306,10 @@ def chart(store: Store, run_ids: list[str], kind: str) -> dict[str, Any]:
     """The plotly figure ``kind`` (``fct``: the CDF of flow completion times, of every run
     given; ``utilisation``: the busiest link over the run's window; ``links``: the heat map of
     the most loaded links) of the runs, from ``charts.py``."""
-    from clusterloom.web import charts
-
     if kind not in ("fct", "utilisation", "links"):
         raise params.not_found("chart")
+    from clusterloom.web import charts
+
     runs = [(rid, run_files(store, rid)) for rid in run_ids]
     try:
         if kind == "fct":
@@ -319,6 +318,26 @@ def chart(store: Store, run_ids: list[str], kind: str) -> dict[str, Any]:
             raise params.not_found("chart")
         if kind == "utilisation":
             return charts.utilisation(runs[0][1])
-        return charts.link_heatmap(runs[0][1])
+        return charts.link_heatmap(runs[0][1], names=_link_names(store, run_ids[0]))
     except charts.ChartError as exc:
         raise HTTPException(404, str(exc)) from None
+
+
+#: a run's links are named from its design's backend node-link file up to this size (the
+#: 131k design's is far larger; its links are then shown by id)
+NODELINK_BYTES = 20 << 20
+
+
+def _link_names(store: Store, run_id: str) -> dict[int, str] | None:
+    """Names of the run's links from its design's ``backend.nodelink.json`` (a simulation
+    runs on the backend fabric, ``sim.scenario``), None when the run has no design or the
+    file is missing or too large to read per request."""
+    from clusterloom.web import charts
+
+    design = store.run(run_id).design_id
+    if design is None:
+        return None
+    found = {a.name: a for a in store.artifacts(design)}.get("backend.nodelink.json")
+    if found is None or found.size > NODELINK_BYTES:
+        return None
+    return charts.link_names(store.artifact_path(design, found.name))

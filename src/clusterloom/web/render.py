@@ -43,7 +43,9 @@ class Renderer:
         self.env.globals["query"] = _query
         self.env.globals["zip"] = zip
 
-    def page(self, request: Request, template: str, *, status: int = 200, **ctx: Any) -> HTMLResponse:
+    def page(
+        self, request: Request, template: str, *, status: int = 200, **ctx: Any
+    ) -> HTMLResponse:
         principal = getattr(request.state, "principal", None)
         html = self.env.get_template(template).render(
             principal=principal, path=request.url.path, **ctx
