@@ -289,9 +289,14 @@ def test_click_through_the_explorer(
 
     # a comparison of the two designs
     driver.get(f"{server}/compare?a={world.tight.id}&b={world.campus.id}")
-    tour.wait(lambda: "Differences" in tour.text(), "the comparison")
+    tour.wait(lambda: " against " in driver.find_element("tag name", "h1").text, "the comparison")
     heading = driver.find_element("tag name", "h1").text
     assert world.tight.name in heading and world.campus.name in heading
+    # each summary figure of both designs and its delta b - a, e.g. the error findings
+    a, b = int(world.tight.summary["errors"]), int(world.campus.summary["errors"])
+    delta = f"{b - a:+d}" if b != a else "0"
+    rows = [r.text for r in tour.css("table tr")]
+    assert f"errors {a} {b} {delta}" in rows, rows
     tour.done("compare")
 
     # the run's charts, drawn by plotly from the package (no CDN)
