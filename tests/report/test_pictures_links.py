@@ -16,12 +16,17 @@ from hypothesis import strategies as st
 
 from clusterloom import Design
 from clusterloom.pipeline import run_design
-from clusterloom.report._svg import PictureError
+from clusterloom.report._svg import PictureError, standalone
 from clusterloom.report.placement import U_PX, campus_svg, hall_svg, rack_elevation_svg
 from clusterloom.spec import parse_spec
 from helpers import MINIMAL_SPEC
 
 NS = "{http://www.w3.org/2000/svg}"
+
+
+def _xml(svg: str) -> ElementTree.Element:
+    """The picture parsed as the file the store keeps (with its namespace)."""
+    return ElementTree.fromstring(standalone(svg))
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +44,7 @@ def test_every_rack_of_a_hall_carries_its_name_and_links_to_its_page(two_halls: 
     assert p is not None
     for h in range(p.floor.n_halls):
         svg = hall_svg(p, h, rack_href="../rack/{rack}")
-        root = ElementTree.fromstring(svg)  # well-formed XML, with the SVG namespace
+        root = _xml(svg)  # well-formed XML, with the SVG namespace
         assert root.tag == f"{NS}svg" and root.get("data-hall") == p.floor.hall_names[h]
         links = {a.get("data-rack"): a.get("href") for a in root.iter(f"{NS}a")}
         mine = np.flatnonzero(p.floor.pos_hall[p.rack_position] == h)
@@ -55,7 +60,7 @@ def test_every_rack_of_a_hall_carries_its_name_and_links_to_its_page(two_halls: 
 def test_without_a_template_racks_carry_their_name_but_no_link(two_halls: Design) -> None:
     p = two_halls.placement
     assert p is not None
-    root = ElementTree.fromstring(hall_svg(p, 0))
+    root = _xml(hall_svg(p, 0))
     assert not list(root.iter(f"{NS}a"))
     named = [g.get("data-rack") for g in root.iter(f"{NS}g") if g.get("data-rack")]
     assert len(named) == int((p.floor.pos_hall[p.rack_position] == 0).sum()) > 0
@@ -64,18 +69,18 @@ def test_without_a_template_racks_carry_their_name_but_no_link(two_halls: Design
 def test_campus_overview_names_and_links_every_hall(two_halls: Design) -> None:
     p = two_halls.placement
     assert p is not None
-    root = ElementTree.fromstring(campus_svg(p, hall_href="hall/{hall}"))
+    root = _xml(campus_svg(p, hall_href="hall/{hall}"))
     tiles = {a.get("data-hall"): a.get("href") for a in root.iter(f"{NS}a")}
     assert tiles == {n: "hall/" + quote(n, safe="") for n in p.floor.hall_names}
     # the static report links to the plans' anchors in the page instead
-    static = ElementTree.fromstring(campus_svg(p))
+    static = _xml(campus_svg(p))
     assert {a.get("href") for a in static.iter(f"{NS}a")} == {
         "#hall-" + n.replace("/", "-") for n in p.floor.hall_names
     }
 
 
 def _boxes(svg: str) -> dict[str, tuple[int, int, float, float]]:
-    root = ElementTree.fromstring(svg)
+    root = _xml(svg)
     out = {}
     for g in root.iter(f"{NS}g"):
         if g.get("class") == "device":
@@ -150,7 +155,7 @@ def test_tray_fill_labels_each_row_with_its_fullest_tray(two_halls: Design) -> N
     seen: list[float] = []
     for h, hall in enumerate(pw.hall_names):
         svg = hall_fill_svg(c, h)
-        ElementTree.fromstring(svg)
+        _xml(svg)
         rows = re.findall(r'<text class="row-label"[^>]*>([^<]+)</text>', svg)
         peaks = [float(v) for v in re.findall(r'class="row-peak" data-fill="([\d.]+)"', svg)]
         mine = [r for r in range(len(pw.row_names)) if pw.row_hall[r] == h]
@@ -170,3 +175,24 @@ def test_tray_fill_labels_each_row_with_its_fullest_tray(two_halls: Design) -> N
         seen.extend(peaks)
         assert f"Tray fill, hall {hall}: fullest " in svg
     assert max(seen) > 0, "no row carries a cable: the test would prove nothing"
+
+
+def test_pictures_are_standalone_svg_files_naming_racks_and_halls(two_halls: Design) -> None:
+    from clusterloom.report.pictures import pictures
+
+    pics = pictures(two_halls)
+    p = two_halls.placement
+    assert p is not None
+    halls = p.floor.hall_names
+    assert {"campus", *(f"hall/{h}" for h in halls), *(f"fill/{h}" for h in halls)} <= set(pics)
+    for name, svg in pics.items():
+        root = ElementTree.fromstring(svg)  # each one parses on its own, namespace and all
+        assert root.tag == f"{NS}svg", name
+        assert standalone(svg) == svg
+    racks = {
+        a.get("data-rack")
+        for h in halls
+        for a in ElementTree.fromstring(pics[f"hall/{h}"]).iter()
+        if a.get("data-rack")
+    }
+    assert racks == set(p.rack_names)

@@ -129,6 +129,8 @@ def test_cdf_lines_per_run_and_transport(tmp_path: Path) -> None:
     fast = fig["data"][0]
     assert fast["x"] == [60.0, 60.0, 90.0] and fast["y"] == [0.0, 0.5, 1.0]
     assert fig["layout"]["xaxis"]["type"] == "log"  # 60 µs to 1 s
+    linear = charts.fct_cdf([("a", a)], log_x=False)["layout"]["xaxis"]
+    assert linear["type"] == "linear" and linear["range"] == [0, 1_000_040.0 * 1.05]
     assert "flow completion time (µs)" in fig["layout"]["xaxis"]["title"]["text"]
 
 

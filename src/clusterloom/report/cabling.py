@@ -124,7 +124,7 @@ def hall_fill_svg(c: Cabling, h: int) -> str:
     total_w = max(left + width + 48, x, left + 7.2 * len(title))
     total_h = top + height + 60
     head_svg = (
-        f'<svg xmlns="{SVG_NS}" class="tray-fill" data-hall="{esc(pw.hall_names[h])}" '
+        f'<svg class="tray-fill" data-hall="{esc(pw.hall_names[h])}" '
         f'viewBox="0 -4 {total_w:.0f} {total_h + 4:.0f}" '
         f'style="width:{total_w:.0f}px;max-width:100%" role="img" '
         f'aria-label="tray fill {esc(pw.hall_names[h])}" font-family="{FONT}">'

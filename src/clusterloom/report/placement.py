@@ -16,7 +16,7 @@ from clusterloom.placement import Placement
 from clusterloom.placement.floor import BLOCKED, RESERVED
 from clusterloom.placement.solve import BOUND_NOTES
 from clusterloom.report._html import esc, table, td
-from clusterloom.report._svg import FONT, SVG_NS, PictureError, scale_bar
+from clusterloom.report._svg import FONT, PictureError, scale_bar
 from clusterloom.units import to_kilowatts, to_megawatts
 
 ROLE_COLOURS = {
@@ -223,7 +223,7 @@ def hall_svg(p: Placement, h: int, *, rack_href: str | None = None) -> str:
     out.append(f'<g class="legend" transform="translate({ox:.1f} 0)">' + "".join(legend) + "</g>")
     total_h = base + 28 + legend_h + 4
     head = (
-        f'<svg xmlns="{SVG_NS}" class="floor" data-hall="{esc(f.hall_names[h])}" '
+        f'<svg class="floor" data-hall="{esc(f.hall_names[h])}" '
         f'viewBox="0 0 {total_w:.0f} {total_h:.0f}" '
         f'style="width:{total_w:.0f}px;max-width:100%" role="img" '
         f'aria-label="floor plan of hall {esc(f.hall_names[h])}" font-family="{FONT}">'
@@ -303,7 +303,7 @@ def rack_elevation_svg(
         f"used, {height_u - used}U free</text>"
     )
     head = (
-        f'<svg xmlns="{SVG_NS}" class="elevation" data-rack="{esc(rack)}" '
+        f'<svg class="elevation" data-rack="{esc(rack)}" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" style="width:{width:.0f}px;max-width:100%" '
         f'role="img" aria-label="elevation of rack {esc(rack)}" font-family="{FONT}">'
     )
@@ -327,7 +327,7 @@ def campus_svg(p: Placement, *, hall_href: str | None = None) -> str:
     width = left + cols * (tile_w + gap)
     height = sum(lines) * (tile_h + gap) + 8 * len(lines)
     out = [
-        f'<svg xmlns="{SVG_NS}" id="campus-overview" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'<svg id="campus-overview" viewBox="0 0 {width:.0f} {height:.0f}" '
         f'style="width:{width:.0f}px;max-width:100%" role="img" aria-label="campus overview" '
         f'font-family="{FONT}">'
     ]

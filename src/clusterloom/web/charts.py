@@ -189,6 +189,8 @@ def fct_cdf(runs: Sequence[tuple[str, Run]], *, log_x: bool | None = None) -> di
         "flow completion time (µs)" + (", log scale" if log_x else ""),
         type="log" if log_x else "linear",
     )
+    if not log_x and positive:  # a linear axis from 0, so a ratio reads off the picture
+        x_axis["range"] = [0, round(max(positive) * 1.05, 6)]
     layout: dict[str, Any] = {
         "title": {"text": "Flow completion times"},
         "xaxis": x_axis,
