@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from web_helpers import World, asgi_request, bearer
 
 from clusterloom.store import Store
 from clusterloom.web import create_app
 from clusterloom.web.security import HEADERS, SESSION_COOKIE
-from conftest import World, asgi_request, bearer
 
 PUBLIC = {"/login", "/static/{name}"}
 
