@@ -1,47 +1,19 @@
-"""Fixtures of the store tests, made for them: a 64-GPU design on a campus of two buildings,
-written once per session as ``design -o`` writes it (a transaction with its manifest), and a
-small flow-level run on its backend fabric as ``simulate -o`` writes it.
-
-    two-buildings   b1/h1 ─ HDF ═ backbone ═ HDF ─ b2/h1     64 x 200G, rail-optimized,
-                    (2 rows of 3 positions each)                leaves to spines across
-"""
+"""Fixtures of the store tests: the 64-GPU two-building design of ``store_fixtures`` written once
+per session as ``design -o`` writes it, a small flow-level run on its backend as ``simulate -o``
+writes it, and a fresh SQLite store per test."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
+from store_fixtures import design_dir, two_building_spec
 
 from clusterloom.export.outdir import output_run
-from clusterloom.pipeline import Design, run_design
-from clusterloom.spec import parse_spec
+from clusterloom.pipeline import Design
 from clusterloom.store import Store, open_store
-from clusterloom.write import write_design, write_prediction
-from helpers import spec_dict
-
-
-def two_building_spec(name: str = "store-campus", accelerators: int = 64) -> dict[str, Any]:
-    doc = spec_dict(
-        accelerators=accelerators, port_speed_gbps=200, switch="tomahawk3-32x400g", name=name
-    )
-    doc["fabrics"]["backend"]["media"] = {"host_leaf": "fr2-200g", "leaf_spine": "fr2-200g"}
-    template = {"rows": 2, "positions_per_row": 3, "pitch_m": 1.0, "origin_m": [0.5, 1.0]}
-    hall = {"name": "h1", "width_m": 40, "depth_m": 30, "template": template}
-    doc["site"] = {
-        "buildings": [{"name": f"b{b + 1}", "x_m": 200 * b, "halls": [hall]} for b in range(2)]
-    }
-    return doc
-
-
-def design_dir(doc: dict[str, Any], folder: Path) -> tuple[Design, Path]:
-    design = run_design(parse_spec(yaml.safe_dump(doc)), compare=False)
-    p = design.provenance
-    with output_run(folder, spec_hash=p.spec_hash, version=p.clusterloom_version) as run:
-        write_design(design, run.staging)
-    return design, folder
+from clusterloom.write import write_prediction
 
 
 @pytest.fixture(scope="session")

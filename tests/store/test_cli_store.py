@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from store_fixtures import two_building_spec
 from typer.testing import CliRunner
 
 from clusterloom.changes import Approval, ChangePlan, Proposal, append_record
 from clusterloom.cli.main import app
 from clusterloom.export.outdir import verify_run
 from clusterloom.store import open_store
-from conftest import two_building_spec
 
 runner = CliRunner()
 
@@ -171,3 +171,32 @@ def test_simulate_store_records_the_run(tmp_path: Path) -> None:
     assert f"recorded run {run.id}" in result.stdout
     assert run.summary["ideal"]["finished"] == run.summary["ideal"]["total"] == 32
     assert {a.name for a in store.artifacts(run.id)} >= {"flows.parquet", "manifest.json"}
+    shown = _json(["store", "show", run.id, "--json", "--store", url])
+    assert isinstance(shown, dict) and shown["run"]["id"] == run.id
+    assert shown["tables"]["flows"] == 32
+    text = runner.invoke(app, ["store", "show", run.id[:6], "--store", url])
+    assert text.exit_code == 0 and "ideal" in text.stdout and "32 / 32" in text.stdout
+
+
+def test_a_designs_simulation_is_recorded_as_its_run(tmp_path: Path) -> None:
+    """A spec with a scenario: ``design -o`` writes ``simulation/``, recorded as the design's
+    run with its own tables."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    doc = two_building_spec(accelerators=32)
+    doc["scenario"] = {"traffic": "permutation", "size": "64KB", "transports": ["ideal"]}
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(doc))
+    result = runner.invoke(
+        app, ["design", str(spec), "-o", str(tmp_path / "out"), "--store", "--store-url", url]
+    )
+    assert result.exit_code == 0, result.output
+    store = open_store(url)
+    (design,) = store.designs()
+    (run,) = store.runs(design.id)
+    assert run.design_id == design.id and run.scenario["traffic"] == "permutation"
+    assert store.tables(run.id) == ["flows", "groups", "link_utilisation", "utilisation"]
+    assert "simulation/flows.parquet" in {a.name for a in store.artifacts(design.id)}
+    flows = {a.name: a.sha256 for a in store.artifacts(run.id)}["flows.parquet"]
+    assert (
+        flows == {a.name: a.sha256 for a in store.artifacts(design.id)}["simulation/flows.parquet"]
+    )  # one blob, two owners

@@ -11,11 +11,11 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
+from store_fixtures import design_dir, two_building_spec
 
 from clusterloom.pipeline import Design
 from clusterloom.store import Store, migrate, open_store
 from clusterloom.store.models import Base
-from conftest import design_dir, two_building_spec
 
 Key = tuple[str, str, str, str, float | None]
 

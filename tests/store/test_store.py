@@ -13,13 +13,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import text
+from store_fixtures import design_dir, two_building_spec
 
 from clusterloom.findings import Severity
 from clusterloom.pipeline import Design
 from clusterloom.store import Store, StoreError, open_store
 from clusterloom.store.summary import staged_findings
 from clusterloom.units import to_usd, to_watts
-from conftest import design_dir, two_building_spec
 
 
 def _manifest(run_dir: Path) -> dict[str, tuple[str, int]]:

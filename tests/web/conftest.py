@@ -10,22 +10,24 @@ temporary directory) holding two real recorded designs and a run, and tokens of 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from fastapi.testclient import TestClient
+from web_helpers import Raw, World, asgi_request, bearer
 
 from clusterloom.examples import example_text
 from clusterloom.export.outdir import output_run
 from clusterloom.pipeline import Design, run_design
 from clusterloom.spec import parse_spec
-from clusterloom.store import DesignRecord, RunRecord, Store, open_store
+from clusterloom.store import open_store
 from clusterloom.web import create_app
 from clusterloom.write import write_design, write_prediction
 from helpers import spec_dict
+
+__all__ = ["Raw", "World", "asgi_request", "bearer"]  # test_browser.py imports World from here
 
 
 def campus_spec() -> dict[str, Any]:
@@ -68,18 +70,6 @@ def _run(design: Design, folder: Path) -> Path:
     return folder
 
 
-@dataclass(frozen=True)
-class World:
-    store: Store
-    tight: DesignRecord
-    campus: DesignRecord
-    run: RunRecord
-    read: str  #: a read token's secret
-    write: str  #: a write token's secret
-    proposal: str  #: a recorded proposal's id
-    root: Path
-
-
 @pytest.fixture(scope="session")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     from clusterloom.changes import ChangePlan, Proposal, Step
@@ -119,69 +109,3 @@ def app_client(app: Any) -> TestClient:
 def reader(app: Any, world: World) -> TestClient:
     """A client sending the read token."""
     return TestClient(app, headers=bearer(world.read))
-
-
-def bearer(secret: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {secret}"}
-
-
-@dataclass(frozen=True)
-class Raw:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-
-def asgi_request(
-    app: Any,
-    method: str,
-    path: str,
-    *,
-    headers: dict[str, str] | None = None,
-    body: bytes = b"",
-    chunks: int = 1,
-) -> Raw:
-    """One request straight into the ASGI app, the path as given (decoded, as a server hands
-    it over; an HTTP client would normalise ``../`` away before sending), the body in
-    ``chunks`` messages, no Content-Length unless ``headers`` has one."""
-    import anyio
-
-    step = -(-len(body) // chunks) or 1
-    parts = [body[i : i + step] for i in range(0, len(body), step)] or [b""]
-    sent: list[dict[str, Any]] = []
-
-    async def run() -> None:
-        queue = list(parts)
-
-        async def receive() -> dict[str, Any]:
-            if not queue:
-                return {"type": "http.disconnect"}
-            chunk = queue.pop(0)
-            return {"type": "http.request", "body": chunk, "more_body": bool(queue)}
-
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": method,
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode("utf-8", "surrogateescape"),
-            "query_string": b"",
-            "root_path": "",
-            "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
-            "client": ("127.0.0.1", 40000),
-            "server": ("testserver", 80),
-        }
-        await app(scope, receive, send)
-
-    anyio.run(run)
-    start = next(m for m in sent if m["type"] == "http.response.start")
-    return Raw(
-        status=start["status"],
-        headers={k.decode().lower(): v.decode() for k, v in start["headers"]},
-        body=b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body"),
-    )

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from web_helpers import World, asgi_request, bearer
 
 from clusterloom.store import Store
 from clusterloom.web import create_app
 from clusterloom.web.security import HEADERS, SESSION_COOKIE
-from conftest import World, asgi_request, bearer
 
 PUBLIC = {"/login", "/static/{name}"}
 
@@ -254,6 +254,9 @@ def test_security_headers_on_every_response(app_client: TestClient, world: World
     assert sorted(r.status_code for r in responses) == [200, 200, 200, 200, 401, 404, 413]
     for r in responses:
         for name, value in HEADERS:
+            if name == b"cache-control" and r.url.path.startswith("/static/"):
+                assert r.headers["cache-control"] == "private, max-age=3600"
+                continue
             assert r.headers[name.decode()] == value.decode()
     csp = responses[0].headers["content-security-policy"]
     script = next(p for p in csp.split(";") if p.strip().startswith("script-src"))

@@ -12,10 +12,10 @@ import time
 import httpx
 import pytest
 from typer.testing import CliRunner
+from web_helpers import World, bearer
 
 from clusterloom.cli.main import app
 from clusterloom.cli.serve import is_loopback
-from conftest import World, bearer
 
 
 @pytest.mark.parametrize(

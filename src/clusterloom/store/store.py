@@ -11,6 +11,7 @@ import mimetypes
 import os
 import re
 import secrets
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -18,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import duckdb
 from sqlalchemy import Engine, create_engine, event, select
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
@@ -125,11 +127,15 @@ def _blob_root(url: URL) -> Path:
     return Path(os.environ.get("CLUSTERLOOM_BLOBS") or DEFAULT_DIR / "blobs").expanduser()
 
 
-def _sqlite_foreign_keys(engine: Engine) -> None:
+def _sqlite_pragmas(engine: Engine) -> None:
+    """Foreign keys checked; write-ahead logging, so readers (the explorer) go on while a
+    record is written."""
+
     @event.listens_for(engine, "connect")
     def _on(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.close()
 
 
@@ -150,7 +156,7 @@ def open_store(url: str | None = None) -> Store:
     except (ArgumentError, NoSuchModuleError, ImportError) as exc:
         raise StoreError(f"store {shown}: no driver for this URL ({exc})") from exc
     if parsed.get_backend_name() == "sqlite":
-        _sqlite_foreign_keys(engine)
+        _sqlite_pragmas(engine)
     try:
         migrate.upgrade(engine)
     except SQLAlchemyError as exc:
@@ -219,9 +225,23 @@ class Store:
         self.blobs = blobs
         self.url = url
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._duck: duckdb.DuckDBPyConnection | None = None
+        self._duck_lock = threading.Lock()
 
     def close(self) -> None:
         self.engine.dispose()
+        with self._duck_lock:
+            if self._duck is not None:
+                self._duck.close()
+                self._duck = None
+
+    def duckdb(self) -> duckdb.DuckDBPyConnection:
+        """A cursor of the store's one in-memory DuckDB connection (opened on first use), for
+        one query in any thread; the caller closes it."""
+        with self._duck_lock:
+            if self._duck is None:
+                self._duck = duckdb.connect()
+            return self._duck.cursor()
 
     @contextmanager
     def _session(self) -> Iterator[Session]:
@@ -654,6 +674,7 @@ class Store:
             descending=descending,
             search=search,
             where=where,
+            connection=self.duckdb(),
         )
 
     # --- tokens ----------------------------------------------------------------------------
@@ -758,7 +779,12 @@ class Store:
         if proposal is not None:
             owner = session.get(ChangeRecordRow, proposal)
             return owner.design_id if owner is not None else None
-        target = rec.target if isinstance(rec, ChangePlan) else rec.plan.target  # type: ignore[union-attr]
+        plan = (
+            rec if isinstance(rec, ChangePlan) else rec.plan if isinstance(rec, Proposal) else None
+        )
+        if plan is None:
+            return None
+        target = plan.target
         newest = session.scalars(
             select(DesignRow.id)
             .where(DesignRow.spec_hash == target)

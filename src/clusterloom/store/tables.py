@@ -128,11 +128,13 @@ def query(
     descending: bool = False,
     search: str | None = None,
     where: Mapping[str, str] | None = None,
+    connection: duckdb.DuckDBPyConnection | None = None,
 ) -> TablePage:
     """A page of the Parquet table at ``path`` (its ``columns`` from the store). Rows keep the
     table's order unless sorted; a sort is stable (ties in file order) with nulls last in
     either direction. ``search`` is a case-insensitive substring of any text column; ``where``
-    holds column -> value, equal as text."""
+    holds column -> value, equal as text. ``connection`` is a DuckDB connection to use (and
+    close): a cursor of a connection kept open, which saves the ~40 ms of opening one."""
     names = [c for c, _ in columns]
     if offset < 0:
         raise StoreError(f"table {table}: offset {offset} is negative; give 0 or more")
@@ -160,16 +162,17 @@ def query(
         else:
             clauses.append("FALSE")
     filtered = " WHERE " + " AND ".join(clauses) if clauses else ""
-    source = "read_parquet(?, file_row_number = true)"
-    order = " ORDER BY "
-    if sort is not None:
-        order += f"{_quote(sort)} {'DESC' if descending else 'ASC'} NULLS LAST, "
-    order += "file_row_number"
+    if sort is None:  # DuckDB keeps the file's order (preserve_insertion_order): no sort
+        source, order = "read_parquet(?)", ""
+    else:  # ties in file order, as a stable sort keeps them
+        direction = "DESC" if descending else "ASC"
+        source = "read_parquet(?, file_row_number = true)"
+        order = f" ORDER BY {_quote(sort)} {direction} NULLS LAST, file_row_number"
     shown = ", ".join(_quote(c) for c in names)
     page_sql = f"SELECT {shown} FROM {source}{filtered}{order} LIMIT ? OFFSET ?"
-    count_sql = f"SELECT count(*) FROM {source}{filtered}"
+    count_sql = f"SELECT count(*) FROM read_parquet(?){filtered}"
     try:
-        with duckdb.connect() as con:
+        with connection if connection is not None else duckdb.connect() as con:
             rows = con.execute(page_sql, [*params, limit, offset]).fetchall()
             counted = con.execute(count_sql, params).fetchone()
     except duckdb.Error as exc:

@@ -35,6 +35,7 @@ STATIC_FILES = {
     "explorer.js": "text/javascript",
     "table.js": "text/javascript",
     "charts.js": "text/javascript",
+    "favicon.svg": "image/svg+xml",
 }
 
 
