@@ -76,7 +76,8 @@ def main() -> None:
     record_s = time.perf_counter() - start
     rows = store.table_rows(rec.id, "cut_sheet")
     cut_csv = (out / "cabling" / "cut_sheet.csv").stat().st_size
-    cut_parquet = store._table(rec.id, "cut_sheet")[0].stat().st_size
+    parquet = store.table_source(rec.id, "cut_sheet")
+    cut_parquet = parquet.stat().st_size if parquet is not None else 0
     print(
         f"recorded in {record_s:.1f} s: {len(store.artifacts(rec.id))} files, "
         f"{len(store.tables(rec.id))} tables, {len(store.pictures(rec.id))} pictures; blobs "

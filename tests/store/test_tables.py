@@ -81,7 +81,7 @@ def _as_text(v: Any) -> str | None:
 
 
 def _columns(store: Store, owner: str, name: str) -> list[tuple[str, str]]:
-    return list(store._table(owner, name)[1])
+    return list(store.columns(owner, name))
 
 
 def test_every_table_the_directory_has(recorded: tuple[Store, str, Path]) -> None:
