@@ -24,9 +24,9 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pytest
+from web_helpers import World
 
 from clusterloom.web import create_app
-from conftest import World
 
 pytestmark = pytest.mark.browser
 
