@@ -34,9 +34,6 @@ CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 #: Seconds a page may take to show what it is waited for.
 WAIT_S = 20
-#: Console errors tolerated, each with why: the explorer serves no favicon yet, and Chromium
-#: asks for one on every first page (remove this once web/ serves one or links ``data:,``).
-TOLERATED = ("/favicon.ico - Failed to load resource",)
 
 
 def _missing() -> str | None:
@@ -142,11 +139,7 @@ class Tour:
 
     def done(self, name: str) -> None:
         """The page is checked: no error in its console, a screenshot saved."""
-        errors = [
-            e
-            for e in self.driver.get_log("browser")
-            if e.get("level") == "SEVERE" and not any(t in str(e.get("message")) for t in TOLERATED)
-        ]
+        errors = [e for e in self.driver.get_log("browser") if e.get("level") == "SEVERE"]
         assert errors == [], f"{name} ({self.driver.current_url}): console errors {errors}"
         shot = self.folder / f"{len(self.shots) + 1:02d}-{name}.png"
         assert self.driver.save_screenshot(str(shot)), f"no screenshot of {name}"
@@ -310,3 +303,12 @@ def test_click_through_the_explorer(
     tour.done("run-charts")
 
     assert len(tour.shots) == 10
+
+
+def test_a_console_error_fails_the_page_check(browser: Any, artifacts: Path) -> None:
+    """The console check can fail: a page whose script throws is refused."""
+    tour = Tour(browser, "", artifacts)
+    browser.get("data:text/html,<p>broken</p><script>throw new Error('boom')</script>")
+    tour.wait(lambda: "broken" in tour.text(), "the broken page")
+    with pytest.raises(AssertionError, match="boom"):
+        tour.done("broken")
