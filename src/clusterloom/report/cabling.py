@@ -123,7 +123,7 @@ def hall_fill_svg(c: Cabling, h: int) -> str:
             f'font-size="12" fill="#334155">{esc(label)}</text>'
         )
         x += 44 + 6.8 * len(label)
-    total_w = max(left + width + 48, x, left + 7.2 * len(title))
+    total_w = max(left + width + 48, x, left + 8.0 * len(title))
     total_h = top + height + 60
     head_svg = (
         f'<svg class="tray-fill" data-hall="{esc(pw.hall_names[h])}" '
