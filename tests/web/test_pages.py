@@ -42,7 +42,9 @@ def test_the_design_page_links_every_hall_of_the_campus_picture(
     for hall in ("b1/h1", "b2/h1"):
         assert f'data-hall="{hall}" href="/designs/{d}/halls/{hall}"' in page
         assert c.get(f"/designs/{d}/halls/{hall}").status_code == 200
-    assert "tier" in page.lower() and page.count("<svg") >= 2  # campus and the tier diagram
+    assert "fibres" in world.store.pictures(d)  # two buildings
+    assert "Fibres between buildings" in page
+    assert page.count("<svg") >= 3  # the campus, the tier diagram, the fibres
 
 
 def test_a_hall_page_links_exactly_the_racks_of_that_hall(c: TestClient, world: World) -> None:

@@ -187,13 +187,3 @@ def logout(request: Request) -> Response:
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response
-
-
-def principal_of(request: Request) -> Principal:
-    principal: Principal = request.state.principal
-    return principal
-
-
-def csrf_field(request: Request) -> dict[str, Any]:
-    principal: Principal = request.state.principal
-    return {"csrf": principal.csrf}

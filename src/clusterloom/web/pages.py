@@ -82,6 +82,7 @@ def design(request: Request, design: str) -> Response:
     pics = queries.pictures(store, did)
     campus = _campus(store.picture(did, "campus"), did, pics.halls) if pics.campus else None
     tiers = [(name, svg(store.picture(did, f"tiers/{name}"))) for name in pics.tiers]
+    other = [(name, svg(store.picture(did, name))) for name in pics.other]
     grouped = queries.findings(store, did)
     return _page(
         request,
@@ -91,6 +92,7 @@ def design(request: Request, design: str) -> Response:
         pictures=pics,
         campus=campus,
         tiers=tiers,
+        other=other,
         tables=store.tables(did),
         runs=store.runs(did),
         artifacts=store.artifacts(did),
