@@ -5,7 +5,6 @@ route besides ``/login`` open without a token: our style sheet and scripts, and 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import FileResponse, RedirectResponse, Response
