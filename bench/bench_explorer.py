@@ -127,7 +127,9 @@ def main() -> None:
         ("campus picture (SVG)", f"/designs/{did}/pictures/campus"),
     ]
     print(f"{'request':<40} {'median ms':>10} {'max ms':>8} {'bytes':>10} {'Store.table ms':>15}")
-    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {secret}"}) as client:
+    with httpx.Client(
+        base_url=base, headers={"Authorization": f"Bearer {secret}"}, timeout=300
+    ) as client:
         for label, url in cases:
             median, worst, _, size = timed(client, url, args.repeat)
             query = direct.get(label)

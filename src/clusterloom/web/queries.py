@@ -285,6 +285,9 @@ def run_rows(summary: dict[str, Any]) -> Grid:
     figures: list[str] = []
     for values in per.values():
         figures += [k for k in values if k not in figures]
+    first = ("finished", "total", "fct_p50_us", "fct_p99_us", "fct_max_us", "completion_ms")
+    seen = {k: i for i, k in enumerate(figures)}
+    figures.sort(key=lambda k: (first.index(k) if k in first else len(first), seen[k]))
     rows = tuple((name, *(values.get(k) for k in figures)) for name, values in per.items())
     return Grid(columns=("transport", *figures), rows=rows)
 
