@@ -633,6 +633,11 @@ class Store:
                 )
             )
 
+    def columns(self, owner_id: str, name: str) -> tuple[tuple[str, str], ...]:
+        """The columns of the owner's table ``name`` with their Arrow types (``string``,
+        ``int64``, ``double``...), in order."""
+        return self._table(owner_id, name)[1]
+
     def table_rows(self, owner_id: str, name: str) -> int:
         """How many rows the owner's table ``name`` has."""
         return self._table(owner_id, name)[2]
