@@ -72,6 +72,12 @@ def test_campus_overview_names_and_links_every_hall(two_halls: Design) -> None:
     root = _xml(campus_svg(p, hall_href="hall/{hall}"))
     tiles = {a.get("data-hall"): a.get("href") for a in root.iter(f"{NS}a")}
     assert tiles == {n: "hall/" + quote(n, safe="") for n in p.floor.hall_names}
+    title = next(t.text for t in root.iter(f"{NS}text") if t.get("class") == "title")
+    racks, usable = int(p.halls.racks.sum()), int(p.halls.usable.sum())
+    assert title is not None and title.startswith(
+        f"Campus: 1 building, 2 halls, {racks:,} racks on {usable:,} usable positions"
+    )
+    assert racks == p.n_racks
     # the static report links to the plans' anchors in the page instead
     static = _xml(campus_svg(p))
     assert {a.get("href") for a in static.iter(f"{NS}a")} == {

@@ -279,3 +279,21 @@ def test_terminal_and_page_read_the_same_figures(tmp_path: Path) -> None:
         assert terminal[1:6] == [c.replace("\u2013", "-") for c in cells[:5]]
         assert terminal[6] == cells[5].replace("\u2013", "-").replace("\u00d7", "x")
         assert terminal[2] == "-"  # unfinished: no completion in either
+
+
+def test_watched_links_heat_map_ranks_links_by_load(stalled) -> None:  # type: ignore[no-untyped-def]
+    from clusterloom.report.simulation import _heat_cells
+    from clusterloom.sim.flow.results import grid, utilisation
+
+    runs, failures, _ = stalled
+    r = runs[0]
+    edges = grid(window_of(runs, failures).end_ps, 50)
+    u = utilisation(r.result, r.capacity, edges_ps=edges)
+    n = u.matrix.shape[1]
+    cells, size = _heat_cells(u, rows=n)  # one row per link
+    assert size == 1 and cells.shape == (n, 50)
+    means = cells.mean(axis=1)
+    assert np.all(np.diff(means) <= 1e-12)  # the busiest at the top
+    assert means[0] > means[-1]  # a spread, not a block
+    # the same cells as the matrix, only reordered
+    assert sorted(cells.sum(axis=1).round(9)) == sorted(u.matrix.sum(axis=0).round(9))

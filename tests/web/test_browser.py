@@ -24,9 +24,9 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pytest
+from web_helpers import World
 
 from clusterloom.web import create_app
-from conftest import World
 
 pytestmark = pytest.mark.browser
 
@@ -34,9 +34,6 @@ CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 #: Seconds a page may take to show what it is waited for.
 WAIT_S = 20
-#: Console errors tolerated, each with why: the explorer serves no favicon yet, and Chromium
-#: asks for one on every first page (remove this once web/ serves one or links ``data:,``).
-TOLERATED = ("/favicon.ico - Failed to load resource",)
 
 
 def _missing() -> str | None:
@@ -142,11 +139,7 @@ class Tour:
 
     def done(self, name: str) -> None:
         """The page is checked: no error in its console, a screenshot saved."""
-        errors = [
-            e
-            for e in self.driver.get_log("browser")
-            if e.get("level") == "SEVERE" and not any(t in str(e.get("message")) for t in TOLERATED)
-        ]
+        errors = [e for e in self.driver.get_log("browser") if e.get("level") == "SEVERE"]
         assert errors == [], f"{name} ({self.driver.current_url}): console errors {errors}"
         shot = self.folder / f"{len(self.shots) + 1:02d}-{name}.png"
         assert self.driver.save_screenshot(str(shot)), f"no screenshot of {name}"
@@ -289,9 +282,14 @@ def test_click_through_the_explorer(
 
     # a comparison of the two designs
     driver.get(f"{server}/compare?a={world.tight.id}&b={world.campus.id}")
-    tour.wait(lambda: "Differences" in tour.text(), "the comparison")
+    tour.wait(lambda: " against " in driver.find_element("tag name", "h1").text, "the comparison")
     heading = driver.find_element("tag name", "h1").text
     assert world.tight.name in heading and world.campus.name in heading
+    # each summary figure of both designs and its delta b - a, e.g. the error findings
+    a, b = int(world.tight.summary["errors"]), int(world.campus.summary["errors"])
+    delta = f"{b - a:+d}" if b != a else "0"
+    rows = [r.text for r in tour.css("table tr")]
+    assert f"errors {a} {b} {delta}" in rows, rows
     tour.done("compare")
 
     # the run's charts, drawn by plotly from the package (no CDN)
@@ -305,3 +303,12 @@ def test_click_through_the_explorer(
     tour.done("run-charts")
 
     assert len(tour.shots) == 10
+
+
+def test_a_console_error_fails_the_page_check(browser: Any, artifacts: Path) -> None:
+    """The console check can fail: a page whose script throws is refused."""
+    tour = Tour(browser, "", artifacts)
+    browser.get("data:text/html,<p>broken</p><script>throw new Error('boom')</script>")
+    tour.wait(lambda: "broken" in tour.text(), "the broken page")
+    with pytest.raises(AssertionError, match="boom"):
+        tour.done("broken")

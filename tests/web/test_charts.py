@@ -218,3 +218,35 @@ def test_plotly_js_is_the_installed_packages() -> None:
     path = charts.plotly_js_path()
     assert path.is_file() and path.parent.parent == Path(plotly.__file__).parent
     assert path.stat().st_size > 1_000_000
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.01, 50, allow_nan=False), st.floats(0, 1, allow_nan=False)),
+        min_size=1,
+        max_size=80,
+    )
+)
+def test_a_long_series_keeps_each_bins_peak(segments: list[tuple[float, float]]) -> None:
+    """Thinned to SERIES_POINTS bins, each bin holds the largest value of the segments that
+    overlap it (so no peak is lost), brute force against the segments."""
+    widths, values = np.array([w for w, _ in segments]), np.array([v for _, v in segments])
+    end = np.cumsum(widths)
+    start = end - widths
+    points = 10
+    original = charts.SERIES_POINTS
+    charts.SERIES_POINTS = points
+    try:
+        x, y = charts._series(start, end, values, float(end[-1]) + 1)
+    finally:
+        charts.SERIES_POINTS = original
+    if len(segments) <= points:
+        assert list(x[:-1]) == list(start) and list(y[:-1]) == list(values)
+        return
+    assert len(x) == points + 1
+    for i in range(points):
+        lo, hi = x[i], x[i + 1]
+        overlap = (start < hi) & (end > lo)
+        assert y[i] == values[overlap].max()
+    assert y.max() == values.max()

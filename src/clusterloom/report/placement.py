@@ -324,14 +324,31 @@ def campus_svg(p: Placement, *, hall_href: str | None = None) -> str:
     cols = max(1, min(8, max(len(hs) for hs in per_building)))
     tile_w, tile_h, gap, left = 156.0, 78.0, 10.0, 64.0
     lines = [-(-len(hs) // cols) for hs in per_building]  # rows of tiles per building
-    width = left + cols * (tile_w + gap)
-    height = sum(lines) * (tile_h + gap) + 8 * len(lines)
+    budgets = f.hall_power_w
+    title = (
+        f"Campus: {len(f.building_names)} building{'s' if len(f.building_names) != 1 else ''}, "
+        f"{f.n_halls} halls, {int(racks.sum()):,} racks on {int(usable.sum()):,} usable "
+        f"positions, {to_megawatts(float(power.sum())):,.1f} MW"
+        + (
+            f" of {to_megawatts(float(budgets.sum())):,.1f} MW"
+            if np.isfinite(budgets).all()
+            else ""
+        )
+    )
+    key = "grey bar: racks over usable positions; amber bar: power over the hall's budget"
+    width = max(left + cols * (tile_w + gap), 7.2 * len(title))
+    top = 28.0
+    height = top + sum(lines) * (tile_h + gap) + 8 * len(lines) + 20
     out = [
         f'<svg id="campus-overview" viewBox="0 0 {width:.0f} {height:.0f}" '
         f'style="width:{width:.0f}px;max-width:100%" role="img" aria-label="campus overview" '
-        f'font-family="{FONT}">'
+        f'font-family="{FONT}">',
+        f'<text class="title" x="0" y="16" font-size="13" font-weight="700" fill="#0f172a">'
+        f"{esc(title)}</text>",
+        f'<text class="key" x="0" y="{height - 6:.1f}" font-size="10.5" fill="#64748b">'
+        f"{esc(key)}</text>",
     ]
-    y = 0.0
+    y = top
     for b, hs in enumerate(per_building):
         out.append(
             f'<text x="0" y="{y + 16:.1f}" font-size="13" font-weight="700" fill="#0f172a">'
