@@ -73,6 +73,11 @@ def test_a_rack_page_lists_exactly_its_devices_and_cables(c: TestClient, world: 
         ends = {x["label"] for x in cuts if rack in (x["a_rack"], x["b_rack"])}
         assert labels == ends, rack
         cabled += bool(ends)
+        a_end = re.search(r'<a href="([^"]+where=a_rack[^"]+)">A end here</a>', page)
+        assert a_end is not None
+        listed = c.get(html.unescape(a_end.group(1))).text
+        n = sum(1 for x in cuts if x["a_rack"] == rack)
+        assert f"<span data-total>{n:,}</span>" in listed
         assert f"{len(ends)} with an end in this rack" in page
         assert re.search(r'<svg [^>]*class="elevation" data-rack="' + re.escape(rack), page)
     assert cabled >= 2

@@ -16,8 +16,9 @@ from fastapi import HTTPException
 from clusterloom.store import Artifact, Store, StoreError, TablePage
 from clusterloom.web import params
 
-#: how many of a rack's cables its page lists (each end; the cut sheet search has the rest)
-RACK_CABLES = 500
+#: how many of a rack's cables its page lists (each end; the cut sheet filtered by the rack
+#: has the rest)
+RACK_CABLES = 250
 #: a rack's devices listed at most
 RACK_DEVICES = 500
 
