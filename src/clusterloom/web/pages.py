@@ -19,7 +19,7 @@ from clusterloom.web.render import Renderer, svg
 
 router = APIRouter()
 
-#: run tables that the charts are drawn from; the rest are listed as tables
+#: the charts of a run's page, in order (``queries.chart``)
 CHART_KINDS = ("fct", "utilisation", "links")
 PAGE = 50
 
