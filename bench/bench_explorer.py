@@ -114,6 +114,7 @@ def main() -> None:
         "cut sheet, first page (JSON)": {},
         "sort by length_m, descending": {"sort": "length_m", "descending": True},
         f"search for rack {a_rack}": {"search": a_rack},
+        f"filter a_rack = {a_rack}": {"where": {"a_rack": a_rack}},
     }
     cases = [
         ("cut sheet, first page (JSON)", f"/api/designs/{did}/tables/cut_sheet?limit=50"),
@@ -123,6 +124,10 @@ def main() -> None:
             f"/api/designs/{did}/tables/cut_sheet?sort=length_m&desc=true",
         ),
         (f"search for rack {a_rack}", f"/api/designs/{did}/tables/cut_sheet?q={quote(a_rack)}"),
+        (
+            f"filter a_rack = {a_rack}",
+            f"/api/designs/{did}/tables/cut_sheet?where=a_rack:{quote(a_rack)}",
+        ),
         ("campus overview (design page)", f"/designs/{did}"),
         ("campus picture (SVG)", f"/designs/{did}/pictures/campus"),
     ]

@@ -249,3 +249,16 @@ def test_static_files_are_only_ours(app_client: TestClient) -> None:
     for name in ("explorer.css", "explorer.js", "table.js", "charts.js"):
         assert app_client.get(f"/static/{name}").status_code == 200
     assert app_client.get("/static/app.py").status_code == 404
+
+
+def test_the_filter_form_gives_the_rows_equal_to_its_value(c: TestClient, world: World) -> None:
+    d = world.campus.id
+    cuts = _csv(world, "campus", "cabling/cut_sheet.csv")
+    rack = cuts[-1]["b_rack"]
+    page = c.get(f"/designs/{d}/tables/cut_sheet", params={"column": "b_rack", "value": rack})
+    n = sum(1 for x in cuts if x["b_rack"] == rack)
+    assert f"<span data-total>{n:,}</span>" in page.text and f"b_rack:{rack}" in page.text
+    api = c.get(f"/api/designs/{d}/tables/cut_sheet", params={"where": f"b_rack:{rack}"})
+    assert api.json()["total"] == n
+    bad = c.get(f"/designs/{d}/tables/cut_sheet", params={"column": "nope", "value": "x"})
+    assert bad.status_code == 400
