@@ -4,7 +4,8 @@ a blob, the CSV tables converted to Parquet, the pictures drawn), then time the 
 web explorer makes of the 2.1M-row cut sheet: the first page, a sort by length, a search for
 one rack, a filter on one rack, a deep page; each run ``--repeat`` times (median and best).
 
-Run: ``python -u bench/bench_store.py [EXAMPLE] [--workdir DIR] [--repeat N]``; figures go to
+Run: ``python -u bench/bench_store.py [EXAMPLE] [--workdir DIR] [--repeat N]
+[--queries-only]`` (the last on a work directory of a run before); figures go to
 ``bench/RESULTS.md`` by hand. Queries are timed through ``Store.table`` (a DuckDB connection
 per query, the row count included), as the explorer calls it.
 """
@@ -24,7 +25,7 @@ from clusterloom.examples import example_text
 from clusterloom.export.outdir import output_run
 from clusterloom.pipeline import run_design
 from clusterloom.spec import parse_spec
-from clusterloom.store import TablePage, open_store
+from clusterloom.store import DesignRecord, Store, TablePage, open_store
 from clusterloom.write import write_design
 
 
@@ -42,20 +43,13 @@ def _size(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("example", nargs="?", default="mrc-131k")
-    parser.add_argument("--workdir", type=Path, default=None)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-store-"))
-    work.mkdir(parents=True, exist_ok=True)
+def _design_and_record(example: str, work: Path) -> tuple[Store, DesignRecord]:
     out, db = work / "out", work / "store.db"
     for stale in (out, Path(f"{db}.blobs")):
         shutil.rmtree(stale, ignore_errors=True)
     db.unlink(missing_ok=True)
 
-    spec = parse_spec(example_text(args.example), source=f"example {args.example}")
+    spec = parse_spec(example_text(example), source=f"example {example}")
     start = time.perf_counter()
     design = run_design(spec, compare=False)
     design_s = time.perf_counter() - start
@@ -65,7 +59,7 @@ def main() -> None:
         write_design(design, run.staging)
     write_s = time.perf_counter() - start
     print(
-        f"{args.example}: designed in {design_s:.1f} s ("
+        f"{example}: designed in {design_s:.1f} s ("
         + ", ".join(f"{s} {t:.1f}" for s, t in design.timings_s)
         + f"), written in {write_s:.1f} s: {_size(out) / 1e6:,.0f} MB"
     )
@@ -84,7 +78,26 @@ def main() -> None:
         f"{_size(store.blobs.root) / 1e6:,.0f} MB; cut sheet {rows:,} rows, CSV "
         f"{cut_csv / 1e6:,.0f} MB -> Parquet {cut_parquet / 1e6:,.0f} MB"
     )
+    return store, rec
 
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("example", nargs="?", default="mrc-131k")
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--queries-only", action="store_true", help="time the queries of a store made before"
+    )
+    args = parser.parse_args()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-store-"))
+    work.mkdir(parents=True, exist_ok=True)
+    if args.queries_only:
+        store = open_store(f"sqlite:///{work / 'store.db'}")
+        rec = store.designs()[0]
+        print(f"queries on {rec.ref} recorded in {work} before")
+    else:
+        store, rec = _design_and_record(args.example, work)
     first = store.table(rec.id, "cut_sheet", limit=1)
     rack = str(first.rows[0][first.columns.index("a_rack")])
     queries: list[tuple[str, Callable[[], TablePage]]] = [

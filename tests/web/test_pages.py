@@ -42,7 +42,9 @@ def test_the_design_page_links_every_hall_of_the_campus_picture(
     for hall in ("b1/h1", "b2/h1"):
         assert f'data-hall="{hall}" href="/designs/{d}/halls/{hall}"' in page
         assert c.get(f"/designs/{d}/halls/{hall}").status_code == 200
-    assert "tier" in page.lower() and page.count("<svg") >= 2  # campus and the tier diagram
+    assert "fibres" in world.store.pictures(d)  # two buildings
+    assert "Fibres between buildings" in page
+    assert page.count("<svg") >= 3  # the campus, the tier diagram, the fibres
 
 
 def test_a_hall_page_links_exactly_the_racks_of_that_hall(c: TestClient, world: World) -> None:
@@ -71,6 +73,11 @@ def test_a_rack_page_lists_exactly_its_devices_and_cables(c: TestClient, world: 
         ends = {x["label"] for x in cuts if rack in (x["a_rack"], x["b_rack"])}
         assert labels == ends, rack
         cabled += bool(ends)
+        a_end = re.search(r'<a href="([^"]+where=a_rack[^"]+)">A end here</a>', page)
+        assert a_end is not None
+        listed = c.get(html.unescape(a_end.group(1))).text
+        n = sum(1 for x in cuts if x["a_rack"] == rack)
+        assert f"<span data-total>{n:,}</span>" in listed
         assert f"{len(ends)} with an end in this rack" in page
         assert re.search(r'<svg [^>]*class="elevation" data-rack="' + re.escape(rack), page)
     assert cabled >= 2
@@ -242,3 +249,16 @@ def test_static_files_are_only_ours(app_client: TestClient) -> None:
     for name in ("explorer.css", "explorer.js", "table.js", "charts.js"):
         assert app_client.get(f"/static/{name}").status_code == 200
     assert app_client.get("/static/app.py").status_code == 404
+
+
+def test_the_filter_form_gives_the_rows_equal_to_its_value(c: TestClient, world: World) -> None:
+    d = world.campus.id
+    cuts = _csv(world, "campus", "cabling/cut_sheet.csv")
+    rack = cuts[-1]["b_rack"]
+    page = c.get(f"/designs/{d}/tables/cut_sheet", params={"column": "b_rack", "value": rack})
+    n = sum(1 for x in cuts if x["b_rack"] == rack)
+    assert f"<span data-total>{n:,}</span>" in page.text and f"b_rack:{rack}" in page.text
+    api = c.get(f"/api/designs/{d}/tables/cut_sheet", params={"where": f"b_rack:{rack}"})
+    assert api.json()["total"] == n
+    bad = c.get(f"/designs/{d}/tables/cut_sheet", params={"column": "nope", "value": "x"})
+    assert bad.status_code == 400

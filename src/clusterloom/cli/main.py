@@ -140,8 +140,8 @@ StoreUrlOpt = Annotated[
     str | None,
     typer.Option(
         "--store-url",
-        help="the store's URL with --store [default: $CLUSTERLOOM_STORE, else "
-        "sqlite:///~/.clusterloom/store.db]",
+        help="the store's URL with --store (default: $CLUSTERLOOM_STORE, else "
+        "sqlite:///~/.clusterloom/store.db)",
         show_default=False,
     ),
 ]

@@ -25,8 +25,8 @@ StoreOpt = Annotated[
     str | None,
     typer.Option(
         "--store",
-        help="the store's URL: sqlite:///PATH or postgresql://USER@HOST/DB [default: "
-        "$CLUSTERLOOM_STORE, else sqlite:///~/.clusterloom/store.db]",
+        help="the store's URL: sqlite:///PATH or postgresql://USER@HOST/DB (default: "
+        "$CLUSTERLOOM_STORE, else sqlite:///~/.clusterloom/store.db)",
         show_default=False,
     ),
 ]

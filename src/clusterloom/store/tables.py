@@ -44,6 +44,8 @@ RUN_TABLES: dict[str, str] = {
 ROW_GROUP = 131_072
 #: the largest page a query returns
 MAX_LIMIT = 10_000
+#: a sorted page ending past this many rows is fetched in two steps (``_sorted_page``)
+LATE_ROWS = 10_000
 _BLOCK = 16 << 20
 
 
@@ -117,6 +119,80 @@ def _is_text(arrow_type: str) -> bool:
     return arrow_type in ("string", "large_string")
 
 
+def _filter(
+    columns: tuple[tuple[str, str], ...], search: str | None, where: Mapping[str, str] | None
+) -> tuple[str, list[Any]]:
+    """The WHERE clause of a search and filters, and its parameters (values bound, names
+    the checked columns, quoted)."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    types = dict(columns)
+    for column, value in (where or {}).items():
+        text = _quote(column) if _is_text(types[column]) else f"CAST({_quote(column)} AS VARCHAR)"
+        clauses.append(f"{text} = ?")
+        params.append(str(value))
+    if search:
+        text_columns = [c for c, t in columns if _is_text(t)]
+        if text_columns:
+            # contains(lower()) takes text as it is (no pattern), and ran 2-4x faster than
+            # ILIKE ... ESCAPE on the 131k cut sheet
+            found = " OR ".join(f"contains(lower({_quote(c)}), ?)" for c in text_columns)
+            clauses.append(f"({found})")
+            params.extend([search.lower()] * len(text_columns))
+        else:
+            clauses.append("FALSE")
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+_NUMBERED = "read_parquet(?, file_row_number = true)"
+
+
+def _rows_at(
+    con: duckdb.DuckDBPyConnection, path: Path, shown: str, ids: list[int]
+) -> list[tuple[Any, ...]]:
+    """The rows with file row numbers ``ids``, in that order (the reader skips row groups
+    outside their range; only those rows are materialised)."""
+    if not ids:
+        return []
+    fetch = (
+        f"SELECT file_row_number, {shown} FROM {_NUMBERED} WHERE file_row_number "
+        "BETWEEN ? AND ? AND list_contains(?::BIGINT[], file_row_number)"
+    )
+    got = {r[0]: r[1:] for r in con.execute(fetch, [str(path), min(ids), max(ids), ids]).fetchall()}
+    return [got[i] for i in ids]
+
+
+def _page(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    shown: str,
+    filtered: tuple[str, list[Any]],
+    order: str,
+    offset: int,
+    limit: int,
+) -> tuple[list[tuple[Any, ...]], int]:
+    """The page's rows and how many rows match. With a filter, one scan gives the row numbers
+    of every match in order (their count is the total), then the page's rows are fetched by
+    number; without one, the count is the file's and a sorted page deep in the table takes
+    its row numbers first (sorting the sort column only), an early one DuckDB's top rows."""
+    where, params = filtered
+    if where:
+        sql = f"SELECT file_row_number FROM {_NUMBERED}{where}{order or ' ORDER BY 1'}"
+        matched = con.execute(sql, [str(path), *params]).fetchnumpy()["file_row_number"]
+        ids = [int(i) for i in matched[offset : offset + limit]]
+        return _rows_at(con, path, shown, ids), int(matched.shape[0])
+    total = parquet_rows(path)
+    if not order:  # DuckDB keeps the file's order (preserve_insertion_order)
+        sql = f"SELECT {shown} FROM read_parquet(?) LIMIT ? OFFSET ?"
+        return con.execute(sql, [str(path), limit, offset]).fetchall(), total
+    if offset + limit <= LATE_ROWS:
+        sql = f"SELECT {shown} FROM {_NUMBERED}{order} LIMIT ? OFFSET ?"
+        return con.execute(sql, [str(path), limit, offset]).fetchall(), total
+    sql = f"SELECT file_row_number FROM {_NUMBERED}{order} LIMIT ? OFFSET ?"
+    ids = [int(r[0]) for r in con.execute(sql, [str(path), limit, offset]).fetchall()]
+    return _rows_at(con, path, shown, ids), total
+
+
 def query(
     path: Path,
     columns: tuple[tuple[str, str], ...],
@@ -145,37 +221,15 @@ def query(
             raise StoreError(
                 f"table {table}: no column {column[:80]!r}; its columns are " + ", ".join(names)
             )
-    clauses: list[str] = []
-    params: list[Any] = [str(path)]
-    types = dict(columns)
-    for column, value in (where or {}).items():
-        text = _quote(column) if _is_text(types[column]) else f"CAST({_quote(column)} AS VARCHAR)"
-        clauses.append(f"{text} = ?")
-        params.append(str(value))
-    if search:
-        text_columns = [c for c, t in columns if _is_text(t)]
-        if text_columns:
-            clauses.append(
-                "(" + " OR ".join(f"contains(lower({_quote(c)}), ?)" for c in text_columns) + ")"
-            )
-            params.extend([search.lower()] * len(text_columns))
-        else:
-            clauses.append("FALSE")
-    filtered = " WHERE " + " AND ".join(clauses) if clauses else ""
-    if sort is None:  # DuckDB keeps the file's order (preserve_insertion_order): no sort
-        source, order = "read_parquet(?)", ""
-    else:  # ties in file order, as a stable sort keeps them
-        direction = "DESC" if descending else "ASC"
-        source = "read_parquet(?, file_row_number = true)"
-        order = f" ORDER BY {_quote(sort)} {direction} NULLS LAST, file_row_number"
+    filtered = _filter(columns, search, where)
     shown = ", ".join(_quote(c) for c in names)
-    page_sql = f"SELECT {shown} FROM {source}{filtered}{order} LIMIT ? OFFSET ?"
-    count_sql = f"SELECT count(*) FROM read_parquet(?){filtered}"
+    order = ""
+    if sort is not None:  # ties in file order, as a stable sort keeps them
+        direction = "DESC" if descending else "ASC"
+        order = f" ORDER BY {_quote(sort)} {direction} NULLS LAST, file_row_number"
     try:
         with connection if connection is not None else duckdb.connect() as con:
-            rows = con.execute(page_sql, [*params, limit, offset]).fetchall()
-            counted = con.execute(count_sql, params).fetchone()
+            rows, total = _page(con, path, shown, filtered, order, offset, limit)
     except duckdb.Error as exc:
         raise StoreError(f"table {table}: the query failed: {exc}") from exc
-    total = int(counted[0]) if counted is not None else 0
     return TablePage(tuple(names), tuple(tuple(r) for r in rows), total)

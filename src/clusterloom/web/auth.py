@@ -5,7 +5,6 @@ route besides ``/login`` open without a token: our style sheet and scripts, and 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import FileResponse, RedirectResponse, Response
@@ -187,13 +186,3 @@ def logout(request: Request) -> Response:
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response
-
-
-def principal_of(request: Request) -> Principal:
-    principal: Principal = request.state.principal
-    return principal
-
-
-def csrf_field(request: Request) -> dict[str, Any]:
-    principal: Principal = request.state.principal
-    return {"csrf": principal.csrf}

@@ -25,6 +25,14 @@ LABELS: Mapping[str, str] = {
     "errors": "errors",
     "warnings": "warnings",
     "checks_passed": "checks passed",
+    "finished": "flows finished",
+    "total": "flows",
+    "fct_p50_us": "FCT p50",
+    "fct_p99_us": "FCT p99",
+    "fct_max_us": "FCT max",
+    "completion_ms": "completion",
+    "ideal_ms": "ideal bound",
+    "vs_ideal": "\u00d7 ideal",
 }
 
 

@@ -19,7 +19,7 @@ from clusterloom.web.render import Renderer, svg
 
 router = APIRouter()
 
-#: run tables that the charts are drawn from; the rest are listed as tables
+#: the charts of a run's page, in order (``queries.chart``)
 CHART_KINDS = ("fct", "utilisation", "links")
 PAGE = 50
 
@@ -82,6 +82,7 @@ def design(request: Request, design: str) -> Response:
     pics = queries.pictures(store, did)
     campus = _campus(store.picture(did, "campus"), did, pics.halls) if pics.campus else None
     tiers = [(name, svg(store.picture(did, f"tiers/{name}"))) for name in pics.tiers]
+    other = [(name, svg(store.picture(did, name))) for name in pics.other]
     grouped = queries.findings(store, did)
     return _page(
         request,
@@ -91,6 +92,7 @@ def design(request: Request, design: str) -> Response:
         pictures=pics,
         campus=campus,
         tiers=tiers,
+        other=other,
         tables=store.tables(did),
         runs=store.runs(did),
         artifacts=store.artifacts(did),
@@ -240,6 +242,14 @@ def _table_page(
     )
 
 
+def _with_filter(where: list[str], column: str | None, value: str | None) -> list[str]:
+    """The page's filters plus the one its filter form sent (``column`` equal to ``value``,
+    exactly: a filter reads one column, much faster than a search of every text column)."""
+    if column and value is not None and value.strip():
+        return [*where, f"{column}:{value.strip()}"]
+    return where
+
+
 @router.get("/designs/{design}/tables/{name}")
 def design_table(
     request: Request,
@@ -251,8 +261,11 @@ def design_table(
     desc: bool = False,
     q: str | None = Query(None, max_length=params.MAX_QUERY),
     where: list[str] = Query([], max_length=16),
+    column: str | None = Query(None, max_length=64),
+    value: str | None = Query(None, max_length=params.MAX_QUERY),
 ) -> Response:
     did = params.design_id(_store(request), design)
+    where = _with_filter(where, column, value)
     return _table_page(request, "designs", did, name, offset, limit, sort, desc, q, where)
 
 
@@ -267,8 +280,11 @@ def run_table(
     desc: bool = False,
     q: str | None = Query(None, max_length=params.MAX_QUERY),
     where: list[str] = Query([], max_length=16),
+    column: str | None = Query(None, max_length=64),
+    value: str | None = Query(None, max_length=params.MAX_QUERY),
 ) -> Response:
     rid = params.run_id(_store(request), run)
+    where = _with_filter(where, column, value)
     return _table_page(request, "runs", rid, name, offset, limit, sort, desc, q, where)
 
 

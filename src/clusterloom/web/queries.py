@@ -16,8 +16,9 @@ from fastapi import HTTPException
 from clusterloom.store import Artifact, Store, StoreError, TablePage
 from clusterloom.web import params
 
-#: how many of a rack's cables its page lists (each end; the cut sheet search has the rest)
-RACK_CABLES = 500
+#: how many of a rack's cables its page lists (each end; the cut sheet filtered by the rack
+#: has the rest)
+RACK_CABLES = 250
 #: a rack's devices listed at most
 RACK_DEVICES = 500
 
@@ -285,6 +286,9 @@ def run_rows(summary: dict[str, Any]) -> Grid:
     figures: list[str] = []
     for values in per.values():
         figures += [k for k in values if k not in figures]
+    first = ("finished", "total", "fct_p50_us", "fct_p99_us", "fct_max_us", "completion_ms")
+    seen = {k: i for i, k in enumerate(figures)}
+    figures.sort(key=lambda k: (first.index(k) if k in first else len(first), seen[k]))
     rows = tuple((name, *(values.get(k) for k in figures)) for name, values in per.items())
     return Grid(columns=("transport", *figures), rows=rows)
 

@@ -84,7 +84,8 @@
         load();
       });
     }
-    const form = section.querySelector("form.search");
+    // the filter form (form.filter) reloads the page: its filters are shown in the heading
+    const form = section.querySelector("form.search:not(.filter)");
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       state.q = form.querySelector("input[name=q]").value.trim();
