@@ -386,8 +386,8 @@ def utilisation(run_dir: Run) -> dict[str, Any]:
     span = w.end - w.start
     layout = {
         "title": {
-            "text": f"Busiest link over {_fmt_us(w.start)} to {_fmt_us(w.end)}: the transports "
-            f"that finished within {WINDOW_FACTOR}x the fastest"
+            "text": f"Busiest link, {_fmt_us(w.start)} to {_fmt_us(w.end)} (until the last "
+            f"transport done within {WINDOW_FACTOR}x the fastest)"
         },
         "xaxis": _axis("time (µs)", range=[w.start, w.end if span > 0 else w.start + 1]),
         "yaxis": _axis("max link utilisation (of capacity)", range=[0, 1.05], tickformat=".0%"),
