@@ -969,6 +969,9 @@ def _register_packet_commands() -> None:
     netbox.register(app, _guard, out)
     store.register(app, _guard, out)
     srv6.register(app, _guard, _load, out, err, _writing)
+    from clusterloom.cli import serve
+
+    serve.register(app, _guard, out)
 
 
 _register_packet_commands()

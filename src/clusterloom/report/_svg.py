@@ -9,13 +9,31 @@ import html
 import math
 from collections.abc import Sequence
 
+from clusterloom.errors import ClusterloomError
 from clusterloom.workload.heatmap import _RAMP
 
+
+class PictureError(ClusterloomError, ValueError):
+    """Input a picture cannot draw truthfully (a device outside its rack, two in one unit)."""
+
+
+#: The SVG namespace: a picture kept as a file of its own needs it (inline in HTML it is implied,
+#: and the self-contained pages leave it out).
+SVG_NS = "http://www.w3.org/2000/svg"
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif"
 
 
 def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
+
+
+def standalone(svg: str) -> str:
+    """``svg`` (text starting with its root ``<svg``) with the SVG namespace on its root, so it
+    renders as a file of its own (``image/svg+xml``); unchanged when it has one."""
+    head, sep, rest = svg.partition(">")
+    if not head.lstrip().startswith("<svg") or "xmlns=" in head:
+        return svg
+    return head.replace("<svg", f'<svg xmlns="{SVG_NS}"', 1) + sep + rest
 
 
 def nice_length(limit: float) -> float:

@@ -6,15 +6,19 @@ of materials (``report.html``'s ``#bom`` section, ``Design.bom``)."""
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from clusterloom.cabling import SEGMENT_KINDS, Cabling
+from clusterloom.cabling.pathways import Pathways
 from clusterloom.report._html import esc, table, td
 from clusterloom.report._svg import FONT, scale_bar
 
 #: Halls drawn in the report (the tables cover all of them).
 MAX_HALLS_DRAWN = 24
 #: Pixels per metre at most, and the widest picture of a hall's trays.
-MAX_SCALE, PLAN_PX = 40.0, 1000.0
+MAX_SCALE, PLAN_PX, LABEL_PX = 40.0, 1000.0, 48.0
+#: The campus picture: pixels of its longest extent, and its least width.
+CAMPUS_PX, CAMPUS_MIN_PX = 420.0, 520.0
 
 
 def _fill_colour(ratio: float) -> str:
@@ -37,9 +41,15 @@ FILL_LEGEND = (
 )
 
 
+def _pct(ratio: float) -> str:
+    return f"{ratio:.0%}" if ratio >= 0.01 or ratio == 0 else "<1%"
+
+
 def hall_fill_svg(c: Cabling, h: int) -> str:
     """Tray segments of hall ``h`` (row, cross-aisle, spine) by fill, to scale (y grows
-    upwards), line width growing with fill; the door, a scale bar and a legend."""
+    upwards), line width growing with fill: a title naming the hall and its fullest tray, each
+    row's tray labelled with the row's name at its head and its fullest segment (percent of
+    the fill limit) at its tail, the door, a scale bar and a legend."""
     pw = c.pathways
     segs = np.flatnonzero(pw.seg_hall == h)
     if segs.shape[0] == 0:
@@ -49,32 +59,63 @@ def hall_fill_svg(c: Cabling, h: int) -> str:
     pts = np.concatenate([xy[a], xy[b]])
     lo, hi = pts.min(axis=0) - 1.0, pts.max(axis=0) + 1.0
     k = min(PLAN_PX / max(float(hi[0] - lo[0]), 1.0), MAX_SCALE)
+    left, top = LABEL_PX, 28.0
     width = float((hi[0] - lo[0]) * k)
     height = float((hi[1] - lo[1]) * k)
     fill = c.seg_fill
+    limit = np.array([pw.tray(s).fill for s in segs.tolist()])
+    ratios = fill[segs] / limit
+
+    def at(node: int) -> tuple[float, float]:
+        x, y = (xy[node] - lo) * k
+        return left + float(x), top + height - float(y)
+
     parts = []
-    for s, u, v in zip(segs.tolist(), a.tolist(), b.tolist(), strict=True):
-        ratio = float(fill[s]) / pw.tray(s).fill
-        x1, y1 = (xy[u] - lo) * k
-        x2, y2 = (xy[v] - lo) * k
+    for s, u, v, ratio in zip(segs.tolist(), a.tolist(), b.tolist(), ratios.tolist(), strict=True):
+        (x1, y1), (x2, y2) = at(u), at(v)
         stroke = 2.0 + 6.0 * min(ratio, 1.2)
         parts.append(
-            f'<line x1="{x1:.1f}" y1="{height - y1:.1f}" x2="{x2:.1f}" y2="{height - y2:.1f}" '
+            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
             f'stroke="{_fill_colour(ratio)}" stroke-width="{stroke:.1f}" stroke-linecap="round">'
             f"<title>{esc(pw.segment_name(s))}: {fill[s]:.1%} of "
             f"{pw.tray(s).description} (limit {pw.tray(s).fill:.0%}), "
             f"{int(c.seg_cables[s]):,} cables, {int(c.seg_trunks[s]):,} trunks</title></line>"
         )
-    door = xy[pw.hall_door[h]]
-    dx, dy = (door - lo) * k
-    parts.append(
-        f'<circle cx="{dx:.1f}" cy="{height - dy:.1f}" r="6" fill="#0f172a"/>'
-        f'<text x="{dx + 9:.1f}" y="{height - dy - 8:.1f}" font-size="12" fill="#0f172a">door'
-        "</text>"
+    row_kind = SEGMENT_KINDS.index("row")
+    for r in np.flatnonzero(pw.row_hall == h).tolist():
+        head, tail = int(pw.row_head[r]), int(pw.row_tail[r])
+        mine = (pw.seg_kind[segs] == row_kind) & np.isin(
+            a, np.concatenate([[head, tail], _row_positions(pw, head, tail, segs, a, b)])
+        )
+        peak = float(ratios[mine].max()) if mine.any() else 0.0
+        (hx, hy), (tx, ty) = at(head), at(tail)
+        if tx < hx:
+            (hx, hy), (tx, ty) = (tx, ty), (hx, hy)
+        parts.append(
+            f'<text class="row-label" x="{hx - 8:.1f}" y="{hy + 4:.1f}" font-size="11.5" '
+            f'font-weight="700" fill="#0f172a" text-anchor="end">'
+            f"{esc(pw.row_names[r].rsplit('/', 1)[-1])}</text>"
+            f'<text class="row-peak" data-fill="{peak:.4f}" x="{tx + 8:.1f}" y="{ty + 4:.1f}" '
+            f'font-size="10.5" fill="#334155">{_pct(peak)}</text>'
+        )
+    worst = int(np.argmax(ratios))
+    title = (
+        f"Tray fill, hall {pw.hall_names[h]}: fullest {pw.segment_name(int(segs[worst]))} at "
+        f"{_pct(float(ratios[worst]))} of its fill limit; right of each row: its fullest tray"
     )
-    bar, _ = scale_bar(0.0, height + 14, k, min(width, 240.0))
+    parts.insert(
+        0,
+        f'<text class="title" x="{left:.1f}" y="16" font-size="13" font-weight="700" '
+        f'fill="#0f172a">{esc(title)}</text>',
+    )
+    dx, dy = at(int(pw.hall_door[h]))
+    parts.append(
+        f'<circle cx="{dx:.1f}" cy="{dy:.1f}" r="6" fill="#0f172a"/>'
+        f'<text x="{dx + 9:.1f}" y="{dy - 8:.1f}" font-size="12" fill="#0f172a">door</text>'
+    )
+    bar, _ = scale_bar(left, top + height + 14, k, min(width, 240.0))
     parts.append(bar)
-    x, y = 0.0, height + 48
+    x, y = left, top + height + 48
     for colour, label in FILL_LEGEND:
         parts.append(
             f'<line x1="{x:.1f}" y1="{y:.1f}" x2="{x + 22:.1f}" y2="{y:.1f}" stroke="{colour}" '
@@ -82,49 +123,98 @@ def hall_fill_svg(c: Cabling, h: int) -> str:
             f'font-size="12" fill="#334155">{esc(label)}</text>'
         )
         x += 44 + 6.8 * len(label)
-    total_w, total_h = max(width, x), height + 60
-    head = (
-        f'<svg class="tray-fill" viewBox="0 -4 {total_w:.0f} {total_h + 4:.0f}" '
+    total_w = max(left + width + 48, x, left + 8.0 * len(title))
+    total_h = top + height + 60
+    head_svg = (
+        f'<svg class="tray-fill" data-hall="{esc(pw.hall_names[h])}" '
+        f'viewBox="0 -4 {total_w:.0f} {total_h + 4:.0f}" '
         f'style="width:{total_w:.0f}px;max-width:100%" role="img" '
         f'aria-label="tray fill {esc(pw.hall_names[h])}" font-family="{FONT}">'
     )
-    return head + "".join(parts) + "</svg>"
+    return head_svg + "".join(parts) + "</svg>"
+
+
+def _row_positions(
+    pw: Pathways,
+    head: int,
+    tail: int,
+    segs: NDArray[np.int64],
+    a: NDArray[np.int32],
+    b: NDArray[np.int32],
+) -> NDArray[np.int32]:
+    """The position nodes of the row whose tray runs from ``head`` to ``tail``: those joined
+    to it by row segments (positions are the nodes below ``pw.n_positions``)."""
+    row_kind = SEGMENT_KINDS.index("row")
+    rows = pw.seg_kind[segs] == row_kind
+    first = np.concatenate([b[rows & (a == head)], a[rows & (b == head)]])
+    if first.shape[0] == 0:
+        return np.zeros(0, dtype=np.int32)
+    # positions of a row have consecutive ids: from the one next to the head to the one
+    # next to the tail
+    last = np.concatenate([a[rows & (b == tail)], b[rows & (a == tail)]])
+    lo, hi = sorted((int(first[0]), int(last[0]) if last.shape[0] else int(first[0])))
+    return np.arange(lo, hi + 1, dtype=np.int32)
 
 
 def campus_svg(c: Cabling) -> str:
-    """Buildings on the campus, each campus route labelled with the fibres it carries."""
+    """Buildings on the campus to scale (a scale bar), each campus route a line as wide as its
+    share of the fibres and labelled with its fibres and length (on a white halo, beside the
+    line), under a title with the total; at least :data:`CAMPUS_MIN_PX` wide, so buildings in
+    one column still leave room for the labels."""
     pw = c.pathways
     segs = np.flatnonzero(pw.seg_kind == SEGMENT_KINDS.index("campus"))
     ent = pw.building_entrance
     if ent.shape[0] < 2:
         return ""
     xy = pw.node_xy[ent]
-    lo, hi = xy.min(axis=0) - 40.0, xy.max(axis=0) + 40.0
-    k = 600.0 / max(float((hi - lo).max()), 1.0)
-    width, height = float((hi[0] - lo[0]) * k), float((hi[1] - lo[1]) * k)
+    lo, hi = xy.min(axis=0), xy.max(axis=0)
+    k = CAMPUS_PX / max(float((hi - lo).max()), 1.0)
+    span = (hi - lo) * k
+    pad, top = 60.0, 34.0
+    width = max(float(span[0]) + 2 * pad, CAMPUS_MIN_PX)
+    ox = (width - float(span[0])) / 2  # centred
+    height = top + float(span[1]) + 2 * 30 + 40
+
+    def at(node: int) -> tuple[float, float]:
+        x, y = (pw.node_xy[node] - lo) * k
+        return ox + float(x), top + 30 + float(span[1]) - float(y)
+
+    fibres = c.seg_fibers[segs].astype(np.int64)
+    most = max(int(fibres.max(initial=0)), 1)
+    total = int(fibres.sum())
+    title = f"Fibres between buildings: {total:,} over {int((fibres > 0).sum())} campus route(s)"
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
-        f'width="{width:.0f}" role="img" aria-label="fibres between buildings">'
+        f'<svg class="fibres" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'style="width:{width:.0f}px;max-width:100%" role="img" '
+        f'aria-label="fibres between buildings" font-family="{FONT}">',
+        f'<text class="title" x="8" y="18" font-size="13" font-weight="700" fill="#0f172a">'
+        f"{esc(title)}</text>",
     ]
-    for s in segs.tolist():
-        u, v = int(pw.seg_a[s]), int(pw.seg_b[s])
-        (x1, y1), (x2, y2) = (pw.node_xy[u] - lo) * k, (pw.node_xy[v] - lo) * k
-        fibres = int(c.seg_fibers[s])
-        colour = "#2563eb" if fibres else "#cbd5e1"
-        stroke = 2 + min(fibres / 5000, 10)
+    for s, n in zip(segs.tolist(), fibres.tolist(), strict=True):
+        (x1, y1), (x2, y2) = at(int(pw.seg_a[s])), at(int(pw.seg_b[s]))
+        colour = "#2563eb" if n else "#cbd5e1"
+        stroke = 2 + 10 * n / most
+        label = f"{n:,} fibres, {float(pw.seg_length_m[s]):,.0f} m route"
+        mx, my = (x1 + x2) / 2, (y1 + y2) / 2
+        vertical = abs(x2 - x1) < abs(y2 - y1)
+        tx, ty = (mx + stroke / 2 + 6, my + 4) if vertical else (mx, my - stroke / 2 - 6)
+        anchor = "start" if vertical else "middle"
         parts.append(
-            f'<line x1="{x1:.1f}" y1="{height - y1:.1f}" x2="{x2:.1f}" y2="{height - y2:.1f}" '
-            f'stroke="{colour}" stroke-width="{stroke:.1f}"/>'
-            f'<text x="{(x1 + x2) / 2:.1f}" y="{height - (y1 + y2) / 2 - 4:.1f}" font-size="11" '
-            f'text-anchor="middle">{fibres:,} fibres, {float(pw.seg_length_m[s]):,.0f} m</text>'
+            f'<line class="route" data-fibres="{n}" x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" '
+            f'y2="{y2:.1f}" stroke="{colour}" stroke-width="{stroke:.1f}"/>'
+            f'<text x="{tx:.1f}" y="{ty:.1f}" font-size="11.5" fill="#0f172a" '
+            f'text-anchor="{anchor}" stroke="#ffffff" stroke-width="3" paint-order="stroke">'
+            f"{esc(label)}</text>"
         )
-    for b, (x, y) in enumerate(((xy - lo) * k).tolist()):
+    for b in range(ent.shape[0]):
+        x, y = at(int(ent[b]))
         parts.append(
-            f'<rect x="{x - 18:.1f}" y="{height - y - 12:.1f}" width="36" height="24" '
-            f'fill="#0f172a"/><text x="{x:.1f}" y="{height - y + 4:.1f}" font-size="12" '
+            f'<rect x="{x - 20:.1f}" y="{y - 12:.1f}" width="40" height="24" rx="3" '
+            f'fill="#0f172a"/><text x="{x:.1f}" y="{y + 4:.1f}" font-size="12" '
             f'fill="#fff" text-anchor="middle">{esc(pw.building_names[b])}</text>'
         )
-    parts.append("</svg>")
+    bar, _ = scale_bar(8.0, height - 28, k, min(240.0, width - 16))
+    parts += [bar, "</svg>"]
     return "".join(parts)
 
 

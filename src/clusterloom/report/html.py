@@ -273,7 +273,8 @@ def tier_diagram(fd: FabricDesign) -> str:
     out: list[str] = [
         f'<svg viewBox="0 0 {width:.0f} {height:.0f}" '
         f'role="img" aria-label="{esc(_title(fd.name))} fabric, one plane" '
-        'font-family="system-ui, -apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif">'
+        'font-family="system-ui, -apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif" '
+        f'class="tiers" data-fabric="{esc(fd.name)}">'
     ]
     # plane frame (stacked when there are several planes)
     fx, fy, fw, fh = left - 22, top - 34, right - left + 34, frame_bottom - top + 34

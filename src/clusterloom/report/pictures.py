@@ -6,6 +6,9 @@ design store keeps with a design and the web explorer serves. Names:
 - ``hall/<hall>``: a hall's floor plan to scale (``placement.hall_svg``), every hall;
 - ``fill/<hall>``: a hall's trays by fill (``cabling.hall_fill_svg``), halls with trays;
 - ``fibres``: fibres between buildings (``cabling.campus_svg``), on a campus of two or more.
+
+Each carries the SVG namespace (``_svg.standalone``), so it also renders as a file of its own;
+racks carry ``data-rack`` and hall tiles ``data-hall`` (``placement.hall_svg``, ``campus_svg``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from clusterloom.report import cabling, placement
+from clusterloom.report._svg import standalone
 from clusterloom.report.html import tier_diagram
 
 if TYPE_CHECKING:
@@ -36,4 +40,4 @@ def pictures(design: Design) -> dict[str, str]:
         fibres = cabling.campus_svg(c)
         if fibres:
             out["fibres"] = fibres
-    return {name: svg for name, svg in out.items() if svg}
+    return {name: standalone(svg) for name, svg in out.items() if svg}

@@ -7,13 +7,16 @@ reserved positions marked; tables of halls, solves and link lengths."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from urllib.parse import quote
+
 import numpy as np
 
 from clusterloom.placement import Placement
 from clusterloom.placement.floor import BLOCKED, RESERVED
 from clusterloom.placement.solve import BOUND_NOTES
 from clusterloom.report._html import esc, table, td
-from clusterloom.report._svg import FONT, scale_bar
+from clusterloom.report._svg import FONT, PictureError, scale_bar
 from clusterloom.units import to_kilowatts, to_megawatts
 
 ROLE_COLOURS = {
@@ -33,6 +36,8 @@ FEED_STYLES = (
     ("#a8a29e", "7 3"),
     ("#a8a29e", "2 2"),
 )
+#: Roles of the rack elevations (``placement/elevations.csv``) that are not rack roles.
+DEVICE_COLOURS = {**ROLE_COLOURS, "server": ROLE_COLOURS["compute"], "panel": "#a16207"}
 BLOCKED_FILL, RESERVED_FILL = "#cbd5e1", "#fef9c3"
 #: Halls drawn in the report (the tables and the campus overview cover all of them).
 MAX_HALLS_DRAWN = 24
@@ -91,10 +96,25 @@ def _legend(
     return out, 18.0 * (row + 1)
 
 
-def hall_svg(p: Placement, h: int) -> str:
-    """The floor of hall ``h`` to scale (y grows upwards): racks coloured by role with their
-    position (``p07``) written in them when wide enough, a label per row (its name and feed),
-    the feed as a line style under the row, the door, a scale bar and a legend."""
+def _rack_link(body: str, name: str, href: str | None) -> str:
+    """``body`` (a rack's shapes) in a group carrying ``data-rack``; in an ``<a>`` when
+    ``href`` (a template with ``{rack}``) is given."""
+    if href is None:
+        return f'<g class="rack-at" data-rack="{esc(name)}">{body}</g>'
+    link = esc(href.format(rack=quote(name, safe="")))
+    return f'<a class="rack-at" data-rack="{esc(name)}" href="{link}">{body}</a>'
+
+
+def hall_svg(p: Placement, h: int, *, rack_href: str | None = None) -> str:
+    """The floor of hall ``h`` to scale (y grows upwards): a title (hall, rows, positions,
+    racks), racks coloured by role with their position (``p07``) written in them when wide
+    enough, a label per row (its name and feed), the feed as a line style under the row, the
+    door, a scale bar and a legend.
+
+    Every rack is a group carrying its name as ``data-rack="NAME"`` (the explorer's script
+    may use it); with ``rack_href``, a template such as ``"rack/{rack}"`` (``{rack}``: the
+    URL-quoted rack name), the group is an ``<a href>`` to that relative address instead, so
+    a click on a rack opens its page. The static report passes none (it has no rack pages)."""
     f, d = p.floor, p.demand
     pos = f.hall_positions(h)
     x, y = f.pos_x[pos], f.pos_y[pos]
@@ -104,16 +124,23 @@ def hall_svg(p: Placement, h: int) -> str:
     depth = float(max((y + dp / 2).max(), door[1]) + 1.0)
     scale = min(PLAN_PX / width, MAX_SCALE)
     sw, sh = width * scale, depth * scale
-    ox, oy = LABEL_PX, 6.0
+    ox, oy = LABEL_PX, 30.0
     occupant = np.full(f.n_positions, -1, dtype=np.int64)
     occupant[p.rack_position] = np.arange(p.n_racks)
     rows = sorted(set(f.pos_row[pos].tolist()))
     feeds = sorted({int(f.row_feed[r]) for r in rows})
     feed_style = {fd: FEED_STYLES[i % len(FEED_STYLES)] for i, fd in enumerate(feeds)}
-    total_w = ox + max(sw, 420.0) + 8
+    here = int((f.pos_hall[p.rack_position] == h).sum())
+    title = (
+        f"Hall {f.hall_names[h]}: {len(rows)} rows, {len(pos):,} positions, {here:,} racks, "
+        f"{width:,.1f} x {depth:,.1f} m"
+    )
+    total_w = max(ox + max(sw, 420.0) + 8, ox + 8.0 * len(title))
     out = [
+        f'<text class="title" x="{ox:.1f}" y="18" font-size="13" font-weight="700" '
+        f'fill="#0f172a">{esc(title)}</text>',
         f'<rect x="{ox:.1f}" y="{oy:.1f}" width="{sw:.1f}" height="{sh:.1f}" fill="#f8fafc" '
-        'stroke="#94a3b8"/>'
+        'stroke="#94a3b8"/>',
     ]
     text_fits = float(w.min()) * scale >= TEXT_MIN_PX
     font = min(11.0, float(w.min()) * scale * 0.55)
@@ -127,11 +154,12 @@ def hall_svg(p: Placement, h: int) -> str:
             f'x="{px + 0.5:.1f}" y="{py + 0.5:.1f}" width="{max(pw - 1, 0.5):.1f}" '
             f'height="{max(ph - 4, 0.5):.1f}"'
         )
+        shapes: list[str] = []
         if rack >= 0:
             role = d.rack_role[rack]
             kw = to_kilowatts(d.rack_power_w[rack])
             tip = f"{p.rack_names[rack]}: {d.rack_label[rack]} ({kw:,.1f} kW)"
-            out.append(
+            shapes.append(
                 f'<rect class="rack" {rect} fill="{ROLE_COLOURS.get(role, "#475569")}">'
                 f"<title>{esc(tip)}</title></rect>"
             )
@@ -152,11 +180,13 @@ def hall_svg(p: Placement, h: int) -> str:
         if text_fits:
             cx, cy = px + pw / 2, py + (ph - 4) / 2
             ink = "#ffffff" if rack >= 0 else "#94a3b8"
-            out.append(
+            (shapes if rack >= 0 else out).append(
                 f'<text class="pos" x="{cx:.1f}" y="{cy:.1f}" font-size="{font:.1f}" '
                 f'fill="{ink}" text-anchor="middle" dominant-baseline="central" '
                 f'transform="rotate(-90 {cx:.1f} {cy:.1f})">{esc(_short(f.pos_names[q]))}</text>'
             )
+        if shapes:
+            out.append(_rack_link("".join(shapes), p.rack_names[rack], rack_href))
     for r in rows:
         mine = pos[f.pos_row[pos] == r]
         x1 = ox + float((f.pos_x[mine] - f.pos_width[mine] / 2).min()) * scale
@@ -193,30 +223,132 @@ def hall_svg(p: Placement, h: int) -> str:
     out.append(f'<g class="legend" transform="translate({ox:.1f} 0)">' + "".join(legend) + "</g>")
     total_h = base + 28 + legend_h + 4
     head = (
-        f'<svg class="floor" viewBox="0 0 {total_w:.0f} {total_h:.0f}" '
+        f'<svg class="floor" data-hall="{esc(f.hall_names[h])}" '
+        f'viewBox="0 0 {total_w:.0f} {total_h:.0f}" '
         f'style="width:{total_w:.0f}px;max-width:100%" role="img" '
         f'aria-label="floor plan of hall {esc(f.hall_names[h])}" font-family="{FONT}">'
     )
     return "\n".join([head, *out, "</svg>"])
 
 
-def campus_svg(p: Placement) -> str:
+#: Pixels per rack unit of an elevation, and its widths: U numbers, the rack, the labels.
+U_PX, U_LABEL_PX, RACK_PX = 18.0, 34.0, 300.0
+
+
+def rack_elevation_svg(
+    rack: str, height_u: int, devices: Sequence[tuple[str, str, int, int]]
+) -> str:
+    """The front elevation of ``rack`` (``height_u`` rack units, U1 at the bottom): every U
+    numbered on the left, each device of ``devices`` (name, role, lowest U, height in U, as
+    ``placement/elevations.csv`` lists them) a box coloured by its role with its name and
+    role written in it, empty units drawn as such, and a line of totals under the rack.
+
+    A device that reaches outside ``1..height_u`` or shares a unit with another is refused
+    with :class:`~clusterloom.report._svg.PictureError` naming it (the picture would lie)."""
+    if height_u < 1:
+        raise PictureError(f"rack {rack}: height {height_u}U; a rack has at least 1U")
+    taken: dict[int, str] = {}
+    for name, _, low, size in devices:
+        if size < 1 or low < 1 or low + size - 1 > height_u:
+            raise PictureError(
+                f"rack {rack}: device {name} at U{low} of {size}U leaves the rack's U1..U{height_u}"
+            )
+        for u in range(low, low + size):
+            if u in taken:
+                raise PictureError(f"rack {rack}: devices {taken[u]} and {name} share U{u}")
+            taken[u] = name
+    top, x0 = 30.0, U_LABEL_PX
+    body_h = height_u * U_PX
+    width = x0 + RACK_PX + 12
+    height = top + body_h + 40
+
+    def y_of(u: int) -> float:  # the top edge of unit u
+        return top + (height_u - u) * U_PX
+
+    out = [
+        f'<text class="title" x="0" y="18" font-size="13" font-weight="700" fill="#0f172a">'
+        f"Rack {esc(rack)} ({height_u}U)</text>",
+        f'<rect x="{x0:.1f}" y="{top:.1f}" width="{RACK_PX:.1f}" height="{body_h:.1f}" '
+        'fill="#f8fafc" stroke="#0f172a" stroke-width="1.5"/>',
+    ]
+    for u in range(1, height_u + 1):
+        y = y_of(u)
+        out.append(
+            f'<text class="u" x="{x0 - 6:.1f}" y="{y + U_PX / 2 + 4:.1f}" font-size="10.5" '
+            f'fill="#64748b" text-anchor="end">{u}</text>'
+        )
+        if u not in taken:
+            out.append(
+                f'<rect class="empty-u" x="{x0 + 2:.1f}" y="{y + 1:.1f}" width="{RACK_PX - 4:.1f}"'
+                f' height="{U_PX - 2:.1f}" fill="#ffffff" stroke="#e2e8f0" stroke-width="0.5"/>'
+            )
+    for name, role, low, size in sorted(devices, key=lambda d: (-d[2], d[0])):
+        y = y_of(low + size - 1)
+        h = size * U_PX
+        fill = DEVICE_COLOURS.get(role, "#475569")
+        out.append(
+            f'<g class="device" data-device="{esc(name)}" data-u="{low}" data-height="{size}">'
+            f'<rect x="{x0 + 2:.1f}" y="{y + 1:.1f}" width="{RACK_PX - 4:.1f}" '
+            f'height="{h - 2:.1f}" rx="2" fill="{fill}"><title>{esc(name)}: {esc(role)}, '
+            f"U{low}-U{low + size - 1}</title></rect>"
+            f'<text x="{x0 + 10:.1f}" y="{y + h / 2 + 4:.1f}" font-size="11.5" '
+            f'font-weight="600" fill="#ffffff">{esc(name)}</text>'
+            f'<text x="{x0 + RACK_PX - 10:.1f}" y="{y + h / 2 + 4:.1f}" font-size="10.5" '
+            f'fill="#ffffff" text-anchor="end">{esc(role)} · {size}U</text></g>'
+        )
+    used = len(taken)
+    out.append(
+        f'<text class="totals" x="{x0:.1f}" y="{top + body_h + 22:.1f}" font-size="11.5" '
+        f'fill="#334155">{len(devices)} device{"s" if len(devices) != 1 else ""}, {used}U '
+        f"used, {height_u - used}U free</text>"
+    )
+    head = (
+        f'<svg class="elevation" data-rack="{esc(rack)}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" style="width:{width:.0f}px;max-width:100%" '
+        f'role="img" aria-label="elevation of rack {esc(rack)}" font-family="{FONT}">'
+    )
+    return "\n".join([head, *out, "</svg>"])
+
+
+def campus_svg(p: Placement, *, hall_href: str | None = None) -> str:
     """The campus at a glance: a tile per hall, one row of tiles per building, each with its
-    racks against its positions, its power against its budget and a link to its plan."""
+    racks against its positions, its power against its budget and a link to its plan.
+
+    Every tile is a group carrying ``data-hall="NAME"``. With ``hall_href``, a template such
+    as ``"hall/{hall}"`` (``{hall}``: the URL-quoted hall name), every tile is an ``<a href>``
+    to that relative address; without it (the static report) the halls drawn in the page
+    (the first :data:`MAX_HALLS_DRAWN`) link to their plan's anchor."""
     f, per_hall = p.floor, p.halls
     racks, power, usable = per_hall.racks, per_hall.power_w, per_hall.usable
     per_building = [np.flatnonzero(f.hall_building == b) for b in range(len(f.building_names))]
     cols = max(1, min(8, max(len(hs) for hs in per_building)))
     tile_w, tile_h, gap, left = 156.0, 78.0, 10.0, 64.0
     lines = [-(-len(hs) // cols) for hs in per_building]  # rows of tiles per building
-    width = left + cols * (tile_w + gap)
-    height = sum(lines) * (tile_h + gap) + 8 * len(lines)
+    budgets = f.hall_power_w
+    title = (
+        f"Campus: {len(f.building_names)} building{'s' if len(f.building_names) != 1 else ''}, "
+        f"{f.n_halls} halls, {int(racks.sum()):,} racks on {int(usable.sum()):,} usable "
+        f"positions, {to_megawatts(float(power.sum())):,.1f} MW"
+        + (
+            f" of {to_megawatts(float(budgets.sum())):,.1f} MW"
+            if np.isfinite(budgets).all()
+            else ""
+        )
+    )
+    key = "grey bar: racks over usable positions; amber bar: power over the hall's budget"
+    width = max(left + cols * (tile_w + gap), 8.0 * len(title))
+    top = 28.0
+    height = top + sum(lines) * (tile_h + gap) + 8 * len(lines) + 20
     out = [
         f'<svg id="campus-overview" viewBox="0 0 {width:.0f} {height:.0f}" '
         f'style="width:{width:.0f}px;max-width:100%" role="img" aria-label="campus overview" '
-        f'font-family="{FONT}">'
+        f'font-family="{FONT}">',
+        f'<text class="title" x="0" y="16" font-size="13" font-weight="700" fill="#0f172a">'
+        f"{esc(title)}</text>",
+        f'<text class="key" x="0" y="{height - 6:.1f}" font-size="10.5" fill="#64748b">'
+        f"{esc(key)}</text>",
     ]
-    y = 0.0
+    y = top
     for b, hs in enumerate(per_building):
         out.append(
             f'<text x="0" y="{y + 16:.1f}" font-size="13" font-weight="700" fill="#0f172a">'
@@ -230,8 +362,10 @@ def campus_svg(p: Placement) -> str:
             budget = float(f.hall_power_w[h])
             share = 0.0 if np.isinf(budget) or budget <= 0 else min(power[h] / budget, 1.0)
             fill = 0.0 if usable[h] == 0 else min(racks[h] / usable[h], 1.0)
-            budget_text = "no limit" if np.isinf(budget) else f"{to_megawatts(budget):,.1f} MW"
-            drawn = h < MAX_HALLS_DRAWN
+            power_text = (
+                "MW, no power budget" if np.isinf(budget) else f"of {to_megawatts(budget):,.1f} MW"
+            )
+            drawn = h < MAX_HALLS_DRAWN or hall_href is not None
             body = (
                 f'<rect x="{tx:.1f}" y="{ty:.1f}" width="{tile_w:.0f}" height="{tile_h:.0f}" '
                 f'rx="6" fill="#f8fafc" stroke="#94a3b8"/>'
@@ -243,13 +377,20 @@ def campus_svg(p: Placement) -> str:
                 f'fill="#e2e8f0"/><rect x="{tx + 8:.1f}" y="{ty + 37:.1f}" '
                 f'width="{(tile_w - 16) * fill:.1f}" height="5" fill="#64748b"/>'
                 f'<text x="{tx + 8:.1f}" y="{ty + 57:.1f}" font-size="10.5" fill="#334155">'
-                f"{to_megawatts(power[h]):,.1f} of {budget_text}</text>"
+                f"{to_megawatts(power[h]):,.1f} {power_text}</text>"
                 f'<rect x="{tx + 8:.1f}" y="{ty + 62:.1f}" width="{tile_w - 16:.0f}" height="5" '
                 f'fill="#e2e8f0"/><rect x="{tx + 8:.1f}" y="{ty + 62:.1f}" '
                 f'width="{(tile_w - 16) * share:.1f}" height="5" fill="#d97706"/>'
             )
-            if drawn:
-                body = f'<a href="#{esc(hall_anchor(f.hall_names[h]))}">{body}</a>'
+            name = f.hall_names[h]
+            tag = f'class="hall-at" data-hall="{esc(name)}"'
+            if hall_href is not None:
+                href = esc(hall_href.format(hall=quote(name, safe="")))
+                body = f'<a {tag} href="{href}">{body}</a>'
+            elif drawn:
+                body = f'<a {tag} href="#{esc(hall_anchor(name))}">{body}</a>'
+            else:
+                body = f"<g {tag}>{body}</g>"
             out.append(body)
         y += lines[b] * (tile_h + gap) + 8
     out.append("</svg>")

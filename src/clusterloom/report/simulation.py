@@ -254,9 +254,13 @@ def _linear_colours(cells: NDArray[np.float64]) -> NDArray[np.uint8]:
 
 
 def _heat_cells(u: Utilisation, rows: int = HEAT_ROWS) -> tuple[NDArray[np.float64], int]:
-    """Watched links (grouped into at most ``rows`` rows of consecutive links, the largest of
-    each group) down, time bins across; and the links per row."""
-    m = u.matrix.T  # links x bins
+    """Watched links by load, the busiest (time-averaged over the bins) at the top, ties by
+    link id, grouped into at most ``rows`` rows of consecutive ranks (the largest of each
+    group), down; time bins across; and the links per row. Ordered by load, the picture reads
+    as the spread of load over the links instead of a block of id order."""
+    load = u.matrix.mean(axis=0) if u.matrix.shape[0] else np.zeros(u.matrix.shape[1])
+    order = np.lexsort((u.watch_links, -load))
+    m = u.matrix.T[order]  # links x bins, busiest first
     size = max(1, -(-m.shape[0] // rows))
     n = -(-m.shape[0] // size)
     padded = np.zeros((n * size, m.shape[1]))
@@ -299,15 +303,16 @@ def _heatmap(runs: Sequence[Run], util: Sequence[Utilisation]) -> str:
         label="utilisation heat map of " + r.transport,
         size=(560.0, 300.0),
         x_label="time (µs)",
-        y_label="watched link (directed id order)",
+        y_label="watched links by load rank",
         x_ticks=x_ticks,
         y_ticks=y_ticks,
         scale_ticks=[(v, f"{v:.0%}") for v in (0.0, 0.25, 0.5, 0.75, 1.0)],
         scale_title="utilisation",
     )
     caption = (
-        f"{r.transport}: utilisation of {u.matrix.shape[1]:,} watched links "
-        f"(rows of {size:,} consecutive links, the busiest of each) over "
+        f"{r.transport}: utilisation of {u.matrix.shape[1]:,} watched links, ranked by their "
+        f"time-averaged load (the busiest at the top; rows of {size:,} consecutive ranks, the "
+        "busiest of each) over "
         f"{u.bins} time bins of {(u.bin_edges_ps[1] - u.bin_edges_ps[0]) / PS_PER_US:,.1f} µs, "
         "time-averaged in each bin."
     )
