@@ -279,3 +279,19 @@ def test_open_store_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(StoreError) as info:
         open_store("postgresql://u:hunter2@127.0.0.1:1/none")
     assert "hunter2" not in str(info.value)
+
+
+def test_a_jobs_summary_has_its_step_time_and_no_site_figures() -> None:
+    """No site: no racks, halls or cables; a job: its predicted step time in ms; findings from
+    the workload stage keep that stage."""
+    from clusterloom.store.summary import design_summary
+    from helpers import design_of, job_spec
+
+    design = design_of(job_spec())
+    assert design.workload is not None
+    s = design_summary(design)
+    assert s["step_ms"] == pytest.approx(design.workload.timing.step_s * 1e3)
+    assert s["bom_basis"] == "estimate" and not {"racks", "halls", "cables"} & set(s)
+    stages = [f["stage"] for f in staged_findings(design)]
+    assert stages == sorted(stages, key=lambda st: st != "workload")  # the workload's first
+    assert stages.count("workload") == len(design.workload.findings)

@@ -139,6 +139,13 @@ def _sqlite_pragmas(engine: Engine) -> None:
         cursor.close()
 
 
+def _at_head(engine: Engine) -> bool:
+    try:
+        return migrate.current(engine) == migrate.head()
+    except SQLAlchemyError:
+        return False
+
+
 def open_store(url: str | None = None) -> Store:
     """The store at ``url`` (None: :func:`default_url`), migrated to the newest schema. Blobs
     live beside a SQLite file (``<db>.blobs/``), otherwise in ``$CLUSTERLOOM_BLOBS`` or
@@ -160,8 +167,9 @@ def open_store(url: str | None = None) -> Store:
     try:
         migrate.upgrade(engine)
     except SQLAlchemyError as exc:
-        first = (str(exc.orig if hasattr(exc, "orig") else exc).splitlines() or [""])[0]
-        raise StoreError(f"store {shown}: cannot be opened: {first[:300]}") from exc
+        if not _at_head(engine):  # else another process migrated it at the same moment
+            first = (str(exc.orig if hasattr(exc, "orig") else exc).splitlines() or [""])[0]
+            raise StoreError(f"store {shown}: cannot be opened: {first[:300]}") from exc
     return Store(engine, Blobs(_blob_root(parsed)), shown)
 
 

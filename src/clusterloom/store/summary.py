@@ -12,7 +12,7 @@ import duckdb
 
 from clusterloom.errors import StoreError
 from clusterloom.findings import Finding, Severity
-from clusterloom.units import to_ms, to_usd, to_watts, us
+from clusterloom.units import ms_from_s, to_ms, to_usd, to_watts, us
 
 if TYPE_CHECKING:
     from clusterloom.pipeline import Design
@@ -40,6 +40,8 @@ def design_summary(design: Design) -> dict[str, Figure]:
         "warnings": counts[Severity.WARNING],
         "checks_passed": counts[Severity.INFO],
     }
+    if design.workload is not None:
+        out["step_ms"] = ms_from_s(design.workload.timing.step_s)
     if design.placement is not None:
         out["racks"] = design.placement.n_racks
         out["halls"] = design.placement.floor.n_halls
