@@ -297,3 +297,46 @@ def test_watched_links_heat_map_ranks_links_by_load(stalled) -> None:  # type: i
     assert means[0] > means[-1]  # a spread, not a block
     # the same cells as the matrix, only reordered
     assert sorted(cells.sum(axis=1).round(9)) == sorted(u.matrix.sum(axis=0).round(9))
+
+
+def test_fibres_between_buildings_are_labelled_and_to_scale() -> None:
+    """Two buildings 200 m apart of one hall of 2 positions each: the tiny fabric's racks
+    cannot all stand in one building, so fibres cross the campus."""
+    from xml.etree import ElementTree
+
+    from clusterloom.cabling import SEGMENT_KINDS
+    from clusterloom.report._svg import standalone
+    from clusterloom.report.cabling import campus_svg
+
+    doc = yaml.safe_load(MINIMAL_SPEC)
+    small = {"rows": 1, "positions_per_row": 2, "pitch_m": 1.0, "origin_m": [0.5, 1.0]}
+    hall = {"name": "h1", "width_m": 10, "depth_m": 6, "template": small}
+    doc["site"] = {
+        "buildings": [
+            {"name": "b1", "halls": [hall]},
+            {"name": "b2", "x_m": 200, "halls": [hall]},
+        ]
+    }
+    c = run_design(parse_spec(yaml.safe_dump(doc)), compare=False).cabling
+    assert c is not None
+    pw = c.pathways
+    root = ElementTree.fromstring(standalone(campus_svg(c)))
+    ns = "{http://www.w3.org/2000/svg}"
+    routes = [e for e in root.iter(f"{ns}line") if e.get("class") == "route"]
+    segs = np.flatnonzero(pw.seg_kind == SEGMENT_KINDS.index("campus"))
+    assert [int(str(e.get("data-fibres"))) for e in routes] == c.seg_fibers[segs].tolist()
+    total = int(c.seg_fibers[segs].sum())
+    assert total > 0
+    texts = [t.text for t in root.iter(f"{ns}text")]
+    assert f"Fibres between buildings: {total:,} over 1 campus route(s)" in texts
+    # drawn to the scale bar: the entrances' distance in pixels over the bar's pixels per metre
+    bar = next(g for g in root.iter(f"{ns}g") if g.get("class") == "scale-bar")
+    metres = float(str(bar.get("data-metres")))
+    px = sum(float(str(r.get("width"))) for r in bar.iter(f"{ns}rect"))
+    (line,) = routes
+    drawn = np.hypot(
+        float(str(line.get("x2"))) - float(str(line.get("x1"))),
+        float(str(line.get("y2"))) - float(str(line.get("y1"))),
+    )
+    a, b = pw.node_xy[pw.building_entrance[0]], pw.node_xy[pw.building_entrance[1]]
+    assert drawn / (px / metres) == pytest.approx(float(np.hypot(*(b - a))), rel=0.01)

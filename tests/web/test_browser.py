@@ -137,10 +137,15 @@ class Tour:
     def path(self) -> str:
         return unquote(urlparse(self.driver.current_url).path)
 
-    def done(self, name: str) -> None:
-        """The page is checked: no error in its console, a screenshot saved."""
+    def done(self, name: str, show: str | None = None) -> None:
+        """The page is checked: no error in its console, a screenshot saved (scrolled to the
+        first element matching ``show`` when given)."""
         errors = [e for e in self.driver.get_log("browser") if e.get("level") == "SEVERE"]
         assert errors == [], f"{name} ({self.driver.current_url}): console errors {errors}"
+        if show is not None and self.css(show):
+            self.driver.execute_script(  # its top just under the explorer's sticky header
+                "arguments[0].scrollIntoView(); window.scrollBy(0, -64)", self.css(show)[0]
+            )
         shot = self.folder / f"{len(self.shots) + 1:02d}-{name}.png"
         assert self.driver.save_screenshot(str(shot)), f"no screenshot of {name}"
         self.shots.append(shot.name)
@@ -192,7 +197,7 @@ def test_click_through_the_explorer(
     assert world.campus.name in driver.find_element("tag name", "h1").text
     tiles = tour.css("svg#campus-overview a.hall-at")
     assert sorted(t.get_attribute("data-hall") for t in tiles) == ["b1/h1", "b2/h1"]
-    tour.done("design")
+    tour.done("design", show="svg#campus-overview")
 
     # campus -> hall: the floor plan, its rows labelled, every rack a link
     tour.click(next(t for t in tiles if t.get_attribute("data-hall") == "b1/h1"))
@@ -222,7 +227,7 @@ def test_click_through_the_explorer(
     cables = tour.css("table#cables tbody tr")
     assert cables, "the rack page lists no cable"
     first = cables[0].text
-    tour.done("rack")
+    tour.done("rack", show="svg.elevation")
 
     # rack -> one of its cables: the cut sheet rows of this rack hold that cable
     driver.get(f"{server}/designs/{world.campus.id}/tables/cut_sheet?q={rack}")
@@ -300,7 +305,7 @@ def test_click_through_the_explorer(
     assert tour.css(".chart .colorbar"), "the heat map has no colour bar"
     scripts = [s.get_attribute("src") for s in tour.css("script[src]")]
     assert all(s.startswith(server) for s in scripts), scripts
-    tour.done("run-charts")
+    tour.done("run-charts", show=".chart.js-plotly-plot")
 
     assert len(tour.shots) == 10
 

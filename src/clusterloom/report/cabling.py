@@ -11,12 +11,14 @@ from numpy.typing import NDArray
 from clusterloom.cabling import SEGMENT_KINDS, Cabling
 from clusterloom.cabling.pathways import Pathways
 from clusterloom.report._html import esc, table, td
-from clusterloom.report._svg import FONT, SVG_NS, scale_bar
+from clusterloom.report._svg import FONT, scale_bar
 
 #: Halls drawn in the report (the tables cover all of them).
 MAX_HALLS_DRAWN = 24
 #: Pixels per metre at most, and the widest picture of a hall's trays.
 MAX_SCALE, PLAN_PX, LABEL_PX = 40.0, 1000.0, 48.0
+#: The campus picture: pixels of its longest extent, and its least width.
+CAMPUS_PX, CAMPUS_MIN_PX = 420.0, 520.0
 
 
 def _fill_colour(ratio: float) -> str:
@@ -121,7 +123,7 @@ def hall_fill_svg(c: Cabling, h: int) -> str:
             f'font-size="12" fill="#334155">{esc(label)}</text>'
         )
         x += 44 + 6.8 * len(label)
-    total_w = max(left + width + 48, x, left + 7.2 * len(title))
+    total_w = max(left + width + 48, x, left + 8.0 * len(title))
     total_h = top + height + 60
     head_svg = (
         f'<svg class="tray-fill" data-hall="{esc(pw.hall_names[h])}" '
@@ -155,39 +157,64 @@ def _row_positions(
 
 
 def campus_svg(c: Cabling) -> str:
-    """Buildings on the campus, each campus route labelled with the fibres it carries."""
+    """Buildings on the campus to scale (a scale bar), each campus route a line as wide as its
+    share of the fibres and labelled with its fibres and length (on a white halo, beside the
+    line), under a title with the total; at least :data:`CAMPUS_MIN_PX` wide, so buildings in
+    one column still leave room for the labels."""
     pw = c.pathways
     segs = np.flatnonzero(pw.seg_kind == SEGMENT_KINDS.index("campus"))
     ent = pw.building_entrance
     if ent.shape[0] < 2:
         return ""
     xy = pw.node_xy[ent]
-    lo, hi = xy.min(axis=0) - 40.0, xy.max(axis=0) + 40.0
-    k = 600.0 / max(float((hi - lo).max()), 1.0)
-    width, height = float((hi[0] - lo[0]) * k), float((hi[1] - lo[1]) * k)
+    lo, hi = xy.min(axis=0), xy.max(axis=0)
+    k = CAMPUS_PX / max(float((hi - lo).max()), 1.0)
+    span = (hi - lo) * k
+    pad, top = 60.0, 34.0
+    width = max(float(span[0]) + 2 * pad, CAMPUS_MIN_PX)
+    ox = (width - float(span[0])) / 2  # centred
+    height = top + float(span[1]) + 2 * 30 + 40
+
+    def at(node: int) -> tuple[float, float]:
+        x, y = (pw.node_xy[node] - lo) * k
+        return ox + float(x), top + 30 + float(span[1]) - float(y)
+
+    fibres = c.seg_fibers[segs].astype(np.int64)
+    most = max(int(fibres.max(initial=0)), 1)
+    total = int(fibres.sum())
+    title = f"Fibres between buildings: {total:,} over {int((fibres > 0).sum())} campus route(s)"
     parts = [
-        f'<svg xmlns="{SVG_NS}" viewBox="0 0 {width:.0f} {height:.0f}" '
-        f'width="{width:.0f}" role="img" aria-label="fibres between buildings">'
+        f'<svg class="fibres" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'style="width:{width:.0f}px;max-width:100%" role="img" '
+        f'aria-label="fibres between buildings" font-family="{FONT}">',
+        f'<text class="title" x="8" y="18" font-size="13" font-weight="700" fill="#0f172a">'
+        f"{esc(title)}</text>",
     ]
-    for s in segs.tolist():
-        u, v = int(pw.seg_a[s]), int(pw.seg_b[s])
-        (x1, y1), (x2, y2) = (pw.node_xy[u] - lo) * k, (pw.node_xy[v] - lo) * k
-        fibres = int(c.seg_fibers[s])
-        colour = "#2563eb" if fibres else "#cbd5e1"
-        stroke = 2 + min(fibres / 5000, 10)
+    for s, n in zip(segs.tolist(), fibres.tolist(), strict=True):
+        (x1, y1), (x2, y2) = at(int(pw.seg_a[s])), at(int(pw.seg_b[s]))
+        colour = "#2563eb" if n else "#cbd5e1"
+        stroke = 2 + 10 * n / most
+        label = f"{n:,} fibres, {float(pw.seg_length_m[s]):,.0f} m route"
+        mx, my = (x1 + x2) / 2, (y1 + y2) / 2
+        vertical = abs(x2 - x1) < abs(y2 - y1)
+        tx, ty = (mx + stroke / 2 + 6, my + 4) if vertical else (mx, my - stroke / 2 - 6)
+        anchor = "start" if vertical else "middle"
         parts.append(
-            f'<line x1="{x1:.1f}" y1="{height - y1:.1f}" x2="{x2:.1f}" y2="{height - y2:.1f}" '
-            f'stroke="{colour}" stroke-width="{stroke:.1f}"/>'
-            f'<text x="{(x1 + x2) / 2:.1f}" y="{height - (y1 + y2) / 2 - 4:.1f}" font-size="11" '
-            f'text-anchor="middle">{fibres:,} fibres, {float(pw.seg_length_m[s]):,.0f} m</text>'
+            f'<line class="route" data-fibres="{n}" x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" '
+            f'y2="{y2:.1f}" stroke="{colour}" stroke-width="{stroke:.1f}"/>'
+            f'<text x="{tx:.1f}" y="{ty:.1f}" font-size="11.5" fill="#0f172a" '
+            f'text-anchor="{anchor}" stroke="#ffffff" stroke-width="3" paint-order="stroke">'
+            f"{esc(label)}</text>"
         )
-    for b, (x, y) in enumerate(((xy - lo) * k).tolist()):
+    for b in range(ent.shape[0]):
+        x, y = at(int(ent[b]))
         parts.append(
-            f'<rect x="{x - 18:.1f}" y="{height - y - 12:.1f}" width="36" height="24" '
-            f'fill="#0f172a"/><text x="{x:.1f}" y="{height - y + 4:.1f}" font-size="12" '
+            f'<rect x="{x - 20:.1f}" y="{y - 12:.1f}" width="40" height="24" rx="3" '
+            f'fill="#0f172a"/><text x="{x:.1f}" y="{y + 4:.1f}" font-size="12" '
             f'fill="#fff" text-anchor="middle">{esc(pw.building_names[b])}</text>'
         )
-    parts.append("</svg>")
+    bar, _ = scale_bar(8.0, height - 28, k, min(240.0, width - 16))
+    parts += [bar, "</svg>"]
     return "".join(parts)
 
 

@@ -135,7 +135,7 @@ def hall_svg(p: Placement, h: int, *, rack_href: str | None = None) -> str:
         f"Hall {f.hall_names[h]}: {len(rows)} rows, {len(pos):,} positions, {here:,} racks, "
         f"{width:,.1f} x {depth:,.1f} m"
     )
-    total_w = max(ox + max(sw, 420.0) + 8, ox + 7.4 * len(title))
+    total_w = max(ox + max(sw, 420.0) + 8, ox + 8.0 * len(title))
     out = [
         f'<text class="title" x="{ox:.1f}" y="18" font-size="13" font-weight="700" '
         f'fill="#0f172a">{esc(title)}</text>',
@@ -336,7 +336,7 @@ def campus_svg(p: Placement, *, hall_href: str | None = None) -> str:
         )
     )
     key = "grey bar: racks over usable positions; amber bar: power over the hall's budget"
-    width = max(left + cols * (tile_w + gap), 7.2 * len(title))
+    width = max(left + cols * (tile_w + gap), 8.0 * len(title))
     top = 28.0
     height = top + sum(lines) * (tile_h + gap) + 8 * len(lines) + 20
     out = [
@@ -362,7 +362,9 @@ def campus_svg(p: Placement, *, hall_href: str | None = None) -> str:
             budget = float(f.hall_power_w[h])
             share = 0.0 if np.isinf(budget) or budget <= 0 else min(power[h] / budget, 1.0)
             fill = 0.0 if usable[h] == 0 else min(racks[h] / usable[h], 1.0)
-            budget_text = "no limit" if np.isinf(budget) else f"{to_megawatts(budget):,.1f} MW"
+            power_text = (
+                "MW, no power budget" if np.isinf(budget) else f"of {to_megawatts(budget):,.1f} MW"
+            )
             drawn = h < MAX_HALLS_DRAWN or hall_href is not None
             body = (
                 f'<rect x="{tx:.1f}" y="{ty:.1f}" width="{tile_w:.0f}" height="{tile_h:.0f}" '
@@ -375,7 +377,7 @@ def campus_svg(p: Placement, *, hall_href: str | None = None) -> str:
                 f'fill="#e2e8f0"/><rect x="{tx + 8:.1f}" y="{ty + 37:.1f}" '
                 f'width="{(tile_w - 16) * fill:.1f}" height="5" fill="#64748b"/>'
                 f'<text x="{tx + 8:.1f}" y="{ty + 57:.1f}" font-size="10.5" fill="#334155">'
-                f"{to_megawatts(power[h]):,.1f} of {budget_text}</text>"
+                f"{to_megawatts(power[h]):,.1f} {power_text}</text>"
                 f'<rect x="{tx + 8:.1f}" y="{ty + 62:.1f}" width="{tile_w - 16:.0f}" height="5" '
                 f'fill="#e2e8f0"/><rect x="{tx + 8:.1f}" y="{ty + 62:.1f}" '
                 f'width="{(tile_w - 16) * share:.1f}" height="5" fill="#d97706"/>'
