@@ -5,17 +5,19 @@ text); names that are not columns are refused before any SQL runs."""
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clusterloom.pipeline import Design
 from clusterloom.store import Store, StoreError, open_store
-from clusterloom.store.tables import DESIGN_TABLES, MAX_LIMIT
+from clusterloom.store.tables import DESIGN_TABLES, MAX_LIMIT, VOCAB_SUFFIX, query
 
 
 @pytest.fixture(scope="module")
@@ -151,8 +153,11 @@ def test_pages_equal_python(recorded: tuple[Store, str, Path], data: st.DataObje
     offset = data.draw(st.integers(0, len(want) + 3))
     limit = data.draw(st.integers(0, 40))
     late = data.draw(st.booleans())  # a deep page's two-step fetch, on this small table too
+    # a search through the vocabulary, with a column's long match list scanned instead (0, 1)
+    in_max = data.draw(st.sampled_from([0, 1, 2_000]))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("clusterloom.store.tables.LATE_ROWS", 0 if late else 10_000)
+        mp.setattr("clusterloom.store.tables.VOCAB_IN_MAX", in_max)
         page = store.table(
             owner,
             name,
@@ -204,3 +209,26 @@ def test_search_is_text_not_sql(recorded: tuple[Store, str, Path]) -> None:
         assert store.table(owner, "cut_sheet", search=text).total == 0
     with pytest.raises(StoreError, match="not a table"):
         store.table(owner, "../cut_sheet")
+
+
+def test_the_vocabulary_covers_the_repeating_columns(recorded: tuple[Store, str, Path]) -> None:
+    """Each table blob has its vocabulary beside it from record time: every distinct value of
+    the text columns that repeat (racks, devices, media), none of a column of unique labels;
+    the search through it gives the rows of the plain scan."""
+    store, owner, _ = recorded
+    path = store.table_source(owner, "cut_sheet")
+    assert path is not None
+    vocab = path.with_name(path.name + VOCAB_SUFFIX)
+    assert vocab.is_file()
+    table = pq.read_table(vocab)
+    covered = set(json.loads(table.schema.metadata[b"covered"]))
+    assert {"a_rack", "b_rack", "medium"} <= covered and "label" not in covered
+    pairs = set(
+        zip(table.column("col").to_pylist(), table.column("value").to_pylist(), strict=True)
+    )
+    racks = pq.read_table(path, columns=["a_rack"]).column("a_rack").to_pylist()
+    assert {v for c, v in pairs if c == "a_rack"} == set(racks)
+    columns = store.columns(owner, "cut_sheet")
+    for text in ("b1-h1-r01", "leaf", "B1-0", "zz-none"):
+        scanned = query(path, columns, table="cut_sheet", search=text, use_vocabulary=False)
+        assert query(path, columns, table="cut_sheet", search=text) == scanned

@@ -86,8 +86,11 @@ class Blobs:
         return found
 
     def remove(self, sha256: str) -> int:
-        """Delete one blob; the bytes freed (0 when it was not there)."""
+        """Delete one blob and what is derived from it (files beside it named ``<sha>.<what>``,
+        such as a table's vocabulary); the bytes freed (0 when it was not there)."""
         target = self.path(sha256)
+        for derived in target.parent.glob(f"{sha256}.*"):
+            derived.unlink(missing_ok=True)
         try:
             size = target.stat().st_size
             target.unlink()

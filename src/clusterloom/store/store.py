@@ -58,6 +58,7 @@ from clusterloom.store.tables import (
     parquet_columns,
     parquet_rows,
     query,
+    vocabulary,
 )
 
 if TYPE_CHECKING:
@@ -283,17 +284,21 @@ class Store:
         return artifacts
 
     def _put_table(self, path: Path, *, csv: bool) -> tuple[str, int, int, str]:
-        """A table's blob: (sha256, size, rows, columns as JSON)."""
+        """A table's blob, with its search vocabulary made (``tables.vocabulary``): (sha256,
+        size, rows, columns as JSON)."""
         if not csv:
             sha, size = self.blobs.put_file(path)
-            return sha, size, parquet_rows(path), json.dumps(parquet_columns(path))
-        made, rows = csv_to_parquet(path, self.blobs.root)
-        try:
-            columns = json.dumps(parquet_columns(made))
-            sha, size = self.blobs.put_file(made)
-        finally:
-            made.unlink(missing_ok=True)
-        return sha, size, rows, columns
+            rows, columns = parquet_rows(path), parquet_columns(path)
+        else:
+            made, rows = csv_to_parquet(path, self.blobs.root)
+            try:
+                columns = parquet_columns(made)
+                sha, size = self.blobs.put_file(made)
+            finally:
+                made.unlink(missing_ok=True)
+        with self.duckdb() as con:
+            vocabulary(self.blobs.path(sha), columns, con)
+        return sha, size, rows, json.dumps(columns)
 
     @staticmethod
     def _add_blob(session: Session, sha: str, size: int) -> None:
