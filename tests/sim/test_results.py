@@ -24,8 +24,10 @@ from clusterloom.report.simulation import render_simulation
 from clusterloom.sim.flow.results import (
     FILES,
     Run,
+    busy_end_ps,
     flow_table,
     group_table,
+    time_window,
     utilisation,
     utilisations,
     write_results,
@@ -230,3 +232,36 @@ def test_cli_writes_results(tmp_path: Path) -> None:
     assert pq.read_table(out / "link_utilisation.parquet").num_rows > 0
     page = (out / "simulation.html").read_text()
     assert "util-heatmap" in page and "link:40@20us" in page
+
+
+def test_a_long_tail_gets_one_bin_of_its_own(topology: Topology, traffic: Traffic) -> None:
+    """A link down for good: ``roce-ecmp`` waits out its assumed 1 s reroute, the others route
+    around at once. The grid's equal bins cover the time window (the others' span), and the
+    tail to ``roce-ecmp``'s end is one more bin; before, 100 bins ran to 1 s and every other
+    transport fell in the first. The matrix still integrates to the segments' load."""
+    leaf_spine = int(np.flatnonzero(topology.link_tier == 2)[0])
+    failures = (parse_failure(f"link:{leaf_spine}@20us", topology),)
+    router = build_router(topology)
+    watch = 2 * np.flatnonzero(topology.link_tier >= 2)
+    tailed = [
+        Run(
+            name,
+            traffic,
+            run(topology, traffic, transport(name), failures, router=router, watch_links=watch),
+            router.capacity_bytes(),
+        )
+        for name in TRANSPORTS
+    ]
+    ends = {r.transport: busy_end_ps(r.result) for r in tailed}
+    assert ends["roce-ecmp"] > 0.5e12 > 100 * ends["mrc-spray"]  # the reroute's tail
+    window = time_window(tailed)
+    assert [t for t, _ in window.beyond] == ["roce-ecmp"]
+    for u, r in zip(utilisations(tailed), tailed, strict=True):
+        edges = u.bin_edges_ps
+        assert u.bins == 101 and edges[-2] == window.end_ps and edges[-1] == ends["roce-ecmp"]
+        assert np.all(np.diff(edges[:-1]) <= window.end_ps / 100 + 1)
+        dur = (u.seg_end_ps - u.seg_start_ps).astype(float)
+        total = (u.matrix * np.diff(edges).astype(float)[:, None]).sum()
+        assert total == pytest.approx((u.watched_mean * u.watch_links.size * dur).sum())
+        if r.transport == "mrc-spray":  # its load is drawn over the equal bins, not in one
+            assert np.count_nonzero(u.matrix.sum(axis=1)) > 10

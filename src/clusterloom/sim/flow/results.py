@@ -338,9 +338,15 @@ def time_window(runs: Sequence[Run], marks_ps: Sequence[int] = ()) -> Window:
 
 
 def utilisations(runs: Sequence[Run], bins: int = BINS) -> list[Utilisation]:
-    """:func:`utilisation` of every run on one grid, from 0 to the latest :func:`busy_end_ps`
-    of any run."""
-    edges = grid(max((busy_end_ps(r.result) for r in runs), default=0), bins)
+    """:func:`utilisation` of every run on one grid: ``bins`` equal bins over the runs'
+    :func:`time_window` and, when a run stays busy past it (a transport whose finish an
+    assumed reaction dominates, such as ``roce-ecmp``'s 1 s reroute), one more bin from the
+    window's end to the latest :func:`busy_end_ps`, so that run's tail does not stretch the
+    bins of the others (with 100 bins to 1 s, every other transport fell in one 10 ms bin)."""
+    latest = max((busy_end_ps(r.result) for r in runs), default=0)
+    edges = grid(time_window(runs).end_ps if runs else 0, bins)
+    if latest > edges[-1]:
+        edges = np.append(edges, np.int64(latest))
     return [utilisation(r.result, r.capacity, edges_ps=edges) for r in runs]
 
 
