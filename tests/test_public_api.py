@@ -17,6 +17,7 @@ PACKAGES = [
     "clusterloom.conformance",
     "clusterloom.srv6",
     "clusterloom.store",
+    "clusterloom.web",
 ]
 
 

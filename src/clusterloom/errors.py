@@ -12,6 +12,12 @@
     │                            reference, table, column or artifact it does not hold
     ├── PacketSimError           (sim.packet.engine; also a ValueError) a scenario the packet
     │                            engine cannot run
+    ├── LabError                 (srv6.lab) the lab cannot run here (no root, no namespaces)
+    │                            or a command it ran failed
+    ├── PictureError             (report._svg; also a ValueError) a picture asked of what
+    │                            cannot be drawn (a device outside its rack, two in one U)
+    ├── ChartError               (web.charts; also a ValueError) a run table or transport a
+    │                            chart needs is missing
     └── ConformanceInputError    (conformance.harness) a malformed script or capture, an
                                  implementation missing a required method; one Problem each
 
