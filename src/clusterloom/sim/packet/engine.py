@@ -118,6 +118,7 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     TAG_CUM_MASK,
     TAG_FLOW_MASK,
     TAG_FLOW_SHIFT,
+    TAG_MADE,
     TAG_QUIET,
     TR_DROP,
     TR_QUIET,
@@ -473,6 +474,8 @@ class PacketSim:
         self.shared: dict[str, dict[int, Any]] = {}
         self._no_route = 0
         self._delivered = 0
+        self._header = cfg.header
+        self._plain = type(self).send is PacketSim.send
         self.now = 0
         self._grow_pool(4096)
 
@@ -749,6 +752,54 @@ class PacketSim:
         self._n_cm = n + 1
         return True
 
+    @property
+    def makes_packets(self) -> bool:
+        """Whether a transport may send control packets without objects (:meth:`send_made`)
+        and get the compiled pacer's pulls without objects: a plain engine, no tracer (it
+        sees every packet), no impairment (it rewrites packets), ``send`` not overridden (a
+        conformance script's capture)."""
+        return self.tracer is None and self.impair is None and self._plain
+
+    def send_made(self, src: int, dst: int, port: int, ev: int, tag: int) -> bool:
+        """Send a header-only control packet with no Python object, on the ECMP path of
+        (``src``, ``dst``, ``port``, ``ev``): what :meth:`send` does with a control packet
+        of ``cfg.header`` bytes, without its object. Its delivery is told to the connection
+        from ``tag`` (``TAG_QUIET | TAG_MADE``, the flow and a count: :mod:`._core`) by
+        ``conns[flow].made_ack(count, now)``, logged by the loop as a quiet packet's. Only
+        when :attr:`makes_packets`. Returns False when no route exists (as :meth:`send`)."""
+        key = (src, dst, port, ev)
+        entry = self._ecmp.get(key)
+        if entry is None:
+            self._compute([key], False)
+            entry = self._ecmp[key]
+        links, at = entry
+        if links is None:
+            self._no_route += 1
+            return False
+        smv = self._smv
+        k = smv[S_NFREE] - 1
+        if k < 0:
+            self._grow_pool(1)
+            k = smv[S_NFREE] - 1
+        smv[S_NFREE] = k
+        pid = self._pmv[k * P_COLS + P_FREE]
+        self._objs[pid] = None
+        n = self._n_cm
+        if n == len(self._cm):
+            self._grow_commands()
+        mv = self._cmv
+        i = n * CMD_COLS
+        mv[i] = CMD_SEND
+        mv[i + 1] = self._header
+        mv[i + 2] = 1
+        mv[i + 3] = 0
+        mv[i + 4] = 0
+        mv[i + 5] = at
+        mv[i + 6] = pid
+        mv[i + 7] = tag
+        self._n_cm = n + 1
+        return True
+
     def deliver_later(self, pkt: Packet, delay_ps: int) -> None:
         """Deliver ``pkt`` to its destination host after ``delay_ps`` (scripted injection)."""
         pkt.route = ()
@@ -834,13 +885,19 @@ class PacketSim:
         self._s[S_TN] = 0
         self._s[S_QSYNC] = 0
         objs = self._objs
-        for t, what, pid, dl in self._trace[:n].tolist():
+        conns = self.conns
+        for t, what, pid, x in self._trace[:n].tolist():
             if what == TR_QUIET:
-                self._deliver_quiet(pid, t)
+                if x & TAG_MADE:  # a made ACK (send_made): its flow and sequence in the tag
+                    flow = (x >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
+                    if flow < len(conns):
+                        conns[flow].made_ack(x & TAG_CUM_MASK, t)  # type: ignore[attr-defined]
+                else:
+                    self._deliver_quiet(pid, t)
                 continue
             pkt = objs[pid]
             if pkt is not None and tracer is not None:
-                tracer.event(t, pkt.flow, "drop" if what == TR_DROP else "trim", pkt.seq, dl)
+                tracer.event(t, pkt.flow, "drop" if what == TR_DROP else "trim", pkt.seq, x)
 
     def _deliver_quiet(self, pid: int, t: int) -> None:
         """A quiet packet reached its host at ``t`` (the loop went on): as the inlined delivery
@@ -1020,14 +1077,17 @@ class PacketSim:
                 kind = out[1]
                 if kind == EV_TIMER:
                     conns[out[2]].on_timer(out[3], now)
-                elif (
-                    (kind in (EV_DELIVER, EV_DELIVER_MADE))
-                    and self.impair is None
-                    and self.tracer is None
-                ):
+                elif kind == EV_DELIVER_MADE and self.impair is None and self.tracer is None:
+                    # a compiled pacer's pull: no object, its connection told the pull count
+                    tag = self._pmv[out[2] * P_COLS + P_TAG]
+                    flow = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
+                    objs[out[2]] = None
+                    if flow < len(conns):
+                        conns[flow].made_pull(tag & TAG_CUM_MASK, now)  # type: ignore[attr-defined]
+                elif kind == EV_DELIVER and self.impair is None and self.tracer is None:
                     # the common case inlined: a packet of a connection reaches a host
                     a = out[2]
-                    pkt = objs[a] if kind == EV_DELIVER else self._made(a)
+                    pkt = objs[a]
                     objs[a] = None
                     assert pkt is not None
                     pkt.size = out[5]

@@ -81,6 +81,9 @@ from clusterloom.sim.packet._core import (
     R_SRC,
     R_TAIL,
     R_WANT,
+    TAG_FLOW_SHIFT,
+    TAG_MADE,
+    TAG_QUIET,
 )
 from clusterloom.sim.packet.base import (
     Connection,
@@ -1286,12 +1289,22 @@ class ReceiverDriven(_Sprayer):
             if self.credit > 0 and self.send_one(now):
                 self.credit -= 1
         elif pkt.kind == PULL:
-            new = pkt.cum - self.pulls_seen
-            if new > 0:
-                self.pulls_seen = pkt.cum
-                for _ in range(new):
-                    if not self.send_one(now) and self.credit < self.n - self.n_acked:
-                        self.credit += 1
+            self.made_pull(pkt.cum, now)
+
+    def made_pull(self, count: int, now: int) -> None:
+        """A pull reached the sender, the receiver's ``count``-th (a compiled pacer's pull
+        has no packet object: the engine calls this with its count)."""
+        new = count - self.pulls_seen
+        if new > 0:
+            self.pulls_seen = count
+            for _ in range(new):
+                if not self.send_one(now) and self.credit < self.n - self.n_acked:
+                    self.credit += 1
+
+    def made_ack(self, seq: int, now: int) -> None:
+        """The ACK of ``seq`` reached the sender, one sent without an object
+        (:meth:`PacketSim.send_made`; an ACK's handling is only this)."""
+        self._ack(seq, now)
 
     def send_pull(self) -> None:
         self.pulls_sent += 1
@@ -1303,12 +1316,19 @@ class ReceiverDriven(_Sprayer):
     def receiver_packet(self, pkt: Packet, now: int) -> None:
         if pkt.kind != DATA or not self.authentic(pkt):
             return
+        sim = self.sim
         if pkt.trimmed:
             a = self.control(NACK, pkt.seq)
         else:
             self.place(pkt.seq)
             if self.finish_ps >= 0:
-                self.sim.ep_state[self.flow * R_COLS + R_FIN] = 1  # read by the compiled pacer
+                sim.ep_state[self.flow * R_COLS + R_FIN] = 1  # read by the compiled pacer
+            if sim.makes_packets:  # the ACK without an object: made_ack at the sender
+                tag = TAG_QUIET | TAG_MADE | (self.flow << TAG_FLOW_SHIFT) | pkt.seq
+                sim.send_made(self.dst, self.src, pkt.port, pkt.ev ^ 1, tag)
+                if self.finish_ps < 0:
+                    self.pacer.request(self, now)
+                return
             a = self.control(ACK, pkt.seq)
             a.cum = self.cum
         a.echo = pkt.ev
@@ -1335,6 +1355,12 @@ class _Answerer:
 
     def on_timer(self, token: int, now: int) -> None:
         return  # every timer of a connection done at both ends returns at once
+
+    def made_pull(self, count: int, now: int) -> None:
+        return  # a late pull: nothing is left to send
+
+    def made_ack(self, seq: int, now: int) -> None:
+        return  # a late ACK: everything was acknowledged
 
     def on_packet(self, pkt: Packet, now: int) -> None:
         kind = pkt.kind
