@@ -1,6 +1,6 @@
 """Speed work on the packet engine must not move a run: every case below was run on the engine
-before the change (``data/identity.json``, written by ``python tests/sim/packet/test_packet_identity.py``
-on that code) and must give the same finish times to the picosecond, the same retransmissions,
+before the change (``data/identity.json``, written by running this file as a script on that
+code) and must give the same finish times to the picosecond, the same retransmissions,
 failures, events, drops, trims, marks, pauses, largest queue and unfinished lines.
 
 Cases: every transport on a k=4 fat tree (a 500 KB permutation, with and without a host link
@@ -59,7 +59,14 @@ def _cases() -> dict[str, tuple[Any, ...]]:
         {"dcqcn": 0, "ack_every": 1},
         {"ecn": False, "pfc_xoff": 60_000, "pfc_xon": 48_000},
     )
-    out["k8-perm-rd-notrim"] = (8, ("perm", 1_000_000), "receiver-driven", (), {}, {"trimming": False})
+    out["k8-perm-rd-notrim"] = (
+        8,
+        ("perm", 1_000_000),
+        "receiver-driven",
+        (),
+        {},
+        {"trimming": False},
+    )
     return out
 
 

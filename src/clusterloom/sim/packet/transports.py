@@ -122,11 +122,11 @@ __all__ = [
 _PACE, _RTO, _AUX = 0, 1, 2
 #: the ranges of the window and recovery options the sprayers share (mrc-spray, metaroce)
 _WINDOW_OPTIONS: dict[str, tuple[OptionKind, float, float]] = {
-        "cwnd_bdp": ("float", 0.01, 1_000.0),
-        "max_bdp": ("float", 0.01, 1_000.0),
-        "rto_us": ("float", 1.0, 1e9),
-        "probe_us": ("float", 1.0, 1e9),
-        "retries": ("int", 0, 1_000),
+    "cwnd_bdp": ("float", 0.01, 1_000.0),
+    "max_bdp": ("float", 0.01, 1_000.0),
+    "rto_us": ("float", 1.0, 1e9),
+    "probe_us": ("float", 1.0, 1e9),
+    "retries": ("int", 0, 1_000),
 }
 
 
