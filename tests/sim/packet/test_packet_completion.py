@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from clusterloom.sim.failures import parse_failure
+from clusterloom.sim.packet._core import R_COLS, R_PULLS
 from clusterloom.sim.packet.base import ConnSpec
 from clusterloom.sim.packet.engine import ACK, NACK, PULL, Packet, PacketSim
 from clusterloom.sim.packet.fabrics import small_fabric
@@ -132,3 +133,31 @@ def test_receiver_driven_finishes_the_chained_all_reduce_of_issue_15() -> None:
     fabric = fat_tree(8)
     r = run_packets(fabric, _chained_ring(128, 8, 16_000_000), "receiver-driven")
     assert r.finished == 1792 and r.unfinished == ()
+
+
+def test_a_subclass_that_handles_packets_gets_its_pulls_and_acks_as_packets(pair) -> None:  # type: ignore[no-untyped-def]
+    """``receiver-driven`` sends its ACKs and receives the compiled pacer's pulls without
+    packet objects (``made_ack``, ``made_pull``); a subclass overriding ``sender_packet``
+    (a plug-in, a conformance variant) is still handed every one of them as a packet."""
+    seen: list[int] = []
+
+    class Counting(ReceiverDriven):
+        name = "receiver-driven-counting"
+
+        def sender_packet(self, pkt: Packet, now: int) -> None:
+            seen.append(pkt.kind)
+            super().sender_packet(pkt, now)
+
+    sim = PacketSim(pair, config_for("receiver-driven"))
+    conn = Counting(sim, 0, 0, 1, 40 * 4096, 0, ConnSpec())
+    sim.add(conn)
+    conn.start()
+    sim.run()
+    assert conn.finish_ps >= 0 and conn.sender_done_ps >= 0
+    assert seen.count(ACK) == 40  # one per packet, none lost on an idle pair
+    pulls = sim.ep_state[conn.flow * R_COLS + R_PULLS]  # sent by the compiled pacer
+    assert 0 < seen.count(PULL) == pulls
+    plain = ReceiverDriven(
+        PacketSim(pair, config_for("receiver-driven")), 0, 0, 1, 4096, 0, ConnSpec()
+    )
+    assert plain._made_acks and not conn._made_acks

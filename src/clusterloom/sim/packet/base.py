@@ -11,6 +11,7 @@ key and job ID, and transport options.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal, Protocol
@@ -212,9 +213,11 @@ class Connection:
     def data(self, seq: int) -> Packet:
         """A data packet of sequence ``seq`` (counts a retransmission when sent before)."""
         pkt = Packet(DATA, self.flow, self.src, self.dst, seq, self.pay[seq], self.hdr)
-        pkt.key = self.spec.key
-        pkt.job = self.spec.job
-        pkt.msg = self.msg_of(seq)
+        spec = self.spec
+        pkt.key = spec.key
+        pkt.job = spec.job
+        ends = self.msg_end
+        pkt.msg = 0 if len(ends) == 1 and seq < ends[0] else bisect_right(ends, seq)
         c = self.tx_count[seq] + 1
         self.tx_count[seq] = c
         if c > 1:
@@ -222,14 +225,8 @@ class Connection:
         return pkt
 
     def msg_of(self, seq: int) -> int:
-        lo, hi = 0, len(self.msg_end)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.msg_end[mid] <= seq:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        """The index of the message holding packet ``seq`` (the first whose end is past it)."""
+        return bisect_right(self.msg_end, seq)
 
     def control(self, kind: int, seq: int = 0) -> Packet:
         """A control packet from the receiver back to the sender."""

@@ -535,7 +535,7 @@ class MrcSpray(_Sprayer):
         self.sent_at[seq] = now
         self.ev_out[i].append((seq, self.tx_count[seq], now))
         self.outstanding[seq] = 1
-        self.inflight += self.pay[seq]
+        self.inflight += pkt.payload
         self.sim.send(pkt, self.ev_port[i], self.evs[i], source_route=self.sr)
 
     def on_timer(self, token: int, now: int) -> None:
@@ -649,7 +649,8 @@ class MrcSpray(_Sprayer):
             self.win_marks += 1
         else:
             self.cwnd = min(self.max_cwnd, self.cwnd + self.mss * self.mss / self.cwnd)
-            self.window_event(-1, int(self.cwnd))
+            if self.trace is not None:
+                self.window_event(-1, int(self.cwnd))
         if now >= self.win_end:
             frac = self.win_marks / max(self.win_acks, 1)
             if frac > self.opt["ecn_threshold"]:
@@ -1148,6 +1149,14 @@ class ReceiverDriven(_Sprayer):
         self.credit = 0
         self.sent: deque[tuple[int, int, int, int]] = deque()  # seq, txn, time, EV index
         self._pacer: _Pacer | None = None
+        #: ACKs and pulls without objects (made_ack, made_pull) unless a subclass handles
+        #: packets itself: then it is given them as packets
+        cls = type(self)
+        own = (
+            cls.on_packet is Connection.on_packet
+            and cls.sender_packet is ReceiverDriven.sender_packet
+        )
+        self._made_acks = own
 
     @property
     def pull_wanted(self) -> int:
@@ -1289,11 +1298,19 @@ class ReceiverDriven(_Sprayer):
             if self.credit > 0 and self.send_one(now):
                 self.credit -= 1
         elif pkt.kind == PULL:
-            self.made_pull(pkt.cum, now)
+            self._pulled(pkt.cum, now)
 
     def made_pull(self, count: int, now: int) -> None:
-        """A pull reached the sender, the receiver's ``count``-th (a compiled pacer's pull
-        has no packet object: the engine calls this with its count)."""
+        """A compiled pacer's pull reached the sender, the receiver's ``count``-th (it has no
+        packet object; a subclass that handles packets itself is given one)."""
+        if self._made_acks:
+            self._pulled(count, now)
+        else:
+            p = self.control(PULL)
+            p.cum = count
+            self.on_packet(p, now)
+
+    def _pulled(self, count: int, now: int) -> None:
         new = count - self.pulls_seen
         if new > 0:
             self.pulls_seen = count
@@ -1323,7 +1340,7 @@ class ReceiverDriven(_Sprayer):
             self.place(pkt.seq)
             if self.finish_ps >= 0:
                 sim.ep_state[self.flow * R_COLS + R_FIN] = 1  # read by the compiled pacer
-            if sim.makes_packets:  # the ACK without an object: made_ack at the sender
+            if self._made_acks and sim.makes_packets:  # no object: made_ack at the sender
                 tag = TAG_QUIET | TAG_MADE | (self.flow << TAG_FLOW_SHIFT) | pkt.seq
                 sim.send_made(self.dst, self.src, pkt.port, pkt.ev ^ 1, tag)
                 if self.finish_ps < 0:
