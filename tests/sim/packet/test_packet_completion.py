@@ -117,10 +117,14 @@ def test_connections_are_made_when_they_start_and_their_paths_dropped_when_done(
     made = [c is not None for c in flows.live]
     roots = [i for i in range(len(load)) if not load.deps(i).size]
     assert [i for i, m in enumerate(made) if m] == roots and len(roots) == 8  # step 0 only
-    assert len(sim._static) == 8 * 2 * 128  # its paths (128 EVs, both ways)
+    # its paths (128 EVs, both ways) are held by each connection, none in the engine's table
+    assert [(len(c._fwd), len(c._rev)) for c in flows.live if c is not None] == [(128, 128)] * 8
+    assert len(sim._static) == 0
     sim.run()
     assert all(c is not None and c.finish_ps >= 0 for c in flows.live)
+    held = [c for c in flows.live if c is not None]
     assert all(flows.retire(i) for i in finished)
+    assert all(not c._fwd and not c._rev for c in held)  # dropped with the connection
     assert len(sim._static) == 0
 
 

@@ -607,16 +607,18 @@ class PacketSim:
 
     # -- paths -------------------------------------------------------------------------------
 
-    def _compute(self, keys: Sequence[tuple[int, int, int, int]], static: bool) -> None:
+    def _compute(
+        self, keys: Sequence[tuple[int, int, int, int]], static: bool, *, cache: bool = True
+    ) -> list[tuple[tuple[int, ...] | None, int]]:
+        """The paths of ``keys``, entered in their table (``cache``) and returned."""
         if not keys:
-            return
+            return []
         arr = np.array(keys, dtype=np.int64).reshape(-1, 4)
         bad = (arr[:, :2] < 0) | (arr[:, :2] >= self.n_hosts)
         if bad.any() or ((arr[:, 2] < 0) | (arr[:, 2] >= self.ports_per_host)).any():
             raise PacketSimError(f"a path key is out of range: {keys[int(np.argmax(bad.any(1)))]}")
         if static and self.source_routes is not None:
-            self._store(keys, self.source_routes(arr), static)
-            return
+            return self._store(keys, self.source_routes(arr), static, cache)
         view = self._views.get(static)
         if view is None:
             view = route_view(self.router, None if static else self.live_view)
@@ -641,24 +643,27 @@ class PacketSim:
         else:
             for i, row in enumerate(rows.tolist()):
                 paths[i] = tuple(x for x in row if x >= 0) or None
-        self._store(keys, paths, static)
+        return self._store(keys, paths, static, cache)
 
     def _store(
         self,
         keys: Sequence[tuple[int, int, int, int]],
         paths: Sequence[tuple[int, ...] | None],
         static: bool,
-    ) -> None:
-        """Enter the ``paths`` of ``keys`` in their table (each route's links once in _rl)."""
+        cache: bool = True,
+    ) -> list[tuple[tuple[int, ...] | None, int]]:
+        """The entries of the ``paths`` of ``keys`` (each route's links once in _rl), entered
+        in their table if ``cache``."""
         table = self._static if static else self._ecmp
+        entries: list[tuple[tuple[int, ...] | None, int]] = []
         route_at = self._route_at
         link_ints = self._link_ints
         start = used = self._rl_used
         new: list[tuple[int, ...]] = []
         none: tuple[None, int] = (None, -1)
-        for key, links in zip(keys, paths, strict=True):
+        for links in paths:
             if links is None:
-                table[key] = none
+                entries.append(none)
                 continue
             entry = route_at.get(links)
             if entry is None:  # keys of one route share its entry (hundreds of bytes each)
@@ -666,7 +671,9 @@ class PacketSim:
                 entry = route_at[links] = (links, used)
                 used += len(links)
                 new.append(links)
-            table[key] = entry
+            entries.append(entry)
+        if cache:
+            table.update(zip(keys, entries, strict=True))
         if new:
             if used > len(self._rl):
                 grown = np.zeros(max(2 * len(self._rl), used), dtype=np.int64)
@@ -675,6 +682,7 @@ class PacketSim:
                 self._grown += 1
             self._rl[start:used] = np.fromiter(chain.from_iterable(new), np.int64, used - start)
             self._rl_used = used
+        return entries
 
     def prefetch(self, keys: Iterable[tuple[int, int, int, int]], *, static: bool = False) -> None:
         """Compute the paths of (src, dst, port, ev) keys in one vectorized call."""
@@ -705,15 +713,33 @@ class PacketSim:
         """Hand ``pkt`` to its source host's NIC port ``port`` with entropy ``ev``. Returns False
         when no route exists (the packet is dropped). A ``pkt.quiet`` packet's delivery does
         not stop the compiled loop (:class:`Packet`), except under a tracer or an impairment."""
-        pkt.ev = ev
-        pkt.port = port
-        now = pkt.sent_ps = self.now
         key = (pkt.src, pkt.dst, port, ev)
         table = self._static if source_route else self._ecmp
         entry = table.get(key)
         if entry is None:
             self._compute([key], source_route)
             entry = table[key]
+        return self.send_routed(pkt, port, ev, entry)
+
+    def route_entries(
+        self, keys: Sequence[tuple[int, int, int, int]], *, static: bool
+    ) -> list[tuple[tuple[int, ...] | None, int]]:
+        """The paths of (src, dst, port, ev) ``keys`` as entries for :meth:`send_routed`, not
+        cached here: for a caller that keeps them (a connection's source routes, which never
+        change, held by the connection and dropped with it)."""
+        out: list[tuple[tuple[int, ...] | None, int]] = []
+        for i in range(0, len(keys), PREFETCH_CHUNK):
+            out += self._compute(keys[i : i + PREFETCH_CHUNK], static, cache=False)
+        return out
+
+    def send_routed(
+        self, pkt: Packet, port: int, ev: int, entry: tuple[tuple[int, ...] | None, int]
+    ) -> bool:
+        """:meth:`send` on the path ``entry`` (one of :meth:`route_entries`, or the cached
+        path of ``pkt``'s ends, ``port`` and ``ev``)."""
+        pkt.ev = ev
+        pkt.port = port
+        now = pkt.sent_ps = self.now
         links, at = entry
         tracer = self.tracer
         if tracer is not None:
@@ -751,6 +777,12 @@ class PacketSim:
             mv[i + 7] = 0
         self._n_cm = n + 1
         return True
+
+    @property
+    def holds_routes(self) -> bool:
+        """Whether a connection may keep its own paths and send on them (:meth:`send_routed`):
+        ``send`` is not overridden (a conformance script's capture sees every send)."""
+        return self._plain
 
     @property
     def makes_packets(self) -> bool:
