@@ -563,14 +563,14 @@ class MrcSpray(_Sprayer):
             self.timer_on = False
             if self.n_acked >= self.n or self.failed:
                 return
-            for i in range(self.k):
-                dq = self.ev_out[i]
+            acked, tx_count, rto = self.acked, self.tx_count, self.rto
+            for i, dq in enumerate(self.ev_out):
                 while dq:
                     s, t, sent = dq[0]
-                    if self.acked[s] or self.tx_count[s] != t:
+                    if acked[s] or tx_count[s] != t:
                         dq.pop(0)
                         continue
-                    if sent + self.rto <= now:
+                    if sent + rto <= now:
                         self._ev_timeout(i, now)
                     break
             self.pump(now)
