@@ -923,7 +923,7 @@ class PacketSim:
                 if x & TAG_MADE:  # a made ACK (send_made): its flow and sequence in the tag
                     flow = (x >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
                     if flow < len(conns):
-                        conns[flow].made_ack(x & TAG_CUM_MASK, t)  # type: ignore[attr-defined]
+                        conns[flow].made_ack(x & TAG_CUM_MASK, t)
                 else:
                     self._deliver_quiet(pid, t)
                 continue
