@@ -16,7 +16,7 @@ from clusterloom.sim.packet.base import ConnSpec
 from clusterloom.sim.packet.engine import ACK, NACK, PULL, Packet, PacketSim
 from clusterloom.sim.packet.fabrics import small_fabric
 from clusterloom.sim.packet.run import config_for, run_packets
-from clusterloom.sim.packet.transports import ReceiverDriven
+from clusterloom.sim.packet.transports import _NO_PACKETS, ReceiverDriven
 from clusterloom.sim.traffic import Traffic
 
 
@@ -125,6 +125,7 @@ def test_connections_are_made_when_they_start_and_their_paths_dropped_when_done(
     held = [c for c in flows.live if c is not None]
     assert all(flows.retire(i) for i in finished)
     assert all(not c._fwd and not c._rev for c in held)  # dropped with the connection
+    assert _NO_PACKETS == []  # the EVs' shared empty list of packets in flight stayed empty
     assert len(sim._static) == 0
 
 

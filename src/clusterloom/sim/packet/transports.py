@@ -355,6 +355,10 @@ class _Sprayer(Connection):
             self.event("lost", s)
 
 
+#: the packets in flight of an EV that has sent none (shared, never appended to)
+_NO_PACKETS: list[tuple[int, int, int]] = []
+
+
 class MrcSpray(_Sprayer):
     name: ClassVar[str] = "mrc-spray"
     features: ClassVar[frozenset[str]] = frozenset(
@@ -427,8 +431,10 @@ class MrcSpray(_Sprayer):
         self.penalty = [0] * k  # uses to skip, earned by ECN echoes and trims
         self.level = [0] * k  # the penalty a signal earns: doubles while signals repeat
         #: per EV, its packets in flight in sending order (seq, transmission, time): a list,
-        #: not a deque (a few entries each; an empty deque is 10 times an empty list's bytes)
-        self.ev_out: list[list[tuple[int, int, int]]] = [[] for _ in range(k)]
+        #: not a deque (a few entries each; an empty deque is 10 times an empty list's bytes),
+        #: made on the EV's first packet (a short flow uses few of its EVs): until then the
+        #: shared empty _NO_PACKETS, which nothing appends to (send_on makes the EV's own)
+        self.ev_out: list[list[tuple[int, int, int]]] = [_NO_PACKETS] * k
         self.rr = 0
         self._init_sender()
         self.rtt = self.base_rtt_ps(0, self.evs[0])
@@ -547,7 +553,10 @@ class MrcSpray(_Sprayer):
     def send_on(self, seq: int, i: int, now: int) -> None:
         pkt = self.data(seq)
         self.sent_at[seq] = now
-        self.ev_out[i].append((seq, self.tx_count[seq], now))
+        dq = self.ev_out[i]
+        if dq is _NO_PACKETS:
+            dq = self.ev_out[i] = []
+        dq.append((seq, self.tx_count[seq], now))
         self.outstanding[seq] = 1
         self.inflight += pkt.payload
         if self._fwd:
