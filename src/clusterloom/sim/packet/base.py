@@ -287,11 +287,12 @@ class Connection:
         if self.trace is not None:
             self.trace.event(self.sim.now, self.flow, "cwnd", path, nbytes)
 
-    def base_rtt_ps(self, port: int = 0, ev: int = 0) -> int:
-        """Round trip of a full packet and its ACK on an idle path (no queueing)."""
+    def base_rtt_ps(self, port: int = 0, ev: int = 0, path: tuple[int, ...] | None = None) -> int:
+        """Round trip of a full packet and its ACK on an idle path (no queueing); ``path``:
+        that path's links when the caller has them (its source route for ``port`` and ``ev``)."""
         sim = self.sim
         # on the healthy fabric (a connection made after a failure keeps the same RTT)
-        fwd = sim.path(self.src, self.dst, port, ev, static=True, keep=False) or ()
+        fwd = path or sim.path(self.src, self.dst, port, ev, static=True, keep=False) or ()
         rate = sim.base_rate[fwd[0]] if fwd else gbps(100)
         hops = len(fwd) or 2
         one = sum(sim.prop[d] for d in fwd) if fwd else 0

@@ -437,18 +437,6 @@ class MrcSpray(_Sprayer):
         self.ev_out: list[list[tuple[int, int, int]]] = [_NO_PACKETS] * k
         self.rr = 0
         self._init_sender()
-        self.rtt = self.base_rtt_ps(0, self.evs[0])
-        bdp = bdp_bytes(self.line_rate_bps() * self.ports, self.rtt)
-        self.cwnd = max(float(self.mss), self.opt["cwnd_bdp"] * bdp)
-        self.max_cwnd = max(self.cwnd, self.opt["max_bdp"] * bdp)
-        self.win_end = 0
-        self.win_acks = 0
-        self.win_marks = 0
-        self.timer_on = False
-        self.probing = False
-        self.probe_rounds = 0
-        self.sent_at = [0] * self.n
-        self.delay_bound = round(self.opt["delay_factor"] * self.rtt)
         #: source routes never change, so the connection holds its paths (EV i's forward and
         #: reverse entries, sim.route_entries) instead of the engine's table keeping a key
         #: per path: about 150 bytes less per path, 256 paths per connection. Not when the
@@ -460,6 +448,19 @@ class MrcSpray(_Sprayer):
             keys = [(src, dst, p, ev) for p, ev in pairs] + [(dst, src, p, ev) for p, ev in pairs]
             entries = sim.route_entries(keys, static=True)
             self._fwd, self._rev = entries[:k], entries[k:]
+        first = self._fwd[0][0] if self._fwd else None  # EV 0's path, port 0
+        self.rtt = self.base_rtt_ps(0, self.evs[0], first)
+        bdp = bdp_bytes(self.line_rate_bps() * self.ports, self.rtt)
+        self.cwnd = max(float(self.mss), self.opt["cwnd_bdp"] * bdp)
+        self.max_cwnd = max(self.cwnd, self.opt["max_bdp"] * bdp)
+        self.win_end = 0
+        self.win_acks = 0
+        self.win_marks = 0
+        self.timer_on = False
+        self.probing = False
+        self.probe_rounds = 0
+        self.sent_at = [0] * self.n
+        self.delay_bound = round(self.opt["delay_factor"] * self.rtt)
 
     def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
         if self._fwd:  # held by the connection
