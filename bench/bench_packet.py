@@ -5,6 +5,11 @@ per second; the figures go to bench/RESULTS.md.
 
     python bench/bench_packet.py                       # k=16, 2 MB, every transport
     python bench/bench_packet.py --k 32 --size 256KB --transport mrc-spray
+    python bench/bench_packet.py --traffic allreduce --evs 256 --transport mrc-spray
+
+``--traffic allreduce``: the chained ring all-reduce of ``bench/bench_vs_htsim.py`` (groups of 8
+consecutive hosts, each step waiting on the previous one; ``--size`` the buffer), the
+case whose peak memory issue 15 compares with htsim's.
 """
 
 from __future__ import annotations
@@ -19,7 +24,10 @@ import time
 TRANSPORTS = ("roce-ecmp", "mrc-spray", "metaroce", "receiver-driven")
 
 
-def one(k: int, size: str, name: str, seed: int) -> dict[str, float | int | str]:
+def one(
+    k: int, size: str, name: str, seed: int, traffic_kind: str = "permutation", evs: int = 0
+) -> dict[str, float | int | str]:
+    from clusterloom.sim.crossval import chained_ring_all_reduce
     from clusterloom.sim.failures import parse_size
     from clusterloom.sim.packet.fabrics import fat_tree
     from clusterloom.sim.packet.run import run_packets
@@ -28,8 +36,13 @@ def one(k: int, size: str, name: str, seed: int) -> dict[str, float | int | str]
     t0 = time.perf_counter()
     c0 = time.process_time()
     topology = fat_tree(k)
-    traffic = permutation(topology.plan.hosts, parse_size(size), seed=seed)
-    r = run_packets(topology, traffic, name, seed=seed)
+    n = topology.plan.hosts
+    if traffic_kind == "allreduce":
+        traffic = chained_ring_all_reduce(n, 8, parse_size(size))
+    else:
+        traffic = permutation(n, parse_size(size), seed=seed)
+    options = {"evs": float(evs)} if evs and name != "roce-ecmp" else None
+    r = run_packets(topology, traffic, name, seed=seed, options=options)
     wall = time.perf_counter() - t0
     cpu = time.process_time() - c0
     fct = r.fct_ps[r.finish_ps >= 0]
@@ -56,10 +69,12 @@ def main() -> None:
     ap.add_argument("--size", default="2MB")
     ap.add_argument("--transport", default=",".join(TRANSPORTS))
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--traffic", choices=("permutation", "allreduce"), default="permutation")
+    ap.add_argument("--evs", type=int, default=0, help="EVs per connection (0: the default)")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
-        print(json.dumps(one(a.k, a.size, a.transport, a.seed)))
+        print(json.dumps(one(a.k, a.size, a.transport, a.seed, a.traffic, a.evs)))
         return
     print(
         "| transport | hosts | finished | wall s | CPU s | events | events/s | FCT p50 us | "
@@ -79,6 +94,10 @@ def main() -> None:
             name,
             "--seed",
             str(a.seed),
+            "--traffic",
+            a.traffic,
+            "--evs",
+            str(a.evs),
         ]
         row = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
         print(

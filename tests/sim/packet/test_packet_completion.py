@@ -11,11 +11,12 @@ from __future__ import annotations
 import pytest
 
 from clusterloom.sim.failures import parse_failure
+from clusterloom.sim.packet._core import R_COLS, R_PULLS
 from clusterloom.sim.packet.base import ConnSpec
 from clusterloom.sim.packet.engine import ACK, NACK, PULL, Packet, PacketSim
 from clusterloom.sim.packet.fabrics import small_fabric
 from clusterloom.sim.packet.run import config_for, run_packets
-from clusterloom.sim.packet.transports import ReceiverDriven
+from clusterloom.sim.packet.transports import _NO_PACKETS, ReceiverDriven
 from clusterloom.sim.traffic import Traffic
 
 
@@ -116,10 +117,15 @@ def test_connections_are_made_when_they_start_and_their_paths_dropped_when_done(
     made = [c is not None for c in flows.live]
     roots = [i for i in range(len(load)) if not load.deps(i).size]
     assert [i for i, m in enumerate(made) if m] == roots and len(roots) == 8  # step 0 only
-    assert len(sim._static) == 8 * 2 * 128  # its paths (128 EVs, both ways)
+    # its paths (128 EVs, both ways) are held by each connection, none in the engine's table
+    assert [(len(c._fwd), len(c._rev)) for c in flows.live if c is not None] == [(128, 128)] * 8
+    assert len(sim._static) == 0
     sim.run()
     assert all(c is not None and c.finish_ps >= 0 for c in flows.live)
+    held = [c for c in flows.live if c is not None]
     assert all(flows.retire(i) for i in finished)
+    assert all(not c._fwd and not c._rev for c in held)  # dropped with the connection
+    assert _NO_PACKETS == []  # the EVs' shared empty list of packets in flight stayed empty
     assert len(sim._static) == 0
 
 
@@ -132,3 +138,31 @@ def test_receiver_driven_finishes_the_chained_all_reduce_of_issue_15() -> None:
     fabric = fat_tree(8)
     r = run_packets(fabric, _chained_ring(128, 8, 16_000_000), "receiver-driven")
     assert r.finished == 1792 and r.unfinished == ()
+
+
+def test_a_subclass_that_handles_packets_gets_its_pulls_and_acks_as_packets(pair) -> None:  # type: ignore[no-untyped-def]
+    """``receiver-driven`` sends its ACKs and receives the compiled pacer's pulls without
+    packet objects (``made_ack``, ``made_pull``); a subclass overriding ``sender_packet``
+    (a plug-in, a conformance variant) is still handed every one of them as a packet."""
+    seen: list[int] = []
+
+    class Counting(ReceiverDriven):
+        name = "receiver-driven-counting"
+
+        def sender_packet(self, pkt: Packet, now: int) -> None:
+            seen.append(pkt.kind)
+            super().sender_packet(pkt, now)
+
+    sim = PacketSim(pair, config_for("receiver-driven"))
+    conn = Counting(sim, 0, 0, 1, 40 * 4096, 0, ConnSpec())
+    sim.add(conn)
+    conn.start()
+    sim.run()
+    assert conn.finish_ps >= 0 and conn.sender_done_ps >= 0
+    assert seen.count(ACK) == 40  # one per packet, none lost on an idle pair
+    pulls = sim.ep_state[conn.flow * R_COLS + R_PULLS]  # sent by the compiled pacer
+    assert 0 < seen.count(PULL) == pulls
+    plain = ReceiverDriven(
+        PacketSim(pair, config_for("receiver-driven")), 0, 0, 1, 4096, 0, ConnSpec()
+    )
+    assert plain._made_acks and not conn._made_acks

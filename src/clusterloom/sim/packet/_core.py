@@ -18,14 +18,17 @@ State layout (all ``int64``):
 - ``S``: scalars and counters (``S_*``), then the configuration (``C_*``).
 - ``RL``: the routes back to back; a packet holds the offset of its route's first link and its
   hop index into it.
-- ``T[:S[S_TN], :]``: records for Python ``(time, what, pid, dl)``, in order: drops and trims
-  when ``S[C_TRACE]`` is set, and the deliveries of quiet packets (``TR_QUIET``, below).
+- ``T[:S[S_TN], :]``: records for Python ``(time, what, pid, x)``, in order: drops and trims
+  when ``S[C_TRACE]`` is set (``x`` the link), and the deliveries of quiet packets
+  (``TR_QUIET``, below; ``x`` the packet's tag).
 - A **quiet** packet (``TAG_QUIET`` in ``P_TAG``, set by the send) is one whose delivery
   the transport handles without sending or scheduling anything (``receiver-driven``'s ACKs):
   the loop logs its delivery in ``T`` and goes on instead of returning, and Python hands it to
   its connection before the event that made the loop return. Nothing the handler does reaches
   the data plane, so the run is the same event for event; it saves a return to Python per
-  such packet.
+  such packet. A quiet packet may also be **made** (``TAG_MADE`` as well: Python sent it
+  without an object, :meth:`PacketSim.send_made`): ``receiver-driven``'s ACKs, whose flow
+  and sequence are the tag's flow and count fields, logged with the record.
 - ``CM[:n, :]``: Python's commands (``CMD_*``). Python takes a send's packet slot from the
   free stack itself (the core never allocates), so it can keep the packet's object by id.
 """
@@ -425,7 +428,7 @@ def step(
                     T[i, 0] = time
                     T[i, 1] = TR_QUIET
                     T[i, 2] = pid
-                    T[i, 3] = dl
+                    T[i, 3] = tag  # the flow and sequence of a made ACK (no Python object)
                     S[S_TN] = i + 1
                     continue
                 return (

@@ -11,6 +11,7 @@ key and job ID, and transport options.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal, Protocol
@@ -212,9 +213,11 @@ class Connection:
     def data(self, seq: int) -> Packet:
         """A data packet of sequence ``seq`` (counts a retransmission when sent before)."""
         pkt = Packet(DATA, self.flow, self.src, self.dst, seq, self.pay[seq], self.hdr)
-        pkt.key = self.spec.key
-        pkt.job = self.spec.job
-        pkt.msg = self.msg_of(seq)
+        spec = self.spec
+        pkt.key = spec.key
+        pkt.job = spec.job
+        ends = self.msg_end
+        pkt.msg = 0 if len(ends) == 1 and seq < ends[0] else bisect_right(ends, seq)
         c = self.tx_count[seq] + 1
         self.tx_count[seq] = c
         if c > 1:
@@ -222,14 +225,8 @@ class Connection:
         return pkt
 
     def msg_of(self, seq: int) -> int:
-        lo, hi = 0, len(self.msg_end)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.msg_end[mid] <= seq:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        """The index of the message holding packet ``seq`` (the first whose end is past it)."""
+        return bisect_right(self.msg_end, seq)
 
     def control(self, kind: int, seq: int = 0) -> Packet:
         """A control packet from the receiver back to the sender."""
@@ -290,11 +287,12 @@ class Connection:
         if self.trace is not None:
             self.trace.event(self.sim.now, self.flow, "cwnd", path, nbytes)
 
-    def base_rtt_ps(self, port: int = 0, ev: int = 0) -> int:
-        """Round trip of a full packet and its ACK on an idle path (no queueing)."""
+    def base_rtt_ps(self, port: int = 0, ev: int = 0, path: tuple[int, ...] | None = None) -> int:
+        """Round trip of a full packet and its ACK on an idle path (no queueing); ``path``:
+        that path's links when the caller has them (its source route for ``port`` and ``ev``)."""
         sim = self.sim
         # on the healthy fabric (a connection made after a failure keeps the same RTT)
-        fwd = sim.path(self.src, self.dst, port, ev, static=True, keep=False) or ()
+        fwd = path or sim.path(self.src, self.dst, port, ev, static=True, keep=False) or ()
         rate = sim.base_rate[fwd[0]] if fwd else gbps(100)
         hops = len(fwd) or 2
         one = sum(sim.prop[d] for d in fwd) if fwd else 0

@@ -118,6 +118,7 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     TAG_CUM_MASK,
     TAG_FLOW_MASK,
     TAG_FLOW_SHIFT,
+    TAG_MADE,
     TAG_QUIET,
     TR_DROP,
     TR_QUIET,
@@ -473,6 +474,8 @@ class PacketSim:
         self.shared: dict[str, dict[int, Any]] = {}
         self._no_route = 0
         self._delivered = 0
+        self._header = cfg.header
+        self._plain = type(self).send is PacketSim.send
         self.now = 0
         self._grow_pool(4096)
 
@@ -604,16 +607,18 @@ class PacketSim:
 
     # -- paths -------------------------------------------------------------------------------
 
-    def _compute(self, keys: Sequence[tuple[int, int, int, int]], static: bool) -> None:
+    def _compute(
+        self, keys: Sequence[tuple[int, int, int, int]], static: bool, *, cache: bool = True
+    ) -> list[tuple[tuple[int, ...] | None, int]]:
+        """The paths of ``keys``, entered in their table (``cache``) and returned."""
         if not keys:
-            return
+            return []
         arr = np.array(keys, dtype=np.int64).reshape(-1, 4)
         bad = (arr[:, :2] < 0) | (arr[:, :2] >= self.n_hosts)
         if bad.any() or ((arr[:, 2] < 0) | (arr[:, 2] >= self.ports_per_host)).any():
             raise PacketSimError(f"a path key is out of range: {keys[int(np.argmax(bad.any(1)))]}")
         if static and self.source_routes is not None:
-            self._store(keys, self.source_routes(arr), static)
-            return
+            return self._store(keys, self.source_routes(arr), static, cache)
         view = self._views.get(static)
         if view is None:
             view = route_view(self.router, None if static else self.live_view)
@@ -638,24 +643,27 @@ class PacketSim:
         else:
             for i, row in enumerate(rows.tolist()):
                 paths[i] = tuple(x for x in row if x >= 0) or None
-        self._store(keys, paths, static)
+        return self._store(keys, paths, static, cache)
 
     def _store(
         self,
         keys: Sequence[tuple[int, int, int, int]],
         paths: Sequence[tuple[int, ...] | None],
         static: bool,
-    ) -> None:
-        """Enter the ``paths`` of ``keys`` in their table (each route's links once in _rl)."""
+        cache: bool = True,
+    ) -> list[tuple[tuple[int, ...] | None, int]]:
+        """The entries of the ``paths`` of ``keys`` (each route's links once in _rl), entered
+        in their table if ``cache``."""
         table = self._static if static else self._ecmp
+        entries: list[tuple[tuple[int, ...] | None, int]] = []
         route_at = self._route_at
         link_ints = self._link_ints
         start = used = self._rl_used
         new: list[tuple[int, ...]] = []
         none: tuple[None, int] = (None, -1)
-        for key, links in zip(keys, paths, strict=True):
+        for links in paths:
             if links is None:
-                table[key] = none
+                entries.append(none)
                 continue
             entry = route_at.get(links)
             if entry is None:  # keys of one route share its entry (hundreds of bytes each)
@@ -663,7 +671,9 @@ class PacketSim:
                 entry = route_at[links] = (links, used)
                 used += len(links)
                 new.append(links)
-            table[key] = entry
+            entries.append(entry)
+        if cache:
+            table.update(zip(keys, entries, strict=True))
         if new:
             if used > len(self._rl):
                 grown = np.zeros(max(2 * len(self._rl), used), dtype=np.int64)
@@ -672,6 +682,7 @@ class PacketSim:
                 self._grown += 1
             self._rl[start:used] = np.fromiter(chain.from_iterable(new), np.int64, used - start)
             self._rl_used = used
+        return entries
 
     def prefetch(self, keys: Iterable[tuple[int, int, int, int]], *, static: bool = False) -> None:
         """Compute the paths of (src, dst, port, ev) keys in one vectorized call."""
@@ -702,15 +713,33 @@ class PacketSim:
         """Hand ``pkt`` to its source host's NIC port ``port`` with entropy ``ev``. Returns False
         when no route exists (the packet is dropped). A ``pkt.quiet`` packet's delivery does
         not stop the compiled loop (:class:`Packet`), except under a tracer or an impairment."""
-        pkt.ev = ev
-        pkt.port = port
-        now = pkt.sent_ps = self.now
         key = (pkt.src, pkt.dst, port, ev)
         table = self._static if source_route else self._ecmp
         entry = table.get(key)
         if entry is None:
             self._compute([key], source_route)
             entry = table[key]
+        return self.send_routed(pkt, port, ev, entry)
+
+    def route_entries(
+        self, keys: Sequence[tuple[int, int, int, int]], *, static: bool
+    ) -> list[tuple[tuple[int, ...] | None, int]]:
+        """The paths of (src, dst, port, ev) ``keys`` as entries for :meth:`send_routed`, not
+        cached here: for a caller that keeps them (a connection's source routes, which never
+        change, held by the connection and dropped with it)."""
+        out: list[tuple[tuple[int, ...] | None, int]] = []
+        for i in range(0, len(keys), PREFETCH_CHUNK):
+            out += self._compute(keys[i : i + PREFETCH_CHUNK], static, cache=False)
+        return out
+
+    def send_routed(
+        self, pkt: Packet, port: int, ev: int, entry: tuple[tuple[int, ...] | None, int]
+    ) -> bool:
+        """:meth:`send` on the path ``entry`` (one of :meth:`route_entries`, or the cached
+        path of ``pkt``'s ends, ``port`` and ``ev``)."""
+        pkt.ev = ev
+        pkt.port = port
+        now = pkt.sent_ps = self.now
         links, at = entry
         tracer = self.tracer
         if tracer is not None:
@@ -746,6 +775,60 @@ class PacketSim:
             mv[i + 7] = TAG_QUIET | (pkt.flow << TAG_FLOW_SHIFT)
         else:
             mv[i + 7] = 0
+        self._n_cm = n + 1
+        return True
+
+    @property
+    def holds_routes(self) -> bool:
+        """Whether a connection may keep its own paths and send on them (:meth:`send_routed`):
+        ``send`` is not overridden (a conformance script's capture sees every send)."""
+        return self._plain
+
+    @property
+    def makes_packets(self) -> bool:
+        """Whether a transport may send control packets without objects (:meth:`send_made`)
+        and get the compiled pacer's pulls without objects: a plain engine, no tracer (it
+        sees every packet), no impairment (it rewrites packets), ``send`` not overridden (a
+        conformance script's capture)."""
+        return self.tracer is None and self.impair is None and self._plain
+
+    def send_made(self, src: int, dst: int, port: int, ev: int, tag: int) -> bool:
+        """Send a header-only control packet with no Python object, on the ECMP path of
+        (``src``, ``dst``, ``port``, ``ev``): what :meth:`send` does with a control packet
+        of ``cfg.header`` bytes, without its object. Its delivery is told to the connection
+        from ``tag`` (``TAG_QUIET | TAG_MADE``, the flow and a count: :mod:`._core`) by
+        ``conns[flow].made_ack(count, now)``, logged by the loop as a quiet packet's. Only
+        when :attr:`makes_packets`. Returns False when no route exists (as :meth:`send`)."""
+        key = (src, dst, port, ev)
+        entry = self._ecmp.get(key)
+        if entry is None:
+            self._compute([key], False)
+            entry = self._ecmp[key]
+        links, at = entry
+        if links is None:
+            self._no_route += 1
+            return False
+        smv = self._smv
+        k = smv[S_NFREE] - 1
+        if k < 0:
+            self._grow_pool(1)
+            k = smv[S_NFREE] - 1
+        smv[S_NFREE] = k
+        pid = self._pmv[k * P_COLS + P_FREE]
+        self._objs[pid] = None
+        n = self._n_cm
+        if n == len(self._cm):
+            self._grow_commands()
+        mv = self._cmv
+        i = n * CMD_COLS
+        mv[i] = CMD_SEND
+        mv[i + 1] = self._header
+        mv[i + 2] = 1
+        mv[i + 3] = 0
+        mv[i + 4] = 0
+        mv[i + 5] = at
+        mv[i + 6] = pid
+        mv[i + 7] = tag
         self._n_cm = n + 1
         return True
 
@@ -834,13 +917,19 @@ class PacketSim:
         self._s[S_TN] = 0
         self._s[S_QSYNC] = 0
         objs = self._objs
-        for t, what, pid, dl in self._trace[:n].tolist():
+        conns = self.conns
+        for t, what, pid, x in self._trace[:n].tolist():
             if what == TR_QUIET:
-                self._deliver_quiet(pid, t)
+                if x & TAG_MADE:  # a made ACK (send_made): its flow and sequence in the tag
+                    flow = (x >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
+                    if flow < len(conns):
+                        conns[flow].made_ack(x & TAG_CUM_MASK, t)
+                else:
+                    self._deliver_quiet(pid, t)
                 continue
             pkt = objs[pid]
             if pkt is not None and tracer is not None:
-                tracer.event(t, pkt.flow, "drop" if what == TR_DROP else "trim", pkt.seq, dl)
+                tracer.event(t, pkt.flow, "drop" if what == TR_DROP else "trim", pkt.seq, x)
 
     def _deliver_quiet(self, pid: int, t: int) -> None:
         """A quiet packet reached its host at ``t`` (the loop went on): as the inlined delivery
@@ -1020,14 +1109,17 @@ class PacketSim:
                 kind = out[1]
                 if kind == EV_TIMER:
                     conns[out[2]].on_timer(out[3], now)
-                elif (
-                    (kind in (EV_DELIVER, EV_DELIVER_MADE))
-                    and self.impair is None
-                    and self.tracer is None
-                ):
+                elif kind == EV_DELIVER_MADE and self.impair is None and self.tracer is None:
+                    # a compiled pacer's pull: no object, its connection told the pull count
+                    tag = self._pmv[out[2] * P_COLS + P_TAG]
+                    flow = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
+                    objs[out[2]] = None
+                    if flow < len(conns):
+                        conns[flow].made_pull(tag & TAG_CUM_MASK, now)  # type: ignore[attr-defined]
+                elif kind == EV_DELIVER and self.impair is None and self.tracer is None:
                     # the common case inlined: a packet of a connection reaches a host
                     a = out[2]
-                    pkt = objs[a] if kind == EV_DELIVER else self._made(a)
+                    pkt = objs[a]
                     objs[a] = None
                     assert pkt is not None
                     pkt.size = out[5]

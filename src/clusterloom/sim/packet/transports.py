@@ -81,6 +81,9 @@ from clusterloom.sim.packet._core import (
     R_SRC,
     R_TAIL,
     R_WANT,
+    TAG_FLOW_SHIFT,
+    TAG_MADE,
+    TAG_QUIET,
 )
 from clusterloom.sim.packet.base import (
     Connection,
@@ -119,11 +122,11 @@ __all__ = [
 _PACE, _RTO, _AUX = 0, 1, 2
 #: the ranges of the window and recovery options the sprayers share (mrc-spray, metaroce)
 _WINDOW_OPTIONS: dict[str, tuple[OptionKind, float, float]] = {
-        "cwnd_bdp": ("float", 0.01, 1_000.0),
-        "max_bdp": ("float", 0.01, 1_000.0),
-        "rto_us": ("float", 1.0, 1e9),
-        "probe_us": ("float", 1.0, 1e9),
-        "retries": ("int", 0, 1_000),
+    "cwnd_bdp": ("float", 0.01, 1_000.0),
+    "max_bdp": ("float", 0.01, 1_000.0),
+    "rto_us": ("float", 1.0, 1e9),
+    "probe_us": ("float", 1.0, 1e9),
+    "retries": ("int", 0, 1_000),
 }
 
 
@@ -352,6 +355,10 @@ class _Sprayer(Connection):
             self.event("lost", s)
 
 
+#: the packets in flight of an EV that has sent none (shared, never appended to)
+_NO_PACKETS: list[tuple[int, int, int]] = []
+
+
 class MrcSpray(_Sprayer):
     name: ClassVar[str] = "mrc-spray"
     features: ClassVar[frozenset[str]] = frozenset(
@@ -424,11 +431,25 @@ class MrcSpray(_Sprayer):
         self.penalty = [0] * k  # uses to skip, earned by ECN echoes and trims
         self.level = [0] * k  # the penalty a signal earns: doubles while signals repeat
         #: per EV, its packets in flight in sending order (seq, transmission, time): a list,
-        #: not a deque (a few entries each; an empty deque is 10 times an empty list's bytes)
-        self.ev_out: list[list[tuple[int, int, int]]] = [[] for _ in range(k)]
+        #: not a deque (a few entries each; an empty deque is 10 times an empty list's bytes),
+        #: made on the EV's first packet (a short flow uses few of its EVs): until then the
+        #: shared empty _NO_PACKETS, which nothing appends to (send_on makes the EV's own)
+        self.ev_out: list[list[tuple[int, int, int]]] = [_NO_PACKETS] * k
         self.rr = 0
         self._init_sender()
-        self.rtt = self.base_rtt_ps(0, self.evs[0])
+        #: source routes never change, so the connection holds its paths (EV i's forward and
+        #: reverse entries, sim.route_entries) instead of the engine's table keeping a key
+        #: per path: about 150 bytes less per path, 256 paths per connection. Not when the
+        #: engine's send is overridden (a conformance capture): then through ``send``.
+        self._fwd: list[tuple[tuple[int, ...] | None, int]] = []
+        self._rev: list[tuple[tuple[int, ...] | None, int]] = []
+        if self.sr and sim.holds_routes:
+            pairs = list(zip(self.ev_port, self.evs, strict=True))
+            keys = [(src, dst, p, ev) for p, ev in pairs] + [(dst, src, p, ev) for p, ev in pairs]
+            entries = sim.route_entries(keys, static=True)
+            self._fwd, self._rev = entries[:k], entries[k:]
+        first = self._fwd[0][0] if self._fwd else None  # EV 0's path, port 0
+        self.rtt = self.base_rtt_ps(0, self.evs[0], first)
         bdp = bdp_bytes(self.line_rate_bps() * self.ports, self.rtt)
         self.cwnd = max(float(self.mss), self.opt["cwnd_bdp"] * bdp)
         self.max_cwnd = max(self.cwnd, self.opt["max_bdp"] * bdp)
@@ -442,6 +463,8 @@ class MrcSpray(_Sprayer):
         self.delay_bound = round(self.opt["delay_factor"] * self.rtt)
 
     def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
+        if self._fwd:  # held by the connection
+            return []
         out = []
         sr = self.sr
         for ev, port in zip(self.evs, self.ev_port, strict=True):
@@ -457,6 +480,7 @@ class MrcSpray(_Sprayer):
         finds no EV (its echo is unknown), so the per-EV state goes (128 deques and lists)."""
         self.ev_index = {}
         self.ev_out = []
+        self._fwd = self._rev = []
         self.evs = self.ev_port = []
         self.bad = self.denied = []
         self.penalty = self.level = []
@@ -530,10 +554,16 @@ class MrcSpray(_Sprayer):
     def send_on(self, seq: int, i: int, now: int) -> None:
         pkt = self.data(seq)
         self.sent_at[seq] = now
-        self.ev_out[i].append((seq, self.tx_count[seq], now))
+        dq = self.ev_out[i]
+        if dq is _NO_PACKETS:
+            dq = self.ev_out[i] = []
+        dq.append((seq, self.tx_count[seq], now))
         self.outstanding[seq] = 1
-        self.inflight += self.pay[seq]
-        self.sim.send(pkt, self.ev_port[i], self.evs[i], source_route=self.sr)
+        self.inflight += pkt.payload
+        if self._fwd:
+            self.sim.send_routed(pkt, self.ev_port[i], self.evs[i], self._fwd[i])
+        else:
+            self.sim.send(pkt, self.ev_port[i], self.evs[i], source_route=self.sr)
 
     def on_timer(self, token: int, now: int) -> None:
         if token == _PACE:
@@ -543,14 +573,14 @@ class MrcSpray(_Sprayer):
             self.timer_on = False
             if self.n_acked >= self.n or self.failed:
                 return
-            for i in range(self.k):
-                dq = self.ev_out[i]
+            acked, tx_count, rto = self.acked, self.tx_count, self.rto
+            for i, dq in enumerate(self.ev_out):
                 while dq:
                     s, t, sent = dq[0]
-                    if self.acked[s] or self.tx_count[s] != t:
+                    if acked[s] or tx_count[s] != t:
                         dq.pop(0)
                         continue
-                    if sent + self.rto <= now:
+                    if sent + rto <= now:
                         self._ev_timeout(i, now)
                     break
             self.pump(now)
@@ -587,7 +617,10 @@ class MrcSpray(_Sprayer):
         for i in targets:
             p = Packet(PROBE, self.flow, self.src, self.dst, 0, 0, self.hdr)
             p.key, p.job = self.spec.key, self.spec.job
-            self.sim.send(p, self.ev_port[i], self.evs[i], source_route=self.sr)
+            if self._fwd:
+                self.sim.send_routed(p, self.ev_port[i], self.evs[i], self._fwd[i])
+            else:
+                self.sim.send(p, self.ev_port[i], self.evs[i], source_route=self.sr)
         self.probing = True
         self.sim.timer(now + round(self.opt["probe_us"] * PS_PER_US), self.flow, _AUX)
 
@@ -646,7 +679,8 @@ class MrcSpray(_Sprayer):
             self.win_marks += 1
         else:
             self.cwnd = min(self.max_cwnd, self.cwnd + self.mss * self.mss / self.cwnd)
-            self.window_event(-1, int(self.cwnd))
+            if self.trace is not None:
+                self.window_event(-1, int(self.cwnd))
         if now >= self.win_end:
             frac = self.win_marks / max(self.win_acks, 1)
             if frac > self.opt["ecn_threshold"]:
@@ -661,7 +695,7 @@ class MrcSpray(_Sprayer):
         if pkt.kind == PROBE:
             a = self.control(PROBE_ACK)
             a.echo = pkt.ev
-            self.sim.send(a, pkt.port, pkt.ev, source_route=self.sr)
+            self._reply(a, pkt)
             return
         if pkt.trimmed:
             a = self.control(NACK, pkt.seq)
@@ -672,7 +706,15 @@ class MrcSpray(_Sprayer):
             a.ecn = pkt.ecn
         a.echo = pkt.ev
         a.cum = self.cum
-        self.sim.send(a, pkt.port, pkt.ev, source_route=self.sr)
+        self._reply(a, pkt)
+
+    def _reply(self, a: Packet, to: Packet) -> None:
+        """Send ``a`` back on the reverse path of ``to``'s port and EV."""
+        i = self.ev_index.get(to.ev, -1) if self._rev else -1
+        if i >= 0 and self.ev_port[i] == to.port:
+            self.sim.send_routed(a, to.port, to.ev, self._rev[i])
+        else:
+            self.sim.send(a, to.port, to.ev, source_route=self.sr)
 
 
 class MetaRoce(_Sprayer):
@@ -1145,6 +1187,14 @@ class ReceiverDriven(_Sprayer):
         self.credit = 0
         self.sent: deque[tuple[int, int, int, int]] = deque()  # seq, txn, time, EV index
         self._pacer: _Pacer | None = None
+        #: ACKs and pulls without objects (made_ack, made_pull) unless a subclass handles
+        #: packets itself: then it is given them as packets
+        cls = type(self)
+        own = (
+            cls.on_packet is Connection.on_packet
+            and cls.sender_packet is ReceiverDriven.sender_packet
+        )
+        self._made_acks = own
 
     @property
     def pull_wanted(self) -> int:
@@ -1286,12 +1336,30 @@ class ReceiverDriven(_Sprayer):
             if self.credit > 0 and self.send_one(now):
                 self.credit -= 1
         elif pkt.kind == PULL:
-            new = pkt.cum - self.pulls_seen
-            if new > 0:
-                self.pulls_seen = pkt.cum
-                for _ in range(new):
-                    if not self.send_one(now) and self.credit < self.n - self.n_acked:
-                        self.credit += 1
+            self._pulled(pkt.cum, now)
+
+    def made_pull(self, count: int, now: int) -> None:
+        """A compiled pacer's pull reached the sender, the receiver's ``count``-th (it has no
+        packet object; a subclass that handles packets itself is given one)."""
+        if self._made_acks:
+            self._pulled(count, now)
+        else:
+            p = self.control(PULL)
+            p.cum = count
+            self.on_packet(p, now)
+
+    def _pulled(self, count: int, now: int) -> None:
+        new = count - self.pulls_seen
+        if new > 0:
+            self.pulls_seen = count
+            for _ in range(new):
+                if not self.send_one(now) and self.credit < self.n - self.n_acked:
+                    self.credit += 1
+
+    def made_ack(self, seq: int, now: int) -> None:
+        """The ACK of ``seq`` reached the sender, one sent without an object
+        (:meth:`PacketSim.send_made`; an ACK's handling is only this)."""
+        self._ack(seq, now)
 
     def send_pull(self) -> None:
         self.pulls_sent += 1
@@ -1303,12 +1371,19 @@ class ReceiverDriven(_Sprayer):
     def receiver_packet(self, pkt: Packet, now: int) -> None:
         if pkt.kind != DATA or not self.authentic(pkt):
             return
+        sim = self.sim
         if pkt.trimmed:
             a = self.control(NACK, pkt.seq)
         else:
             self.place(pkt.seq)
             if self.finish_ps >= 0:
-                self.sim.ep_state[self.flow * R_COLS + R_FIN] = 1  # read by the compiled pacer
+                sim.ep_state[self.flow * R_COLS + R_FIN] = 1  # read by the compiled pacer
+            if self._made_acks and sim.makes_packets:  # no object: made_ack at the sender
+                tag = TAG_QUIET | TAG_MADE | (self.flow << TAG_FLOW_SHIFT) | pkt.seq
+                sim.send_made(self.dst, self.src, pkt.port, pkt.ev ^ 1, tag)
+                if self.finish_ps < 0:
+                    self.pacer.request(self, now)
+                return
             a = self.control(ACK, pkt.seq)
             a.cum = self.cum
         a.echo = pkt.ev
@@ -1335,6 +1410,12 @@ class _Answerer:
 
     def on_timer(self, token: int, now: int) -> None:
         return  # every timer of a connection done at both ends returns at once
+
+    def made_pull(self, count: int, now: int) -> None:
+        return  # a late pull: nothing is left to send
+
+    def made_ack(self, seq: int, now: int) -> None:
+        return  # a late ACK: everything was acknowledged
 
     def on_packet(self, pkt: Packet, now: int) -> None:
         kind = pkt.kind
