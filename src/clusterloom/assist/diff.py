@@ -638,7 +638,10 @@ def diff_designs(a: RunFiles, b: RunFiles) -> DesignDiff:
     touched_racks = [r.rack for r in (*racks_added, *racks_removed)]
     touched_racks += [m.a.rack for m in moved] + [m.b.rack for m in moved]
     blast = _blast(
-        a, b, touched_links, [*dev_added, *dev_removed, *(c.name for c in dev_changed)],
+        a,
+        b,
+        touched_links,
+        [*dev_added, *dev_removed, *(c.name for c in dev_changed)],
         touched_racks,
     )
     return DesignDiff(

@@ -71,7 +71,9 @@ def _counts_table(diff: DesignDiff) -> Table:
     )
     for name, pulls in (("pulled", diff.fibres_pulled), ("recovered", diff.fibres_recovered)):
         for p in pulls:
-            table.add_row(f"cables {name}: {p.medium}", f"{p.cables:,}", "", f"{p.order_mm / 1000:,.1f} m")
+            table.add_row(
+                f"cables {name}: {p.medium}", f"{p.cables:,}", "", f"{p.order_mm / 1000:,.1f} m"
+            )
     return table
 
 
@@ -85,7 +87,9 @@ def _say(out: Console, diff: DesignDiff) -> None:
     out.print(_counts_table(diff))
     for label, found in (("appear", diff.findings_appear), ("clear", diff.findings_clear)):
         for f in found:
-            out.print(f"finding {label}: {f.severity} {f.code} {f.where}: {f.message}", markup=False)
+            out.print(
+                f"finding {label}: {f.severity} {f.code} {f.where}: {f.message}", markup=False
+            )
     jobs = ", ".join(diff.blast_jobs) or "none"
     out.print(
         f"blast radius: {len(diff.blast_racks):,} racks ({', '.join(diff.blast_racks[:8])}"
