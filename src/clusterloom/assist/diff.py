@@ -49,8 +49,6 @@ __all__ = [
     "read_run",
 ]
 
-_BOM_KEY = ("fabric", "tier", "category", "item", "length_m")
-
 
 @dataclass(frozen=True, order=True)
 class LinkRoute:
@@ -173,7 +171,14 @@ class BomLine:
         )
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = dict(zip(_BOM_KEY, self.key, strict=True))
+        fabric, tier, category, item, length = self.key
+        out: dict[str, Any] = {
+            "fabric": fabric,
+            "tier": tier,
+            "category": category,
+            "item": item,
+            "length_m": float(length) if length else None,
+        }
         out |= {
             "quantity_a": self.quantity_a,
             "quantity_b": self.quantity_b,

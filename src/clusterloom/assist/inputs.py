@@ -7,17 +7,19 @@
   the design's artifacts copied by name from the store (``Store.artifact_path``) into a
   temporary directory.
 
-A path that exists is a path; anything else is looked up in the store. A name that is both a
+A path that exists is a path; anything else is looked up in the store, which the caller opens
+(the command line: ``--store URL``, else the default store when it exists), so this part
+imports no store. A name that is both a
 path and, with ``--store`` given, a design of the store is refused as ambiguous; a name that is
 neither is refused. Either way one line naming the argument and the fix (``SpecError``).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
+from collections.abc import Callable
 from contextlib import ExitStack
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from tempfile import mkdtemp
 from typing import TYPE_CHECKING
 
@@ -39,22 +41,8 @@ def _spec_run(path: Path, into: Path) -> Path:
     return into
 
 
-def _safe_name(name: str) -> PurePosixPath | None:
-    p = PurePosixPath(name)
-    if p.is_absolute() or not p.parts or any(part in ("", ".", "..") for part in p.parts):
-        return None
-    return p
-
-
 def _store_run(store: Store, ref: str, into: Path) -> tuple[Path, str]:
-    record = store.design(ref)
-    for artifact in store.artifacts(record.id):
-        name = _safe_name(artifact.name)
-        if name is None:
-            raise StoreError(f"design {record.ref}: artifact {artifact.name[:80]!r} is no path")
-        target = into.joinpath(*name.parts)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(store.artifact_path(record.id, artifact.name), target)
+    record = store.materialize(ref, into)
     return into, f"store {record.ref} ({record.id})"
 
 
@@ -62,8 +50,14 @@ class DesignInputs:
     """Resolves A and B into run directories, temporary ones removed on :meth:`close` (a
     context manager). The store is opened only when an argument needs it."""
 
-    def __init__(self, store_url: str | None = None) -> None:
-        self._url = store_url
+    def __init__(
+        self, open_store: Callable[[], Store] | None = None, *, store_given: bool = False
+    ) -> None:
+        """``open_store`` opens the store a reference is looked up in (None: there is none);
+        ``store_given``: the user named it (``--store``), so a path that is also one of its
+        designs is ambiguous."""
+        self._opener = open_store
+        self._given = store_given
         self._store: Store | None = None
         self._stack = ExitStack()
 
@@ -86,9 +80,8 @@ class DesignInputs:
 
     def _open(self) -> Store:
         if self._store is None:
-            from clusterloom.store import open_store
-
-            self._store = open_store(self._url)
+            assert self._opener is not None
+            self._store = self._opener()
         return self._store
 
     def _in_store(self, arg: str) -> bool:
@@ -102,7 +95,7 @@ class DesignInputs:
         """The run directory of argument ``label`` (``A`` or ``B``) and how to name it."""
         path = Path(arg)
         if path.exists():
-            if self._url is not None and self._in_store(arg):
+            if self._given and self._opener is not None and self._in_store(arg):
                 raise SpecError(
                     [
                         Problem(
@@ -115,7 +108,7 @@ class DesignInputs:
             if path.is_dir():
                 return path, str(path)
             return _spec_run(path, self._temp()), f"spec {path}"
-        if self._url is None and not _default_store_exists():
+        if self._opener is None:
             raise SpecError(
                 [
                     Problem(
@@ -131,13 +124,3 @@ class DesignInputs:
             raise SpecError(
                 [Problem(label, f"{arg!r}: no such run directory or spec file; {exc}")]
             ) from exc
-
-
-def _default_store_exists() -> bool:
-    """Whether the default store is worth opening: one named by ``$CLUSTERLOOM_STORE``, or the
-    default SQLite file when it exists (a typo never creates ``~/.clusterloom/store.db``)."""
-    from clusterloom.store import default_url
-
-    if os.environ.get("CLUSTERLOOM_STORE"):
-        return True
-    return Path(default_url().removeprefix("sqlite:///")).expanduser().is_file()

@@ -17,6 +17,7 @@ from clusterloom.cli.store import StoreOpt
 
 if TYPE_CHECKING:
     from clusterloom.assist import DesignDiff
+    from clusterloom.store import Store
 
 
 def _usd(cents: int, signed: bool = False) -> str:
@@ -102,6 +103,22 @@ def _say(out: Console, diff: DesignDiff) -> None:
         out.print(f"note: {note}", markup=False)
 
 
+def _opener(url: str | None) -> Callable[[], Store] | None:
+    """How to open the store a reference is looked up in: ``--store URL``, else the default
+    store when one exists (``$CLUSTERLOOM_STORE``, or the default SQLite file: a typo never
+    creates ``~/.clusterloom/store.db``); None when there is none."""
+    import os
+    from pathlib import Path
+
+    from clusterloom.store import default_url, open_store
+
+    if url is None and not os.environ.get("CLUSTERLOOM_STORE"):
+        default = default_url()
+        if not Path(default.removeprefix("sqlite:///")).expanduser().is_file():
+            return None
+    return lambda: open_store(url)
+
+
 def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: Console) -> None:
     """Add ``diff`` to ``app``."""
 
@@ -121,7 +138,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
         def run() -> DesignDiff:
             from clusterloom.assist import DesignInputs, diff_designs, read_run
 
-            with DesignInputs(store) as inputs:
+            with DesignInputs(_opener(store), store_given=store is not None) as inputs:
                 path_a, name_a = inputs.resolve("A", a)
                 path_b, name_b = inputs.resolve("B", b)
                 diff = diff_designs(read_run(path_a, name_a), read_run(path_b, name_b))

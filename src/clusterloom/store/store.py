@@ -611,6 +611,28 @@ class Store:
             )
         return path
 
+    def materialize(self, ref: str, into: Path) -> DesignRecord:
+        """Copy every artifact of design ``ref`` by name into the directory ``into``, so that
+        it holds the files ``design -o`` wrote; a name that is not a plain relative path is
+        refused, never followed."""
+        import shutil
+        from pathlib import PurePosixPath
+
+        record = self.design(ref)
+        for artifact in self.artifacts(record.id):
+            name = PurePosixPath(artifact.name)
+            if name.is_absolute() or not name.parts or ".." in name.parts:
+                raise StoreError(f"design {record.ref}: artifact {artifact.name[:80]!r} is no path")
+            target = Path(into).joinpath(*name.parts)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(self.artifact_path(record.id, artifact.name), target)
+            except OSError as exc:
+                raise StoreError(
+                    f"design {record.ref}: cannot copy {artifact.name}: {exc}"
+                ) from exc
+        return record
+
     def pictures(self, design_id: str) -> list[str]:
         """The names of the design's pictures (``report.pictures``), in the order drawn."""
         with self._session() as session:
