@@ -7,6 +7,8 @@ switch    the same with tomahawk4-64x400g switches
 oversub   the same with leaves at 2:1
 medium    the same with dr2-200g on every link
 pitch     the same hall at 2.0 m pitch: the same links, longer cables (re-cabled)
+sim-base  base with a scenario (a 256 KB permutation, roce-ecmp and ideal): simulation/
+sim-over  oversub with the same scenario
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def spec(
     leaf: float = 1,
     medium: str = "fr2-200g",
     pitch_m: float = 1.0,
+    scenario: bool = False,
 ) -> dict[str, Any]:
     doc = spec_dict(
         accelerators=accelerators,
@@ -41,6 +44,12 @@ def spec(
     template = {"rows": 2, "positions_per_row": 4, "pitch_m": pitch_m, "origin_m": [2.0, 2.0]}
     hall = {"name": "h1", "width_m": 40, "depth_m": 30, "template": template}
     doc["site"] = {"buildings": [{"name": "b1", "halls": [hall]}]}
+    if scenario:
+        doc["scenario"] = {
+            "traffic": "permutation",
+            "size": "256KB",
+            "transports": ["roce-ecmp", "ideal"],
+        }
     return doc
 
 
@@ -51,11 +60,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "oversub": spec(leaf=2),
     "medium": spec(medium="dr2-200g"),
     "pitch": spec(pitch_m=2.0),
+    "sim-base": spec(scenario=True),
+    "sim-over": spec(leaf=2, scenario=True),
 }
 
 
 def write_run(doc: dict[str, Any], folder: Path) -> tuple[Design, Path]:
-    design = run_design(parse_spec(yaml.safe_dump(doc)), compare=False)
+    design = run_design(parse_spec(yaml.safe_dump(doc)), compare=False, predict=True)
     p = design.provenance
     with output_run(folder, spec_hash=p.spec_hash, version=p.clusterloom_version) as run:
         write_design(design, run.staging)

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from clusterloom.assist import RunFiles, diff_designs, read_run
 from clusterloom.assist.diff import Device, FindingKey, Link, LinkRoute, Rack
 from clusterloom.pipeline import Design
+from clusterloom.store.summary import run_summary
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Design, Pa
 
 @pytest.fixture(scope="module")
 def files(runs: dict[str, tuple[Design, Path]]) -> dict[str, RunFiles]:
-    return {name: read_run(path, name) for name, (_, path) in runs.items()}
+    return {name: read_run(path, name, run_summary) for name, (_, path) in runs.items()}
 
 
 def test_a_design_against_itself_is_empty(files: dict[str, RunFiles]) -> None:
@@ -46,8 +47,11 @@ def test_a_design_against_itself_is_empty(files: dict[str, RunFiles]) -> None:
 
 def test_every_variant_differs_from_the_base(files: dict[str, RunFiles]) -> None:
     for name in VARIANTS:
-        if name != "base":
+        if name not in ("base", "sim-base"):
             assert not diff_designs(files["base"], files[name]).empty, name
+    # a scenario changes no design; with one side not simulated there is nothing to compare
+    same = diff_designs(files["base"], files["sim-base"])
+    assert same.empty and same.performance == ()
 
 
 def test_the_diff_read_backwards_is_the_inverse(files: dict[str, RunFiles]) -> None:
@@ -127,6 +131,29 @@ def test_the_json_is_deterministic(
     )
 
 
+def test_the_performance_delta_of_two_simulated_designs(
+    runs: dict[str, tuple[Design, Path]], files: dict[str, RunFiles]
+) -> None:
+    diff = diff_designs(files["sim-base"], files["sim-over"])
+    assert [p.transport for p in diff.performance] == ["ideal", "roce-ecmp"]
+    for p in diff.performance:
+        want = tuple(
+            run_summary(runs[name][1] / "simulation")[p.transport]
+            for name in ("sim-base", "sim-over")
+        )
+        assert p.fct_p99_us == (want[0]["fct_p99_us"], want[1]["fct_p99_us"])
+        assert p.finished == (want[0]["finished"], want[1]["finished"])
+    assert not any("not simulated" in n for n in diff.notes)
+    plain = diff_designs(files["base"], files["sim-over"])
+    assert plain.performance == ()
+    assert "performance: not simulated (both designs need a simulation/)" in plain.notes
+    # the same spec simulated the same way: the design does not differ, nor does its prediction
+    same = diff_designs(files["sim-base"], files["sim-base"])
+    assert same.empty and len(same.performance) == 2
+    assert not any(p.changed for p in same.performance)
+    assert any(p.changed for p in diff.performance)  # 2:1 leaves: roce-ecmp's flows collide
+
+
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path) -> None:
     from clusterloom.errors import SpecError
 
@@ -179,7 +206,17 @@ def _run(draw: Any) -> RunFiles:
         )
     }
     job = draw(st.sampled_from(["", "llm"]))
-    return RunFiles("x", bom, devices, links, racks, findings, job, "cut sheet", "as cabled")
+    figures = st.fixed_dictionaries(
+        {
+            "fct_p99_us": st.none() | st.sampled_from([1.5, 2.0]),
+            "completion_ms": st.none() | st.just(0.25),
+            "finished": st.integers(0, 2),
+        }
+    )
+    simulated = draw(st.none() | st.dictionaries(st.sampled_from(["t1", "t2"]), figures))
+    return RunFiles(
+        "x", bom, devices, links, racks, findings, job, "cut sheet", "as cabled", simulated
+    )
 
 
 def _nonzero(bom: dict[Any, tuple[int, int, int]]) -> dict[Any, tuple[int, int, int]]:
@@ -198,4 +235,5 @@ def test_inverse_and_empty_on_generated_runs(a: RunFiles, b: RunFiles) -> None:
         and a.links == b.links
         and a.racks == b.racks
         and a.findings.keys() == b.findings.keys()
+        and not any(p.changed for p in forward.performance)
     )

@@ -15,6 +15,8 @@ Every category is matched by name, never by position in a file (``docs/assist.md
 - **fibres pulled**: the cables B pulls that A has not (its added and re-cabled links), count and
   metres by medium; **fibres recovered** the same for A's cables B takes out;
 - **findings** (``design.json``) by severity, code and object: appear in B or clear from A;
+- **performance**: when both runs carry a prediction (``simulation/``), per transport the p99
+  flow completion time, the completion time and the flows finished, in A and B;
 - **blast radius**: the racks, fabrics and planes whose links, devices or racks change, and the
   spec's job when a change touches an accelerator (a spec without a job: none).
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 import csv
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,7 @@ __all__ = [
     "FindingKey",
     "LinkChange",
     "LinkRoute",
+    "Performance",
     "Pulls",
     "RackMove",
     "RunFiles",
@@ -221,6 +225,52 @@ class FindingKey:
         }
 
 
+#: per transport: the figures of ``store.summary.run_summary`` (``fct_p99_us``,
+#: ``completion_ms``, ``finished``, ``total`` ...); None: not simulated
+Simulated = dict[str, dict[str, float | int | None]]
+#: what reads a run's ``simulation/`` directory into :data:`Simulated` (the caller's: the
+#: command line and the store pass ``store.summary.run_summary``; this part imports no store)
+Summarize = Callable[[Path], Simulated]
+
+
+@dataclass(frozen=True, order=True)
+class Performance:
+    """One transport's predicted figures in A and B (None where that side lacks them)."""
+
+    transport: str
+    fct_p99_us: tuple[float | None, float | None]
+    completion_ms: tuple[float | None, float | None]
+    finished: tuple[int | None, int | None]
+
+    @property
+    def changed(self) -> bool:
+        return (
+            self.fct_p99_us[0] != self.fct_p99_us[1]
+            or self.completion_ms[0] != self.completion_ms[1]
+            or self.finished[0] != self.finished[1]
+        )
+
+    def inverse(self) -> Performance:
+        return Performance(
+            self.transport,
+            self.fct_p99_us[::-1],
+            self.completion_ms[::-1],
+            self.finished[::-1],
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        def pair(v: tuple[Any, Any]) -> dict[str, Any]:
+            delta = None if None in v else round(v[1] - v[0], 6)
+            return {"a": v[0], "b": v[1], "delta": delta}
+
+        return {
+            "transport": self.transport,
+            "fct_p99_us": pair(self.fct_p99_us),
+            "completion_ms": pair(self.completion_ms),
+            "finished": pair(self.finished),
+        }
+
+
 @dataclass(frozen=True)
 class RunFiles:
     """What one design's files say, read once (:func:`read_run`)."""
@@ -237,6 +287,8 @@ class RunFiles:
     links_from: str
     #: what the BOM is based on (its total line's label: as cabled, or an estimate)
     bom_basis: str = ""
+    #: the prediction the run carries (its ``simulation/``), None: not simulated
+    simulated: Simulated | None = None
 
 
 @dataclass(frozen=True)
@@ -265,12 +317,14 @@ class DesignDiff:
     blast_racks: tuple[str, ...]
     blast_planes: tuple[str, ...]
     blast_jobs: tuple[str, ...]
+    #: per transport of either side, when both were simulated; else empty (see notes)
+    performance: tuple[Performance, ...] = ()
     #: what a reader must know: links not compared, no job in the spec ...
     notes: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
-        """Nothing differs: no BOM line, device, link, rack or finding."""
+        """Nothing differs: no BOM line, device, link, rack, finding or predicted figure."""
         return not (
             self.bom
             or self.devices_added
@@ -284,6 +338,7 @@ class DesignDiff:
             or self.racks_moved
             or self.findings_appear
             or self.findings_clear
+            or any(p.changed for p in self.performance)
         )
 
     @property
@@ -313,6 +368,7 @@ class DesignDiff:
             fibres_recovered=self.fibres_pulled,
             findings_appear=self.findings_clear,
             findings_clear=self.findings_appear,
+            performance=tuple(x.inverse() for x in self.performance),
         )
 
     def counts(self) -> dict[str, int]:
@@ -392,6 +448,7 @@ class DesignDiff:
                 "planes": list(self.blast_planes),
                 "jobs": list(self.blast_jobs),
             },
+            "performance": [x.to_json() for x in self.performance],
             "notes": list(self.notes),
         }
 
@@ -519,9 +576,10 @@ def _findings(doc: dict[str, Any]) -> dict[tuple[str, str, str], FindingKey]:
     return out
 
 
-def read_run(run: Path, source: str | None = None) -> RunFiles:
+def read_run(run: Path, source: str | None = None, summarize: Summarize | None = None) -> RunFiles:
     """One design's files, from the directory ``design -o`` wrote; ``SpecError`` naming the
-    directory when it is not one."""
+    directory when it is not one. With ``summarize``, its ``simulation/`` (when it has one)
+    read into per-transport figures."""
     run = Path(run)
     if not (run / "design.json").is_file() or not (run / "bom.csv").is_file():
         raise SpecError(
@@ -550,7 +608,15 @@ def read_run(run: Path, source: str | None = None) -> RunFiles:
         str((job.get("model") or {}).get("name", "job")) if job else "",
         links_from,
         basis,
+        _simulated(run, summarize),
     )
+
+
+def _simulated(run: Path, summarize: Summarize | None) -> Simulated | None:
+    sim = run / "simulation"
+    if summarize is None or not (sim / "groups.parquet").is_file():
+        return None
+    return summarize(sim)
 
 
 # --- comparing two ---------------------------------------------------------------------
@@ -598,6 +664,28 @@ def _blast(
     return tuple(sorted(touched_racks)), tuple(sorted(planes)), tuple(sorted(jobs))
 
 
+def _num(v: object) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _performance(a: RunFiles, b: RunFiles) -> tuple[Performance, ...]:
+    if a.simulated is None or b.simulated is None:
+        return ()
+    out = []
+    for t in sorted(set(a.simulated) | set(b.simulated)):
+        fa, fb = a.simulated.get(t, {}), b.simulated.get(t, {})
+        finished = tuple(None if (v := f.get("finished")) is None else int(v) for f in (fa, fb))
+        out.append(
+            Performance(
+                t,
+                (_num(fa.get("fct_p99_us")), _num(fb.get("fct_p99_us"))),
+                (_num(fa.get("completion_ms")), _num(fb.get("completion_ms"))),
+                (finished[0], finished[1]),
+            )
+        )
+    return tuple(out)
+
+
 def _notes(a: RunFiles, b: RunFiles) -> tuple[str, ...]:
     """What a reader must know; the same read either way (so the inverse keeps them)."""
     notes = []
@@ -610,6 +698,8 @@ def _notes(a: RunFiles, b: RunFiles) -> tuple[str, ...]:
         notes.append(f"bill of materials: the two are not on one basis ({bases})")
     if not a.job and not b.job:
         notes.append("jobs: none (neither spec has a job)")
+    if a.simulated is None or b.simulated is None:
+        notes.append("performance: not simulated (both designs need a simulation/)")
     return tuple(notes)
 
 
@@ -671,5 +761,6 @@ def diff_designs(a: RunFiles, b: RunFiles) -> DesignDiff:
         blast_racks=blast[0],
         blast_planes=blast[1],
         blast_jobs=blast[2],
+        performance=_performance(a, b),
         notes=_notes(a, b),
     )

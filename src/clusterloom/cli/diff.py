@@ -78,6 +78,28 @@ def _counts_table(diff: DesignDiff) -> Table:
     return table
 
 
+def _figure(v: float | int | None, unit: str = "") -> str:
+    return "-" if v is None else f"{v:,.1f}{unit}"
+
+
+def _performance_table(diff: DesignDiff) -> Table:
+    table = Table(title="predicted performance (B - A)", box=box.SIMPLE_HEAD)
+    table.add_column("transport")
+    for heading in ("p99 FCT A", "p99 FCT B", "completion A", "completion B", "finished A/B"):
+        table.add_column(heading, justify="right")
+    for p in diff.performance:
+        table.add_row(
+            p.transport,
+            _figure(p.fct_p99_us[0], " us"),
+            _figure(p.fct_p99_us[1], " us"),
+            _figure(p.completion_ms[0], " ms"),
+            _figure(p.completion_ms[1], " ms"),
+            f"{p.finished[0] if p.finished[0] is not None else '-'}/"
+            f"{p.finished[1] if p.finished[1] is not None else '-'}",
+        )
+    return table
+
+
 def _say(out: Console, diff: DesignDiff) -> None:
     out.print(f"A: {diff.a}\nB: {diff.b}", soft_wrap=True, markup=False)
     if diff.empty:
@@ -91,6 +113,8 @@ def _say(out: Console, diff: DesignDiff) -> None:
             out.print(
                 f"finding {label}: {f.severity} {f.code} {f.where}: {f.message}", markup=False
             )
+    if diff.performance:
+        out.print(_performance_table(diff))
     jobs = ", ".join(diff.blast_jobs) or "none"
     out.print(
         f"blast radius: {len(diff.blast_racks):,} racks ({', '.join(diff.blast_racks[:8])}"
@@ -137,11 +161,14 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
 
         def run() -> DesignDiff:
             from clusterloom.assist import DesignInputs, diff_designs, read_run
+            from clusterloom.store.summary import run_summary
 
             with DesignInputs(_opener(store), store_given=store is not None) as inputs:
                 path_a, name_a = inputs.resolve("A", a)
                 path_b, name_b = inputs.resolve("B", b)
-                diff = diff_designs(read_run(path_a, name_a), read_run(path_b, name_b))
+                diff = diff_designs(
+                    read_run(path_a, name_a, run_summary), read_run(path_b, name_b, run_summary)
+                )
             if output is not None:
                 from clusterloom.atomic import atomic_write
 

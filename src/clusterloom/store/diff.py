@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from clusterloom.assist.diff import DesignDiff, diff_designs, read_run
 from clusterloom.store.records import DesignRecord
+from clusterloom.store.summary import run_summary
 
 if TYPE_CHECKING:
     from clusterloom.store.store import Store
@@ -35,7 +36,7 @@ def _changes(store: Store, a: DesignRecord, b: DesignRecord) -> DesignDiff:
         da, db = Path(tmp) / "a", Path(tmp) / "b"
         store.materialize(a.id, da)
         store.materialize(b.id, db)
-        return diff_designs(read_run(da, a.ref), read_run(db, b.ref))
+        return diff_designs(read_run(da, a.ref, run_summary), read_run(db, b.ref, run_summary))
 
 
 def _findings(store: Store, a: DesignRecord, b: DesignRecord) -> dict[str, list[dict[str, str]]]:
