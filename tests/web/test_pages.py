@@ -218,6 +218,7 @@ def test_the_design_comparison_shows_the_changes_and_blast_radius(
     assert changes["blast_radius"]["racks"]
     for rack in changes["blast_radius"]["racks"]:
         assert rack in page
+    assert ("Not simulated" in page) == (not changes["performance"])
     assert world.store.diff(b.id, b.id)["changes"]["empty"] is True
 
 
