@@ -65,8 +65,17 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def write_run(doc: dict[str, Any], folder: Path) -> tuple[Design, Path]:
-    design = run_design(parse_spec(yaml.safe_dump(doc)), compare=False, predict=True)
+def write_run(
+    doc: dict[str, Any], folder: Path, installed: Path | None = None
+) -> tuple[Design, Path]:
+    """``doc`` designed (with its scenario predicted) and written to ``folder``; with
+    ``installed``, grown from that run directory as ``design --installed`` grows it."""
+    from clusterloom.growth import read_installed
+
+    baseline = read_installed(installed) if installed is not None else None
+    design = run_design(
+        parse_spec(yaml.safe_dump(doc)), compare=False, predict=True, installed=baseline
+    )
     p = design.provenance
     with output_run(folder, spec_hash=p.spec_hash, version=p.clusterloom_version) as run:
         write_design(design, run.staging)

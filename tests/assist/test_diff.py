@@ -118,6 +118,21 @@ def test_growth_adds_the_new_servers_and_racks(files: dict[str, RunFiles]) -> No
     assert not diff.devices_removed
 
 
+def test_a_growth_step_diffs_to_growths_own_rework_figures(
+    runs: dict[str, tuple[Design, Path]], tmp_path: Path
+) -> None:
+    """64 -> 128 GPUs grown from the installed base (``design --installed``): what the diff
+    finds is what growth measured, by its own means (``growth/rework.py``)."""
+    grown, folder = write_run(VARIANTS["grown"], tmp_path / "grown", installed=runs["base"][1])
+    rework = json.loads((folder / "design.json").read_text())["growth"]
+    diff = diff_designs(read_run(runs["base"][1]), read_run(folder))
+    assert len(diff.racks_moved) == rework["racks_moved"]
+    assert len(diff.links_removed) == rework["links_repatched"]
+    assert len(diff.links_recabled) == rework["fibres_repulled"]
+    assert len(diff.links_added) == rework["links_added"] > 0
+    assert diff.cost_cents[1] - diff.cost_cents[0] == rework["cost_cents"]
+
+
 def test_the_json_is_deterministic(
     runs: dict[str, tuple[Design, Path]], files: dict[str, RunFiles]
 ) -> None:
