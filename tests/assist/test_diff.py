@@ -123,7 +123,7 @@ def test_a_growth_step_diffs_to_growths_own_rework_figures(
 ) -> None:
     """64 -> 128 GPUs grown from the installed base (``design --installed``): what the diff
     finds is what growth measured, by its own means (``growth/rework.py``)."""
-    grown, folder = write_run(VARIANTS["grown"], tmp_path / "grown", installed=runs["base"][1])
+    _, folder = write_run(VARIANTS["grown"], tmp_path / "grown", installed=runs["base"][1])
     rework = json.loads((folder / "design.json").read_text())["growth"]
     diff = diff_designs(read_run(runs["base"][1]), read_run(folder))
     assert len(diff.racks_moved) == rework["racks_moved"]
