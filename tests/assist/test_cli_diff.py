@@ -73,6 +73,24 @@ def test_the_summary_json_and_file(made: dict[str, Any]) -> None:
     assert backwards["bom"]["cost_usd"]["delta"] == -data["bom"]["cost_usd"]["delta"]
 
 
+def test_predict_simulates_two_specs_with_the_ideal_bound_in_closed_form(
+    made: dict[str, Any],
+) -> None:
+    """The standard traffic (a 2 MB permutation) on 64 x 200G: the ideal transport's p99 FCT
+    is 2 MB / 200 Gb/s = 80 us at 1:1 and twice that behind 2:1 leaves."""
+    over = made["tmp"] / "oversub.yaml"
+    over.write_text(yaml.safe_dump(VARIANTS["oversub"]))
+    plain = json.loads(_diff(str(made["spec"]), str(over), "--json").stdout)
+    assert plain["performance"] == []
+    assert "performance: not simulated (both designs need a simulation/)" in plain["notes"]
+    result = _diff(str(made["spec"]), str(over), "--json", "--predict")
+    assert result.exit_code == 0, result.output
+    perf = {p["transport"]: p for p in json.loads(result.stdout)["performance"]}
+    ideal = perf["ideal"]["fct_p99_us"]
+    assert (ideal["a"], ideal["b"]) == (pytest.approx(80.0), pytest.approx(160.0))
+    assert all(p["finished"]["a"] == p["finished"]["b"] == 64 for p in perf.values())
+
+
 def test_new_error_findings_exit_1_and_cleared_ones_0(made: dict[str, Any]) -> None:
     worse = _diff(str(made["base"]), str(made["tight"]), "--json")
     assert worse.exit_code == 1, worse.output

@@ -1,8 +1,9 @@
 """What ``clusterloom diff A B`` accepts as A and B, each turned into a design's files:
 
 - a run directory (what ``design -o`` wrote: holds ``design.json``): read where it is;
-- a spec file (YAML): the design stages run in memory (no simulation) and the files written
-  into a temporary directory, as ``design -o`` writes them;
+- a spec file (YAML): the design stages run in memory and the files written into a temporary
+  directory, as ``design -o`` writes them (no simulation unless ``predict``: then the spec's
+  scenario, or the standard one, through the flow engine, into ``simulation/``);
 - a store reference (``name@version``, an id or a prefix of 6 or more hex digits, a name):
   the design's artifacts copied by name from the store (``Store.artifact_path``) into a
   temporary directory.
@@ -31,12 +32,19 @@ if TYPE_CHECKING:
 __all__ = ["DesignInputs"]
 
 
-def _spec_run(path: Path, into: Path) -> Path:
+def _spec_run(path: Path, into: Path, predict: bool) -> Path:
+    """The spec designed as ``clusterloom design`` designs it, written into ``into``; with
+    ``predict``, its scenario (the standard one, a permutation of the engine's transports, when
+    it has none) predicted by the flow engine and written to ``simulation/``."""
     from clusterloom.pipeline import run_design
     from clusterloom.spec import load_spec
+    from clusterloom.spec.scenario import ScenarioSpec
     from clusterloom.write import write_design
 
-    design = run_design(load_spec(path), compare=False)
+    spec = load_spec(path)
+    if predict and spec.scenario is None:
+        spec = spec.model_copy(update={"scenario": ScenarioSpec()})
+    design = run_design(spec, compare=False, predict=predict)
     write_design(design, into)
     return into
 
@@ -51,11 +59,16 @@ class DesignInputs:
     context manager). The store is opened only when an argument needs it."""
 
     def __init__(
-        self, open_store: Callable[[], Store] | None = None, *, store_given: bool = False
+        self,
+        open_store: Callable[[], Store] | None = None,
+        *,
+        store_given: bool = False,
+        predict: bool = False,
     ) -> None:
         """``open_store`` opens the store a reference is looked up in (None: there is none);
         ``store_given``: the user named it (``--store``), so a path that is also one of its
-        designs is ambiguous."""
+        designs is ambiguous; ``predict``: a spec's design is also predicted (``_spec_run``)."""
+        self._predict = predict
         self._opener = open_store
         self._given = store_given
         self._store: Store | None = None
@@ -107,7 +120,11 @@ class DesignInputs:
                 )
             if path.is_dir():
                 return path, str(path)
-            return _spec_run(path, self._temp()), f"spec {path}"
+            if path.name == "design.json":
+                raise SpecError(
+                    [Problem(label, f"{arg}: give the run directory that holds it, not the file")]
+                )
+            return _spec_run(path, self._temp(), self._predict), f"spec {path}"
         if self._opener is None:
             raise SpecError(
                 [

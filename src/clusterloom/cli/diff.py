@@ -78,13 +78,13 @@ def _counts_table(diff: DesignDiff) -> Table:
     return table
 
 
-def _figure(v: float | int | None, unit: str = "") -> str:
-    return "-" if v is None else f"{v:,.1f}{unit}"
+def _figure(v: float | int | None, unit: str = "", digits: int = 1) -> str:
+    return "-" if v is None else f"{v:,.{digits}f}{unit}"
 
 
 def _performance_table(diff: DesignDiff) -> Table:
     table = Table(title="predicted performance (B - A)", box=box.SIMPLE_HEAD)
-    table.add_column("transport")
+    table.add_column("transport", no_wrap=True)
     for heading in ("p99 FCT A", "p99 FCT B", "completion A", "completion B", "finished A/B"):
         table.add_column(heading, justify="right")
     for p in diff.performance:
@@ -92,8 +92,8 @@ def _performance_table(diff: DesignDiff) -> Table:
             p.transport,
             _figure(p.fct_p99_us[0], " us"),
             _figure(p.fct_p99_us[1], " us"),
-            _figure(p.completion_ms[0], " ms"),
-            _figure(p.completion_ms[1], " ms"),
+            _figure(p.completion_ms[0], " ms", 3),
+            _figure(p.completion_ms[1], " ms", 3),
             f"{p.finished[0] if p.finished[0] is not None else '-'}/"
             f"{p.finished[1] if p.finished[1] is not None else '-'}",
         )
@@ -155,6 +155,14 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
         output: Annotated[
             str | None, typer.Option("--output", "-o", help="also write the diff's JSON here")
         ] = None,
+        predict: Annotated[
+            bool,
+            typer.Option(
+                "--predict",
+                help="a spec given as A or B is also simulated (its scenario, else a "
+                "permutation of the flow engine's transports) for the performance delta",
+            ),
+        ] = False,
     ) -> None:
         """Two designs compared (B - A): BOM and cost, devices, links added, removed and
         re-cabled, racks moved, cables pulled, findings, blast radius (docs/assist.md)."""
@@ -163,7 +171,9 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
             from clusterloom.assist import DesignInputs, diff_designs, read_run
             from clusterloom.store.summary import run_summary
 
-            with DesignInputs(_opener(store), store_given=store is not None) as inputs:
+            with DesignInputs(
+                _opener(store), store_given=store is not None, predict=predict
+            ) as inputs:
                 path_a, name_a = inputs.resolve("A", a)
                 path_b, name_b = inputs.resolve("B", b)
                 diff = diff_designs(
