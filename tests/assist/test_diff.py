@@ -169,6 +169,25 @@ def test_the_performance_delta_of_two_simulated_designs(
     assert any(p.changed for p in diff.performance)  # 2:1 leaves: roce-ecmp's flows collide
 
 
+def test_the_files_read_are_those_reads_names(
+    runs: dict[str, tuple[Design, Path]], files: dict[str, RunFiles], tmp_path: Path
+) -> None:
+    """A copy of a run holding only the files ``reads`` accepts (what the store copies out)
+    reads the same, and it holds fewer files than the run."""
+    import shutil
+
+    from clusterloom.assist import reads
+
+    run = runs["sim-over"][1]
+    names = [p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file()]
+    kept = [n for n in names if reads(n)]
+    for name in kept:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(run / name, tmp_path / name)
+    assert 0 < len(kept) < len(names)
+    assert read_run(tmp_path, "sim-over", run_summary) == files["sim-over"]
+
+
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path) -> None:
     from clusterloom.errors import SpecError
 

@@ -51,6 +51,7 @@ __all__ = [
     "RunFiles",
     "diff_designs",
     "read_run",
+    "reads",
 ]
 
 
@@ -574,6 +575,28 @@ def _findings(doc: dict[str, Any]) -> dict[tuple[str, str, str], FindingKey]:
         key = (str(f["severity"]), str(f["code"]), str(f.get("where", "")))
         out.setdefault(key, FindingKey(*key, str(f.get("message", ""))))
     return out
+
+
+#: the files :func:`read_run` reads, by their names in a run directory
+READS = frozenset(
+    {
+        "design.json",
+        "bom.csv",
+        "cabling/cut_sheet.csv",
+        "placement/racks.csv",
+        "netbox/devices.csv",
+    }
+)
+
+
+def reads(name: str) -> bool:
+    """Whether :func:`read_run` reads the run's file ``name`` (a relative POSIX path): what a
+    copy of a stored design needs (``Store.materialize(..., keep=reads)``)."""
+    return (
+        name in READS
+        or ("/" not in name and name.endswith(".nodelink.json"))
+        or name.startswith("simulation/")
+    )
 
 
 def read_run(run: Path, source: str | None = None, summarize: Summarize | None = None) -> RunFiles:

@@ -50,7 +50,9 @@ def _spec_run(path: Path, into: Path, predict: bool) -> Path:
 
 
 def _store_run(store: Store, ref: str, into: Path) -> tuple[Path, str]:
-    record = store.materialize(ref, into)
+    from clusterloom.assist.diff import reads
+
+    record = store.materialize(ref, into, keep=reads)
     return into, f"store {record.ref} ({record.id})"
 
 

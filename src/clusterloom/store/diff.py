@@ -9,7 +9,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING, Any
 
-from clusterloom.assist.diff import DesignDiff, diff_designs, read_run
+from clusterloom.assist.diff import DesignDiff, diff_designs, read_run, reads
 from clusterloom.store.records import DesignRecord
 from clusterloom.store.summary import run_summary
 
@@ -34,8 +34,8 @@ def _changes(store: Store, a: DesignRecord, b: DesignRecord) -> DesignDiff:
     store into temporary directories."""
     with TemporaryDirectory(prefix="clusterloom-diff-") as tmp:
         da, db = Path(tmp) / "a", Path(tmp) / "b"
-        store.materialize(a.id, da)
-        store.materialize(b.id, db)
+        store.materialize(a.id, da, keep=reads)
+        store.materialize(b.id, db, keep=reads)
         return diff_designs(read_run(da, a.ref, run_summary), read_run(db, b.ref, run_summary))
 
 

@@ -12,7 +12,7 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -611,15 +611,19 @@ class Store:
             )
         return path
 
-    def materialize(self, ref: str, into: Path) -> DesignRecord:
-        """Copy every artifact of design ``ref`` by name into the directory ``into``, so that
-        it holds the files ``design -o`` wrote; a name that is not a plain relative path is
-        refused, never followed."""
+    def materialize(
+        self, ref: str, into: Path, keep: Callable[[str], bool] | None = None
+    ) -> DesignRecord:
+        """Copy every artifact of design ``ref`` (those whose name ``keep`` accepts) by name
+        into the directory ``into``, so that it holds the files ``design -o`` wrote; a name
+        that is not a plain relative path is refused, never followed."""
         import shutil
         from pathlib import PurePosixPath
 
         record = self.design(ref)
         for artifact in self.artifacts(record.id):
+            if keep is not None and not keep(artifact.name):
+                continue
             name = PurePosixPath(artifact.name)
             if name.is_absolute() or not name.parts or ".." in name.parts:
                 raise StoreError(f"design {record.ref}: artifact {artifact.name[:80]!r} is no path")
