@@ -74,6 +74,9 @@ def test_diff(recorded: tuple[str, Path]) -> None:
     assert diff["bom"]
     text = runner.invoke(app, ["store", "diff", "store-campus@1", "store-campus@2", "--store", url])
     assert text.exit_code == 0 and "accelerators" in text.stdout and "-32" in text.stdout
+    removed = diff["changes"]["counts"]["devices_removed"]
+    assert removed == len(diff["changes"]["devices"]["removed"]) > 0  # 64 -> 32 GPUs
+    assert f"devices +0 -{removed}" in text.stdout
 
 
 def test_tokens(recorded: tuple[str, Path]) -> None:

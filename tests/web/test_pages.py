@@ -202,6 +202,26 @@ def test_comparisons_of_two_designs_and_two_runs(c: TestClient, world: World) ->
     assert c.get(f"/compare?a={a.id}&b={world.run.id}").status_code == 404
 
 
+def test_the_design_comparison_shows_the_changes_and_blast_radius(
+    c: TestClient, world: World
+) -> None:
+    a, b = world.tight, world.campus
+    page = c.get(f"/compare?a={a.id}&b={b.id}").text
+    changes = world.store.diff(a.id, b.id)["changes"]
+    counts = changes["counts"]
+    row = (
+        f'<tr><th>links</th><td class="num">{counts["links_added"]}</td>'
+        f'<td class="num">{counts["links_removed"]}</td>'
+        f'<td class="num">{counts["links_recabled"]} re-cabled</td></tr>'
+    )
+    assert row in page
+    assert changes["blast_radius"]["racks"]
+    for rack in changes["blast_radius"]["racks"]:
+        assert rack in page
+    assert ("Not simulated" in page) == (not changes["performance"])
+    assert world.store.diff(b.id, b.id)["changes"]["empty"] is True
+
+
 @pytest.mark.parametrize("owner", ["design", "run"])
 def test_an_artifact_download_is_the_blob_whose_hash_is_recorded(
     c: TestClient, world: World, owner: str

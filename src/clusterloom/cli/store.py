@@ -209,6 +209,18 @@ def _say_diff(out: Console, diff: dict[str, Any]) -> None:
         out.print(bom)
     else:
         out.print("BOM: no line changed")
+    changes = diff["changes"]
+    n = changes["counts"]
+    blast = changes["blast_radius"]
+    out.print(
+        f"devices +{n['devices_added']:,} -{n['devices_removed']:,}; links "
+        f"+{n['links_added']:,} -{n['links_removed']:,}, {n['links_recabled']:,} re-cabled; "
+        f"racks +{n['racks_added']:,} -{n['racks_removed']:,}, {n['racks_moved']:,} moved; "
+        f"blast radius {len(blast['racks']):,} racks, planes: "
+        f"{', '.join(blast['planes']) or 'none'} (clusterloom diff shows it all)",
+        soft_wrap=True,
+        markup=False,
+    )
     for what, findings in (
         ("appear", diff["findings"]["appear"]),
         ("clear", diff["findings"]["clear"]),

@@ -1,35 +1,20 @@
-"""Two recorded designs compared: each summary figure's delta, the BOM lines that differ
-(DuckDB over the two ``bom`` Parquet tables, joined on fabric, tier, category, item and
-length), and the findings that appear in the second or clear from the first."""
+"""Two recorded designs compared: each summary figure's delta, the findings (with their
+stages) that appear in the second or clear from the first, and the assistant's diff of the two
+designs' files (``clusterloom.assist.diff``: the BOM lines that differ, devices, links, racks,
+fibres pulled, blast radius), the one diff ``clusterloom diff`` also prints."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING, Any
 
-import duckdb
-
-from clusterloom.errors import StoreError
+from clusterloom.assist.diff import DesignDiff, diff_designs, read_run, reads
 from clusterloom.store.records import DesignRecord
+from clusterloom.store.summary import run_summary
 
 if TYPE_CHECKING:
     from clusterloom.store.store import Store
-
-_KEY = ("fabric", "tier", "category", "item", "length_m")
-_BOM_SQL = """
-WITH a AS (SELECT fabric, tier, category, item, length_m, sum(quantity) AS q,
-                  sum(cost_usd) AS c FROM read_parquet(?) GROUP BY ALL),
-     b AS (SELECT fabric, tier, category, item, length_m, sum(quantity) AS q,
-                  sum(cost_usd) AS c FROM read_parquet(?) GROUP BY ALL)
-SELECT coalesce(a.fabric, b.fabric), coalesce(a.tier, b.tier), coalesce(a.category, b.category),
-       coalesce(a.item, b.item), coalesce(a.length_m, b.length_m),
-       coalesce(a.q, 0), coalesce(b.q, 0), coalesce(a.c, 0), coalesce(b.c, 0)
-FROM a FULL OUTER JOIN b
-  ON a.fabric IS NOT DISTINCT FROM b.fabric AND a.tier IS NOT DISTINCT FROM b.tier
- AND a.category = b.category AND a.item = b.item
- AND a.length_m IS NOT DISTINCT FROM b.length_m
-WHERE coalesce(a.q, 0) <> coalesce(b.q, 0) OR coalesce(a.c, 0) <> coalesce(b.c, 0)
-ORDER BY 3, 4, 1 NULLS FIRST, 2 NULLS FIRST, 5 NULLS FIRST
-"""
 
 
 def _figures(a: DesignRecord, b: DesignRecord) -> dict[str, dict[str, Any]]:
@@ -44,28 +29,14 @@ def _figures(a: DesignRecord, b: DesignRecord) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _bom(store: Store, a: DesignRecord, b: DesignRecord) -> list[dict[str, Any]]:
-    pa, pb = store.table_source(a.id, "bom"), store.table_source(b.id, "bom")
-    if pa is None or pb is None:
-        return []
-    try:
-        with duckdb.connect() as con:
-            rows = con.execute(_BOM_SQL, [str(pa), str(pb)]).fetchall()
-    except duckdb.Error as exc:
-        raise StoreError(f"diff {a.ref} {b.ref}: the BOMs cannot be compared: {exc}") from exc
-    out = []
-    for *key, qa, qb, ca, cb in rows:
-        line = dict(zip(_KEY, key, strict=True))
-        line.update(
-            quantity_a=int(qa),
-            quantity_b=int(qb),
-            quantity_delta=int(qb) - int(qa),
-            cost_usd_a=round(float(ca), 2),
-            cost_usd_b=round(float(cb), 2),
-            cost_usd_delta=round(float(cb) - float(ca), 2),
-        )
-        out.append(line)
-    return out
+def _changes(store: Store, a: DesignRecord, b: DesignRecord) -> DesignDiff:
+    """The assistant's diff (``assist.diff``) of the two designs' files, copied from the
+    store into temporary directories."""
+    with TemporaryDirectory(prefix="clusterloom-diff-") as tmp:
+        da, db = Path(tmp) / "a", Path(tmp) / "b"
+        store.materialize(a.id, da, keep=reads)
+        store.materialize(b.id, db, keep=reads)
+        return diff_designs(read_run(da, a.ref, run_summary), read_run(db, b.ref, run_summary))
 
 
 def _findings(store: Store, a: DesignRecord, b: DesignRecord) -> dict[str, list[dict[str, str]]]:
@@ -81,12 +52,16 @@ def _findings(store: Store, a: DesignRecord, b: DesignRecord) -> dict[str, list[
 
 
 def design_diff(store: Store, a: DesignRecord, b: DesignRecord) -> dict[str, Any]:
-    """``b`` against ``a``: deltas are b - a."""
+    """``b`` against ``a``: deltas are b - a. ``bom`` and ``changes`` come from the one diff
+    of two designs (``assist.diff``: devices, links, racks, fibres, blast radius);
+    ``findings`` are the store's, with the stage that found them."""
+    changes = _changes(store, a, b).to_dict()
     return {
         "a": {"id": a.id, "ref": a.ref, "spec_hash": a.spec_hash},
         "b": {"id": b.id, "ref": b.ref, "spec_hash": b.spec_hash},
         "same_spec": a.spec_hash == b.spec_hash,
         "summary": _figures(a, b),
-        "bom": _bom(store, a, b),
+        "bom": changes["bom"]["lines"],
         "findings": _findings(store, a, b),
+        "changes": changes,
     }

@@ -12,7 +12,7 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -610,6 +610,32 @@ class Store:
                 f"artifact {name}: its blob {sha[:12]} is missing from {self.blobs.root}"
             )
         return path
+
+    def materialize(
+        self, ref: str, into: Path, keep: Callable[[str], bool] | None = None
+    ) -> DesignRecord:
+        """Copy every artifact of design ``ref`` (those whose name ``keep`` accepts) by name
+        into the directory ``into``, so that it holds the files ``design -o`` wrote; a name
+        that is not a plain relative path is refused, never followed."""
+        import shutil
+        from pathlib import PurePosixPath
+
+        record = self.design(ref)
+        for artifact in self.artifacts(record.id):
+            if keep is not None and not keep(artifact.name):
+                continue
+            name = PurePosixPath(artifact.name)
+            if name.is_absolute() or not name.parts or ".." in name.parts:
+                raise StoreError(f"design {record.ref}: artifact {artifact.name[:80]!r} is no path")
+            target = Path(into).joinpath(*name.parts)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(self.artifact_path(record.id, artifact.name), target)
+            except OSError as exc:
+                raise StoreError(
+                    f"design {record.ref}: cannot copy {artifact.name}: {exc}"
+                ) from exc
+        return record
 
     def pictures(self, design_id: str) -> list[str]:
         """The names of the design's pictures (``report.pictures``), in the order drawn."""
