@@ -471,10 +471,7 @@ class MrcSpray(_Sprayer):
         """EV ``i``'s forward entry, its batch's forward and reverse entries computed."""
         lo = i - i % _ROUTE_BATCH
         hi = min(lo + _ROUTE_BATCH, self.k)
-        src, dst = self.src, self.dst
-        pairs = list(zip(self.ev_port[lo:hi], self.evs[lo:hi], strict=True))
-        keys = [(src, dst, p, ev) for p, ev in pairs] + [(dst, src, p, ev) for p, ev in pairs]
-        entries = self.sim.route_entries(keys, static=True)
+        entries = self.sim.pair_entries(self.src, self.dst, self.ev_port[lo:hi], self.evs[lo:hi])
         n = hi - lo
         self._fwd[lo:hi] = entries[:n]
         self._rev[lo:hi] = entries[n:]
