@@ -192,6 +192,10 @@ class RoceEcmp(Connection):
         self.unacked = 0
         self.last_cnp = -(1 << 60)
         self.rto = round(self.opt["rto_us"] * PS_PER_US)
+        #: the serialization time of the last packet paced, of its size and rate (the size
+        #: and the rate change rarely: every full packet, and DCQCN's updates)
+        self._ser_size, self._ser_rc, self._ser_ps = -1, -1.0, 0
+        self._ack_every = self.opt["ack_every"]  # read on every data packet
         #: DCQCN rate control; without it (``dcqcn=0``, htsim's RoCE) the sender stays at line
         #: rate, the receiver sends no CNP and only PFC slows it
         self.dcqcn = bool(self.opt["dcqcn"])
@@ -223,7 +227,10 @@ class RoceEcmp(Connection):
             self.nxt += 1
             pkt = self.data(seq)
             self.sim.send(pkt, self.port, self.ev)
-            self.next_free = now + _ser(pkt.size, self.rc)
+            if pkt.size != self._ser_size or self.rc != self._ser_rc:  # _ser, remembered
+                self._ser_size, self._ser_rc = pkt.size, self.rc
+                self._ser_ps = _ser(pkt.size, self.rc)
+            self.next_free = now + self._ser_ps
             self.sim.timer(self.next_free, self.flow, _PACE)
         elif token == _RTO:
             if self.una >= self.n or self.failed:
@@ -284,7 +291,7 @@ class RoceEcmp(Connection):
             self.place(pkt.seq)
             self.nak_sent = False
             self.unacked += 1
-            if self.unacked >= self.opt["ack_every"] or self.cum in self.msg_end:
+            if self.unacked >= self._ack_every or self.cum in self.msg_end:
                 self.unacked = 0
                 a = self.control(ACK, pkt.seq)
                 a.cum = self.cum
