@@ -16,7 +16,7 @@ from clusterloom.sim.packet.base import ConnSpec
 from clusterloom.sim.packet.engine import ACK, NACK, PULL, Packet, PacketSim
 from clusterloom.sim.packet.fabrics import small_fabric
 from clusterloom.sim.packet.run import config_for, run_packets
-from clusterloom.sim.packet.transports import _NO_PACKETS, ReceiverDriven
+from clusterloom.sim.packet.transports import _NO_PACKETS, _ROUTE_BATCH, ReceiverDriven
 from clusterloom.sim.traffic import Traffic
 
 
@@ -126,6 +126,38 @@ def test_connections_are_made_when_they_start_and_their_paths_dropped_when_done(
     assert all(flows.retire(i) for i in finished)
     assert all(not c._fwd and not c._rev for c in held)  # dropped with the connection
     assert _NO_PACKETS == []  # the EVs' shared empty list of packets in flight stayed empty
+    assert len(sim._static) == 0
+
+
+def test_held_source_routes_are_made_in_batches_as_their_evs_are_first_used() -> None:
+    """A connection's source routes are computed 32 EVs at a time, on the first packet of
+    one of them: before the run only EV 0's batch (the base RTT reads EV 0's route); after a
+    flow of 40 packets (EVs 1 to 40 round-robin, 128 EVs) the first two batches, the others
+    never. Each held route is the one the engine computes for that key, both ways."""
+    from clusterloom.sim.packet.run import build, start_with_deps
+
+    fabric = small_fabric(8, planes=2)
+    cfg = config_for("mrc-spray")
+    load = Traffic.from_arrays([0], [5], 40 * cfg.mtu, n_hosts=8)
+    sim = PacketSim(fabric, cfg)
+    flows = build(sim, load, "mrc-spray")
+    start_with_deps(sim, load, flows)
+    (c,) = [c for c in flows.live if c is not None]
+    assert c.k == 128 and _ROUTE_BATCH == 32
+    held = [i for i in range(c.k) if c._fwd[i] is not None]
+    assert held == list(range(32)) and held == [i for i in range(c.k) if c._rev[i] is not None]
+    sim.run()
+    assert c.finish_ps >= 0
+    used = [i for i in range(c.k) if c.ev_out[i] is not _NO_PACKETS]
+    assert used == list(range(1, 41))
+    assert [i for i in range(c.k) if c._fwd[i] is not None] == list(range(64))
+    assert all(c._rev[i] is not None for i in range(64)) and c._rev[64:] == [None] * 64
+    for i in range(64):
+        port, ev = c.ev_port[i], c.evs[i]
+        fwd, rev = c._fwd[i], c._rev[i]
+        assert fwd is not None and rev is not None
+        assert fwd[0] == sim.path(0, 5, port, ev, static=True, keep=False)
+        assert rev[0] == sim.path(5, 0, port, ev, static=True, keep=False)
     assert len(sim._static) == 0
 
 

@@ -617,8 +617,12 @@ class PacketSim:
         bad = (arr[:, :2] < 0) | (arr[:, :2] >= self.n_hosts)
         if bad.any() or ((arr[:, 2] < 0) | (arr[:, 2] >= self.ports_per_host)).any():
             raise PacketSimError(f"a path key is out of range: {keys[int(np.argmax(bad.any(1)))]}")
+        return self._store(keys, self._paths(arr, static), static, cache)
+
+    def _paths(self, arr: NDArray[np.int64], static: bool) -> list[tuple[int, ...] | None]:
+        """The paths of the (src, dst, port, ev) rows of ``arr``, checked by the caller."""
         if static and self.source_routes is not None:
-            return self._store(keys, self.source_routes(arr), static, cache)
+            return self.source_routes(arr)
         view = self._views.get(static)
         if view is None:
             view = route_view(self.router, None if static else self.live_view)
@@ -633,8 +637,8 @@ class PacketSim:
             view=view,
         )
         hops = (rows >= 0).sum(axis=1)
-        paths: list[tuple[int, ...] | None] = [None] * len(keys)
-        if len(keys) > 16 and ((rows >= 0) == (np.arange(rows.shape[1]) < hops[:, None])).all():
+        paths: list[tuple[int, ...] | None] = [None] * len(arr)
+        if len(arr) > 16 and ((rows >= 0) == (np.arange(rows.shape[1]) < hops[:, None])).all():
             # the usual case: every path is a prefix of its row; tuples made by length
             for n in np.unique(hops[hops > 0]).tolist():
                 where = np.flatnonzero(hops == n).tolist()
@@ -643,7 +647,7 @@ class PacketSim:
         else:
             for i, row in enumerate(rows.tolist()):
                 paths[i] = tuple(x for x in row if x >= 0) or None
-        return self._store(keys, paths, static, cache)
+        return paths
 
     def _store(
         self,
@@ -731,6 +735,24 @@ class PacketSim:
         for i in range(0, len(keys), PREFETCH_CHUNK):
             out += self._compute(keys[i : i + PREFETCH_CHUNK], static, cache=False)
         return out
+
+    def pair_entries(
+        self, src: int, dst: int, ports: Sequence[int], evs: Sequence[int]
+    ) -> list[tuple[tuple[int, ...] | None, int]]:
+        """:meth:`route_entries` of the source routes from ``src`` to ``dst`` on each port and
+        EV of ``ports`` and ``evs`` followed by those back from ``dst`` to ``src``: the keys
+        made as arrays (a connection's batch of EVs), not as tuples."""
+        n = len(evs)
+        if not (0 <= src < self.n_hosts and 0 <= dst < self.n_hosts) or n != len(ports):
+            raise PacketSimError(f"a path key is out of range: {src} -> {dst}")
+        arr = np.empty((2 * n, 4), dtype=np.int64)
+        arr[:n, 0] = arr[n:, 1] = src
+        arr[:n, 1] = arr[n:, 0] = dst
+        arr[:n, 2] = arr[n:, 2] = ports
+        arr[:n, 3] = arr[n:, 3] = evs
+        if n and not ((arr[:, 2] >= 0) & (arr[:, 2] < self.ports_per_host)).all():
+            raise PacketSimError(f"a path key's port is out of range: {list(ports)}")
+        return self._store((), self._paths(arr, True), True, cache=False)
 
     def send_routed(
         self, pkt: Packet, port: int, ev: int, entry: tuple[tuple[int, ...] | None, int]

@@ -192,6 +192,10 @@ class RoceEcmp(Connection):
         self.unacked = 0
         self.last_cnp = -(1 << 60)
         self.rto = round(self.opt["rto_us"] * PS_PER_US)
+        #: the serialization time of the last packet paced, of its size and rate (the size
+        #: and the rate change rarely: every full packet, and DCQCN's updates)
+        self._ser_size, self._ser_rc, self._ser_ps = -1, -1.0, 0
+        self._ack_every = self.opt["ack_every"]  # read on every data packet
         #: DCQCN rate control; without it (``dcqcn=0``, htsim's RoCE) the sender stays at line
         #: rate, the receiver sends no CNP and only PFC slows it
         self.dcqcn = bool(self.opt["dcqcn"])
@@ -223,7 +227,10 @@ class RoceEcmp(Connection):
             self.nxt += 1
             pkt = self.data(seq)
             self.sim.send(pkt, self.port, self.ev)
-            self.next_free = now + _ser(pkt.size, self.rc)
+            if pkt.size != self._ser_size or self.rc != self._ser_rc:  # _ser, remembered
+                self._ser_size, self._ser_rc = pkt.size, self.rc
+                self._ser_ps = _ser(pkt.size, self.rc)
+            self.next_free = now + self._ser_ps
             self.sim.timer(self.next_free, self.flow, _PACE)
         elif token == _RTO:
             if self.una >= self.n or self.failed:
@@ -284,7 +291,7 @@ class RoceEcmp(Connection):
             self.place(pkt.seq)
             self.nak_sent = False
             self.unacked += 1
-            if self.unacked >= self.opt["ack_every"] or self.cum in self.msg_end:
+            if self.unacked >= self._ack_every or self.cum in self.msg_end:
                 self.unacked = 0
                 a = self.control(ACK, pkt.seq)
                 a.cum = self.cum
@@ -357,6 +364,8 @@ class _Sprayer(Connection):
 
 #: the packets in flight of an EV that has sent none (shared, never appended to)
 _NO_PACKETS: list[tuple[int, int, int]] = []
+#: EVs whose source routes a connection computes together, on the first use of one of them
+_ROUTE_BATCH = 32
 
 
 class MrcSpray(_Sprayer):
@@ -441,14 +450,17 @@ class MrcSpray(_Sprayer):
         #: reverse entries, sim.route_entries) instead of the engine's table keeping a key
         #: per path: about 150 bytes less per path, 256 paths per connection. Not when the
         #: engine's send is overridden (a conformance capture): then through ``send``.
-        self._fwd: list[tuple[tuple[int, ...] | None, int]] = []
-        self._rev: list[tuple[tuple[int, ...] | None, int]] = []
-        if self.sr and sim.holds_routes:
-            pairs = list(zip(self.ev_port, self.evs, strict=True))
-            keys = [(src, dst, p, ev) for p, ev in pairs] + [(dst, src, p, ev) for p, ev in pairs]
-            entries = sim.route_entries(keys, static=True)
-            self._fwd, self._rev = entries[:k], entries[k:]
-        first = self._fwd[0][0] if self._fwd else None  # EV 0's path, port 0
+        #: Computed in batches of _ROUTE_BATCH EVs on an EV's first use (_hold): a 250 KB
+        #: flow uses about 64 of its 256 EVs; None until then. The same paths either way
+        #: (source routes are fixed on the healthy fabric).
+        self._held = self.sr and sim.holds_routes
+        self._fwd: list[tuple[tuple[int, ...] | None, int] | None] = []
+        self._rev: list[tuple[tuple[int, ...] | None, int] | None] = []
+        first = None
+        if self._held:
+            self._fwd = [None] * k
+            self._rev = [None] * k
+            first = self._hold(0)[0]  # EV 0's path, port 0
         self.rtt = self.base_rtt_ps(0, self.evs[0], first)
         bdp = bdp_bytes(self.line_rate_bps() * self.ports, self.rtt)
         self.cwnd = max(float(self.mss), self.opt["cwnd_bdp"] * bdp)
@@ -462,8 +474,18 @@ class MrcSpray(_Sprayer):
         self.sent_at = [0] * self.n
         self.delay_bound = round(self.opt["delay_factor"] * self.rtt)
 
+    def _hold(self, i: int) -> tuple[tuple[int, ...] | None, int]:
+        """EV ``i``'s forward entry, its batch's forward and reverse entries computed."""
+        lo = i - i % _ROUTE_BATCH
+        hi = min(lo + _ROUTE_BATCH, self.k)
+        entries = self.sim.pair_entries(self.src, self.dst, self.ev_port[lo:hi], self.evs[lo:hi])
+        n = hi - lo
+        self._fwd[lo:hi] = entries[:n]
+        self._rev[lo:hi] = entries[n:]
+        return entries[i - lo]
+
     def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
-        if self._fwd:  # held by the connection
+        if self._held:  # held by the connection
             return []
         out = []
         sr = self.sr
@@ -560,8 +582,9 @@ class MrcSpray(_Sprayer):
         dq.append((seq, self.tx_count[seq], now))
         self.outstanding[seq] = 1
         self.inflight += pkt.payload
-        if self._fwd:
-            self.sim.send_routed(pkt, self.ev_port[i], self.evs[i], self._fwd[i])
+        if self._held:
+            entry = self._fwd[i] or self._hold(i)
+            self.sim.send_routed(pkt, self.ev_port[i], self.evs[i], entry)
         else:
             self.sim.send(pkt, self.ev_port[i], self.evs[i], source_route=self.sr)
 
@@ -617,8 +640,9 @@ class MrcSpray(_Sprayer):
         for i in targets:
             p = Packet(PROBE, self.flow, self.src, self.dst, 0, 0, self.hdr)
             p.key, p.job = self.spec.key, self.spec.job
-            if self._fwd:
-                self.sim.send_routed(p, self.ev_port[i], self.evs[i], self._fwd[i])
+            if self._held:
+                entry = self._fwd[i] or self._hold(i)
+                self.sim.send_routed(p, self.ev_port[i], self.evs[i], entry)
             else:
                 self.sim.send(p, self.ev_port[i], self.evs[i], source_route=self.sr)
         self.probing = True
@@ -710,9 +734,14 @@ class MrcSpray(_Sprayer):
 
     def _reply(self, a: Packet, to: Packet) -> None:
         """Send ``a`` back on the reverse path of ``to``'s port and EV."""
-        i = self.ev_index.get(to.ev, -1) if self._rev else -1
+        i = self.ev_index.get(to.ev, -1) if self._held else -1
         if i >= 0 and self.ev_port[i] == to.port:
-            self.sim.send_routed(a, to.port, to.ev, self._rev[i])
+            entry = self._rev[i]
+            if entry is None:
+                self._hold(i)
+                entry = self._rev[i]
+                assert entry is not None
+            self.sim.send_routed(a, to.port, to.ev, entry)
         else:
             self.sim.send(a, to.port, to.ev, source_route=self.sr)
 
