@@ -5,7 +5,7 @@ role; from a browser session also its CSRF token, checked in ``auth.authenticate
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.encoders import jsonable_encoder
@@ -18,6 +18,8 @@ from clusterloom.web.auth import require_write
 from clusterloom.web.security import Principal
 
 router = APIRouter(prefix="/api")
+#: a table page's query parameters
+Table = Annotated[params.TableQuery, Depends()]
 
 #: the longest reason or decision text recorded
 MAX_TEXT = 4000
@@ -77,61 +79,29 @@ def run(request: Request, run: str) -> dict[str, Any]:
     }
 
 
-def _table(
-    request: Request,
-    owner: str,
-    name: str,
-    offset: int,
-    limit: int,
-    sort: str | None,
-    desc: bool,
-    q: str | None,
-    where: list[str],
-) -> dict[str, Any]:
+def _table(request: Request, owner: str, name: str, t: params.TableQuery) -> dict[str, Any]:
     page = queries.table(
         _store(request),
         owner,
         name,
-        offset=offset,
-        limit=limit,
-        sort=sort,
-        desc=desc,
-        q=q,
-        where=params.where(where),
+        offset=t.offset,
+        limit=t.limit,
+        sort=t.sort,
+        desc=t.desc,
+        q=t.q,
+        where=params.where(t.where),
     )
-    return _page_json(page, offset=offset, limit=limit, sort=sort, desc=desc, q=q)
+    return _page_json(page, offset=t.offset, limit=t.limit, sort=t.sort, desc=t.desc, q=t.q)
 
 
 @router.get("/designs/{design}/tables/{name}")
-def design_table(
-    request: Request,
-    design: str,
-    name: str,
-    offset: int = Query(0, ge=0, le=10**9),
-    limit: int = Query(50, ge=1, le=params.MAX_LIMIT),
-    sort: str | None = Query(None, max_length=64),
-    desc: bool = False,
-    q: str | None = Query(None, max_length=params.MAX_QUERY),
-    where: list[str] = Query([], max_length=16),
-) -> dict[str, Any]:
-    did = params.design_id(_store(request), design)
-    return _table(request, did, name, offset, limit, sort, desc, q, where)
+def design_table(request: Request, design: str, name: str, t: Table) -> dict[str, Any]:
+    return _table(request, params.design_id(_store(request), design), name, t)
 
 
 @router.get("/runs/{run}/tables/{name}")
-def run_table(
-    request: Request,
-    run: str,
-    name: str,
-    offset: int = Query(0, ge=0, le=10**9),
-    limit: int = Query(50, ge=1, le=params.MAX_LIMIT),
-    sort: str | None = Query(None, max_length=64),
-    desc: bool = False,
-    q: str | None = Query(None, max_length=params.MAX_QUERY),
-    where: list[str] = Query([], max_length=16),
-) -> dict[str, Any]:
-    rid = params.run_id(_store(request), run)
-    return _table(request, rid, name, offset, limit, sort, desc, q, where)
+def run_table(request: Request, run: str, name: str, t: Table) -> dict[str, Any]:
+    return _table(request, params.run_id(_store(request), run), name, t)
 
 
 @router.get("/runs/{run}/charts/{kind}")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import FileResponse, RedirectResponse, Response
 from markupsafe import Markup
 
@@ -21,7 +21,6 @@ router = APIRouter()
 
 #: the charts of a run's page, in order (``queries.chart``)
 CHART_KINDS = ("fct", "utilisation", "links")
-PAGE = 50
 
 
 def _store(request: Request) -> Store:
@@ -203,23 +202,20 @@ def _table_page(
     owner_kind: str,
     owner: str,
     name: str,
-    offset: int,
-    limit: int,
-    sort: str | None,
-    desc: bool,
-    q: str | None,
-    where: list[str],
+    t: params.TableQuery,
+    column: str | None,
+    value: str | None,
 ) -> Response:
-    store = _store(request)
+    where = _with_filter(t.where, column, value)
     page = queries.table(
-        store,
+        _store(request),
         owner,
         name,
-        offset=offset,
-        limit=limit,
-        sort=sort,
-        desc=desc,
-        q=q,
+        offset=t.offset,
+        limit=t.limit,
+        sort=t.sort,
+        desc=t.desc,
+        q=t.q,
         where=params.where(where),
     )
     return _page(
@@ -230,14 +226,7 @@ def _table_page(
         owner=owner,
         name=name,
         page=page,
-        state={
-            "offset": offset,
-            "limit": limit,
-            "sort": sort,
-            "desc": desc,
-            "q": q,
-            "where": where,
-        },
+        state={**t.state(), "where": where},
         api=f"/api/{owner_kind}/{owner}/tables/{name}",
     )
 
@@ -250,42 +239,26 @@ def _with_filter(where: list[str], column: str | None, value: str | None) -> lis
     return where
 
 
+#: a table page's query parameters, and its filter form's column and value
+Table = Annotated[params.TableQuery, Depends()]
+Column = Annotated[str | None, Query(max_length=64)]
+Value = Annotated[str | None, Query(max_length=params.MAX_QUERY)]
+
+
 @router.get("/designs/{design}/tables/{name}")
 def design_table(
-    request: Request,
-    design: str,
-    name: str,
-    offset: int = Query(0, ge=0, le=10**9),
-    limit: int = Query(PAGE, ge=1, le=params.MAX_LIMIT),
-    sort: str | None = Query(None, max_length=64),
-    desc: bool = False,
-    q: str | None = Query(None, max_length=params.MAX_QUERY),
-    where: list[str] = Query([], max_length=16),
-    column: str | None = Query(None, max_length=64),
-    value: str | None = Query(None, max_length=params.MAX_QUERY),
+    request: Request, design: str, name: str, t: Table, column: Column = None, value: Value = None
 ) -> Response:
     did = params.design_id(_store(request), design)
-    where = _with_filter(where, column, value)
-    return _table_page(request, "designs", did, name, offset, limit, sort, desc, q, where)
+    return _table_page(request, "designs", did, name, t, column, value)
 
 
 @router.get("/runs/{run}/tables/{name}")
 def run_table(
-    request: Request,
-    run: str,
-    name: str,
-    offset: int = Query(0, ge=0, le=10**9),
-    limit: int = Query(PAGE, ge=1, le=params.MAX_LIMIT),
-    sort: str | None = Query(None, max_length=64),
-    desc: bool = False,
-    q: str | None = Query(None, max_length=params.MAX_QUERY),
-    where: list[str] = Query([], max_length=16),
-    column: str | None = Query(None, max_length=64),
-    value: str | None = Query(None, max_length=params.MAX_QUERY),
+    request: Request, run: str, name: str, t: Table, column: Column = None, value: Value = None
 ) -> Response:
     rid = params.run_id(_store(request), run)
-    where = _with_filter(where, column, value)
-    return _table_page(request, "runs", rid, name, offset, limit, sort, desc, q, where)
+    return _table_page(request, "runs", rid, name, t, column, value)
 
 
 def _download(store: Store, owner: str, name: str) -> Response:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Annotated
 
-from fastapi import HTTPException
+from fastapi import HTTPException, Query
 
 from clusterloom.store import Store, StoreError
 
@@ -19,6 +20,34 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
 _COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 #: longest search string and page size served
 MAX_QUERY, MAX_LIMIT = 200, 500
+
+
+class TableQuery:
+    """A table page's query parameters, shared by the JSON and HTML table routes (a FastAPI
+    dependency: ``Annotated[TableQuery, Depends()]``); bounds checked by FastAPI (422)."""
+
+    def __init__(
+        self,
+        offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50,
+        sort: Annotated[str | None, Query(max_length=64)] = None,
+        desc: bool = False,
+        q: Annotated[str | None, Query(max_length=MAX_QUERY)] = None,
+        where: Annotated[list[str] | None, Query(max_length=16)] = None,
+    ) -> None:
+        self.offset, self.limit, self.sort, self.desc, self.q = offset, limit, sort, desc, q
+        self.where: list[str] = where or []
+
+    def state(self) -> dict[str, object]:
+        """The page's parameters as the templates and the JSON echo them."""
+        return {
+            "offset": self.offset,
+            "limit": self.limit,
+            "sort": self.sort,
+            "desc": self.desc,
+            "q": self.q,
+            "where": self.where,
+        }
 
 
 def not_found(what: str) -> HTTPException:
