@@ -112,6 +112,9 @@ class Proposal:
     plan: ChangePlan
     author: str
     reasons: tuple[str, ...] = ()
+    #: the id of the proposal this one replaces (empty: none); an approval of a superseded
+    #: proposal is refused
+    supersedes: str = ""
     kind: Literal["proposal"] = "proposal"
 
 
