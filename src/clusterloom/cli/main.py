@@ -966,6 +966,9 @@ def _register_packet_commands() -> None:
     from clusterloom.cli import diff, netbox, packet, srv6, store
 
     diff.register(app, _guard, out)
+    from clusterloom.cli import change
+
+    change.register(app, _guard, _load, out, _writing)
     packet.register(app, _guard, _load, out, err, _writing)
     netbox.register(app, _guard, out)
     store.register(app, _guard, out)
