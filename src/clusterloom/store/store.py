@@ -953,7 +953,8 @@ class Store:
     def approve(self, proposal_id: str, *, user: str, reason: str, approved: bool = True) -> str:
         """Record ``user``'s approval (or refusal) of a stored proposal, with the reason;
         refused (``StoreError``) for a proposal superseded or decided already."""
-        self.proposal_status(proposal_id)  # not found: refused
+        with self._session() as session:
+            self._check_decidable(session, proposal_id)  # not found, superseded, decided
         if not reason.strip():
             raise StoreError(f"proposal {proposal_id[:64]!r}: give the reason for the decision")
         return self.record(
