@@ -64,11 +64,12 @@ def main() -> None:
             states = len({tuple(sorted(s.checks.items())) for s in r.plan.steps})
             slow = [float(s.checks.get("backend:predicted-slowdown", np.nan)) for s in r.plan.steps]
             worst = f"{np.nanmax(slow):.3f}" if simulate else "-"
+            codes = ", ".join(sorted({f.code for f in r.errors})) or "none"
             print(
-                f"floor {floor:.2f} simulate {simulate}: {took:.1f} s; {len(r.plan.steps)} steps, "
-                f"{r.plan.summary['waves']} waves ({len(moves)} a rack move), {states} distinct step "
-                f"states; least drained outside the move: bisection {least:.1%}, plane {plane:.1%}; {len(r.errors)} errors "
-                f"({', '.join(sorted({f.code for f in r.errors})) or 'none'}); worst predicted "
+                f"floor {floor:.2f} simulate {simulate}: {took:.1f} s; {len(r.plan.steps)} "
+                f"steps, {r.plan.summary['waves']} waves ({len(moves)} a rack move), {states} "
+                f"distinct step states; least drained outside the move: bisection {least:.1%}, "
+                f"plane {plane:.1%}; {len(r.errors)} errors ({codes}); worst predicted "
                 f"slowdown {worst}"
             )
 

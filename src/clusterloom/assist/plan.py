@@ -7,11 +7,14 @@ rework's change plan in waves), then holds every intermediate state of the plan 
 link cut off, bisection and the least plane at least ``Floors``' fractions of the target's.
 A wave whose drained state breaks a rule is re-packed: its links are taken in turn from each
 switch (one link of every switch, then a second ...) into smaller waves, each as large as
-still passes (a doubling then a binary search: draining more never raises a max-flow); a link
-that breaks a rule drained alone cannot pass in any order and is drained last in its wave, named
-in an error finding with the floor it breaks. A rack move's wave is never split (every link of
-the rack is drained at once). Each step's ``checks`` then carry its validated state and, with
-``simulate``, the predicted impact (``assist.impact``).
+still passes (a doubling then a binary search: draining more never raises a max-flow). A link
+that breaks a rule even alone in its wave is moved after every other wave (the reorder: their
+new links may give it room) and re-packed there; one that still breaks a rule alone cannot pass
+in this order and is drained last, with the others of its wave, named in an error finding with
+the floor it breaks. A rack
+move's wave is never split (every link of the rack is drained at once). Each step's ``checks``
+then carry its validated state and, with ``simulate``, the predicted impact
+(``assist.impact``).
 """
 
 from __future__ import annotations
@@ -285,12 +288,12 @@ class _Packer:
         self.racks: list[tuple[tuple[str, str, str], ...]] = [()]
         self.pending: list[str] = []
 
-    def close(self, group: list[str], racks: tuple[tuple[str, str, str], ...], last: bool) -> None:
+    def close(self, group: list[str], racks: tuple[tuple[str, str, str], ...] = ()) -> None:
         """One wave: ``group`` drained, its removed links off, the new links whose ports are
-        free then (all that are left when ``last``) pulled, everything restored."""
+        free then pulled (the others wait for a later wave), everything restored."""
         c = self.c
         c.remove([n for n in group if n in self.removed])
-        now = [n for n in self.pending if last or c.free(n)]
+        now = [n for n in self.pending if c.free(n)]
         chosen = set(now)
         self.pending = [n for n in self.pending if n not in chosen]
         c.pull(now)
@@ -299,6 +302,15 @@ class _Packer:
         self.pulled.append(tuple(now))
         self.racks.append(racks)
 
+    def finish(self) -> None:
+        """The new links still waiting, pulled in the last wave: every removal is done, so
+        their ports are free (``ports-in-use-twice`` would say otherwise)."""
+        if self.pending:
+            self.c.pull(self.pending)
+            self.c.restore()
+            self.pulled[-1] = (*self.pulled[-1], *self.pending)
+            self.pending = []
+
 
 def _passes(c: _Cabling, names: list[str], k: int) -> bool:
     return c.passes(names[:k])
@@ -306,62 +318,94 @@ def _passes(c: _Cabling, names: list[str], k: int) -> bool:
 
 def _split(model: StateModel, p: _Packer, drained: list[str]) -> list[str]:
     """``drained`` into waves each as large as passes, in turn from each switch; the links
-    that break a rule even alone, drained together last (returned)."""
+    that break a rule even alone are returned, not drained."""
     order = _turns(model.table, drained)
-    forced: list[str] = []
+    left: list[str] = []
     i = 0
     while i < len(order):
         rest = order[i:]
         k = _largest(partial(_passes, p.c, rest), len(rest))
         if k == 0:
-            forced.append(order[i])
+            left.append(order[i])
             i += 1
             continue
-        p.close(rest[:k], (), not forced and k == len(rest))
+        p.close(rest[:k])
         i += k
-    if forced:
-        p.close(forced, (), True)
-    elif p.pending:  # every removal of the wave is done: their ports are free
-        p.c.pull(p.pending)
-        p.c.restore()
-        p.pulled[-1] = (*p.pulled[-1], *p.pending)
-        p.pending = []
-    return forced
+    return left
+
+
+def _waves(sizes: list[int]) -> str:
+    n = len(sizes)
+    return f"{n} wave{'s' * (n != 1)} of {', '.join(map(str, sizes))} links"
+
+
+def _split_note(w: int, drained: int, before: list[str], sizes: list[int], left: int) -> Finding:
+    later = (
+        f"; {left:,} break a floor even alone after those: moved after the later waves"
+        if left
+        else ""
+    )
+    return Finding(
+        Severity.INFO,
+        "plan-split",
+        f"wave {w} drained {drained:,} links at once and broke {'; '.join(before)}: re-packed "
+        f"into {_waves(sizes)}, taking links in turn "
+        f"from each switch{later}",
+        f"change.waves[{w}]",
+    )
 
 
 def _repack(model: StateModel, waves: Waves, removed: set[str]) -> tuple[Waves, list[Finding]]:
-    """``waves`` with each wave whose drained state breaks a rule split into smaller ones
-    (module docstring), and an info finding per split wave."""
+    """``waves`` with each wave whose drained state breaks a rule split into smaller ones, the
+    links that cannot keep the floors in their wave moved after the later waves (whose new
+    links may give them room), and an info finding per wave split or moved."""
     from clusterloom.growth.waves import Waves
 
     c = _Cabling(model.table, model)
     c.pull(waves.pulled[0])  # the first pull: cabled, live after the first restore
     p = _Packer(c, removed, waves.pulled[0])
     notes: list[Finding] = []
-    forced_all: list[str] = []
+    later: list[str] = []
+    origin: dict[str, int] = {}  #: a moved link's wave
     for w in range(1, len(waves.drained)):
         drained, racks = list(waves.drained[w]), waves.racks[w]
-        p.pending = list(waves.pulled[w])
+        p.pending += waves.pulled[w]
         if racks or not drained or c.passes(drained):
-            p.close(drained, racks, True)
+            p.close(drained, racks)
             continue
         before = model.broken(model.checks(c.drained(drained)))
         first = len(p.drained)
-        forced = _split(model, p, drained)
-        forced_all += forced
+        left = _split(model, p, drained)
+        later += left
+        origin.update(dict.fromkeys(left, w))
         sizes = [len(g) for g in p.drained[first:]]
-        alone = f"; {len(forced):,} break a floor even alone after those, drained last"
+        notes.append(_split_note(w, len(drained), before, sizes, len(left)))
+    forced: list[str] = []
+    if later:
+        first = len(p.drained)
+        if c.passes(later):
+            p.close(later)
+        else:
+            forced = _split(model, p, later)
+            for w in sorted({origin[n] for n in forced}):  # as the growth grouped them
+                p.close([n for n in forced if origin[n] == w])
+        sizes = [len(g) for g in p.drained[first:]]
+        how = (
+            f"{len(forced):,} of them break a floor even alone: drained last, in their waves"
+            if forced
+            else "each keeps the floors there"
+        )
         notes.append(
             Finding(
                 Severity.INFO,
-                "plan-split",
-                f"wave {w} drained {len(drained):,} links at once and broke {'; '.join(before)}: "
-                f"re-packed into {len(sizes)} waves of {', '.join(map(str, sizes))} links, taking "
-                "links in turn from each switch" + (alone if forced else ""),
-                f"change.waves[{w}]",
+                "plan-reorder",
+                f"{len(later):,} links that could not keep the floors in their wave moved after "
+                f"the other waves, in {_waves(sizes)}: " + how,
+                f"change.waves[{first}]",
             )
         )
-    packed = Waves(tuple(p.drained), tuple(p.pulled), tuple(p.racks), tuple(forced_all))
+    p.finish()
+    packed = Waves(tuple(p.drained), tuple(p.pulled), tuple(p.racks), tuple(forced))
     return packed, notes
 
 
@@ -400,7 +444,7 @@ def _validated(
         why = (
             "a rack move drains every link of the rack at once"
             if first.wave in moves
-            else "links that break it drained alone"
+            else "links that break it even alone, after every other wave"
             if forced & set(first.drain or first.objects)
             else "the state between waves (part of the old links and part of the new)"
             if first.action in ("restore", "pull", "install")
