@@ -229,6 +229,22 @@ def test_a_smaller_wave_grows_once_the_new_links_are_live(
     assert not result.errors
 
 
+def test_links_that_cannot_keep_the_floor_in_their_wave_move_after_the_others(
+    worlds: dict[str, dict[str, Any]],
+) -> None:
+    """At 95% the last links of the first wave break the floor even alone once the wave's
+    others are off; moved after the second wave (whose new links are then live) they keep it."""
+    result = plan_change(
+        worlds["growth"]["installed"], target("growth"), Floors(bisection=0.95), simulate=False
+    )
+    codes = [f.code for f in result.findings]
+    assert "plan-reorder" in codes and not result.errors
+    drains = [s for s in result.plan.steps if s.action == "drain"]
+    assert min(float(s.checks["backend:bisection-left"]) for s in drains) >= 0.95
+    assert all(s.valid for s in result.plan.steps)
+    _check_states(result, worlds["growth"], Floors(bisection=0.95))
+
+
 def test_a_floor_no_order_can_keep_is_named_with_its_step(
     worlds: dict[str, dict[str, Any]],
 ) -> None:
