@@ -92,6 +92,13 @@ def test_a_floor_no_order_keeps_exits_1_and_a_bad_floor_2(made: dict[str, Any]) 
     ]
     missing = _run("change", str(made["tmp"] / "nothing"), str(made["grown"]))
     assert missing.exit_code == 2 and "Traceback" not in missing.output
+    other = made["tmp"] / "fat-tree.yaml"
+    doc = yaml.safe_load(made["grown"].read_text())
+    doc["fabrics"]["backend"]["family"] = "fat-tree"
+    other.write_text(yaml.safe_dump(doc))
+    refused = _run("change", str(made["base"]), str(other), "--no-simulate")
+    assert refused.exit_code == 2, refused.output
+    assert refused.output.startswith("error: fabrics.backend.family")
 
 
 def test_a_superseded_plan_cannot_be_approved_and_the_export_says_so(
