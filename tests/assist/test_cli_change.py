@@ -59,7 +59,7 @@ def test_a_plan_keeping_its_floors_is_written_and_recorded(
     assert [int(x["order"]) for x in rows] == list(range(1, len(rows) + 1))
     assert {x["status"] for x in rows} == {"PROPOSED"} and {x["valid"] for x in rows} == {"yes"}
     drains = [x for x in rows if x["action"] == "drain"]
-    assert [len(x["objects"].split()) for x in drains] == [16, 16, 32]
+    assert [len(x["objects"].split("; ")) for x in drains] == [16, 16, 32]
     assert all("backend:bisection-left=" in x["checks"] for x in rows)
     assert [x["kind"] for x in records] == ["change-plan", "proposal"]
     plan = json.loads((out / "plan.json").read_text())

@@ -42,7 +42,7 @@ def test_every_row_carries_the_status(status: str) -> None:
     assert tuple(rows[0]) == MOP_COLUMNS
     assert [r["order"] for r in rows] == ["1", "2"]
     assert {(r["status"], r["approver"], r["reason"]) for r in rows} == {(status.upper(), *who)}
-    assert rows[0]["objects"] == "x:1~y:1 x:2~y:2" and rows[0]["checks"] == "links=4"
+    assert rows[0]["objects"] == "x:1~y:1; x:2~y:2" and rows[0]["checks"] == "links=4"
     assert [r["valid"] for r in rows] == ["yes", "no"]
     assert rows[1]["checks"] == ""  # the predicted figures go to their own column
 

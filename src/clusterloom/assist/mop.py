@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from clusterloom.changes import ChangePlan, Step
 
-__all__ = ["MOP_COLUMNS", "STATUSES", "impact_note", "mop_csv"]
+__all__ = ["MOP_COLUMNS", "OBJECTS_SEP", "STATUSES", "impact_note", "mop_csv"]
 
 MOP_COLUMNS = (
     "order",
@@ -30,6 +30,8 @@ MOP_COLUMNS = (
     "approver",
     "reason",
 )
+#: between a step's objects in a cell (a rack move's object holds spaces: ``label a -> b``)
+OBJECTS_SEP = "; "
 #: a proposal's statuses, as the store computes them
 STATUSES = ("proposed", "approved", "rejected", "superseded")
 _PREDICTED = "predicted-"
@@ -76,8 +78,8 @@ def mop_csv(
                 s.order,
                 s.wave,
                 s.action,
-                " ".join(s.objects),
-                " ".join(s.drain),
+                OBJECTS_SEP.join(s.objects),
+                OBJECTS_SEP.join(s.drain),
                 _checks(s),
                 "yes" if s.valid else "no",
                 impact_note(s.checks),
