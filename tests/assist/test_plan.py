@@ -24,6 +24,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from plan_designs import CHANGES, target, write_baselines
@@ -154,15 +155,17 @@ def _check_states(result: PlanResult, world: dict[str, Any], floors: Floors) -> 
 
 @pytest.mark.parametrize("kind", list(CHANGES))
 def test_each_change_kind_is_planned_and_reaches_its_target(
-    kind: str, runs: dict[str, Path], worlds: dict[str, dict[str, Any]]
+    kind: str, runs: dict[str, Path], worlds: dict[str, dict[str, Any]], tmp_path: Path
 ) -> None:
     base, _ = CHANGES[kind]
     result = plan_change(runs[base], target(kind), Floors(), simulate=False)
     assert result.kind == kind
     assert result.reaches_target
     _check_states(result, worlds[kind], Floors())
-    if kind == "growth":  # deterministic, from a directory or its Installed alike
-        again = plan_change(worlds[kind]["installed"], target(kind), Floors(), simulate=False)
+    if kind == "growth":  # deterministic, from a directory or its Installed, a spec or its file
+        spec_file = tmp_path / "target.yaml"
+        spec_file.write_text(yaml.safe_dump(CHANGES[kind][1]))
+        again = plan_change(worlds[kind]["installed"], spec_file, Floors(), simulate=False)
         same = json.dumps(again.to_dict(), sort_keys=True)
         assert same == json.dumps(result.to_dict(), sort_keys=True)
     assert result.proposal.plan == result.plan and result.proposal.supersedes == ""

@@ -109,7 +109,7 @@ def change_kind(baseline: Design, target: Design) -> str:
 
 def plan_change(
     baseline: str | Path | Installed,
-    target_spec: ClusterSpec,
+    target_spec: ClusterSpec | str | Path,
     floors: Floors | None = None,
     *,
     simulate: bool = True,
@@ -117,16 +117,20 @@ def plan_change(
     author: str = "clusterloom",
 ) -> PlanResult:
     """The change from ``baseline`` (a ``design -o`` directory or a ``growth.Installed``) to
-    ``target_spec``, every step validated against ``floors`` (module docstring). Bad input
-    (a baseline the spec cannot grow from, a bad spec) raises ``SpecError``; a plan that cannot
-    keep a floor is returned with error findings naming the floor and the step.
-    ``executor`` runs placement's and cabling's halls as ``run_design`` does."""
+    ``target_spec`` (a spec, or its YAML file), every step validated against ``floors``
+    (module docstring). Bad input (a baseline the spec cannot grow from, a bad spec) raises
+    ``SpecError``; a plan that cannot keep a floor is returned with error findings naming the
+    floor and the step. ``executor`` runs placement's and cabling's halls as ``run_design``
+    does."""
     from clusterloom.growth.drained import link_table, with_drain_checks
     from clusterloom.growth.installed import Installed, read_installed
     from clusterloom.growth.rework import fabric_link_names, wave_steps
     from clusterloom.pipeline import run_design
+    from clusterloom.spec import ClusterSpec, load_spec
 
     floors = floors or Floors()
+    if not isinstance(target_spec, ClusterSpec):
+        target_spec = load_spec(target_spec)  # a YAML file: SpecError naming the bad field
     installed = baseline if isinstance(baseline, Installed) else read_installed(Path(baseline))
     design = run_design(target_spec, compare=False, installed=installed, executor=executor)
     growth = design.growth
