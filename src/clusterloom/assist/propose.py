@@ -152,6 +152,8 @@ class Rejected:
     by: float = 0.0
     excess: float = 0.0
     dominated_by: str = ""
+    #: its figures, when it was priced (rejected at the bom tier or later)
+    metrics: Metrics | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -163,6 +165,7 @@ class Rejected:
             "by": self.by,
             "excess": self.excess,
             "dominated_by": self.dominated_by,
+            "metrics": None if self.metrics is None else self.metrics.to_dict(),
         }
 
 
@@ -472,6 +475,7 @@ def _bom(goal: Goal, s: _Sized) -> Candidate | Rejected:
                 f"{_amount(most, unit)} allowed",
                 float(have - most),
                 (have - most) / most,
+                metrics=metrics,
             )
     return Candidate(s.id, s.choice, s.spec, metrics)
 
@@ -618,6 +622,7 @@ def _dominated(c: Candidate, by: Candidate, objectives: Sequence[Objective]) -> 
         "dominated",
         f"dominated by {by.id} ({choice_text(by.choice)}): " + ", ".join(words),
         dominated_by=by.id,
+        metrics=c.metrics,
     )
 
 
@@ -648,7 +653,12 @@ def _design(goal: Goal, c: Candidate) -> tuple[Candidate, Design] | tuple[Reject
         f = bad[0]
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
         return Rejected(
-            c.id, c.choice, "design", "validator", f"{f.code} {f.where}: {f.message}{more}"
+            c.id,
+            c.choice,
+            "design",
+            "validator",
+            f"{f.code} {f.where}: {f.message}{more}",
+            metrics=c.metrics,
         ), None
     cabled = design.cabling is not None
     cost, power = design.bom.cost_cents, design.bom.power_mw
@@ -673,6 +683,7 @@ def _design(goal: Goal, c: Candidate) -> tuple[Candidate, Design] | tuple[Reject
                     f"{_amount(most, unit)} allowed",
                     float(have - most),
                     (have - most) / most,
+                    metrics=c.metrics,
                 ), None
     found = tuple(f for f in design.findings if f.severity is not Severity.INFO)
     done = replace(
@@ -684,39 +695,49 @@ def _design(goal: Goal, c: Candidate) -> tuple[Candidate, Design] | tuple[Reject
     return done, design
 
 
+#: the checks in the order a candidate meets them: the furthest one any candidate reached is
+#: the binding constraint when none meets the goal (it passed every check before it)
+CHECK_ORDER = (
+    "network.bandwidth_per_accelerator_gbps",
+    "network.max_oversubscription.leaf",
+    "network.max_oversubscription.spine",
+    "network.transports",
+    "sizing",
+    "failure.floors.bisection",
+    "budget.max_cost_usd",
+    "budget.max_power_kw",
+    "simulation",
+    "validator",
+)
+
+
 def _unmet(goal: Goal, rejected: Sequence[Rejected]) -> Finding:
-    """No candidate meets the goal: the constraint nearest to being met and its candidates."""
-    measured = sorted(
-        (r for r in rejected if r.excess > 0), key=lambda r: (r.excess, r.constraint, r.id)
-    )
-    if measured:
-        binding = measured[0].constraint
-        near = [r for r in measured if r.constraint == binding][:NEAREST]
-        shown = "; ".join(f"{r.id} ({choice_text(r.choice)}): {r.detail}" for r in near)
-        message = (
-            f"no candidate meets goal {goal.name}; the binding constraint is {binding}: the "
-            f"nearest candidates miss it by {near[0].excess:.1%} and more: {shown}"
-        )
-        return Finding(Severity.WARNING, "goal-unmet", message, binding)
-    counts: dict[str, int] = {}
-    for r in rejected:
-        counts[r.constraint] = counts.get(r.constraint, 0) + 1
-    if not counts:
+    """No candidate meets the goal: the binding constraint (the furthest check any candidate
+    reached, ``CHECK_ORDER``; at the design tier, after the validators, the cabled budget)
+    and its nearest candidates (the smallest excess)."""
+    if not rejected:
         return Finding(
             Severity.WARNING,
             "goal-unmet",
             f"goal {goal.name}: the candidate space is empty; widen space or the NIC",
             "space",
         )
-    binding = max(sorted(counts), key=lambda k: counts[k])
-    example = next(r for r in rejected if r.constraint == binding)
-    return Finding(
-        Severity.WARNING,
-        "goal-unmet",
-        f"no candidate meets goal {goal.name}; {counts[binding]:,} of {len(rejected):,} fail "
-        f"{binding}, e.g. {example.id} ({choice_text(example.choice)}): {example.detail}",
-        binding,
+
+    def reached(r: Rejected) -> tuple[int, int]:
+        rank = CHECK_ORDER.index(r.constraint) if r.constraint in CHECK_ORDER else 0
+        return (_TIER_ORDER[r.tier], rank)
+
+    furthest = max(reached(r) for r in rejected)
+    at = sorted((r for r in rejected if reached(r) == furthest), key=lambda r: (r.excess, r.id))
+    binding = at[0].constraint
+    near = at[:NEAREST]
+    shown = "; ".join(f"{r.id} ({choice_text(r.choice)}): {r.detail}" for r in near)
+    by = f" by {near[0].excess:.1%} and more" if near[0].excess > 0 else ""
+    message = (
+        f"no candidate meets goal {goal.name}; the binding constraint is {binding} "
+        f"({len(at):,} candidates got that far and failed it); the nearest miss it{by}: {shown}"
     )
+    return Finding(Severity.WARNING, "goal-unmet", message, binding)
 
 
 # --- the whole ---------------------------------------------------------------------------
