@@ -601,10 +601,11 @@ def pareto_front(
     for c in ranked:  # a dominator sorts before what it dominates
         if not any(dominates(f.metrics, c.metrics, objectives) for f in front):
             front.append(c)
+    on_front = {c.id for c in front}
     beaten = [
         (c, next(f for f in front if dominates(f.metrics, c.metrics, objectives)))
         for c in ranked
-        if c not in front
+        if c.id not in on_front
     ]
     return front, beaten
 
@@ -767,14 +768,20 @@ def propose(
     sized: list[_Sized] = []
     for choice in choices:
         out = _size(goal, choice)
-        (sized if isinstance(out, _Sized) else rejected).append(out)  # type: ignore[arg-type]
+        if isinstance(out, Rejected):
+            rejected.append(out)
+        else:
+            sized.append(out)
     tiers["sizing"] = len(choices)
     say(Step("sizing", len(choices), len(choices), f"{len(sized):,} sized"))
 
     priced: list[Candidate] = []
     for s in sized:
-        out2 = _bom(goal, s)
-        (priced if isinstance(out2, Candidate) else rejected).append(out2)  # type: ignore[arg-type]
+        got = _bom(goal, s)
+        if isinstance(got, Rejected):
+            rejected.append(got)
+        else:
+            priced.append(got)
     tiers["bom"] = len(sized)
     say(Step("bom", len(sized), len(sized), f"{len(priced):,} within budget"))
 

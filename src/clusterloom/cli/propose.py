@@ -165,6 +165,9 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
             str | None,
             typer.Option("--store-url", help="the store's URL with --store", show_default=False),
         ] = None,
+        progress: Annotated[
+            bool, typer.Option("--progress/--no-progress", help="progress on stderr")
+        ] = True,
     ) -> None:
         """The designs that meet a goal: the Pareto front on cost, power, predicted FCT (or
         step time) and failure impact, and why every other candidate lost (docs/assist.md)."""
@@ -181,9 +184,12 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
                 from clusterloom.store import open_store
 
                 store = open_store(store_url)
+            from clusterloom.cli.progress import reporter
+
             keep = record or (output is not None and designs)
-            with open_executor(executor, workers) as pool:
-                result = propose(goal, executor=pool, keep_designs=keep)
+            err = Console(stderr=True, highlight=False, markup=False)
+            with open_executor(executor, workers) as pool, reporter(err, progress) as report:
+                result = propose(goal, executor=pool, progress=report, keep_designs=keep)
             with contextlib.ExitStack() as stack:
                 dirs: dict[str, Path] = {}
                 if output is not None:
