@@ -7,7 +7,9 @@ simulations run (one per distinct fabric shape), the time of each tier and in al
   minutes).
 
 Run: ``python bench/bench_propose.py [GOAL ...] [--workers N]`` (default both goals, 2
-workers); figures go to ``bench/RESULTS.md`` by hand.
+workers); figures go to ``bench/RESULTS.md`` by hand. The CPU seconds (this process and its
+finished workers) say what the run costs on a machine shared with other jobs, where wall time
+is the share it got.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ def _bench(name: str, workers: int) -> None:
     with LocalExecutor(workers) as pool:
         result = propose(goal, executor=pool, progress=progress)
     wall = time.perf_counter() - start
+    cpu = sum(
+        getattr(resource.getrusage(who), f)
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        for f in ("ru_utime", "ru_stime")
+    )
     order = sorted(marks, key=lambda k: marks[k])
     spans = [
         f"{t} {(marks[order[i + 1]] if i + 1 < len(order) else wall) - marks[t]:.1f} s"
@@ -42,7 +49,8 @@ def _bench(name: str, workers: int) -> None:
     print(f"{name}: {goal.compute.accelerators:,} accelerators, {workers} workers")
     print("  candidates per tier: " + ", ".join(f"{k} {v:,}" for k, v in result.tiers.items()))
     print(
-        "  time per tier: " + ", ".join(spans) + f"; total {wall:.1f} s; driver peak {peak:.2f} GB"
+        "  time per tier: " + ", ".join(spans) + f"; total {wall:.1f} s wall, {cpu:.0f} s CPU "
+        f"(driver and workers); driver peak {peak:.2f} GB"
     )
     for c in result.front:
         m = c.metrics

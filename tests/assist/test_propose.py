@@ -6,6 +6,7 @@ multi-plane fabric with planes down equals a networkx max-flow on the generated 
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -248,16 +249,18 @@ def _max_flow_bps(topology: Any, down: set[int]) -> int:
 
 
 @pytest.mark.parametrize(
-    ("family", "tiers", "ports", "planes", "leaf"),
+    ("family", "tiers", "ports", "planes", "leaf", "grow_to"),
     [
-        ("rail-optimized", 2, 4, 4, 1.0),
-        ("rail-optimized", 2, 4, 2, 2.0),
-        ("fat-tree", 2, 2, 2, 1.0),
-        ("rail-optimized", 3, 2, 2, 1.0),
+        ("rail-optimized", 2, 4, 4, 1.0, None),
+        ("rail-optimized", 2, 4, 2, 2.0, None),
+        ("fat-tree", 2, 2, 2, 1.0, None),
+        ("rail-optimized", 3, 2, 2, 1.0, None),
+        # a scalable unit planned for 512: its leaves hold 16 of their 32 ports today
+        ("rail-optimized", 2, 2, 2, 1.0, 512),
     ],
 )
 def test_bisection_with_planes_down_equals_max_flow(
-    family: str, tiers: int, ports: int, planes: int, leaf: float
+    family: str, tiers: int, ports: int, planes: int, leaf: float, grow_to: int | None
 ) -> None:
     from clusterloom.spec import ClusterSpec
 
@@ -279,6 +282,7 @@ def test_bisection_with_planes_down_equals_max_flow(
                     **({"pod_leaves": 8} if tiers == 3 and family == "rail-optimized" else {}),
                 }
             },
+            **({"growth": {"plan_for_accelerators": grow_to}} if grow_to else {}),
         }
     )
     plan = plan_fabric(spec)
@@ -310,3 +314,115 @@ def test_proposals_are_greenfield_plans_that_supersede_the_previous_run(
     # the same candidates in a later run supersede their own earlier proposals
     later = proposals_of(small, [proposal_id("small", other, c.id) for c in small.front[::-1]])
     assert [p.supersedes for p in later] == [proposal_id("small", other, c.id) for c in small.front]
+
+
+# --- a site, growth and a job ----------------------------------------------------------------
+
+
+def _site_goal(rows: int, positions: int) -> Goal:
+    template = {"rows": rows, "positions_per_row": positions, "pitch_m": 1.0, "origin_m": [2, 2]}
+    hall = {"name": "h1", "width_m": 40, "depth_m": 30, "template": template}
+    return goal_from_dict(
+        {
+            "version": 1,
+            "name": "site",
+            "compute": {"accelerators": 64},
+            "network": {
+                "bandwidth_per_accelerator_gbps": 200,
+                "nic": {"ports": 1, "port_speeds_gbps": [200]},
+            },
+            "failure": {"planes_down": 0},
+            "site": {"buildings": [{"name": "b1", "halls": [hall]}]},
+            "space": {
+                "families": ["rail-optimized"],
+                "switches": ["tomahawk3-32x400g", "tomahawk4-64x400g"],
+                "tiers": [2],
+                "leaf_oversubscription": [1],
+            },
+            "optimise": ["cost"],
+        }
+    )
+
+
+@pytest.mark.slow
+def test_with_a_site_only_the_front_is_placed_and_cabled() -> None:
+    result = propose(_site_goal(2, 4), keep_designs=True)
+    assert result.tiers["pareto"] == 2 and result.tiers["design"] == 1
+    (member,) = result.front
+    (design,) = result.designs
+    assert design.placement is not None and design.cabling is not None
+    assert member.cabled_cost_cents == design.bom.cost_cents
+    assert member.cabled_power_mw == design.bom.power_mw
+    assert design.bom.cabled and member.metrics.cost_cents != member.cabled_cost_cents
+
+
+@pytest.mark.slow
+def test_a_site_too_small_rejects_each_front_member_in_turn() -> None:
+    """The cheapest is placed first and refused; the front is chosen again from the other,
+    which the hall cannot hold either: the binding constraint is the site."""
+    result = propose(_site_goal(1, 2))
+    assert result.front == () and result.tiers["design"] == 2
+    refused = [r for r in result.rejected if r.tier == "design"]
+    assert [r.constraint for r in refused] == ["site", "site"]
+    assert all("rack positions" in r.detail for r in refused)
+    (finding,) = result.findings
+    assert finding.where == "site" and all(r.id in finding.message for r in refused)
+
+
+def test_growth_to_reserve_sizes_the_upper_layers_for_it() -> None:
+    plain = propose(goal(optimise=["cost"]))
+    grown = propose(goal(optimise=["cost"], growth_to_accelerators=512))
+    (a,), (b,) = plain.front, grown.front
+    assert b.spec.growth is not None and b.spec.growth.plan_for_accelerators == 512
+    assert plan_fabric(b.spec).spines > plan_fabric(a.spec).spines
+    assert b.metrics.cost_cents > a.metrics.cost_cents
+
+
+def test_step_time_trades_against_cost_over_the_nic_split() -> None:
+    """An 8 x 100G NIC with at least 200G for scale-out: more scale-out ports cost more and
+    shorten the job's step (its data-parallel all-reduce crosses the fabric)."""
+    from clusterloom.units import PS_PER_S
+    from clusterloom.workload import step_ops, step_time
+
+    model = {
+        "layers": 8,
+        "hidden": 1024,
+        "ffn_hidden": 4096,
+        "heads": 16,
+        "vocab": 32000,
+        "sequence_length": 2048,
+    }
+    g = goal(
+        network={
+            "nic": {"ports": 8, "port_speeds_gbps": [100]},
+            "bandwidth_per_accelerator_gbps": 200,
+        },
+        failure={"planes_down": 0},
+        compute={"scale_up": {"domain_size": 8, "bandwidth_gbps": 3600}},
+        job={
+            "model": model,
+            "batch": {"global_batch": 64, "micro_batch": 1},
+            "parallelism": {"tp": 2, "pp": 4},
+            "compute": {"peak_tflops": 1000, "utilisation": 0.5},
+        },
+        optimise=["cost", "step_time"],
+        space={"switches": ["tomahawk4-64x400g"], "leaf_oversubscription": [1]},
+    )
+    result = propose(g)
+    assert len(result.front) >= 2
+    front = sorted(result.front, key=lambda c: c.metrics.cost_cents)
+    steps = [c.metrics.step_time_ps for c in front]
+    assert all(s is not None for s in steps)
+    # on a front of two objectives a dearer member is faster; equal cost, equal step (a tie:
+    # 8 ports in 4 planes or in 8)
+    for a, b in itertools.pairwise(front):
+        if b.metrics.cost_cents > a.metrics.cost_cents:
+            assert b.metrics.step_time_ps < a.metrics.step_time_ps  # type: ignore[operator]
+        else:
+            assert b.metrics.step_time_ps == a.metrics.step_time_ps
+    assert len({c.metrics.cost_cents for c in front}) >= 3
+    ports = [c.choice["scale_out_ports"] for c in front]
+    assert ports == sorted(ports)
+    for c in front:
+        expected = round(step_time(c.spec, step_ops(c.spec)).step_s * PS_PER_S)
+        assert c.metrics.step_time_ps == expected

@@ -644,11 +644,20 @@ def _delta(objective: Objective, diff: float, base: float) -> str:
 
 def _design(goal: Goal, c: Candidate) -> tuple[Candidate, Design] | tuple[Rejected, None]:
     """The design stages for one front member: placement and cabling when the goal has a site;
-    an error finding, or a cabled BOM over budget, rejects it."""
+    a site that cannot hold it (``SpecError`` of the stages), an error finding, or a cabled BOM
+    over budget rejects it."""
     from clusterloom.pipeline import run_design
     from clusterloom.units import cents, milliwatts
 
-    design = run_design(c.spec, compare=False)
+    try:
+        design = run_design(c.spec, compare=False)
+    except SpecError as exc:  # the site cannot hold it (placement's pre-checks), ...
+        p = exc.problems[0]
+        more = f" (and {len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
+        constraint = "site" if p.where.startswith("site") else "design"
+        return Rejected(
+            c.id, c.choice, "design", constraint, f"{p.where}: {p.message}{more}", metrics=c.metrics
+        ), None
     bad = [f for f in design.findings if f.severity is Severity.ERROR]
     if bad:
         f = bad[0]
@@ -708,6 +717,8 @@ CHECK_ORDER = (
     "budget.max_cost_usd",
     "budget.max_power_kw",
     "simulation",
+    "site",
+    "design",
     "validator",
 )
 
