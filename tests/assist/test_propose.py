@@ -426,3 +426,15 @@ def test_step_time_trades_against_cost_over_the_nic_split() -> None:
     for c in front:
         expected = round(step_time(c.spec, step_ops(c.spec)).step_s * PS_PER_S)
         assert c.metrics.step_time_ps == expected
+
+
+def test_the_result_as_json_carries_each_members_spec(small: ProposeResult) -> None:
+    from clusterloom.spec import ClusterSpec
+
+    data = json.loads(small.to_json())
+    assert [m["id"] for m in data["front"]] == [c.id for c in small.front]
+    for m, c in zip(data["front"], small.front, strict=True):
+        assert ClusterSpec.model_validate(m["spec"]) == c.spec
+        assert m["spec_hash"] == spec_hash(c.spec)
+    assert len(data["rejected"]) == len(small.rejected)
+    assert len(small.run_id()) == 64

@@ -130,6 +130,7 @@ class Candidate:
             "choice": dict(self.choice),
             "spec_name": self.spec.name,
             "spec_hash": spec_hash(self.spec),
+            "spec": self.spec.model_dump(mode="json", exclude_none=True),
             "metrics": self.metrics.to_dict(),
             "cabled_cost_cents": self.cabled_cost_cents,
             "cabled_power_mw": self.cabled_power_mw,
