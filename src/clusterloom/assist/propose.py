@@ -530,7 +530,11 @@ def _simulate(
     by_task = {t.key: k for k, t in shapes.items()}
     total = len(shapes)
     say(Step("simulate", 0, total, f"{total:,} fabric shapes"))
-    for n, outcome in enumerate(executor.run(list(shapes.values())), start=1):
+    # the largest fabrics first (most links, then by key), so that no long run starts last
+    # on a pool; results are read by key, so the order changes nothing else
+    size = {of[c.id]: sum(plans[c.id].links_per_tier) * plans[c.id].planes for c in candidates}
+    ordered = sorted(shapes, key=lambda k: (-size[k], k))
+    for n, outcome in enumerate(executor.run([shapes[k] for k in ordered]), start=1):
         shape = by_task[outcome.task.key]
         if outcome.ok:
             results[shape] = outcome.table.to_pylist()[0]
