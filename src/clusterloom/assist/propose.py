@@ -546,7 +546,8 @@ def _simulate(
     for c in candidates:
         shape = of[c.id]
         if shape in errors:
-            lost.append(Rejected(c.id, c.choice, "simulate", "simulation", errors[shape]))
+            why = f"the flow simulator could not run this fabric: {errors[shape]}"
+            lost.append(Rejected(c.id, c.choice, "simulate", "simulation", why))
             continue
         row = results[shape]
         metrics = replace(
