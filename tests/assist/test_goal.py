@@ -118,3 +118,10 @@ def test_a_goal_file_round_trips(tmp_path: Path) -> None:
     path = tmp_path / "g.yaml"
     path.write_text(example_goal_text("hgx-1k"))
     assert load_goal(path) == parse_goal(example_goal_text("hgx-1k"))
+
+
+def test_a_site_is_checked_as_a_spec_checks_it() -> None:
+    template = {"rows": 2, "positions_per_row": 4, "pitch_m": 1.0, "origin_m": [2, 2]}
+    hall = {"name": "h1", "width_m": 40, "depth_m": 30, "template": template}
+    site = {"buildings": [{"name": "b1", "halls": [hall]}, {"name": "b1", "halls": [hall]}]}
+    assert problems(minimal(site=site)) == [("site.buildings", "building name 'b1' is used twice")]

@@ -190,6 +190,10 @@ def _goal_problems(goal: Goal) -> list[Problem]:
             problems.append(
                 Problem(f"space.switches[{i}]", f"unknown switch '{name}'; known: {known}")
             )
+    if goal.site is not None:
+        from clusterloom.spec.site import site_problems
+
+        problems += site_problems(goal.site)
     c = goal.compute
     if c.accelerators % c.accelerators_per_node:
         problems.append(
