@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clusterloom.assist.goal import (
     Goal,
@@ -125,3 +127,47 @@ def test_a_site_is_checked_as_a_spec_checks_it() -> None:
     hall = {"name": "h1", "width_m": 40, "depth_m": 30, "template": template}
     site = {"buildings": [{"name": "b1", "halls": [hall]}, {"name": "b1", "halls": [hall]}]}
     assert problems(minimal(site=site)) == [("site.buildings", "building name 'b1' is used twice")]
+
+
+values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+    st.lists(st.integers(-5, 5), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
+)
+FIELDS = [
+    ("compute", "accelerators"),
+    ("compute", "accelerators_per_node"),
+    ("network", "bandwidth_per_accelerator_gbps"),
+    ("network", "transports"),
+    ("network", "nic"),
+    ("failure", "planes_down"),
+    ("budget", "max_cost_usd"),
+    ("space", "tiers"),
+    ("space", "switches"),
+    (None, "optimise"),
+    (None, "growth_to_accelerators"),
+    (None, "seed"),
+]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(FIELDS), values), min_size=1, max_size=4))
+def test_any_value_anywhere_is_a_goal_or_problems_naming_fields(
+    changes: list[tuple[tuple[str | None, str], object]],
+) -> None:
+    """Outside input: whatever a field holds, the reader gives a goal or ``SpecError`` whose
+    every problem names a field, never another exception."""
+    doc = minimal()
+    for (section, name), value in changes:
+        if section is None:
+            doc[name] = value
+        else:
+            doc[section] = {**doc.get(section, {}), name: value}
+    try:
+        goal_from_dict(doc)
+    except SpecError as exc:
+        assert exc.problems and all(p.where and p.message for p in exc.problems)
