@@ -963,12 +963,11 @@ def _has_errors(design: Design) -> bool:
 
 
 def _register_packet_commands() -> None:
-    from clusterloom.cli import diff, netbox, packet, srv6, store
+    from clusterloom.cli import change, diff, netbox, packet, propose, srv6, store
 
     diff.register(app, _guard, out)
-    from clusterloom.cli import change
-
     change.register(app, _guard, _load, out, _writing)
+    propose.register(app, _guard, out)
     packet.register(app, _guard, _load, out, err, _writing)
     netbox.register(app, _guard, out)
     store.register(app, _guard, out)
