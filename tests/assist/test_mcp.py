@@ -194,8 +194,12 @@ def test_diff_of_a_written_run_and_specs(server: Any, schemas: dict[str, Any]) -
         schemas, "diff", call(server, "diff", {"a": {"path": "cluster.yaml"}, "b": {"spec": GROWN}})
     )
     counts = grown["diff"]["counts"]
-    grown_links = run_design(parse_spec(GROWN), compare=False).fabrics[0].topology.n_links
-    base_links = run_design(parse_spec(BASE), compare=False).fabrics[0].topology.n_links
+    grown_links = (
+        run_design(parse_spec(GROWN), compare=False, place=False).fabrics[0].topology.n_links
+    )
+    base_links = (
+        run_design(parse_spec(BASE), compare=False, place=False).fabrics[0].topology.n_links
+    )
     assert counts["links_added"] - counts["links_removed"] == grown_links - base_links > 0
 
 
@@ -239,11 +243,14 @@ BAD = [
     ("diff", {"a": {"path": "cluster.yaml"}}, "bad-argument", "b"),
     ("diff", {"a": {"path": "/"}, "b": {"spec": BASE}}, "bad-input", "a.path"),
     ("diff", {"a": {}, "b": {"spec": BASE}}, "bad-input", "a"),
+    ("diff", {"a": {"path": "not-a-run"}, "b": {"spec": BASE}}, "bad-input", "a.path"),
     ("nonesuch", {}, "bad-argument", "name"),
 ]
 
 
-@pytest.mark.parametrize(("tool", "args", "code", "where"), BAD, ids=[str(i) for i in range(23)])
+@pytest.mark.parametrize(
+    ("tool", "args", "code", "where"), BAD, ids=[str(i) for i in range(len(BAD))]
+)
 def test_bad_input_gives_findings_naming_the_field(
     server: Any,
     schemas: dict[str, Any],
@@ -290,3 +297,15 @@ def test_progress_is_reported_and_increases(server: Any) -> None:
     done = [d for d, _, _ in seen]
     assert done == sorted(done) and len(set(done)) == len(done)
     assert {t for _, t, _ in seen} == {3}
+
+
+def test_diff_with_predict_gives_the_performance_delta(
+    server: Any, schemas: dict[str, Any]
+) -> None:
+    a, b = (yaml.safe_dump(hall_spec(leaf=x, scenario=True)) for x in (1, 2))
+    args = {"a": {"spec": a}, "b": {"spec": b}, "predict": True}
+    out = checked(schemas, "diff", call(server, "diff", args))
+    ideal = next(p for p in out["diff"]["performance"] if p["transport"] == "ideal")
+    # 256 KB at 200 Gb/s: 10.24 us; behind 2:1 leaves every flow gets half the rate
+    assert ideal["fct_p99_us"]["a"] == pytest.approx(10.24)
+    assert ideal["fct_p99_us"]["b"] == pytest.approx(20.48)

@@ -54,6 +54,7 @@ from clusterloom.export.design_json import DesignBomTotalsDoc, FindingDoc
 from clusterloom.findings import Finding
 
 if TYPE_CHECKING:
+    from clusterloom.assist.diff import RunFiles
     from clusterloom.pipeline import Design
     from clusterloom.spec import ClusterSpec
 
@@ -457,10 +458,13 @@ def simulate(inp: SimulateInput, call: Call) -> SimulateOutput:
     )
 
 
-def _side(label: str, ref: DesignRef, call: Call, predict: bool, temp: Path) -> tuple[Path, str]:
-    """One side of a diff as a run directory, and how the diff names it."""
+def _side(label: str, ref: DesignRef, call: Call, predict: bool, temp: Path) -> RunFiles:
+    """One side of a diff read as a design's files (a run directory as it is; a spec designed
+    into ``temp`` first), named as the caller gave it."""
+    from clusterloom.assist.diff import read_run
     from clusterloom.assist.inputs import design_spec
     from clusterloom.spec import load_spec, parse_spec
+    from clusterloom.store.summary import run_summary
 
     if (ref.path is None) == (ref.spec is None):
         raise SpecError(
@@ -468,35 +472,41 @@ def _side(label: str, ref: DesignRef, call: Call, predict: bool, temp: Path) -> 
         )
     if ref.spec is not None:
         spec = _confined(parse_spec(ref.spec, source=f"{label}.spec"), call.root, f"{label}.")
-        return design_spec(spec, temp / label, predict), f"{label}: spec text"
-    assert ref.path is not None
-    path = call.root.existing(f"{label}.path", ref.path)
-    name = f"{label}: {call.root.shown(path)}"
-    if path.is_dir():
-        return path, name
-    if path.name == "design.json":
-        raise SpecError([Problem(f"{label}.path", "give the run directory that holds it")])
-    spec = _confined(load_spec(path), call.root, f"{label}.")
-    return design_spec(spec, temp / label, predict), name
+        run, name = design_spec(spec, temp / label, predict), f"{label}: spec text"
+    else:
+        assert ref.path is not None
+        path = call.root.existing(f"{label}.path", ref.path)
+        name = f"{label}: {call.root.shown(path)}"
+        if path.is_dir():
+            run = path
+        elif path.name == "design.json":
+            raise SpecError([Problem(f"{label}.path", "give the run directory that holds it")])
+        else:
+            spec = _confined(load_spec(path), call.root, f"{label}.")
+            run = design_spec(spec, temp / label, predict)
+    try:
+        return read_run(run, name, run_summary)
+    except SpecError as exc:
+        shown = call.root.shown(run) if run.is_relative_to(call.root.path) else name
+        raise SpecError(
+            [Problem(f"{label}.path", f"{shown}: {p.message}") for p in exc.problems]
+        ) from exc
 
 
 def diff(inp: DiffInput, call: Call) -> DiffOutput:
     """Two designs compared, b - a (``assist.diff_designs``); ``ok`` false when b has error
     findings that a had not (the findings are those b adds)."""
-    from clusterloom.assist.diff import diff_designs, read_run
-    from clusterloom.store.summary import run_summary
+    from clusterloom.assist.diff import diff_designs
 
     temp = Path(mkdtemp(prefix="clusterloom-mcp-diff-"))
     try:
         call.progress(0, 2, "a")
-        path_a, name_a = _side("a", inp.a, call, inp.predict, temp)
+        a = _side("a", inp.a, call, inp.predict, temp)
         call.progress(1, 2, "b")
-        path_b, name_b = _side("b", inp.b, call, inp.predict, temp)
-        result = diff_designs(
-            read_run(path_a, name_a, run_summary), read_run(path_b, name_b, run_summary)
-        )
+        b = _side("b", inp.b, call, inp.predict, temp)
     finally:
         shutil.rmtree(temp, ignore_errors=True)
+    result = diff_designs(a, b)
     findings = [
         FindingDoc.model_validate(
             {"severity": f.severity, "code": f.code, "message": f.message, "where": f.where}
