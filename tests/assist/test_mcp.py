@@ -38,6 +38,9 @@ BASE = yaml.safe_dump(hall_spec())
 GROWN = yaml.safe_dump(hall_spec(accelerators=128))
 OVERSUB = yaml.safe_dump(hall_spec(leaf=2))
 NO_SITE = yaml.safe_dump({k: v for k, v in hall_spec().items() if k != "site"})
+HTSIM_OUT = yaml.safe_dump(
+    {**hall_spec(), "scenario": {"traffic": "htsim", "htsim_file": "/etc/passwd"}}
+)
 
 
 def _run(server: Any, body: Callable[[Client], Awaitable[T]], **kw: Any) -> T:
@@ -236,6 +239,8 @@ BAD = [
     ("simulate", {"spec": BASE, "transports": ["warp"]}, "bad-input", None),
     ("simulate", {"spec": BASE, "traffic": "htsim:../flows.cm"}, "bad-input", "traffic"),
     ("validate", {"path": "../outside.yaml"}, "bad-input", "path"),
+    ("simulate", {"spec": HTSIM_OUT}, "bad-input", "scenario.htsim_file"),
+    ("diff", {"a": {"spec": HTSIM_OUT}, "b": {"spec": BASE}}, "bad-input", "a.scenario.htsim_file"),
     ("validate", {"path": "/etc/passwd"}, "bad-input", "path"),
     ("validate", {"path": "missing.yaml"}, "bad-input", "path"),
     ("validate", {"path": "escape/passwd"}, "bad-input", "path"),
