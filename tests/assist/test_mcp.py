@@ -317,3 +317,19 @@ def test_diff_with_predict_gives_the_performance_delta(
     # 256 KB at 200 Gb/s: 10.24 us; behind 2:1 leaves every flow gets half the rate
     assert ideal["fct_p99_us"]["a"] == pytest.approx(10.24)
     assert ideal["fct_p99_us"]["b"] == pytest.approx(20.48)
+
+
+def test_htsim_traffic_is_read_under_the_root(
+    server: Any, schemas: dict[str, Any], root: Path
+) -> None:
+    """One 256 KB connection from an htsim file (relative to the root): alone on its path, it
+    completes in 256e3 x 8 / 200e9 = 10.24 us, whether named by ``traffic`` or by the spec."""
+    (root / "flows.cm").write_text("Nodes 2\nConnections 1\n0->1 start 0 size 256000\n")
+    by_traffic = {"spec": BASE, "traffic": "htsim:flows.cm", "transports": ["ideal"]}
+    in_spec = yaml.safe_dump(
+        {**hall_spec(), "scenario": {"traffic": "htsim", "htsim_file": "flows.cm"}}
+    )
+    for args in (by_traffic, {"spec": in_spec, "transports": ["ideal"]}):
+        out = checked(schemas, "simulate", call(server, "simulate", args))
+        (ideal,) = out["transports"]
+        assert ideal["flows"] == 1 and ideal["completion_us"] == pytest.approx(10.24)
