@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from clusterloom.fabric import FabricDesign
+from clusterloom.fabric.bom import Bom
 from clusterloom.units import cents, milliwatts
 
 if TYPE_CHECKING:
@@ -126,8 +127,9 @@ class DesignBom:
         )
 
 
-def _fabric_lines(fd: FabricDesign, cabled: bool) -> list[DesignBomLine]:
-    """The switches of ``fd``, and before cabling its assumed link media as estimates."""
+def _fabric_lines(bom: Bom, cabled: bool) -> list[DesignBomLine]:
+    """The switches of a fabric's ``bom``, and before cabling its assumed link media as
+    estimates."""
     return [
         DesignBomLine(
             fabric=line.fabric,
@@ -140,7 +142,7 @@ def _fabric_lines(fd: FabricDesign, cabled: bool) -> list[DesignBomLine]:
             unit_cost_cents=cents(line.unit_cost_usd),
             basis="fabric" if line.category == "switch" else "estimate",
         )
-        for line in fd.bom.lines
+        for line in bom.lines
         if line.category == "switch" or not cabled
     ]
 
@@ -153,23 +155,32 @@ def _cabled_fibers(c: Cabling, f: int) -> int:
 def design_bom(fabrics: Sequence[FabricDesign], cabling: Cabling | None) -> DesignBom:
     """The one BOM of a design: per fabric its switches then its link media (chosen by
     ``cabling`` when given, else assumed), then the shared plant."""
-    lines: list[DesignBomLine] = []
     if cabling is None:
-        for fd in fabrics:
-            lines += _fabric_lines(fd, cabled=False)
-        fibers = tuple((fd.name, fd.bom.fibers) for fd in fabrics)
-    else:
-        from clusterloom.cabling.bom import cabling_bom
+        return estimate_bom([(fd.name, fd.bom) for fd in fabrics])
+    from clusterloom.cabling.bom import cabling_bom
 
-        chosen = cabling_bom(cabling)
-        for fd in fabrics:
-            lines += _fabric_lines(fd, cabled=True)
-            lines += [_cabled(x) for x in chosen if x.fabric == fd.name]
-        lines += [_cabled(x) for x in chosen if x.fabric == ""]
-        index = {name: f for f, name in enumerate(cabling.fabrics)}
-        fibers = tuple((fd.name, _cabled_fibers(cabling, index[fd.name])) for fd in fabrics)
+    lines: list[DesignBomLine] = []
+    chosen = cabling_bom(cabling)
+    for fd in fabrics:
+        lines += _fabric_lines(fd.bom, cabled=True)
+        lines += [_cabled(x) for x in chosen if x.fabric == fd.name]
+    lines += [_cabled(x) for x in chosen if x.fabric == ""]
+    index = {name: f for f, name in enumerate(cabling.fabrics)}
+    fibers = tuple((fd.name, _cabled_fibers(cabling, index[fd.name])) for fd in fabrics)
     links = tuple((fd.name, fd.bom.links) for fd in fabrics)
-    return DesignBom(tuple(lines), cabling is not None, fibers, links)
+    return DesignBom(tuple(lines), True, fibers, links)
+
+
+def estimate_bom(boms: Sequence[tuple[str, Bom]]) -> DesignBom:
+    """The BOM before cabling of fabrics given by name and their fabric BOMs (``fabric.bom``):
+    switches, and the assumed link media as estimates. What ``design_bom`` gives a design that
+    was not cabled, for a fabric that is only sized (``assist.propose`` prices candidates so)."""
+    lines: list[DesignBomLine] = []
+    for _name, bom in boms:
+        lines += _fabric_lines(bom, cabled=False)
+    fibers = tuple((name, bom.fibers) for name, bom in boms)
+    links = tuple((name, bom.links) for name, bom in boms)
+    return DesignBom(tuple(lines), False, fibers, links)
 
 
 def _cabled(x: CablingBomLine) -> DesignBomLine:

@@ -963,9 +963,10 @@ def _has_errors(design: Design) -> bool:
 
 
 def _register_packet_commands() -> None:
-    from clusterloom.cli import diff, netbox, packet, srv6, store
+    from clusterloom.cli import diff, netbox, packet, propose, srv6, store
 
     diff.register(app, _guard, out)
+    propose.register(app, _guard, out)
     packet.register(app, _guard, _load, out, err, _writing)
     netbox.register(app, _guard, out)
     store.register(app, _guard, out)

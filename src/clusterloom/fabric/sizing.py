@@ -168,10 +168,29 @@ class FabricPlan:
             spine_ups = [a_spines * spine.up, (self.spines - a_spines) * spine.up]
         else:
             a_leaves, spine_ups = self.leaves // 2, []
-        hosts_a = min(a_leaves * leaf.down, self.endpoints)
+        hosts_a = self._host_ports_below(a_leaves)
         hosts_b = self.endpoints - hosts_a
         ups = [a_leaves * leaf.up, (self.leaves - a_leaves) * leaf.up, *spine_ups]
         return hosts_a, hosts_b, min(hosts_a, hosts_b, *ups)
+
+    def _host_ports_below(self, n_leaves: int) -> int:
+        """Host ports on the first ``n_leaves`` leaves of a plane. A leaf holds ``leaf.down``
+        ports but for the leaves of a partial scalable unit (rail-optimized; the only one when
+        the scalable unit is planned for a larger size), each of which takes one port of each
+        of its nodes: ``nodes_per_leaf`` of them, the last group of a rail fewer."""
+        down = self.tier("leaf").down
+        if self.family != "rail-optimized":
+            return min(n_leaves * down, self.endpoints)
+        full = (self.sus - 1) * self.leaves_per_su  # leaves of the full scalable units
+        if n_leaves <= full:
+            return n_leaves * down
+        per_rail = self.last_su_leaves_per_rail
+        rem = self.nodes - (self.sus - 1) * self.su_nodes  # nodes of the last one
+        last = [
+            min(self.nodes_per_leaf, rem - (k % per_rail) * self.nodes_per_leaf)
+            for k in range(n_leaves - full)
+        ]
+        return full * down + sum(last)
 
     @property
     def bisection_bps(self) -> int:

@@ -63,9 +63,12 @@ def _where(loc: tuple[int | str, ...]) -> str:
     return out or "(document)"
 
 
-def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
-    """The pydantic model that holds the field at ``loc`` (to list allowed fields)."""
-    annotation: Any = ClusterSpec
+def _model_at(
+    loc: tuple[int | str, ...], root: type[BaseModel] = ClusterSpec
+) -> type[BaseModel] | None:
+    """The pydantic model under ``root`` that holds the field at ``loc`` (to list allowed
+    fields)."""
+    annotation: Any = root
     for part in loc[:-1]:
         annotation = _pick(annotation)
         if typing.get_origin(annotation) is dict:  # a name in a mapping: step into the values
@@ -101,7 +104,9 @@ def _shown(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _problems_from_validation(exc: ValidationError) -> list[Problem]:
+def validation_problems(exc: ValidationError, root: type[BaseModel] = ClusterSpec) -> list[Problem]:
+    """One ``Problem`` per error of a document validated as ``root`` (a spec, or another
+    document read the same way, e.g. a goal), each with its dotted field path."""
     problems: list[Problem] = []
     errors = exc.errors(include_url=False)
 
@@ -132,7 +137,7 @@ def _problems_from_validation(exc: ValidationError) -> list[Problem]:
         where = _where(loc)
         kind = err["type"]
         if kind == "extra_forbidden":
-            model = _model_at(loc)
+            model = _model_at(loc, root)
             allowed = ", ".join(model.model_fields) if model else ""
             msg = "unknown field" + (f"; allowed here: {allowed}" if allowed else "")
         elif kind == "missing":
@@ -426,11 +431,10 @@ def check_spec(spec: ClusterSpec) -> list[Problem]:
     return problems
 
 
-def parse_spec(text: str, source: str = "<spec>") -> ClusterSpec:
-    """Parse and check a spec given as YAML text; raise ``SpecError`` listing every problem.
-
-    The text is held to the document limits of :mod:`clusterloom.spec.limits` before anything
-    is built from it."""
+def read_yaml(text: str, source: str, what: str = "a spec") -> dict[str, Any]:
+    """The mapping of a YAML document of ``version: 1`` (a spec, or another document read the
+    same way), held to the document limits of :mod:`clusterloom.spec.limits` first; a key given
+    twice, bad YAML, a document that is no mapping or of another version: ``SpecError``."""
     check_yaml_shape(text, source)
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)
@@ -442,20 +446,30 @@ def parse_spec(text: str, source: str = "<spec>") -> ClusterSpec:
         reason = " ".join(str(exc).split())  # one line: PyYAML's reader errors span two
         raise SpecError([Problem(source, f"not valid YAML: {reason}")]) from exc
     if not isinstance(data, dict):
-        raise SpecError([Problem(source, "a spec is a YAML mapping with version, name, ...")])
+        raise SpecError([Problem(source, f"{what} is a YAML mapping with version, name, ...")])
     if data.get("version") != 1:
         raise SpecError(
             [
                 Problem(
                     "version",
-                    f"this clusterloom reads spec version 1, got {_shown(data.get('version'))}",
+                    f"this clusterloom reads {what} of version 1, got "
+                    f"{_shown(data.get('version'))}",
                 )
             ]
         )
+    return data
+
+
+def parse_spec(text: str, source: str = "<spec>") -> ClusterSpec:
+    """Parse and check a spec given as YAML text; raise ``SpecError`` listing every problem.
+
+    The text is held to the document limits of :mod:`clusterloom.spec.limits` before anything
+    is built from it."""
+    data = read_yaml(text, source)
     try:
         spec = ClusterSpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(_problems_from_validation(exc)) from exc
+        raise SpecError(validation_problems(exc)) from exc
     problems = check_spec(spec)
     if problems:
         raise SpecError(problems)
