@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from web_helpers import World, asgi_request, bearer
+from web_helpers import World, asgi_request, bearer, fresh_proposal
 
 from clusterloom.store import Store
 from clusterloom.web import create_app
@@ -79,8 +79,9 @@ def test_a_read_token_reads_but_cannot_write(app_client: TestClient, world: Worl
 def test_a_write_token_approves_and_the_store_keeps_who_and_why(
     app_client: TestClient, world: World
 ) -> None:
+    proposal = fresh_proposal(world.store, "prop-web-approve")
     r = app_client.post(
-        f"/api/proposals/{world.proposal}/approve",
+        f"/api/proposals/{proposal}/approve",
         json={"reason": "drain window agreed"},
         headers=bearer(world.write),
     )
@@ -89,11 +90,34 @@ def test_a_write_token_approves_and_the_store_keeps_who_and_why(
     assert record["record"]["approver"] == "walt"
     assert record["record"]["note"] == "drain window agreed"
     assert record["record"]["approved"] is True
-    assert record["proposal"] == world.proposal
+    assert record["proposal"] == proposal
     missing = app_client.post(
         f"/api/proposals/{world.proposal}/approve", json={}, headers=bearer(world.write)
     )
     assert missing.status_code == 400 and "reason" in missing.json()["detail"]
+    again = app_client.post(
+        f"/api/proposals/{proposal}/reject",
+        json={"reason": "changed my mind"},
+        headers=bearer(world.write),
+    )
+    assert again.status_code == 409 and "approved already" in again.json()["detail"]
+
+
+def test_an_approval_of_a_superseded_proposal_is_refused_and_the_page_says_so(
+    app_client: TestClient, world: World
+) -> None:
+    old = fresh_proposal(world.store, "prop-web-old")
+    new = fresh_proposal(world.store, "prop-web-new", supersedes=old)
+    before = len(world.store.records(kind="approval"))
+    r = app_client.post(
+        f"/api/proposals/{old}/approve", json={"reason": "ok"}, headers=bearer(world.write)
+    )
+    assert r.status_code == 409 and f"superseded by '{new}'" in r.json()["detail"]
+    assert len(world.store.records(kind="approval")) == before
+    page = app_client.get("/changes", headers=bearer(world.write)).text
+    assert "status: <strong>SUPERSEDED</strong>" in page
+    assert f"/api/proposals/{old}/approve" not in page  # no form for a superseded one
+    assert f"/api/proposals/{new}/approve" in page
 
 
 def _login(client: TestClient, secret: str) -> str:
@@ -125,7 +149,7 @@ def test_a_session_needs_its_csrf_token_on_every_unsafe_method(
     browser: TestClient, world: World
 ) -> None:
     csrf = _login(browser, world.write)
-    url = f"/api/proposals/{world.proposal}/approve"
+    url = f"/api/proposals/{fresh_proposal(world.store, 'prop-web-form')}/approve"
     before = len(world.store.records(kind="approval"))
     for data in ({"reason": "x"}, {"reason": "x", "csrf": "wrong"}, {"reason": "x", "csrf": ""}):
         assert browser.post(url, data=data, follow_redirects=False).status_code == 403
@@ -136,6 +160,7 @@ def test_a_session_needs_its_csrf_token_on_every_unsafe_method(
     assert len(world.store.records(kind="approval")) == before
     ok = browser.post(url, data={"reason": "by form", "csrf": csrf}, follow_redirects=False)
     assert ok.status_code == 303
+    url = f"/api/proposals/{fresh_proposal(world.store, 'prop-web-script')}/approve"
     by_header = browser.post(url, json={"reason": "by script"}, headers={"X-CSRF-Token": csrf})
     assert by_header.status_code == 200
     notes = {x["record"]["note"] for x in world.store.records(kind="approval")}
@@ -213,7 +238,7 @@ def test_an_altered_session_cookie_is_refused(browser: TestClient, world: World)
 def test_a_body_over_the_limit_is_refused_by_its_length(
     app_client: TestClient, world: World
 ) -> None:
-    url = f"/api/proposals/{world.proposal}/approve"
+    url = f"/api/proposals/{fresh_proposal(world.store, 'prop-web-big')}/approve"
     big = {"reason": "x" * 5000}  # the fixture's app takes 4,096 bytes
     r = app_client.post(url, json=big, headers=bearer(world.write))
     assert r.status_code == 413
@@ -226,7 +251,7 @@ def test_a_streamed_body_over_the_limit_is_refused_without_a_length(
     app_client: TestClient, world: World
 ) -> None:
     app = app_client.app
-    url = f"/api/proposals/{world.proposal}/approve"
+    url = f"/api/proposals/{fresh_proposal(world.store, 'prop-web-streamed')}/approve"
     h = {**bearer(world.write), "content-type": "application/json"}
     body = b'{"reason": "' + b"y" * 6000 + b'"}'
     raw = asgi_request(app, "POST", url, headers=h, body=body, chunks=8)

@@ -22,6 +22,14 @@ class World:
     root: Path
 
 
+def fresh_proposal(store: Store, name: str, supersedes: str = "") -> str:
+    """A new proposal (undecided) for a test that decides on one: a decision is made once."""
+    from clusterloom.changes import ChangePlan, Proposal
+
+    plan = ChangePlan(id=f"plan-{name}", baseline="a", target="b", steps=())
+    return store.record(Proposal(id=name, plan=plan, author="ann", supersedes=supersedes))
+
+
 def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
 

@@ -967,6 +967,9 @@ def _register_packet_commands() -> None:
 
     diff.register(app, _guard, out)
     propose.register(app, _guard, out)
+    from clusterloom.cli import change
+
+    change.register(app, _guard, _load, out, _writing)
     packet.register(app, _guard, _load, out, err, _writing)
     netbox.register(app, _guard, out)
     store.register(app, _guard, out)

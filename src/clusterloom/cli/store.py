@@ -232,6 +232,37 @@ def _say_diff(out: Console, diff: dict[str, Any]) -> None:
             )
 
 
+def _export_plan(store: Store, proposal_id: str, output: str, force: bool, out: Console) -> None:
+    """``store export-plan ID -o DIR``: the stored plan's ``mop.csv`` and ``changes.jsonl``
+    with its status; APPROVED (with approver and reason) only when it is approved."""
+    from clusterloom._version import __version__
+    from clusterloom.assist.mop import mop_csv
+    from clusterloom.atomic import atomic_write
+    from clusterloom.changes import Proposal, to_json
+    from clusterloom.errors import StoreError
+    from clusterloom.export.outdir import output_run
+
+    status = store.proposal_status(proposal_id)
+    rec = store.change_record(proposal_id)
+    if not isinstance(rec, Proposal):
+        raise StoreError(f"record {proposal_id[:64]!r} is no proposal")
+    decision = store.decision(proposal_id) if status in ("approved", "rejected") else None
+    who = decision.approver if decision is not None else ""
+    why = decision.note if decision is not None else ""
+    lines = to_json(rec.plan) + "\n" + to_json(rec) + "\n"
+    if decision is not None:
+        lines += to_json(decision) + "\n"
+    with output_run(output, spec_hash=rec.plan.target, version=__version__, force=force) as run:
+        atomic_write(run.staging / "mop.csv", mop_csv(rec.plan, status, who, why))
+        atomic_write(run.staging / "changes.jsonl", lines)
+    out.print(
+        f"wrote mop.csv and changes.jsonl to {output}/: {status.upper()}"
+        + (f" by {who}: {why}" if who else ""),
+        markup=False,
+        soft_wrap=True,
+    )
+
+
 def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: Console) -> None:
     """Add the ``store`` command group to ``app``."""
     group = typer.Typer(
@@ -319,6 +350,21 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
             ids = opened.import_records(file)
             added = len(opened.records()) - before
             out.print(f"{len(ids):,} records read from {file}, {added:,} new in {opened.url}")
+
+        guard(run)
+
+    @group.command("export-plan")
+    def export_plan_command(
+        proposal: Annotated[str, typer.Argument(help="a stored proposal's id")],
+        output: Annotated[str, typer.Option("--output", "-o", help="the directory to write")],
+        store: StoreOpt = None,
+        force: Annotated[bool, typer.Option("--force", help="move foreign files aside")] = False,
+    ) -> None:
+        """A stored change plan as mop.csv and changes.jsonl, with its status: APPROVED (the
+        approver and reason) only when approved, else PROPOSED, REJECTED or SUPERSEDED."""
+
+        def run() -> None:
+            _export_plan(_open(store), proposal, output, force, out)
 
         guard(run)
 

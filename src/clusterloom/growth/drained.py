@@ -57,6 +57,7 @@ __all__ = [
     "MAXFLOW_LEAVES",
     "LinkTable",
     "capacity_note",
+    "fabric_rows",
     "link_table",
     "live_after_steps",
     "pair_cut_clos",
@@ -96,7 +97,7 @@ class LinkTable:
         return int(self.lo.shape[0])
 
 
-def _fabric_rows(fd: FabricDesign, catalog: Catalog) -> tuple[NDArray[Any], ...]:
+def fabric_rows(fd: FabricDesign, catalog: Catalog) -> tuple[NDArray[Any], ...]:
     """Names, lower-end keys and upper-end keys of ``fd``'s links (the names of
     ``growth.rework.fabric_link_names``; a switch by its device name, a host by fabric and id)."""
     t = fd.topology
@@ -120,7 +121,7 @@ def link_table(
     for installed, designs in ((True, baseline), (False, grown)):
         for fd in designs:
             t = fd.topology
-            for key, arr in zip(("name", "lo", "hi"), _fabric_rows(fd, catalog), strict=True):
+            for key, arr in zip(("name", "lo", "hi"), fabric_rows(fd, catalog), strict=True):
                 parts[key].append(arr)
             parts["fabric"].append(np.full(t.n_links, fabrics.index(fd.name), dtype=np.int16))
             parts["plane"].append(t.link_plane.astype(np.int16))

@@ -48,6 +48,7 @@ __all__ = [
     "fabric_link_names",
     "link_names",
     "measure",
+    "wave_steps",
 ]
 
 
@@ -122,6 +123,16 @@ def change_plan(
         "waves": waves.count,
     }
     return ChangePlan(plan_id, baseline, target, _checked(old_names, steps), summary)
+
+
+def wave_steps(
+    old_names: list[str], removed: set[str], waves: Waves, new_racks: list[str], why: str
+) -> tuple[Step, ...]:
+    """The steps of ``waves`` from the installed links ``old_names`` (install, the first pull,
+    then per wave drain, take off, move racks, pull, re-pull, restore), each with the state
+    validated after it (``ports-in-use-twice``, ``links``): what :func:`change_plan` makes, for
+    a caller that re-packs the waves (``assist.plan``)."""
+    return _checked(old_names, _wave_steps(len(old_names), removed, waves, new_racks, why))
 
 
 def _wave_steps(

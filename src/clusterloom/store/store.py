@@ -795,6 +795,8 @@ class Store:
                     )
                 return rec_id
             proposal = rec.proposal if isinstance(rec, Approval | Decision) else None
+            if isinstance(rec, Approval) and session.get(ChangeRecordRow, rec.proposal) is not None:
+                self._check_decidable(session, rec.proposal)
             design = self._record_design(session, rec, design_id, proposal)
             session.add(
                 ChangeRecordRow(
@@ -869,12 +871,92 @@ class Store:
                 raise StoreError(f"record {record_id[:64]!r}: not found")
             return from_json(row.body)
 
-    def approve(self, proposal_id: str, *, user: str, reason: str, approved: bool = True) -> str:
-        """Record ``user``'s approval (or refusal) of a stored proposal, with the reason."""
+    def proposal_status(self, proposal_id: str) -> str:
+        """``superseded`` when a stored proposal names it in ``supersedes`` (whatever was
+        decided on it before), else ``approved`` or ``rejected`` by its first decision, else
+        ``proposed``; ``StoreError`` when there is no such proposal."""
         with self._session() as session:
-            row = session.get(ChangeRecordRow, proposal_id)
-            if row is None or row.kind != "proposal":
-                raise StoreError(f"proposal {proposal_id[:64]!r}: not found")
+            return self._status(session, proposal_id)[0]
+
+    def _status(self, session: Session, proposal_id: str) -> tuple[str, str]:
+        """The status and what decided it (the superseding proposal, the approval's id)."""
+        row = session.get(ChangeRecordRow, proposal_id)
+        if row is None or row.kind != "proposal":
+            raise StoreError(f"proposal {proposal_id[:64]!r}: not found")
+        needle = f'"supersedes":{json.dumps(proposal_id)}'
+        later = session.scalars(
+            select(ChangeRecordRow)
+            .where(ChangeRecordRow.kind == "proposal")
+            .where(ChangeRecordRow.body.contains(needle, autoescape=True))
+            .order_by(ChangeRecordRow.created, ChangeRecordRow.id)
+        ).all()
+        for r in later:
+            if json.loads(r.body).get("supersedes") == proposal_id:
+                return "superseded", r.id
+        decided = session.scalars(
+            select(ChangeRecordRow)
+            .where(ChangeRecordRow.kind == "approval")
+            .where(ChangeRecordRow.proposal_id == proposal_id)
+            .order_by(ChangeRecordRow.created, ChangeRecordRow.id)
+            .limit(1)
+        ).first()
+        if decided is not None:
+            return ("approved" if decided.approved else "rejected"), decided.id
+        return "proposed", ""
+
+    def decision(self, proposal_id: str) -> Approval | None:
+        """The approval (or rejection) that decided a proposal, None while undecided."""
+        with self._session() as session:
+            self._status(session, proposal_id)  # not found: refused
+            approval = session.scalars(
+                select(ChangeRecordRow)
+                .where(ChangeRecordRow.kind == "approval")
+                .where(ChangeRecordRow.proposal_id == proposal_id)
+                .order_by(ChangeRecordRow.created, ChangeRecordRow.id)
+                .limit(1)
+            ).first()
+        if approval is None:
+            return None
+        rec = from_json(approval.body)
+        assert isinstance(rec, Approval)
+        return rec
+
+    def open_proposal(self, baseline: str, target: str) -> str | None:
+        """The newest proposal of a plan from ``baseline`` to ``target`` (spec hashes) that no
+        proposal supersedes: the one a new plan for the same change supersedes."""
+        with self._session() as session:
+            rows = session.scalars(
+                select(ChangeRecordRow)
+                .where(ChangeRecordRow.kind == "proposal")
+                .order_by(ChangeRecordRow.created.desc(), ChangeRecordRow.id.desc())
+            ).all()
+            for r in rows:
+                plan = json.loads(r.body).get("plan", {})
+                same = plan.get("baseline") == baseline and plan.get("target") == target
+                if same and self._status(session, r.id)[0] != "superseded":
+                    return r.id
+        return None
+
+    def _check_decidable(self, session: Session, proposal_id: str) -> None:
+        """Refuse a decision on a proposal that is superseded or decided already."""
+        status, by = self._status(session, proposal_id)
+        if status == "superseded":
+            raise StoreError(
+                f"proposal {proposal_id[:64]!r} is superseded by {by!r}: decide on that one"
+            )
+        if status != "proposed":
+            raise StoreError(
+                f"proposal {proposal_id[:64]!r} is {status} already (record {by}); a decision "
+                "is made once: propose again to change it"
+            )
+
+    def approve(self, proposal_id: str, *, user: str, reason: str, approved: bool = True) -> str:
+        """Record ``user``'s approval (or refusal) of a stored proposal, with the reason;
+        refused (``StoreError``) for a proposal superseded or decided already."""
+        with self._session() as session:
+            self._check_decidable(session, proposal_id)  # not found, superseded, decided
+        if not reason.strip():
+            raise StoreError(f"proposal {proposal_id[:64]!r}: give the reason for the decision")
         return self.record(
             Approval(proposal=proposal_id, approver=user, approved=approved, note=reason),
             user=user,

@@ -12,7 +12,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from clusterloom.changes import Decision
-from clusterloom.store import Store, TablePage
+from clusterloom.store import Store, StoreError, TablePage
 from clusterloom.web import params, queries
 from clusterloom.web.auth import require_write
 from clusterloom.web.security import Principal
@@ -164,7 +164,10 @@ async def _decide(
     pid = _proposal(store, proposal)
     fields = await _fields(request)
     reason = _text(fields, "reason", required=True)
-    record = store.approve(pid, user=principal.user, reason=reason, approved=approved)
+    try:
+        record = store.approve(pid, user=principal.user, reason=reason, approved=approved)
+    except StoreError as exc:  # superseded, or decided already: refused
+        raise HTTPException(409, str(exc)) from None
     return _done(request, {"id": record, "proposal": pid, "approved": approved})
 
 

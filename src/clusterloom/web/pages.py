@@ -363,10 +363,12 @@ def changes(request: Request, design: str | None = Query(None, max_length=64)) -
     store = _store(request)
     did = params.design_id(store, design) if design else None
     records = store.records(design_id=did)
+    statuses = {r["id"]: store.proposal_status(r["id"]) for r in records if r["kind"] == "proposal"}
     return _page(
         request,
         "changes.html",
         title="changes and decisions",
         records=records,
+        statuses=statuses,
         design=store.design(did) if did else None,
     )
