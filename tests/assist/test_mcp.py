@@ -94,7 +94,7 @@ def test_lists_every_tool_with_its_schemas(schemas: dict[str, Any]) -> None:
     assert (
         sorted(schemas)
         == sorted(TOOLS)
-        == sorted(["validate", "size", "place", "cable", "simulate", "diff"])
+        == sorted(["validate", "size", "place", "cable", "simulate", "diff", "propose", "plan"])
     )
     for name, tool in schemas.items():
         assert tool.input_schema == TOOLS[name].inputs.model_json_schema()
@@ -104,6 +104,9 @@ def test_lists_every_tool_with_its_schemas(schemas: dict[str, Any]) -> None:
         assert tool.annotations.read_only_hint == (name not in {"cable", "simulate"})
     spec_arg = schemas["size"].input_schema["properties"]["spec"]
     assert spec_arg["anyOf"][0]["maxLength"] == 2**20  # spec.limits.MAX_SPEC_BYTES
+    # the goal and the floors are typed by their own models
+    assert "Goal" in schemas["propose"].input_schema["$defs"]
+    assert "Floors" in schemas["plan"].input_schema["$defs"]
     rtol = schemas["simulate"].input_schema["properties"]["rtol"]
     assert (rtol["minimum"], rtol["maximum"]) == (1e-12, 0.5)
 
@@ -333,3 +336,131 @@ def test_htsim_traffic_is_read_under_the_root(
         out = checked(schemas, "simulate", call(server, "simulate", args))
         (ideal,) = out["transports"]
         assert ideal["flows"] == 1 and ideal["completion_us"] == pytest.approx(10.24)
+
+
+#: 128 GPUs at 400G each, rail-optimized on one switch, 2 planes, 1:1 or 2:1 leaves
+GOAL: dict[str, Any] = {
+    "version": 1,
+    "name": "tiny",
+    "compute": {"accelerators": 128},
+    "network": {
+        "bandwidth_per_accelerator_gbps": 400,
+        "transports": ["roce-ecmp"],
+        "max_oversubscription": {"leaf": 2},
+    },
+    "failure": {"planes_down": 1, "floors": {"bisection": 0.5}},
+    "space": {
+        "families": ["rail-optimized"],
+        "switches": ["tomahawk4-64x400g"],
+        "tiers": [2],
+        "planes": [2],
+        "leaf_oversubscription": [1, 2],
+    },
+}
+
+
+def test_propose_is_the_librarys_front(server: Any, schemas: dict[str, Any]) -> None:
+    from clusterloom.assist.goal import goal_from_dict
+    from clusterloom.assist.propose import propose
+
+    result = call(server, "propose", {"goal": GOAL})
+    out = checked(schemas, "propose", result)
+    want = propose(goal_from_dict(GOAL))
+    assert out["ok"] is True and out["proposal"] == json.loads(json.dumps(want.to_dict()))
+    assert out["proposal"]["front"], "the goal is met"
+    assert out["findings"] == [f.to_dict() for f in want.findings]
+    # the same goal as YAML text gives the same bytes
+    again = call(server, "propose", {"text": yaml.safe_dump(GOAL)})
+    assert again.content[0].text == result.content[0].text  # type: ignore[union-attr]
+    # a budget nothing meets: a warning naming the binding constraint, an empty front
+    poor = checked(
+        schemas,
+        "propose",
+        call(server, "propose", {"goal": {**GOAL, "budget": {"max_cost_usd": 1}}}),
+    )
+    assert poor["ok"] is True and poor["proposal"]["front"] == []
+    assert [f["code"] for f in poor["findings"] if f["severity"] == "warning"] == ["goal-unmet"]
+
+
+@pytest.fixture(scope="module")
+def installed(server: Any) -> str:
+    assert data(call(server, "cable", {"spec": BASE, "output": "runs/installed"}))["ok"]
+    return "runs/installed"
+
+
+def test_plan_is_the_librarys_plan(
+    server: Any, schemas: dict[str, Any], root: Path, installed: str
+) -> None:
+    from clusterloom.assist.floors import Floors
+    from clusterloom.assist.plan import plan_change
+
+    args = {"baseline": installed, "target": {"spec": GROWN}, "simulate": False}
+    result = call(server, "plan", args)
+    out = checked(schemas, "plan", result)
+    want = plan_change(root / installed, parse_spec(GROWN), Floors(), simulate=False)
+    assert out["ok"] is True and out["plan"] == json.loads(json.dumps(want.to_dict()))
+    assert out["plan"]["change"] == "growth" and out["plan"]["reaches_target"] is True
+    assert call(server, "plan", args).content[0].text == result.content[0].text  # type: ignore[union-attr]
+    # a floor no order of the steps keeps: the findings name it and the step, no plan
+    strict = call(server, "plan", {**args, "floors": {"bisection": 0.99}})
+    refused = checked(schemas, "plan", strict)
+    assert refused["ok"] is False and refused["plan"] is None and strict.is_error is False
+    floors = [f for f in refused["findings"] if f["code"] == "plan-floor"]
+    assert floors and all(f["where"].startswith("change.steps[") for f in floors)
+
+
+BAD_LIFECYCLE = [
+    (
+        "propose",
+        {"goal": {**GOAL, "compute": {"accelerators": 0}}},
+        "bad-argument",
+        "goal.compute.accelerators",
+    ),
+    (
+        "propose",
+        {"goal": {**GOAL, "network": {**GOAL["network"], "transports": ["warp"]}}},
+        "bad-input",
+        "goal.network.transports[0]",
+    ),
+    ("propose", {"text": "version: 1\nname: [\n"}, "bad-input", "text line 3, column 1"),
+    ("propose", {"example": "no-such"}, "bad-input", "example"),
+    ("propose", {}, "bad-input", "goal"),
+    ("propose", {"path": "../goal.yaml"}, "bad-input", "path"),
+    ("plan", {"baseline": "../x", "target": {"spec": GROWN}}, "bad-input", "baseline"),
+    ("plan", {"baseline": "cluster.yaml", "target": {"spec": GROWN}}, "bad-input", "baseline"),
+    ("plan", {"baseline": "runs/installed", "target": {}}, "bad-input", "target.spec"),
+    (
+        "plan",
+        {"baseline": "runs/installed", "target": {"path": "/etc/passwd"}},
+        "bad-input",
+        "target.path",
+    ),
+    (
+        "plan",
+        {"baseline": "runs/installed", "target": {"spec": GROWN}, "floors": {"plane": 2}},
+        "bad-argument",
+        "floors.plane",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "code", "where"),
+    BAD_LIFECYCLE,
+    ids=[str(i) for i in range(len(BAD_LIFECYCLE))],
+)
+def test_bad_goals_and_plans_give_findings(
+    server: Any,
+    schemas: dict[str, Any],
+    installed: str,
+    tool: str,
+    args: dict[str, Any],
+    code: str,
+    where: str,
+) -> None:
+    result = call(server, tool, args)
+    out = checked(schemas, tool, result)
+    assert out["ok"] is False and result.is_error is True
+    assert {f["code"] for f in out["findings"]} == {code}
+    assert where in [f["where"] for f in out["findings"]], out["findings"]
+    assert out["proposal" if tool == "propose" else "plan"] is None

@@ -63,8 +63,8 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
             ),
         ] = False,
     ) -> None:
-        """Serve validate, size, place, cable, simulate and diff as MCP tools for agents
-        (docs/mcp.md); stdio by default. No language model runs inside clusterloom."""
+        """Serve validate, size, place, cable, simulate, diff, propose and plan as MCP tools
+        for agents (docs/mcp.md); stdio by default. No language model runs inside clusterloom."""
 
         def prepare() -> tuple[Any, tuple[str, int] | None]:
             from clusterloom.errors import ClusterloomError

@@ -14,6 +14,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clusterloom.assist.floors import Floors
+from clusterloom.assist.goal import Goal
 from clusterloom.assist.mcp.root import MAX_PATH_CHARS
 from clusterloom.export.design_json import (
     DesignBomTotalsDoc,
@@ -36,6 +38,10 @@ __all__ = [
     "MediumOut",
     "PlaceInput",
     "PlaceOutput",
+    "PlanInput",
+    "PlanOutput",
+    "ProposeInput",
+    "ProposeOutput",
     "SimulateInput",
     "SimulateOutput",
     "SizeInput",
@@ -157,6 +163,34 @@ class DiffInput(_Model):
     )
 
 
+class ProposeInput(_Model):
+    """A design goal (docs/assist.md, "clusterloom propose"): exactly one of ``goal`` (the goal
+    as an object), ``text`` (its YAML), ``path`` (a goal file under the root) or ``example``
+    (a built-in example goal's name)."""
+
+    goal: Goal | None = None
+    text: SpecText | None = None
+    path: PathArg | None = Field(default=None, description="a goal file (YAML) under the root")
+    example: Annotated[str, Field(min_length=1, max_length=64)] | None = Field(
+        default=None, description="a built-in example goal (e.g. hgx-1k)"
+    )
+
+
+class PlanInput(_Model):
+    """A change from an installed design to a target spec, every intermediate state held to
+    ``floors`` (docs/assist.md, "Change plans")."""
+
+    baseline: PathArg = Field(
+        description="the installed design: a run directory under the root (`design -o`, or "
+        "`cable` with output)"
+    )
+    target: SpecSource = Field(description="the target spec: one of spec, path or example")
+    floors: Floors = Field(default_factory=Floors)
+    simulate: bool = Field(
+        default=True, description="also predict each step's impact on the flow engine"
+    )
+
+
 class ToolOutput(_Model):
     """What every tool returns: ``ok`` (no error finding, and the call could be carried out)
     and every finding of the validators that ran, or of the input that was refused."""
@@ -246,4 +280,18 @@ class SimulateOutput(ToolOutput):
 class DiffOutput(ToolOutput):
     diff: dict[str, Any] | None = Field(
         description="DesignDiff.to_dict(), as `clusterloom diff --json` prints it"
+    )
+
+
+class ProposeOutput(ToolOutput):
+    proposal: dict[str, Any] | None = Field(
+        description="ProposeResult.to_dict(): the front, every rejected candidate with its "
+        "reason, the candidates per tier, as `clusterloom propose --json` prints it"
+    )
+
+
+class PlanOutput(ToolOutput):
+    plan: dict[str, Any] | None = Field(
+        description="PlanResult.to_dict(): the change plan's steps with their validated state, "
+        "its proposal, the floors and the predicted impact"
     )

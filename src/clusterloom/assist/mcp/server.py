@@ -43,8 +43,9 @@ _INSTRUCTIONS = (
     "clusterloom designs the networks of AI training clusters from a cluster spec (YAML, "
     "docs/spec.md). Every tool returns ok, errors, warnings and findings (severity, code, "
     "message, where); ok false means a finding is an error and the design fields are null. "
-    "Start with validate, then size, place, cable (output writes a run directory for diff), "
-    "simulate and diff. Paths are relative to the server's root."
+    "Start with validate, then size, place, cable (output writes a run directory for diff and "
+    "plan), simulate and diff; propose finds designs for a goal, plan a change from an "
+    "installed run to a target spec. Paths are relative to the server's root."
 )
 
 

@@ -38,6 +38,10 @@ from clusterloom.assist.mcp.models import (
     MediumOut,
     PlaceInput,
     PlaceOutput,
+    PlanInput,
+    PlanOutput,
+    ProposeInput,
+    ProposeOutput,
     SimulateInput,
     SimulateOutput,
     SizeInput,
@@ -55,6 +59,7 @@ from clusterloom.findings import Finding
 
 if TYPE_CHECKING:
     from clusterloom.assist.diff import RunFiles
+    from clusterloom.assist.goal import Goal
     from clusterloom.pipeline import Design
     from clusterloom.spec import ClusterSpec
 
@@ -107,20 +112,11 @@ def _verdict(findings: list[FindingDoc]) -> dict[str, Any]:
 
 
 def _argument_findings(exc: ValidationError, model: type[BaseModel]) -> list[FindingDoc]:
-    out: list[FindingDoc] = []
-    for e in exc.errors(include_url=False):
-        where = ".".join(str(p) for p in e["loc"]) or "arguments"
-        if e["type"] == "extra_forbidden":
-            message = "unknown argument"
-            if len(e["loc"]) == 1:
-                message += "; the tool takes: " + ", ".join(model.model_fields)
-        elif e["type"] == "missing":
-            message = "required argument is missing"
-        else:
-            shown = repr(e.get("input"))
-            message = f"{e['msg']} (got {shown[:57] + '...' if len(shown) > 60 else shown})"
-        out.append(FindingDoc(severity="error", code="bad-argument", message=message, where=where))
-    return out
+    """One ``bad-argument`` finding per field of ``model`` the arguments get wrong, named by
+    its dotted path (``spec.load.validation_problems``, as a spec's fields are named)."""
+    from clusterloom.spec.load import validation_problems
+
+    return [_problem("bad-argument", p) for p in validation_problems(exc, model)]
 
 
 # -- inputs ----------------------------------------------------------------------------------
@@ -136,8 +132,9 @@ def _confined(spec: ClusterSpec, root: Root, where: str) -> ClusterSpec:
     return spec.model_copy(update={"scenario": sc.model_copy(update={"htsim_file": str(path)})})
 
 
-def _spec(src: SpecSource, root: Root) -> ClusterSpec:
-    """The one spec ``src`` gives (text, a file under the root, or a built-in example)."""
+def _spec(src: SpecSource, root: Root, prefix: str = "") -> ClusterSpec:
+    """The one spec ``src`` gives (text, a file under the root, or a built-in example);
+    ``prefix`` names the argument that holds it (``target.``)."""
     from clusterloom.spec import load_spec, parse_spec
 
     given = [k for k in ("spec", "path", "example") if getattr(src, k) is not None]
@@ -145,18 +142,18 @@ def _spec(src: SpecSource, root: Root) -> ClusterSpec:
         raise SpecError(
             [
                 Problem(
-                    "spec" if not given else ", ".join(given),
+                    f"{prefix}spec" if not given else ", ".join(prefix + k for k in given),
                     "give exactly one of spec (YAML text), path (a spec file under the root) "
                     "or example (a built-in example's name)",
                 )
             ]
         )
     if src.spec is not None:
-        spec = parse_spec(src.spec, source="spec")
+        spec = parse_spec(src.spec, source=f"{prefix}spec")
     elif src.path is not None:
-        path = root.existing("path", src.path)
+        path = root.existing(f"{prefix}path", src.path)
         if not path.is_file():
-            raise SpecError([Problem("path", f"{src.path!r} is not a file")])
+            raise SpecError([Problem(f"{prefix}path", f"{src.path!r} is not a file")])
         spec = load_spec(path)
     else:
         from clusterloom.examples import example_names, example_text
@@ -164,9 +161,11 @@ def _spec(src: SpecSource, root: Root) -> ClusterSpec:
         assert src.example is not None
         if src.example not in example_names():
             known = ", ".join(example_names())
-            raise SpecError([Problem("example", f"no example {src.example!r}; known: {known}")])
+            raise SpecError(
+                [Problem(f"{prefix}example", f"no example {src.example!r}; known: {known}")]
+            )
         spec = parse_spec(example_text(src.example), source=f"example {src.example}")
-    return _confined(spec, root, "")
+    return _confined(spec, root, prefix)
 
 
 def _stages(
@@ -358,22 +357,23 @@ def _us(ps: float | None) -> float | None:
 
 
 class _Steps:
-    """The predictor's steps as increasing progress: one unit per task, its fraction within;
-    a step is reported when its task changes or its fraction moves by 5 % or more."""
+    """The steps of ``predict`` or ``propose`` as strictly increasing progress: one unit per
+    task, its fraction within (at most 0.99, so the next task starts above it); a step is
+    reported when its task changes or its fraction moves by 5 % or more."""
 
-    def __init__(self, call: Call, tasks: int) -> None:
+    def __init__(self, call: Call, tasks: int | None) -> None:
         self.call, self.tasks = call, tasks
         self.task, self.index, self.shown = "", -1, -1.0
 
     def __call__(self, step: Any) -> None:
         if step.task != self.task:
             self.task, self.index, self.shown = step.task, self.index + 1, -1.0
-        fraction = step.fraction or 0.0
+        fraction = min(step.fraction or 0.0, 0.99)  # below the next task's start
         if fraction - self.shown < 0.05 and self.shown >= 0:
             return
         self.shown = fraction
-        done = min(self.index + fraction, self.tasks)
-        self.call.progress(done, max(self.tasks, self.index + 1), str(step))
+        total = None if self.tasks is None else max(self.tasks, self.index + 1)
+        self.call.progress(self.index + fraction, total, str(step))
 
 
 def _htsim(traffic: str | None, root: Root) -> str | None:
@@ -391,7 +391,6 @@ def simulate(inp: SimulateInput, call: Call) -> SimulateOutput:
     from clusterloom.write import write_prediction
 
     spec = _spec(inp, call.root)
-    call.progress(0, None, "sizing the backend fabric")
     backend = design_fabric(spec, "backend", compare=False)
     findings = [_doc(f) for f in backend.findings]
     if _has_errors(findings):
@@ -516,6 +515,82 @@ def diff(inp: DiffInput, call: Call) -> DiffOutput:
     return DiffOutput(**_verdict(findings), diff=result.to_dict())
 
 
+def _goal(inp: ProposeInput, root: Root) -> Goal:
+    """The one goal ``inp`` gives (an object, YAML text, a file under the root, an example)."""
+    from clusterloom.assist.goal import (
+        example_goal_names,
+        example_goal_text,
+        goal_from_dict,
+        load_goal,
+        parse_goal,
+    )
+
+    given = [k for k in ("goal", "text", "path", "example") if getattr(inp, k) is not None]
+    if len(given) != 1:
+        raise SpecError(
+            [
+                Problem(
+                    "goal" if not given else ", ".join(given),
+                    "give exactly one of goal (an object), text (its YAML), path (a goal file "
+                    "under the root) or example (a built-in example goal's name)",
+                )
+            ]
+        )
+    if inp.goal is not None:
+        try:
+            return goal_from_dict(inp.goal.model_dump(mode="json"), source="goal")
+        except SpecError as exc:  # the checks beyond the schema: name the argument's field
+            raise SpecError([Problem(f"goal.{p.where}", p.message) for p in exc.problems]) from exc
+    if inp.text is not None:
+        return parse_goal(inp.text, source="text")
+    if inp.path is not None:
+        path = root.existing("path", inp.path)
+        if not path.is_file():
+            raise SpecError([Problem("path", f"{inp.path!r} is not a file")])
+        return load_goal(path)
+    assert inp.example is not None
+    if inp.example not in example_goal_names():
+        known = ", ".join(example_goal_names())
+        raise SpecError([Problem("example", f"no example goal {inp.example!r}; known: {known}")])
+    return parse_goal(example_goal_text(inp.example), source=f"example {inp.example}")
+
+
+def propose(inp: ProposeInput, call: Call) -> ProposeOutput:
+    """Propose the designs that meet a goal (``assist.propose``): the candidates its space
+    allows, pruned by the sizing rules and the budget, simulated once per fabric shape, the
+    Pareto front designed and validated; every other candidate with the reason it lost. No
+    candidate meeting the goal is a warning (``goal-unmet``) naming the binding constraint."""
+    from clusterloom.assist.propose import propose as run_propose
+
+    goal = _goal(inp, call.root)
+    result = run_propose(goal, progress=_Steps(call, None))
+    findings = [_doc(f) for f in result.findings]
+    if _has_errors(findings):
+        return refused(ProposeOutput, findings)
+    return ProposeOutput(**_verdict(findings), proposal=result.to_dict())
+
+
+def plan(inp: PlanInput, call: Call) -> PlanOutput:
+    """Plan the change from an installed design (a run directory under the root) to a target
+    spec (``assist.plan_change``): the growth path's steps in waves, every intermediate state
+    held to the floors (connectivity, job paths, bisection, planes) and, with ``simulate``,
+    its predicted impact; ``ok`` false when a step cannot keep a floor (the findings name the
+    floor and the step)."""
+    from clusterloom.assist.plan import plan_change
+
+    baseline = call.root.existing("baseline", inp.baseline)
+    if not baseline.is_dir():
+        raise SpecError([Problem("baseline", f"{inp.baseline!r}: give a run directory")])
+    target = _spec(inp.target, call.root, "target.")
+    call.progress(0, 1, "planning the change")
+    result = plan_change(baseline, target, inp.floors, simulate=inp.simulate)
+    call.progress(1, 1, "planned")
+    findings = [_doc(f) for f in result.findings]
+    if _has_errors(findings):
+        return refused(PlanOutput, findings)
+    return PlanOutput(**_verdict(findings), plan=result.to_dict())
+
+
 # -- the registry ----------------------------------------------------------------------------
 
 
@@ -546,6 +621,8 @@ TOOLS: dict[str, Tool] = {
         Tool("cable", "Place and cable", CableInput, CableOutput, cable, writes=True),
         Tool("simulate", "Simulate traffic", SimulateInput, SimulateOutput, simulate, True),
         Tool("diff", "Compare two designs", DiffInput, DiffOutput, diff),
+        Tool("propose", "Propose designs for a goal", ProposeInput, ProposeOutput, propose),
+        Tool("plan", "Plan a change", PlanInput, PlanOutput, plan),
     )
 }
 
