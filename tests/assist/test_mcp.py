@@ -13,6 +13,7 @@ with findings naming the field, never an exception; the same call twice, the sam
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Awaitable, Callable
@@ -306,8 +307,20 @@ def test_progress_is_reported_and_increases(server: Any) -> None:
     _run(server, body)
     assert [m for _, _, m in seen] == ["fabric:backend", "placement", "cabling"]
     done = [d for d, _, _ in seen]
-    assert done == sorted(done) and len(set(done)) == len(done)
+    assert all(a < b for a, b in itertools.pairwise(done))
     assert {t for _, t, _ in seen} == {3}
+
+    # the simulator's tasks: one unit each (two transports and the ideal bound), increasing
+    seen.clear()
+
+    async def simulated(client: Client) -> CallToolResult:
+        args = {"spec": BASE, "size": "256KB", "transports": ["roce-ecmp", "ideal"]}
+        return await client.call_tool("simulate", args, progress_callback=progress)
+
+    _run(server, simulated)
+    done = [d for d, _, _ in seen]
+    assert len(done) >= 2 and all(a < b for a, b in itertools.pairwise(done))
+    assert all(t == 3 for _, t, _ in seen)
 
 
 def test_diff_with_predict_gives_the_performance_delta(
