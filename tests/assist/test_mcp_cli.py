@@ -94,3 +94,10 @@ def test_refusals_are_one_line_and_exit_2(args: list[str], says: str) -> None:
     assert result.exit_code == 2, result.output
     assert says in result.output
     assert "Traceback" not in result.output
+
+
+def test_without_the_sdk_it_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mcp.server.lowlevel", None)  # import raises ImportError
+    result = CliRunner().invoke(app, ["mcp"])
+    assert result.exit_code == 2, result.output
+    assert "pip install 'clusterloom[mcp]'" in result.output
