@@ -18,6 +18,7 @@ PACKAGES = [
     "clusterloom.srv6",
     "clusterloom.store",
     "clusterloom.web",
+    "clusterloom.assist.mcp",
 ]
 
 

@@ -27,21 +27,27 @@ from typing import TYPE_CHECKING
 from clusterloom.errors import Problem, SpecError, StoreError
 
 if TYPE_CHECKING:
+    from clusterloom.spec import ClusterSpec
     from clusterloom.store import Store
 
-__all__ = ["DesignInputs"]
+__all__ = ["DesignInputs", "design_spec"]
 
 
 def _spec_run(path: Path, into: Path, predict: bool) -> Path:
+    """The spec at ``path`` designed into ``into`` (:func:`design_spec`)."""
+    from clusterloom.spec import load_spec
+
+    return design_spec(load_spec(path), into, predict)
+
+
+def design_spec(spec: ClusterSpec, into: Path, predict: bool = False) -> Path:
     """The spec designed as ``clusterloom design`` designs it, written into ``into``; with
     ``predict``, its scenario (the standard one, a permutation of the engine's transports, when
     it has none) predicted by the flow engine and written to ``simulation/``."""
     from clusterloom.pipeline import run_design
-    from clusterloom.spec import load_spec
     from clusterloom.spec.scenario import ScenarioSpec
     from clusterloom.write import write_design
 
-    spec = load_spec(path)
     if predict and spec.scenario is None:
         spec = spec.model_copy(update={"scenario": ScenarioSpec()})
     design = run_design(spec, compare=False, predict=predict)

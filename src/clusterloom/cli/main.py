@@ -963,18 +963,17 @@ def _has_errors(design: Design) -> bool:
 
 
 def _register_packet_commands() -> None:
-    from clusterloom.cli import change, diff, netbox, packet, propose, srv6, store
+    from clusterloom.cli import change, diff, mcp, netbox, packet, propose, serve, srv6, store
 
     diff.register(app, _guard, out)
-    change.register(app, _guard, _load, out, _writing)
     propose.register(app, _guard, out)
+    change.register(app, _guard, _load, out, _writing)
     packet.register(app, _guard, _load, out, err, _writing)
     netbox.register(app, _guard, out)
     store.register(app, _guard, out)
     srv6.register(app, _guard, _load, out, err, _writing)
-    from clusterloom.cli import serve
-
     serve.register(app, _guard, out)
+    mcp.register(app, _guard, out)
 
 
 _register_packet_commands()
