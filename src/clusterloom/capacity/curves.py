@@ -202,8 +202,6 @@ def design_point(
 ) -> tuple[DesignPoint, bool]:
     """The design point of a scaled spec's data, from the cache when it holds it; (point,
     whether it came from the cache)."""
-    from clusterloom.spec.load import parse_spec
-
     canonical = json.dumps({"spec": data, "place": place, "version": __version__}, sort_keys=True)
     key = hashlib.sha256(canonical.encode()).hexdigest()
     path = cache / f"{key}.json" if cache is not None else None
@@ -214,7 +212,7 @@ def design_point(
         except (OSError, ValueError, KeyError):
             pass  # a damaged entry is designed again and rewritten
     try:
-        spec = parse_spec(yaml.safe_dump(data, sort_keys=False), source=where)
+        spec = _spec_of(data, where)
         point = _designed(spec, place)
     except SpecError as exc:
         raise SpecError(
@@ -232,17 +230,32 @@ def design_point(
     return point, False
 
 
+def _spec_of(data: dict[str, Any], where: str) -> ClusterSpec:
+    """A scaled spec's data checked as ``parse_spec`` checks a file."""
+    from pydantic import ValidationError
+
+    from clusterloom.spec.load import check_spec, problems_from_validation
+
+    try:
+        spec = ClusterSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError([Problem(where, str(p)) for p in problems_from_validation(exc)]) from exc
+    problems = check_spec(spec)
+    if problems:
+        raise SpecError([Problem(where, str(p)) for p in problems])
+    return spec
+
+
 def _max_accelerators(template: dict[str, Any], tiers: int, unit: int, site: SiteInput) -> int:
     """The largest count the choice's backend reaches on ``tiers`` (the fabric stage's own
-    sizing refuses one more unit), by bisection over whole units."""
+    sizing refuses one more unit), by bisection over whole units; the floor plays no part."""
     from clusterloom.fabric.sizing import plan_fabric
-    from clusterloom.spec.load import parse_spec
 
     def fits(n: int) -> bool:
         data = scaled_spec(template, n * unit, tiers, site)
         data.pop("site")
         try:
-            plan_fabric(parse_spec(yaml.safe_dump(data, sort_keys=False)), "backend", tiers=tiers)
+            plan_fabric(_spec_of(data, "template"), "backend", tiers=tiers)
         except SpecError:
             return False
         return True
@@ -259,18 +272,13 @@ def _max_accelerators(template: dict[str, Any], tiers: int, unit: int, site: Sit
 
 
 def default_sizes(plan: PlanInput, unit: int) -> list[int]:
-    """Four sizes: 0 and a quarter, half and all of the largest forecast at any site (its top
-    quantile in the last period), in whole units."""
-    top = 0.0
-    for program in plan.programs:
-        for forecast in program.demand.values():
-            _, values = forecast.quantile_table()
-            top = max(top, float(values[-1, -1]))
+    """Four sizes: 0 and a quarter, half and all of the largest forecast at any site (the sum
+    of its programs' top quantiles in the last period), in whole units."""
     total = {s: 0.0 for s in (x.name for x in plan.sites)}
     for program in plan.programs:
         for site, forecast in program.demand.items():
             total[site] += float(forecast.quantile_table()[1][-1, -1])
-    top = max([top, *total.values()])
+    top = max(total.values())
     full = max(1, math.ceil(top / unit))
     return sorted({0, *(max(1, math.ceil(full * f)) * unit for f in (0.25, 0.5, 1.0))})
 
@@ -288,9 +296,7 @@ def compute_curves(
     that cannot be read or designed, or a part the designs need that no ``parts`` entry
     supplies."""
     base = base or Path.cwd()
-    templates = [
-        _template_data(c, f"fabrics[{i}]", base) for i, c in enumerate(plan.fabrics)
-    ]
+    templates = [_template_data(c, f"fabrics[{i}]", base) for i, c in enumerate(plan.fabrics)]
     units = {_unit(t) for t in templates}
     unit = math.lcm(*units)
     sizes = sorted({0, *plan.curves.sizes}) if plan.curves.sizes else default_sizes(plan, unit)
@@ -316,9 +322,10 @@ def compute_curves(
     positions = np.zeros((N, C, K))
     max_acc = np.zeros((N, C), dtype=np.int64)
     missing: dict[str, str] = {}
+    for c, (choice, template) in enumerate(zip(plan.fabrics, templates, strict=True)):
+        max_acc[:, c] = _max_accelerators(template, choice.tiers, unit, plan.sites[0])
     for n, site in enumerate(plan.sites):
         for c, (choice, template) in enumerate(zip(plan.fabrics, templates, strict=True)):
-            max_acc[n, c] = _max_accelerators(template, choice.tiers, unit, site)
             for k, size in enumerate(sizes):
                 if size == 0:
                     continue

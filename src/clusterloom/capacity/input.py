@@ -47,6 +47,7 @@ allowed there. Power is stated with its PUE: IT power ``it_mw``, or the facility
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -111,9 +112,9 @@ def quarter_label(index: int) -> str:
 
 
 def _monotone_levels(levels: list[float]) -> None:
-    if any(b <= a for a, b in zip(levels, levels[1:], strict=False)):
+    if any(b <= a for a, b in itertools.pairwise(levels)):
         raise ValueError(f"levels must be strictly increasing, got {levels}")
-    if levels and not (0.0 < levels[0] and levels[-1] < 1.0):
+    if levels and not (levels[0] > 0.0 and levels[-1] < 1.0):
         raise ValueError(f"levels are probabilities strictly between 0 and 1, got {levels}")
 
 
@@ -135,7 +136,7 @@ class Distribution(SpecModel):
                 f"{len(self.levels)} levels but {len(self.quarters)} quarters; give one each"
             )
         values = [quarter_index(q) if isinstance(q, str) else q for q in self.quarters]
-        if any(b < a for a, b in zip(values, values[1:], strict=False)):
+        if any(b < a for a, b in itertools.pairwise(values)):
             raise ValueError(f"quantiles must not decrease with their level, got {self.quarters}")
         return self
 
@@ -218,9 +219,9 @@ class Forecast(SpecModel):
     equally likely paths, one value per period)."""
 
     levels: list[Probability] | None = Field(default=None, max_length=MAX_ENTRIES)
-    accelerators: (
-        list[list[Annotated[float, Field(ge=0, le=MAX_ACCELERATORS)]]] | None
-    ) = Field(default=None, max_length=MAX_PERIODS)
+    accelerators: list[list[Annotated[float, Field(ge=0, le=MAX_ACCELERATORS)]]] | None = Field(
+        default=None, max_length=MAX_PERIODS
+    )
     samples: list[list[Annotated[float, Field(ge=0, le=MAX_ACCELERATORS)]]] | None = Field(
         default=None, max_length=100_000
     )
@@ -239,7 +240,7 @@ class Forecast(SpecModel):
                     raise ValueError(
                         f"period {t} has {len(row)} values for {len(self.levels)} levels"
                     )
-                if any(b < a for a, b in zip(row, row[1:], strict=False)):
+                if any(b < a for a, b in itertools.pairwise(row)):
                     raise ValueError(
                         f"period {t}: quantiles {row} are not monotone (a higher level "
                         "must not forecast fewer accelerators)"
@@ -310,7 +311,9 @@ class PartInput(SpecModel):
 class Slip(SpecModel):
     probability: Probability
     #: the slip in quarters, drawn uniformly between the two (inclusive)
-    quarters: tuple[Annotated[int, Field(ge=1, le=MAX_PERIODS)], Annotated[int, Field(ge=1, le=MAX_PERIODS)]]
+    quarters: tuple[
+        Annotated[int, Field(ge=1, le=MAX_PERIODS)], Annotated[int, Field(ge=1, le=MAX_PERIODS)]
+    ]
 
     @model_validator(mode="after")
     def _order(self) -> Slip:
@@ -457,6 +460,13 @@ def check_plan(plan: PlanInput) -> list[Problem]:
         base = f"parts[{i}].supplier"
         problems += _per_period(part.supplier.price_usd, f"{base}.price_usd", T)
         problems += _per_period(part.supplier.cap, f"{base}.cap", T)
+        lt = part.supplier.lead_time
+        if isinstance(lt, Distribution) and isinstance(lt.quarters[0], str):
+            problems.append(
+                Problem(
+                    f"{base}.lead_time.quarters", "a lead time is a number of quarters, not a date"
+                )
+            )
     for i, s in enumerate(plan.sites):
         problems += _unique([b.name for b in s.buildings], f"sites[{i}].buildings", "building")
         for j, b in enumerate(s.buildings):
@@ -467,9 +477,7 @@ def check_plan(plan: PlanInput) -> list[Problem]:
         for site, forecast in p.demand.items():
             where = f"programs[{i}].demand.{site}"
             if site not in known:
-                problems.append(
-                    Problem(where, f"no site '{site}'; sites: {', '.join(site_names)}")
-                )
+                problems.append(Problem(where, f"no site '{site}'; sites: {', '.join(site_names)}"))
             if forecast.periods != T:
                 problems.append(
                     Problem(where, f"{forecast.periods} periods for a horizon of {T}; give {T}")
@@ -483,7 +491,9 @@ def check_plan(plan: PlanInput) -> list[Problem]:
     for i, inst in enumerate(plan.installed):
         if inst.site not in known:
             problems.append(
-                Problem(f"installed[{i}].site", f"no site '{inst.site}'; sites: {', '.join(site_names)}")
+                Problem(
+                    f"installed[{i}].site", f"no site '{inst.site}'; sites: {', '.join(site_names)}"
+                )
             )
     problems += _correlation_problems(plan)
     return problems
