@@ -78,6 +78,7 @@ __all__ = [
     "ProgramInput",
     "SiteInput",
     "Supplier",
+    "example_plan",
     "load_plan",
     "parse_plan",
     "quarter_index",
@@ -497,6 +498,16 @@ def check_plan(plan: PlanInput) -> list[Problem]:
             )
     problems += _correlation_problems(plan)
     return problems
+
+
+def example_plan(name: str = "two-sites") -> Path:
+    """The path of a built-in example plan (``capacity/plans/NAME.yaml``)."""
+    from importlib import resources
+
+    path = Path(str(resources.files("clusterloom.capacity").joinpath(f"plans/{name}.yaml")))
+    if not path.is_file():
+        raise SpecError([Problem("--example", f"no example plan '{name}'")])
+    return path
 
 
 def parse_plan(text: str, source: str = "<plan>") -> PlanInput:

@@ -119,8 +119,8 @@ def _moves(
     for r, program in enumerate(plan.programs):
         sources = [name for name in program.demand if plan.landing.get(name)]
         hit = rng.random(S) < p
-        src_pick: NDArray[np.int64] = rng.integers(0, max(1, len(sources)), S)
-        dst_pick: NDArray[np.float64] = rng.random(S)
+        src_pick = np.asarray(rng.integers(0, max(1, len(sources)), size=(S,)))
+        dst_pick = np.asarray(rng.random(size=(S,)))
         if not sources:
             continue
         for s in np.flatnonzero(hit):
