@@ -94,3 +94,23 @@ def test_bad_sizes_and_templates(curves_cache: Path) -> None:
     data["fabrics"][0]["template"] = "no-such-template"
     with pytest.raises(SpecError, match=r"fabrics\[0\]\.template"):
         compute_curves(plan_from(data), cache=curves_cache)
+
+
+def test_interpolation_error_at_a_middle_size(plan: PlanInput, curves: Curves) -> None:
+    """A real design at 768 (between 512 and 1,024) against the line: each part lies between
+    its neighbours' counts, so the line is off by at most that step; inside a scalable-unit
+    step it underestimates (768 GPUs already need both units' 16 leaves and 8 spines)."""
+    from clusterloom.capacity.curves import design_point, scaled_spec, template_data
+
+    template = template_data(plan.fabrics[0], "fabrics[0]", Path.cwd())
+    data = scaled_spec(template, 768, 2, plan.sites[0])
+    real, _ = design_point(data, False, None, "test")
+    line = curves.parts_at(0, 0, 768)
+    lo, hi = curves.units[0, 0, 2], curves.units[0, 0, 3]
+    for p, pid in enumerate(curves.parts):
+        got = real.parts.get(pid, 0.0)
+        assert lo[p] <= got <= hi[p], pid
+        assert abs(line[p] - got) <= hi[p] - lo[p], pid
+    assert real.parts["switch:sn5600"] == 24 and line[curves.parts.index("switch:sn5600")] == 18
+    power = np.interp(768, curves.sizes, curves.power_kw[0, 0])
+    assert power == pytest.approx(real.power_kw, rel=0.02)

@@ -45,9 +45,11 @@ __all__ = [
     "DesignPoint",
     "compute_curves",
     "default_cache",
+    "default_sizes",
     "design_point",
     "part_of",
     "scaled_spec",
+    "template_data",
 ]
 
 #: BOM categories that are plan parts, and the prefix of their ids
@@ -82,7 +84,7 @@ def default_cache() -> Path:
     return (Path(root) if root else Path.home() / ".cache" / "clusterloom") / "curves"
 
 
-def _template_data(choice: FabricChoice, where: str, base: Path) -> dict[str, Any]:
+def template_data(choice: FabricChoice, where: str, base: Path) -> dict[str, Any]:
     from clusterloom.examples import example_names, example_text
 
     if choice.template in example_names():
@@ -296,7 +298,7 @@ def compute_curves(
     that cannot be read or designed, or a part the designs need that no ``parts`` entry
     supplies."""
     base = base or Path.cwd()
-    templates = [_template_data(c, f"fabrics[{i}]", base) for i, c in enumerate(plan.fabrics)]
+    templates = [template_data(c, f"fabrics[{i}]", base) for i, c in enumerate(plan.fabrics)]
     units = {_unit(t) for t in templates}
     unit = math.lcm(*units)
     sizes = sorted({0, *plan.curves.sizes}) if plan.curves.sizes else default_sizes(plan, unit)
