@@ -4,12 +4,61 @@ through the same ``parse_plan`` a user's file goes through."""
 from __future__ import annotations
 
 import copy
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import yaml
 
 from clusterloom.capacity.input import PlanInput, example_plan, parse_plan
 from clusterloom.errors import SpecError
+
+
+# A Menu-shaped object (the fields capacity.menu.Menu has), for the page and the writer.
+@dataclass(frozen=True)
+class Move:
+    name: str
+    kind: str
+    site: str
+    part: str
+    period: str
+    quantity: float
+    expected_cost_cents: float
+    cvar_cents: float
+    protects: tuple[str, ...]
+    option_value_cents: float
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Menu:
+    moves: tuple[Move, ...]
+    expected_cost_cents: float
+    cvar_cents: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+MENU = Menu(
+    moves=(
+        Move(
+            "order switch:sn5600 now",
+            "order",
+            "east",
+            "switch:sn5600",
+            "2027Q1",
+            24,
+            1_234_500_00,
+            2_000_000_00,
+            ("s3", "s17"),
+            50_000_00,
+            ("the nvidia slip in 2 of 200 scenarios leaves <b>east</b> idle",),
+        ),
+        Move("defer", "defer", "", "", "", 0, 1_500_000_00, 3_000_000_00, (), 0, ()),
+    ),
+    expected_cost_cents=1_234_500_00,
+    cvar_cents=2_000_000_00,
+)
 
 
 def example_data() -> dict[str, Any]:

@@ -4,60 +4,16 @@ move's figures and reasons (a ``Menu``-shaped object); the roofline's roofs by c
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
+from capacity_helpers import MENU
 from clusterloom.capacity.input import PlanInput
 from clusterloom.capacity.model import CapacityProblem, Curves
 from clusterloom.capacity.problem import build_problem
 from clusterloom.capacity.report import render_plan, roofline, shock_kind
 from clusterloom.capacity.scenarios import sample_scenarios
-
-
-@dataclass(frozen=True)
-class Move:
-    name: str
-    kind: str
-    site: str
-    part: str
-    period: str
-    quantity: float
-    expected_cost_cents: float
-    cvar_cents: float
-    protects: tuple[str, ...]
-    option_value_cents: float
-    reasons: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Menu:
-    moves: tuple[Move, ...]
-    expected_cost_cents: float
-    cvar_cents: float
-
-
-MENU = Menu(
-    moves=(
-        Move(
-            "order switch:sn5600 now",
-            "order",
-            "east",
-            "switch:sn5600",
-            "2027Q1",
-            24,
-            1_234_500_00,
-            2_000_000_00,
-            ("s3", "s17"),
-            50_000_00,
-            ("the nvidia slip in 2 of 200 scenarios leaves <b>east</b> idle",),
-        ),
-        Move("defer", "defer", "", "", "", 0, 1_500_000_00, 3_000_000_00, (), 0, ()),
-    ),
-    expected_cost_cents=1_234_500_00,
-    cvar_cents=2_000_000_00,
-)
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,9 @@ from clusterloom.atomic import atomic_write
 from clusterloom.capacity.input import PlanInput
 from clusterloom.capacity.model import CapacityProblem, Scenarios
 from clusterloom.capacity.report import MenuLike, render_plan
+from clusterloom.changes import Decision
 
-__all__ = ["plan_hash", "plan_summary", "scenario_tables", "write_plan"]
+__all__ = ["plan_decision", "plan_hash", "plan_summary", "scenario_tables", "write_plan"]
 
 
 def plan_hash(plan: PlanInput) -> str:
@@ -109,3 +110,18 @@ def write_plan(
         "lead_times.parquet": _parquet(lead),
     }
     return [atomic_write(staging / name, data) for name, data in files.items()]
+
+
+def plan_decision(plan: PlanInput, problem: CapacityProblem, menu: MenuLike) -> Decision:
+    """The menu as a ``changes.Decision`` for decision memory (``plan --store``): the
+    proposal names the plan, its hash and the seed; ``chosen`` is the move the model ranks
+    first (a person's choice is recorded against the same proposal later); ``context`` is
+    ``menu.json``'s content, so a later run can read what was offered and why."""
+    # as JSON holds it (tuples become lists), so the stored record reads back equal
+    summary = json.loads(json.dumps(plan_summary(plan, problem, menu), sort_keys=True))
+    moves = menu.moves
+    return Decision(
+        proposal=f"capacity-plan/{plan.name}/{summary['plan_hash'][:16]}/seed-{summary['seed']}",
+        context=summary,
+        chosen=moves[0].name if moves else "",
+    )

@@ -95,6 +95,21 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
         force: Annotated[
             bool, typer.Option("--force", help="move foreign files in -o aside")
         ] = False,
+        record: Annotated[
+            bool,
+            typer.Option(
+                "--store", help="record the menu in the design store as a decision's context"
+            ),
+        ] = False,
+        store_url: Annotated[
+            str | None,
+            typer.Option(
+                "--store-url",
+                help="the store's URL with --store (default: $CLUSTERLOOM_STORE, else "
+                "sqlite:///~/.clusterloom/store.db)",
+                show_default=False,
+            ),
+        ] = None,
     ) -> None:
         """Plan capacity under wrong forecasts: scenarios, the roofline and a ranked, costed
         menu of moves with their reasons (docs/capacity.md)."""
@@ -106,6 +121,15 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
 
             if not 0.0 < risk_alpha < 1.0:
                 raise SpecError([Problem("--risk-alpha", "a level strictly between 0 and 1")])
+            store = None
+            if record or store_url is not None:
+                if not record:
+                    raise SpecError([Problem("--store-url", "give --store too, to record")])
+                if no_menu:
+                    raise SpecError([Problem("--store", "records the menu; drop --no-menu")])
+                from clusterloom.store import open_store
+
+                store = open_store(store_url)  # opened (and so checked) before any work
             result = run_plan(
                 plan,
                 scenarios=scenarios,
@@ -125,6 +149,12 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
                     names = relative(paths, target)
                 if not as_json:
                     out.print(f"wrote {len(names)} files to {output}/: " + ", ".join(names))
+            if store is not None:
+                from clusterloom.capacity.write import plan_decision
+
+                rec_id = store.record(plan_decision(result.plan, result.problem, result.menu))
+                if not as_json:
+                    out.print(f"recorded the menu in the store as decision {rec_id}")
             if as_json:
                 doc = plan_summary(result.plan, result.problem, result.menu)
                 sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
