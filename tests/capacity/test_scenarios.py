@@ -4,6 +4,7 @@ deliveries and raise lead times, moves conserve demand, halls bring power when r
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -144,3 +145,39 @@ def test_readiness_draws_follow_the_distribution(plan: PlanInput) -> None:
 def test_scenario_count_is_bounded(plan: PlanInput) -> None:
     with pytest.raises(SpecError, match="scenarios"):
         sample_scenarios(plan, 0, 1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    r=st.floats(-0.99, 0.99),
+    slip=st.floats(0.0, 1.0),
+    move=st.floats(0.0, 1.0),
+    share=st.floats(0.01, 1.0),
+)
+def test_invariants_over_generated_plans(
+    seed: int, r: float, slip: float, move: float, share: float
+) -> None:
+    """Whatever the correlation, slip and move odds: demand is non-negative and cumulative,
+    nothing is delivered before it is wanted, power and positions never exceed the halls',
+    and a slip only ever lengthens lead times."""
+    data = example_data()
+    data["correlation"] = [[1.0, r], [r, 1.0]]
+    data["vendors"][0]["slip"]["probability"] = slip
+    data["moves"] = {"probability": move, "share": share}
+    plan = plan_from(data)
+    sc = sample_scenarios(plan, 64, seed)
+    assert np.all(sc.demand >= 0) and np.all(np.diff(sc.demand, axis=2) >= -1e-9)
+    assert np.all(sc.accelerators <= sc.demand + 1e-9)
+    halls = [s.halls for s in plan.sites]
+    top_kw = np.array([sum(h.power.it_kw for h in hs) for hs in halls])
+    assert np.all(sc.power_kw <= top_kw[None, :, None] + 1e-9)
+    assert np.all(np.diff(sc.power_kw, axis=2) >= 0)
+    assert np.all(
+        sc.positions <= np.array([sum(h.positions for h in hs) for hs in halls])[None, :, None]
+    )
+    quiet = copy.deepcopy(data)
+    quiet["vendors"][0]["slip"]["probability"] = 0.0
+    quiet["vendors"][1]["slip"]["probability"] = 0.0
+    base = sample_scenarios(plan_from(quiet), 64, seed)
+    assert np.all(sc.lead_time >= base.lead_time)
