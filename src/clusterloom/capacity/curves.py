@@ -285,6 +285,26 @@ def default_sizes(plan: PlanInput, unit: int) -> list[int]:
     return sorted({0, *(max(1, math.ceil(full * f)) * unit for f in (0.25, 0.5, 1.0))})
 
 
+def _sizes(plan: PlanInput, templates: list[dict[str, Any]]) -> tuple[list[int], int]:
+    """The sizes to design at (0 first) and the step every template scales by."""
+    unit = math.lcm(*{_unit(t) for t in templates})
+    sizes = sorted({0, *plan.curves.sizes}) if plan.curves.sizes else default_sizes(plan, unit)
+    bad = [s for s in sizes if s % unit]
+    if bad:
+        raise SpecError(
+            [
+                Problem(
+                    "curves.sizes",
+                    f"{bad} are not whole nodes and scale-up domains of the templates; "
+                    f"use multiples of {unit}",
+                )
+            ]
+        )
+    if len(sizes) < 2:
+        raise SpecError([Problem("curves.sizes", "give at least one size above 0")])
+    return sizes, unit
+
+
 def compute_curves(
     plan: PlanInput,
     *,
@@ -299,23 +319,7 @@ def compute_curves(
     supplies."""
     base = base or Path.cwd()
     templates = [template_data(c, f"fabrics[{i}]", base) for i, c in enumerate(plan.fabrics)]
-    units = {_unit(t) for t in templates}
-    unit = math.lcm(*units)
-    sizes = sorted({0, *plan.curves.sizes}) if plan.curves.sizes else default_sizes(plan, unit)
-    if plan.curves.sizes:
-        bad = [s for s in sizes if s % unit]
-        if bad:
-            raise SpecError(
-                [
-                    Problem(
-                        "curves.sizes",
-                        f"{bad} are not whole nodes and scale-up domains of the templates; "
-                        f"use multiples of {unit}",
-                    )
-                ]
-            )
-    if len(sizes) < 2:
-        raise SpecError([Problem("curves.sizes", "give at least one size above 0")])
+    sizes, unit = _sizes(plan, templates)
     part_ids = tuple(p.id for p in plan.parts)
     index = {p: i for i, p in enumerate(part_ids)}
     N, C, K, P = len(plan.sites), len(plan.fabrics), len(sizes), len(part_ids)
