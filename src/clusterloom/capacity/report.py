@@ -33,6 +33,8 @@ __all__ = ["MenuLike", "MoveLike", "render_plan", "roofline", "shock_kind"]
 
 _W, _H, _LEFT, _RIGHT, _TOP, _BOTTOM = 620.0, 230.0, 64.0, 120.0, 14.0, 34.0
 _BLUE, _ORANGE = "#2563eb", "#ea580c"
+#: the page's own additions to the shared style sheet: reasons wide enough to read
+_CSS = "td.reasons { min-width: 24em; } td.reasons ul { margin: 0; padding-left: 16px; }\n"
 _ROOF = {"power": "#dc2626", "space": "#7c3aed", "supply": "#0f766e"}
 
 
@@ -337,7 +339,7 @@ def _menu(menu: MenuLike) -> str:
             + td(_usd(m.cvar_cents), True)
             + td(_usd(m.option_value_cents), True)
             + td(f"{len(m.protects):,}: {esc(protects)}" if m.protects else DASH)
-            + td(f"<ul>{reasons}</ul>" if reasons else DASH)
+            + td(f"<ul>{reasons}</ul>" if reasons else DASH, css="reasons")
             + "</tr>"
         )
     lead = (
@@ -428,7 +430,7 @@ def render_plan(name: str, problem: CapacityProblem, menu: MenuLike | None = Non
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{title} — clusterloom plan</title>\n"
-        f"<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
+        f"<style>{CSS}{_CSS}</style>\n</head>\n<body>\n<main>\n"
         f"<header><h1>{title}<small>clusterloom capacity plan</small></h1></header>\n"
         f"{toc([(sid, t) for sid, t, _ in sections])}\n{body}\n"
         "</main>\n</body>\n</html>\n"
