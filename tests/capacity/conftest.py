@@ -4,10 +4,8 @@ session, with the fabric stage alone as the example asks) and scenarios."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from clusterloom.capacity.curves import compute_curves
 from clusterloom.capacity.input import PlanInput, example_plan, load_plan
@@ -17,13 +15,6 @@ from clusterloom.capacity.model import Curves
 @pytest.fixture(scope="session")
 def plan() -> PlanInput:
     return load_plan(example_plan())
-
-
-@pytest.fixture(scope="session")
-def plan_data() -> dict[str, Any]:
-    data = yaml.safe_load(example_plan().read_text())
-    assert isinstance(data, dict)
-    return data
 
 
 @pytest.fixture(scope="session")

@@ -50,7 +50,7 @@ from __future__ import annotations
 import itertools
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field, ValidationError, model_validator
@@ -529,8 +529,3 @@ def load_plan(path: str | Path) -> PlanInput:
     """Read and check the plan at ``path``."""
     p = Path(path)
     return parse_plan(read_document(p), source=str(p))
-
-
-def plan_data(plan: PlanInput) -> dict[str, Any]:
-    """The plan as plain JSON data (for hashing and the report)."""
-    return plan.model_dump(mode="json")
