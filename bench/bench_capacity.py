@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from clusterloom.capacity.curves import compute_curves
+from clusterloom.capacity.curves import compute_curves, design_points
 from clusterloom.capacity.input import load_plan, quarter_label
 from clusterloom.capacity.problem import build_problem
 from clusterloom.capacity.scenarios import sample_scenarios
@@ -172,19 +172,33 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} CPUs; pid {os.getpid()}, nice {os.nice(0)}")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "plan.yaml"
-        path.write_text(yaml.safe_dump(bench_plan(args.place), sort_keys=False))
+        doc = bench_plan(args.place)
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
         plan = load_plan(path)
-        cache = Path(tmp) / "cache"
+        cache = Path(tmp) / "curves"
         print(
             f"plan: {len(plan.sites)} sites, {plan.horizon.periods} quarters, "
             f"{len(plan.programs)} programs, {len(plan.parts)} parts, sizes "
             f"{plan.curves.sizes}, place {plan.curves.place}"
         )
-        curves = _timed(
-            "curves cold (every point designed)", lambda: compute_curves(plan, cache=cache)
+        _, points = _timed(
+            "curves cold (every point designed)", lambda: design_points(plan, cache=cache)
         )
         print(f"  design points in the cache: {len(list(cache.glob('*.json')))}")
-        _timed("curves warm (from the cache)", lambda: compute_curves(plan, cache=cache))
+        # the plant's items are named by the cabling stage (trunk sizes, fibre types): supply
+        # every one the designs need, at an illustrative price, then read the points back
+        known = {p["id"] for p in doc["parts"]}
+        needed = sorted({pid for pt in points.values() for pid in pt.parts} - known)
+        doc["parts"] += [
+            {
+                "id": pid,
+                "supplier": {"vendor": "plant-co", "lead_time": 1, "price_usd": 500, "cap": 5000},
+            }
+            for pid in needed
+        ]
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        plan = load_plan(path)
+        curves = _timed("curves warm (from the cache)", lambda: compute_curves(plan, cache=cache))
         sc = _timed(f"{SCENARIOS} scenarios", lambda: sample_scenarios(plan, SCENARIOS, SEED))
         problem = _timed("build_problem", lambda: build_problem(plan, curves, sc))
         print(
@@ -197,12 +211,11 @@ def main() -> None:
             if importlib.util.find_spec("clusterloom.capacity.menu") is None:
                 print("plan --solve: skipped, capacity.menu is not installed")
                 return
-            env = dict(os.environ, CLUSTERLOOM_CACHE=str(Path(tmp)))
+            env = dict(os.environ, CLUSTERLOOM_CACHE=str(Path(tmp)))  # its cache: tmp/curves
             cmd = [
                 sys.executable, "-m", "clusterloom.cli.main", "plan", str(path),
                 "-n", str(SCENARIOS), "--seed", str(SEED), "-o", str(Path(tmp) / "out"),
             ]  # fmt: skip
-            compute_curves(plan, cache=Path(tmp) / "curves")  # the command's cache, warm
             start = time.perf_counter()
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
             wall = time.perf_counter() - start

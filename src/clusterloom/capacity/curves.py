@@ -47,6 +47,7 @@ __all__ = [
     "default_cache",
     "default_sizes",
     "design_point",
+    "design_points",
     "part_of",
     "scaled_spec",
     "template_data",
@@ -305,6 +306,33 @@ def _sizes(plan: PlanInput, templates: list[dict[str, Any]]) -> tuple[list[int],
     return sizes, unit
 
 
+def design_points(
+    plan: PlanInput,
+    *,
+    base: Path | None = None,
+    cache: Path | None = None,
+    progress: Progress | None = None,
+) -> tuple[list[int], dict[tuple[int, int, int], DesignPoint]]:
+    """The sizes and every design point of ``plan`` by (site, choice, size) index (size 0
+    needs nothing and has none); ``compute_curves`` without the parts' check, so a caller can
+    first learn which parts the designs need."""
+    base = base or Path.cwd()
+    templates = [template_data(c, f"fabrics[{i}]", base) for i, c in enumerate(plan.fabrics)]
+    sizes, _ = _sizes(plan, templates)
+    points: dict[tuple[int, int, int], DesignPoint] = {}
+    for n, site in enumerate(plan.sites):
+        for c, (choice, template) in enumerate(zip(plan.fabrics, templates, strict=True)):
+            for k, size in enumerate(sizes):
+                if size == 0:
+                    continue
+                if progress is not None:
+                    progress(f"design {site.name} {choice.name} at {size:,}")
+                data = scaled_spec(template, size, choice.tiers, site)
+                where = f"sites.{site.name} fabrics.{choice.name}"
+                points[n, c, k], _ = design_point(data, plan.curves.place, cache, where)
+    return sizes, points
+
+
 def compute_curves(
     plan: PlanInput,
     *,
@@ -318,8 +346,9 @@ def compute_curves(
     that cannot be read or designed, or a part the designs need that no ``parts`` entry
     supplies."""
     base = base or Path.cwd()
+    sizes, points = design_points(plan, base=base, cache=cache, progress=progress)
     templates = [template_data(c, f"fabrics[{i}]", base) for i, c in enumerate(plan.fabrics)]
-    sizes, unit = _sizes(plan, templates)
+    unit = math.lcm(*{_unit(t) for t in templates})
     part_ids = tuple(p.id for p in plan.parts)
     index = {p: i for i, p in enumerate(part_ids)}
     N, C, K, P = len(plan.sites), len(plan.fabrics), len(sizes), len(part_ids)
@@ -327,27 +356,18 @@ def compute_curves(
     power = np.zeros((N, C, K))
     positions = np.zeros((N, C, K))
     max_acc = np.zeros((N, C), dtype=np.int64)
-    missing: dict[str, str] = {}
     for c, (choice, template) in enumerate(zip(plan.fabrics, templates, strict=True)):
         max_acc[:, c] = _max_accelerators(template, choice.tiers, unit, plan.sites[0])
-    for n, site in enumerate(plan.sites):
-        for c, (choice, template) in enumerate(zip(plan.fabrics, templates, strict=True)):
-            for k, size in enumerate(sizes):
-                if size == 0:
-                    continue
-                if progress is not None:
-                    progress(f"design {site.name} {choice.name} at {size:,}")
-                data = scaled_spec(template, size, choice.tiers, site)
-                point, _ = design_point(
-                    data, plan.curves.place, cache, f"sites.{site.name} fabrics.{choice.name}"
-                )
-                for pid, q in point.parts.items():
-                    if pid in index:
-                        out_units[n, c, k, index[pid]] = q
-                    else:
-                        missing.setdefault(pid, f"{site.name} {choice.name} at {size:,}")
-                power[n, c, k] = point.power_kw
-                positions[n, c, k] = point.positions
+    missing: dict[str, str] = {}
+    for (n, c, k), point in points.items():
+        for pid, q in point.parts.items():
+            if pid in index:
+                out_units[n, c, k, index[pid]] = q
+            else:
+                where = f"{plan.sites[n].name} {plan.fabrics[c].name} at {sizes[k]:,}"
+                missing.setdefault(pid, where)
+        power[n, c, k] = point.power_kw
+        positions[n, c, k] = point.positions
     if missing:
         raise SpecError(
             [
