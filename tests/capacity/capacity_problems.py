@@ -75,6 +75,7 @@ def synthetic(
     land: bool = True,
     spread: float = 0.35,
     cap: float = 1e9,
+    slips: bool = True,
 ) -> CapacityProblem:
     """A problem whose sites grow from 512 towards a few thousand accelerators, with
     ``greenfield`` sites free to choose their tier."""
@@ -96,7 +97,7 @@ def synthetic(
     power = np.where(lose[:, :, None] & (t[None, None, :] >= T // 2), power * 0.7, power)
     positions = np.full((S, N, T), 1e6)
     lead_time = np.full((S, len(PARTS)), lead, dtype=np.int64)
-    slip_optics = rng.random(S) < 0.3
+    slip_optics = (rng.random(S) < 0.3) & slips
     lead_time[slip_optics, 3] += 1
     shocks = tuple(
         tuple(
@@ -141,4 +142,63 @@ def synthetic(
         installed_accelerators=installed_acc,
         installed_choice=installed_choice,
         may_land_at=may,
+    )
+
+
+def one_site(
+    wanted: list[float],
+    *,
+    lead: int = 0,
+    price: float = 100.0,
+    idle: int = 1000,
+    carry: float = 0.0,
+    power: float = 1e6,
+    installed: float = 0.0,
+    expedite: int = 0,
+    scenarios: list[list[float]] | None = None,
+) -> CapacityProblem:
+    """One site, one part (a leaf switch per 32 accelerators), one fabric choice (built):
+    ``wanted[t]`` accelerators want to run in each period (or one row per scenario in
+    ``scenarios``, equally likely); power is ``power`` kW at 1 kW an accelerator."""
+    rows = np.array(scenarios if scenarios is not None else [wanted], dtype=np.float64)
+    S, T = rows.shape
+    sizes = np.array([0, 1024], dtype=np.int64)
+    cu = Curves(
+        sites=("hall",),
+        choices=("2-tier",),
+        parts=("leaf-switch",),
+        sizes=sizes,
+        units=np.array([[[[0.0], [32.0]]]]),
+        power_kw=np.array([[[0.0, 1024.0]]]),
+        positions=np.array([[[0.0, 1.0]]]),
+        max_accelerators=np.array([[1 << 20]], dtype=np.int64),
+    )
+    demand = rows[:, None, :]
+    return CapacityProblem(
+        scenarios=Scenarios(
+            seed=0,
+            periods=tuple(f"P{t}" for t in range(T)),
+            sites=("hall",),
+            parts=("leaf-switch",),
+            probability=np.full(S, 1.0 / S),
+            demand=demand.copy(),
+            power_kw=np.full((S, 1, T), power),
+            positions=np.full((S, 1, T), 1e9),
+            accelerators=demand.copy(),
+            lead_time=np.full((S, 1), lead, dtype=np.int64),
+            shocks=tuple((f"scenario {s}",) for s in range(S)),
+        ),
+        curves=cu,
+        costs=Costs(
+            price=np.full((1, T), price, dtype=np.int64),
+            cap=np.full((1, T), 1e9),
+            idle_per_accelerator_period=idle,
+            expedite=np.full(1, expedite, dtype=np.int64),
+            carry_fraction=carry,
+            rework_per_accelerator=0,
+        ),
+        installed_units=np.array([[installed]]),
+        installed_accelerators=np.zeros(1),
+        installed_choice=np.zeros(1, dtype=np.int64),
+        may_land_at=np.ones((1, 1), dtype=bool),
     )

@@ -126,6 +126,8 @@ class Solved:
     row_duals: FloatArray  #: empty for a MIP
     mip_gap: float
     seconds: float
+    #: the solver's own objective (its CVaR through eta and u), cents
+    solver_objective_cents: float
 
 
 def cvar(losses: FloatArray, probability: FloatArray, alpha: float) -> float:
@@ -762,6 +764,7 @@ def solve(
             np.asarray(sol.row_dual, dtype=np.float64) if not is_mip else np.empty(0),
             float(info.mip_gap) if is_mip else 0.0,
             time.perf_counter() - t0,
+            float(info.objective_function_value) * SCALE,
         ),
         rng,
     )
@@ -775,6 +778,7 @@ def _solved(
     row_duals: FloatArray,
     gap: float,
     seconds: float,
+    solver_objective: float,
 ) -> Solved:
     S = len(model.constant_cents)
     spend = model.cost_cents * values
@@ -796,6 +800,7 @@ def _solved(
         row_duals=row_duals,
         mip_gap=gap,
         seconds=seconds,
+        solver_objective_cents=solver_objective,
     )
 
 
