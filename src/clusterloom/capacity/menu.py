@@ -105,6 +105,7 @@ def solve_menu(
     max_scenarios: int | None = 40,
     evaluate_all: bool = False,
     time_limit_s: float = 600.0,
+    option_time_limit_s: float = 30.0,
 ) -> Menu:
     """Solve ``problem`` and rank its moves.
 
@@ -113,7 +114,9 @@ def solve_menu(
     With more than ``max_scenarios`` scenarios, the model is solved on that many chosen by
     fast forward selection (``reduce_scenarios``; ``formulation["reduction"]`` says so);
     ``evaluate_all`` then prices the plan's first stage in every given scenario, one LP each,
-    and the menu's expected cost and CVaR are those."""
+    and the menu's expected cost and CVaR are those. A tier choice's waiting model (binaries
+    per information group) stops at ``option_time_limit_s`` with its best plan so far, never
+    worse than deciding now: its option value is then a lower bound (its reasons say so)."""
     t0 = time.perf_counter()
     options = Options(
         risk_alpha=risk_alpha,
@@ -136,11 +139,16 @@ def solve_menu(
     moves: list[MenuMove] = []
     solves = 2
     for d in decisions:
-        other, _ = solve(model, bounds=d.alternative)
-        now, wait = _option(problem, options, model, plan, d, groups)
+        free = d.site if d.kind is MoveKind.TIER else None
+        other, _ = solve(
+            model,
+            bounds={**_held(model, model, plan.values, free), **d.alternative},
+            continuous=_all_held(options, free),
+        )
+        now, wait, limited = _option(problem, options, model, plan, d, groups, option_time_limit_s)
         solves += 3
         option = max(0.0, now - wait)
-        ctx = _Context(problem, model, plan, lp, ranging, other, d, option)
+        ctx = _Context(problem, model, plan, lp, ranging, other, d, option, limited)
         moves.append(_move(ctx, taken=True))
         moves.append(_move(ctx, taken=False))
     moves.sort(key=lambda m: (-m.saving_cents, m.name))
@@ -224,7 +232,8 @@ def _option(
     plan: Solved,
     d: _Decision,
     groups: IntArray,
-) -> tuple[float, float]:
+    option_time_limit_s: float,
+) -> tuple[float, float, bool]:
     """(best plan that must decide now, best plan that may wait a period) for ``d``.
 
     The plan that may wait can still decide now, so it is never worse: the now-plan is
@@ -233,17 +242,58 @@ def _option(
     gs = np.asarray(groups, dtype=np.int64)
     if d.kind in (MoveKind.TIER, MoveKind.LAND_ELSEWHERE):
         kind = "tier" if d.kind is MoveKind.TIER else "land"
+        free = d.site if d.kind is MoveKind.TIER else None
         wait_model = build(problem, options, Waiting(kind, d.site, d.part, gs))  # type: ignore[arg-type]
-        wait, _ = solve(wait_model)
-        return plan.objective_cents, min(wait.objective_cents, plan.objective_cents)
+        # the plan in the waiting model's columns: the waiting ones (inserted after the
+        # site's choices, or after the shares) at zero
+        added = wait_model.lp.num_col_ - model.lp.num_col_
+        after = (
+            max(model.z[(d.site, c)] for c in range(len(problem.curves.choices)))
+            if d.kind is MoveKind.TIER
+            else max(model.f.values())
+        ) + 1
+        start = np.concatenate([plan.values[:after], np.zeros(added), plan.values[after:]])
+        wait, _ = solve(
+            wait_model,
+            bounds=_held(wait_model, model, plan.values, free),
+            continuous=_all_held(options, free),
+            start=start,
+            time_limit_s=option_time_limit_s,
+        )
+        limited = wait.status != "Optimal"
+        return plan.objective_cents, min(wait.objective_cents, plan.objective_cents), limited
     one = np.zeros_like(gs)
     now_model = build(problem, options, Waiting("order", d.site, d.part, one))
-    now, _ = solve(now_model)
+    held = _held(now_model, model, plan.values, None)
+    now, _ = solve(now_model, bounds=held, continuous=_all_held(options, None))
     wait_model = build(problem, options, Waiting("order", d.site, d.part, gs))
     n_groups = int(gs.max()) + 1
     start = np.concatenate([now.values[:-1], np.repeat(now.values[-1:], n_groups)])
-    wait, _ = solve(wait_model, start=start)
-    return now.objective_cents, min(wait.objective_cents, now.objective_cents)
+    wait, _ = solve(
+        wait_model,
+        bounds=_held(wait_model, model, plan.values, None),
+        continuous=_all_held(options, None),
+        start=start,
+    )
+    return now.objective_cents, min(wait.objective_cents, now.objective_cents), False
+
+
+def _held(
+    model: Model, plan_model: Model, values: FloatArray, free: int | None
+) -> dict[int, tuple[float, float]]:
+    """Bounds holding every site's tier choice but ``free``'s at the plan's (the menu's
+    re-solves vary one decision at a time)."""
+    out: dict[int, tuple[float, float]] = {}
+    for (n, c), col in model.z.items():
+        if n != free:
+            v = float(round(values[plan_model.z[(n, c)]]))
+            out[col] = (v, v)
+    return out
+
+
+def _all_held(options: Options, free: int | None) -> bool:
+    """Whether a re-solve has no integer left free (then it is solved as an LP)."""
+    return free is None and not options.integer_recourse
 
 
 @dataclass(frozen=True, eq=False)
@@ -256,6 +306,7 @@ class _Context:
     other: Solved  #: the best plan with the decision undone
     decision: _Decision
     option: float
+    option_is_bound: bool  #: the waiting model stopped at its time limit
 
 
 def _move(ctx: _Context, *, taken: bool) -> MenuMove:
@@ -279,6 +330,11 @@ def _move(ctx: _Context, *, taken: bool) -> MenuMove:
             "waiting a period to decide on what it reveals is worth that much"
             if ctx.option > 0.5
             else "waiting a period to decide buys nothing"
+        )
+        + (
+            " (at least: the waiting model stopped at its time limit)"
+            if ctx.option_is_bound
+            else ""
         )
     )
     return MenuMove(

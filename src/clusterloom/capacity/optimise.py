@@ -715,6 +715,7 @@ def solve(
     continuous: bool = False,
     start: FloatArray | None = None,
     ranging: bool = False,
+    time_limit_s: float | None = None,
 ) -> tuple[Solved, object | None]:
     """Solve ``model`` with some columns' ``bounds`` changed. ``continuous`` drops the
     integrality (a relaxation, or an LP once the integers are fixed by ``bounds``); ``start``
@@ -725,7 +726,9 @@ def solve(
     h.setOptionValue("output_flag", False)
     h.setOptionValue("random_seed", 0)
     h.setOptionValue("mip_rel_gap", model.options.mip_rel_gap)
-    h.setOptionValue("time_limit", model.options.time_limit_s)
+    h.setOptionValue(
+        "time_limit", model.options.time_limit_s if time_limit_s is None else time_limit_s
+    )
     h.passModel(model.lp)
     if bounds:
         cols = np.array(sorted(bounds), dtype=np.int32)
