@@ -27,10 +27,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "capacity"))
 
-from capacity_problems import synthetic  # noqa: E402
+from capacity_problems import synthetic
 
-from clusterloom.capacity import solve_menu  # noqa: E402
-from clusterloom.capacity.optimise import (  # noqa: E402
+from clusterloom.capacity import solve_menu
+from clusterloom.capacity.optimise import (
     Options,
     build,
     cvar,
@@ -106,13 +106,16 @@ def main() -> None:
     t = time.perf_counter()
     upper = evaluate(problem, options, model, plan.values)
     ub = float(prob @ upper) + options.risk_weight * cvar(upper, prob, options.risk_alpha)
-    print(f"plan priced in all 500 scenarios: objective ${ub / 100:,.0f} "
-          f"({time.perf_counter() - t:.1f} s)")
+    print(
+        f"plan priced in all 500 scenarios: objective ${ub / 100:,.0f} "
+        f"({time.perf_counter() - t:.1f} s)"
+    )
     t = time.perf_counter()
     lower = wait_and_see(problem, options)
     lb = float(prob @ lower) + options.risk_weight * cvar(lower, prob, options.risk_alpha)
-    print(f"wait-and-see bound over 500: objective ${lb / 100:,.0f} "
-          f"({time.perf_counter() - t:.1f} s)")
+    print(
+        f"wait-and-see bound over 500: objective ${lb / 100:,.0f} ({time.perf_counter() - t:.1f} s)"
+    )
     print(f"gap (upper - lower) / upper: {(ub - lb) / ub:.2%}")
 
 
