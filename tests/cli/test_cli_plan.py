@@ -63,3 +63,20 @@ def test_bad_plan_exits_2_naming_the_field(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
     result = runner.invoke(app, ["plan", str(example_plan()), "--no-menu", "-n", "0"])
     assert result.exit_code == 2 and "--scenarios" in result.output
+
+
+@pytest.mark.slow
+def test_plan_with_the_menu_end_to_end(tmp_path: Path, cache: dict[str, str]) -> None:
+    """The whole path with the optimisation side: the menu ranked in menu.json and on the
+    page with its reasons, the same bytes for the same seed."""
+    args = ["-n", "20"]
+    a = _plan(tmp_path, "a", cache, *args)
+    b = _plan(tmp_path, "b", cache, *args)
+    assert (a / "menu.json").read_bytes() == (b / "menu.json").read_bytes()
+    assert (a / "plan.html").read_bytes() == (b / "plan.html").read_bytes()
+    menu = json.loads((a / "menu.json").read_text())["menu"]
+    assert menu["moves"] and all(m["reasons"] for m in menu["moves"])
+    assert all(m["option_value_cents"] >= 0 for m in menu["moves"])
+    html = (a / "plan.html").read_text()
+    table = html[html.index('<table id="menu"') :]
+    assert menu["moves"][0]["name"] in table[: table.index("</table>")]

@@ -42,7 +42,7 @@ class MoveLike(Protocol):
     name: str
     kind: str
     site: str
-    part: str
+    part: str | None
     period: str
     quantity: float
     expected_cost_cents: float

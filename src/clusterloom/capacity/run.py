@@ -62,9 +62,7 @@ def run_plan(
     problem = step("problem", lambda: build_problem(plan, curves, sc, base=base))
     menu = None
     if solve:
-        import importlib
+        from clusterloom.capacity.menu import solve_menu
 
-        # the optimisation side (capacity.menu) is looked up when asked for
-        solve_menu = importlib.import_module("clusterloom.capacity.menu").solve_menu
         menu = step("menu", lambda: solve_menu(problem, risk_alpha=risk_alpha))
     return PlanRun(plan, problem, menu, tuple(timings))
