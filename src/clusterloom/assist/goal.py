@@ -24,7 +24,6 @@ from clusterloom.errors import Problem, SpecError
 from clusterloom.spec._base import SpecModel
 from clusterloom.spec.job import JobSpec
 from clusterloom.spec.limits import (
-    MAX_SPEC_BYTES,
     Accelerators,
     BandwidthGbps,
     DeviceCount,
@@ -232,20 +231,9 @@ def parse_goal(text: str, source: str = "<goal>") -> Goal:
 
 def load_goal(path: str | Path) -> Goal:
     """Read and check the goal at ``path``."""
-    p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            data = fh.read(MAX_SPEC_BYTES + 1)
-        if len(data) > MAX_SPEC_BYTES:
-            raise SpecError(
-                [Problem(str(p), f"larger than the {MAX_SPEC_BYTES:,} bytes a goal may have")]
-            )
-        text = data.decode("utf-8")
-    except OSError as exc:
-        raise SpecError([Problem(str(p), f"cannot read: {exc.strerror or exc}")]) from exc
-    except UnicodeDecodeError as exc:
-        raise SpecError([Problem(str(p), "not UTF-8 text")]) from exc
-    return parse_goal(text, source=str(p))
+    from clusterloom.spec.load import read_document
+
+    return parse_goal(read_document(path, "a goal"), source=str(path))
 
 
 def example_goal_names() -> tuple[str, ...]:

@@ -963,7 +963,18 @@ def _has_errors(design: Design) -> bool:
 
 
 def _register_packet_commands() -> None:
-    from clusterloom.cli import change, diff, mcp, netbox, packet, propose, serve, srv6, store
+    from clusterloom.cli import (
+        capacity,
+        change,
+        diff,
+        mcp,
+        netbox,
+        packet,
+        propose,
+        serve,
+        srv6,
+        store,
+    )
 
     diff.register(app, _guard, out)
     propose.register(app, _guard, out)
@@ -974,6 +985,7 @@ def _register_packet_commands() -> None:
     srv6.register(app, _guard, _load, out, err, _writing)
     serve.register(app, _guard, out)
     mcp.register(app, _guard, out)
+    capacity.register(app, _guard, out)
 
 
 _register_packet_commands()

@@ -74,6 +74,9 @@ def _model_at(
         if typing.get_origin(annotation) is dict:  # a name in a mapping: step into the values
             annotation = typing.get_args(annotation)[1]
             continue
+        if typing.get_origin(annotation) in (list, tuple) and isinstance(part, int):
+            annotation = typing.get_args(annotation)[0]  # an item of a list: its model
+            continue
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             return None
         field = annotation.model_fields.get(str(part))
@@ -476,22 +479,27 @@ def parse_spec(text: str, source: str = "<spec>") -> ClusterSpec:
     return spec
 
 
-def load_spec(path: str | Path) -> ClusterSpec:
-    """Read and check the spec at ``path``."""
+def read_document(path: str | Path, what: str = "a spec") -> str:
+    """The UTF-8 text of an input document at ``path`` (a spec, a goal, a plan), at most
+    ``MAX_SPEC_BYTES``; a file that cannot be read is a ``SpecError`` naming it."""
     p = Path(path)
     try:
         with p.open("rb") as fh:
             data = fh.read(MAX_SPEC_BYTES + 1)
         if len(data) > MAX_SPEC_BYTES:
             raise SpecError(
-                [Problem(str(p), f"larger than the {MAX_SPEC_BYTES:,} bytes a spec may have")]
+                [Problem(str(p), f"larger than the {MAX_SPEC_BYTES:,} bytes {what} may have")]
             )
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except OSError as exc:
         raise SpecError([Problem(str(p), f"cannot read: {exc.strerror or exc}")]) from exc
     except UnicodeDecodeError as exc:
         raise SpecError([Problem(str(p), "not UTF-8 text")]) from exc
-    return parse_spec(text, source=str(p))
+
+
+def load_spec(path: str | Path) -> ClusterSpec:
+    """Read and check the spec at ``path``."""
+    return parse_spec(read_document(path), source=str(path))
 
 
 def spec_hash(spec: ClusterSpec) -> str:
