@@ -81,11 +81,18 @@ def fill(
     n_links = capacity.shape[0]
     rate = np.zeros(n_ent)
     unfrozen = active.copy()
+    dead = False  # a link without capacity (else no entity needs its links looked at here)
+    for link in range(n_links):
+        if capacity[link] <= 0.0:
+            dead = True
+            break
     for e in range(n_ent):
         if not unfrozen[e]:
             continue
         if ent_cap[e] <= 0.0:
             unfrozen[e] = False
+            continue
+        if not dead:
             continue
         for j in range(ent_ptr[e], ent_ptr[e + 1]):
             if keep[j] and capacity[ent_link[j]] <= 0.0:
@@ -319,3 +326,295 @@ def avoid_round(
     for i in range(coef.shape[0]):
         coef[i] += add[i]
     return True, out, coef
+
+
+@njit(cache=True)
+def _pairwise(v: Any, start: int, n: int) -> Any:
+    """numpy's pairwise summation of ``v[start:start + n]`` (``np.add.reduce``'s order: up to
+    7 values one by one, up to 128 in 8 running sums combined as a tree, beyond that the two
+    halves, the first a multiple of 8 long)."""
+    if n < 8:
+        res = -0.0
+        for i in range(start, start + n):
+            res += v[i]
+        return res
+    if n <= 128:
+        r0 = v[start]
+        r1 = v[start + 1]
+        r2 = v[start + 2]
+        r3 = v[start + 3]
+        r4 = v[start + 4]
+        r5 = v[start + 5]
+        r6 = v[start + 6]
+        r7 = v[start + 7]
+        i = 8
+        while i < n - n % 8:
+            b = start + i
+            r0 += v[b]
+            r1 += v[b + 1]
+            r2 += v[b + 2]
+            r3 += v[b + 3]
+            r4 += v[b + 4]
+            r5 += v[b + 5]
+            r6 += v[b + 6]
+            r7 += v[b + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            res += v[start + i]
+            i += 1
+        return res
+    half = n // 2
+    half -= half % 8
+    return _pairwise(v, start, half) + _pairwise(v, start + half, n - half)
+
+
+@njit(cache=True)
+def merge_entries(
+    order: Any,
+    ent_start: Any,
+    unit_ptr: Any,
+    unit_link: Any,
+    link_weight: Any,
+    control: Any,
+    coef: Any,
+    n_links: int,
+) -> Any:
+    """The entries of ``A`` (``engine._Sim._build``) in one pass: per entity (its units are
+    ``order[ent_start[e]:ent_start[e + 1]]``, ``coef`` per position of ``order``), one entry
+    per distinct link in link order, its value the sum of ``coef * link_weight`` over the
+    unit entries on that link as ``np.add.reduceat`` adds them (the first, then numpy's
+    pairwise sum of the rest, in position order), its hop the least, its control flag the
+    AND. What a stable sort of the unit entries by (entity, link) and ``reduceat`` give, to
+    the bit. Returns (entity, link, value, hop, control) per entry and the entry of every
+    unit entry in position order."""
+    n_ent = ent_start.shape[0] - 1
+    total = 0
+    for i in range(order.shape[0]):
+        total += unit_ptr[order[i] + 1] - unit_ptr[order[i]]
+    rows = np.empty(total, dtype=np.int64)
+    cols = np.empty(total, dtype=np.int64)
+    vals = np.empty(total, dtype=np.float64)
+    hops = np.empty(total, dtype=np.int64)
+    ctl = np.empty(total, dtype=np.bool_)
+    merged_of_pos = np.empty(total, dtype=np.int64)
+    stamp = np.full(n_links, -1, dtype=np.int64)
+    count = np.zeros(n_links, dtype=np.int64)
+    slot = np.zeros(n_links, dtype=np.int64)
+    put = np.zeros(n_links, dtype=np.int64)
+    distinct = np.empty(n_links, dtype=np.int64)
+    buf = np.empty(0, dtype=np.float64)
+    n_out = 0
+    t0 = 0
+    for e in range(n_ent):
+        nd = 0
+        n_e = 0
+        for i in range(ent_start[e], ent_start[e + 1]):
+            u = order[i]
+            for k in range(unit_ptr[u], unit_ptr[u + 1]):
+                link = unit_link[k]
+                if stamp[link] != e:
+                    stamp[link] = e
+                    count[link] = 0
+                    distinct[nd] = link
+                    nd += 1
+                count[link] += 1
+                n_e += 1
+        links = np.sort(distinct[:nd])
+        if buf.shape[0] < n_e:
+            buf = np.empty(max(n_e, 2 * buf.shape[0]), dtype=np.float64)
+        off = 0
+        for r in range(nd):
+            link = links[r]
+            m = n_out + r
+            slot[link] = m
+            put[link] = off
+            off += count[link]
+            rows[m] = e
+            cols[m] = link
+            hops[m] = np.iinfo(np.int64).max
+            ctl[m] = True
+        t = t0
+        for i in range(ent_start[e], ent_start[e + 1]):
+            u = order[i]
+            c = coef[i]
+            for k in range(unit_ptr[u], unit_ptr[u + 1]):
+                link = unit_link[k]
+                m = slot[link]
+                merged_of_pos[t] = m
+                t += 1
+                buf[put[link]] = c * link_weight[k]
+                put[link] += 1
+                hop = k - unit_ptr[u]
+                if hop < hops[m]:
+                    hops[m] = hop
+                ctl[m] = ctl[m] and control[k]
+        for r in range(nd):
+            link = links[r]
+            n = count[link]
+            first = put[link] - n
+            value = buf[first]
+            if n > 1:
+                value += _pairwise(buf, first + 1, n - 1)
+            vals[n_out + r] = value
+        n_out += nd
+        t0 = t
+    return rows[:n_out], cols[:n_out], vals[:n_out], hops[:n_out], ctl[:n_out], merged_of_pos
+
+
+@njit(cache=True)
+def avoid_entries(
+    order: Any,
+    ent_start: Any,
+    avoiding: Any,
+    unit_ptr: Any,
+    link_weight: Any,
+    control: Any,
+    merged_of_pos: Any,
+    entry_of_merged: Any,
+) -> Any:
+    """The unit entries of avoiding entities (``avoiding``) that add to a kept entry
+    (``entry_of_merged`` >= 0), in position order, as CSR by unit: (the units, their pointer,
+    per unit entry its entry, ``~entry`` when it carries control packets only, and its link
+    weight). The units are those with at least one such entry."""
+    total = merged_of_pos.shape[0]
+    units = np.empty(order.shape[0], dtype=np.int64)
+    ptr = np.zeros(order.shape[0] + 1, dtype=np.int64)
+    code = np.empty(total, dtype=np.int64)
+    weight = np.empty(total, dtype=np.float64)
+    n_units = 0
+    n = 0
+    t = 0
+    for e in range(ent_start.shape[0] - 1):
+        for i in range(ent_start[e], ent_start[e + 1]):
+            u = order[i]
+            before = n
+            for k in range(unit_ptr[u], unit_ptr[u + 1]):
+                entry = entry_of_merged[merged_of_pos[t]]
+                t += 1
+                if avoiding[e] and entry >= 0:
+                    code[n] = ~entry if control[k] else entry
+                    weight[n] = link_weight[k]
+                    n += 1
+            if n > before:
+                units[n_units] = u
+                n_units += 1
+                ptr[n_units] = n
+    return units[:n_units], ptr[: n_units + 1], code[:n], weight[:n]
+
+
+@njit(cache=True)
+def avoid_coef(ptr: Any, code: Any, weight: Any, share: Any, coef: Any) -> None:
+    """The coefficients of the avoiding entries from the units' ``share``, in place: each
+    entry the sum of ``share * weight`` over its unit entries, in order (as
+    :func:`avoid_step` rebuilds them)."""
+    for u in range(ptr.shape[0] - 1):
+        for k in range(ptr[u], ptr[u + 1]):
+            c = code[k]
+            coef[c if c >= 0 else ~c] = 0.0
+    for u in range(ptr.shape[0] - 1):
+        s = share[u]
+        for k in range(ptr[u], ptr[u + 1]):
+            c = code[k]
+            coef[c if c >= 0 else ~c] += s * weight[k]
+
+
+@njit(cache=True)
+def avoid_step(
+    load: Any,
+    cap: Any,
+    tol: float,
+    ent_link: Any,
+    keep: Any,
+    has_keep: bool,
+    ptr: Any,
+    code: Any,
+    weight: Any,
+    ue: Any,
+    on: Any,
+    units_per_ent: Any,
+    factor: Any,
+    share: Any,
+    coef: Any,
+) -> Any:
+    """One round of path avoidance (``engine._Sim._avoid``): units of active flows (``on``)
+    whose data crosses a link loaded within ``tol`` of its capacity (and, with ``has_keep``,
+    through a kept entry) have their share times ``factor``, unless every unit of their
+    entity would; shares are renormalised per entity (summed in unit order). ``coef`` holds
+    the coefficients :func:`avoid_coef` gives for ``share`` and is updated in place, the
+    entries of an entity rebuilt only when one of its shares changed (the others would be
+    rebuilt to the same bits). The units of an entity are consecutive (``ue`` rises), so
+    each entity's entries are visited together. Returns (whether any unit stepped, the new
+    shares)."""
+    n_units = share.shape[0]
+    n_links = cap.shape[0]
+    hot_link = np.zeros(n_links, dtype=np.bool_)
+    for j in range(n_links):
+        hot_link[j] = cap[j] > 0 and load[j] >= cap[j] * (1.0 - tol)
+    hot = np.zeros(n_units, dtype=np.bool_)
+    changed = False
+    first = 0
+    while first < n_units:  # one entity at a time: which of its units are hot
+        e = ue[first]
+        last = first
+        stepped = 0
+        while last < n_units and ue[last] == e:
+            if on[last]:
+                for k in range(ptr[last], ptr[last + 1]):
+                    c = code[k]
+                    if c >= 0 and hot_link[ent_link[c]] and (not has_keep or keep[c]):
+                        hot[last] = True
+                        stepped += 1
+                        break
+            last += 1
+        if stepped and stepped < units_per_ent[e]:
+            changed = True
+        else:
+            for u in range(first, last):
+                hot[u] = False
+        first = last
+    if not changed:
+        return False, share
+    out = share.copy()
+    first = 0
+    while first < n_units:
+        e = ue[first]
+        last = first
+        total = 0.0
+        while last < n_units and ue[last] == e:
+            if hot[last]:
+                out[last] = share[last] * factor[last]
+            total += out[last]
+            last += 1
+        moved = False
+        for u in range(first, last):
+            out[u] = out[u] / total
+            moved = moved or out[u] != share[u]
+        if moved:
+            for k in range(ptr[first], ptr[last]):
+                c = code[k]
+                coef[c if c >= 0 else ~c] = 0.0
+            for u in range(first, last):
+                s = out[u]
+                for k in range(ptr[u], ptr[u + 1]):
+                    c = code[k]
+                    coef[c if c >= 0 else ~c] += s * weight[k]
+        first = last
+    return True, out
+
+
+@njit(cache=True)
+def repeated_link(ptr: Any, link: Any, n_links: int) -> Any:
+    """The first unit (CSR ``ptr`` over ``link``, links in range) that lists a link twice,
+    and the least such link of it; (-1, -1) when none does."""
+    stamp = np.full(n_links, -1, dtype=np.int64)
+    for u in range(ptr.shape[0] - 1):
+        found = -1
+        for k in range(ptr[u], ptr[u + 1]):
+            j = link[k]
+            if stamp[j] == u and (found < 0 or j < found):
+                found = j
+            stamp[j] = u
+        if found >= 0:
+            return u, found
+    return -1, -1
