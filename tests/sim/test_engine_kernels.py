@@ -122,52 +122,70 @@ def _avoid_by_numpy(
     return True, out, new
 
 
-@given(st.integers(0, 2**32 - 1), st.integers(1, 60), st.integers(2, 15))
+@given(
+    st.integers(0, 2**32 - 1), st.integers(1, 60), st.integers(2, 15), st.booleans(), st.booleans()
+)
 @settings(max_examples=40, deadline=None)
-def test_an_avoidance_round_equals_the_numpy_steps(seed: int, n_units: int, n_links: int) -> None:
+def test_an_avoidance_round_equals_the_numpy_steps(
+    seed: int, n_units: int, n_links: int, uniform: bool, black_holes: bool
+) -> None:
     """Two rounds from the even split on random loads: the same shares and coefficients to
-    the bit, entities whose shares did not move keeping theirs."""
+    the bit, entities whose shares did not move keeping theirs; with one weight per entry
+    (data 1, control a constant, as ``run`` makes them) or weights per unit entry, with and
+    without dropped (black-holed) entries."""
     rng = np.random.default_rng(seed)
     u = _units(seed, n_units, n_links, 4)
+    weight = np.where(u.control, 0.25, 1.0) if uniform else u.link_weight
     first = np.ones(n_units, dtype=np.bool_)
     first[1:] = u.unit_flow[1:] != u.unit_flow[:-1]
     ue = (np.cumsum(first) - 1).astype(np.int64)
     n_ent = int(ue[-1]) + 1
     per_ent = np.bincount(ue, minlength=n_ent)
     share = 1.0 / per_ent[ue]
-    rows, cols, vals, _, _, merged = _fill.merge_entries(
-        np.arange(n_units, dtype=np.int64),
-        np.append(np.flatnonzero(first), n_units).astype(np.int64),
-        u.unit_ptr,
-        u.unit_link,
-        u.link_weight,
-        u.control,
-        share,
-        n_links,
+    order = np.arange(n_units, dtype=np.int64)
+    starts = np.append(np.flatnonzero(first), n_units).astype(np.int64)
+    _, cols, vals, _, _, merged = _fill.merge_entries(
+        order, starts, u.unit_ptr, u.unit_link, weight, u.control, share, n_links
     )
-    at = np.repeat(np.arange(n_units), np.diff(u.unit_ptr))
-    code = np.where(u.control, ~merged, merged)
+    avoiding = np.ones(n_ent, dtype=np.bool_)
+    code = np.empty(merged.size, dtype=np.int32)
+    units, ptr, dptr, dlink, w, by_entry = _fill.avoid_entries(
+        order, starts, avoiding, u.unit_ptr, weight, u.control, merged,
+        np.arange(cols.size, dtype=np.int64), cols, code,
+    )  # fmt: skip
+    assert units.tolist() == order.tolist()
+    code = code[: ptr[-1]]
+    if not by_entry:
+        w = _fill.avoid_weights(
+            order, starts, avoiding, u.unit_ptr, weight, u.control, merged,
+            np.arange(cols.size, dtype=np.int64), code.size,
+        )  # fmt: skip
+    low, high = np.full(cols.size, np.inf), np.full(cols.size, -np.inf)
+    np.minimum.at(low, merged, weight)
+    np.maximum.at(high, merged, weight)
+    assert by_entry == bool((low == high).all())  # one weight per entry: kept per entry
     base = vals.copy()
-    _fill.avoid_coef(u.unit_ptr, code, u.link_weight, share, base)
+    _fill.avoid_coef(ptr, code, w, by_entry, share, base)
+    keep = rng.random(cols.size) < 0.8 if black_holes else np.ones(cols.size, dtype=np.bool_)
+    at = np.repeat(np.arange(n_units), np.diff(u.unit_ptr))
     cap = rng.choice([0.0, 1.0, 2.0], n_links)
     factor = np.full(n_units, 0.8)
     on = rng.random(n_units) < 0.9
-    ref_share, ref_coef = share, base.copy()
-    got_share, got_coef = share, base.copy()
+    ref_share, got_share, got_coef = share, share, base.copy()
     for _ in range(2):
         load = cap * rng.choice([0.5, 0.99, 1.0], n_links)
         ok, ref_share, ref_coef = _avoid_by_numpy(
-            load, cap, 0.02, cols[merged], ~u.control, merged, at, ue, on, per_ent, factor,
-            ref_share, ref_coef, u.link_weight,
+            load, cap, 0.02, cols[merged], ~u.control & keep[merged], merged, at, ue, on,
+            per_ent, factor, ref_share, vals, weight,
         )  # fmt: skip
         stepped, got_share = _fill.avoid_step(
-            load, cap, 0.02, cols, np.zeros(1, dtype=np.bool_), False, u.unit_ptr, code,
-            u.link_weight, ue, on, per_ent, factor, got_share, got_coef,
+            load, cap, 0.02, keep, black_holes, ptr, code, dptr, dlink, w, by_entry, ue, on,
+            per_ent, factor, got_share, got_coef,
         )  # fmt: skip
         assert stepped == ok
         assert got_share.tobytes() == ref_share.tobytes()
-        assert got_coef.tobytes() == ref_coef.tobytes()
-        assert rows.size == got_coef.size
+        if ok:
+            assert got_coef.tobytes() == ref_coef.tobytes()
 
 
 def test_path_terms_equal_the_numpy_formula() -> None:

@@ -66,17 +66,20 @@ def fill(
     ent_coef: Any,
     link_ptr: Any,
     link_entry: Any,
-    entry_ent: Any,
+    link_ent: Any,
     capacity: Any,
     ent_cap: Any,
     active: Any,
     keep: Any,
+    has_keep: bool,
     rtol: float,
 ) -> Any:
     """Rates (levels) of every entity, the number of rounds, the entities left unfrozen
     (unbounded) and the load of every link; inactive entities get 0, as do entities crossing a
     zero-capacity link through a kept entry (stalled: they hold no one back) and entities
-    capped at 0."""
+    capped at 0. ``link_entry`` lists the entries link by link and ``link_ent`` their
+    entities (read in that order, so a saturated link's entities are found without a lookup
+    per entry); ``keep`` (one flag per entry) is read only when ``has_keep``."""
     n_ent = active.shape[0]
     n_links = capacity.shape[0]
     rate = np.zeros(n_ent)
@@ -95,7 +98,7 @@ def fill(
         if not dead:
             continue
         for j in range(ent_ptr[e], ent_ptr[e + 1]):
-            if keep[j] and capacity[ent_link[j]] <= 0.0:
+            if (not has_keep or keep[j]) and capacity[ent_link[j]] <= 0.0:
                 unfrozen[e] = False
                 break
     a = np.zeros(n_links)
@@ -106,7 +109,7 @@ def fill(
         if unfrozen[e]:
             left += 1
             for j in range(ent_ptr[e], ent_ptr[e + 1]):
-                if keep[j]:
+                if not has_keep or keep[j]:
                     a[ent_link[j]] += ent_coef[j]
                     count[ent_link[j]] += 1
     key = np.full(n_links, np.inf)
@@ -169,9 +172,8 @@ def fill(
         for s in range(n_sat):
             link = sat[s]
             for k in range(link_ptr[link], link_ptr[link + 1]):
-                j = link_entry[k]
-                e = entry_ent[j]
-                if keep[j] and unfrozen[e]:
+                e = link_ent[k]
+                if unfrozen[e] and (not has_keep or keep[link_entry[k]]):
                     unfrozen[e] = False
                     newly[n_new] = e
                     n_new += 1
@@ -189,7 +191,7 @@ def fill(
             e = newly[i]
             rate[e] = level
             for j in range(ent_ptr[e], ent_ptr[e + 1]):
-                if not keep[j]:
+                if has_keep and not keep[j]:
                     continue
                 link = ent_link[j]
                 frozen[link] += ent_coef[j] * level
@@ -263,69 +265,6 @@ def merge_rows(f: Any, paths: Any, share: Any) -> Any:
                 break
             slot = (slot + np.uint64(1)) & mask
     return first[:kept].copy(), total[:kept].copy()
-
-
-@njit(cache=True)
-def avoid_round(
-    load: Any,
-    cap: Any,
-    tol: float,
-    link: Any,
-    data: Any,
-    keep: Any,
-    has_keep: bool,
-    entry: Any,
-    at: Any,
-    ue: Any,
-    on: Any,
-    units_per_ent: Any,
-    factor: Any,
-    share: Any,
-    ent_coef: Any,
-    weight: Any,
-) -> Any:
-    """One round of path avoidance (``engine._Sim._avoid``), the numpy steps fused: units of
-    active flows whose data crosses a link loaded within ``tol`` of its capacity (and, with
-    ``has_keep``, whose entry is kept) have their share times ``factor``, unless every unit
-    of their entity would; shares are renormalised per entity and the entries' coefficients
-    rebuilt. Sums run in the order numpy's ``bincount`` adds them, so the result is the same
-    to the bit. Returns (whether any unit stepped, new shares, new coefficients)."""
-    n_units = share.shape[0]
-    n_ent = units_per_ent.shape[0]
-    hot = np.zeros(n_units, dtype=np.bool_)
-    for k in range(entry.shape[0]):
-        j = link[k]
-        saturated = cap[j] > 0 and load[j] >= cap[j] * (1.0 - tol)
-        if data[k] and saturated and (not has_keep or keep[entry[k]]):
-            hot[at[k]] = True
-    stepped = np.zeros(n_ent, dtype=np.int64)
-    for u in range(n_units):
-        hot[u] = hot[u] and on[u]
-        if hot[u]:
-            stepped[ue[u]] += 1
-    out = share.copy()
-    total = np.zeros(n_ent, dtype=np.float64)
-    changed = False
-    for u in range(n_units):
-        e = ue[u]
-        if hot[u] and stepped[e] < units_per_ent[e]:
-            out[u] = share[u] * factor[u]
-            changed = True
-    if not changed:
-        return False, share, ent_coef
-    for u in range(n_units):
-        total[ue[u]] += out[u]
-    for u in range(n_units):
-        out[u] = out[u] / total[ue[u]]
-    add = np.zeros(ent_coef.shape[0], dtype=np.float64)
-    for k in range(entry.shape[0]):
-        add[entry[k]] += out[at[k]] * weight[k]
-    coef = ent_coef.copy()
-    for k in range(entry.shape[0]):
-        coef[entry[k]] = 0.0
-    for i in range(coef.shape[0]):
-        coef[i] += add[i]
-    return True, out, coef
 
 
 @njit(cache=True)
@@ -472,42 +411,103 @@ def avoid_entries(
     control: Any,
     merged_of_pos: Any,
     entry_of_merged: Any,
+    ent_link: Any,
+    code: Any,
 ) -> Any:
     """The unit entries of avoiding entities (``avoiding``) that add to a kept entry
-    (``entry_of_merged`` >= 0), in position order, as CSR by unit: (the units, their pointer,
-    per unit entry its entry, ``~entry`` when it carries control packets only, and its link
-    weight). The units are those with at least one such entry."""
-    total = merged_of_pos.shape[0]
+    (``entry_of_merged`` >= 0), as CSR by unit in position order, each unit's data entries
+    first (an entry's sum has one term per unit, so the order inside a unit changes no sum).
+    Fills ``code`` (per unit entry its entry, ``~entry`` for one carrying control packets
+    only) and returns (the units, their pointer, the link of every data entry as CSR by
+    unit, per entry the weight of its unit entries, whether every entry's unit entries have
+    one weight). The units are those with at least
+    one such entry."""
+    n_entries = ent_link.shape[0]
     units = np.empty(order.shape[0], dtype=np.int64)
     ptr = np.zeros(order.shape[0] + 1, dtype=np.int64)
-    code = np.empty(total, dtype=np.int64)
-    weight = np.empty(total, dtype=np.float64)
+    dptr = np.zeros(order.shape[0] + 1, dtype=np.int64)
+    dlink = np.empty(code.shape[0], dtype=code.dtype)
+    weight = np.full(n_entries, np.nan)
+    uniform = True
     n_units = 0
     n = 0
+    nd = 0
     t = 0
     for e in range(ent_start.shape[0] - 1):
         for i in range(ent_start[e], ent_start[e + 1]):
             u = order[i]
             before = n
-            for k in range(unit_ptr[u], unit_ptr[u + 1]):
-                entry = entry_of_merged[merged_of_pos[t]]
-                t += 1
-                if avoiding[e] and entry >= 0:
-                    code[n] = ~entry if control[k] else entry
-                    weight[n] = link_weight[k]
-                    n += 1
+            if avoiding[e]:
+                for data in (True, False):
+                    for k in range(unit_ptr[u], unit_ptr[u + 1]):
+                        if control[k] == data:
+                            continue
+                        entry = entry_of_merged[merged_of_pos[t + k - unit_ptr[u]]]
+                        if entry < 0:
+                            continue
+                        code[n] = entry if data else ~entry
+                        n += 1
+                        if data:
+                            dlink[nd] = ent_link[entry]
+                            nd += 1
+                        w = link_weight[k]
+                        if np.isnan(weight[entry]):
+                            weight[entry] = w
+                        elif weight[entry] != w:
+                            uniform = False
+            t += unit_ptr[u + 1] - unit_ptr[u]
             if n > before:
                 units[n_units] = u
                 n_units += 1
                 ptr[n_units] = n
-    return units[:n_units], ptr[: n_units + 1], code[:n], weight[:n]
+                dptr[n_units] = nd
+    return (
+        units[:n_units],
+        ptr[: n_units + 1],
+        dptr[: n_units + 1],
+        dlink[:nd],
+        weight,
+        uniform,
+    )
 
 
 @njit(cache=True)
-def avoid_coef(ptr: Any, code: Any, weight: Any, share: Any, coef: Any) -> None:
+def avoid_weights(
+    order: Any,
+    ent_start: Any,
+    avoiding: Any,
+    unit_ptr: Any,
+    link_weight: Any,
+    control: Any,
+    merged_of_pos: Any,
+    entry_of_merged: Any,
+    n: int,
+) -> Any:
+    """The link weight of every unit entry of :func:`avoid_entries`, in its order (for
+    entries whose unit entries do not share one weight)."""
+    weight = np.empty(n, dtype=np.float64)
+    n = 0
+    t = 0
+    for e in range(ent_start.shape[0] - 1):
+        for i in range(ent_start[e], ent_start[e + 1]):
+            u = order[i]
+            if avoiding[e]:
+                for data in (True, False):
+                    for k in range(unit_ptr[u], unit_ptr[u + 1]):
+                        if control[k] == data:
+                            continue
+                        if entry_of_merged[merged_of_pos[t + k - unit_ptr[u]]] >= 0:
+                            weight[n] = link_weight[k]
+                            n += 1
+            t += unit_ptr[u + 1] - unit_ptr[u]
+    return weight
+
+
+@njit(cache=True)
+def avoid_coef(ptr: Any, code: Any, weight: Any, by_entry: bool, share: Any, coef: Any) -> None:
     """The coefficients of the avoiding entries from the units' ``share``, in place: each
-    entry the sum of ``share * weight`` over its unit entries, in order (as
-    :func:`avoid_step` rebuilds them)."""
+    entry the sum of ``share * weight`` over its unit entries, in unit order (as
+    :func:`avoid_step` rebuilds them); ``weight`` per entry (``by_entry``) or unit entry."""
     for u in range(ptr.shape[0] - 1):
         for k in range(ptr[u], ptr[u + 1]):
             c = code[k]
@@ -516,7 +516,8 @@ def avoid_coef(ptr: Any, code: Any, weight: Any, share: Any, coef: Any) -> None:
         s = share[u]
         for k in range(ptr[u], ptr[u + 1]):
             c = code[k]
-            coef[c if c >= 0 else ~c] += s * weight[k]
+            j = c if c >= 0 else ~c
+            coef[j] += s * (weight[j] if by_entry else weight[k])
 
 
 @njit(cache=True)
@@ -524,12 +525,14 @@ def avoid_step(
     load: Any,
     cap: Any,
     tol: float,
-    ent_link: Any,
     keep: Any,
     has_keep: bool,
     ptr: Any,
     code: Any,
+    dptr: Any,
+    dlink: Any,
     weight: Any,
+    by_entry: bool,
     ue: Any,
     on: Any,
     units_per_ent: Any,
@@ -538,14 +541,14 @@ def avoid_step(
     coef: Any,
 ) -> Any:
     """One round of path avoidance (``engine._Sim._avoid``): units of active flows (``on``)
-    whose data crosses a link loaded within ``tol`` of its capacity (and, with ``has_keep``,
-    through a kept entry) have their share times ``factor``, unless every unit of their
-    entity would; shares are renormalised per entity (summed in unit order). ``coef`` holds
-    the coefficients :func:`avoid_coef` gives for ``share`` and is updated in place, the
-    entries of an entity rebuilt only when one of its shares changed (the others would be
-    rebuilt to the same bits). The units of an entity are consecutive (``ue`` rises), so
-    each entity's entries are visited together. Returns (whether any unit stepped, the new
-    shares)."""
+    whose data crosses a link loaded within ``tol`` of its capacity (``dlink``, CSR by unit;
+    with ``has_keep``, through a kept entry) have their share times ``factor``, unless every
+    unit of their entity would; shares are renormalised per entity (summed in unit order).
+    ``coef`` holds the coefficients :func:`avoid_coef` gives for ``share`` and is updated in
+    place, the entries of an entity rebuilt only when one of its shares changed (the others
+    would be rebuilt to the same bits). The units of an entity are consecutive (``ue``
+    rises), so each entity's entries are visited together. Returns (whether any unit
+    stepped, the new shares)."""
     n_units = share.shape[0]
     n_links = cap.shape[0]
     hot_link = np.zeros(n_links, dtype=np.bool_)
@@ -560,9 +563,10 @@ def avoid_step(
         stepped = 0
         while last < n_units and ue[last] == e:
             if on[last]:
-                for k in range(ptr[last], ptr[last + 1]):
-                    c = code[k]
-                    if c >= 0 and hot_link[ent_link[c]] and (not has_keep or keep[c]):
+                for k in range(dptr[last], dptr[last + 1]):
+                    if hot_link[dlink[k]] and (
+                        not has_keep or keep[code[ptr[last] + k - dptr[last]]]
+                    ):
                         hot[last] = True
                         stepped += 1
                         break
@@ -598,7 +602,8 @@ def avoid_step(
                 s = out[u]
                 for k in range(ptr[u], ptr[u + 1]):
                     c = code[k]
-                    coef[c if c >= 0 else ~c] += s * weight[k]
+                    j = c if c >= 0 else ~c
+                    coef[j] += s * (weight[j] if by_entry else weight[k])
         first = last
     return True, out
 

@@ -135,15 +135,21 @@ class SimInputError(ClusterloomError, ValueError):
     """Inputs the simulator cannot use; the message names the flow, unit, link or action."""
 
 
+def _owned(a: NDArray[Any]) -> bool:
+    """``a`` holds its memory alone: it owns it, or numba's allocator does for it (an array
+    a compiled function returned), so no other array can write it."""
+    return a.base is None or type(a.base).__name__ == "_MemInfo"
+
+
 def _ro(a: ArrayLike, dtype: Any) -> NDArray[Any]:
-    """A read-only array of ``a``: ``a`` itself when it is already one that owns its data
-    (nothing else can write it: another input's, or one its maker froze), else a copy."""
+    """A read-only array of ``a``: ``a`` itself when it is already read-only and holds its
+    memory alone (another input's, or one its maker froze), else a copy."""
     if (
         isinstance(a, np.ndarray)
         and a.dtype == dtype
-        and a.base is None
         and not a.flags.writeable
         and a.flags.c_contiguous
+        and _owned(a)
     ):
         return a
     out = np.array(a, dtype=dtype, copy=True)
@@ -640,7 +646,7 @@ def _water_fill(
     ent_coef: _F64,
     link_ptr: _I64,
     link_entry: _I64,
-    entry_ent: _I64,
+    link_ent: _I64,
     capacity: _F64,
     ent_cap: _F64,
     active: _B,
@@ -648,21 +654,22 @@ def _water_fill(
     keep_entry: _B | None = None,
 ) -> _Fill:
     """Progressive filling over the active entities (``A`` as CSR by entity, by link as entry
-    indices, and each entry's entity), compiled (:mod:`clusterloom.sim.flow._fill`).
+    indices with their entities), compiled (:mod:`clusterloom.sim.flow._fill`).
     ``keep_entry`` (one flag per entry) drops the entries that load nothing (a black-holed
     path beyond its dead link)."""
-    keep = np.ones(ent_link.shape[0], dtype=np.bool_) if keep_entry is None else keep_entry
+    keep = np.ones(1, dtype=np.bool_) if keep_entry is None else keep_entry
     rate, rounds, left, load = _fill.fill(
         ent_ptr,
         ent_link,
         ent_coef,
         link_ptr,
         link_entry,
-        entry_ent,
+        link_ent,
         capacity,
         ent_cap,
         active,
         keep,
+        keep_entry is not None,
         float(rtol),
     )
     if left:
@@ -733,7 +740,7 @@ def max_min_fair(coef: Any, capacity: ArrayLike, cap: ArrayLike | None = None) -
         a_t.data.astype(np.float64),
         link_ptr,
         link_entry,
-        np.repeat(np.arange(n_ent, dtype=np.int64), np.diff(ent_ptr)),
+        np.repeat(np.arange(n_ent, dtype=np.int64), np.diff(ent_ptr))[link_entry],
         capv,
         ent_cap,
         np.ones(n_ent, dtype=np.bool_),
@@ -751,15 +758,20 @@ _PENDING, _ACTIVE, _DONE = 0, 1, 2
 class _AvoidMap:
     """The unit entries of avoiding coupled flows (``_Sim._avoid``), CSR by unit: ``units``
     (in the order of their entities), ``ptr``, per unit entry ``code`` the entry it adds to
-    (``~entry`` when it carries control packets only) and ``weight`` its link weight;
-    ``coef`` the entries' coefficients summed unit by unit from the transport's split (what
-    a round of avoidance rebuilds for a flow whose shares did not move); per unit ``ent``
-    its entity and ``factor`` what a step multiplies its share by; ``units_per_ent``."""
+    (``~entry`` when it carries control packets only; a unit's data entries first), the
+    links of its data entries (``dlink``, CSR ``dptr``), ``weight`` the link weight per entry
+    (``by_entry``: every unit entry of an entry has it) or per unit entry; ``coef`` the
+    entries' coefficients summed unit by unit from the transport's split (what a round of
+    avoidance rebuilds for a flow whose shares did not move); per unit ``ent`` its entity
+    and ``factor`` what a step multiplies its share by; ``units_per_ent``."""
 
     units: _I64
     ptr: _I64
-    code: _I64
+    code: NDArray[np.signedinteger[Any]]
+    dptr: _I64
+    dlink: NDArray[np.signedinteger[Any]]
     weight: _F64
+    by_entry: bool
     coef: _F64
     ent: _I64
     units_per_ent: _I64
@@ -886,35 +898,62 @@ class _Sim:
         self.avoid_map: _AvoidMap | None = None
         if (self.ent_avoid > 0).any():  # unit entries -> entries, to re-split coupled flows
             assert merged_of_pos is not None  # avoiding flows are coupled
-            units, ptr, code, weight = _fill.avoid_entries(
+            starts = np.append(np.flatnonzero(new_ent), order.size).astype(np.int64)
+            avoiding = self.ent_avoid > 0
+            entry_of = np.where(nz, np.cumsum(nz) - 1, -1).astype(np.int64)
+            # entries and links fit int32 unless there are 2**31 of them
+            small = max(cols.size, self.n_links) < 2**31
+            code: NDArray[np.signedinteger[Any]] = np.empty(
+                merged_of_pos.size, np.int32 if small else np.int64
+            )
+            units, ptr, dptr, dlink, weight, by_entry = _fill.avoid_entries(
                 order,
-                np.append(np.flatnonzero(new_ent), order.size).astype(np.int64),
-                self.ent_avoid > 0,
+                starts,
+                avoiding,
                 u.unit_ptr,
                 u.link_weight,
                 u.control,
                 merged_of_pos,
-                np.where(nz, np.cumsum(nz) - 1, -1).astype(np.int64),
+                entry_of,
+                cols.astype(np.int64, copy=False),
+                code,
             )
+            code = code[: ptr[-1]]
+            if not by_entry:  # some entry's unit entries differ in weight: one per unit entry
+                weight = _fill.avoid_weights(
+                    order,
+                    starts,
+                    avoiding,
+                    u.unit_ptr,
+                    u.link_weight,
+                    u.control,
+                    merged_of_pos,
+                    entry_of,
+                    code.size,
+                )
             base = vals.astype(np.float64)  # sequential sums of the transport's split
-            _fill.avoid_coef(ptr, code, weight, u.unit_share[units], base)
+            _fill.avoid_coef(ptr, code, weight, by_entry, u.unit_share[units], base)
             ue = self.ent_of_unit[units]
             self.avoid_map = _AvoidMap(
                 units,
                 ptr,
                 code,
+                dptr,
+                dlink,
                 weight,
+                bool(by_entry),
                 base,
                 ue,
                 np.bincount(ue, minlength=n_ent),
                 1.0 - self.ent_avoid[ue],
             )
         self.ent_ptr = _csr_ptr(np.bincount(rows, minlength=n_ent))
-        self.entry_ent = rows.astype(np.int64)
-        self.ent_link = cols.astype(np.int64)
-        self.ent_coef = vals.astype(np.float64)
-        self.ent_hop = hops.astype(np.int64)
+        self.entry_ent = rows.astype(np.int64, copy=False)
+        self.ent_link = cols.astype(np.int64, copy=False)
+        self.ent_coef = vals.astype(np.float64, copy=False)
+        self.ent_hop = hops.astype(np.int64, copy=False)
         self.link_ptr, self.link_entry = _fill.by_link(self.ent_link, self.n_links)
+        self.link_ent = self.entry_ent[self.link_entry]
 
         with np.errstate(divide="ignore", invalid="ignore"):
             per_unit = np.where(
@@ -1086,7 +1125,7 @@ class _Sim:
             self.ent_coef,
             self.link_ptr,
             self.link_entry,
-            self.entry_ent,
+            self.link_ent,
             self.capacity,
             self.ent_cap,
             active,
@@ -1198,7 +1237,7 @@ class _Sim:
                 self.ent_coef * w,
                 self.link_ptr,
                 self.link_entry,
-                self.entry_ent,
+                self.link_ent,
                 cap,
                 np.minimum(self.ent_cap, bound) / weight,
                 active,
@@ -1232,12 +1271,14 @@ class _Sim:
                 fill.load,
                 cap,
                 tol,
-                self.ent_link,
                 kept,
                 keep is not None,
                 m.ptr,
                 m.code,
+                m.dptr,
+                m.dlink,
                 m.weight,
+                m.by_entry,
                 m.ent,
                 on,
                 m.units_per_ent,
@@ -1253,7 +1294,7 @@ class _Sim:
                 coef,
                 self.link_ptr,
                 self.link_entry,
-                self.entry_ent,
+                self.link_ent,
                 cap,
                 self.ent_cap,
                 active,

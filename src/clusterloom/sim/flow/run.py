@@ -193,19 +193,9 @@ class Timing:
         if self.control <= 0:
             return dataclasses.replace(units, cap=cap) if cap is not units.cap else units
         # per unit its data links in path order, then their reverses (the control packets)
-        counts = np.diff(units.unit_ptr)
-        n = units.unit_link.shape[0]
-        data_at = np.arange(n, dtype=np.int64) + np.repeat(units.unit_ptr[:-1], counts)
-        ctl_at = data_at + np.repeat(counts, counts)
-        links = np.empty(2 * n, dtype=np.int64)
-        links[data_at] = units.unit_link
-        links[ctl_at] = units.unit_link ^ 1  # the other direction of the same physical link
-        weight = np.empty(2 * n)
-        weight[data_at] = units.link_weight
-        weight[ctl_at] = self.control
-        control = np.empty(2 * n, dtype=np.bool_)
-        control[data_at] = units.control
-        control[ctl_at] = True
+        links, weight, control = _with_control(
+            units.unit_ptr, units.unit_link, units.link_weight, units.control, self.control
+        )
         return UnitSet(
             unit_flow=units.unit_flow,
             unit_ptr=frozen(2 * units.unit_ptr),
@@ -215,6 +205,26 @@ class Timing:
             link_weight=frozen(weight),
             control=frozen(control),
         )
+
+
+@njit(cache=True)
+def _with_control(unit_ptr: Any, unit_link: Any, weight: Any, control: Any, ctl: float) -> Any:
+    """Per unit its entries (link, weight, control flag), then one entry on the reverse of
+    each of its links carrying ``ctl`` of control packets per byte (``Timing.capped``)."""
+    n = unit_link.shape[0]
+    links = np.empty(2 * n, dtype=np.int64)
+    weights = np.empty(2 * n, dtype=np.float64)
+    flags = np.empty(2 * n, dtype=np.bool_)
+    for u in range(unit_ptr.shape[0] - 1):
+        a, b = unit_ptr[u], unit_ptr[u + 1]
+        for k in range(a, b):
+            links[a + k] = unit_link[k]
+            weights[a + k] = weight[k]
+            flags[a + k] = control[k]
+            links[b + k] = unit_link[k] ^ 1  # the other direction of the same physical link
+            weights[b + k] = ctl
+            flags[b + k] = True
+    return links, weights, flags
 
 
 @njit(cache=True)
