@@ -934,6 +934,7 @@ class _Sim:
             base = vals.astype(np.float64)  # sequential sums of the transport's split
             _fill.avoid_coef(ptr, code, weight, by_entry, u.unit_share[units], base)
             ue = self.ent_of_unit[units]
+            self.avoid_coef = np.empty_like(base)
             self.avoid_map = _AvoidMap(
                 units,
                 ptr,
@@ -1264,7 +1265,8 @@ class _Sim:
         tol = max(AVOID_HOT, 2.0 * self.rtol)
         cap = self.capacity
         kept = np.zeros(1, dtype=np.bool_) if keep is None else keep
-        coef = m.coef.copy()  # updated in place by each round
+        coef = self.avoid_coef  # updated in place by each round, from the split's
+        np.copyto(coef, m.coef)
         for _ in range(AVOID_ROUNDS):
             # compiled (``_fill.avoid_step``): a flow's entries rebuilt when its shares move
             stepped, share = _fill.avoid_step(
@@ -1394,7 +1396,10 @@ class _Sim:
             per_rate[act] = np.where(r > 0, moved / r, 0.0)
         ent_moved = self.rate * self.deliver * per_rate[self.ent_group]
         alive = self.alive_units
-        self.unit_bytes[alive] += self.unit_factor[alive] * ent_moved[self.ent_of_unit[alive]]
+        if alive.size == self.unit_bytes.size:  # every unit, in order (no reroute yet)
+            self.unit_bytes += self.unit_factor * ent_moved[self.ent_of_unit]
+        else:
+            self.unit_bytes[alive] += self.unit_factor[alive] * ent_moved[self.ent_of_unit[alive]]
         self.dirty = True
         self._complete(act[fin], until)
 
