@@ -347,3 +347,132 @@ def connection_hash(src: I64, dst: I64, salt: I64, seed: int) -> I64:
     key = (src.astype(np.uint64) << np.uint64(40)) ^ (dst.astype(np.uint64) << np.uint64(16))
     mixed = splitmix64(key ^ splitmix64(salt.astype(np.uint64) ^ np.uint64(seed)))
     return (mixed >> np.uint64(1)).astype(np.int64)
+
+
+def route_counted(
+    r: Router,
+    src: I64,
+    dst: I64,
+    conn_ev: I64,
+    k_ev: I64,
+    *,
+    seed: int = 0,
+    alive: NDArray[np.bool_] | None = None,
+) -> tuple[I64, I64, I64]:
+    """Each connection's EVs routed as :func:`route` routes them and counted per distinct
+    path, without a row per EV: EV ``k`` of connection ``i`` is ``(conn_ev[i] ^ k_ev[k]) &
+    0xFFFFFFFF`` on host port ``k mod ports``. Returns (the connection of each distinct path,
+    the paths as :func:`route`'s rows, how many EVs take each), per connection in the order
+    of each path's first EV."""
+    v = route_view(r, alive)
+    n, evs = np.shape(src)[0], np.shape(k_ev)[0]
+    conn = np.empty(n * evs, dtype=np.int64)
+    paths = np.full((n * evs, r.max_hops), -1, dtype=np.int64)
+    count = np.zeros(n * evs, dtype=np.int64)
+    kept = _route_counted(
+        r.host_link,
+        r.up,
+        r.down,
+        r.lower_slot,
+        v.link_src,
+        v.link_dst,
+        v.node_pod,
+        r.topology.plan.tiers,
+        np.asarray(src, dtype=np.int64),
+        np.asarray(dst, dtype=np.int64),
+        np.asarray(conn_ev, dtype=np.int64),
+        np.asarray(k_ev, dtype=np.int64),
+        int(r.host_link.shape[1]),
+        np.uint64(seed & _MASK64),
+        np.uint64((seed ^ 0x5EED) & _MASK64),
+        v.live,
+        v.up_any,
+        v.down_any,
+        v.degraded,
+        conn,
+        paths,
+        count,
+    )
+    return conn[:kept], paths[:kept], count[:kept]
+
+
+@njit(cache=True)
+def _route_counted(
+    host_link: Any,
+    up: Any,
+    down: Any,
+    lower_slot: Any,
+    link_src: Any,
+    link_dst: Any,
+    node_pod: Any,
+    tiers: int,
+    src: Any,
+    dst: Any,
+    conn_ev: Any,
+    k_ev: Any,
+    ports: int,
+    seed: Any,
+    seed_far: Any,
+    live: Any,
+    up_any: Any,
+    down_any: Any,
+    damaged: bool,
+    conn: Any,
+    out: Any,
+    count: Any,
+) -> int:
+    """:func:`route_counted`, one connection at a time: its EVs routed by
+    :func:`_route_rows`, then merged through a table keyed by a hash of the path (paths
+    whose hashes meet are compared in full)."""
+    evs = k_ev.shape[0]
+    width = out.shape[1]
+    s = np.empty(evs, dtype=np.int64)
+    d = np.empty(evs, dtype=np.int64)
+    port = np.empty(evs, dtype=np.int64)
+    ev = np.empty(evs, dtype=np.int64)
+    rows = np.empty((evs, width), dtype=np.int64)
+    size = 1
+    while size < 2 * evs:
+        size *= 2
+    table = np.empty(size, dtype=np.int64)
+    mask = np.uint64(size - 1)
+    for k in range(evs):
+        port[k] = k % ports
+    kept = 0
+    for i in range(src.shape[0]):
+        for k in range(evs):
+            s[k] = src[i]
+            d[k] = dst[i]
+            ev[k] = (conn_ev[i] ^ k_ev[k]) & 0xFFFFFFFF
+        rows[:] = -1
+        _route_rows(
+            host_link, up, down, lower_slot, link_src, link_dst, node_pod, tiers, s, d, port,
+            ev, seed, seed_far, live, up_any, down_any, damaged, rows,
+        )  # fmt: skip
+        table[:] = -1
+        for k in range(evs):
+            h = np.uint64(0x9E3779B97F4A7C15)
+            for j in range(width):
+                h = (h ^ np.uint64(rows[k, j] + 1)) * np.uint64(0x100000001B3)
+                h ^= h >> np.uint64(29)
+            slot = h & mask
+            while True:
+                at = table[slot]
+                if at < 0:
+                    table[slot] = kept
+                    conn[kept] = i
+                    for j in range(width):
+                        out[kept, j] = rows[k, j]
+                    count[kept] = 1
+                    kept += 1
+                    break
+                same = True
+                for j in range(width):
+                    if out[at, j] != rows[k, j]:
+                        same = False
+                        break
+                if same:
+                    count[at] += 1
+                    break
+                slot = (slot + np.uint64(1)) & mask
+    return kept
