@@ -69,28 +69,3 @@ def test_merging_same_paths_equals_numpy_unique(
     want = _merged_by_numpy(f, paths, share)
     for a, b in zip(got, want, strict=True):
         assert a.tolist() == b.tolist()
-
-
-class _PerEv(MrcSpray):
-    """The same routes through the hook a subclass overrides: every EV routed as a row,
-    then merged (the path a healthy fabric no longer takes)."""
-
-    def ev_paths(  # type: ignore[override]
-        self, router, s, d, port, k, f, seed: int
-    ) -> np.ndarray:
-        return super().ev_paths(router, s, d, port, k, f, seed)
-
-
-@pytest.mark.parametrize("evs", [1, 16, 100, 256])
-def test_counting_evs_per_path_gives_the_units_of_routing_each(evs: int) -> None:
-    """``paths.route_counted`` on a healthy fabric: the units of routing every EV and merging
-    them, to the bit (shares summed EV by EV), on a 3-tier k=8 fat tree."""
-    k8 = fat_tree(8)
-    router = build_router(k8)
-    t = permutation(128, 1000, seed=4)
-    src, dst = t.src.astype(np.int64), t.dst.astype(np.int64)
-    alive = np.ones(k8.n_links, dtype=bool)
-    counted = MrcSpray(evs=evs).units(router, src, dst, alive=alive, seed=3)
-    per_ev = _PerEv(evs=evs).units(router, src, dst, alive=alive, seed=3)
-    for name in ("unit_flow", "unit_ptr", "unit_link", "unit_share"):
-        assert getattr(counted, name).tobytes() == getattr(per_ev, name).tobytes(), name

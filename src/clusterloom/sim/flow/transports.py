@@ -75,7 +75,7 @@ from clusterloom.errors import PluginError, Problem, SpecError
 from clusterloom.fabric.topology import Role
 from clusterloom.sim.flow._fill import merge_rows
 from clusterloom.sim.flow.engine import UnitSet, frozen
-from clusterloom.sim.paths import Router, connection_hash, route, route_counted, splitmix64
+from clusterloom.sim.paths import Router, connection_hash, route, splitmix64
 from clusterloom.sim.registry import REGISTRY, implemented_by, plugin_implementation
 from clusterloom.units import PS_PER_S, PS_PER_US
 
@@ -375,8 +375,6 @@ class MrcSpray(_Packets):
     def _chunk(
         self, router: Router, src: I64, dst: I64, ids: I64, alive: B, seed: int
     ) -> tuple[I64, I64, F64]:
-        if alive.all() and not self.balance and type(self).ev_paths is MrcSpray.ev_paths:
-            return self._counted(router, src, dst, ids, seed)
         f = np.repeat(ids, self.evs)
         k = np.tile(np.arange(self.evs, dtype=np.int64), ids.size)
         s, d = src[f], dst[f]
@@ -392,23 +390,6 @@ class MrcSpray(_Packets):
         if not self.balance:  # one entity per flow: EVs on the same path are one unit
             f, paths, share = _merge_same_paths(f, paths, share)
         return f, paths, share
-
-    def _counted(
-        self, router: Router, src: I64, dst: I64, ids: I64, seed: int
-    ) -> tuple[I64, I64, F64]:
-        """What routing every EV with :meth:`ev_paths` and merging them per path gives on a
-        healthy fabric (the same units, shares summed EV by EV), counted per path by
-        :func:`paths.route_counted` without a row per EV."""
-        k = np.arange(self.evs, dtype=np.int64)
-        s, d = src[ids], dst[ids]
-        conn = connection_hash(s, d, ids, seed)
-        k_ev = splitmix64(k.astype(np.uint64)).astype(np.int64)
-        at, paths, count = route_counted(router, s, d, conn, k_ev, seed=seed)
-        # the sum of ``count`` shares of 1/evs added one EV at a time, as the merge adds them
-        sums = np.zeros(self.evs + 1)
-        for i in range(1, self.evs + 1):
-            sums[i] = sums[i - 1] + 1.0 / self.evs
-        return ids[at], paths, sums[count]
 
     def ev_paths(self, router: Router, s: I64, d: I64, port: I64, k: I64, f: I64, seed: int) -> I64:
         """The static source route (``-1``-padded directed links) of EV ``k`` of connection
