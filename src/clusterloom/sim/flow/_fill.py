@@ -66,29 +66,39 @@ def fill(
     ent_coef: Any,
     link_ptr: Any,
     link_entry: Any,
-    entry_ent: Any,
+    link_ent: Any,
     capacity: Any,
     ent_cap: Any,
     active: Any,
     keep: Any,
+    has_keep: bool,
     rtol: float,
 ) -> Any:
     """Rates (levels) of every entity, the number of rounds, the entities left unfrozen
     (unbounded) and the load of every link; inactive entities get 0, as do entities crossing a
     zero-capacity link through a kept entry (stalled: they hold no one back) and entities
-    capped at 0."""
+    capped at 0. ``link_entry`` lists the entries link by link and ``link_ent`` their
+    entities (read in that order, so a saturated link's entities are found without a lookup
+    per entry); ``keep`` (one flag per entry) is read only when ``has_keep``."""
     n_ent = active.shape[0]
     n_links = capacity.shape[0]
     rate = np.zeros(n_ent)
     unfrozen = active.copy()
+    dead = False  # a link without capacity (else no entity needs its links looked at here)
+    for link in range(n_links):
+        if capacity[link] <= 0.0:
+            dead = True
+            break
     for e in range(n_ent):
         if not unfrozen[e]:
             continue
         if ent_cap[e] <= 0.0:
             unfrozen[e] = False
             continue
+        if not dead:
+            continue
         for j in range(ent_ptr[e], ent_ptr[e + 1]):
-            if keep[j] and capacity[ent_link[j]] <= 0.0:
+            if (not has_keep or keep[j]) and capacity[ent_link[j]] <= 0.0:
                 unfrozen[e] = False
                 break
     a = np.zeros(n_links)
@@ -99,7 +109,7 @@ def fill(
         if unfrozen[e]:
             left += 1
             for j in range(ent_ptr[e], ent_ptr[e + 1]):
-                if keep[j]:
+                if not has_keep or keep[j]:
                     a[ent_link[j]] += ent_coef[j]
                     count[ent_link[j]] += 1
     key = np.full(n_links, np.inf)
@@ -162,9 +172,8 @@ def fill(
         for s in range(n_sat):
             link = sat[s]
             for k in range(link_ptr[link], link_ptr[link + 1]):
-                j = link_entry[k]
-                e = entry_ent[j]
-                if keep[j] and unfrozen[e]:
+                e = link_ent[k]
+                if unfrozen[e] and (not has_keep or keep[link_entry[k]]):
                     unfrozen[e] = False
                     newly[n_new] = e
                     n_new += 1
@@ -182,7 +191,7 @@ def fill(
             e = newly[i]
             rate[e] = level
             for j in range(ent_ptr[e], ent_ptr[e + 1]):
-                if not keep[j]:
+                if has_keep and not keep[j]:
                     continue
                 link = ent_link[j]
                 frozen[link] += ent_coef[j] * level
@@ -259,63 +268,358 @@ def merge_rows(f: Any, paths: Any, share: Any) -> Any:
 
 
 @njit(cache=True)
-def avoid_round(
+def _pairwise(v: Any, start: int, n: int) -> Any:
+    """numpy's pairwise summation of ``v[start:start + n]`` (``np.add.reduce``'s order: up to
+    7 values one by one, up to 128 in 8 running sums combined as a tree, beyond that the two
+    halves, the first a multiple of 8 long)."""
+    if n < 8:
+        res = -0.0
+        for i in range(start, start + n):
+            res += v[i]
+        return res
+    if n <= 128:
+        r0 = v[start]
+        r1 = v[start + 1]
+        r2 = v[start + 2]
+        r3 = v[start + 3]
+        r4 = v[start + 4]
+        r5 = v[start + 5]
+        r6 = v[start + 6]
+        r7 = v[start + 7]
+        i = 8
+        while i < n - n % 8:
+            b = start + i
+            r0 += v[b]
+            r1 += v[b + 1]
+            r2 += v[b + 2]
+            r3 += v[b + 3]
+            r4 += v[b + 4]
+            r5 += v[b + 5]
+            r6 += v[b + 6]
+            r7 += v[b + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            res += v[start + i]
+            i += 1
+        return res
+    half = n // 2
+    half -= half % 8
+    return _pairwise(v, start, half) + _pairwise(v, start + half, n - half)
+
+
+@njit(cache=True)
+def merge_entries(
+    order: Any,
+    ent_start: Any,
+    unit_ptr: Any,
+    unit_link: Any,
+    link_weight: Any,
+    control: Any,
+    coef: Any,
+    n_links: int,
+) -> Any:
+    """The entries of ``A`` (``engine._Sim._build``) in one pass: per entity (its units are
+    ``order[ent_start[e]:ent_start[e + 1]]``, ``coef`` per position of ``order``), one entry
+    per distinct link in link order, its value the sum of ``coef * link_weight`` over the
+    unit entries on that link as ``np.add.reduceat`` adds them (the first, then numpy's
+    pairwise sum of the rest, in position order), its hop the least, its control flag the
+    AND. What a stable sort of the unit entries by (entity, link) and ``reduceat`` give, to
+    the bit. Returns (entity, link, value, hop, control) per entry and the entry of every
+    unit entry in position order."""
+    n_ent = ent_start.shape[0] - 1
+    total = 0
+    for i in range(order.shape[0]):
+        total += unit_ptr[order[i] + 1] - unit_ptr[order[i]]
+    rows = np.empty(total, dtype=np.int64)
+    cols = np.empty(total, dtype=np.int64)
+    vals = np.empty(total, dtype=np.float64)
+    hops = np.empty(total, dtype=np.int64)
+    ctl = np.empty(total, dtype=np.bool_)
+    merged_of_pos = np.empty(total, dtype=np.int64)
+    stamp = np.full(n_links, -1, dtype=np.int64)
+    count = np.zeros(n_links, dtype=np.int64)
+    slot = np.zeros(n_links, dtype=np.int64)
+    put = np.zeros(n_links, dtype=np.int64)
+    distinct = np.empty(n_links, dtype=np.int64)
+    buf = np.empty(0, dtype=np.float64)
+    n_out = 0
+    t0 = 0
+    for e in range(n_ent):
+        nd = 0
+        n_e = 0
+        for i in range(ent_start[e], ent_start[e + 1]):
+            u = order[i]
+            for k in range(unit_ptr[u], unit_ptr[u + 1]):
+                link = unit_link[k]
+                if stamp[link] != e:
+                    stamp[link] = e
+                    count[link] = 0
+                    distinct[nd] = link
+                    nd += 1
+                count[link] += 1
+                n_e += 1
+        links = np.sort(distinct[:nd])
+        if buf.shape[0] < n_e:
+            buf = np.empty(max(n_e, 2 * buf.shape[0]), dtype=np.float64)
+        off = 0
+        for r in range(nd):
+            link = links[r]
+            m = n_out + r
+            slot[link] = m
+            put[link] = off
+            off += count[link]
+            rows[m] = e
+            cols[m] = link
+            hops[m] = np.iinfo(np.int64).max
+            ctl[m] = True
+        t = t0
+        for i in range(ent_start[e], ent_start[e + 1]):
+            u = order[i]
+            c = coef[i]
+            for k in range(unit_ptr[u], unit_ptr[u + 1]):
+                link = unit_link[k]
+                m = slot[link]
+                merged_of_pos[t] = m
+                t += 1
+                buf[put[link]] = c * link_weight[k]
+                put[link] += 1
+                hop = k - unit_ptr[u]
+                if hop < hops[m]:
+                    hops[m] = hop
+                ctl[m] = ctl[m] and control[k]
+        for r in range(nd):
+            link = links[r]
+            n = count[link]
+            first = put[link] - n
+            value = buf[first]
+            if n > 1:
+                value += _pairwise(buf, first + 1, n - 1)
+            vals[n_out + r] = value
+        n_out += nd
+        t0 = t
+    return rows[:n_out], cols[:n_out], vals[:n_out], hops[:n_out], ctl[:n_out], merged_of_pos
+
+
+@njit(cache=True)
+def avoid_entries(
+    order: Any,
+    ent_start: Any,
+    avoiding: Any,
+    unit_ptr: Any,
+    link_weight: Any,
+    control: Any,
+    merged_of_pos: Any,
+    entry_of_merged: Any,
+    ent_link: Any,
+    code: Any,
+) -> Any:
+    """The unit entries of avoiding entities (``avoiding``) that add to a kept entry
+    (``entry_of_merged`` >= 0), as CSR by unit in position order, each unit's data entries
+    first (an entry's sum has one term per unit, so the order inside a unit changes no sum).
+    Fills ``code`` (per unit entry its entry, ``~entry`` for one carrying control packets
+    only) and returns (the units, their pointer, the link of every data entry as CSR by
+    unit, per entry the weight of its unit entries, whether every entry's unit entries have
+    one weight). The units are those with at least
+    one such entry."""
+    n_entries = ent_link.shape[0]
+    units = np.empty(order.shape[0], dtype=np.int64)
+    ptr = np.zeros(order.shape[0] + 1, dtype=np.int64)
+    dptr = np.zeros(order.shape[0] + 1, dtype=np.int64)
+    dlink = np.empty(code.shape[0], dtype=code.dtype)
+    weight = np.full(n_entries, np.nan)
+    uniform = True
+    n_units = 0
+    n = 0
+    nd = 0
+    t = 0
+    for e in range(ent_start.shape[0] - 1):
+        for i in range(ent_start[e], ent_start[e + 1]):
+            u = order[i]
+            before = n
+            if avoiding[e]:
+                for data in (True, False):
+                    for k in range(unit_ptr[u], unit_ptr[u + 1]):
+                        if control[k] == data:
+                            continue
+                        entry = entry_of_merged[merged_of_pos[t + k - unit_ptr[u]]]
+                        if entry < 0:
+                            continue
+                        code[n] = entry if data else ~entry
+                        n += 1
+                        if data:
+                            dlink[nd] = ent_link[entry]
+                            nd += 1
+                        w = link_weight[k]
+                        if np.isnan(weight[entry]):
+                            weight[entry] = w
+                        elif weight[entry] != w:
+                            uniform = False
+            t += unit_ptr[u + 1] - unit_ptr[u]
+            if n > before:
+                units[n_units] = u
+                n_units += 1
+                ptr[n_units] = n
+                dptr[n_units] = nd
+    return (
+        units[:n_units],
+        ptr[: n_units + 1],
+        dptr[: n_units + 1],
+        dlink[:nd],
+        weight,
+        uniform,
+    )
+
+
+@njit(cache=True)
+def avoid_weights(
+    order: Any,
+    ent_start: Any,
+    avoiding: Any,
+    unit_ptr: Any,
+    link_weight: Any,
+    control: Any,
+    merged_of_pos: Any,
+    entry_of_merged: Any,
+    n: int,
+) -> Any:
+    """The link weight of every unit entry of :func:`avoid_entries`, in its order (for
+    entries whose unit entries do not share one weight)."""
+    weight = np.empty(n, dtype=np.float64)
+    n = 0
+    t = 0
+    for e in range(ent_start.shape[0] - 1):
+        for i in range(ent_start[e], ent_start[e + 1]):
+            u = order[i]
+            if avoiding[e]:
+                for data in (True, False):
+                    for k in range(unit_ptr[u], unit_ptr[u + 1]):
+                        if control[k] == data:
+                            continue
+                        if entry_of_merged[merged_of_pos[t + k - unit_ptr[u]]] >= 0:
+                            weight[n] = link_weight[k]
+                            n += 1
+            t += unit_ptr[u + 1] - unit_ptr[u]
+    return weight
+
+
+@njit(cache=True)
+def avoid_coef(ptr: Any, code: Any, weight: Any, by_entry: bool, share: Any, coef: Any) -> None:
+    """The coefficients of the avoiding entries from the units' ``share``, in place: each
+    entry the sum of ``share * weight`` over its unit entries, in unit order (as
+    :func:`avoid_step` rebuilds them); ``weight`` per entry (``by_entry``) or unit entry."""
+    for u in range(ptr.shape[0] - 1):
+        for k in range(ptr[u], ptr[u + 1]):
+            c = code[k]
+            coef[c if c >= 0 else ~c] = 0.0
+    for u in range(ptr.shape[0] - 1):
+        s = share[u]
+        for k in range(ptr[u], ptr[u + 1]):
+            c = code[k]
+            j = c if c >= 0 else ~c
+            coef[j] += s * (weight[j] if by_entry else weight[k])
+
+
+@njit(cache=True)
+def avoid_step(
     load: Any,
     cap: Any,
     tol: float,
-    link: Any,
-    data: Any,
     keep: Any,
     has_keep: bool,
-    entry: Any,
-    at: Any,
+    ptr: Any,
+    code: Any,
+    dptr: Any,
+    dlink: Any,
+    weight: Any,
+    by_entry: bool,
     ue: Any,
     on: Any,
     units_per_ent: Any,
     factor: Any,
     share: Any,
-    ent_coef: Any,
-    weight: Any,
+    coef: Any,
 ) -> Any:
-    """One round of path avoidance (``engine._Sim._avoid``), the numpy steps fused: units of
-    active flows whose data crosses a link loaded within ``tol`` of its capacity (and, with
-    ``has_keep``, whose entry is kept) have their share times ``factor``, unless every unit
-    of their entity would; shares are renormalised per entity and the entries' coefficients
-    rebuilt. Sums run in the order numpy's ``bincount`` adds them, so the result is the same
-    to the bit. Returns (whether any unit stepped, new shares, new coefficients)."""
+    """One round of path avoidance (``engine._Sim._avoid``): units of active flows (``on``)
+    whose data crosses a link loaded within ``tol`` of its capacity (``dlink``, CSR by unit;
+    with ``has_keep``, through a kept entry) have their share times ``factor``, unless every
+    unit of their entity would; shares are renormalised per entity (summed in unit order).
+    ``coef`` holds the coefficients :func:`avoid_coef` gives for ``share`` and is updated in
+    place, the entries of an entity rebuilt only when one of its shares changed (the others
+    would be rebuilt to the same bits). The units of an entity are consecutive (``ue``
+    rises), so each entity's entries are visited together. Returns (whether any unit
+    stepped, the new shares)."""
     n_units = share.shape[0]
-    n_ent = units_per_ent.shape[0]
+    n_links = cap.shape[0]
+    hot_link = np.zeros(n_links, dtype=np.bool_)
+    for j in range(n_links):
+        hot_link[j] = cap[j] > 0 and load[j] >= cap[j] * (1.0 - tol)
     hot = np.zeros(n_units, dtype=np.bool_)
-    for k in range(entry.shape[0]):
-        j = link[k]
-        saturated = cap[j] > 0 and load[j] >= cap[j] * (1.0 - tol)
-        if data[k] and saturated and (not has_keep or keep[entry[k]]):
-            hot[at[k]] = True
-    stepped = np.zeros(n_ent, dtype=np.int64)
-    for u in range(n_units):
-        hot[u] = hot[u] and on[u]
-        if hot[u]:
-            stepped[ue[u]] += 1
-    out = share.copy()
-    total = np.zeros(n_ent, dtype=np.float64)
     changed = False
-    for u in range(n_units):
-        e = ue[u]
-        if hot[u] and stepped[e] < units_per_ent[e]:
-            out[u] = share[u] * factor[u]
+    first = 0
+    while first < n_units:  # one entity at a time: which of its units are hot
+        e = ue[first]
+        last = first
+        stepped = 0
+        while last < n_units and ue[last] == e:
+            if on[last]:
+                for k in range(dptr[last], dptr[last + 1]):
+                    if hot_link[dlink[k]] and (
+                        not has_keep or keep[code[ptr[last] + k - dptr[last]]]
+                    ):
+                        hot[last] = True
+                        stepped += 1
+                        break
+            last += 1
+        if stepped and stepped < units_per_ent[e]:
             changed = True
+        else:
+            for u in range(first, last):
+                hot[u] = False
+        first = last
     if not changed:
-        return False, share, ent_coef
-    for u in range(n_units):
-        total[ue[u]] += out[u]
-    for u in range(n_units):
-        out[u] = out[u] / total[ue[u]]
-    add = np.zeros(ent_coef.shape[0], dtype=np.float64)
-    for k in range(entry.shape[0]):
-        add[entry[k]] += out[at[k]] * weight[k]
-    coef = ent_coef.copy()
-    for k in range(entry.shape[0]):
-        coef[entry[k]] = 0.0
-    for i in range(coef.shape[0]):
-        coef[i] += add[i]
-    return True, out, coef
+        return False, share
+    out = share.copy()
+    first = 0
+    while first < n_units:
+        e = ue[first]
+        last = first
+        total = 0.0
+        while last < n_units and ue[last] == e:
+            if hot[last]:
+                out[last] = share[last] * factor[last]
+            total += out[last]
+            last += 1
+        moved = False
+        for u in range(first, last):
+            out[u] = out[u] / total
+            moved = moved or out[u] != share[u]
+        if moved:
+            for k in range(ptr[first], ptr[last]):
+                c = code[k]
+                coef[c if c >= 0 else ~c] = 0.0
+            for u in range(first, last):
+                s = out[u]
+                for k in range(ptr[u], ptr[u + 1]):
+                    c = code[k]
+                    j = c if c >= 0 else ~c
+                    coef[j] += s * (weight[j] if by_entry else weight[k])
+        first = last
+    return True, out
+
+
+@njit(cache=True)
+def repeated_link(ptr: Any, link: Any, n_links: int) -> Any:
+    """The first unit (CSR ``ptr`` over ``link``, links in range) that lists a link twice,
+    and the least such link of it; (-1, -1) when none does."""
+    stamp = np.full(n_links, -1, dtype=np.int64)
+    for u in range(ptr.shape[0] - 1):
+        found = -1
+        for k in range(ptr[u], ptr[u + 1]):
+            j = link[k]
+            if stamp[j] == u and (found < 0 or j < found):
+                found = j
+            stamp[j] = u
+        if found >= 0:
+            return u, found
+    return -1, -1

@@ -97,6 +97,7 @@ __all__ = [
     "SimState",
     "UnitSet",
     "fct_percentiles",
+    "frozen",
     "max_min_fair",
     "simulate",
 ]
@@ -134,10 +135,38 @@ class SimInputError(ClusterloomError, ValueError):
     """Inputs the simulator cannot use; the message names the flow, unit, link or action."""
 
 
+def _owned(a: NDArray[Any]) -> bool:
+    """``a`` holds its memory alone: it owns it, or numba's allocator does for it (an array
+    a compiled function returned), so no other array can write it."""
+    return a.base is None or type(a.base).__name__ == "_MemInfo"
+
+
 def _ro(a: ArrayLike, dtype: Any) -> NDArray[Any]:
+    """A read-only array of ``a``: ``a`` itself when it is already read-only and holds its
+    memory alone (another input's, or one its maker froze), else a copy."""
+    if (
+        isinstance(a, np.ndarray)
+        and a.dtype == dtype
+        and not a.flags.writeable
+        and a.flags.c_contiguous
+        and _owned(a)
+    ):
+        return a
     out = np.array(a, dtype=dtype, copy=True)
     out.setflags(write=False)
     return out
+
+
+def frozen(a: NDArray[Any]) -> NDArray[Any]:
+    """``a`` made read-only, for a maker handing over an array it will not write again (the
+    inputs' classes then keep it without a copy)."""
+    a.setflags(write=False)
+    return a
+
+
+def _per(a: NDArray[Any], n: int) -> NDArray[Any]:
+    """``a`` broadcast to ``n`` entries (itself when it has them)."""
+    return a if a.shape == (n,) else np.broadcast_to(a, (n,))
 
 
 def _ranges(ptr: _I64, rows: _I64) -> tuple[_I64, _I64]:
@@ -292,11 +321,11 @@ class UnitSet:
         n = flow.shape[0]
         ptr = np.asarray(self.unit_ptr, dtype=np.int64)
         link = np.asarray(self.unit_link, dtype=np.int64)
-        share = np.broadcast_to(np.asarray(self.unit_share, dtype=np.float64), (n,))
+        share = _per(np.asarray(self.unit_share, dtype=np.float64), n)
         cap = np.asarray(self.cap, dtype=np.float64)
         if cap.size == 0:
             cap = np.full(n, np.inf)
-        cap = np.broadcast_to(cap, (n,))
+        cap = _per(cap, n)
         weight = np.asarray(self.link_weight, dtype=np.float64)
         if weight.size == 0:
             weight = np.ones(link.shape[0])
@@ -501,7 +530,6 @@ def _check_capacity(capacity: ArrayLike) -> _F64:
 
 
 def _check_units(units: UnitSet, n_flows: int, n_links: int, who: str) -> None:
-    n = units.n_units
     bad = np.flatnonzero((units.unit_flow < 0) | (units.unit_flow >= n_flows))
     if bad.size:
         raise SimInputError(f"{who} unit {bad[0]}: flow {units.unit_flow[bad[0]]} out of range")
@@ -509,28 +537,29 @@ def _check_units(units: UnitSet, n_flows: int, n_links: int, who: str) -> None:
     bad = np.flatnonzero(counts <= 0)
     if bad.size:
         raise SimInputError(f"{who} unit {bad[0]}: no links")
-    owner = np.repeat(np.arange(n), counts)
+
+    def owner(entry: int) -> int:  # the unit of an entry of ``unit_link`` (every unit has one)
+        return int(np.searchsorted(units.unit_ptr, entry, side="right")) - 1
+
     bad = np.flatnonzero((units.unit_link < 0) | (units.unit_link >= n_links))
     if bad.size:
         raise SimInputError(
-            f"{who} unit {owner[bad[0]]}: link {units.unit_link[bad[0]]} out of range "
+            f"{who} unit {owner(bad[0])}: link {units.unit_link[bad[0]]} out of range "
             f"(0..{n_links - 1})"
         )
-    key = owner * n_links + units.unit_link
-    dup = np.flatnonzero(np.diff(np.sort(key)) == 0)
-    if dup.size:
-        k = int(np.sort(key)[dup[0]])
-        raise SimInputError(f"{who} unit {k // n_links}: link {k % n_links} listed twice")
+    twice, link = _fill.repeated_link(units.unit_ptr, units.unit_link, n_links)
+    if twice >= 0:
+        raise SimInputError(f"{who} unit {twice}: link {link} listed twice")
     bad = np.flatnonzero(~np.isfinite(units.unit_share) | (units.unit_share < 0))
     if bad.size:
         raise SimInputError(f"{who} unit {bad[0]}: share {units.unit_share[bad[0]]} invalid")
     bad = np.flatnonzero(~np.isfinite(units.link_weight) | (units.link_weight < 0))
     if bad.size:
-        raise SimInputError(f"{who} unit {owner[bad[0]]}: link weight invalid")
+        raise SimInputError(f"{who} unit {owner(bad[0])}: link weight invalid")
     bad = np.flatnonzero(np.isnan(units.cap) | (units.cap < 0))
     if bad.size:
         raise SimInputError(f"{who} unit {bad[0]}: cap {units.cap[bad[0]]} invalid")
-    present = np.unique(units.unit_flow)
+    present = np.flatnonzero(np.bincount(units.unit_flow, minlength=n_flows))
     total = np.bincount(units.unit_flow, units.unit_share, minlength=n_flows)[present]
     bad = np.flatnonzero(np.abs(total - 1.0) > SHARE_TOL)
     if bad.size:
@@ -617,7 +646,7 @@ def _water_fill(
     ent_coef: _F64,
     link_ptr: _I64,
     link_entry: _I64,
-    entry_ent: _I64,
+    link_ent: _I64,
     capacity: _F64,
     ent_cap: _F64,
     active: _B,
@@ -625,21 +654,22 @@ def _water_fill(
     keep_entry: _B | None = None,
 ) -> _Fill:
     """Progressive filling over the active entities (``A`` as CSR by entity, by link as entry
-    indices, and each entry's entity), compiled (:mod:`clusterloom.sim.flow._fill`).
+    indices with their entities), compiled (:mod:`clusterloom.sim.flow._fill`).
     ``keep_entry`` (one flag per entry) drops the entries that load nothing (a black-holed
     path beyond its dead link)."""
-    keep = np.ones(ent_link.shape[0], dtype=np.bool_) if keep_entry is None else keep_entry
+    keep = np.ones(1, dtype=np.bool_) if keep_entry is None else keep_entry
     rate, rounds, left, load = _fill.fill(
         ent_ptr,
         ent_link,
         ent_coef,
         link_ptr,
         link_entry,
-        entry_ent,
+        link_ent,
         capacity,
         ent_cap,
         active,
         keep,
+        keep_entry is not None,
         float(rtol),
     )
     if left:
@@ -710,7 +740,7 @@ def max_min_fair(coef: Any, capacity: ArrayLike, cap: ArrayLike | None = None) -
         a_t.data.astype(np.float64),
         link_ptr,
         link_entry,
-        np.repeat(np.arange(n_ent, dtype=np.int64), np.diff(ent_ptr)),
+        np.repeat(np.arange(n_ent, dtype=np.int64), np.diff(ent_ptr))[link_entry],
         capv,
         ent_cap,
         np.ones(n_ent, dtype=np.bool_),
@@ -726,17 +756,26 @@ _PENDING, _ACTIVE, _DONE = 0, 1, 2
 
 @dataclass(frozen=True)
 class _AvoidMap:
-    """The unit entries of avoiding coupled flows (``_Sim._avoid``): ``units`` the units
-    (sorted), per unit entry ``at`` its unit's index in ``units``, ``entry`` the merged entry
-    it adds to, ``link`` that entry's link, ``weight`` its link weight, ``data`` False for
-    control packets."""
+    """The unit entries of avoiding coupled flows (``_Sim._avoid``), CSR by unit: ``units``
+    (in the order of their entities), ``ptr``, per unit entry ``code`` the entry it adds to
+    (``~entry`` when it carries control packets only; a unit's data entries first), the
+    links of its data entries (``dlink``, CSR ``dptr``), ``weight`` the link weight per entry
+    (``by_entry``: every unit entry of an entry has it) or per unit entry; ``coef`` the
+    entries' coefficients summed unit by unit from the transport's split (what a round of
+    avoidance rebuilds for a flow whose shares did not move); per unit ``ent`` its entity
+    and ``factor`` what a step multiplies its share by; ``units_per_ent``."""
 
     units: _I64
-    at: _I64
-    entry: _I64
-    link: _I64
+    ptr: _I64
+    code: NDArray[np.signedinteger[Any]]
+    dptr: _I64
+    dlink: NDArray[np.signedinteger[Any]]
     weight: _F64
-    data: _B
+    by_entry: bool
+    coef: _F64
+    ent: _I64
+    units_per_ent: _I64
+    factor: _F64
 
 
 class _Sim:
@@ -829,59 +868,93 @@ class _Sim:
 
         # A, entity-major; duplicates (a coupled flow's units sharing a link) summed;
         # ``ent_hop``: the link's position on the unit's path (its first one)
-        pos, counts = _ranges(u.unit_ptr, order)
-        rows = np.repeat(ent_of_pos, counts)
-        cols = u.unit_link[pos]
-        vals = np.repeat(coef, counts) * u.link_weight[pos]
-        hops = pos - np.repeat(u.unit_ptr[order], counts)
-        ctl = u.control[pos]
-        merged_of_pos = np.arange(rows.size, dtype=np.int64)
+        merged_of_pos: _I64 | None = None
         if coupled.any():  # only a coupled flow's units can share a link within one entity
-            # by entity, then link, stable (``np.lexsort((cols, rows))``'s order), as one key
-            idx = np.argsort(rows * np.int64(self.n_links) + cols, kind="stable")
-            rows, cols, vals, hops, ctl = rows[idx], cols[idx], vals[idx], hops[idx], ctl[idx]
-            head = np.ones(rows.size, dtype=np.bool_)
-            head[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
-            starts = np.flatnonzero(head)
-            merged_of_pos[idx] = np.cumsum(head) - 1
-            if rows.size:
-                vals = np.add.reduceat(vals, starts)
-                hops = np.minimum.reduceat(hops, starts)
-                ctl = np.logical_and.reduceat(ctl, starts)
-            rows, cols = rows[starts], cols[starts]
+            # by entity, then link, in one compiled pass (``_fill.merge_entries``): what a
+            # stable sort by (entity, link) and ``np.add.reduceat`` gave, to the bit
+            rows, cols, vals, hops, ctl, merged_of_pos = _fill.merge_entries(
+                order,
+                np.append(np.flatnonzero(new_ent), order.size).astype(np.int64),
+                u.unit_ptr,
+                u.unit_link,
+                u.link_weight,
+                u.control,
+                coef,
+                self.n_links,
+            )
+        else:
+            pos, counts = _ranges(u.unit_ptr, order)
+            rows = np.repeat(ent_of_pos, counts)
+            cols = u.unit_link[pos]
+            vals = np.repeat(coef, counts) * u.link_weight[pos]
+            hops = pos - np.repeat(u.unit_ptr[order], counts)
+            ctl = u.control[pos]
         nz = vals > 0
-        rows, cols, vals, hops, ctl = rows[nz], cols[nz], vals[nz], hops[nz], ctl[nz]
+        if not nz.all():
+            rows, cols, vals, hops, ctl = rows[nz], cols[nz], vals[nz], hops[nz], ctl[nz]
         self.ent_ctl = ctl.astype(np.bool_)
         self.ent_lossless = f.lossless[uf][new_ent]
         self.ent_avoid = f.avoid[uf][new_ent]
         self.avoid_map: _AvoidMap | None = None
         if (self.ent_avoid > 0).any():  # unit entries -> entries, to re-split coupled flows
-            entry_of = np.where(nz, np.cumsum(nz) - 1, -1)[merged_of_pos]
-            ent_of_entry = np.repeat(ent_of_pos, counts)
-            mine = (entry_of >= 0) & (self.ent_avoid[ent_of_entry] > 0)
-            unit = np.repeat(order, counts)[mine]
-            if unit.size and (np.diff(unit) >= 0).all():  # the usual case: units in order
-                head = np.ones(unit.size, dtype=np.bool_)
-                head[1:] = unit[1:] != unit[:-1]
-                uniq, at = unit[head], np.cumsum(head) - 1
-            else:
-                uniq = np.unique(unit)
-                at = np.searchsorted(uniq, unit)
-            entry = entry_of[mine]
+            assert merged_of_pos is not None  # avoiding flows are coupled
+            starts = np.append(np.flatnonzero(new_ent), order.size).astype(np.int64)
+            avoiding = self.ent_avoid > 0
+            entry_of = np.where(nz, np.cumsum(nz) - 1, -1).astype(np.int64)
+            # entries and links fit int32 unless there are 2**31 of them
+            small = max(cols.size, self.n_links) < 2**31
+            code: NDArray[np.signedinteger[Any]] = np.empty(
+                merged_of_pos.size, np.int32 if small else np.int64
+            )
+            units, ptr, dptr, dlink, weight, by_entry = _fill.avoid_entries(
+                order,
+                starts,
+                avoiding,
+                u.unit_ptr,
+                u.link_weight,
+                u.control,
+                merged_of_pos,
+                entry_of,
+                cols.astype(np.int64, copy=False),
+                code,
+            )
+            code = code[: ptr[-1]]
+            if not by_entry:  # some entry's unit entries differ in weight: one per unit entry
+                weight = _fill.avoid_weights(
+                    order,
+                    starts,
+                    avoiding,
+                    u.unit_ptr,
+                    u.link_weight,
+                    u.control,
+                    merged_of_pos,
+                    entry_of,
+                    code.size,
+                )
+            base = vals.astype(np.float64)  # sequential sums of the transport's split
+            _fill.avoid_coef(ptr, code, weight, by_entry, u.unit_share[units], base)
+            ue = self.ent_of_unit[units]
+            self.avoid_coef = np.empty_like(base)
             self.avoid_map = _AvoidMap(
-                uniq,
-                at.astype(np.int64),
-                entry,
-                cols[entry].astype(np.int64),
-                u.link_weight[pos][mine],
-                ~u.control[pos][mine],
+                units,
+                ptr,
+                code,
+                dptr,
+                dlink,
+                weight,
+                bool(by_entry),
+                base,
+                ue,
+                np.bincount(ue, minlength=n_ent),
+                1.0 - self.ent_avoid[ue],
             )
         self.ent_ptr = _csr_ptr(np.bincount(rows, minlength=n_ent))
-        self.entry_ent = rows.astype(np.int64)
-        self.ent_link = cols.astype(np.int64)
-        self.ent_coef = vals.astype(np.float64)
-        self.ent_hop = hops.astype(np.int64)
+        self.entry_ent = rows.astype(np.int64, copy=False)
+        self.ent_link = cols.astype(np.int64, copy=False)
+        self.ent_coef = vals.astype(np.float64, copy=False)
+        self.ent_hop = hops.astype(np.int64, copy=False)
         self.link_ptr, self.link_entry = _fill.by_link(self.ent_link, self.n_links)
+        self.link_ent = self.entry_ent[self.link_entry]
 
         with np.errstate(divide="ignore", invalid="ignore"):
             per_unit = np.where(
@@ -1053,7 +1126,7 @@ class _Sim:
             self.ent_coef,
             self.link_ptr,
             self.link_entry,
-            self.entry_ent,
+            self.link_ent,
             self.capacity,
             self.ent_cap,
             active,
@@ -1165,7 +1238,7 @@ class _Sim:
                 self.ent_coef * w,
                 self.link_ptr,
                 self.link_entry,
-                self.entry_ent,
+                self.link_ent,
                 cap,
                 np.minimum(self.ent_cap, bound) / weight,
                 active,
@@ -1187,35 +1260,33 @@ class _Sim:
         fill = self.fill
         assert fill is not None and self.avoid_map is not None
         m = self.avoid_map
-        uniq, at, entry, on_link, weight, data = m.units, m.at, m.entry, m.link, m.weight, m.data
-        ue = self.ent_of_unit[uniq]
-        n_ent = self.rate.shape[0]
-        units_per_ent = np.bincount(ue, minlength=n_ent)
-        share = self.units.unit_share[uniq].copy()
-        factor = 1.0 - self.ent_avoid[ue]
-        on = active[ue]
+        share = self.units.unit_share[m.units]
+        on = active[m.ent]
         tol = max(AVOID_HOT, 2.0 * self.rtol)
         cap = self.capacity
         kept = np.zeros(1, dtype=np.bool_) if keep is None else keep
+        coef = self.avoid_coef  # updated in place by each round, from the split's
+        np.copyto(coef, m.coef)
         for _ in range(AVOID_ROUNDS):
-            # compiled (``_fill.avoid_round``): the same steps as numpy, the same sums
-            stepped, share, coef = _fill.avoid_round(
+            # compiled (``_fill.avoid_step``): a flow's entries rebuilt when its shares move
+            stepped, share = _fill.avoid_step(
                 fill.load,
                 cap,
                 tol,
-                on_link,
-                data,
                 kept,
                 keep is not None,
-                entry,
-                at,
-                ue,
+                m.ptr,
+                m.code,
+                m.dptr,
+                m.dlink,
+                m.weight,
+                m.by_entry,
+                m.ent,
                 on,
-                units_per_ent,
-                factor,
+                m.units_per_ent,
+                m.factor,
                 share,
-                self.ent_coef,
-                weight,
+                coef,
             )
             if not stepped:
                 break
@@ -1225,14 +1296,14 @@ class _Sim:
                 coef,
                 self.link_ptr,
                 self.link_entry,
-                self.entry_ent,
+                self.link_ent,
                 cap,
                 self.ent_cap,
                 active,
                 self.rtol,
                 keep,
             )
-        self.unit_factor[uniq] = share
+        self.unit_factor[m.units] = share
         return fill
 
     def _group_rate(self) -> _F64:
@@ -1325,7 +1396,10 @@ class _Sim:
             per_rate[act] = np.where(r > 0, moved / r, 0.0)
         ent_moved = self.rate * self.deliver * per_rate[self.ent_group]
         alive = self.alive_units
-        self.unit_bytes[alive] += self.unit_factor[alive] * ent_moved[self.ent_of_unit[alive]]
+        if alive.size == self.unit_bytes.size:  # every unit, in order (no reroute yet)
+            self.unit_bytes += self.unit_factor * ent_moved[self.ent_of_unit]
+        else:
+            self.unit_bytes[alive] += self.unit_factor[alive] * ent_moved[self.ent_of_unit[alive]]
         self.dirty = True
         self._complete(act[fin], until)
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
+from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 from clusterloom.errors import Problem, SpecError
@@ -41,12 +42,13 @@ from clusterloom.sim.flow.engine import (
     SimResult,
     SimState,
     UnitSet,
+    frozen,
     simulate,
 )
 from clusterloom.sim.flow.transports import Transport
 from clusterloom.sim.paths import Router, build_router
 from clusterloom.sim.traffic import Traffic
-from clusterloom.units import PS_PER_S
+from clusterloom.units import BITS_PER_BYTE, PS_PER_S
 
 I64 = NDArray[np.int64]
 
@@ -185,33 +187,86 @@ class Timing:
         """``units`` with each unit's share of its flow's window cap and, when the transport
         sends control packets, the reverse of every link of its path carrying them (weight
         ``control``: control bytes per wire byte of data)."""
+        cap = units.cap
         if not np.isinf(self.cap).all():
             cap = np.minimum(units.cap, self.cap[units.unit_flow] * units.unit_share)
-            units = dataclasses.replace(units, cap=cap)
         if self.control <= 0:
-            return units
-        counts = np.diff(units.unit_ptr)
-        back = units.unit_link ^ 1  # the other direction of the same physical link
-        owner = np.repeat(np.arange(units.n_units), counts)
-        order = np.argsort(np.concatenate([owner, owner]), kind="stable")
-        links = np.concatenate([units.unit_link, back])[order]
-        weight = np.concatenate([units.link_weight, np.full(back.shape[0], self.control)])[order]
-        control = np.concatenate([units.control, np.ones(back.shape[0], dtype=bool)])[order]
+            return dataclasses.replace(units, cap=cap) if cap is not units.cap else units
+        # per unit its data links in path order, then their reverses (the control packets)
+        links, weight, control = _with_control(
+            units.unit_ptr, units.unit_link, units.link_weight, units.control, self.control
+        )
         return UnitSet(
             unit_flow=units.unit_flow,
-            unit_ptr=2 * units.unit_ptr,
-            unit_link=links,
+            unit_ptr=frozen(2 * units.unit_ptr),
+            unit_link=frozen(links),
             unit_share=units.unit_share,
-            cap=units.cap,
-            link_weight=weight,
-            control=control,
+            cap=cap if cap is units.cap else frozen(cap),
+            link_weight=frozen(weight),
+            control=frozen(control),
         )
 
 
-def _ser_ps(nbytes: NDArray[np.int64], bps: NDArray[np.float64]) -> I64:
-    """Serialization of ``nbytes`` at ``bps``, whole picoseconds down (the packet engine's)."""
-    out: I64 = (nbytes * 8 * PS_PER_S // np.maximum(bps, 1.0).astype(np.int64)).astype(np.int64)
-    return out
+@njit(cache=True)
+def _with_control(unit_ptr: Any, unit_link: Any, weight: Any, control: Any, ctl: float) -> Any:
+    """Per unit its entries (link, weight, control flag), then one entry on the reverse of
+    each of its links carrying ``ctl`` of control packets per byte (``Timing.capped``)."""
+    n = unit_link.shape[0]
+    links = np.empty(2 * n, dtype=np.int64)
+    weights = np.empty(2 * n, dtype=np.float64)
+    flags = np.empty(2 * n, dtype=np.bool_)
+    for u in range(unit_ptr.shape[0] - 1):
+        a, b = unit_ptr[u], unit_ptr[u + 1]
+        for k in range(a, b):
+            links[a + k] = unit_link[k]
+            weights[a + k] = weight[k]
+            flags[a + k] = control[k]
+            links[b + k] = unit_link[k] ^ 1  # the other direction of the same physical link
+            weights[b + k] = ctl
+            flags[b + k] = True
+    return links, weights, flags
+
+
+@njit(cache=True)
+def _path_terms(
+    unit_flow: Any,
+    unit_ptr: Any,
+    unit_link: Any,
+    link_bps: Any,
+    link_latency_ps: Any,
+    last: Any,
+    full: int,
+    hdr: int,
+    n_flows: int,
+) -> Any:
+    """Per flow, over its units (``flow_timing``): the largest tail (propagation plus the
+    serialization of the flow's ``last`` packet at every hop after the first) and base RTT
+    (propagation both ways plus a ``full`` packet and a ``hdr`` ACK at every hop), each
+    serialization in whole picoseconds rounded down (as the packet engine's), and the
+    largest rate of a unit's first link (bits/s). Every link of a packet transport's path
+    is a directed physical link (``link // 2``)."""
+    tail = np.zeros(n_flows, dtype=np.int64)
+    rtt = np.zeros(n_flows, dtype=np.int64)
+    rate = np.zeros(n_flows, dtype=np.float64)
+    scale = BITS_PER_BYTE * PS_PER_S
+    for u in range(unit_flow.shape[0]):
+        f = unit_flow[u]
+        t = 0
+        r = 0
+        for k in range(unit_ptr[u], unit_ptr[u + 1]):
+            link = unit_link[k] // 2
+            bps = float(link_bps[link])
+            div = int(max(bps, 1.0))
+            prop = link_latency_ps[link]
+            if k == unit_ptr[u]:
+                rate[f] = max(rate[f], bps)
+            else:
+                t += last[f] * scale // div
+            t += prop
+            r += 2 * prop + full * scale // div + hdr * scale // div
+        tail[f] = max(tail[f], t)
+        rtt[f] = max(rtt[f], r)
+    return tail, rtt, rate
 
 
 def flow_timing(
@@ -234,27 +289,19 @@ def flow_timing(
     # the packet that decides the store-and-forward: the last one queues behind the one
     # before it at every hop, so a full packet (a flow of one packet: that packet)
     last = np.where(size > 0, np.minimum(size, mss) + hdr, 0)
-    # per unit: propagation and the store-and-forward at every hop after the first
-    counts = np.diff(units.unit_ptr)
-    owner = np.repeat(np.arange(units.n_units), counts)
-    link = units.unit_link // 2  # every link of a packet transport's path is physical
-    bps = topology.link_capacity_bps[link].astype(np.float64)
-    first = np.zeros(link.shape[0], dtype=bool)
-    first[units.unit_ptr[:-1][counts > 0]] = True
-    flow_of = units.unit_flow[owner]
-    sf = np.where(first, 0, _ser_ps(last[flow_of], bps))
-    full = _ser_ps(np.full(link.shape[0], mss + hdr, dtype=np.int64), bps)
-    ack = _ser_ps(np.full(link.shape[0], hdr, dtype=np.int64), bps)
-    prop = topology.link_latency_ps[link].astype(np.int64)
-    tail_u = np.bincount(owner, prop + sf, minlength=units.n_units).astype(np.int64)
-    rtt_u = np.bincount(owner, 2 * prop + full + ack, minlength=units.n_units).astype(np.int64)
-    tail = zero.copy()
-    rtt = zero.copy()
-    np.maximum.at(tail, units.unit_flow, tail_u)
-    np.maximum.at(rtt, units.unit_flow, rtt_u)
-    # a unit's first link is its sender's NIC port; a flow sends on all its ports
-    starts = units.unit_ptr[:-1]
-    np.maximum.at(rate, units.unit_flow, bps[starts] if starts.size else bps[:0])
+    # per unit: propagation and the store-and-forward at every hop after the first; per
+    # flow the slowest unit, and its NIC rate (compiled: one pass over the units' links)
+    tail, rtt, rate = _path_terms(
+        units.unit_flow,
+        units.unit_ptr,
+        units.unit_link,
+        topology.link_capacity_bps,
+        topology.link_latency_ps,
+        last.astype(np.int64),
+        mss + hdr,
+        hdr,
+        n,
+    )
     rate = rate * ports
     head = transport.startup_ps(wire, rtt, rate)
     window = transport.window_bytes(rtt, rate)

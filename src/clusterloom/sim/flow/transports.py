@@ -74,7 +74,7 @@ from numpy.typing import NDArray
 from clusterloom.errors import PluginError, Problem, SpecError
 from clusterloom.fabric.topology import Role
 from clusterloom.sim.flow._fill import merge_rows
-from clusterloom.sim.flow.engine import UnitSet
+from clusterloom.sim.flow.engine import UnitSet, frozen
 from clusterloom.sim.paths import Router, connection_hash, route, splitmix64
 from clusterloom.sim.registry import REGISTRY, implemented_by, plugin_implementation
 from clusterloom.units import PS_PER_S, PS_PER_US
@@ -96,10 +96,10 @@ def _units(flow: I64, paths: I64, share: NDArray[np.float64]) -> UnitSet:
     valid = paths >= 0
     counts = valid.sum(axis=1)
     return UnitSet(
-        unit_flow=flow.astype(np.int64),
-        unit_ptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-        unit_link=paths[valid].astype(np.int64),
-        unit_share=share.astype(np.float64),
+        unit_flow=frozen(flow.astype(np.int64)),
+        unit_ptr=frozen(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)),
+        unit_link=frozen(paths[valid].astype(np.int64, copy=False)),
+        unit_share=frozen(share.astype(np.float64)),
     )
 
 
