@@ -79,7 +79,10 @@ class Menu:
             "risk_alpha": self.risk_alpha,
             "risk_weight": self.risk_weight,
             "formulation": form,
-            "moves": [asdict(m) for m in self.moves],
+            "moves": [
+                {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(m).items()}
+                for m in self.moves
+            ],
         }
 
 

@@ -973,6 +973,9 @@ def _register_packet_commands() -> None:
     from clusterloom.cli import serve
 
     serve.register(app, _guard, out)
+    from clusterloom.cli import capacity
+
+    capacity.register(app, _guard, out)
 
 
 _register_packet_commands()

@@ -63,13 +63,18 @@ def _where(loc: tuple[int | str, ...]) -> str:
     return out or "(document)"
 
 
-def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+def _model_at(
+    loc: tuple[int | str, ...], root: type[BaseModel] = ClusterSpec
+) -> type[BaseModel] | None:
     """The pydantic model that holds the field at ``loc`` (to list allowed fields)."""
-    annotation: Any = ClusterSpec
+    annotation: Any = root
     for part in loc[:-1]:
         annotation = _pick(annotation)
         if typing.get_origin(annotation) is dict:  # a name in a mapping: step into the values
             annotation = typing.get_args(annotation)[1]
+            continue
+        if typing.get_origin(annotation) in (list, tuple) and isinstance(part, int):
+            annotation = typing.get_args(annotation)[0]  # an item of a list: its model
             continue
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             return None
@@ -101,7 +106,11 @@ def _shown(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _problems_from_validation(exc: ValidationError) -> list[Problem]:
+def problems_from_validation(
+    exc: ValidationError, root: type[BaseModel] = ClusterSpec
+) -> list[Problem]:
+    """pydantic's errors of a document validated as ``root``, one ``Problem`` each with the
+    dotted path of the field (an unknown field lists the fields allowed there)."""
     problems: list[Problem] = []
     errors = exc.errors(include_url=False)
 
@@ -132,7 +141,7 @@ def _problems_from_validation(exc: ValidationError) -> list[Problem]:
         where = _where(loc)
         kind = err["type"]
         if kind == "extra_forbidden":
-            model = _model_at(loc)
+            model = _model_at(loc, root)
             allowed = ", ".join(model.model_fields) if model else ""
             msg = "unknown field" + (f"; allowed here: {allowed}" if allowed else "")
         elif kind == "missing":
@@ -426,11 +435,9 @@ def check_spec(spec: ClusterSpec) -> list[Problem]:
     return problems
 
 
-def parse_spec(text: str, source: str = "<spec>") -> ClusterSpec:
-    """Parse and check a spec given as YAML text; raise ``SpecError`` listing every problem.
-
-    The text is held to the document limits of :mod:`clusterloom.spec.limits` before anything
-    is built from it."""
+def read_yaml(text: str, source: str) -> Any:
+    """YAML text held to the document limits of :mod:`clusterloom.spec.limits`, parsed safely
+    (a key given twice refused); ``SpecError`` naming the line of a YAML error."""
     check_yaml_shape(text, source)
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)
@@ -441,6 +448,15 @@ def parse_spec(text: str, source: str = "<spec>") -> ClusterSpec:
     except yaml.YAMLError as exc:
         reason = " ".join(str(exc).split())  # one line: PyYAML's reader errors span two
         raise SpecError([Problem(source, f"not valid YAML: {reason}")]) from exc
+    return data
+
+
+def parse_spec(text: str, source: str = "<spec>") -> ClusterSpec:
+    """Parse and check a spec given as YAML text; raise ``SpecError`` listing every problem.
+
+    The text is held to the document limits of :mod:`clusterloom.spec.limits` before anything
+    is built from it."""
+    data = read_yaml(text, source)
     if not isinstance(data, dict):
         raise SpecError([Problem(source, "a spec is a YAML mapping with version, name, ...")])
     if data.get("version") != 1:
@@ -455,15 +471,16 @@ def parse_spec(text: str, source: str = "<spec>") -> ClusterSpec:
     try:
         spec = ClusterSpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(_problems_from_validation(exc)) from exc
+        raise SpecError(problems_from_validation(exc)) from exc
     problems = check_spec(spec)
     if problems:
         raise SpecError(problems)
     return spec
 
 
-def load_spec(path: str | Path) -> ClusterSpec:
-    """Read and check the spec at ``path``."""
+def read_document(path: str | Path) -> str:
+    """The UTF-8 text of an input document at ``path``, at most ``MAX_SPEC_BYTES``; a file
+    that cannot be read is a ``SpecError`` naming it."""
     p = Path(path)
     try:
         with p.open("rb") as fh:
@@ -477,6 +494,13 @@ def load_spec(path: str | Path) -> ClusterSpec:
         raise SpecError([Problem(str(p), f"cannot read: {exc.strerror or exc}")]) from exc
     except UnicodeDecodeError as exc:
         raise SpecError([Problem(str(p), "not UTF-8 text")]) from exc
+    return text
+
+
+def load_spec(path: str | Path) -> ClusterSpec:
+    """Read and check the spec at ``path``."""
+    p = Path(path)
+    text = read_document(p)
     return parse_spec(text, source=str(p))
 
 

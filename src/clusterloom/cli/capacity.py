@@ -1,0 +1,164 @@
+"""``clusterloom plan PLAN.yaml``: capacity planning under wrong forecasts
+(``clusterloom.capacity``): the plan's curves from the design stages, seeded scenarios, the
+problem and the ranked menu of moves; a terminal summary, ``--json`` the menu, ``-o DIR``
+writes ``plan.html``, ``menu.json``, ``scenarios.parquet`` and ``lead_times.parquet`` as one
+run. Exit 0; 2 bad input, naming the field."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from clusterloom.capacity.run import PlanRun
+
+
+def _usd(value_cents: float) -> str:
+    return f"${value_cents / 100:,.0f}"
+
+
+def _say(out: Console, run: PlanRun) -> None:
+    import numpy as np
+
+    sc = run.problem.scenarios
+    table = Table(title=f"{run.plan.name}: demand by {sc.periods[-1]}", box=box.SIMPLE_HEAD)
+    table.add_column("site")
+    for heading in ("p10", "median", "p90", "IT kW (median)", "positions (median)"):
+        table.add_column(heading, justify="right")
+    for n, site in enumerate(sc.sites):
+        d = sc.demand[:, n, -1]
+        table.add_row(
+            site,
+            *(f"{v:,.0f}" for v in np.percentile(d, [10, 50, 90])),
+            f"{np.median(sc.power_kw[:, n, -1]):,.0f}",
+            f"{np.median(sc.positions[:, n, -1]):,.0f}",
+        )
+    out.print(table)
+    menu = run.menu
+    if menu is not None:
+        moves = Table(title="menu of moves (best first)", box=box.SIMPLE_HEAD)
+        for heading, right in (
+            ("#", True),
+            ("move", False),
+            ("expected", True),
+            ("CVaR", True),
+            ("option", True),
+        ):
+            moves.add_column(heading, justify="right" if right else "left")
+        for i, m in enumerate(menu.moves[:12]):
+            moves.add_row(
+                str(i + 1),
+                m.name,
+                _usd(m.expected_cost_cents),
+                _usd(m.cvar_cents),
+                _usd(m.option_value_cents),
+            )
+        moves.caption = (
+            f"expected cost {_usd(menu.expected_cost_cents)}, CVaR {_usd(menu.cvar_cents)}"
+        )
+        out.print(moves)
+    took = ", ".join(f"{name} {s:.2f} s" for name, s in run.timings_s)
+    out.print(f"{len(sc.shocks):,} scenarios, seed {sc.seed}; {took}", markup=False)
+
+
+def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: Console) -> None:
+    """Add ``plan`` to ``app``."""
+
+    @app.command("plan")
+    def plan_command(
+        plan: Annotated[Path, typer.Argument(help="the plan (YAML; docs/capacity.md)")],
+        output: Annotated[
+            str | None, typer.Option("--output", "-o", help="write the run into this directory")
+        ] = None,
+        scenarios: Annotated[
+            int, typer.Option("--scenarios", "-n", help="Monte Carlo scenarios")
+        ] = 500,
+        seed: Annotated[int, typer.Option("--seed", help="seed of the scenarios")] = 0,
+        risk_alpha: Annotated[
+            float, typer.Option("--risk-alpha", help="CVaR level of the tail cost")
+        ] = 0.9,
+        no_menu: Annotated[
+            bool, typer.Option("--no-menu", help="scenarios and the page only, no optimisation")
+        ] = False,
+        no_cache: Annotated[
+            bool, typer.Option("--no-cache", help="design every curve point again")
+        ] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="print menu.json")] = False,
+        force: Annotated[
+            bool, typer.Option("--force", help="move foreign files in -o aside")
+        ] = False,
+        record: Annotated[
+            bool,
+            typer.Option(
+                "--store", help="record the menu in the design store as a decision's context"
+            ),
+        ] = False,
+        store_url: Annotated[
+            str | None,
+            typer.Option(
+                "--store-url",
+                help="the store's URL with --store (default: $CLUSTERLOOM_STORE, else "
+                "sqlite:///~/.clusterloom/store.db)",
+                show_default=False,
+            ),
+        ] = None,
+    ) -> None:
+        """Plan capacity under wrong forecasts: scenarios, the roofline and a ranked, costed
+        menu of moves with their reasons (docs/capacity.md)."""
+
+        def run() -> None:
+            from clusterloom.capacity.run import run_plan
+            from clusterloom.capacity.write import plan_hash, plan_summary, write_plan
+            from clusterloom.errors import Problem, SpecError
+
+            if not 0.0 < risk_alpha < 1.0:
+                raise SpecError([Problem("--risk-alpha", "a level strictly between 0 and 1")])
+            store = None
+            if record or store_url is not None:
+                if not record:
+                    raise SpecError([Problem("--store-url", "give --store too, to record")])
+                if no_menu:
+                    raise SpecError([Problem("--store", "records the menu; drop --no-menu")])
+                from clusterloom.store import open_store
+
+                store = open_store(store_url)  # opened (and so checked) before any work
+            result = run_plan(
+                plan,
+                scenarios=scenarios,
+                seed=seed,
+                solve=not no_menu,
+                risk_alpha=risk_alpha,
+                use_cache=not no_cache,
+            )
+            if output is not None:
+                from clusterloom._version import __version__
+                from clusterloom.export.outdir import output_run, relative
+
+                with output_run(
+                    output, spec_hash=plan_hash(result.plan), version=__version__, force=force
+                ) as target:
+                    paths = write_plan(target.staging, result.plan, result.problem, result.menu)
+                    names = relative(paths, target)
+                if not as_json:
+                    out.print(f"wrote {len(names)} files to {output}/: " + ", ".join(names))
+            if store is not None:
+                from clusterloom.capacity.write import plan_decision
+
+                rec_id = store.record(plan_decision(result.plan, result.problem, result.menu))
+                if not as_json:
+                    out.print(f"recorded the menu in the store as decision {rec_id}")
+            if as_json:
+                doc = plan_summary(result.plan, result.problem, result.menu)
+                sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+            else:
+                _say(out, result)
+
+        guard(run)
