@@ -705,7 +705,13 @@ def _highs() -> highspy.Highs:
     return h
 
 
-_STATUS_OK = {"Optimal", "Time limit reached", "Reached node limit", "Interrupted by user"}
+#: statuses that leave a feasible solution (a MIP stopped at a limit keeps its incumbent)
+_STATUS_OK = {
+    "Optimal",
+    "Time limit reached",
+    "Solution limit reached",
+    "Interrupted by user",
+}
 
 
 def solve(
