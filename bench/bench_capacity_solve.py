@@ -11,7 +11,8 @@ lower bound, since each scenario's cost can only rise when the first stage must 
 and E and CVaR are monotone). The gap between the two bounds the loss from reduction and
 includes the value of perfect information, so it over-states the reduction's own error.
 
-Run: ``python bench/bench_capacity_solve.py [--keep 10] [--decisions 4] [--no-gap]``;
+Run: ``python bench/bench_capacity_solve.py [--keep 10] [--decisions 4] [--option-nodes 50]
+[--no-gap]``;
 figures go to ``bench/RESULTS.md`` by hand.
 """
 
@@ -65,6 +66,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--keep", type=int, default=10)
     ap.add_argument("--decisions", type=int, default=4)
+    ap.add_argument("--option-nodes", type=int, default=50)
     ap.add_argument("--no-gap", action="store_true")
     args = ap.parse_args()
     problem = synthetic(2026, n_scenarios=500, n_sites=10, n_periods=12, greenfield=4)
@@ -78,7 +80,12 @@ def main() -> None:
     )
     del full
     t = time.perf_counter()
-    menu = solve_menu(problem, max_scenarios=args.keep, max_decisions=args.decisions)
+    menu = solve_menu(
+        problem,
+        max_scenarios=args.keep,
+        max_decisions=args.decisions,
+        option_node_limit=args.option_nodes,
+    )
     seconds = time.perf_counter() - t
     f = menu.formulation
     print(
@@ -92,7 +99,12 @@ def main() -> None:
         f" on the kept scenarios; {len(menu.moves)} moves, best: {menu.moves[0].name}"
     )
     t = time.perf_counter()
-    again = solve_menu(problem, max_scenarios=args.keep, max_decisions=args.decisions)
+    again = solve_menu(
+        problem,
+        max_scenarios=args.keep,
+        max_decisions=args.decisions,
+        option_node_limit=args.option_nodes,
+    )
     print(
         f"  same again: identical to_dict() = {again.to_dict() == menu.to_dict()} "
         f"({time.perf_counter() - t:.1f} s)"

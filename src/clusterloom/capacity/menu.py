@@ -79,7 +79,10 @@ class Menu:
             "risk_alpha": self.risk_alpha,
             "risk_weight": self.risk_weight,
             "formulation": form,
-            "moves": [asdict(m) for m in self.moves],
+            "moves": [
+                {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(m).items()}
+                for m in self.moves
+            ],
         }
 
 
@@ -105,7 +108,7 @@ def solve_menu(
     max_scenarios: int | None = 40,
     evaluate_all: bool = False,
     time_limit_s: float = 600.0,
-    option_time_limit_s: float = 30.0,
+    option_node_limit: int = 50,
 ) -> Menu:
     """Solve ``problem`` and rank its moves.
 
@@ -115,8 +118,9 @@ def solve_menu(
     fast forward selection (``reduce_scenarios``; ``formulation["reduction"]`` says so);
     ``evaluate_all`` then prices the plan's first stage in every given scenario, one LP each,
     and the menu's expected cost and CVaR are those. A tier choice's waiting model (binaries
-    per information group) stops at ``option_time_limit_s`` with its best plan so far, never
-    worse than deciding now: its option value is then a lower bound (its reasons say so)."""
+    per information group) stops after ``option_node_limit`` branch-and-bound nodes (a limit on
+    work, so the menu is the same on any machine) with its best plan so far, never worse than
+    deciding now: its option value is then a lower bound (its reasons say so)."""
     t0 = time.perf_counter()
     options = Options(
         risk_alpha=risk_alpha,
@@ -145,7 +149,7 @@ def solve_menu(
             bounds={**_held(model, model, plan.values, free), **d.alternative},
             continuous=_all_held(options, free),
         )
-        now, wait, limited = _option(problem, options, model, plan, d, groups, option_time_limit_s)
+        now, wait, limited = _option(problem, options, model, plan, d, groups, option_node_limit)
         solves += 3
         option = max(0.0, now - wait)
         ctx = _Context(problem, model, plan, lp, ranging, other, d, option, limited)
@@ -232,7 +236,7 @@ def _option(
     plan: Solved,
     d: _Decision,
     groups: IntArray,
-    option_time_limit_s: float,
+    option_node_limit: int,
 ) -> tuple[float, float, bool]:
     """(best plan that must decide now, best plan that may wait a period) for ``d``.
 
@@ -258,7 +262,7 @@ def _option(
             bounds=_held(wait_model, model, plan.values, free),
             continuous=_all_held(options, free),
             start=start,
-            time_limit_s=option_time_limit_s,
+            node_limit=option_node_limit,
         )
         limited = wait.status != "Optimal"
         return plan.objective_cents, min(wait.objective_cents, plan.objective_cents), limited
@@ -306,7 +310,7 @@ class _Context:
     other: Solved  #: the best plan with the decision undone
     decision: _Decision
     option: float
-    option_is_bound: bool  #: the waiting model stopped at its time limit
+    option_is_bound: bool  #: the waiting model stopped at its node limit
 
 
 def _move(ctx: _Context, *, taken: bool) -> MenuMove:
@@ -332,7 +336,7 @@ def _move(ctx: _Context, *, taken: bool) -> MenuMove:
             else "waiting a period to decide buys nothing"
         )
         + (
-            " (at least: the waiting model stopped at its time limit)"
+            " (at least: the waiting model stopped at its node limit)"
             if ctx.option_is_bound
             else ""
         )

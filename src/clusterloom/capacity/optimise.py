@@ -705,7 +705,13 @@ def _highs() -> highspy.Highs:
     return h
 
 
-_STATUS_OK = {"Optimal", "Time limit reached", "Interrupted by user"}
+#: statuses that leave a feasible solution (a MIP stopped at a limit keeps its incumbent)
+_STATUS_OK = {
+    "Optimal",
+    "Time limit reached",
+    "Solution limit reached",
+    "Interrupted by user",
+}
 
 
 def solve(
@@ -715,7 +721,7 @@ def solve(
     continuous: bool = False,
     start: FloatArray | None = None,
     ranging: bool = False,
-    time_limit_s: float | None = None,
+    node_limit: int | None = None,
 ) -> tuple[Solved, object | None]:
     """Solve ``model`` with some columns' ``bounds`` changed. ``continuous`` drops the
     integrality (a relaxation, or an LP once the integers are fixed by ``bounds``); ``start``
@@ -726,9 +732,11 @@ def solve(
     h.setOptionValue("output_flag", False)
     h.setOptionValue("random_seed", 0)
     h.setOptionValue("mip_rel_gap", model.options.mip_rel_gap)
-    h.setOptionValue(
-        "time_limit", model.options.time_limit_s if time_limit_s is None else time_limit_s
-    )
+    h.setOptionValue("time_limit", model.options.time_limit_s)
+    if node_limit is not None:
+        # a limit on work, not time, so that the result is the same on any machine
+        h.setOptionValue("mip_max_nodes", node_limit)
+        h.setOptionValue("mip_heuristic_effort", 0.0)
     h.passModel(model.lp)
     if bounds:
         cols = np.array(sorted(bounds), dtype=np.int32)
