@@ -18,7 +18,9 @@ PACKAGES = [
     "clusterloom.srv6",
     "clusterloom.store",
     "clusterloom.web",
+    "clusterloom.assist",
     "clusterloom.assist.mcp",
+    "clusterloom.capacity",
 ]
 
 

@@ -3,7 +3,7 @@ the design stages (for its cost and part curves) and the store; no stage imports
 ``model`` holds the problem as arrays, shared by the scenario and the optimisation sides;
 ``input``, ``curves``, ``scenarios``, ``problem``, ``report`` and ``write`` are the scenario
 side, ``run`` the whole path ``clusterloom plan`` takes; ``moves``, ``optimise`` and ``menu``
-solve the problem into a ranked menu (``docs/capacity-menu.md``)."""
+solve the problem into a ranked menu (``docs/capacity.md``)."""
 
 from clusterloom.capacity.curves import compute_curves
 from clusterloom.capacity.input import PlanInput, example_plan, load_plan, parse_plan

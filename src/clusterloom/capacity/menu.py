@@ -1,4 +1,4 @@
-"""The ranked menu of moves (``docs/capacity-menu.md``): the two-stage model solved once for
+"""The ranked menu of moves (``docs/capacity.md``): the two-stage model solved once for
 the plan, then once per move with the move undone (its alternative), once with its decision
 forced now and once allowed to wait a period (its option value); each move's reasons read
 from the model's duals, slacks and cost ranging.

@@ -1,4 +1,4 @@
-"""The move catalogue (``docs/capacity-menu.md``): each kind of move the planner can make now,
+"""The move catalogue (``docs/capacity.md``): each kind of move the planner can make now,
 the first-stage variables it is made of and what it changes in the recourse.
 
 =================  ========================================  ==================================

@@ -1,4 +1,4 @@
-"""The two-stage stochastic model of capacity moves (``docs/capacity-menu.md``), built as
+"""The two-stage stochastic model of capacity moves (``docs/capacity.md``), built as
 arrays and solved with HiGHS (``highspy``).
 
 Stage one is what is decided now, in period 0, the same in every scenario: orders
