@@ -11,6 +11,7 @@ import pytest
 
 from clusterloom.conformance.trace import Trace
 from clusterloom.sim.failures import parse_failure
+from clusterloom.sim.packet._core import S_DELIV
 from clusterloom.sim.packet.engine import PacketConfig, PacketSim, PacketSimError
 from clusterloom.sim.packet.fabrics import fat_tree, small_fabric
 from clusterloom.sim.packet.run import PacketResult, config_for, run_packets
@@ -204,9 +205,9 @@ def test_run_in_slices_equals_one_run(fabric8) -> None:  # type: ignore[no-untyp
 
 
 def test_compiled_pacer_and_quiet_acks_are_the_python_run() -> None:
-    """``receiver-driven`` untraced runs its pull pacers in the compiled loop and hands its
-    ACKs over from the loop's log (quiet); under a tracer both are Python. The two runs are
-    the same through a failure, a fast reroute (the pulls' routes follow the routing view)
+    """``receiver-driven`` untraced runs its pull pacers, its receivers and its senders' ACK
+    handling in the compiled loop; under a tracer all are Python. The two runs are the same
+    through a failure, a fast reroute (the pulls' and ACKs' routes follow the routing view)
     and receiver rate changes (the pacer's interval)."""
     from clusterloom.sim.packet import run as run_mod
     from clusterloom.sim.packet.transports import set_receiver_rate
@@ -235,3 +236,7 @@ def test_compiled_pacer_and_quiet_acks_are_the_python_run() -> None:
     assert plain.finished == len(traffic) and plain.trims + plain.drops > 0
     compiled = [[p.compiled for p in s.shared["pacer"].values()] for s in made]
     assert all(compiled[0]) and not any(compiled[1])
+    # the loop's receivers took most of the data (the first packet of a flow, its last and
+    # the trimmed ones go to Python), none under the tracer
+    in_loop = [int(s._s[S_DELIV]) for s in made]
+    assert in_loop[0] > 0.8 * int(traffic.nbytes.sum()) and in_loop[1] == 0

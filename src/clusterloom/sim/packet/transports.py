@@ -60,7 +60,7 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import ClassVar
+from typing import Any, ClassVar, overload
 
 import numpy as np
 
@@ -68,22 +68,36 @@ from clusterloom.errors import PluginError, Problem
 from clusterloom.sim.packet._core import (
     NIL,
     R_ARMED,
+    R_BOFF,
     R_COLS,
+    R_CRX,
+    R_CUM,
     R_DST,
     R_FIN,
     R_HEAD,
+    R_INFL,
     R_IVL,
     R_K,
+    R_LAST,
+    R_MSS,
+    R_N,
+    R_NACKED,
     R_NEXTFREE,
+    R_PACER,
+    R_PLACED,
     R_QNEXT,
     R_ROFF,
     R_SDONE,
+    R_SDPS,
     R_SRC,
     R_TAIL,
     R_WANT,
+    TAG_EVI_SHIFT,
     TAG_FLOW_SHIFT,
     TAG_MADE,
     TAG_QUIET,
+    TAG_RX,
+    TAG_SEQ_MASK,
 )
 from clusterloom.sim.packet.base import (
     Connection,
@@ -316,8 +330,8 @@ class _Sprayer(Connection):
     transmission numbers, bytes in flight against a window."""
 
     def _init_sender(self) -> None:
-        self.acked = bytearray(self.n)
-        self.outstanding = bytearray(self.n)
+        self.acked: bytearray | memoryview = bytearray(self.n)
+        self.outstanding: bytearray | memoryview = bytearray(self.n)
         self.n_acked = 0
         self.nxt = 0
         self.rtx: deque[int] = deque()
@@ -1103,6 +1117,9 @@ class _Pacer:
             if conn.pull_at < 0:
                 conn.pull_at = self.sim.pull_routes(conn.flow, conn.pull_keys())
                 r[c + R_ROFF] = conn.pull_at
+                r[c + R_PACER] = self.id
+                # from now on the loop receives its data and ACKs (_core._receive)
+                r[c + R_CRX] = 1 if conn.rx_in_loop else 0
             want = r[c + R_WANT]
             h = self.id * R_COLS
             if want == 0:  # to the back of the queue (_core._pace_append)
@@ -1146,6 +1163,29 @@ class _Pacer:
         return
 
 
+class _InRow:
+    """An integer attribute of a ``receiver-driven`` connection kept in its row of the
+    engine's endpoint state (column ``col``), where the compiled loop reads and writes it."""
+
+    __slots__ = ("col",)
+
+    def __init__(self, col: int) -> None:
+        self.col = col
+
+    @overload
+    def __get__(self, obj: None, owner: Any) -> _InRow: ...
+    @overload
+    def __get__(self, obj: ReceiverDriven, owner: Any) -> int: ...
+    def __get__(self, obj: ReceiverDriven | None, owner: Any) -> int | _InRow:
+        if obj is None:
+            return self
+        value: int = obj.sim.ep_state[obj.flow * R_COLS + self.col]
+        return value
+
+    def __set__(self, obj: ReceiverDriven, value: int) -> None:
+        obj.sim.ep_state[obj.flow * R_COLS + self.col] = value
+
+
 class ReceiverDriven(_Sprayer):
     name: ClassVar[str] = "receiver-driven"
     features: ClassVar[frozenset[str]] = frozenset(
@@ -1178,6 +1218,13 @@ class ReceiverDriven(_Sprayer):
         "rto_us": ("float", 1.0, 1e9),
         "retries": ("int", 0, 1_000),
     }
+    keeps_rbits: ClassVar[bool] = False  # no SACK
+    # the state the compiled loop shares (_core._receive, _core._acked), in the engine's row
+    cum = _InRow(R_CUM)
+    placed_bytes = _InRow(R_PLACED)
+    n_acked = _InRow(R_NACKED)
+    inflight = _InRow(R_INFL)
+    sender_done_ps = _InRow(R_SDPS)
 
     def __init__(
         self,
@@ -1189,6 +1236,7 @@ class ReceiverDriven(_Sprayer):
         start_ps: int,
         spec: ConnSpec,
     ) -> None:
+        sim.endpoint_row(flow)  # the row holds attributes the base sets
         super().__init__(sim, flow, src, dst, nbytes, start_ps, spec)
         k = int(self.opt["evs"])
         if not 1 <= k <= 256:
@@ -1199,6 +1247,9 @@ class ReceiverDriven(_Sprayer):
         self.bad = [False] * k
         self.rr = flow % k
         self._init_sender()
+        n = self.n
+        self.got = self.acked = self.outstanding = memoryview(b"")
+        at = sim.packet_flags(flow, n, self._bind_flags)  # got, acked, outstanding there
         self.rtt = self.base_rtt_ps(0, self.evs[0])
         bdp = bdp_bytes(self.line_rate_bps() * self.ports, self.rtt)
         self.spec_pkts = max(1, int(self.opt["iw_bdp"] * bdp / self.mss))
@@ -1211,6 +1262,8 @@ class ReceiverDriven(_Sprayer):
         row = sim.endpoint_row(flow)
         r = sim.ep_state
         r[row + R_K], r[row + R_SRC], r[row + R_DST] = k, src, dst
+        r[row + R_N], r[row + R_BOFF], r[row + R_MSS] = n, at, self.mss
+        r[row + R_LAST] = self.pay[-1] if n else 0
         #: pulls that found nothing to send while packets were unacknowledged: spent on the
         #: next retransmission (a NACK can arrive after the pull its header earned)
         self.credit = 0
@@ -1224,6 +1277,16 @@ class ReceiverDriven(_Sprayer):
             and cls.sender_packet is ReceiverDriven.sender_packet
         )
         self._made_acks = own
+        #: whether the compiled loop may receive its data and ACKs (_core._receive, once its
+        #: pull routes are made): a plain engine, one message, sequences in the tag's 24 bits
+        self.rx_in_loop = own and sim.makes_packets and len(self.msg_end) == 1
+        self.rx_in_loop &= n <= TAG_SEQ_MASK + 1
+        self._rx_tag = TAG_RX | (flow << TAG_FLOW_SHIFT)
+
+    def _bind_flags(self, view: memoryview) -> None:
+        """The packets' flags as views of the engine's array (``packet_flags``)."""
+        n = self.n
+        self.got, self.acked, self.outstanding = view[:n], view[n : 2 * n], view[2 * n :]
 
     @property
     def pull_wanted(self) -> int:
@@ -1283,6 +1346,8 @@ class ReceiverDriven(_Sprayer):
         self.bad = []
         self.sent.clear()
         self.sim.drop_pull_routes(self.flow)
+        self.sim.ep_state[self.flow * R_COLS + R_CRX] = 0  # late packets: Python's answerer
+        self.sim.release_flags(self.flow)
 
     def _ev(self) -> int:
         k = self.k
@@ -1306,7 +1371,11 @@ class ReceiverDriven(_Sprayer):
         self.outstanding[seq] = 1
         self.inflight += pkt.payload
         self.sent.append((seq, self.tx_count[seq], now, i))
-        self.sim.send(pkt, self.ev_port[i], self.evs[i])
+        if self.rx_in_loop:  # tagged for the loop's receiver (_core._receive)
+            tag = self._rx_tag | (i << TAG_EVI_SHIFT) | seq
+            self.sim.send_tagged(pkt, self.ev_port[i], self.evs[i], tag)
+        else:
+            self.sim.send(pkt, self.ev_port[i], self.evs[i])
         return True
 
     def on_timer(self, token: int, now: int) -> None:
