@@ -204,13 +204,22 @@ def test_run_in_slices_equals_one_run(fabric8) -> None:  # type: ignore[no-untyp
     assert traces[0] == traces[1]
 
 
-def test_compiled_pacer_and_quiet_acks_are_the_python_run() -> None:
+def test_compiled_pacer_and_quiet_acks_are_the_python_run(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """``receiver-driven`` untraced runs its pull pacers, its receivers and its senders' ACK
     handling in the compiled loop; under a tracer all are Python. The two runs are the same
     through a failure, a fast reroute (the pulls' and ACKs' routes follow the routing view)
     and receiver rate changes (the pacer's interval)."""
     from clusterloom.sim.packet import run as run_mod
-    from clusterloom.sim.packet.transports import set_receiver_rate
+    from clusterloom.sim.packet.transports import ReceiverDriven, set_receiver_rate
+
+    answered: list[int] = []  # pulls the loop answered with a data packet, by run
+    made_sent = ReceiverDriven.made_sent
+
+    def counted(self: ReceiverDriven, x: int, now: int) -> None:
+        answered[-1] += 1
+        made_sent(self, x, now)
+
+    monkeypatch.setattr(ReceiverDriven, "made_sent", counted)
 
     t = fat_tree(4)
     traffic = permutation(t.plan.hosts, 300_000, seed=3)
@@ -223,6 +232,7 @@ def test_compiled_pacer_and_quiet_acks_are_the_python_run() -> None:
         def __init__(self, *a, **kw) -> None:  # type: ignore[no-untyped-def]
             super().__init__(*a, **kw)
             made.append(self)
+            answered.append(0)
             self.at(20_000_000, lambda: set_receiver_rate(self, 3, 30e9))
             self.at(40_000_000, lambda: set_receiver_rate(self, 3, 100e9))
 
@@ -240,3 +250,5 @@ def test_compiled_pacer_and_quiet_acks_are_the_python_run() -> None:
     # the trimmed ones go to Python), none under the tracer
     in_loop = [int(s._s[S_DELIV]) for s in made]
     assert in_loop[0] > 0.8 * int(traffic.nbytes.sum()) and in_loop[1] == 0
+    packets = sum(-(-int(b) // 4096) for b in traffic.nbytes.tolist())
+    assert answered[0] > packets // 2 and answered[1] == 0  # the rest: first windows, resends

@@ -19,8 +19,9 @@ State layout (all ``int64``):
 - ``RL``: the routes back to back; a packet holds the offset of its route's first link and its
   hop index into it.
 - ``T[:S[S_TN], :]``: records for Python ``(time, what, pid, x)``, in order: drops and trims
-  when ``S[C_TRACE]`` is set (``x`` the link), and the deliveries of quiet packets
-  (``TR_QUIET``, below; ``x`` the packet's tag).
+  when ``S[C_TRACE]`` is set (``x`` the link), the deliveries of quiet packets
+  (``TR_QUIET``, below; ``x`` the packet's tag) and the data packets the loop sent for a
+  sender (``TR_SENT``; ``pid`` the flow, ``x`` the sequence and EV index, as in a tag).
 - A **quiet** packet (``TAG_QUIET`` in ``P_TAG``, set by the send) is one whose delivery
   the transport handles without sending or scheduling anything (``receiver-driven``'s ACKs):
   the loop logs its delivery in ``T`` and goes on instead of returning, and Python hands it to
@@ -39,7 +40,10 @@ State layout (all ``int64``):
   made quiet packet, handled by the loop at the sender: :func:`_acked`) and queues a pull at
   the host's pacer, the steps of ``ReceiverDriven.receiver_packet``; a packet that would
   complete the flow, a trimmed one, or one to a connection done at both ends goes to Python
-  (its object is kept), which does the same steps there.
+  (with its object, or for one the loop sent, ``TAG_MADE`` as well, to be given one), which
+  does the same steps there. A pull reaching such a connection's sender is answered by the
+  loop while it has nothing to resend (:func:`_pulled`: the next new sequence on the next EV,
+  a data packet without a Python object, logged for the sender's timeout bookkeeping).
 - ``CM[:n, :]``: Python's commands (``CMD_*``). Python takes a send's packet slot from the
   free stack itself (the core never allocates), so it can keep the packet's object by id.
 """
@@ -84,7 +88,11 @@ R_ARMED, R_NEXTFREE, R_IVL, R_HEAD, R_TAIL = 9, 10, 11, 12, 13
 #: not yet), the full and the last packet's payload, its receiving host's pacer
 R_CRX, R_N, R_BOFF, R_CUM, R_PLACED, R_NACKED, R_INFL = 14, 15, 16, 17, 18, 19, 20
 R_SDPS, R_MSS, R_LAST, R_PACER = 21, 22, 23, 24
-R_COLS = 25
+#: and its sender's answer to a pull (``_pulled``): the next new sequence, the last EV index
+#: used, the pulls seen, pulls kept as credit, whether the loop may answer (R_FAST: nothing
+#: to resend, no EV bad, not failed; set by Python)
+R_NXT, R_RR, R_PSEEN, R_CREDIT, R_FAST = 25, 26, 27, 28, 29
+R_COLS = 30
 
 # scalars
 S_NOW, S_SEQ, S_HN, S_NFREE, S_EVENTS, S_RUN_N = 0, 1, 2, 3, 4, 5
@@ -109,7 +117,7 @@ CMD_COLS = 8
 ST_EMPTY, ST_LIMIT, ST_PYTHON, ST_STOP_CHECK, ST_GROW, ST_SYNC = 0, 1, 2, 3, 4, 5
 
 # trace record kinds
-TR_DROP, TR_TRIM, TR_QUIET = 0, 1, 2
+TR_DROP, TR_TRIM, TR_QUIET, TR_SENT = 0, 1, 2, 3
 
 PS8 = BITS_PER_BYTE * PS_PER_S  # bits to picoseconds at 1 b/s
 NIL = -1
@@ -451,6 +459,14 @@ def step(
                         and _receive(L, P, H, S, T, RL, R, RR, B, c, tag, P[pid, P_SIZE])
                     ):
                         continue
+                elif tag & TAG_MADE and not tag & TAG_QUIET:  # a pull the loop may answer
+                    c = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
+                    if (
+                        R[c, R_CRX]
+                        and R[c, R_FAST]
+                        and _pulled(L, P, H, S, T, RL, R, RR, B, c, tag)
+                    ):
+                        continue
                 elif tag & TAG_QUIET:  # logged for Python, which hands it over before going on
                     c = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
                     if tag & TAG_MADE and R[c, R_CRX]:  # an ACK the loop handles at the sender
@@ -632,6 +648,64 @@ def _receive(
         _enqueue(L, P, H, S, T, RL[r], pid)
     if not R[c, R_FIN]:
         _request(H, S, R, c)
+    return True
+
+
+@_jit
+def _pulled(
+    L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, R: Any, RR: Any, B: Any, c: int, tag: int
+) -> bool:
+    """Connection ``c``'s sender takes its receiver's pull number ``tag & TAG_CUM_MASK``
+    (``ReceiverDriven._pulled`` and ``send_one`` when nothing waits to be resent and no EV is
+    bad): for each pull not seen, the next new sequence on the next EV (its reverse-path
+    partner in ``RR`` is the ACK's), or a credit when every sequence was sent. False, with
+    nothing changed, when Python must answer: more than two new pulls (the room kept free
+    for a step's sends)."""
+    count = tag & TAG_CUM_MASK
+    new = count - R[c, R_PSEEN]
+    if new <= 0:
+        return True
+    if new > 2 or S[S_NFREE] < new:
+        return False
+    R[c, R_PSEEN] = count
+    n = R[c, R_N]
+    k = R[c, R_K]
+    for _ in range(new):
+        seq = R[c, R_NXT]
+        if seq >= n:  # nothing to send: the pull is kept for a retransmission
+            if R[c, R_CREDIT] < n - R[c, R_NACKED]:
+                R[c, R_CREDIT] += 1
+            continue
+        i = R[c, R_RR] + 1
+        if i >= k:
+            i = 0
+        R[c, R_RR] = i
+        R[c, R_NXT] = seq + 1
+        B[R[c, R_BOFF] + 2 * n + seq] = 1
+        pay = _pay(R, c, seq)
+        R[c, R_INFL] += pay
+        j = S[S_TN]
+        T[j, 0] = S[S_NOW]
+        T[j, 1] = TR_SENT
+        T[j, 2] = c
+        T[j, 3] = (i << TAG_EVI_SHIFT) | seq
+        S[S_TN] = j + 1
+        r = RR[R[c, R_ROFF] + k + i]
+        if r < 0:  # no path: lost, as a send without a route
+            S[S_NOROUTE] += 1
+            continue
+        f = S[S_NFREE] - 1
+        S[S_NFREE] = f
+        pid = P[f, P_FREE]
+        P[pid, P_SIZE] = S[C_HEADER] + pay
+        P[pid, P_PRIO] = 0
+        P[pid, P_ECN] = 0
+        P[pid, P_TRIM] = 0
+        P[pid, P_ROUTE] = r
+        P[pid, P_HOP] = 1
+        P[pid, P_ING] = NIL
+        P[pid, P_TAG] = TAG_RX | TAG_MADE | (c << TAG_FLOW_SHIFT) | (i << TAG_EVI_SHIFT) | seq
+        _enqueue(L, P, H, S, T, RL[r], pid)
     return True
 
 

@@ -121,8 +121,10 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     TAG_FLOW_SHIFT,
     TAG_MADE,
     TAG_QUIET,
+    TAG_RX,
     TR_DROP,
     TR_QUIET,
+    TR_SENT,
 )
 from clusterloom.sim.paths import Router, RouteView, build_router, route, route_view
 from clusterloom.units import PS_PER_S
@@ -1005,6 +1007,9 @@ class PacketSim:
                 else:
                     self._deliver_quiet(pid, t)
                 continue
+            if what == TR_SENT:  # the loop answered a pull with this packet (pid: the flow)
+                conns[pid].made_sent(x, t)
+                continue
             pkt = objs[pid]
             if pkt is not None and tracer is not None:
                 tracer.event(t, pkt.flow, "drop" if what == TR_DROP else "trim", pkt.seq, x)
@@ -1074,17 +1079,36 @@ class PacketSim:
 
     def _made(self, pid: int) -> Packet:
         """The object of a packet the compiled loop made (a compiled pacer's pull): the
-        fields its receiver reads (kind, flow, ends, the pull count in ``cum``, size)."""
+        fields its receiver reads (kind, flow, ends, the pull count in ``cum``, size); for
+        a data packet it sent for a connection (``TAG_RX``), the connection's
+        ``made_data(tag)``."""
         row = pid * P_COLS
         pmv = self._pmv
         tag = pmv[row + P_TAG]
         flow = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
+        if tag & TAG_RX:
+            made: Packet = self.conns[flow].made_data(tag)  # type: ignore[attr-defined]
+            return made
         r = self.ep_state
         pkt = Packet(
             PULL, flow, r[flow * R_COLS + R_DST], r[flow * R_COLS + R_SRC], 0, 0, self.cfg.header
         )
         pkt.cum = tag & TAG_CUM_MASK
         return pkt
+
+    def _deliver_made(
+        self, out: tuple[int, int, int, int, int, int, int, int, int], pkt: Packet
+    ) -> None:
+        """A data packet the loop sent (no object until now) delivered as the inlined
+        delivery of :meth:`run` delivers one with an object."""
+        pkt.size = out[5]
+        pkt.prio = out[6] != 0
+        pkt.ecn = out[7] != 0
+        pkt.trimmed = out[8] != 0
+        pkt.ingress = -1
+        if not pkt.trimmed:
+            self._delivered += pkt.payload
+        self.conns[pkt.flow].on_packet(pkt, out[4])
 
     def _deliver(self, pkt: Packet) -> None:
         if self.tracer is not None:
@@ -1191,7 +1215,9 @@ class PacketSim:
                     tag = self._pmv[out[2] * P_COLS + P_TAG]
                     flow = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
                     objs[out[2]] = None
-                    if flow < len(conns):
+                    if tag & TAG_RX:  # a data packet the loop sent: given an object here
+                        self._deliver_made(out, conns[flow].made_data(tag))  # type: ignore[attr-defined]
+                    elif flow < len(conns):
                         conns[flow].made_pull(tag & TAG_CUM_MASK, now)  # type: ignore[attr-defined]
                 elif kind == EV_DELIVER and self.impair is None and self.tracer is None:
                     # the common case inlined: a packet of a connection reaches a host

@@ -70,9 +70,11 @@ from clusterloom.sim.packet._core import (
     R_ARMED,
     R_BOFF,
     R_COLS,
+    R_CREDIT,
     R_CRX,
     R_CUM,
     R_DST,
+    R_FAST,
     R_FIN,
     R_HEAD,
     R_INFL,
@@ -83,10 +85,13 @@ from clusterloom.sim.packet._core import (
     R_N,
     R_NACKED,
     R_NEXTFREE,
+    R_NXT,
     R_PACER,
     R_PLACED,
+    R_PSEEN,
     R_QNEXT,
     R_ROFF,
+    R_RR,
     R_SDONE,
     R_SDPS,
     R_SRC,
@@ -1115,7 +1120,7 @@ class _Pacer:
             r = self.sim.ep_state
             c = conn.flow * R_COLS
             if conn.pull_at < 0:
-                conn.pull_at = self.sim.pull_routes(conn.flow, conn.pull_keys())
+                conn.pull_at = self.sim.pull_routes(conn.flow, conn.loop_keys())
                 r[c + R_ROFF] = conn.pull_at
                 r[c + R_PACER] = self.id
                 # from now on the loop receives its data and ACKs (_core._receive)
@@ -1225,6 +1230,10 @@ class ReceiverDriven(_Sprayer):
     n_acked = _InRow(R_NACKED)
     inflight = _InRow(R_INFL)
     sender_done_ps = _InRow(R_SDPS)
+    nxt = _InRow(R_NXT)
+    rr = _InRow(R_RR)
+    pulls_seen = _InRow(R_PSEEN)
+    credit = _InRow(R_CREDIT)
 
     def __init__(
         self,
@@ -1282,6 +1291,41 @@ class ReceiverDriven(_Sprayer):
         self.rx_in_loop = own and sim.makes_packets and len(self.msg_end) == 1
         self.rx_in_loop &= n <= TAG_SEQ_MASK + 1
         self._rx_tag = TAG_RX | (flow << TAG_FLOW_SHIFT)
+        r[row + R_FAST] = 1  # nothing to resend, no EV bad (_fast)
+
+    def _fast(self) -> None:
+        """Whether the loop may answer this sender's pulls (``_core._pulled``): nothing waits
+        to be resent, no EV is bad, the connection has not failed. Set after each of its
+        Python handlers that may change one of them."""
+        slow = self.rtx or self.failed or True in self.bad
+        self.sim.ep_state[self.flow * R_COLS + R_FAST] = 0 if slow else 1
+
+    def loop_keys(self) -> list[tuple[int, int, int, int]]:
+        """The paths the compiled loop sends on, by EV index: the pulls' and ACKs' (the
+        reverse paths, :meth:`pull_keys`), then, when the loop answers pulls, the data's."""
+        keys = self.pull_keys()
+        if self.rx_in_loop:
+            pairs = zip(self.evs, self.ev_port, strict=True)
+            keys += [(self.src, self.dst, p, ev) for ev, p in pairs]
+        return keys
+
+    def made_sent(self, x: int, now: int) -> None:
+        """The loop answered a pull with the first transmission of sequence ``x &
+        TAG_SEQ_MASK`` on EV index ``x >> TAG_EVI_SHIFT`` at ``now`` (``_core._pulled``; it
+        kept the flags and counters): the timeout's record of it, as :meth:`send_one`."""
+        seq = x & TAG_SEQ_MASK
+        self.tx_count[seq] = 1
+        self.sent.append((seq, 1, now, x >> TAG_EVI_SHIFT))
+
+    def made_data(self, tag: int) -> Packet:
+        """The object of a data packet the loop sent (``_core._pulled``), for the Python
+        receiver: the fields :meth:`data` gives it, on the EV of its index."""
+        seq = tag & TAG_SEQ_MASK
+        i = (tag >> TAG_EVI_SHIFT) & 255
+        pkt = Packet(DATA, self.flow, self.src, self.dst, seq, self.pay[seq], self.hdr)
+        pkt.key, pkt.job, pkt.msg = self.spec.key, self.spec.job, 0
+        pkt.ev, pkt.port = self.evs[i], self.ev_port[i]
+        return pkt
 
     def _bind_flags(self, view: memoryview) -> None:
         """The packets' flags as views of the engine's array (``packet_flags``)."""
@@ -1379,6 +1423,10 @@ class ReceiverDriven(_Sprayer):
         return True
 
     def on_timer(self, token: int, now: int) -> None:
+        self._on_timer(token, now)
+        self._fast()
+
+    def _on_timer(self, token: int, now: int) -> None:
         if token == _PACE:
             self.event("spec-window", self.spec_pkts * self.mss)
             for _ in range(self.spec_pkts):
@@ -1435,12 +1483,14 @@ class ReceiverDriven(_Sprayer):
                 self.credit -= 1
         elif pkt.kind == PULL:
             self._pulled(pkt.cum, now)
+        self._fast()
 
     def made_pull(self, count: int, now: int) -> None:
         """A compiled pacer's pull reached the sender, the receiver's ``count``-th (it has no
         packet object; a subclass that handles packets itself is given one)."""
         if self._made_acks:
             self._pulled(count, now)
+            self._fast()
         else:
             p = self.control(PULL)
             p.cum = count
@@ -1514,6 +1564,20 @@ class _Answerer:
 
     def made_ack(self, seq: int, now: int) -> None:
         return  # a late ACK: everything was acknowledged
+
+    def made_data(self, tag: int) -> Packet:
+        """A late data packet the loop sent (``ReceiverDriven.made_data``): its EV computed
+        again from its index (``entropy_range`` of the connection, one value)."""
+        seq = tag & TAG_SEQ_MASK
+        i = (tag >> TAG_EVI_SHIFT) & 255
+        sim = self.sim
+        r = sim.ep_state
+        row = self.flow * R_COLS
+        pay = r[row + R_LAST] if seq == r[row + R_N] - 1 else r[row + R_MSS]
+        pkt = Packet(DATA, self.flow, self.src, self.dst, seq, pay, self.hdr)
+        pkt.key, pkt.job, pkt.msg = self.key, self.job, 0
+        pkt.ev, pkt.port = entropy(sim.seed, self.flow, i), i % sim.ports_per_host
+        return pkt
 
     def on_packet(self, pkt: Packet, now: int) -> None:
         kind = pkt.kind
