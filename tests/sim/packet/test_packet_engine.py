@@ -7,6 +7,8 @@ Two hosts under one leaf (host 0 ─ leaf ─ host 1) for the closed forms::
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from clusterloom.conformance.trace import Trace
@@ -259,3 +261,38 @@ def test_compiled_pacer_and_quiet_acks_are_the_python_run(monkeypatch) -> None: 
         first = ReceiverDriven(probe, i, int(a), int(b), 4096, 0, ConnSpec()).spec_pkts
         after += max(0, -(-int(size) // 4096) - first)
     assert 0.85 * after <= answered[0] <= after and answered[1] == 0
+
+
+def test_roce_receiver_in_the_loop_is_the_python_run() -> None:
+    """``roce-ecmp`` without DCQCN (htsim's configuration) untraced receives its in-order
+    data and its ACKs in the compiled loop; under a tracer both are Python. The two runs are
+    the same through a link failure (drops, NAKs, go-back-N, timeouts) and its reroute, and
+    the loop took most of the data."""
+    from clusterloom.sim.crossval import HTSIM_ROCE
+    from clusterloom.sim.packet import run as run_mod
+
+    t = fat_tree(4)
+    traffic = permutation(t.plan.hosts, 300_000, seed=3)
+    f = (parse_failure("link:40@15us", t),)
+    cfg = replace(config_for("roce-ecmp", HTSIM_ROCE[0]), reroute_ps=30_000_000)
+    options = dict(HTSIM_ROCE[1])
+    made: list[PacketSim] = []
+    original = run_mod.PacketSim
+
+    class Recorded(PacketSim):
+        def __init__(self, *a, **kw) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*a, **kw)
+            made.append(self)
+
+    run_mod.PacketSim = Recorded  # type: ignore[misc]
+    try:
+        plain = run_packets(t, traffic, "roce-ecmp", f, config=cfg, options=options, seed=2)
+        traced = run_packets(
+            t, traffic, "roce-ecmp", f, config=cfg, options=options, seed=2, tracer=Trace()
+        )
+    finally:
+        run_mod.PacketSim = original  # type: ignore[misc]
+    assert _figures(plain) == _figures(traced)
+    assert plain.finished == len(traffic) and plain.drops > 0 and plain.retransmissions.sum() > 0
+    in_loop = [int(s._s[S_DELIV]) for s in made]
+    assert in_loop[0] > 0.8 * int(traffic.nbytes.sum()) and in_loop[1] == 0

@@ -92,7 +92,13 @@ R_SDPS, R_MSS, R_LAST, R_PACER = 21, 22, 23, 24
 #: used, the pulls seen, pulls kept as credit, whether the loop may answer (R_FAST: nothing
 #: to resend, no EV bad, not failed; set by Python)
 R_NXT, R_RR, R_PSEEN, R_CREDIT, R_FAST = 25, 26, 27, 28, 29
-R_COLS = 30
+#: a ``roce-ecmp`` connection's in-order receiver and ACK side in the loop (R_CRX = CRX_ROCE:
+#: ``_roce_receive``, ``_roce_acked``): the first unacknowledged sequence, timeouts without
+#: progress, packets received since the last ACK, whether a NAK was sent, ACK every so many
+RC_UNA, RC_RETRIES, RC_UNACKED, RC_NAKSENT, RC_EVERY = 30, 31, 32, 33, 34
+R_COLS = 35
+#: R_CRX: which transport's receiver the loop runs for the connection (0: none)
+CRX_RD, CRX_ROCE = 1, 2
 
 # scalars
 S_NOW, S_SEQ, S_HN, S_NFREE, S_EVENTS, S_RUN_N = 0, 1, 2, 3, 4, 5
@@ -453,12 +459,13 @@ def step(
                 tag = P[pid, P_TAG]
                 if tag & TAG_RX:  # data for a receiver the loop may handle
                     c = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
-                    if (
-                        R[c, R_CRX]
-                        and not P[pid, P_TRIM]
-                        and _receive(L, P, H, S, T, RL, R, RR, B, c, tag, P[pid, P_SIZE])
-                    ):
-                        continue
+                    crx = R[c, R_CRX]
+                    if crx and not P[pid, P_TRIM]:
+                        if crx == CRX_RD:
+                            if _receive(L, P, H, S, T, RL, R, RR, B, c, tag, P[pid, P_SIZE]):
+                                continue
+                        elif _roce_receive(L, P, H, S, T, RL, R, RR, B, c, tag, P[pid, P_SIZE]):
+                            continue
                 elif tag & TAG_MADE and not tag & TAG_QUIET:  # a pull the loop may answer
                     c = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
                     if (
@@ -470,7 +477,10 @@ def step(
                 elif tag & TAG_QUIET:  # logged for Python, which hands it over before going on
                     c = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
                     if tag & TAG_MADE and R[c, R_CRX]:  # an ACK the loop handles at the sender
-                        _acked(R, B, c, tag & TAG_CUM_MASK, time)
+                        if R[c, R_CRX] == CRX_RD:
+                            _acked(R, B, c, tag & TAG_CUM_MASK, time)
+                        else:
+                            _roce_acked(R, c, tag & TAG_CUM_MASK, time)
                         continue
                     if R[c, R_FIN]:  # the pulls may end
                         S[S_QSYNC] = 1
@@ -707,6 +717,70 @@ def _pulled(
         P[pid, P_TAG] = TAG_RX | TAG_MADE | (c << TAG_FLOW_SHIFT) | (i << TAG_EVI_SHIFT) | seq
         _enqueue(L, P, H, S, T, RL[r], pid)
     return True
+
+
+@_jit
+def _roce_receive(
+    L: Any,
+    P: Any,
+    H: Any,
+    S: Any,
+    T: Any,
+    RL: Any,
+    R: Any,
+    RR: Any,
+    B: Any,
+    c: int,
+    tag: int,
+    size: int,
+) -> bool:
+    """``roce-ecmp``'s in-order receiver (``RoceEcmp.receiver_packet`` without DCQCN) takes
+    the next packet in order: placed, the NAK state cleared, an ACK of the new cumulative
+    sequence every ``RC_EVERY`` packets (a made quiet packet on the reverse path ``RR``).
+    False, with nothing changed, for Python: a packet out of order (a NAK or a duplicate's
+    ACK) or the one that completes the flow."""
+    seq = tag & TAG_SEQ_MASK
+    cum = R[c, R_CUM]
+    if seq != cum or cum + 1 >= R[c, R_N]:
+        return False
+    B[R[c, R_BOFF] + seq] = 1  # in order: nothing above it was placed
+    R[c, R_CUM] = cum + 1
+    R[c, R_PLACED] += _pay(R, c, seq)
+    S[S_DELIV] += size - S[C_HEADER]
+    R[c, RC_NAKSENT] = 0
+    unacked = R[c, RC_UNACKED] + 1
+    if unacked < R[c, RC_EVERY]:
+        R[c, RC_UNACKED] = unacked
+        return True
+    R[c, RC_UNACKED] = 0
+    r = RR[R[c, R_ROFF]]
+    if r < 0:  # no reverse path: the ACK is lost, as a send without a route
+        S[S_NOROUTE] += 1
+        return True
+    k = S[S_NFREE] - 1  # the delivery freed a slot
+    S[S_NFREE] = k
+    pid = P[k, P_FREE]
+    P[pid, P_SIZE] = S[C_HEADER]
+    P[pid, P_PRIO] = 1
+    P[pid, P_ECN] = 0
+    P[pid, P_TRIM] = 0
+    P[pid, P_ROUTE] = r
+    P[pid, P_HOP] = 1
+    P[pid, P_ING] = NIL
+    P[pid, P_TAG] = TAG_QUIET | TAG_MADE | (c << TAG_FLOW_SHIFT) | (cum + 1)
+    _enqueue(L, P, H, S, T, RL[r], pid)
+    return True
+
+
+@_jit
+def _roce_acked(R: Any, c: int, cum: int, now: int) -> None:
+    """A ``roce-ecmp`` ACK of cumulative sequence ``cum`` reached the sender (the ACK branch
+    of ``RoceEcmp.sender_packet``)."""
+    if cum > R[c, RC_UNA]:
+        R[c, RC_UNA] = cum
+        R[c, RC_RETRIES] = 0
+        if cum >= R[c, R_N] and R[c, R_SDPS] < 0:
+            R[c, R_SDPS] = now
 
 
 @_jit

@@ -469,7 +469,7 @@ class PacketSim:
         self._b = np.zeros(4096, dtype=np.uint8)
         self._b_used = 0
         #: the connections holding views of _b, by id, with where their flags start and how
-        #: many packets they have: their views are remade when it grows
+        #: many bytes: their views are remade when it grows
         self._b_views: dict[int, tuple[int, int, Callable[[memoryview], None]]] = {}
         self._actions: list[tuple[Callable[..., None], Any] | None] = []
         self._injected: list[Packet | None] = []
@@ -600,14 +600,16 @@ class PacketSim:
         self._rr_keys[conn] = (at, keys)
         return at
 
-    def packet_flags(self, conn: int, n: int, bind: Callable[[memoryview], None]) -> int:
-        """Room for ``n`` packets' three flag bytes of connection ``conn`` (received,
-        acknowledged, outstanding: ``n`` bytes each, zero) in the array the compiled loop
+    def packet_flags(
+        self, conn: int, n: int, bind: Callable[[memoryview], None], regions: int = 3
+    ) -> int:
+        """Room for ``n`` packets' flag bytes of connection ``conn`` (``regions`` of ``n``
+        bytes each, zero: received, acknowledged, outstanding) in the array the compiled loop
         shares; returns where they start. ``bind(view)`` is called now, and again each time
-        the array grows, with a writable view of those ``3 n`` bytes; :meth:`release_flags`
-        stops that."""
+        the array grows, with a writable view of those bytes; :meth:`release_flags` stops
+        that."""
         at = self._b_used
-        need = at + 3 * n
+        need = at + regions * n
         if need > len(self._b):
             b = np.zeros(max(2 * len(self._b), need), dtype=np.uint8)
             b[:at] = self._b[:at]
@@ -615,9 +617,9 @@ class PacketSim:
             self._grown += 1
             whole = b.data
             for start, size, rebind in self._b_views.values():
-                rebind(whole[start : start + 3 * size])
+                rebind(whole[start : start + size])
         self._b_used = need
-        self._b_views[conn] = (at, n, bind)
+        self._b_views[conn] = (at, need - at, bind)
         bind(self._b.data[at:need])
         return at
 

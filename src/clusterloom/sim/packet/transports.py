@@ -66,6 +66,8 @@ import numpy as np
 
 from clusterloom.errors import PluginError, Problem
 from clusterloom.sim.packet._core import (
+    CRX_RD,
+    CRX_ROCE,
     NIL,
     R_ARMED,
     R_BOFF,
@@ -97,6 +99,11 @@ from clusterloom.sim.packet._core import (
     R_SRC,
     R_TAIL,
     R_WANT,
+    RC_EVERY,
+    RC_NAKSENT,
+    RC_RETRIES,
+    RC_UNA,
+    RC_UNACKED,
     TAG_EVI_SHIFT,
     TAG_FLOW_SHIFT,
     TAG_MADE,
@@ -153,6 +160,30 @@ def _ser(nbytes: int, bps: float) -> int:
     return int(nbytes * BITS_PER_BYTE * PS_PER_S // max(bps, 1.0))
 
 
+class _InRow:
+    """An integer attribute of a connection kept in its row of the engine's endpoint state
+    (column ``col``), where the compiled loop reads and writes it (``receiver-driven``,
+    ``roce-ecmp``)."""
+
+    __slots__ = ("col",)
+
+    def __init__(self, col: int) -> None:
+        self.col = col
+
+    @overload
+    def __get__(self, obj: None, owner: Any) -> _InRow: ...
+    @overload
+    def __get__(self, obj: Connection, owner: Any) -> int: ...
+    def __get__(self, obj: Connection | None, owner: Any) -> int | _InRow:
+        if obj is None:
+            return self
+        value: int = obj.sim.ep_state[obj.flow * R_COLS + self.col]
+        return value
+
+    def __set__(self, obj: Connection, value: int) -> None:
+        obj.sim.ep_state[obj.flow * R_COLS + self.col] = value
+
+
 class RoceEcmp(Connection):
     name: ClassVar[str] = "roce-ecmp"
     #: no "ecn_cc": on its lossless fabric a 6-to-1 incast pauses the senders' links and a
@@ -181,6 +212,15 @@ class RoceEcmp(Connection):
         "ack_every": ("int", 1, 65_536),
         "dcqcn": ("bool", 0, 1),
     }
+    keeps_rbits: ClassVar[bool] = False  # no SACK
+    # the state the compiled loop shares (_core._roce_receive, _core._roce_acked)
+    cum = _InRow(R_CUM)
+    placed_bytes = _InRow(R_PLACED)
+    sender_done_ps = _InRow(R_SDPS)
+    una = _InRow(RC_UNA)
+    retries = _InRow(RC_RETRIES)
+    unacked = _InRow(RC_UNACKED)
+    nak_sent = _InRow(RC_NAKSENT)
 
     def __init__(
         self,
@@ -192,6 +232,7 @@ class RoceEcmp(Connection):
         start_ps: int,
         spec: ConnSpec,
     ) -> None:
+        sim.endpoint_row(flow)  # the row holds attributes the base sets
         super().__init__(sim, flow, src, dst, nbytes, start_ps, spec)
         self.port = flow % self.ports
         h = connection_hash(np.array([src]), np.array([dst]), np.array([0]), sim.seed)
@@ -218,6 +259,29 @@ class RoceEcmp(Connection):
         #: DCQCN rate control; without it (``dcqcn=0``, htsim's RoCE) the sender stays at line
         #: rate, the receiver sends no CNP and only PFC slows it
         self.dcqcn = bool(self.opt["dcqcn"])
+        n = self.n
+        self.got = memoryview(b"")
+        at = sim.packet_flags(flow, n, self._bind_flags, regions=1)
+        row = flow * R_COLS
+        r = sim.ep_state
+        r[row + R_N], r[row + R_BOFF], r[row + R_MSS] = n, at, self.mss
+        r[row + R_LAST] = self.pay[-1] if n else 0
+        r[row + RC_EVERY] = int(self._ack_every)
+        cls = type(self)
+        own = (
+            cls.on_packet is Connection.on_packet
+            and cls.receiver_packet is RoceEcmp.receiver_packet
+            and cls.sender_packet is RoceEcmp.sender_packet
+        )
+        #: whether the compiled loop may receive its data in order and its ACKs
+        #: (_core._roce_receive, once started): without DCQCN (no CNP to send), on a plain
+        #: engine, one message, sequences in the tag's 24 bits
+        self.rx_in_loop = own and not self.dcqcn and sim.makes_packets
+        self.rx_in_loop &= len(self.msg_end) == 1 and n <= TAG_SEQ_MASK + 1
+        self._rx_tag = TAG_RX | (flow << TAG_FLOW_SHIFT)
+
+    def _bind_flags(self, view: memoryview) -> None:
+        self.got = view
 
     def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
         return [
@@ -226,6 +290,12 @@ class RoceEcmp(Connection):
         ]
 
     def start(self) -> None:
+        if self.rx_in_loop:  # the ACKs' path, kept up to date for the loop
+            sim = self.sim
+            at = sim.pull_routes(self.flow, [(self.dst, self.src, self.port, self.ev ^ 1)])
+            row = self.flow * R_COLS
+            sim.ep_state[row + R_ROFF] = at
+            sim.ep_state[row + R_CRX] = CRX_ROCE
         self.sim.timer(self.start_ps, self.flow, _PACE)
         self.pacing = True
         self.sim.timer(self.start_ps + self.rto, self.flow, _RTO)
@@ -245,7 +315,10 @@ class RoceEcmp(Connection):
             seq = self.nxt
             self.nxt += 1
             pkt = self.data(seq)
-            self.sim.send(pkt, self.port, self.ev)
+            if self.rx_in_loop:  # tagged for the loop's receiver (_core._roce_receive)
+                self.sim.send_tagged(pkt, self.port, self.ev, self._rx_tag | seq)
+            else:
+                self.sim.send(pkt, self.port, self.ev)
             if pkt.size != self._ser_size or self.rc != self._ser_rc:  # _ser, remembered
                 self._ser_size, self._ser_rc = pkt.size, self.rc
                 self._ser_ps = _ser(pkt.size, self.rc)
@@ -328,6 +401,14 @@ class RoceEcmp(Connection):
 
     def _reply(self, a: Packet) -> None:
         self.sim.send(a, self.port, self.ev ^ 1)
+
+    def compact(self) -> None:
+        """Both ends done: the loop receives no more for it (a late packet is out of order:
+        Python answers it) and its ACKs' path is no longer kept up to date."""
+        sim = self.sim
+        sim.ep_state[self.flow * R_COLS + R_CRX] = 0
+        sim.drop_pull_routes(self.flow)
+        sim.release_flags(self.flow)
 
 
 class _Sprayer(Connection):
@@ -1124,7 +1205,7 @@ class _Pacer:
                 r[c + R_ROFF] = conn.pull_at
                 r[c + R_PACER] = self.id
                 # from now on the loop receives its data and ACKs (_core._receive)
-                r[c + R_CRX] = 1 if conn.rx_in_loop else 0
+                r[c + R_CRX] = CRX_RD if conn.rx_in_loop else 0
             want = r[c + R_WANT]
             h = self.id * R_COLS
             if want == 0:  # to the back of the queue (_core._pace_append)
@@ -1166,29 +1247,6 @@ class _Pacer:
 
     def on_packet(self, pkt: Packet, now: int) -> None:
         return
-
-
-class _InRow:
-    """An integer attribute of a ``receiver-driven`` connection kept in its row of the
-    engine's endpoint state (column ``col``), where the compiled loop reads and writes it."""
-
-    __slots__ = ("col",)
-
-    def __init__(self, col: int) -> None:
-        self.col = col
-
-    @overload
-    def __get__(self, obj: None, owner: Any) -> _InRow: ...
-    @overload
-    def __get__(self, obj: ReceiverDriven, owner: Any) -> int: ...
-    def __get__(self, obj: ReceiverDriven | None, owner: Any) -> int | _InRow:
-        if obj is None:
-            return self
-        value: int = obj.sim.ep_state[obj.flow * R_COLS + self.col]
-        return value
-
-    def __set__(self, obj: ReceiverDriven, value: int) -> None:
-        obj.sim.ep_state[obj.flow * R_COLS + self.col] = value
 
 
 class ReceiverDriven(_Sprayer):
