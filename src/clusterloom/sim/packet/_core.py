@@ -415,8 +415,9 @@ def step(
     asks Python whether to go on; the event is not run); ``ST_GROW`` (the heap, the log or
     the packet pool needs room); ``ST_SYNC`` (a pacer's turn is due while the log holds a
     quiet delivery to a finished connection, which may end its pulls: Python takes the log
-    first; the event is not run). ``EV_DELIVER_MADE``: a packet the core made (a pull),
-    which has no Python object."""
+    first; the event is not run). ``EV_DELIVER_MADE``: a packet the core made (a pull, or
+    a data packet it sent for a connection: ``TAG_RX`` in its tag), which has no Python
+    object."""
     _apply(L, P, H, S, T, RL, CM, n_cm)
     n_hosts = S[C_NHOSTS]
     hcap = H.shape[0]
