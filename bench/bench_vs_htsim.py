@@ -64,6 +64,13 @@ HOSTS = 1024
 PAIRS = (("mrc-spray", "eqds"), ("receiver-driven", "ndp"), ("roce-ecmp", "roce"))
 MSS = {"mrc-spray": 3936, "receiver-driven": 4000, "roce-ecmp": 4000}
 EVS = 256
+#: htsim's NDP and EQDS first window, ``-cwnd`` in packets
+HTSIM_CWND = 50
+#: ``receiver-driven``'s first window matched to it: ``iw_bdp`` is in BDPs of the base RTT
+#: (k=16, six hops: 2 x 6 us + 6 x (325.12 + 5.12) ns = 13.98 us, at 100 Gb/s 174,768 B or
+#: 43.7 packets of 4,000 B), and int(1.15 x 174,768 / 4,000) = 50 packets; the default (1
+#: BDP, 43 packets) leaves the pull loop no slack for queueing (FCT 7% above htsim_ndp's)
+RD_IW_BDP = 1.15
 CASES = ("permutation", "incast", "allreduce", "chainfresh")
 #: extra flow-engine runs (rtol 0.01) per transport: options beside the defaults.
 #: ``roce-ecmp`` as htsim runs RoCE (no DCQCN, an ACK per packet): the lossless model by the
@@ -118,7 +125,7 @@ def run_htsim(
     args += ["-conns", str(n), "-linkspeed", "100000", "-mtu", "4000", "-end", str(end_us)]
     args += ["-strat", "ecmp_host", "-paths", str(EVS), "-q", "35", "-seed", str(seed)]
     if name != "roce":
-        args += ["-cwnd", "50"]
+        args += ["-cwnd", str(HTSIM_CWND)]
     return _timed(args, cwd=bin_dir)
 
 
@@ -176,6 +183,8 @@ def one(engine: str, name: str, cm: str, seed: int, rtol: float, out: str) -> No
         if name == "receiver-driven":  # htsim's -q 35 packets per port, trimming on
             cfg = replace(cfg, buffer_bytes=35 * (MSS[name] + 64))
         options = {} if name == "roce-ecmp" else {"evs": float(EVS)}
+        if name == "receiver-driven":  # htsim's -cwnd 50 packets (RD_IW_BDP)
+            options["iw_bdp"] = RD_IW_BDP
         if extra == ["htsim"]:  # htsim's RoCE: PFC at 15/12 packets, no marking, no DCQCN
             from clusterloom.sim.crossval import HTSIM_ROCE
 

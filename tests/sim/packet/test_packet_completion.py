@@ -11,7 +11,15 @@ from __future__ import annotations
 import pytest
 
 from clusterloom.sim.failures import parse_failure
-from clusterloom.sim.packet._core import R_COLS, R_PULLS
+from clusterloom.sim.packet._core import (
+    R_BOFF,
+    R_COLS,
+    R_PULLS,
+    TAG_EVI_SHIFT,
+    TAG_FLOW_SHIFT,
+    TAG_MADE,
+    TAG_RX,
+)
 from clusterloom.sim.packet.base import ConnSpec
 from clusterloom.sim.packet.engine import ACK, NACK, PULL, Packet, PacketSim
 from clusterloom.sim.packet.fabrics import small_fabric
@@ -198,3 +206,37 @@ def test_a_subclass_that_handles_packets_gets_its_pulls_and_acks_as_packets(pair
         PacketSim(pair, config_for("receiver-driven")), 0, 0, 1, 4096, 0, ConnSpec()
     )
     assert plain._made_acks and not conn._made_acks
+
+
+def test_packet_flags_stay_shared_when_their_array_grows(pair) -> None:  # type: ignore[no-untyped-def]
+    """A ``receiver-driven`` connection's received, acknowledged and outstanding flags are
+    views of the engine's array the compiled loop reads; when more connections make it grow,
+    the older ones' views are remade on the new array and keep what they held."""
+    sim = PacketSim(pair, config_for("receiver-driven"))
+    first = ReceiverDriven(sim, sim.reserve(1), 0, 1, 600 * 4096, 0, ConnSpec())
+    first.got[5] = first.acked[6] = first.outstanding[7] = 1
+    before = sim._b
+    more = [ReceiverDriven(sim, sim.reserve(1), 0, 1, 600 * 4096, 0, ConnSpec()) for _ in range(4)]
+    assert sim._b is not before  # it grew
+    at, n = sim.ep_state[first.flow * R_COLS + R_BOFF], first.n
+    assert (sim._b[at + 5], sim._b[at + n + 6], sim._b[at + 2 * n + 7]) == (1, 1, 1)
+    first.got[9] = 1  # written through the new view
+    assert sim._b[at + 9] == 1 and sum(sim._b[at : at + 3 * n]) == 4
+    last = more[-1]
+    assert sim.ep_state[last.flow * R_COLS + R_BOFF] == sim._b_used - 3 * last.n
+
+
+def test_a_late_packet_the_loop_sent_is_rebuilt_alike_after_retirement(pair) -> None:  # type: ignore[no-untyped-def]
+    """A data packet the compiled loop sent has no object; Python builds one when it must
+    take it, from the connection (``made_data``) or, once the connection is retired, from
+    its answerer, which computes the EV again from its index: the same packet either way."""
+    sim = PacketSim(pair, config_for("receiver-driven"))
+    conn = ReceiverDriven(sim, sim.reserve(1), 0, 1, 10 * 4096 + 100, 0, ConnSpec(key=7, job=3))
+    light = conn.retired()
+    fields = ("kind", "flow", "src", "dst", "seq", "payload", "size", "key", "job", "msg", "ev")
+    for i, seq in ((0, 0), (5, 3), (63, 10), (17, 9)):
+        tag = TAG_RX | TAG_MADE | (conn.flow << TAG_FLOW_SHIFT) | (i << TAG_EVI_SHIFT) | seq
+        a, b = conn.made_data(tag), light.made_data(tag)
+        assert [getattr(a, f) for f in fields] == [getattr(b, f) for f in fields]
+        assert a.port == b.port == conn.ev_port[i] and a.ev == conn.evs[i]
+        assert a.payload == (100 if seq == 10 else 4096)

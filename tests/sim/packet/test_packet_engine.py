@@ -7,10 +7,14 @@ Two hosts under one leaf (host 0 ─ leaf ─ host 1) for the closed forms::
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from clusterloom.conformance.trace import Trace
 from clusterloom.sim.failures import parse_failure
+from clusterloom.sim.packet._core import S_DELIV
+from clusterloom.sim.packet.base import ConnSpec
 from clusterloom.sim.packet.engine import PacketConfig, PacketSim, PacketSimError
 from clusterloom.sim.packet.fabrics import fat_tree, small_fabric
 from clusterloom.sim.packet.run import PacketResult, config_for, run_packets
@@ -203,13 +207,22 @@ def test_run_in_slices_equals_one_run(fabric8) -> None:  # type: ignore[no-untyp
     assert traces[0] == traces[1]
 
 
-def test_compiled_pacer_and_quiet_acks_are_the_python_run() -> None:
-    """``receiver-driven`` untraced runs its pull pacers in the compiled loop and hands its
-    ACKs over from the loop's log (quiet); under a tracer both are Python. The two runs are
-    the same through a failure, a fast reroute (the pulls' routes follow the routing view)
+def test_compiled_pacer_and_quiet_acks_are_the_python_run(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``receiver-driven`` untraced runs its pull pacers, its receivers and its senders' ACK
+    handling in the compiled loop; under a tracer all are Python. The two runs are the same
+    through a failure, a fast reroute (the pulls' and ACKs' routes follow the routing view)
     and receiver rate changes (the pacer's interval)."""
     from clusterloom.sim.packet import run as run_mod
-    from clusterloom.sim.packet.transports import set_receiver_rate
+    from clusterloom.sim.packet.transports import ReceiverDriven, set_receiver_rate
+
+    answered: list[int] = []  # pulls the loop answered with a data packet, by run
+    made_sent = ReceiverDriven.made_sent
+
+    def counted(self: ReceiverDriven, x: int, now: int) -> None:
+        answered[-1] += 1
+        made_sent(self, x, now)
+
+    monkeypatch.setattr(ReceiverDriven, "made_sent", counted)
 
     t = fat_tree(4)
     traffic = permutation(t.plan.hosts, 300_000, seed=3)
@@ -222,6 +235,7 @@ def test_compiled_pacer_and_quiet_acks_are_the_python_run() -> None:
         def __init__(self, *a, **kw) -> None:  # type: ignore[no-untyped-def]
             super().__init__(*a, **kw)
             made.append(self)
+            answered.append(0)
             self.at(20_000_000, lambda: set_receiver_rate(self, 3, 30e9))
             self.at(40_000_000, lambda: set_receiver_rate(self, 3, 100e9))
 
@@ -235,3 +249,50 @@ def test_compiled_pacer_and_quiet_acks_are_the_python_run() -> None:
     assert plain.finished == len(traffic) and plain.trims + plain.drops > 0
     compiled = [[p.compiled for p in s.shared["pacer"].values()] for s in made]
     assert all(compiled[0]) and not any(compiled[1])
+    # the loop's receivers took most of the data (the first packet of a flow, its last and
+    # the trimmed ones go to Python), none under the tracer
+    in_loop = [int(s._s[S_DELIV]) for s in made]
+    assert in_loop[0] > 0.8 * int(traffic.nbytes.sum()) and in_loop[1] == 0
+    # the loop sends each new sequence after a flow's first window at most once, and all but
+    # those sent while a resend waited or an EV was bad (the failure's: 9% of them here)
+    probe = PacketSim(t, config_for("receiver-driven", cfg))
+    after = 0
+    for i, (a, b, size) in enumerate(zip(traffic.src, traffic.dst, traffic.nbytes, strict=True)):
+        first = ReceiverDriven(probe, i, int(a), int(b), 4096, 0, ConnSpec()).spec_pkts
+        after += max(0, -(-int(size) // 4096) - first)
+    assert 0.85 * after <= answered[0] <= after and answered[1] == 0
+
+
+def test_roce_receiver_in_the_loop_is_the_python_run() -> None:
+    """``roce-ecmp`` without DCQCN (htsim's configuration) untraced receives its in-order
+    data and its ACKs in the compiled loop; under a tracer both are Python. The two runs are
+    the same through a link failure (drops, NAKs, go-back-N, timeouts) and its reroute, and
+    the loop took most of the data."""
+    from clusterloom.sim.crossval import HTSIM_ROCE
+    from clusterloom.sim.packet import run as run_mod
+
+    t = fat_tree(4)
+    traffic = permutation(t.plan.hosts, 300_000, seed=3)
+    f = (parse_failure("link:40@15us", t),)
+    cfg = replace(config_for("roce-ecmp", HTSIM_ROCE[0]), reroute_ps=30_000_000)
+    options = dict(HTSIM_ROCE[1])
+    made: list[PacketSim] = []
+    original = run_mod.PacketSim
+
+    class Recorded(PacketSim):
+        def __init__(self, *a, **kw) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*a, **kw)
+            made.append(self)
+
+    run_mod.PacketSim = Recorded  # type: ignore[misc]
+    try:
+        plain = run_packets(t, traffic, "roce-ecmp", f, config=cfg, options=options, seed=2)
+        traced = run_packets(
+            t, traffic, "roce-ecmp", f, config=cfg, options=options, seed=2, tracer=Trace()
+        )
+    finally:
+        run_mod.PacketSim = original  # type: ignore[misc]
+    assert _figures(plain) == _figures(traced)
+    assert plain.finished == len(traffic) and plain.drops > 0 and plain.retransmissions.sum() > 0
+    in_loop = [int(s._s[S_DELIV]) for s in made]
+    assert in_loop[0] > 0.8 * int(traffic.nbytes.sum()) and in_loop[1] == 0

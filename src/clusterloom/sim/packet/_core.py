@@ -19,8 +19,9 @@ State layout (all ``int64``):
 - ``RL``: the routes back to back; a packet holds the offset of its route's first link and its
   hop index into it.
 - ``T[:S[S_TN], :]``: records for Python ``(time, what, pid, x)``, in order: drops and trims
-  when ``S[C_TRACE]`` is set (``x`` the link), and the deliveries of quiet packets
-  (``TR_QUIET``, below; ``x`` the packet's tag).
+  when ``S[C_TRACE]`` is set (``x`` the link), the deliveries of quiet packets
+  (``TR_QUIET``, below; ``x`` the packet's tag) and the data packets the loop sent for a
+  sender (``TR_SENT``; ``pid`` the flow, ``x`` the sequence and EV index, as in a tag).
 - A **quiet** packet (``TAG_QUIET`` in ``P_TAG``, set by the send) is one whose delivery
   the transport handles without sending or scheduling anything (``receiver-driven``'s ACKs):
   the loop logs its delivery in ``T`` and goes on instead of returning, and Python hands it to
@@ -29,6 +30,20 @@ State layout (all ``int64``):
   such packet. A quiet packet may also be **made** (``TAG_MADE`` as well: Python sent it
   without an object, :meth:`PacketSim.send_made`): ``receiver-driven``'s ACKs, whose flow
   and sequence are the tag's flow and count fields, logged with the record.
+- ``R[e, :]``: per endpoint id (connections and pull pacers), ``R_*``: ``receiver-driven``'s
+  pull pacers and, for a connection the loop receives for (``R_CRX``), its receiver and the
+  ACK side of its sender; ``RR``: the offsets in ``RL`` of such a connection's reverse paths by
+  EV index (its pulls' and ACKs'); ``B``: per packet of such a connection three flag bytes
+  (received, acknowledged, outstanding), shared with the connection's Python side.
+- A data packet of a connection the loop receives for (``TAG_RX``, with its flow, EV index
+  and sequence in the tag) is placed by the loop (:func:`_receive`), which sends its ACK (a
+  made quiet packet, handled by the loop at the sender: :func:`_acked`) and queues a pull at
+  the host's pacer, the steps of ``ReceiverDriven.receiver_packet``; a packet that would
+  complete the flow, a trimmed one, or one to a connection done at both ends goes to Python
+  (with its object, or for one the loop sent, ``TAG_MADE`` as well, to be given one), which
+  does the same steps there. A pull reaching such a connection's sender is answered by the
+  loop while it has nothing to resend (:func:`_pulled`: the next new sequence on the next EV,
+  a data packet without a Python object, logged for the sender's timeout bookkeeping).
 - ``CM[:n, :]``: Python's commands (``CMD_*``). Python takes a send's packet slot from the
   free stack itself (the core never allocates), so it can keep the packet's object by id.
 """
@@ -51,24 +66,44 @@ L_COLS = 21
 
 # packet columns
 P_SIZE, P_PRIO, P_ECN, P_TRIM, P_ROUTE, P_HOP, P_ING, P_NEXT, P_ARR, P_FREE = range(10)
-#: one column for what only quiet packets and packets the core made need, to keep a row at
-#: 88 bytes: TAG_QUIET, TAG_MADE, the flow (29 bits) and a made pull's count (32 bits)
+#: one column for what only quiet packets, packets the core made and data packets for a
+#: compiled receiver need, to keep a row at 88 bytes: TAG_QUIET, TAG_MADE, TAG_RX, the flow
+#: (28 bits) and a made packet's count (32 bits) or a data packet's EV index and sequence
 P_TAG = 10
 P_COLS = 11
-TAG_QUIET, TAG_MADE, TAG_FLOW_SHIFT = 1 << 61, 1 << 62, 32
-TAG_FLOW_MASK, TAG_CUM_MASK = (1 << 29) - 1, (1 << 32) - 1
+TAG_QUIET, TAG_MADE, TAG_RX, TAG_FLOW_SHIFT = 1 << 61, 1 << 62, 1 << 60, 32
+TAG_FLOW_MASK, TAG_CUM_MASK = (1 << 28) - 1, (1 << 32) - 1
+#: a data packet for a compiled receiver (TAG_RX): its EV index (8 bits) and sequence (24)
+TAG_EVI_SHIFT, TAG_SEQ_MASK = 24, (1 << 24) - 1
 
 # endpoint columns (R, one row per endpoint id): a receiver-driven connection's pull state,
 # and a pull pacer's (the pacer is an endpoint of its own)
 R_WANT, R_FIN, R_SDONE, R_PULLS, R_K, R_ROFF, R_QNEXT = 0, 1, 2, 3, 4, 5, 6
 R_SRC, R_DST = 7, 8
 R_ARMED, R_NEXTFREE, R_IVL, R_HEAD, R_TAIL = 9, 10, 11, 12, 13
-R_COLS = 14
+#: a receiver-driven connection's receiver and ACK state in the loop (``_receive``, ``_acked``):
+#: whether the loop handles its data and ACKs (R_CRX), its packets, where its flags start in
+#: ``B`` (got, then acked, then outstanding, ``R_N`` bytes each), the cumulative sequence, the
+#: payload placed, packets acknowledged, bytes in flight, when the sender saw every ACK (-1:
+#: not yet), the full and the last packet's payload, its receiving host's pacer
+R_CRX, R_N, R_BOFF, R_CUM, R_PLACED, R_NACKED, R_INFL = 14, 15, 16, 17, 18, 19, 20
+R_SDPS, R_MSS, R_LAST, R_PACER = 21, 22, 23, 24
+#: and its sender's answer to a pull (``_pulled``): the next new sequence, the last EV index
+#: used, the pulls seen, pulls kept as credit, whether the loop may answer (R_FAST: nothing
+#: to resend, no EV bad, not failed; set by Python)
+R_NXT, R_RR, R_PSEEN, R_CREDIT, R_FAST = 25, 26, 27, 28, 29
+#: a ``roce-ecmp`` connection's in-order receiver and ACK side in the loop (R_CRX = CRX_ROCE:
+#: ``_roce_receive``, ``_roce_acked``): the first unacknowledged sequence, timeouts without
+#: progress, packets received since the last ACK, whether a NAK was sent, ACK every so many
+RC_UNA, RC_RETRIES, RC_UNACKED, RC_NAKSENT, RC_EVERY = 30, 31, 32, 33, 34
+R_COLS = 35
+#: R_CRX: which transport's receiver the loop runs for the connection (0: none)
+CRX_RD, CRX_ROCE = 1, 2
 
 # scalars
 S_NOW, S_SEQ, S_HN, S_NFREE, S_EVENTS, S_RUN_N = 0, 1, 2, 3, 4, 5
 S_DROPS, S_TRIMS, S_MARKS, S_PAUSES, S_RNG, S_TN = 6, 7, 8, 9, 10, 11
-S_QSYNC, S_NOROUTE = 12, 13
+S_QSYNC, S_NOROUTE, S_DELIV = 12, 13, 14
 
 # configuration, in S after the scalars
 C_NHOSTS, C_HEADER, C_CTRL, C_KMIN, C_KMAX, C_ECN = 16, 17, 18, 19, 20, 21
@@ -88,7 +123,7 @@ CMD_COLS = 8
 ST_EMPTY, ST_LIMIT, ST_PYTHON, ST_STOP_CHECK, ST_GROW, ST_SYNC = 0, 1, 2, 3, 4, 5
 
 # trace record kinds
-TR_DROP, TR_TRIM, TR_QUIET = 0, 1, 2
+TR_DROP, TR_TRIM, TR_QUIET, TR_SENT = 0, 1, 2, 3
 
 PS8 = BITS_PER_BYTE * PS_PER_S  # bits to picoseconds at 1 b/s
 NIL = -1
@@ -366,6 +401,7 @@ def step(
     CM: Any,
     R: Any,
     RR: Any,
+    B: Any,
     n_cm: int,
     limit: int,
     check_stop: bool,
@@ -379,8 +415,9 @@ def step(
     asks Python whether to go on; the event is not run); ``ST_GROW`` (the heap, the log or
     the packet pool needs room); ``ST_SYNC`` (a pacer's turn is due while the log holds a
     quiet delivery to a finished connection, which may end its pulls: Python takes the log
-    first; the event is not run). ``EV_DELIVER_MADE``: a packet the core made (a pull),
-    which has no Python object."""
+    first; the event is not run). ``EV_DELIVER_MADE``: a packet the core made (a pull, or
+    a data packet it sent for a connection: ``TAG_RX`` in its tag), which has no Python
+    object."""
     _apply(L, P, H, S, T, RL, CM, n_cm)
     n_hosts = S[C_NHOSTS]
     hcap = H.shape[0]
@@ -421,8 +458,32 @@ def step(
             if L[dl, L_TO] < n_hosts:
                 _free(P, S, pid)  # its row is read by Python before the next send reuses it
                 tag = P[pid, P_TAG]
-                if tag & TAG_QUIET:  # logged for Python, which hands it over before going on
-                    if R[(tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK, R_FIN]:  # the pulls may end
+                if tag & TAG_RX:  # data for a receiver the loop may handle
+                    c = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
+                    crx = R[c, R_CRX]
+                    if crx and not P[pid, P_TRIM]:
+                        if crx == CRX_RD:
+                            if _receive(L, P, H, S, T, RL, R, RR, B, c, tag, P[pid, P_SIZE]):
+                                continue
+                        elif _roce_receive(L, P, H, S, T, RL, R, RR, B, c, tag, P[pid, P_SIZE]):
+                            continue
+                elif tag & TAG_MADE and not tag & TAG_QUIET:  # a pull the loop may answer
+                    c = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
+                    if (
+                        R[c, R_CRX]
+                        and R[c, R_FAST]
+                        and _pulled(L, P, H, S, T, RL, R, RR, B, c, tag)
+                    ):
+                        continue
+                elif tag & TAG_QUIET:  # logged for Python, which hands it over before going on
+                    c = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
+                    if tag & TAG_MADE and R[c, R_CRX]:  # an ACK the loop handles at the sender
+                        if R[c, R_CRX] == CRX_RD:
+                            _acked(R, B, c, tag & TAG_CUM_MASK, time)
+                        else:
+                            _roce_acked(R, c, tag & TAG_CUM_MASK, time)
+                        continue
+                    if R[c, R_FIN]:  # the pulls may end
                         S[S_QSYNC] = 1
                     i = S[S_TN]
                     T[i, 0] = time
@@ -534,6 +595,225 @@ def _send_pull(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, R: Any, RR: Any,
     P[pid, P_ING] = NIL
     P[pid, P_TAG] = TAG_MADE | (c << TAG_FLOW_SHIFT) | pulls
     _enqueue(L, P, H, S, T, RL[r], pid)
+
+
+@_jit
+def _pay(R: Any, c: int, seq: int) -> Any:
+    """The payload of connection ``c``'s packet ``seq`` (one message: all full but the last)."""
+    return R[c, R_LAST] if seq == R[c, R_N] - 1 else R[c, R_MSS]
+
+
+@_jit
+def _receive(
+    L: Any,
+    P: Any,
+    H: Any,
+    S: Any,
+    T: Any,
+    RL: Any,
+    R: Any,
+    RR: Any,
+    B: Any,
+    c: int,
+    tag: int,
+    size: int,
+) -> bool:
+    """Connection ``c``'s receiver takes a data packet (not trimmed) of the EV index and
+    sequence in ``tag``, the steps of ``ReceiverDriven.receiver_packet``: place it, send its
+    ACK on the EV's reverse path (a made quiet packet), queue a pull unless the receiver is
+    done. False, with nothing changed, when Python must take it: the packet would complete
+    the flow (its completion runs there), or both ends are done (the connection may be
+    retired, its reverse paths no longer kept up to date)."""
+    if R[c, R_FIN] and R[c, R_SDONE]:
+        return False
+    seq = tag & TAG_SEQ_MASK
+    n = R[c, R_N]
+    got = R[c, R_BOFF]
+    if seq < n and not B[got + seq]:
+        cum = R[c, R_CUM]
+        if seq == cum:
+            cum += 1
+            while cum < n and B[got + cum]:
+                cum += 1
+            if cum >= n:
+                return False
+            R[c, R_CUM] = cum
+        B[got + seq] = 1
+        R[c, R_PLACED] += _pay(R, c, seq)
+    S[S_DELIV] += size - S[C_HEADER]
+    r = RR[R[c, R_ROFF] + ((tag >> TAG_EVI_SHIFT) & 255)]
+    if r < 0:  # no reverse path: the ACK is lost, as a send without a route
+        S[S_NOROUTE] += 1
+    else:
+        k = S[S_NFREE] - 1  # the delivery freed a slot
+        S[S_NFREE] = k
+        pid = P[k, P_FREE]
+        P[pid, P_SIZE] = S[C_HEADER]
+        P[pid, P_PRIO] = 1
+        P[pid, P_ECN] = 0
+        P[pid, P_TRIM] = 0
+        P[pid, P_ROUTE] = r
+        P[pid, P_HOP] = 1
+        P[pid, P_ING] = NIL
+        P[pid, P_TAG] = TAG_QUIET | TAG_MADE | (c << TAG_FLOW_SHIFT) | seq
+        _enqueue(L, P, H, S, T, RL[r], pid)
+    if not R[c, R_FIN]:
+        _request(H, S, R, c)
+    return True
+
+
+@_jit
+def _pulled(
+    L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, R: Any, RR: Any, B: Any, c: int, tag: int
+) -> bool:
+    """Connection ``c``'s sender takes its receiver's pull number ``tag & TAG_CUM_MASK``
+    (``ReceiverDriven._pulled`` and ``send_one`` when nothing waits to be resent and no EV is
+    bad): for each pull not seen, the next new sequence on the next EV (its reverse-path
+    partner in ``RR`` is the ACK's), or a credit when every sequence was sent. False, with
+    nothing changed, when Python must answer: more than two new pulls (the room kept free
+    for a step's sends)."""
+    count = tag & TAG_CUM_MASK
+    new = count - R[c, R_PSEEN]
+    if new <= 0:
+        return True
+    if new > 2 or S[S_NFREE] < new:
+        return False
+    R[c, R_PSEEN] = count
+    n = R[c, R_N]
+    k = R[c, R_K]
+    for _ in range(new):
+        seq = R[c, R_NXT]
+        if seq >= n:  # nothing to send: the pull is kept for a retransmission
+            if R[c, R_CREDIT] < n - R[c, R_NACKED]:
+                R[c, R_CREDIT] += 1
+            continue
+        i = R[c, R_RR] + 1
+        if i >= k:
+            i = 0
+        R[c, R_RR] = i
+        R[c, R_NXT] = seq + 1
+        B[R[c, R_BOFF] + 2 * n + seq] = 1
+        pay = _pay(R, c, seq)
+        R[c, R_INFL] += pay
+        j = S[S_TN]
+        T[j, 0] = S[S_NOW]
+        T[j, 1] = TR_SENT
+        T[j, 2] = c
+        T[j, 3] = (i << TAG_EVI_SHIFT) | seq
+        S[S_TN] = j + 1
+        r = RR[R[c, R_ROFF] + k + i]
+        if r < 0:  # no path: lost, as a send without a route
+            S[S_NOROUTE] += 1
+            continue
+        f = S[S_NFREE] - 1
+        S[S_NFREE] = f
+        pid = P[f, P_FREE]
+        P[pid, P_SIZE] = S[C_HEADER] + pay
+        P[pid, P_PRIO] = 0
+        P[pid, P_ECN] = 0
+        P[pid, P_TRIM] = 0
+        P[pid, P_ROUTE] = r
+        P[pid, P_HOP] = 1
+        P[pid, P_ING] = NIL
+        P[pid, P_TAG] = TAG_RX | TAG_MADE | (c << TAG_FLOW_SHIFT) | (i << TAG_EVI_SHIFT) | seq
+        _enqueue(L, P, H, S, T, RL[r], pid)
+    return True
+
+
+@_jit
+def _roce_receive(
+    L: Any,
+    P: Any,
+    H: Any,
+    S: Any,
+    T: Any,
+    RL: Any,
+    R: Any,
+    RR: Any,
+    B: Any,
+    c: int,
+    tag: int,
+    size: int,
+) -> bool:
+    """``roce-ecmp``'s in-order receiver (``RoceEcmp.receiver_packet`` without DCQCN) takes
+    the next packet in order: placed, the NAK state cleared, an ACK of the new cumulative
+    sequence every ``RC_EVERY`` packets (a made quiet packet on the reverse path ``RR``).
+    False, with nothing changed, for Python: a packet out of order (a NAK or a duplicate's
+    ACK) or the one that completes the flow."""
+    seq = tag & TAG_SEQ_MASK
+    cum = R[c, R_CUM]
+    if seq != cum or cum + 1 >= R[c, R_N]:
+        return False
+    B[R[c, R_BOFF] + seq] = 1  # in order: nothing above it was placed
+    R[c, R_CUM] = cum + 1
+    R[c, R_PLACED] += _pay(R, c, seq)
+    S[S_DELIV] += size - S[C_HEADER]
+    R[c, RC_NAKSENT] = 0
+    unacked = R[c, RC_UNACKED] + 1
+    if unacked < R[c, RC_EVERY]:
+        R[c, RC_UNACKED] = unacked
+        return True
+    R[c, RC_UNACKED] = 0
+    r = RR[R[c, R_ROFF]]
+    if r < 0:  # no reverse path: the ACK is lost, as a send without a route
+        S[S_NOROUTE] += 1
+        return True
+    k = S[S_NFREE] - 1  # the delivery freed a slot
+    S[S_NFREE] = k
+    pid = P[k, P_FREE]
+    P[pid, P_SIZE] = S[C_HEADER]
+    P[pid, P_PRIO] = 1
+    P[pid, P_ECN] = 0
+    P[pid, P_TRIM] = 0
+    P[pid, P_ROUTE] = r
+    P[pid, P_HOP] = 1
+    P[pid, P_ING] = NIL
+    P[pid, P_TAG] = TAG_QUIET | TAG_MADE | (c << TAG_FLOW_SHIFT) | (cum + 1)
+    _enqueue(L, P, H, S, T, RL[r], pid)
+    return True
+
+
+@_jit
+def _roce_acked(R: Any, c: int, cum: int, now: int) -> None:
+    """A ``roce-ecmp`` ACK of cumulative sequence ``cum`` reached the sender (the ACK branch
+    of ``RoceEcmp.sender_packet``)."""
+    if cum > R[c, RC_UNA]:
+        R[c, RC_UNA] = cum
+        R[c, RC_RETRIES] = 0
+        if cum >= R[c, R_N] and R[c, R_SDPS] < 0:
+            R[c, R_SDPS] = now
+
+
+@_jit
+def _request(H: Any, S: Any, R: Any, c: int) -> None:
+    """Connection ``c`` wants one more pull from its pacer (``transports._Pacer.request``):
+    to the back of the queue if it waited for none, the pacer's turn armed if it was not."""
+    h = R[c, R_PACER]
+    want = R[c, R_WANT]
+    if want == 0:
+        _pace_append(R, h, c)
+    R[c, R_WANT] = want + 1
+    if not R[h, R_ARMED]:
+        R[h, R_ARMED] = 1
+        push(H, S, max(S[S_NOW], R[h, R_NEXTFREE]), EV_PACE, h, 0)
+
+
+@_jit
+def _acked(R: Any, B: Any, c: int, seq: int, now: int) -> None:
+    """The ACK of connection ``c``'s packet ``seq`` reached its sender
+    (``ReceiverDriven._ack``): acknowledged once, out of flight, the sender done at the last."""
+    n = R[c, R_N]
+    a = R[c, R_BOFF] + n + seq
+    if B[a]:
+        return
+    B[a] = 1
+    R[c, R_NACKED] += 1
+    if B[a + n]:
+        B[a + n] = 0
+        R[c, R_INFL] -= _pay(R, c, seq)
+    if R[c, R_NACKED] == n and R[c, R_SDPS] < 0:
+        R[c, R_SDPS] = now
+        R[c, R_SDONE] = 1
 
 
 def new_links(n: int) -> np.ndarray[Any, np.dtype[np.int64]]:

@@ -106,6 +106,9 @@ class Connection:
     #: each option's type and closed range, checked where options are given
     #: (:mod:`clusterloom.sim.packet.options`); an option not listed is a float >= 0
     option_types: ClassVar[dict[str, tuple[OptionKind, float, float]]] = {}
+    #: whether :meth:`place` keeps ``rbits`` (the received bitmap as an integer, for SACKs);
+    #: a transport that sends no SACK (``receiver-driven``) spares its cost
+    keeps_rbits: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -150,7 +153,7 @@ class Connection:
         self.msg_end = ends
         self.n = len(pay)
         # receiver
-        self.got = bytearray(self.n)
+        self.got: bytearray | memoryview = bytearray(self.n)
         self.rbits = 0  # bit i: packet i placed
         self.cum = 0  # first packet not placed
         self.placed_bytes = 0
@@ -248,7 +251,8 @@ class Connection:
         if seq < 0 or seq >= self.n or self.got[seq]:
             return False
         self.got[seq] = 1
-        self.rbits |= 1 << seq
+        if self.keeps_rbits:
+            self.rbits |= 1 << seq
         self.placed_bytes += self.pay[seq]
         if self.trace is not None:
             self.trace.event(self.sim.now, self.flow, "place", seq, self.pay[seq])

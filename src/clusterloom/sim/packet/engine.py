@@ -99,6 +99,7 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     R_SDONE,
     R_SRC,
     S_COLS,
+    S_DELIV,
     S_DROPS,
     S_EVENTS,
     S_HN,
@@ -120,8 +121,10 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     TAG_FLOW_SHIFT,
     TAG_MADE,
     TAG_QUIET,
+    TAG_RX,
     TR_DROP,
     TR_QUIET,
+    TR_SENT,
 )
 from clusterloom.sim.paths import Router, RouteView, build_router, route, route_view
 from clusterloom.units import PS_PER_S
@@ -460,6 +463,14 @@ class PacketSim:
         self._rr = np.zeros(1024, dtype=np.int64)
         self._rr_used = 0
         self._rr_keys: dict[int, tuple[int, list[tuple[int, int, int, int]]]] = {}
+        #: per packet of a connection that keeps its flags here (receiver-driven: received,
+        #: acknowledged, outstanding), read and written by the compiled loop and the
+        #: connection's Python side (views, :meth:`packet_flags`); never reused in a run
+        self._b = np.zeros(4096, dtype=np.uint8)
+        self._b_used = 0
+        #: the connections holding views of _b, by id, with where their flags start and how
+        #: many bytes: their views are remade when it grows
+        self._b_views: dict[int, tuple[int, int, Callable[[memoryview], None]]] = {}
         self._actions: list[tuple[Callable[..., None], Any] | None] = []
         self._injected: list[Packet | None] = []
         #: paths by (src, dst, port, ev): their links (None: no path) and offset in _rl, ECMP
@@ -503,14 +514,14 @@ class PacketSim:
             marks=int(s[S_MARKS]),
             no_route=self._no_route + int(s[S_NOROUTE]),
             pauses=int(s[S_PAUSES]),
-            data_bytes_delivered=self._delivered,
+            data_bytes_delivered=self._delivered + int(s[S_DELIV]),
         )
 
     @property
     def delivered_bytes(self) -> int:
         """Data payload bytes delivered to receivers so far (duplicates included); cheap to
         read while the run goes on (``stats`` first applies the queued commands)."""
-        return self._delivered
+        return self._delivered + int(self._s[S_DELIV])
 
     @property
     def max_qbytes(self) -> NDArray[np.int64]:
@@ -540,13 +551,19 @@ class PacketSim:
 
     def add(self, conn: Endpoint) -> int:
         """Register a connection; its id is the ``flow`` its packets carry."""
+        self._ids_left(1)
         self.conns.append(conn)
         self._endpoint_rows()
         return len(self.conns) - 1
 
+    def _ids_left(self, n: int) -> None:
+        if len(self.conns) + n > TAG_FLOW_MASK + 1:  # the compiled loop's tags hold 28 bits
+            raise PacketSimError(f"more than {TAG_FLOW_MASK + 1} connections in one run")
+
     def reserve(self, n: int) -> int:
         """Reserve ``n`` connection ids (for connections made later); returns the first. Until
         made, an id absorbs timers (no packet can carry it)."""
+        self._ids_left(n)
         first = len(self.conns)
         self.conns.extend([ABSORB] * n)
         self._endpoint_rows()
@@ -582,6 +599,33 @@ class PacketSim:
         self._rr_used = need
         self._rr_keys[conn] = (at, keys)
         return at
+
+    def packet_flags(
+        self, conn: int, n: int, bind: Callable[[memoryview], None], regions: int = 3
+    ) -> int:
+        """Room for ``n`` packets' flag bytes of connection ``conn`` (``regions`` of ``n``
+        bytes each, zero: received, acknowledged, outstanding) in the array the compiled loop
+        shares; returns where they start. ``bind(view)`` is called now, and again each time
+        the array grows, with a writable view of those bytes; :meth:`release_flags` stops
+        that."""
+        at = self._b_used
+        need = at + regions * n
+        if need > len(self._b):
+            b = np.zeros(max(2 * len(self._b), need), dtype=np.uint8)
+            b[:at] = self._b[:at]
+            self._b = b
+            self._grown += 1
+            whole = b.data
+            for start, size, rebind in self._b_views.values():
+                rebind(whole[start : start + size])
+        self._b_used = need
+        self._b_views[conn] = (at, need - at, bind)
+        bind(self._b.data[at:need])
+        return at
+
+    def release_flags(self, conn: int) -> None:
+        """Connection ``conn`` no longer needs its flags' views kept up to date."""
+        self._b_views.pop(conn, None)
 
     def drop_pull_routes(self, conn: int) -> None:
         """Connection ``conn`` pulls no more: its pull routes are no longer kept up to date."""
@@ -725,6 +769,17 @@ class PacketSim:
             entry = table[key]
         return self.send_routed(pkt, port, ev, entry)
 
+    def send_tagged(self, pkt: Packet, port: int, ev: int, tag: int) -> bool:
+        """:meth:`send` on the ECMP path with the compiled loop's ``tag`` on the packet
+        (``TAG_RX``: a data packet the loop may receive, :mod:`._core`); only when
+        :attr:`makes_packets`."""
+        key = (pkt.src, pkt.dst, port, ev)
+        entry = self._ecmp.get(key)
+        if entry is None:
+            self._compute([key], False)
+            entry = self._ecmp[key]
+        return self.send_routed(pkt, port, ev, entry, tag)
+
     def route_entries(
         self, keys: Sequence[tuple[int, int, int, int]], *, static: bool
     ) -> list[tuple[tuple[int, ...] | None, int]]:
@@ -755,10 +810,15 @@ class PacketSim:
         return self._store((), self._paths(arr, True), True, cache=False)
 
     def send_routed(
-        self, pkt: Packet, port: int, ev: int, entry: tuple[tuple[int, ...] | None, int]
+        self,
+        pkt: Packet,
+        port: int,
+        ev: int,
+        entry: tuple[tuple[int, ...] | None, int],
+        tag: int = 0,
     ) -> bool:
         """:meth:`send` on the path ``entry`` (one of :meth:`route_entries`, or the cached
-        path of ``pkt``'s ends, ``port`` and ``ev``)."""
+        path of ``pkt``'s ends, ``port`` and ``ev``); ``tag``: :meth:`send_tagged`."""
         pkt.ev = ev
         pkt.port = port
         now = pkt.sent_ps = self.now
@@ -796,7 +856,7 @@ class PacketSim:
         if pkt.quiet and tracer is None and self.impair is None:  # quiet needs a real flow
             mv[i + 7] = TAG_QUIET | (pkt.flow << TAG_FLOW_SHIFT)
         else:
-            mv[i + 7] = 0
+            mv[i + 7] = tag
         self._n_cm = n + 1
         return True
 
@@ -920,7 +980,7 @@ class PacketSim:
             self._n_cm = 0
         out = core.step(
             self._links, self._pkts, self._heap, self._s, self._trace, self._rl, self._cm,
-            self._r, self._rr, n, limit, check_stop, skip_check,
+            self._r, self._rr, self._b, n, limit, check_stop, skip_check,
         )  # fmt: skip
         if smv[S_TN]:
             self._drain_trace()
@@ -948,6 +1008,9 @@ class PacketSim:
                         conns[flow].made_ack(x & TAG_CUM_MASK, t)
                 else:
                     self._deliver_quiet(pid, t)
+                continue
+            if what == TR_SENT:  # the loop answered a pull with this packet (pid: the flow)
+                conns[pid].made_sent(x, t)
                 continue
             pkt = objs[pid]
             if pkt is not None and tracer is not None:
@@ -1018,17 +1081,36 @@ class PacketSim:
 
     def _made(self, pid: int) -> Packet:
         """The object of a packet the compiled loop made (a compiled pacer's pull): the
-        fields its receiver reads (kind, flow, ends, the pull count in ``cum``, size)."""
+        fields its receiver reads (kind, flow, ends, the pull count in ``cum``, size); for
+        a data packet it sent for a connection (``TAG_RX``), the connection's
+        ``made_data(tag)``."""
         row = pid * P_COLS
         pmv = self._pmv
         tag = pmv[row + P_TAG]
         flow = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
+        if tag & TAG_RX:
+            made: Packet = self.conns[flow].made_data(tag)  # type: ignore[attr-defined]
+            return made
         r = self.ep_state
         pkt = Packet(
             PULL, flow, r[flow * R_COLS + R_DST], r[flow * R_COLS + R_SRC], 0, 0, self.cfg.header
         )
         pkt.cum = tag & TAG_CUM_MASK
         return pkt
+
+    def _deliver_made(
+        self, out: tuple[int, int, int, int, int, int, int, int, int], pkt: Packet
+    ) -> None:
+        """A data packet the loop sent (no object until now) delivered as the inlined
+        delivery of :meth:`run` delivers one with an object."""
+        pkt.size = out[5]
+        pkt.prio = out[6] != 0
+        pkt.ecn = out[7] != 0
+        pkt.trimmed = out[8] != 0
+        pkt.ingress = -1
+        if not pkt.trimmed:
+            self._delivered += pkt.payload
+        self.conns[pkt.flow].on_packet(pkt, out[4])
 
     def _deliver(self, pkt: Packet) -> None:
         if self.tracer is not None:
@@ -1104,7 +1186,7 @@ class PacketSim:
                 grown = self._grown
                 links, pkts, heap, st = self._links, self._pkts, self._heap, self._s
                 trace, rl, cm = self._trace, self._rl, self._cm
-                r, rr = self._r, self._rr
+                r, rr, b = self._r, self._rr, self._b
             # self._step inlined
             n = self._n_cm
             if n:
@@ -1117,11 +1199,10 @@ class PacketSim:
                     heap = self._heap
                     grown = self._grown
                 self._n_cm = 0
-            out = step(links, pkts, heap, st, trace, rl, cm, r, rr, n, limit, check, skip)
+            out = step(links, pkts, heap, st, trace, rl, cm, r, rr, b, n, limit, check, skip)
             if step is dispatch:  # compiled now: call its entry point from here on
-                step = _entry_point(
-                    dispatch, (links, pkts, heap, st, trace, rl, cm, r, rr, n, limit, check, skip)
-                )
+                args = (links, pkts, heap, st, trace, rl, cm, r, rr, b, n, limit, check, skip)
+                step = _entry_point(dispatch, args)
             if smv[S_TN]:
                 self._drain_trace()
             was_skip, skip = skip, False
@@ -1136,7 +1217,9 @@ class PacketSim:
                     tag = self._pmv[out[2] * P_COLS + P_TAG]
                     flow = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
                     objs[out[2]] = None
-                    if flow < len(conns):
+                    if tag & TAG_RX:  # a data packet the loop sent: given an object here
+                        self._deliver_made(out, conns[flow].made_data(tag))  # type: ignore[attr-defined]
+                    elif flow < len(conns):
                         conns[flow].made_pull(tag & TAG_CUM_MASK, now)  # type: ignore[attr-defined]
                 elif kind == EV_DELIVER and self.impair is None and self.tracer is None:
                     # the common case inlined: a packet of a connection reaches a host

@@ -60,30 +60,56 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import ClassVar
+from typing import Any, ClassVar, overload
 
 import numpy as np
 
 from clusterloom.errors import PluginError, Problem
 from clusterloom.sim.packet._core import (
+    CRX_RD,
+    CRX_ROCE,
     NIL,
     R_ARMED,
+    R_BOFF,
     R_COLS,
+    R_CREDIT,
+    R_CRX,
+    R_CUM,
     R_DST,
+    R_FAST,
     R_FIN,
     R_HEAD,
+    R_INFL,
     R_IVL,
     R_K,
+    R_LAST,
+    R_MSS,
+    R_N,
+    R_NACKED,
     R_NEXTFREE,
+    R_NXT,
+    R_PACER,
+    R_PLACED,
+    R_PSEEN,
     R_QNEXT,
     R_ROFF,
+    R_RR,
     R_SDONE,
+    R_SDPS,
     R_SRC,
     R_TAIL,
     R_WANT,
+    RC_EVERY,
+    RC_NAKSENT,
+    RC_RETRIES,
+    RC_UNA,
+    RC_UNACKED,
+    TAG_EVI_SHIFT,
     TAG_FLOW_SHIFT,
     TAG_MADE,
     TAG_QUIET,
+    TAG_RX,
+    TAG_SEQ_MASK,
 )
 from clusterloom.sim.packet.base import (
     Connection,
@@ -134,6 +160,30 @@ def _ser(nbytes: int, bps: float) -> int:
     return int(nbytes * BITS_PER_BYTE * PS_PER_S // max(bps, 1.0))
 
 
+class _InRow:
+    """An integer attribute of a connection kept in its row of the engine's endpoint state
+    (column ``col``), where the compiled loop reads and writes it (``receiver-driven``,
+    ``roce-ecmp``)."""
+
+    __slots__ = ("col",)
+
+    def __init__(self, col: int) -> None:
+        self.col = col
+
+    @overload
+    def __get__(self, obj: None, owner: Any) -> _InRow: ...
+    @overload
+    def __get__(self, obj: Connection, owner: Any) -> int: ...
+    def __get__(self, obj: Connection | None, owner: Any) -> int | _InRow:
+        if obj is None:
+            return self
+        value: int = obj.sim.ep_state[obj.flow * R_COLS + self.col]
+        return value
+
+    def __set__(self, obj: Connection, value: int) -> None:
+        obj.sim.ep_state[obj.flow * R_COLS + self.col] = value
+
+
 class RoceEcmp(Connection):
     name: ClassVar[str] = "roce-ecmp"
     #: no "ecn_cc": on its lossless fabric a 6-to-1 incast pauses the senders' links and a
@@ -162,6 +212,15 @@ class RoceEcmp(Connection):
         "ack_every": ("int", 1, 65_536),
         "dcqcn": ("bool", 0, 1),
     }
+    keeps_rbits: ClassVar[bool] = False  # no SACK
+    # the state the compiled loop shares (_core._roce_receive, _core._roce_acked)
+    cum = _InRow(R_CUM)
+    placed_bytes = _InRow(R_PLACED)
+    sender_done_ps = _InRow(R_SDPS)
+    una = _InRow(RC_UNA)
+    retries = _InRow(RC_RETRIES)
+    unacked = _InRow(RC_UNACKED)
+    nak_sent = _InRow(RC_NAKSENT)
 
     def __init__(
         self,
@@ -173,6 +232,7 @@ class RoceEcmp(Connection):
         start_ps: int,
         spec: ConnSpec,
     ) -> None:
+        sim.endpoint_row(flow)  # the row holds attributes the base sets
         super().__init__(sim, flow, src, dst, nbytes, start_ps, spec)
         self.port = flow % self.ports
         h = connection_hash(np.array([src]), np.array([dst]), np.array([0]), sim.seed)
@@ -199,6 +259,29 @@ class RoceEcmp(Connection):
         #: DCQCN rate control; without it (``dcqcn=0``, htsim's RoCE) the sender stays at line
         #: rate, the receiver sends no CNP and only PFC slows it
         self.dcqcn = bool(self.opt["dcqcn"])
+        n = self.n
+        self.got = memoryview(b"")
+        at = sim.packet_flags(flow, n, self._bind_flags, regions=1)
+        row = flow * R_COLS
+        r = sim.ep_state
+        r[row + R_N], r[row + R_BOFF], r[row + R_MSS] = n, at, self.mss
+        r[row + R_LAST] = self.pay[-1] if n else 0
+        r[row + RC_EVERY] = int(self._ack_every)
+        cls = type(self)
+        own = (
+            cls.on_packet is Connection.on_packet
+            and cls.receiver_packet is RoceEcmp.receiver_packet
+            and cls.sender_packet is RoceEcmp.sender_packet
+        )
+        #: whether the compiled loop may receive its data in order and its ACKs
+        #: (_core._roce_receive, once started): without DCQCN (no CNP to send), on a plain
+        #: engine, one message, sequences in the tag's 24 bits
+        self.rx_in_loop = own and not self.dcqcn and sim.makes_packets
+        self.rx_in_loop &= len(self.msg_end) == 1 and n <= TAG_SEQ_MASK + 1
+        self._rx_tag = TAG_RX | (flow << TAG_FLOW_SHIFT)
+
+    def _bind_flags(self, view: memoryview) -> None:
+        self.got = view
 
     def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
         return [
@@ -207,6 +290,12 @@ class RoceEcmp(Connection):
         ]
 
     def start(self) -> None:
+        if self.rx_in_loop:  # the ACKs' path, kept up to date for the loop
+            sim = self.sim
+            at = sim.pull_routes(self.flow, [(self.dst, self.src, self.port, self.ev ^ 1)])
+            row = self.flow * R_COLS
+            sim.ep_state[row + R_ROFF] = at
+            sim.ep_state[row + R_CRX] = CRX_ROCE
         self.sim.timer(self.start_ps, self.flow, _PACE)
         self.pacing = True
         self.sim.timer(self.start_ps + self.rto, self.flow, _RTO)
@@ -226,7 +315,10 @@ class RoceEcmp(Connection):
             seq = self.nxt
             self.nxt += 1
             pkt = self.data(seq)
-            self.sim.send(pkt, self.port, self.ev)
+            if self.rx_in_loop:  # tagged for the loop's receiver (_core._roce_receive)
+                self.sim.send_tagged(pkt, self.port, self.ev, self._rx_tag | seq)
+            else:
+                self.sim.send(pkt, self.port, self.ev)
             if pkt.size != self._ser_size or self.rc != self._ser_rc:  # _ser, remembered
                 self._ser_size, self._ser_rc = pkt.size, self.rc
                 self._ser_ps = _ser(pkt.size, self.rc)
@@ -310,14 +402,22 @@ class RoceEcmp(Connection):
     def _reply(self, a: Packet) -> None:
         self.sim.send(a, self.port, self.ev ^ 1)
 
+    def compact(self) -> None:
+        """Both ends done: the loop receives no more for it (a late packet is out of order:
+        Python answers it) and its ACKs' path is no longer kept up to date."""
+        sim = self.sim
+        sim.ep_state[self.flow * R_COLS + R_CRX] = 0
+        sim.drop_pull_routes(self.flow)
+        sim.release_flags(self.flow)
+
 
 class _Sprayer(Connection):
     """Shared sender machinery of the SACK-based sprayers: a retransmission queue, per-sequence
     transmission numbers, bytes in flight against a window."""
 
     def _init_sender(self) -> None:
-        self.acked = bytearray(self.n)
-        self.outstanding = bytearray(self.n)
+        self.acked: bytearray | memoryview = bytearray(self.n)
+        self.outstanding: bytearray | memoryview = bytearray(self.n)
         self.n_acked = 0
         self.nxt = 0
         self.rtx: deque[int] = deque()
@@ -1101,8 +1201,11 @@ class _Pacer:
             r = self.sim.ep_state
             c = conn.flow * R_COLS
             if conn.pull_at < 0:
-                conn.pull_at = self.sim.pull_routes(conn.flow, conn.pull_keys())
+                conn.pull_at = self.sim.pull_routes(conn.flow, conn.loop_keys())
                 r[c + R_ROFF] = conn.pull_at
+                r[c + R_PACER] = self.id
+                # from now on the loop receives its data and ACKs (_core._receive)
+                r[c + R_CRX] = CRX_RD if conn.rx_in_loop else 0
             want = r[c + R_WANT]
             h = self.id * R_COLS
             if want == 0:  # to the back of the queue (_core._pace_append)
@@ -1178,6 +1281,17 @@ class ReceiverDriven(_Sprayer):
         "rto_us": ("float", 1.0, 1e9),
         "retries": ("int", 0, 1_000),
     }
+    keeps_rbits: ClassVar[bool] = False  # no SACK
+    # the state the compiled loop shares (_core._receive, _core._acked), in the engine's row
+    cum = _InRow(R_CUM)
+    placed_bytes = _InRow(R_PLACED)
+    n_acked = _InRow(R_NACKED)
+    inflight = _InRow(R_INFL)
+    sender_done_ps = _InRow(R_SDPS)
+    nxt = _InRow(R_NXT)
+    rr = _InRow(R_RR)
+    pulls_seen = _InRow(R_PSEEN)
+    credit = _InRow(R_CREDIT)
 
     def __init__(
         self,
@@ -1189,6 +1303,7 @@ class ReceiverDriven(_Sprayer):
         start_ps: int,
         spec: ConnSpec,
     ) -> None:
+        sim.endpoint_row(flow)  # the row holds attributes the base sets
         super().__init__(sim, flow, src, dst, nbytes, start_ps, spec)
         k = int(self.opt["evs"])
         if not 1 <= k <= 256:
@@ -1199,6 +1314,9 @@ class ReceiverDriven(_Sprayer):
         self.bad = [False] * k
         self.rr = flow % k
         self._init_sender()
+        n = self.n
+        self.got = self.acked = self.outstanding = memoryview(b"")
+        at = sim.packet_flags(flow, n, self._bind_flags)  # got, acked, outstanding there
         self.rtt = self.base_rtt_ps(0, self.evs[0])
         bdp = bdp_bytes(self.line_rate_bps() * self.ports, self.rtt)
         self.spec_pkts = max(1, int(self.opt["iw_bdp"] * bdp / self.mss))
@@ -1211,6 +1329,8 @@ class ReceiverDriven(_Sprayer):
         row = sim.endpoint_row(flow)
         r = sim.ep_state
         r[row + R_K], r[row + R_SRC], r[row + R_DST] = k, src, dst
+        r[row + R_N], r[row + R_BOFF], r[row + R_MSS] = n, at, self.mss
+        r[row + R_LAST] = self.pay[-1] if n else 0
         #: pulls that found nothing to send while packets were unacknowledged: spent on the
         #: next retransmission (a NACK can arrive after the pull its header earned)
         self.credit = 0
@@ -1224,6 +1344,51 @@ class ReceiverDriven(_Sprayer):
             and cls.sender_packet is ReceiverDriven.sender_packet
         )
         self._made_acks = own
+        #: whether the compiled loop may receive its data and ACKs (_core._receive, once its
+        #: pull routes are made): a plain engine, one message, sequences in the tag's 24 bits
+        self.rx_in_loop = own and sim.makes_packets and len(self.msg_end) == 1
+        self.rx_in_loop &= n <= TAG_SEQ_MASK + 1
+        self._rx_tag = TAG_RX | (flow << TAG_FLOW_SHIFT)
+        r[row + R_FAST] = 1  # nothing to resend, no EV bad (_fast)
+
+    def _fast(self) -> None:
+        """Whether the loop may answer this sender's pulls (``_core._pulled``): nothing waits
+        to be resent, no EV is bad, the connection has not failed. Set after each of its
+        Python handlers that may change one of them."""
+        slow = self.rtx or self.failed or True in self.bad
+        self.sim.ep_state[self.flow * R_COLS + R_FAST] = 0 if slow else 1
+
+    def loop_keys(self) -> list[tuple[int, int, int, int]]:
+        """The paths the compiled loop sends on, by EV index: the pulls' and ACKs' (the
+        reverse paths, :meth:`pull_keys`), then, when the loop answers pulls, the data's."""
+        keys = self.pull_keys()
+        if self.rx_in_loop:
+            pairs = zip(self.evs, self.ev_port, strict=True)
+            keys += [(self.src, self.dst, p, ev) for ev, p in pairs]
+        return keys
+
+    def made_sent(self, x: int, now: int) -> None:
+        """The loop answered a pull with the first transmission of sequence ``x &
+        TAG_SEQ_MASK`` on EV index ``x >> TAG_EVI_SHIFT`` at ``now`` (``_core._pulled``; it
+        kept the flags and counters): the timeout's record of it, as :meth:`send_one`."""
+        seq = x & TAG_SEQ_MASK
+        self.tx_count[seq] = 1
+        self.sent.append((seq, 1, now, x >> TAG_EVI_SHIFT))
+
+    def made_data(self, tag: int) -> Packet:
+        """The object of a data packet the loop sent (``_core._pulled``), for the Python
+        receiver: the fields :meth:`data` gives it, on the EV of its index."""
+        seq = tag & TAG_SEQ_MASK
+        i = (tag >> TAG_EVI_SHIFT) & 255
+        pkt = Packet(DATA, self.flow, self.src, self.dst, seq, self.pay[seq], self.hdr)
+        pkt.key, pkt.job, pkt.msg = self.spec.key, self.spec.job, 0
+        pkt.ev, pkt.port = self.evs[i], self.ev_port[i]
+        return pkt
+
+    def _bind_flags(self, view: memoryview) -> None:
+        """The packets' flags as views of the engine's array (``packet_flags``)."""
+        n = self.n
+        self.got, self.acked, self.outstanding = view[:n], view[n : 2 * n], view[2 * n :]
 
     @property
     def pull_wanted(self) -> int:
@@ -1283,6 +1448,8 @@ class ReceiverDriven(_Sprayer):
         self.bad = []
         self.sent.clear()
         self.sim.drop_pull_routes(self.flow)
+        self.sim.ep_state[self.flow * R_COLS + R_CRX] = 0  # late packets: Python's answerer
+        self.sim.release_flags(self.flow)
 
     def _ev(self) -> int:
         k = self.k
@@ -1306,10 +1473,18 @@ class ReceiverDriven(_Sprayer):
         self.outstanding[seq] = 1
         self.inflight += pkt.payload
         self.sent.append((seq, self.tx_count[seq], now, i))
-        self.sim.send(pkt, self.ev_port[i], self.evs[i])
+        if self.rx_in_loop:  # tagged for the loop's receiver (_core._receive)
+            tag = self._rx_tag | (i << TAG_EVI_SHIFT) | seq
+            self.sim.send_tagged(pkt, self.ev_port[i], self.evs[i], tag)
+        else:
+            self.sim.send(pkt, self.ev_port[i], self.evs[i])
         return True
 
     def on_timer(self, token: int, now: int) -> None:
+        self._on_timer(token, now)
+        self._fast()
+
+    def _on_timer(self, token: int, now: int) -> None:
         if token == _PACE:
             self.event("spec-window", self.spec_pkts * self.mss)
             for _ in range(self.spec_pkts):
@@ -1366,12 +1541,14 @@ class ReceiverDriven(_Sprayer):
                 self.credit -= 1
         elif pkt.kind == PULL:
             self._pulled(pkt.cum, now)
+        self._fast()
 
     def made_pull(self, count: int, now: int) -> None:
         """A compiled pacer's pull reached the sender, the receiver's ``count``-th (it has no
         packet object; a subclass that handles packets itself is given one)."""
         if self._made_acks:
             self._pulled(count, now)
+            self._fast()
         else:
             p = self.control(PULL)
             p.cum = count
@@ -1445,6 +1622,20 @@ class _Answerer:
 
     def made_ack(self, seq: int, now: int) -> None:
         return  # a late ACK: everything was acknowledged
+
+    def made_data(self, tag: int) -> Packet:
+        """A late data packet the loop sent (``ReceiverDriven.made_data``): its EV computed
+        again from its index (``entropy_range`` of the connection, one value)."""
+        seq = tag & TAG_SEQ_MASK
+        i = (tag >> TAG_EVI_SHIFT) & 255
+        sim = self.sim
+        r = sim.ep_state
+        row = self.flow * R_COLS
+        pay = r[row + R_LAST] if seq == r[row + R_N] - 1 else r[row + R_MSS]
+        pkt = Packet(DATA, self.flow, self.src, self.dst, seq, pay, self.hdr)
+        pkt.key, pkt.job, pkt.msg = self.key, self.job, 0
+        pkt.ev, pkt.port = entropy(sim.seed, self.flow, i), i % sim.ports_per_host
+        return pkt
 
     def on_packet(self, pkt: Packet, now: int) -> None:
         kind = pkt.kind
