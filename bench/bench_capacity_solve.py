@@ -36,6 +36,7 @@ from clusterloom.capacity.optimise import (
     build,
     cvar,
     evaluate,
+    one_scenario,
     reduce_scenarios,
     solve,
 )
@@ -47,16 +48,7 @@ def wait_and_see(problem, options):  # type: ignore[no-untyped-def]
     out = np.empty(len(sc.probability))
     flat = dataclasses.replace(options, risk_weight=0.0)
     for s in range(len(sc.probability)):
-        one = dataclasses.replace(
-            sc,
-            probability=np.ones(1),
-            demand=sc.demand[s : s + 1].copy(),
-            power_kw=sc.power_kw[s : s + 1].copy(),
-            positions=sc.positions[s : s + 1].copy(),
-            accelerators=sc.accelerators[s : s + 1].copy(),
-            lead_time=sc.lead_time[s : s + 1].copy(),
-            shocks=(sc.shocks[s],),
-        )
+        one = one_scenario(sc, s)
         solved, _ = solve(build(dataclasses.replace(problem, scenarios=one), flat))
         out[s] = solved.scenario_cents[0]
     return out

@@ -22,16 +22,10 @@ import yaml
 from diff_pairs import spec, write_run
 
 from clusterloom.spec import ClusterSpec, parse_spec
+from helpers import SMALL_MODEL
 
 JOB = {
-    "model": {
-        "layers": 8,
-        "hidden": 1024,
-        "ffn_hidden": 4096,
-        "heads": 16,
-        "vocab": 32000,
-        "sequence_length": 2048,
-    },
+    "model": dict(SMALL_MODEL),
     "batch": {"global_batch": 64, "micro_batch": 1},
     "parallelism": {"tp": 8, "pp": 2},
     "compute": {"peak_tflops": 1000, "utilisation": 0.5},

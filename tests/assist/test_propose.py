@@ -33,6 +33,7 @@ from clusterloom.fabric import generate, plan_fabric
 from clusterloom.findings import Severity
 from clusterloom.pipeline import run_design
 from clusterloom.spec import check_spec, spec_hash
+from helpers import SMALL_MODEL
 
 
 def goal(**changes: Any) -> Goal:
@@ -384,14 +385,7 @@ def test_step_time_trades_against_cost_over_the_nic_split() -> None:
     from clusterloom.units import PS_PER_S
     from clusterloom.workload import step_ops, step_time
 
-    model = {
-        "layers": 8,
-        "hidden": 1024,
-        "ffn_hidden": 4096,
-        "heads": 16,
-        "vocab": 32000,
-        "sequence_length": 2048,
-    }
+    model = dict(SMALL_MODEL)
     g = goal(
         network={
             "nic": {"ports": 8, "port_speeds_gbps": [100]},

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from clusterloom.capacity.model import CapacityProblem
+from clusterloom.capacity.model import CapacityProblem, Scenarios
 from clusterloom.errors import Problem, SpecError
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "evaluate",
     "first_stage",
     "information_groups",
+    "one_scenario",
     "reduce_scenarios",
     "solve",
 ]
@@ -872,6 +873,20 @@ def first_stage(model: Model) -> IntArray:
     return np.concatenate(cols)
 
 
+def one_scenario(sc: Scenarios, s: int) -> Scenarios:
+    """Scenario ``s`` of ``sc`` alone, with probability 1."""
+    return replace(
+        sc,
+        probability=np.ones(1),
+        demand=sc.demand[s : s + 1].copy(),
+        power_kw=sc.power_kw[s : s + 1].copy(),
+        positions=sc.positions[s : s + 1].copy(),
+        accelerators=sc.accelerators[s : s + 1].copy(),
+        lead_time=sc.lead_time[s : s + 1].copy(),
+        shocks=(sc.shocks[s],),
+    )
+
+
 def evaluate(
     problem: CapacityProblem, options: Options, model: Model, values: FloatArray
 ) -> FloatArray:
@@ -885,17 +900,7 @@ def evaluate(
     out = np.empty(len(sc.probability))
     flat = replace(options, risk_weight=0.0)
     for s in range(len(sc.probability)):
-        one = replace(
-            sc,
-            probability=np.ones(1),
-            demand=sc.demand[s : s + 1].copy(),
-            power_kw=sc.power_kw[s : s + 1].copy(),
-            positions=sc.positions[s : s + 1].copy(),
-            accelerators=sc.accelerators[s : s + 1].copy(),
-            lead_time=sc.lead_time[s : s + 1].copy(),
-            shocks=(sc.shocks[s],),
-        )
-        m = build(replace(problem, scenarios=one), flat)
+        m = build(replace(problem, scenarios=one_scenario(sc, s)), flat)
         solved, _ = solve(m, bounds=fixed, continuous=not options.integer_recourse)
         out[s] = solved.scenario_cents[0]
     return out

@@ -17,6 +17,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from clusterloom.cli.store import StoreUrlOpt
+
 if TYPE_CHECKING:
     from clusterloom.capacity.run import PlanRun
 
@@ -101,15 +103,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
                 "--store", help="record the menu in the design store as a decision's context"
             ),
         ] = False,
-        store_url: Annotated[
-            str | None,
-            typer.Option(
-                "--store-url",
-                help="the store's URL with --store (default: $CLUSTERLOOM_STORE, else "
-                "sqlite:///~/.clusterloom/store.db)",
-                show_default=False,
-            ),
-        ] = None,
+        store_url: StoreUrlOpt = None,
     ) -> None:
         """Plan capacity under wrong forecasts: scenarios, the roofline and a ranked, costed
         menu of moves with their reasons (docs/capacity.md)."""

@@ -22,7 +22,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from clusterloom.cli.store import StoreOpt
+from clusterloom.cli.store import StoreOpt, StoreUrlOpt
 
 if TYPE_CHECKING:
     from clusterloom.assist.plan import PlanResult
@@ -161,9 +161,7 @@ def register(
         record: Annotated[
             bool, typer.Option("--store", help="record the plan as a proposal (proposed)")
         ] = False,
-        store_url: Annotated[
-            str | None, typer.Option("--store-url", help="the store's URL with --store")
-        ] = None,
+        store_url: StoreUrlOpt = None,
         user: Annotated[str, typer.Option("--user", help="the proposal's author")] = "cli",
         force: Annotated[
             bool, typer.Option("--force", help="move foreign files in -o aside")

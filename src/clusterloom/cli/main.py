@@ -26,6 +26,7 @@ from clusterloom.cli.contract import (
     incomplete,
     say,
 )
+from clusterloom.cli.store import StoreUrlOpt
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -135,15 +136,6 @@ ExecutorOpt = Annotated[
 RecordOpt = Annotated[
     bool,
     typer.Option("--store", help="record the written run in the design store (docs/store.md)"),
-]
-StoreUrlOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--store-url",
-        help="the store's URL with --store (default: $CLUSTERLOOM_STORE, else "
-        "sqlite:///~/.clusterloom/store.db)",
-        show_default=False,
-    ),
 ]
 WorkersOpt = Annotated[
     int | None,

@@ -17,6 +17,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from clusterloom.cli.store import StoreUrlOpt
+
 if TYPE_CHECKING:
     from clusterloom.assist.goal import Goal
     from clusterloom.assist.propose import ProposeResult
@@ -161,10 +163,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
         record: Annotated[
             bool, typer.Option("--store", help="record the front's designs and proposals")
         ] = False,
-        store_url: Annotated[
-            str | None,
-            typer.Option("--store-url", help="the store's URL with --store", show_default=False),
-        ] = None,
+        store_url: StoreUrlOpt = None,
         progress: Annotated[
             bool, typer.Option("--progress/--no-progress", help="progress on stderr")
         ] = True,

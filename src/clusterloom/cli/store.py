@@ -30,6 +30,16 @@ StoreOpt = Annotated[
         show_default=False,
     ),
 ]
+#: the store of a command that records what it made (``--store`` is then the flag)
+StoreUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store-url",
+        help="the store's URL with --store (default: $CLUSTERLOOM_STORE, else "
+        "sqlite:///~/.clusterloom/store.db)",
+        show_default=False,
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
 
 #: the summary figures ``store ls`` shows, in order, with their headings

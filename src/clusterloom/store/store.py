@@ -226,6 +226,17 @@ def _run_files(run_dir: Path) -> list[tuple[str, Path, str | None]]:
     return sorted(out)
 
 
+def _deciding(session: Session, proposal_id: str) -> ChangeRecordRow | None:
+    """The first approval (or rejection) recorded for a proposal: the one that decided it."""
+    return session.scalars(
+        select(ChangeRecordRow)
+        .where(ChangeRecordRow.kind == "approval")
+        .where(ChangeRecordRow.proposal_id == proposal_id)
+        .order_by(ChangeRecordRow.created, ChangeRecordRow.id)
+        .limit(1)
+    ).first()
+
+
 class Store:
     """An open design store (``open_store``). Every method is one transaction."""
 
@@ -893,13 +904,7 @@ class Store:
         for r in later:
             if json.loads(r.body).get("supersedes") == proposal_id:
                 return "superseded", r.id
-        decided = session.scalars(
-            select(ChangeRecordRow)
-            .where(ChangeRecordRow.kind == "approval")
-            .where(ChangeRecordRow.proposal_id == proposal_id)
-            .order_by(ChangeRecordRow.created, ChangeRecordRow.id)
-            .limit(1)
-        ).first()
+        decided = _deciding(session, proposal_id)
         if decided is not None:
             return ("approved" if decided.approved else "rejected"), decided.id
         return "proposed", ""
@@ -908,13 +913,7 @@ class Store:
         """The approval (or rejection) that decided a proposal, None while undecided."""
         with self._session() as session:
             self._status(session, proposal_id)  # not found: refused
-            approval = session.scalars(
-                select(ChangeRecordRow)
-                .where(ChangeRecordRow.kind == "approval")
-                .where(ChangeRecordRow.proposal_id == proposal_id)
-                .order_by(ChangeRecordRow.created, ChangeRecordRow.id)
-                .limit(1)
-            ).first()
+            approval = _deciding(session, proposal_id)
         if approval is None:
             return None
         rec = from_json(approval.body)
