@@ -1,18 +1,19 @@
-"""The store is a lifecycle part: only the command line and the web explorer import it; it
-imports no command line (read from the source, as ``tests/test_layering.py`` reads it)."""
+"""The store is a lifecycle part: only the front ends (the command line, the web explorer and
+the MCP server, which reads a run's summary with ``store.summary``) import it; it imports no
+command line (read from the source, as ``tests/test_layering.py`` reads it)."""
 
 from __future__ import annotations
 
 from test_layering import GRAPH
 
-USERS = ("clusterloom.store", "clusterloom.cli", "clusterloom.web")
+USERS = ("clusterloom.store", "clusterloom.cli", "clusterloom.web", "clusterloom.assist.mcp")
 
 
 def _under(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
-def test_only_the_cli_and_the_explorer_import_the_store() -> None:
+def test_only_the_front_ends_import_the_store() -> None:
     importers = sorted(
         m
         for m, deps in GRAPH.items()
