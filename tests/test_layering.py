@@ -104,7 +104,7 @@ def test_the_spec_imports_no_stage_but_its_scenario_checks() -> None:
 
 #: lifecycle parts: they read designs; no stage, the pipeline, the spec, a writer or a page
 #: imports them (their pages take plain data)
-LIFECYCLE = ["clusterloom.srv6", "clusterloom.assist", "clusterloom.capacity"]
+LIFECYCLE = ["clusterloom.srv6", "clusterloom.assist", "clusterloom.capacity", "clusterloom.ops"]
 
 
 @pytest.mark.parametrize("part", LIFECYCLE)

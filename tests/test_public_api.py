@@ -21,6 +21,7 @@ PACKAGES = [
     "clusterloom.assist",
     "clusterloom.assist.mcp",
     "clusterloom.capacity",
+    "clusterloom.ops",
 ]
 
 

@@ -285,6 +285,10 @@ class Forecast(SpecModel):
 class ProgramInput(SpecModel):
     name: Name
     vendor: Name | None = Field(default=None, description="whose accelerator deliveries slip")
+    source: Name | None = Field(
+        default=None,
+        description="who made the forecast (a team, a system): learning reads its bias by name",
+    )
     demand: dict[Name, Forecast] = Field(min_length=1)
 
 

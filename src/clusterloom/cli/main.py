@@ -961,6 +961,7 @@ def _register_packet_commands() -> None:
         diff,
         mcp,
         netbox,
+        ops,
         packet,
         propose,
         serve,
@@ -978,6 +979,7 @@ def _register_packet_commands() -> None:
     serve.register(app, _guard, out)
     mcp.register(app, _guard, out)
     capacity.register(app, _guard, out)
+    ops.register(app, _guard, out)
 
 
 _register_packet_commands()
