@@ -31,6 +31,7 @@ __all__ = [
     "COUNTERS",
     "COUNTER_SCHEMA",
     "PROBE_SCHEMA",
+    "RATE_SCHEMA",
     "Fault",
     "FaultKind",
     "Suspect",
@@ -76,6 +77,33 @@ PROBE_SCHEMA = pa.schema(
         pa.field("rtt_us", pa.float64()),
         #: their largest RTT, microseconds (null when all were lost)
         pa.field("rtt_max_us", pa.float64()),
+    ]
+)
+
+#: counters turned into rates per interface and interval (``ops.ingest`` computes them: the
+#: difference of two samples, a 64-bit wrap taken as one, a counter that went back by more
+#: than a wrap explains as a reset; divided by the interval). ``up`` is the share of the
+#: interval's samples with the link up, ``flaps`` the number of up/down changes in it; a rate
+#: is null where its counter was not exported.
+RATE_SCHEMA = pa.schema(
+    [
+        pa.field("ts_ms", pa.int64(), nullable=False),  #: the interval's end
+        pa.field("device", pa.string(), nullable=False),
+        pa.field("interface", pa.string(), nullable=False),
+        pa.field("link", pa.int64(), nullable=False),  #: physical link (``OpsFabric``)
+        pa.field("end", pa.int8(), nullable=False),  #: 0 the lower end, 1 the upper
+        pa.field("seconds", pa.float64(), nullable=False),
+        pa.field("tx_bps", pa.float64()),
+        pa.field("rx_bps", pa.float64()),
+        pa.field("tx_pps", pa.float64()),
+        pa.field("rx_pps", pa.float64()),
+        pa.field("drops_ps", pa.float64()),
+        pa.field("ecn_ps", pa.float64()),
+        pa.field("pfc_ps", pa.float64()),
+        pa.field("fec_corrected_ps", pa.float64()),
+        pa.field("fec_uncorrected_ps", pa.float64()),
+        pa.field("up", pa.float64()),
+        pa.field("flaps", pa.int32()),
     ]
 )
 
