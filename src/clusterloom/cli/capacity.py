@@ -72,7 +72,15 @@ def _say(out: Console, run: PlanRun) -> None:
 
 
 def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: Console) -> None:
-    """Add ``plan`` to ``app``."""
+    """Add ``plan`` and the ``capacity`` group (reconciliation, triage, decision memory) to
+    ``app``; each part of the group lives in a module of its own (``cli/capacity_*.py``),
+    added below with one line each."""
+    group = typer.Typer(
+        help="Capacity planning's other tools: reconcile sources, triage signals, record "
+        "outcomes and learn from them (docs/capacity.md)."
+    )
+    app.add_typer(group, name="capacity")
+    # one line per part: ``capacity_X.register(group, guard, out)``
 
     @app.command("plan")
     def plan_command(
