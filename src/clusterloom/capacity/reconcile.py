@@ -271,14 +271,15 @@ def _collect_halls(
                 val = getattr(h, key)
                 if val is not None and (key not in rec.floor or tp > rec.floor[key][0]):
                     rec.floor[key] = (tp, val, src.name)
-    return dict(sorted(halls.items()))
+    order = {name: i for i, name in enumerate(doc.sites)}  # the sources file's site order
+    return dict(sorted(halls.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])))
 
 
 @dataclass
 class _Demand:
     #: source -> (trust, levels, {quarter: (row in accelerators, date, rule)})
-    tables: dict[str, tuple[float, list[float], dict[int, tuple[list[float], str, str]]]] = (
-        field(default_factory=dict)
+    tables: dict[str, tuple[float, list[float], dict[int, tuple[list[float], str, str]]]] = field(
+        default_factory=dict
     )
     vendor: tuple[float, str] | None = None
 
@@ -307,7 +308,7 @@ def _collect_demand(
             rec.tables[src.name] = (td, list(d.levels), table)
             if d.vendor is not None and (rec.vendor is None or td > rec.vendor[0]):
                 rec.vendor = (td, d.vendor)
-    return dict(sorted(out.items()))
+    return dict(out)  # in the order the sources first name them
 
 
 def _date_key(text: str) -> str:
@@ -414,7 +415,9 @@ def reconcile(
     problems: list[Problem] = []
     if plan is not None and plan.horizon != doc.horizon:
         problems.append(
-            Problem("horizon", f"the sources' horizon {doc.horizon} is not the plan's {plan.horizon}")
+            Problem(
+                "horizon", f"the sources' horizon {doc.horizon} is not the plan's {plan.horizon}"
+            )
         )
     trust = grade_trust(doc, actuals)
     tol = doc.tolerance
@@ -441,8 +444,9 @@ def reconcile(
             if key in rec.floor:
                 trust_f, val, src = rec.floor[key]
                 out[key] = val
+                claim = Claim(src, float(val), f"{val:g} {key}", "as given", trust_f)
                 provenance.append(
-                    FieldProvenance(f"{path}.{key}", val, key, f"most trusted ({src})", ())
+                    FieldProvenance(f"{path}.{key}", val, key, f"most trusted ({src})", (claim,))
                 )
             elif key not in out:
                 problems.append(
@@ -516,7 +520,14 @@ def reconcile(
     programs_out: dict[str, dict[str, Any]] = {}
     for (program, site), drec in _collect_demand(doc, trust).items():
         forecast = _reconcile_demand(
-            program, site, drec, periods, provenance, conflicts, gaps, tol.demand,
+            program,
+            site,
+            drec,
+            periods,
+            provenance,
+            conflicts,
+            gaps,
+            tol.demand,
             doc.conflict_trust,
         )
         if forecast is None:
@@ -568,9 +579,9 @@ def _fragment(
                     for b, halls in sorted(buildings.items())
                 ],
             }
-            for site, buildings in sorted(sites.items())
+            for site, buildings in sites.items()
         ],
-        "programs": [programs[p] for p in sorted(programs)],
+        "programs": list(programs.values()),
     }
     problems: list[Problem] = []
     for i, s in enumerate(data["sites"]):

@@ -41,6 +41,7 @@ says nothing about another's megawatts.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -142,7 +143,7 @@ class DemandEntry(SpecModel):
         for date, row in self.values.items():
             if len(row) != len(self.levels):
                 raise ValueError(f"{date}: {len(row)} values for {len(self.levels)} levels")
-            if any(b < a for a, b in zip(row, row[1:], strict=False)):
+            if any(b < a for a, b in itertools.pairwise(row)):
                 raise ValueError(
                     f"{date}: quantiles {row} are not monotone (a higher level must not "
                     "forecast less)"
@@ -252,7 +253,9 @@ def _pue_for(rules: Rules, site: str, names: dict[str, str]) -> float | None:
     return None
 
 
-def power_to_it_mw(value: float, unit: str, rules: Rules, site: str, names: dict[str, str]) -> Converted:
+def power_to_it_mw(
+    value: float, unit: str, rules: Rules, site: str, names: dict[str, str]
+) -> Converted:
     """``value`` in ``unit`` as IT MW by ``rules`` (``ValueError`` naming a missing rule)."""
     if unit == "it_mw":
         return Converted(value=value, rule="it_mw as given")
@@ -303,9 +306,7 @@ def demand_to_accelerators(value: float, unit: str, rules: Rules) -> Converted:
             "rules.nodes_per_rack"
         )
     r = rules.nodes_per_rack
-    return Converted(
-        value=value * r * g, rule=f"racks x nodes_per_rack {r} x gpus_per_node {g}"
-    )
+    return Converted(value=value * r * g, rule=f"racks x nodes_per_rack {r} x gpus_per_node {g}")
 
 
 def check_sources(doc: SourcesInput) -> list[Problem]:
@@ -363,9 +364,7 @@ def check_sources(doc: SourcesInput) -> list[Problem]:
             if site is None:
                 continue
             if (d.program, site) in demand_seen:
-                problems.append(
-                    Problem(where, f"demand of {d.program} at {site} is given twice")
-                )
+                problems.append(Problem(where, f"demand of {d.program} at {site} is given twice"))
             demand_seen.add((d.program, site))
             try:
                 demand_to_accelerators(1.0, d.unit, src.rules)
@@ -416,4 +415,3 @@ def parse_sources(text: str, source: str = "<sources>") -> SourcesInput:
 def load_sources(path: str | Path) -> SourcesInput:
     p = Path(path)
     return parse_sources(read_document(p, "a sources file"), source=str(p))
-

@@ -168,9 +168,7 @@ class Triage:
             "scenarios": self.scenarios,
             "seed": self.seed,
             "base_objective_cents": self.base_objective_cents,
-            "signals": [
-                {**asdict(t), "changes_decision": t.changes_decision} for t in self.ranked
-            ],
+            "signals": [{**asdict(t), "changes_decision": t.changes_decision} for t in self.ranked],
         }
 
 
@@ -274,9 +272,7 @@ def _check_signal(plan: PlanInput, s: Signal, where: str) -> list[Problem]:
     if s.kind == "site-update":
         if "/" in s.target or s.unit in ("quarter", "facility_mw"):
             if _hall(plan, s.target) is None:
-                out.append(
-                    Problem(f"{where} target", f"no hall '{s.target}' (site/building/hall)")
-                )
+                out.append(Problem(f"{where} target", f"no hall '{s.target}' (site/building/hall)"))
         elif s.target not in sites:
             out.append(Problem(f"{where} target", f"no site '{s.target}'; sites: {sites}"))
     elif s.kind == "forecast-revision":
@@ -287,7 +283,9 @@ def _check_signal(plan: PlanInput, s: Signal, where: str) -> list[Problem]:
             out.append(Problem(f"{where} period", "a revision names the quarter it is for"))
     elif s.target not in [p.id for p in plan.parts]:
         out.append(
-            Problem(f"{where} target", f"no part '{s.target}' in the plan (a part with no supplier)")
+            Problem(
+                f"{where} target", f"no part '{s.target}' in the plan (a part with no supplier)"
+            )
         )
     if s.period and not out:
         t = quarter_index(s.period) - quarter_index(plan.horizon.start)
@@ -467,8 +465,10 @@ def apply_signal(plan: PlanInput, s: Signal) -> PlanInput:
                 continue
             x = _it_mw(plan, s)
             if hall is None:
-                x *= plan.sites[i].buildings[j].halls[k].power.it_kw / 1000.0 / _site_mw(
-                    plan, s.target
+                x *= (
+                    plan.sites[i].buildings[j].halls[k].power.it_kw
+                    / 1000.0
+                    / _site_mw(plan, s.target)
                 )
             if x <= 0:
                 h["ready"] = quarter_label(start + T)  # no power within the horizon
@@ -482,7 +482,7 @@ def apply_signal(plan: PlanInput, s: Signal) -> PlanInput:
         part = next(p for p in data["parts"] if p["id"] == s.target)
         sup = part["supplier"]
         if s.unit == "lead_time_quarters":
-            sup["lead_time"] = int(round(float(s.value)))
+            sup["lead_time"] = round(float(s.value))
         else:
             key = "cap" if s.unit == "cap_units" else "price_usd"
             old = sup[key] if isinstance(sup[key], list) else [sup[key]] * T
@@ -546,9 +546,7 @@ def _first_stage(plan: PlanInput, curves: Curves, base: Path, n: int, seed: int)
     return _FirstStage(np.asarray(v[model.buy]), tier, land, solved.objective_cents)
 
 
-def _changes(
-    a: _FirstStage, b: _FirstStage, curves: Curves
-) -> tuple[DecisionChange, ...]:
+def _changes(a: _FirstStage, b: _FirstStage, curves: Curves) -> tuple[DecisionChange, ...]:
     out: list[DecisionChange] = []
     N, P = a.buy.shape
     for n in range(N):
@@ -693,9 +691,7 @@ def synthetic_stream(
             out += _novel(plan, ref, rng, when, halls, movable, T)
         else:
             out.append(_routine(plan, ref, rng, when, halls, forecasts, T, start))
-    return tuple(
-        Signal(line, *row) for line, row in enumerate(out[:n], start=2)
-    )
+    return tuple(Signal(line, *row) for line, row in enumerate(out[:n], start=2))
 
 
 def _fmt(x: float) -> str:
@@ -729,19 +725,43 @@ def _routine(
         t = int(rng.integers(0, T))
         v = float(ref.demand[s, r, n, t]) * (1 + noise)
         period = quarter_label(start + t)
-        return (when, "program", "forecast-revision", name, period, _fmt(max(v, 0.0)),
-                "accelerators", "routine")
+        return (
+            when,
+            "program",
+            "forecast-revision",
+            name,
+            period,
+            _fmt(max(v, 0.0)),
+            "accelerators",
+            "routine",
+        )
     p = int(rng.integers(0, len(plan.parts)))
     part = plan.parts[p]
     if what == 4:
         lt = int(ref.lead[s, p])
-        return (when, "supplier", "supplier-notice", part.id, "", str(lt), "lead_time_quarters",
-                "routine")
+        return (
+            when,
+            "supplier",
+            "supplier-notice",
+            part.id,
+            "",
+            str(lt),
+            "lead_time_quarters",
+            "routine",
+        )
     t = int(rng.integers(0, T))
     price = part.supplier.price_usd
     at = price[t] if isinstance(price, list) else price
-    return (when, "supplier", "supplier-notice", part.id, quarter_label(start + t),
-            _fmt(at * (1 + noise)), "price_usd", "routine")
+    return (
+        when,
+        "supplier",
+        "supplier-notice",
+        part.id,
+        quarter_label(start + t),
+        _fmt(at * (1 + noise)),
+        "price_usd",
+        "routine",
+    )
 
 
 def _novel(
@@ -763,8 +783,18 @@ def _novel(
         p = int(rng.integers(0, len(plan.parts)))
         worst = int(ref.lead[:, p].max())
         lt = max(2 * worst, worst + 2)
-        return [(when, "supplier", "supplier-notice", plan.parts[p].id, "", str(lt),
-                 "lead_time_quarters", "novel")]
+        return [
+            (
+                when,
+                "supplier",
+                "supplier-notice",
+                plan.parts[p].id,
+                "",
+                str(lt),
+                "lead_time_quarters",
+                "novel",
+            )
+        ]
     r, src, dst = movable[int(rng.integers(0, len(movable)))]
     program = plan.programs[r]
     names = [x.name for x in plan.sites]
@@ -779,12 +809,32 @@ def _novel(
     left = float(lowest[t]) * float(rng.uniform(0.1, 0.5))  # below the lowest the plan draws
     moved = max(median - left, 0.0)
     period = quarter_label(quarter_index(plan.horizon.start) + t)
-    out = [(when, "program", "forecast-revision", f"{program.name}@{src}", period,
-            _fmt(left), "accelerators", "novel")]
+    out = [
+        (
+            when,
+            "program",
+            "forecast-revision",
+            f"{program.name}@{src}",
+            period,
+            _fmt(left),
+            "accelerators",
+            "novel",
+        )
+    ]
     if dst not in program.demand:
         beyond = moved > 1.5 * float(ref.demand[:, r, n_dst, t].max())
-        out.append((when, "program", "forecast-revision", f"{program.name}@{dst}", period,
-                    _fmt(moved), "accelerators", "novel" if beyond else "routine"))
+        out.append(
+            (
+                when,
+                "program",
+                "forecast-revision",
+                f"{program.name}@{dst}",
+                period,
+                _fmt(moved),
+                "accelerators",
+                "novel" if beyond else "routine",
+            )
+        )
     return out
 
 
