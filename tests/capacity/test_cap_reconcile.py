@@ -92,7 +92,7 @@ def test_dates_map_to_quarters_by_the_declared_rule() -> None:
     assert to_quarter("2027-08-14", "following") == q3 + 1
     assert to_quarter("2027-07-01", "following") == q3  # a quarter's first day is its own
     assert to_quarter("2027-09", "containing") == q3
-    with pytest.raises(ValueError, match="without a rule: declare rules.dates"):
+    with pytest.raises(ValueError, match=r"without a rule: declare rules\.dates"):
         to_quarter("2027-08-14", None)
     with pytest.raises(ValueError, match="not a date"):
         to_quarter("2027-02-30", "containing")
