@@ -417,3 +417,12 @@ def test_reconcile_command_exits_2_naming_the_field(tmp_path: Path) -> None:
     assert "without a rule" in result.output
     assert "Traceback" not in result.output
     assert not (tmp_path / "o").exists()
+
+
+def test_a_forecast_given_twice_by_one_source_under_two_names_is_refused() -> None:
+    entry = {"program": "p", "unit": "gpus", "levels": [0.5], "values": {"2027Q1": [1]}}
+    doc = _doc([{"name": "a", "demand": [{**entry, "site": "east"}, {**entry, "site": "EAST-DC"}]}])
+    with pytest.raises(SpecError) as exc:
+        _parse(doc)
+    assert [p.where for p in exc.value.problems] == ["sources[0].demand[1]"]
+    assert "demand of p at east is given twice" in exc.value.problems[0].message

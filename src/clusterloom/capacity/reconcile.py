@@ -186,14 +186,14 @@ def grade_trust(
             tally[e.quantity].append((err <= limit + 1e-12, err))
         for kind, rows in tally.items():
             agreed = sum(1 for ok, _ in rows if ok)
-            a, b = PRIOR
+            prior_a, prior_b = PRIOR
             out[(src.name, kind)] = Trust(
                 source=src.name,
                 kind=kind,
                 checked=len(rows),
                 agreed=agreed,
                 mean_error=round(float(np.mean([e for _, e in rows])), 6) if rows else None,
-                score=round((agreed + a) / (len(rows) + a + b), 6),
+                score=round((agreed + prior_a) / (len(rows) + prior_a + prior_b), 6),
             )
     return out
 
@@ -374,8 +374,8 @@ def _reconcile_demand(
         trusted = [c for c in claims if c.trust >= conflict_trust]
         if len(trusted) > 1 and _spread(trusted, max(m, 1.0)) > tol:
             disagree.append((label, _spread(trusted, max(m, 1.0)), trusted))
-    table = np.maximum.accumulate(np.vstack(rows), axis=0)
-    for t, (raw, kept) in enumerate(zip(rows, table, strict=True)):
+    cumulative = np.maximum.accumulate(np.vstack(rows), axis=0)
+    for t, (raw, kept) in enumerate(zip(rows, cumulative, strict=True)):
         if np.any(kept > raw + 1e-9):
             provenance.append(
                 FieldProvenance(
@@ -402,7 +402,7 @@ def _reconcile_demand(
         )
     return {
         "levels": [round(float(x), 6) for x in levels],
-        "accelerators": [[round(float(v), 3) for v in row] for row in table],
+        "accelerators": [[round(float(v), 3) for v in row] for row in cumulative],
     }
 
 

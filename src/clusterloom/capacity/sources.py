@@ -341,9 +341,10 @@ def check_sources(doc: SourcesInput) -> list[Problem]:
         halls_seen: set[tuple[str, str]] = set()
         for j, h in enumerate(src.halls):
             where = f"{base}.halls[{j}]"
-            site = site_of(h.site, f"{where}.site")
-            if site is None:
+            hall_site = site_of(h.site, f"{where}.site")
+            if hall_site is None:
                 continue
+            site = hall_site
             if (site, h.hall) in halls_seen:
                 problems.append(Problem(f"{where}.hall", f"hall {site}/{h.hall} is given twice"))
             halls_seen.add((site, h.hall))
@@ -360,12 +361,14 @@ def check_sources(doc: SourcesInput) -> list[Problem]:
         demand_seen: set[tuple[str, str]] = set()
         for j, d in enumerate(src.demand):
             where = f"{base}.demand[{j}]"
-            site = site_of(d.site, f"{where}.site")
-            if site is None:
+            demand_site = site_of(d.site, f"{where}.site")
+            if demand_site is None:
                 continue
-            if (d.program, site) in demand_seen:
-                problems.append(Problem(where, f"demand of {d.program} at {site} is given twice"))
-            demand_seen.add((d.program, site))
+            if (d.program, demand_site) in demand_seen:
+                problems.append(
+                    Problem(where, f"demand of {d.program} at {demand_site} is given twice")
+                )
+            demand_seen.add((d.program, demand_site))
             try:
                 demand_to_accelerators(1.0, d.unit, src.rules)
             except ValueError as exc:
@@ -382,16 +385,16 @@ def check_sources(doc: SourcesInput) -> list[Problem]:
                 quarters[q] = date
         for j, e in enumerate(src.history):
             where = f"{base}.history[{j}]"
-            site = site_of(e.site, f"{where}.site")
+            history_site = site_of(e.site, f"{where}.site")
             try:
                 to_quarter(e.date, src.rules.dates)
             except ValueError as exc:
                 problems.append(Problem(f"{where}.date", str(exc)))
-            if site is None or e.unit is None or e.value is None:
+            if history_site is None or e.unit is None or e.value is None:
                 continue
             try:
                 if e.quantity == "it_power":
-                    power_to_it_mw(e.value, e.unit, src.rules, site, names)
+                    power_to_it_mw(e.value, e.unit, src.rules, history_site, names)
                 else:
                     demand_to_accelerators(e.value, e.unit, src.rules)
             except ValueError as exc:
