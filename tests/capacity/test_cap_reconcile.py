@@ -317,11 +317,20 @@ def test_the_example_sources_give_back_the_example_plan() -> None:
     plan = load_plan(example_plan())
     result = reconcile(load_sources(SOURCES), actuals=read_actuals(ACTUALS), plan=plan)
     assert result.plan is not None
+    # the sources' figures are the plan's: the enriched plan is the plan (its ready
+    # distributions kept, their medians being the sources' quarters), but for east/b1/h1,
+    # now ready since 2026Q2 (before the horizon: ready from its start, as none is), and
+    # east/b1/h2's power, now IT MW (2.4) where the plan gave facility MW (3.0 / 1.25)
     assert result.plan.programs == plan.programs
+    assert result.plan.model_dump(exclude={"sites"}) == plan.model_dump(exclude={"sites"})
     for mine, theirs in zip(result.plan.sites, plan.sites, strict=True):
         for h_mine, h_theirs in zip(mine.halls, theirs.halls, strict=True):
             assert h_mine.power.it_kw == pytest.approx(h_theirs.power.it_kw)
             assert h_mine.positions == h_theirs.positions
+            assert h_mine.ready == h_theirs.ready or (h_theirs.ready, h_mine.ready) == (
+                None,
+                "2026Q2",
+            )
     assert parse_plan(result.document()) == result.plan
     trust = {(t.source, t.kind): t.score for t in result.trust}
     assert trust[("program-forecast", "demand")] > trust[("vendor-schedule", "demand")]
@@ -338,6 +347,20 @@ def test_the_example_sources_give_back_the_example_plan() -> None:
     data = plan.model_dump(mode="json", exclude_none=True)
     data.update(alone.fragment)
     assert parse_plan(yaml.safe_dump(data)).programs == plan.programs
+
+
+def test_a_plans_ready_distribution_moves_to_the_sources_median() -> None:
+    plan = load_plan(example_plan())
+    doc = yaml.safe_load(SOURCES.read_text())
+    doc["sources"][0]["halls"][1]["ready"] = "2028-02-01"  # east/b1/h2: 2028Q1, median 2027Q3
+    result = reconcile(parse_sources(yaml.safe_dump(doc)), plan=plan)
+    assert result.plan is not None
+    ready = result.plan.sites[0].buildings[0].halls[1].ready
+    assert ready is not None and not isinstance(ready, str)
+    assert ready.quarters == ["2027Q4", "2028Q1", "2028Q3"]  # 2027Q2, Q3, 2028Q1 moved +2
+    assert ready.levels == [0.1, 0.5, 0.9]
+    prov = {p.field: p for p in result.provenance}["sites.east.b1.h2.ready"]
+    assert prov.value == "2028Q1" and "moved +2" in prov.note
 
 
 def test_a_spread_from_one_source_and_medians_from_all() -> None:

@@ -12,7 +12,8 @@ towards 0 for one that never was. Entries with no actual to hold against are not
 
 **Choosing.** Each field's value is the trust-weighted mean of the sources that give it
 (power in IT MW, each demand median); readiness, a quarter, is the trust-weighted median (the
-earliest quarter by which the claims' weights reach half). Demand keeps its spread: the
+earliest quarter by which the claims' weights reach half; a plan's ready distribution is moved
+so that its median is that quarter, its spread kept). Demand keeps its spread: the
 reconciled quantile at level ``l`` is the weighted median of every source plus the weighted
 mean, over the sources that give more than one level, of each one's deviation from its own
 median at ``l`` (its inverse CDF, the plan's rule, ``scenarios.inverse_cdf``); so a point
@@ -406,6 +407,31 @@ def _reconcile_demand(
     }
 
 
+def _ready_field(plan_ready: Any, q: int, start: int) -> tuple[Any, str]:
+    """A hall's ``ready`` with the reconciled quarter ``q``: the plan's distribution moved so
+    that its median is ``q`` (its spread kept, as a point forecast moves a demand's median and
+    not its spread), else the quarter itself."""
+    if not isinstance(plan_ready, dict):
+        return quarter_label(q), ""
+    levels = np.asarray(plan_ready["levels"], dtype=np.float64)
+    labels = isinstance(plan_ready["quarters"][0], str)
+    values = np.asarray(
+        [quarter_index(x) if labels else start + float(x) for x in plan_ready["quarters"]]
+    )
+    median = int(np.rint(inverse_cdf(levels, values[None, :], np.array([0.5]))[0, 0]))
+    shift = q - median
+    moved = [float(v + shift) for v in values]
+    quarters: list[Any] = (
+        [quarter_label(round(v)) for v in moved] if labels else [max(v - start, 0.0) for v in moved]
+    )
+    note = (
+        "the plan's distribution kept (its median is this quarter)"
+        if shift == 0
+        else f"the plan's distribution moved {shift:+d} quarter(s) to this median"
+    )
+    return {"levels": plan_ready["levels"], "quarters": quarters}, note
+
+
 def reconcile(
     doc: SourcesInput, *, actuals: tuple[Actual, ...] | None = None, plan: PlanInput | None = None
 ) -> Reconciled:
@@ -491,7 +517,8 @@ def reconcile(
             problems.append(Problem(f"{path}.power", "no source gives its power"))
         if rec.ready:
             q = int(_weighted_median(rec.ready))
-            out["ready"] = quarter_label(q)
+            ready, note = _ready_field(out.get("ready"), q, start)
+            out["ready"] = ready
             provenance.append(
                 FieldProvenance(
                     f"{path}.ready",
@@ -499,6 +526,7 @@ def reconcile(
                     "quarter",
                     _chosen_by(rec.ready, "trust-weighted median"),
                     tuple(rec.ready),
+                    note,
                 )
             )
             trusted = [c for c in rec.ready if c.trust >= doc.conflict_trust]
