@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from clusterloom.capacity.input import PlanInput, example_plan, quarter_index
@@ -208,3 +210,34 @@ def test_triage_and_signals_commands(tmp_path: Path, curves_cache: Path) -> None
     refused = runner.invoke(app, ["capacity", "triage", str(example_plan()), str(bad)], env=env)
     assert refused.exit_code == 2
     assert "bad.csv:2 unit" in refused.output and "Traceback" not in refused.output
+
+
+def test_a_power_change_is_novel_beyond_the_noise_closed_form(plan: PlanInput) -> None:
+    """One figure (2.4 MW) smoothed by 2 % + 0.001 MW: novel exactly when the change is over
+    z sigma, z = the normal quantile at 1 - ALPHA / 2 (3.2905)."""
+    sigma = 0.02 * 2.4 + 0.001
+    z = 3.2905267
+    for factor, novel in ((0.98, False), (1.02, True)):
+        for sign in (-1, 1):
+            value = 2.4 + sign * factor * z * sigma
+            s = _signal("site-update", "east/b1/h1", f"{value:.6f}", "it_mw")
+            (t,) = triage(plan, (s,), solve=0).ranked
+            assert t.novel is novel, (value, t.p)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0, 5000), st.integers(0, 7), st.sampled_from(["pretrain@east", "inference@west"]))
+def test_any_revision_gives_a_valid_plan_with_that_median(
+    plan: PlanInput, value: float, t: int, target: str
+) -> None:
+    period = f"{2027 + t // 4}Q{t % 4 + 1}"
+    out = apply_signal(plan, _signal("forecast-revision", target, f"{value:.6g}", "gpus", period))
+    program, _, site = target.partition("@")
+    old = next(p for p in plan.programs if p.name == program).demand[site]
+    new = next(p for p in out.programs if p.name == program).demand[site]
+    table = np.asarray(new.accelerators)
+    assert np.all(np.diff(table, axis=0) >= -1e-9) and np.all(np.diff(table, axis=1) >= -1e-9)
+    median = float(np.interp(0.5, new.levels or [], table[t]))
+    old_median = float(np.interp(0.5, old.levels or [], np.asarray(old.accelerators)[t]))
+    expected = float(f"{value:.6g}") if old_median > 0 else old_median + float(f"{value:.6g}")
+    assert median == pytest.approx(expected, rel=1e-9, abs=1e-9)
