@@ -449,3 +449,52 @@ def test_a_forecast_given_twice_by_one_source_under_two_names_is_refused() -> No
         _parse(doc)
     assert [p.where for p in exc.value.problems] == ["sources[0].demand[1]"]
     assert "demand of p at east is given twice" in exc.value.problems[0].message
+
+
+def test_mutated_sources_give_a_result_or_a_spec_error() -> None:
+    """The example sources with one to three fields deleted or set to a wrong value: parsed
+    and reconciled (alone, enriching the plan, with actuals), never another exception."""
+    import copy
+    import random
+
+    base = yaml.safe_load(SOURCES.read_text())
+    plan = load_plan(example_plan())
+    actuals = read_actuals(ACTUALS)
+    values: list[Any] = [None, 0, -1, 1e12, "x", [], {}, "2027-13", "2027Q5", "EAST-DC", 3.5]
+    values += ["2027-02-30", [1, 2], "facility_kva", "nodes", "racks", "west"]
+
+    def paths(o: Any, pre: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        out = [pre]
+        items = o.items() if isinstance(o, dict) else enumerate(o) if isinstance(o, list) else ()
+        for k, v in items:
+            out += paths(v, (*pre, k))
+        return out
+
+    every = paths(base)[1:]
+    rng = random.Random(0)
+    outcomes = {"ok": 0, "refused": 0}
+    for _ in range(60):
+        doc = copy.deepcopy(base)
+        for _ in range(rng.randint(1, 3)):
+            path = rng.choice(every)
+            parent = doc
+            try:
+                for k in path[:-1]:
+                    parent = parent[k]
+                if rng.random() < 0.3:
+                    del parent[path[-1]]
+                else:
+                    parent[path[-1]] = rng.choice(values)
+            except (KeyError, IndexError, TypeError):
+                continue
+        try:
+            parsed = parse_sources(yaml.safe_dump(doc))
+            for kw in ({}, {"plan": plan}, {"actuals": actuals, "plan": plan}):
+                try:
+                    reconcile(parsed, **kw)  # type: ignore[arg-type]
+                    outcomes["ok"] += 1
+                except SpecError:
+                    outcomes["refused"] += 1
+        except SpecError:
+            outcomes["refused"] += 1
+    assert outcomes["ok"] > 0 and outcomes["refused"] > 0

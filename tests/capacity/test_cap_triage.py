@@ -140,6 +140,8 @@ def test_bad_lines_are_named_and_the_stream_refused(plan: PlanInput) -> None:
             "2026-12-01,p,forecast-revision,pretrain@east,2027Q9,100,accelerators",
             "yesterday,p,forecast-revision,pretrain@east,2027Q2,100,accelerators",
             "2026-12-01,p,rumour,pretrain@east,2027Q2,100,accelerators",
+            "2026-12-01,s,supplier-notice,switch:sn5600,,2.5,lead_time_quarters",
+            "2026-12-01,f,site-update,east,,1e300,it_mw",
         ]
     )
     with pytest.raises(SpecError) as exc:
@@ -152,6 +154,8 @@ def test_bad_lines_are_named_and_the_stream_refused(plan: PlanInput) -> None:
         "s.csv:6 period",
         "s.csv:7 time",
         "s.csv:8 kind",
+        "s.csv:9 value",
+        "s.csv:10 value",
     ]
     messages = " ".join(p.message for p in exc.value.problems)
     assert "without a rule" in messages and "a part with no supplier" in messages

@@ -566,6 +566,17 @@ def reconcile(
             p.setdefault("vendor", drec.vendor[1])
         if len(drec.tables) == 1:
             p["source"] = next(iter(drec.tables))
+    if plan is not None and plan.correlation is not None:
+        known = {p.name for p in plan.programs}
+        for name in programs_out:
+            if name not in known:
+                problems.append(
+                    Problem(
+                        f"programs.{name}",
+                        "not in the plan, whose correlation has no row for it: add the "
+                        "program (and its correlations) to the plan first",
+                    )
+                )
     for g in gaps:
         where, _, what = g.partition(": ")
         problems.append(Problem(where, what))

@@ -61,6 +61,7 @@ from pydantic import ValidationError
 from scipy.special import ndtr
 
 from clusterloom.capacity.input import (
+    MAX_PERIODS,
     PlanInput,
     check_plan,
     quarter_index,
@@ -75,6 +76,7 @@ from clusterloom.capacity.scenarios import (
     sample_scenarios,
 )
 from clusterloom.errors import Problem, SpecError
+from clusterloom.spec.limits import MAX_ACCELERATORS
 from clusterloom.spec.load import validation_problems
 
 __all__ = [
@@ -233,6 +235,30 @@ def _hall(plan: PlanInput, target: str) -> tuple[int, int, int] | None:
     return None
 
 
+#: the plan's own bounds on what a signal may set (``input.py``, ``spec/limits.py``)
+_LIMITS = {
+    "it_mw": 100_000.0,
+    "it_kw": 100_000_000.0,
+    "facility_mw": 300_000.0,
+    "accelerators": float(MAX_ACCELERATORS),
+    "gpus": float(MAX_ACCELERATORS),
+    "lead_time_quarters": float(MAX_PERIODS),
+    "cap_units": 1e9,
+    "price_usd": 1e12,
+}
+
+
+def _in_range(s: Signal, v: float, where: str) -> list[Problem]:
+    limit = _LIMITS[s.unit]
+    if v > limit:
+        return [
+            Problem(f"{where} value", f"{s.value} {s.unit} is beyond the plan's bound {limit:g}")
+        ]
+    if s.unit == "lead_time_quarters" and v != int(v):
+        return [Problem(f"{where} value", f"{s.value}: a lead time is a whole number of quarters")]
+    return []
+
+
 def _check_signal(plan: PlanInput, s: Signal, where: str) -> list[Problem]:
     out: list[Problem] = []
     if s.kind not in KINDS:
@@ -268,6 +294,8 @@ def _check_signal(plan: PlanInput, s: Signal, where: str) -> list[Problem]:
         if not math.isfinite(v) or v < 0:
             what = "power" if s.kind == "site-update" else "a figure"
             out.append(Problem(f"{where} value", f"'{s.value}' is not {what} of at least 0"))
+        else:
+            out += _in_range(s, v, where)
     sites = [x.name for x in plan.sites]
     if s.kind == "site-update":
         if "/" in s.target or s.unit in ("quarter", "facility_mw"):
@@ -628,7 +656,16 @@ def triage(
         order = sorted(range(len(scored)), key=lambda i: (scored[i].p, scored[i].signal.line))
         for i in order[:solve]:
             s = scored[i].signal
-            after = _first_stage(apply_signal(plan, s), curves, where, scenarios, seed)
+            try:
+                changed = apply_signal(plan, s)
+            except SpecError as exc:
+                raise SpecError(
+                    [
+                        Problem(f"line {s.line}", f"cannot be applied to the plan: {p}")
+                        for p in exc.problems
+                    ]
+                ) from exc
+            after = _first_stage(changed, curves, where, scenarios, seed)
             scored[i] = replace(
                 scored[i],
                 solved=True,
