@@ -51,9 +51,9 @@ from clusterloom.capacity.input import (
 from clusterloom.capacity.scenarios import inverse_cdf
 from clusterloom.capacity.sources import (
     SourcesInput,
-    _pue_for,
     demand_to_accelerators,
     power_to_it_mw,
+    pue_for,
     to_quarter,
 )
 from clusterloom.errors import Problem, SpecError
@@ -259,7 +259,7 @@ def _collect_halls(
                 rec.power.append(
                     Claim(src.name, conv.value, f"{h.power.value:g} {h.power.unit}", conv.rule, tp)
                 )
-            pue = _pue_for(src.rules, site, names)
+            pue = pue_for(src.rules, site, names)
             if pue is not None and (rec.pue is None or tp > rec.pue[0]):
                 rec.pue = (tp, pue, src.name)
             if h.ready is not None:

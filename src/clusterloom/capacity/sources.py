@@ -77,6 +77,7 @@ __all__ = [
     "load_sources",
     "parse_sources",
     "power_to_it_mw",
+    "pue_for",
     "to_quarter",
 ]
 
@@ -244,7 +245,8 @@ class Converted(SpecModel):
     rule: str
 
 
-def _pue_for(rules: Rules, site: str, names: dict[str, str]) -> float | None:
+def pue_for(rules: Rules, site: str, names: dict[str, str]) -> float | None:
+    """The PUE ``rules`` declare for ``site`` (canonical), None if they declare none."""
     if rules.pue is None or isinstance(rules.pue, float):
         return rules.pue
     for key, v in rules.pue.items():
@@ -263,7 +265,7 @@ def power_to_it_mw(
         return Converted(value=value / 1000.0, rule="it_kw / 1000")
     if unit not in POWER_UNITS:
         raise ValueError(f"unit '{unit}' is not one of {', '.join(POWER_UNITS)}")
-    pue = _pue_for(rules, site, names)
+    pue = pue_for(rules, site, names)
     if pue is None:
         raise ValueError(
             f"{unit} is inconsistent with the model's it_mw without a rule: declare "
