@@ -567,9 +567,9 @@ def reconcile(
         if len(drec.tables) == 1:
             p["source"] = next(iter(drec.tables))
     if plan is not None and plan.correlation is not None:
-        known = {p.name for p in plan.programs}
+        planned = {p.name for p in plan.programs}
         for name in programs_out:
-            if name not in known:
+            if name not in planned:
                 problems.append(
                     Problem(
                         f"programs.{name}",
