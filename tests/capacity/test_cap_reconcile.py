@@ -498,3 +498,12 @@ def test_mutated_sources_give_a_result_or_a_spec_error() -> None:
         except SpecError:
             outcomes["refused"] += 1
     assert outcomes["ok"] > 0 and outcomes["refused"] > 0
+
+
+def test_a_program_the_correlated_plan_lacks_is_refused() -> None:
+    doc = yaml.safe_load(SOURCES.read_text())
+    doc["sources"][2]["demand"][0]["program"] = "newcomer"
+    with pytest.raises(SpecError) as exc:
+        reconcile(parse_sources(yaml.safe_dump(doc)), plan=load_plan(example_plan()))
+    assert [p.where for p in exc.value.problems] == ["programs.newcomer"]
+    assert "correlation" in exc.value.problems[0].message
