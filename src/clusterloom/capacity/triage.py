@@ -92,6 +92,7 @@ __all__ = [
     "recall_precision",
     "signals_text",
     "synthetic_stream",
+    "tail_p",
     "triage",
 ]
 
