@@ -507,3 +507,45 @@ def test_a_program_the_correlated_plan_lacks_is_refused() -> None:
         reconcile(parse_sources(yaml.safe_dump(doc)), plan=load_plan(example_plan()))
     assert [p.where for p in exc.value.problems] == ["programs.newcomer"]
     assert "correlation" in exc.value.problems[0].message
+
+
+def test_trust_per_site_pools_the_sources_record_elsewhere() -> None:
+    """A source right four times at east and wrong four times at west: each site graded by its
+    own record with the other's as a prior of weight 2; a site with no history borrows."""
+    periods = ["2026Q1", "2026Q2", "2026Q3", "2026Q4"]
+    rows = ["quantity,site,program,period,value"]
+    rows += [f"it_power_kw,{s},,{p},2000" for s in ("east", "west") for p in periods]
+
+    def claims(site: str, kw: float) -> list[dict[str, Any]]:
+        return [
+            {"quantity": "it_power", "site": site, "date": p, "value": kw, "unit": "it_kw"}
+            for p in periods
+        ]
+
+    hall = {"hall": "b1/h1", "power": {"value": 2.0, "unit": "it_mw"}, "rows": 1}
+    hall |= {"positions_per_row": 4, "position_power_kw": 40}
+    doc = _parse(
+        _doc(
+            [
+                {
+                    "name": "mixed",
+                    "rules": {"pue": 1.2},
+                    "halls": [{**hall, "site": "east"}, {**hall, "site": "west"}],
+                    "history": claims("east", 2000) + claims("west", 3000),
+                },
+                {"name": "east-only", "history": claims("east", 2000)},
+            ],
+            sites={"east": [], "west": [], "north": []},
+        )
+    )
+    trust = grade_trust(doc, parse_actuals("\n".join(rows) + "\n"))
+    mixed = trust[("mixed", "it_power")]
+    assert mixed.score == pytest.approx(5 / 10, abs=1e-6)  # 4 of 8 overall
+    assert mixed.at("east") == pytest.approx((4 + 2 * (1 / 6)) / 6, abs=1e-6)
+    assert mixed.at("west") == pytest.approx((0 + 2 * (5 / 6)) / 6, abs=1e-6)
+    assert mixed.at("north") == pytest.approx(mixed.score, abs=1e-6)
+    assert trust[("east-only", "it_power")].at("west") == pytest.approx(5 / 6, abs=1e-6)
+    result = reconcile(doc, actuals=parse_actuals("\n".join(rows) + "\n"))
+    prov = {p.field: p for p in result.provenance}
+    assert prov["sites.west.b1.h1.power.it_mw"].claims[0].trust == mixed.at("west")
+    assert prov["sites.east.b1.h1.power.it_mw"].claims[0].trust == mixed.at("east")

@@ -9,6 +9,11 @@ tolerance (relative for power and demand, whole quarters for readiness). The gra
 mean of a Beta(1, 1) posterior on the chance of agreeing, ``(agreed + 1) / (checked + 2)``
 (Laplace's rule): 0.5 with no history, towards 1 for a source that was right every time,
 towards 0 for one that never was. Entries with no actual to hold against are not counted.
+A field of one site is weighted by the source's grade at that site: its history there, with
+the grade from its history at the other sites as a prior of weight 2
+(``(agreed_here + 2 m) / (checked_here + 2)``, ``m`` the Laplace grade elsewhere), so a
+source with no history at a site borrows its record elsewhere, and one right at one site and
+wrong at another grades each as it was.
 
 **Choosing.** Each field's value is the trust-weighted mean of the sources that give it
 (power in IT MW, each demand median); readiness, a quarter, is the trust-weighted median (the
@@ -106,6 +111,13 @@ class Trust:
     agreed: int
     mean_error: float | None  #: mean relative error (quarters for readiness)
     score: float
+    #: (site, checked, agreed, grade) per site of the sources file: the site's own history
+    #: pooled with the source's elsewhere (module docstring)
+    sites: tuple[tuple[str, int, int, float], ...] = ()
+
+    def at(self, site: str) -> float:
+        """The grade for a field of ``site``."""
+        return next((g for s, _, _, g in self.sites if s == site), self.score)
 
 
 @dataclass(frozen=True)
@@ -163,14 +175,14 @@ def grade_trust(
             figures[(a.quantity, site, a.program, a.quarter)] = a.value
     out: dict[tuple[str, str], Trust] = {}
     for src in doc.sources:
-        tally: dict[str, list[tuple[bool, float]]] = {k: [] for k in KINDS}
+        tally: dict[str, list[tuple[bool, float, str]]] = {k: [] for k in KINDS}
         for e in src.history:
             site = names[e.site]
             q = to_quarter(e.date, src.rules.dates)
             if e.quantity == "ready":
                 verdict = _ready_verdict(ready_rows.get(f"{site}/{e.hall}", []), q)
                 if verdict is not None:
-                    tally["ready"].append((verdict <= tol.ready_quarters, float(verdict)))
+                    tally["ready"].append((verdict <= tol.ready_quarters, float(verdict), site))
                 continue
             assert e.value is not None and e.unit is not None
             if e.quantity == "it_power":
@@ -184,17 +196,26 @@ def grade_trust(
             if actual is None:
                 continue
             err = abs(v - actual) / max(abs(actual), 1.0)
-            tally[e.quantity].append((err <= limit + 1e-12, err))
+            tally[e.quantity].append((err <= limit + 1e-12, err, site))
+        prior_a, prior_b = PRIOR
         for kind, rows in tally.items():
-            agreed = sum(1 for ok, _ in rows if ok)
-            prior_a, prior_b = PRIOR
+            agreed = sum(1 for ok, _, _ in rows if ok)
+            per_site = []
+            for site in doc.sites:
+                here = [ok for ok, _, s in rows if s == site]
+                elsewhere = [ok for ok, _, s in rows if s != site]
+                # the grade elsewhere (Laplace), as a prior of weight 2 for this site
+                m = (sum(elsewhere) + prior_a) / (len(elsewhere) + prior_a + prior_b)
+                grade = (sum(here) + (prior_a + prior_b) * m) / (len(here) + prior_a + prior_b)
+                per_site.append((site, len(here), sum(here), round(grade, 6)))
             out[(src.name, kind)] = Trust(
                 source=src.name,
                 kind=kind,
                 checked=len(rows),
                 agreed=agreed,
-                mean_error=round(float(np.mean([e for _, e in rows])), 6) if rows else None,
+                mean_error=round(float(np.mean([e for _, e, _ in rows])), 6) if rows else None,
                 score=round((agreed + prior_a) / (len(rows) + prior_a + prior_b), 6),
+                sites=tuple(per_site),
             )
     return out
 
@@ -253,7 +274,7 @@ def _collect_halls(
         for h in src.halls:
             site = names[h.site]
             rec = halls[(site, h.hall)]
-            tp = trust[(src.name, "it_power")].score
+            tp = trust[(src.name, "it_power")].at(site)
             if h.power is not None:
                 conv = power_to_it_mw(h.power.value, h.power.unit, src.rules, site, names)
                 rec.power.append(
@@ -266,7 +287,7 @@ def _collect_halls(
                 q = to_quarter(h.ready, src.rules.dates)
                 rule = f"dates: {src.rules.dates}" if src.rules.dates else "a quarter as given"
                 rec.ready.append(
-                    Claim(src.name, float(q), h.ready, rule, trust[(src.name, "ready")].score)
+                    Claim(src.name, float(q), h.ready, rule, trust[(src.name, "ready")].at(site))
                 )
             for key in ("rows", "positions_per_row", "position_power_kw"):
                 val = getattr(h, key)
@@ -291,9 +312,9 @@ def _collect_demand(
     names = doc.canonical()
     out: dict[tuple[str, str], _Demand] = defaultdict(_Demand)
     for src in doc.sources:
-        td = trust[(src.name, "demand")].score
         for d in src.demand:
             site = names[d.site]
+            td = trust[(src.name, "demand")].at(site)
             rec = out[(d.program, site)]
             conv = demand_to_accelerators(1.0, d.unit, src.rules)
             by_q: dict[int, tuple[str, list[float]]] = {}

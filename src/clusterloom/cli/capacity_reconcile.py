@@ -63,9 +63,18 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
             trust = Table(
                 title="trust per source and field (graded from history)", box=box.SIMPLE_HEAD
             )
-            for heading in ("source", "field", "checked", "agreed", "mean error", "trust"):
+            for heading in (
+                "source",
+                "field",
+                "checked",
+                "agreed",
+                "mean error",
+                "trust",
+                "by site",
+            ):
                 trust.add_column(
-                    heading, justify="left" if heading in ("source", "field") else "right"
+                    heading,
+                    justify="left" if heading in ("source", "field", "by site") else "right",
                 )
             for t in result.trust:
                 trust.add_row(
@@ -79,6 +88,7 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
                     if t.kind != "ready"
                     else f"{t.mean_error:g} q",
                     f"{t.score:.2f}",
+                    " ".join(f"{site} {g:.2f}" for site, _, _, g in t.sites),
                 )
             out.print(trust)
             if result.conflicts:
