@@ -81,6 +81,9 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
     )
     app.add_typer(group, name="capacity")
     # one line per part: ``capacity_X.register(group, guard, out)``
+    from clusterloom.cli import capacity_reconcile
+
+    capacity_reconcile.register(group, guard, out)
 
     @app.command("plan")
     def plan_command(
