@@ -54,6 +54,7 @@ from clusterloom.capacity.input import PlanInput, parse_plan, quarter_index, qua
 from clusterloom.capacity.learn import Z90, Learned, Prior, apply_learning
 from clusterloom.capacity.model import CapacityProblem, Curves
 from clusterloom.changes import Decision
+from clusterloom.errors import Problem, SpecError
 
 __all__ = [
     "PLANNERS",
@@ -66,6 +67,8 @@ __all__ = [
 ]
 
 PLANNERS = ("median", "p90", "stochastic", "learning")
+#: the longest history (the demand grows past the curves' largest size beyond it)
+MAX_QUARTERS = 40
 START = "2027Q1"
 LEVELS = (0.1, 0.5, 0.9)
 
@@ -316,6 +319,21 @@ def run_backtest(
         price_first_stage,
     )
 
+    problems = [
+        Problem(name, f"{value} is not between {lo} and {hi}")
+        for name, value, lo, hi in (
+            ("--quarters", quarters, 1, MAX_QUARTERS),
+            ("--horizon", horizon, 2, 12),
+            ("--scenarios", scenarios, 1, 500),
+        )
+        if not lo <= value <= hi
+    ]
+    if not 0.0 <= risk_weight <= 10.0:
+        problems.append(Problem("--risk-weight", f"{risk_weight} is not between 0 and 10"))
+    if seed < 0:
+        problems.append(Problem("--seed", "a seed is at least 0"))
+    if problems:
+        raise SpecError(problems)
     history = synthetic_history(quarters, seed, horizon=horizon, sources=sources)
     curves = compute_curves(backtest_plan(history, 0), cache=cache)
     names = tuple(s.name for s in sources)

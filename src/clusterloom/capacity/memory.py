@@ -93,8 +93,11 @@ def decision_context(
     menu: MenuLike | None,
     *,
     plan_dir: Path | None = None,
+    learning: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``menu.json``'s content with the memory part (module docstring), as JSON holds it."""
+    """``menu.json``'s content with the memory part (module docstring), as JSON holds it;
+    ``learning``: what learning applied to the forecasts (they are recorded as stated, so the
+    next learning measures the source, not the correction)."""
     from clusterloom.capacity.write import plan_summary
 
     sc = problem.scenarios
@@ -129,6 +132,7 @@ def decision_context(
         "plan_dir": str(plan_dir) if plan_dir is not None else None,
         "forecasts": forecasts,
         "scenario_demand": summary,
+        "learning": learning,
     }
     result: dict[str, Any] = json.loads(json.dumps(context, sort_keys=True))
     return result
@@ -140,11 +144,13 @@ def plan_record(
     menu: MenuLike | None,
     *,
     plan_dir: Path | None = None,
+    learning: dict[str, Any] | None = None,
 ) -> Decision:
-    """The plan's decision with its context (module docstring)."""
+    """The plan's decision with its context (module docstring); ``plan`` as stated (before
+    any learning, which ``learning`` records)."""
     from clusterloom.capacity.write import plan_decision, plan_hash
 
-    context = decision_context(plan, problem, menu, plan_dir=plan_dir)
+    context = decision_context(plan, problem, menu, plan_dir=plan_dir, learning=learning)
     if menu is not None:
         base = plan_decision(plan, problem, menu)
         return Decision(proposal=base.proposal, context=context, chosen=base.chosen)
