@@ -43,8 +43,8 @@ def test_the_history_has_the_generated_bias() -> None:
             for q in range(40)
             for k in range(h.horizon)
         ]
-        # one error per forecast, sigma up to noise x 2 at lead 3: 40 forecasts
-        assert abs(np.mean(ratio) - spec.generated_bias) < 4 * spec.noise * 2 / math.sqrt(40)
+        # one error per forecast (shared by its leads), sigma = noise: 40 forecasts
+        assert abs(np.mean(ratio) - spec.generated_bias) < 4 * spec.noise / math.sqrt(40)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -66,10 +66,10 @@ def test_the_learned_bias_converges(runs: dict[int, Backtest], seed: int) -> Non
     assert opt[0] == pytest.approx(abs(DEFAULT_SOURCES[0].generated_bias))  # nothing known
     assert opt[-1] < 0.4 * opt[1] and opt[-1] < 0.08
     assert np.all(np.diff(bt.outcomes["optimistic"]) >= 0)
-    # the unbiased source: within 3 of its forecast-level standard errors (one error per
-    # forecast, shared by its leads: sigma about noise x sqrt(2.5), 7 forecasts known)
+    # the unbiased source: within 3 standard errors (one error per forecast, shared by its
+    # leads: sigma = noise over the 7 forecasts known by the last quarter)
     noisy = DEFAULT_SOURCES[1]
-    assert bt.bias_error("noisy")[-1] < 3 * noisy.noise * math.sqrt(2.5) / math.sqrt(7)
+    assert bt.bias_error("noisy")[-1] < 3 * noisy.noise / math.sqrt(7)
 
 
 def test_deterministic(runs: dict[int, Backtest], cache: Path) -> None:

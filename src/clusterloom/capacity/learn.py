@@ -12,12 +12,14 @@ the forecast's quantiles as the scenarios read them, linearly) and whether the a
 inside it. A forecast median or an actual of 0 gives no log ratio and is skipped.
 
 **Bias** (a multiplicative error, the mean log ratio). Per source, the pooled mean ``r̄``
-over all leads with its standard error ``s / sqrt(n)``, and per lead ``r̄_l``. **Shrinkage
-with a stated prior**: the prior is "no bias", worth ``prior.outcomes`` (default 4) outcomes
-(a normal prior on the bias with variance ``s² / n0``: the conjugate posterior mean is the
-weighted mean below). The applied pooled bias is ``b = n r̄ / (n + n0)``; the applied bias at
-lead ``l`` is ``b_l = (n_l r̄_l + n0 b) / (n_l + n0)``, shrunk toward the source's pooled
-figure. With no outcomes, ``b = b_l = 0``: no correction.
+over all leads with its standard error (clustered by forecast: a forecast's leads may share
+one error, so together they count as one independent draw), and per lead ``r̄_l``.
+**Shrinkage with a stated prior**: the prior is "no bias", worth ``prior.outcomes``
+(default 4) outcomes (a normal prior on the bias with variance ``s² / n0``: the conjugate
+posterior mean is the weighted mean below). The applied pooled bias is
+``b = n r̄ / (n + n0)``; the applied bias at lead ``l`` is
+``b_l = (n_l r̄_l + n0 b) / (n_l + n0)``, shrunk toward the source's pooled figure. With no
+outcomes, ``b = b_l = 0``: no correction.
 
 **Spread.** The realised spread against the stated one, ``k = sqrt(mean(((r - b_l) /
 sigma)²))`` (the error left once the applied bias is taken off) over the observations with
@@ -90,6 +92,9 @@ class Observation:
     program: str = ""
     site: str = ""
     period: str = ""
+    #: the forecast it comes from (a decision's forecast of a program at a site): its
+    #: observations at several leads may share one error, so standard errors are clustered
+    forecast: str = ""
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,7 @@ class LeadBias:
     lead: int
     outcomes: int
     mean_log_ratio: float  #: raw r̄_l
-    stderr: float  #: s_l / sqrt(n_l) (nan below 2 outcomes)
+    stderr: float  #: clustered by forecast (nan below 2 forecasts)
     applied: float  #: b_l, shrunk
 
 
@@ -106,13 +111,14 @@ class SourceLearning:
     source: str
     outcomes: int  #: observations of the bias (all leads)
     mean_log_ratio: float  #: raw pooled r̄
-    stderr: float
+    stderr: float  #: clustered by forecast
     bias: float  #: applied pooled b (ln)
     by_lead: tuple[LeadBias, ...]
     spread_outcomes: int
     spread_ratio: float  #: raw k (1: the stated intervals held)
     spread: float  #: applied k
     coverage: float | None  #: share of actuals inside the stated 10-90 % interval
+    forecasts: int = 0  #: the forecasts the outcomes come from
 
     def bias_at(self, lead: int) -> float:
         for lb in self.by_lead:
@@ -129,9 +135,10 @@ class SourceLearning:
         leads = ", ".join(f"lead {lb.lead} x{math.exp(lb.applied):.3f}" for lb in self.by_lead)
         err = "" if math.isnan(self.stderr) else f" ± {self.stderr:.3f}"
         text = (
-            f"{self.source}: {self.outcomes} outcomes; median forecasts ran {abs(pct):.1f}% "
-            f"{high} (mean ln(actual/median) {self.mean_log_ratio:+.3f}{err}); shrunk toward no "
-            f"bias, forecasts multiplied by {leads}"
+            f"{self.source}: {self.outcomes} outcomes of {self.forecasts} forecasts; median "
+            f"forecasts ran {abs(pct):.1f}% {high} (mean ln(actual/median) "
+            f"{self.mean_log_ratio:+.3f}{err}); shrunk toward no bias, forecasts multiplied by "
+            f"{leads}"
         )
         if self.spread_outcomes:
             cover = "" if self.coverage is None else f", 10-90% interval held {self.coverage:.0%}"
@@ -166,6 +173,7 @@ class Learned:
             "sources": {
                 name: {
                     "outcomes": s.outcomes,
+                    "forecasts": s.forecasts,
                     "mean_log_ratio": _round(s.mean_log_ratio),
                     "stderr": _round(s.stderr),
                     "bias": _round(s.bias),
@@ -203,8 +211,19 @@ def stated_spread(levels: np.ndarray, row: np.ndarray) -> tuple[float, float, fl
     return float(q[0]), float(q[1]), float(q[2])
 
 
-def _stderr(x: np.ndarray) -> float:
-    return float(np.std(x, ddof=1) / math.sqrt(len(x))) if len(x) >= 2 else math.nan
+def _stderr(x: np.ndarray, cluster: Sequence[str]) -> float:
+    """The standard error of the mean of ``x``, clustered by forecast (the sandwich
+    estimator: errors within a forecast may be correlated, forecasts independent); nan with
+    fewer than 2 forecasts."""
+    keys = sorted(set(cluster))
+    if len(keys) < 2:
+        return math.nan
+    resid = x - x.mean()
+    index = {k: i for i, k in enumerate(keys)}
+    sums = np.zeros(len(keys))
+    np.add.at(sums, [index[c] for c in cluster], resid)
+    G = len(keys)
+    return float(math.sqrt(G / (G - 1) * float(np.sum(sums**2))) / len(x))
 
 
 def learn(observations: Iterable[Observation], prior: Prior | None = None) -> Learned:
@@ -218,15 +237,17 @@ def learn(observations: Iterable[Observation], prior: Prior | None = None) -> Le
     out: dict[str, SourceLearning] = {}
     for source, obs in sorted(by_source.items()):
         r = np.array([o.log_ratio for o in obs])
+        keys = [o.forecast or f"#{i}" for i, o in enumerate(obs)]
         n = len(r)
         mean = float(r.mean())
         pooled = n * mean / (n + n0)
         leads: list[LeadBias] = []
         for lead in sorted({o.lead for o in obs}):
-            rl = np.array([o.log_ratio for o in obs if o.lead == lead])
+            at = [i for i, o in enumerate(obs) if o.lead == lead]
+            rl = r[at]
             ml = float(rl.mean())
             applied = (len(rl) * ml + n0 * pooled) / (len(rl) + n0)
-            leads.append(LeadBias(lead, len(rl), ml, _stderr(rl), applied))
+            leads.append(LeadBias(lead, len(rl), ml, _stderr(rl, [keys[i] for i in at]), applied))
         with_sigma = [o for o in obs if o.sigma is not None and o.sigma > 0]
         if with_sigma:
             # the error left once the applied bias is taken off, in stated sigmas
@@ -244,7 +265,8 @@ def learn(observations: Iterable[Observation], prior: Prior | None = None) -> Le
             source=source,
             outcomes=n,
             mean_log_ratio=mean,
-            stderr=_stderr(r),
+            stderr=_stderr(r, keys),
+            forecasts=len(set(keys)),
             bias=pooled,
             by_lead=tuple(leads),
             spread_outcomes=m,
@@ -263,9 +285,11 @@ def forecast_observations(
     quantiles: Sequence[Sequence[float]],
     periods: Sequence[str],
     actual: dict[str, float],
+    forecast: str = "",
 ) -> list[Observation]:
     """The observations of one forecast (quantile rows per period of ``periods``) against
-    ``actual`` (period label -> realised cumulative demand)."""
+    ``actual`` (period label -> realised cumulative demand); ``forecast`` names it (default
+    ``program@site``)."""
     lv = np.asarray(levels, dtype=np.float64)
     out = []
     for lead, (label, row) in enumerate(zip(periods, quantiles, strict=True)):
@@ -290,6 +314,7 @@ def forecast_observations(
                 program=program,
                 site=site,
                 period=label,
+                forecast=forecast or f"{program}@{site}",
             )
         )
     return out

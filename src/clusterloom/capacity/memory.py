@@ -499,6 +499,7 @@ def observations(
                 f["quantiles"],
                 f["periods"],
                 actual.get((f["program"], f["site"]), {}),
+                forecast=f"{d.proposal}/{f['program']}@{f['site']}",
             )
         used += len(obs) > before
     return obs, used
