@@ -152,11 +152,17 @@ def test_cli_plan_log_outcome_and_learn(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     assert doc["proposal"] == rec.proposal and doc["realised"]["periods"][-1] == "2027Q3"
     assert len(read_decisions(log=log)) == 2
+    run = tmp_path / "run"
     r = runner.invoke(
-        app, ["plan", ex, "-n", "6", "--no-menu", "--learn-from", str(log), "--json"], env=env
+        app,
+        ["plan", ex, "-n", "6", "--no-menu", "--learn-from", str(log), "--json", "-o", str(run)],
+        env=env,
     )
     assert r.exit_code == 0, r.output
     learning = json.loads(r.stdout)["learning"]
+    assert json.loads((run / "menu.json").read_text())["learning"] == learning
+    page = (run / "plan.html").read_text()
+    assert 'id="learning"' in page and "pretrain: " in page
     assert learning["decisions"] == 1
     assert learning["sources"]["pretrain"]["mean_log_ratio"] < -0.1  # forecasts ran high
     # bad input: exit 2, one line naming the field
