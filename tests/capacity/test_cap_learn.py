@@ -164,3 +164,19 @@ def test_observations_in_closed_form() -> None:
     # a median of 0 or an actual of 0 gives no log ratio
     zero = forecast_observations("s", "p", "e", [0.5], [[0.0]], ["2027Q1"], {"2027Q1": 5.0})
     assert zero == []
+
+
+def test_a_sample_set_forecast_is_corrected_path_by_path(plan: PlanInput) -> None:
+    data = plan.model_dump(mode="json")
+    paths = [[100.0 * (i + 1) + 40.0 * t for t in range(8)] for i in range(5)]
+    data["programs"][0]["demand"]["east"] = {"samples": paths}
+    sampled = PlanInput.model_validate(data)
+    b = math.log(1.25)
+    learned = learn([Observation("pretrain", 0, b)] * 20_000)
+    new = apply_learning(sampled, learned)
+    got = new.programs[0].demand["east"].samples
+    assert got is not None
+    s = learned.sources["pretrain"]
+    for path, moved in zip(paths, got, strict=True):
+        for t, (v, w) in enumerate(zip(path, moved, strict=True)):
+            assert math.isclose(w, round(v * math.exp(s.bias_at(t)), 6), rel_tol=1e-9)

@@ -166,7 +166,12 @@ def test_cli_plan_log_outcome_and_learn(tmp_path: Path) -> None:
     assert learning["decisions"] == 1
     assert learning["sources"]["pretrain"]["mean_log_ratio"] < -0.1  # forecasts ran high
     # bad input: exit 2, one line naming the field
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_text('{"kind": "decision"}\nnot json\n')
     for args in (
+        ["plan", ex, "--no-menu", "--learn-from", str(garbage)],
+        ["plan", ex, "--no-menu", "--log", str(log)],
+        ["capacity", "outcome", rid, "--actuals", str(acts), "--log", str(log), "--store"],
         ["capacity", "outcome", "nosuchdecision", "--actuals", str(acts), "--log", str(log)],
         ["capacity", "outcome", rid, "--actuals", str(acts)],
         ["capacity", "outcome", rid, "--actuals", str(tmp_path / "none.csv"), "--log", str(log)],

@@ -293,7 +293,7 @@ class Backtest:
                         round(float(v), 6) for v in self.learned_bias[s.name]
                     ],
                     "outcomes_by_quarter": [int(v) for v in self.outcomes[s.name]],
-                    "final": self.final.to_dict()["sources"].get(s.name),  # type: ignore[attr-defined]
+                    "final": self.final.to_dict()["sources"].get(s.name),
                 }
                 for s in self.history.sources
             },
@@ -319,6 +319,7 @@ def run_backtest(
         outcome_record,
         plan_record,
         price_first_stage,
+        record_id,
     )
 
     problems = [
@@ -387,8 +388,6 @@ def run_backtest(
                     notes=(),
                 )
                 out = outcome_record(rec, actuals, realised)
-                from clusterloom.capacity.memory import record_id
-
                 memory += [(record_id(rec), rec), (record_id(out), out)]
                 records += [rec, out]
     end = quarter_label(quarter_index(START) + quarters + horizon)

@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -166,7 +167,7 @@ class Learned:
     def get(self, source: str) -> SourceLearning | None:
         return self.sources.get(source)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "prior_outcomes": self.prior.outcomes,
             "decisions": self.decisions,

@@ -159,8 +159,10 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
             if record or store_url is not None:
                 if not record and not learn_store:
                     raise SpecError([Problem("--store-url", "give --store too, to record")])
-                if (record or log is not None) and no_menu:
+                if record and no_menu:
                     raise SpecError([Problem("--store", "records the menu; drop --no-menu")])
+            if log is not None and no_menu:
+                raise SpecError([Problem("--log", "records the menu; drop --no-menu")])
             if record and log is not None:
                 raise SpecError([Problem("--log", "record in the store or in a log, not both")])
             if (record or learn_store) and store is None:
