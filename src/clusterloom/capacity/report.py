@@ -452,7 +452,7 @@ def _learning(learning: dict[str, Any]) -> str:
                 ("10-90 % held", True),
             ],
             rows,
-            table_id="learning",
+            table_id="learning-sources",
             css_class="data",
         )
         + (f"<ul>{said}</ul>" if said else "")
