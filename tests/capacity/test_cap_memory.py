@@ -180,3 +180,28 @@ def test_cli_plan_log_outcome_and_learn(tmp_path: Path) -> None:
         r = runner.invoke(app, args, env=env)
         assert r.exit_code == 2, (args, r.output)
         assert "Traceback" not in r.output
+
+
+def test_a_decision_priced_on_its_own_certain_future_has_no_regret(tmp_path: Path) -> None:
+    """Closed case: a plan whose forecast is one certain path decides the optimum for that
+    path; priced against that path as the actual, its cost is the hindsight optimum."""
+    from clusterloom.capacity.backtest import backtest_plan, synthetic_history
+    from clusterloom.capacity.curves import compute_curves
+
+    history = synthetic_history(2, 5)
+    certain = backtest_plan(history, 1, "truth")
+    curves = compute_curves(certain, cache=tmp_path)
+    problem = build_problem(certain, curves, sample_scenarios(certain, 1, 0))
+    menu = solve_menu(problem, max_decisions=20)
+    assert any(m.in_plan and m.part for m in menu.moves)
+    rec = plan_record(certain, problem, menu)
+    acts = [
+        Actual("demand", "east", p.name, certain.periods[t], f.quantile_table()[1][t, 0])
+        for p in certain.programs
+        for f in p.demand.values()
+        for t in range(certain.horizon.periods)
+    ]
+    real = realised_cost(rec, acts, curves=curves)
+    assert real.cost_cents >= real.hindsight_cents - 1.0
+    assert real.regret_cents <= 1e-5 * real.hindsight_cents + 100.0  # menu quantities: 3 dp
+    assert abs(real.hindsight_cents - menu.expected_cost_cents) <= 1.0

@@ -13,6 +13,9 @@
 - **Scenario coverage**: each kind of shock and the share of scenarios that drew it.
 - **The menu**, when one is given: each move with its costs, option value, the scenarios it
   protects and its reasons.
+- **Learning from outcomes**, when the plan's forecasts were corrected (``plan
+  --learn-from``): per source the outcomes, the bias and its error, the factor applied by
+  lead, the spread against the stated and the scaling applied; what was applied, in words.
 """
 
 from __future__ import annotations
