@@ -6,7 +6,9 @@ optimum), and for the first seed the learned bias of each source quarter by quar
 the generated one.
 
 Run: ``python bench/bench_capacity_backtest.py [--quarters 24] [--seeds 0 1 2 3 4]
-[--scenarios 32]``; figures go to ``bench/RESULTS.md`` by hand. The curves' design points are
+[--scenarios 32] [--risk-weight 0] [--prior 4] [--unbiased]``; ``--unbiased`` replaces the
+sources by two unbiased, calibrated ones (learning has nothing to learn: what does it cost?);
+figures go to ``bench/RESULTS.md`` by hand. The curves' design points are
 cached (``$CLUSTERLOOM_CACHE``).
 """
 
@@ -16,8 +18,12 @@ import argparse
 import resource
 import time
 
-from clusterloom.capacity.backtest import run_backtest
+from clusterloom.capacity.backtest import DEFAULT_SOURCES, SourceSpec, run_backtest
 from clusterloom.capacity.curves import default_cache
+from clusterloom.capacity.learn import Prior
+
+#: two sources with nothing to learn: unbiased, their stated spread right
+UNBIASED = (SourceSpec("calibrated", 1.0, 0.15, 0.15), SourceSpec("noisy", 1.0, 0.25, 0.25))
 
 
 def main() -> None:
@@ -26,10 +32,18 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--scenarios", type=int, default=32)
     ap.add_argument("--horizon", type=int, default=4)
+    ap.add_argument("--risk-weight", type=float, default=0.0)
+    ap.add_argument("--prior", type=float, default=4.0, help="the prior's weight in outcomes")
+    ap.add_argument("--unbiased", action="store_true", help="sources with nothing to learn")
     args = ap.parse_args()
+    sources = UNBIASED if args.unbiased else DEFAULT_SOURCES
     print(
-        f"{args.quarters} quarters, horizon {args.horizon}, {args.scenarios} scenarios; "
-        "realised cost in $M (regret over the hindsight optimum)"
+        f"{args.quarters} quarters, horizon {args.horizon}, {args.scenarios} scenarios, "
+        f"risk weight {args.risk_weight}, prior {args.prior} outcomes, sources "
+        + ", ".join(
+            f"{s.name} (bias {s.bias}, noise {s.noise}, stated {s.stated})" for s in sources
+        )
+        + "; realised cost in $M (regret over the hindsight optimum)"
     )
     print("| seed | median | p90 | stochastic | learning | hindsight | learning's saving vs "
           "median / p90 | seconds |")  # fmt: skip
@@ -44,6 +58,9 @@ def main() -> None:
             seed,
             horizon=args.horizon,
             scenarios=args.scenarios,
+            risk_weight=args.risk_weight,
+            prior=Prior(args.prior),
+            sources=sources,
             cache=default_cache(),
         )
         wall = time.perf_counter() - t0
