@@ -165,6 +165,28 @@ def test_cli_plan_log_outcome_and_learn(tmp_path: Path) -> None:
     assert 'id="learning"' in page and "pretrain: " in page
     assert learning["decisions"] == 1
     assert learning["sources"]["pretrain"]["mean_log_ratio"] < -0.1  # forecasts ran high
+    # the same through the store: the log imported as it is, the outcome recorded there
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = open_store(url)
+    try:
+        store.import_records(log)
+    finally:
+        store.close()
+    r = runner.invoke(
+        app,
+        ["capacity", "outcome", rec.proposal, "--actuals", str(acts), "--store",
+         "--store-url", url],
+        env=env,
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(
+        app,
+        ["plan", ex, "-n", "6", "--no-menu", "--learn-from", "store", "--store-url", url,
+         "--json"],
+        env=env,
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["learning"]["sources"] == learning["sources"]
     # bad input: exit 2, one line naming the field
     garbage = tmp_path / "garbage.jsonl"
     garbage.write_text('{"kind": "decision"}\nnot json\n')
