@@ -2,7 +2,10 @@
 (``clusterloom.capacity``): the plan's curves from the design stages, seeded scenarios, the
 problem and the ranked menu of moves; a terminal summary, ``--json`` the menu, ``-o DIR``
 writes ``plan.html``, ``menu.json``, ``scenarios.parquet`` and ``lead_times.parquet`` as one
-run. Exit 0; 2 bad input, naming the field."""
+run; ``--store`` / ``--log FILE`` record the decision (``capacity.memory``), ``--learn-from
+LOG|store`` corrects the forecasts by the outcomes recorded (``capacity.learn``). The
+``capacity`` group's commands live in ``cli/capacity_*.py``. Exit 0; 2 bad input, naming the
+field."""
 
 from __future__ import annotations
 
