@@ -180,3 +180,24 @@ def test_a_sample_set_forecast_is_corrected_path_by_path(plan: PlanInput) -> Non
     for path, moved in zip(paths, got, strict=True):
         for t, (v, w) in enumerate(zip(path, moved, strict=True)):
             assert math.isclose(w, round(v * math.exp(s.bias_at(t)), 6), rel_tol=1e-9)
+
+
+@given(
+    biases=st.lists(st.floats(-1.5, 1.5), min_size=1, max_size=8),
+    spread=st.floats(0.1, 10.0),
+)
+def test_any_correction_keeps_a_forecast_valid(
+    plan: PlanInput, biases: list[float], spread: float
+) -> None:
+    """Whatever was learned, the corrected plan passes the plan's own checks: quantiles
+    monotone across levels, cumulative demand not falling, zeros kept."""
+    from dataclasses import replace
+
+    obs = [Observation("pretrain", lead, b) for lead, b in enumerate(biases) for _ in range(50)]
+    s = replace(learn(obs).sources["pretrain"], spread=spread)
+    new = apply_learning(plan, Learned({"pretrain": s}))  # a SpecError would fail the test
+    before, after = _quantiles(plan), _quantiles(new)
+    a, b = after[("pretrain", "east")], before[("pretrain", "east")]
+    assert np.all(np.diff(a, axis=1) >= 0) and np.all(np.diff(a, axis=0) >= 0)
+    assert np.array_equal(a == 0, b == 0)
+    assert np.array_equal(after[("inference", "west")], before[("inference", "west")])
