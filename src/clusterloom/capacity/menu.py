@@ -209,8 +209,10 @@ def _decisions(problem: CapacityProblem, model: Model, plan: Solved) -> list[_De
                 out.append(_Decision(MoveKind.DEFER, n, p, nxt, {col: (nxt, nxt)}, nxt * price))
     want = np.minimum(problem.scenarios.demand, problem.scenarios.accelerators)
     top = float(want.max()) * float(co.rework_per_accelerator)
+    choices_at = np.bincount([n for n, _c in model.z], minlength=N)
     for (n, c), col in sorted(model.z.items()):
-        if v[col] > 0.5:
+        # a site with one choice has no tier to decide (its alternative would be infeasible)
+        if v[col] > 0.5 and choices_at[n] > 1:
             out.append(_Decision(MoveKind.TIER, n, c, 1.0, {col: (0.0, 0.0)}, top))
     for (m, n), col in sorted(model.f.items()):
         if v[col] > _TOL:

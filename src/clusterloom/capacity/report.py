@@ -13,6 +13,9 @@
 - **Scenario coverage**: each kind of shock and the share of scenarios that drew it.
 - **The menu**, when one is given: each move with its costs, option value, the scenarios it
   protects and its reasons.
+- **Learning from outcomes**, when the plan's forecasts were corrected (``plan
+  --learn-from``): per source the outcomes, the bias and its error, the factor applied by
+  lead, the spread against the stated and the scaling applied; what was applied, in words.
 """
 
 from __future__ import annotations
@@ -411,14 +414,71 @@ def _curves_table(cv: Curves) -> str:
     )
 
 
-def render_plan(name: str, problem: CapacityProblem, menu: MenuLike | None = None) -> str:
-    """The page (module docstring); the same problem and menu give the same bytes."""
+def _learning(learning: dict[str, Any]) -> str:
+    """What learning from outcomes applied (``learn.Learned.to_dict()`` with its
+    ``statements``): per source, the bias, spread, outcomes used and the correction."""
+    rows = []
+    for source, s in sorted(learning.get("sources", {}).items()):
+        leads = ", ".join(
+            f"{lb['lead']}: x{np.exp(lb['applied']):.3f}" for lb in s.get("by_lead", [])
+        )
+        err = s.get("stderr")
+        cover = s.get("coverage")
+        rows.append(
+            "<tr>"
+            + td(esc(source))
+            + td(f"{s['outcomes']:,}", True)
+            + td(f"{s['mean_log_ratio']:+.3f}" + (f" ± {err:.3f}" if err is not None else ""), True)
+            + td(esc(leads) or DASH)
+            + td(f"{s['spread_ratio']:.2f}", True)
+            + td(f"x{s['spread']:.2f}", True)
+            + td(f"{cover:.0%}" if cover is not None else DASH, True)
+            + "</tr>"
+        )
+    said = "".join(f"<li>{esc(t)}</li>" for t in learning.get("statements", []))
+    lead = (
+        f"<p>Forecasts corrected by what {learning.get('decisions', 0):,} recorded decisions' "
+        "outcomes say of each source: bias as the mean ln(actual / forecast median), shrunk "
+        f"toward none with a prior worth {learning.get('prior_outcomes', 0):g} outcomes; "
+        "spread as the realised error over the stated one.</p>"
+    )
+    return (
+        lead
+        + table(
+            [
+                ("source", False),
+                ("outcomes", True),
+                ("ln(actual/median)", True),
+                ("applied factor by lead", False),
+                ("spread / stated", True),
+                ("quantiles scaled", True),
+                ("10-90 % held", True),
+            ],
+            rows,
+            table_id="learning-sources",
+            css_class="data",
+        )
+        + (f"<ul>{said}</ul>" if said else "")
+    )
+
+
+def render_plan(
+    name: str,
+    problem: CapacityProblem,
+    menu: MenuLike | None = None,
+    learning: dict[str, Any] | None = None,
+) -> str:
+    """The page (module docstring); the same problem and menu give the same bytes.
+    ``learning``: what learning from outcomes applied (``learn.Learned.to_dict()`` and its
+    ``statements``), a section of its own."""
     sections = [
         ("summary", "Summary", _summary(name, problem)),
         ("fans", "Demand and supply", _fans(problem)),
         ("roofline", "Roofline: power, space and supply against demand", _roof(problem)),
         ("coverage", "Scenario coverage", _coverage(problem)),
     ]
+    if learning is not None:
+        sections.append(("learning", "Learning from outcomes", _learning(learning)))
     if menu is not None:
         sections.append(("menu", "Menu of moves", _menu(menu)))
     body = "\n".join(

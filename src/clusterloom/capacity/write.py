@@ -99,13 +99,22 @@ def plan_summary(
 
 
 def write_plan(
-    staging: Path, plan: PlanInput, problem: CapacityProblem, menu: MenuLike | None
+    staging: Path,
+    plan: PlanInput,
+    problem: CapacityProblem,
+    menu: MenuLike | None,
+    learning: dict[str, Any] | None = None,
 ) -> list[Path]:
-    """The run's files into ``staging`` (module docstring); the paths written."""
+    """The run's files into ``staging`` (module docstring); the paths written. ``learning``
+    (what learning from outcomes applied) is a section of the page and ``menu.json``'s
+    ``learning``."""
     main, lead = scenario_tables(problem.scenarios)
+    summary = plan_summary(plan, problem, menu)
+    if learning is not None:
+        summary["learning"] = learning
     files: dict[str, str | bytes] = {
-        "plan.html": render_plan(plan.name, problem, menu),
-        "menu.json": json.dumps(plan_summary(plan, problem, menu), indent=2, sort_keys=True) + "\n",
+        "plan.html": render_plan(plan.name, problem, menu, learning),
+        "menu.json": json.dumps(summary, indent=2, sort_keys=True) + "\n",
         "scenarios.parquet": _parquet(main),
         "lead_times.parquet": _parquet(lead),
     }

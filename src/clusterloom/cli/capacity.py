@@ -2,7 +2,10 @@
 (``clusterloom.capacity``): the plan's curves from the design stages, seeded scenarios, the
 problem and the ranked menu of moves; a terminal summary, ``--json`` the menu, ``-o DIR``
 writes ``plan.html``, ``menu.json``, ``scenarios.parquet`` and ``lead_times.parquet`` as one
-run. Exit 0; 2 bad input, naming the field."""
+run; ``--store`` / ``--log FILE`` record the decision (``capacity.memory``), ``--learn-from
+LOG|store`` corrects the forecasts by the outcomes recorded (``capacity.learn``). The
+``capacity`` group's commands live in ``cli/capacity_*.py``. Exit 0; 2 bad input, naming the
+field."""
 
 from __future__ import annotations
 
@@ -67,6 +70,22 @@ def _say(out: Console, run: PlanRun) -> None:
             f"expected cost {_usd(menu.expected_cost_cents)}, CVaR {_usd(menu.cvar_cents)}"
         )
         out.print(moves)
+    if run.learning is not None:
+        learned = Table(title="learning from outcomes (per source)", box=box.SIMPLE_HEAD)
+        for heading in ("source", "outcomes", "ln(actual/median)", "spread/stated", "applied"):
+            learned.add_column(heading, justify="left" if heading == "source" else "right")
+        for name, s in sorted(run.learning["sources"].items()):
+            factors = " ".join(f"x{np.exp(lb['applied']):.2f}" for lb in s["by_lead"])
+            learned.add_row(
+                name,
+                str(s["outcomes"]),
+                f"{s['mean_log_ratio']:+.3f}",
+                f"{s['spread_ratio']:.2f}",
+                f"{factors} spread x{s['spread']:.2f}",
+            )
+        out.print(learned)
+        for line in run.learning["statements"]:
+            out.print(line, markup=False)
     took = ", ".join(f"{name} {s:.2f} s" for name, s in run.timings_s)
     out.print(f"{len(sc.shocks):,} scenarios, seed {sc.seed}; {took}", markup=False)
 
@@ -84,6 +103,9 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
     from clusterloom.cli import capacity_reconcile
 
     capacity_reconcile.register(group, guard, out)
+    from clusterloom.cli import capacity_learn
+
+    capacity_learn.register(group, guard, out)
 
     @app.command("plan")
     def plan_command(
@@ -115,6 +137,18 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
             ),
         ] = False,
         store_url: StoreUrlOpt = None,
+        log: Annotated[
+            Path | None,
+            typer.Option("--log", help="record the decision in this JSON-lines log instead"),
+        ] = None,
+        learn_from: Annotated[
+            str | None,
+            typer.Option(
+                "--learn-from",
+                help="correct the forecasts by the outcomes in this JSON-lines decision log, "
+                "or 'store' for the design store (--store-url)",
+            ),
+        ] = None,
     ) -> None:
         """Plan capacity under wrong forecasts: scenarios, the roofline and a ranked, costed
         menu of moves with their reasons (docs/capacity.md)."""
@@ -127,14 +161,30 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
             if not 0.0 < risk_alpha < 1.0:
                 raise SpecError([Problem("--risk-alpha", "a level strictly between 0 and 1")])
             store = None
+            learn_store = learn_from == "store"
             if record or store_url is not None:
-                if not record:
+                if not record and not learn_store:
                     raise SpecError([Problem("--store-url", "give --store too, to record")])
-                if no_menu:
+                if record and no_menu:
                     raise SpecError([Problem("--store", "records the menu; drop --no-menu")])
+            if log is not None and no_menu:
+                raise SpecError([Problem("--log", "records the menu; drop --no-menu")])
+            if record and log is not None:
+                raise SpecError([Problem("--log", "record in the store or in a log, not both")])
+            if (record or learn_store) and store is None:
                 from clusterloom.store import open_store
 
                 store = open_store(store_url)  # opened (and so checked) before any work
+            learned = None
+            if learn_from is not None:
+                from clusterloom.capacity.memory import learn_from_records, read_decisions
+
+                history = (
+                    read_decisions(store=store)
+                    if learn_store
+                    else read_decisions(log=Path(learn_from))
+                )
+                learned = learn_from_records(history)
             result = run_plan(
                 plan,
                 scenarios=scenarios,
@@ -142,6 +192,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
                 solve=not no_menu,
                 risk_alpha=risk_alpha,
                 use_cache=not no_cache,
+                learned=learned,
             )
             if output is not None:
                 from clusterloom._version import __version__
@@ -150,18 +201,30 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
                 with output_run(
                     output, spec_hash=plan_hash(result.plan), version=__version__, force=force
                 ) as target:
-                    paths = write_plan(target.staging, result.plan, result.problem, result.menu)
+                    paths = write_plan(
+                        target.staging, result.plan, result.problem, result.menu, result.learning
+                    )
                     names = relative(paths, target)
                 if not as_json:
                     out.print(f"wrote {len(names)} files to {output}/: " + ", ".join(names))
-            if store is not None:
-                from clusterloom.capacity.write import plan_decision
+            if record or log is not None:
+                from clusterloom.capacity.memory import plan_record, record_decision
 
-                rec_id = store.record(plan_decision(result.plan, result.problem, result.menu))
+                rec = plan_record(
+                    result.stated or result.plan,
+                    result.problem,
+                    result.menu,
+                    plan_dir=plan.resolve().parent,
+                    learning=result.learning,
+                )
+                rec_id = record_decision(rec, log=log, store=store if record else None)
                 if not as_json:
-                    out.print(f"recorded the menu in the store as decision {rec_id}")
+                    where = "the store" if record else str(log)
+                    out.print(f"recorded the menu in {where} as decision {rec_id}", markup=False)
             if as_json:
                 doc = plan_summary(result.plan, result.problem, result.menu)
+                if result.learning is not None:
+                    doc["learning"] = result.learning
                 sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
             else:
                 _say(out, result)
