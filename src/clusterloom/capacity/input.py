@@ -50,7 +50,7 @@ from __future__ import annotations
 import itertools
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field, ValidationError, model_validator
@@ -112,7 +112,7 @@ def quarter_label(index: int) -> str:
     return f"{index // 4}Q{index % 4 + 1}"
 
 
-def _monotone_levels(levels: list[float]) -> None:
+def monotone_levels(levels: list[float]) -> None:
     if any(b <= a for a, b in itertools.pairwise(levels)):
         raise ValueError(f"levels must be strictly increasing, got {levels}")
     if levels and not (levels[0] > 0.0 and levels[-1] < 1.0):
@@ -131,7 +131,7 @@ class Distribution(SpecModel):
 
     @model_validator(mode="after")
     def _check(self) -> Distribution:
-        _monotone_levels(self.levels)
+        monotone_levels(self.levels)
         if len(self.quarters) != len(self.levels):
             raise ValueError(
                 f"{len(self.levels)} levels but {len(self.quarters)} quarters; give one each"
@@ -235,7 +235,7 @@ class Forecast(SpecModel):
         if quantiles:
             if self.levels is None or self.accelerators is None:
                 raise ValueError("quantiles need both levels and accelerators")
-            _monotone_levels(self.levels)
+            monotone_levels(self.levels)
             for t, row in enumerate(self.accelerators):
                 if len(row) != len(self.levels):
                     raise ValueError(
@@ -514,9 +514,9 @@ def example_plan(name: str = "two-sites") -> Path:
     return path
 
 
-def parse_plan(text: str, source: str = "<plan>") -> PlanInput:
-    """Parse and check a plan given as YAML text; ``SpecError`` listing every problem."""
-    data = read_yaml(text, source, "a plan")
+def plan_from_dict(data: dict[str, Any]) -> PlanInput:
+    """A plan from its data (read YAML, or a plan changed as data by reconciliation, triage or
+    learning), validated and checked; ``SpecError`` listing every problem."""
     try:
         plan = PlanInput.model_validate(data)
     except ValidationError as exc:
@@ -525,6 +525,11 @@ def parse_plan(text: str, source: str = "<plan>") -> PlanInput:
     if problems:
         raise SpecError(problems)
     return plan
+
+
+def parse_plan(text: str, source: str = "<plan>") -> PlanInput:
+    """Parse and check a plan given as YAML text; ``SpecError`` listing every problem."""
+    return plan_from_dict(read_yaml(text, source, "a plan"))
 
 
 def load_plan(path: str | Path) -> PlanInput:

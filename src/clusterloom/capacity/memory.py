@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from clusterloom.capacity.actuals import Actual
-from clusterloom.capacity.input import Distribution, PlanInput, check_plan, quarter_index
+from clusterloom.capacity.input import Distribution, PlanInput, plan_from_dict, quarter_index
 from clusterloom.capacity.learn import (
     Learned,
     Observation,
@@ -283,11 +283,7 @@ def actual_plan(plan: PlanInput, actuals: Sequence[Actual], sizes: Sequence[int]
                 elif isinstance(h.ready, Distribution):
                     h_data["ready"] = _median_ready(h.ready, start)
     data["curves"]["sizes"] = [int(k) for k in sizes if k > 0] or None
-    new = PlanInput.model_validate(data)
-    problems = check_plan(new)
-    if problems:
-        raise SpecError(problems)
-    return new
+    return plan_from_dict(data)
 
 
 def _menu_first_stage(

@@ -49,7 +49,7 @@ from clusterloom.capacity.input import (
     PlanInput,
     ProgramInput,
     SiteInput,
-    check_plan,
+    plan_from_dict,
     quarter_index,
     quarter_label,
 )
@@ -610,13 +610,7 @@ def reconcile(
             fragment, None, tuple(provenance), tuple(trust.values()), tuple(conflicts)
         )
     enriched = _enrich(base, sites_out, programs_out)
-    try:
-        merged = PlanInput.model_validate(enriched)
-    except ValidationError as exc:
-        raise SpecError(validation_problems(exc, PlanInput)) from exc
-    problems = check_plan(merged)
-    if problems:
-        raise SpecError(problems)
+    merged = plan_from_dict(enriched)
     return Reconciled(
         _fragment(sites_out, programs_out),
         merged,

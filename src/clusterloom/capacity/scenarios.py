@@ -95,7 +95,7 @@ def _dist_draw(
     return np.rint(drawn).astype(np.int64)
 
 
-def _demand(plan: PlanInput, u: NDArray[np.float64]) -> NDArray[np.float64]:
+def program_demand(plan: PlanInput, u: NDArray[np.float64]) -> NDArray[np.float64]:
     """[S, R, N, T] each program's demand at each site."""
     S, R, N, T = u.shape[0], len(plan.programs), len(plan.sites), plan.horizon.periods
     site = {s.name: i for i, s in enumerate(plan.sites)}
@@ -108,7 +108,7 @@ def _demand(plan: PlanInput, u: NDArray[np.float64]) -> NDArray[np.float64]:
     return out
 
 
-def _moves(
+def demand_moves(
     plan: PlanInput, demand: NDArray[np.float64], rng: np.random.Generator
 ) -> list[list[str]]:
     """Move shares of demand between sites in place; the shock names per scenario."""
@@ -146,8 +146,8 @@ def sample_scenarios(plan: PlanInput, n: int, seed: int) -> Scenarios:
     S, N, T = n, len(plan.sites), plan.horizon.periods
     start = quarter_index(plan.horizon.start)
     u = correlated_uniforms(plan.correlation_matrix(), S, rng)  # [S, R]
-    per_program = _demand(plan, u)
-    shocks = _moves(plan, per_program, rng)
+    per_program = program_demand(plan, u)
+    shocks = demand_moves(plan, per_program, rng)
     for r, program in enumerate(plan.programs):
         for s in np.flatnonzero(u[:, r] >= _HIGH):
             shocks[s].append(f"{program.name}: demand high (p{int(100 * u[s, r])})")

@@ -55,7 +55,7 @@ from clusterloom.capacity.input import (
     Name,
     Probability,
     Pue,
-    _monotone_levels,
+    monotone_levels,
     quarter_index,
 )
 from clusterloom.errors import Problem, SpecError
@@ -140,7 +140,7 @@ class DemandEntry(SpecModel):
 
     @model_validator(mode="after")
     def _shape(self) -> DemandEntry:
-        _monotone_levels(self.levels)
+        monotone_levels(self.levels)
         for date, row in self.values.items():
             if len(row) != len(self.levels):
                 raise ValueError(f"{date}: {len(row)} values for {len(self.levels)} levels")

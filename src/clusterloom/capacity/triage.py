@@ -57,27 +57,25 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import ValidationError
 from scipy.special import ndtr
 
 from clusterloom.capacity.input import (
     MAX_PERIODS,
     PlanInput,
-    check_plan,
+    plan_from_dict,
     quarter_index,
     quarter_label,
 )
 from clusterloom.capacity.model import Curves
 from clusterloom.capacity.scenarios import (
-    _demand,
-    _moves,
     correlated_uniforms,
+    demand_moves,
     inverse_cdf,
+    program_demand,
     sample_scenarios,
 )
 from clusterloom.errors import Problem, SpecError
 from clusterloom.spec.limits import MAX_ACCELERATORS
-from clusterloom.spec.load import validation_problems
 
 __all__ = [
     "ALPHA",
@@ -384,8 +382,8 @@ class _Reference:
         self.plan = plan
         rng = np.random.default_rng(seed)
         u = correlated_uniforms(plan.correlation_matrix(), n, rng)
-        per_program = _demand(plan, u)
-        _moves(plan, per_program, rng)
+        per_program = program_demand(plan, u)
+        demand_moves(plan, per_program, rng)
         self.demand = per_program  # [n, R, N, T]
         self.lead = sample_scenarios(plan, n, seed).lead_time  # [n, P]
         self.start = quarter_index(plan.horizon.start)
@@ -516,14 +514,7 @@ def apply_signal(plan: PlanInput, s: Signal) -> PlanInput:
             key = "cap" if s.unit == "cap_units" else "price_usd"
             old = sup[key] if isinstance(sup[key], list) else [sup[key]] * T
             sup[key] = [float(s.value) if u >= t else old[u] for u in range(T)]
-    try:
-        out = PlanInput.model_validate(data)
-    except ValidationError as exc:
-        raise SpecError(validation_problems(exc, PlanInput)) from exc
-    problems = check_plan(out)
-    if problems:
-        raise SpecError(problems)
-    return out
+    return plan_from_dict(data)
 
 
 def _revised(forecast: dict[str, Any] | None, x: float, t: int, T: int) -> dict[str, Any]:
