@@ -319,3 +319,99 @@ def test_a_suspect_stands_for_an_assumed_fault(fabric: OpsFabric) -> None:
     ms = candidates(fabric, [s])
     kinds = [m.kind for m in ms]
     assert kinds == [MitigationKind.DRAIN_LINK, MitigationKind.RETIRE_EVS, MitigationKind.REWEIGHT]
+
+
+def test_the_commands_exit_codes_and_records(fabric: OpsFabric, tmp_path: Path) -> None:
+    """``ops mitigate`` 0 when a mitigation is proposed (recorded in the log, the incident
+    written), ``ops approve`` and ``ops outcome`` recorded, 2 on bad input or a second
+    decision, 1 when nothing beats doing nothing."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from clusterloom.cli.main import app
+
+    runner = CliRunner()
+    link = fabric.link_label(int(_uplinks_of_host(fabric, 0)[0]))
+    log, inc = tmp_path / "changes.jsonl", tmp_path / "incident.json"
+    args = ["ops", "mitigate", "hgx-1k-roce", "--hosts", str(HOSTS), "--transport", "mrc-spray"]
+    r = runner.invoke(
+        app,
+        [
+            *args,
+            "--fault",
+            f"gray-link:{link}@0s*rate=0.25",
+            "--log",
+            str(log),
+            "--incident",
+            str(inc),
+            "--at",
+            "1000",
+            "--json",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    pid = doc["proposal"]
+    assert pid and doc["checked"][0]["verdict"] == "better"
+    assert [type(x) for x in read_records(log)] == [Proposal]
+    r = runner.invoke(
+        app,
+        [
+            "ops",
+            "approve",
+            pid,
+            "--by",
+            "bob",
+            "--note",
+            "ok",
+            "--log",
+            str(log),
+            "--incident",
+            str(inc),
+            "--at",
+            "2000",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(
+        app, ["ops", "approve", pid, "--by", "eve", "--note", "no", "--reject", "--log", str(log)]
+    )
+    assert r.exit_code == 2 and "approved already" in r.output
+    r = runner.invoke(
+        app,
+        [
+            "ops",
+            "outcome",
+            pid,
+            "--measured",
+            "50us",
+            "--log",
+            str(log),
+            "--incident",
+            str(inc),
+            "--at",
+            "3000",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert [type(x) for x in read_records(log)] == [Proposal, Approval, Decision, Decision]
+    from clusterloom.ops.incident import read_incident
+
+    chosen = read_incident(inc).chosen
+    assert chosen is not None and chosen.status == "approved" and chosen.measured_ps == 50_000_000
+    page = tmp_path / "page.html"
+    assert runner.invoke(app, ["ops", "timeline", str(inc), "-o", str(page)]).exit_code == 0
+    # bad input: a link the design does not have, no fault at all, both store and log
+    r = runner.invoke(app, [*args, "--fault", "gray-link:a:b~c:d@0s*rate=0.5"])
+    assert r.exit_code == 2, r.output
+    assert runner.invoke(app, args).exit_code == 2
+    r = runner.invoke(app, [*args, "--fault", f"dead-link:{link}@0s", "--store", "--log", "x"])
+    assert r.exit_code == 2
+    # a slow NIC port with no spare host on RoCE: nothing beats doing nothing
+    port = ":".join(fabric.endpoint(3, 0))
+    r = runner.invoke(
+        app, ["ops", "mitigate", "hgx-1k-roce", "--fault", f"slow-nic-port:{port}@0s*rate=0.5"]
+    )
+    assert r.exit_code == 1, r.output
+    assert "nothing proposed" in r.output

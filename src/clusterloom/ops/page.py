@@ -89,19 +89,24 @@ def _timeline(inc: Incident) -> Any:
         )
     c = inc.chosen
     if c is not None:
-        events = [(c.proposed_ms, f"proposed {c.mitigation}")]
+        events = [(c.proposed_ms, "proposed", c.mitigation)]
         if c.decided_ms is not None:
-            events.append((c.decided_ms, f"{c.status} by {c.decided_by}"))
+            events.append((c.decided_ms, f"{c.status} by {c.decided_by}", c.proposal))
         if c.measured_ms is not None:
-            events.append((c.measured_ms, f"measured {_time(c.measured_ps)}"))
-        for at, label in events:
+            events.append((c.measured_ms, f"measured {_time(c.measured_ps)}", ""))
+        for n, (at, label, hover) in enumerate(events):
             fig.add_vline(x=_s(at, base), line_dash="dot", line_color="#2563eb")
             fig.add_annotation(
-                x=_s(at, base), y=1.08, yref="paper", text=esc(label), showarrow=False
+                x=_s(at, base),
+                y=1.06 + 0.05 * n,  # staggered: events close in time stay readable
+                yref="paper",
+                text=esc(label),
+                hovertext=esc(hover) or None,
+                showarrow=False,
             )
     fig.update_yaxes(title_text="confidence", range=[0, 1.1], row=1, col=1)
     fig.update_xaxes(title_text="seconds since the incident opened", row=2, col=1)
-    fig.update_layout(height=560, margin={"t": 60, "l": 60, "r": 20, "b": 50}, template="none")
+    fig.update_layout(height=580, margin={"t": 90, "l": 60, "r": 20, "b": 50}, template="none")
     return fig
 
 
@@ -158,7 +163,8 @@ def _symptoms(inc: Incident) -> str:
 def _suspects(inc: Incident) -> str:
     rows = []
     for o in inc.observations:
-        for n, s in enumerate(o.suspects, 1):
+        ranked = sorted(o.suspects, key=lambda s: (-s.confidence, s.target))
+        for n, s in enumerate(ranked, 1):
             rows.append(
                 "<tr>"
                 + td(f"{_s(o.ts_ms, inc.opened_ms):,.1f}", True)
