@@ -75,6 +75,11 @@ def _faults(texts: Sequence[str], fabric: OpsFabric) -> list[Fault]:
     return [parse_fault(t, fabric) for t in texts]
 
 
+def _progress(text: str) -> None:
+    sys.stderr.write(f"progress: {text}\n")
+    sys.stderr.flush()
+
+
 def _fmt(ps: int | None) -> str:
     from clusterloom.sim.flow.run import fmt_time
 
@@ -155,6 +160,9 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
         at: AtOpt = None,
         user: Annotated[str, typer.Option("--user", help="the proposal's author")] = "ops",
         as_json: Annotated[bool, typer.Option("--json", help="print the checks as JSON")] = False,
+        quiet: Annotated[
+            bool, typer.Option("--no-progress", help="no progress lines on stderr")
+        ] = False,
     ) -> None:
         """Check the mitigations of a fault (or of localised suspects) in the flow simulator
         against doing nothing, and propose the best; one predicted worse than doing nothing
@@ -199,6 +207,7 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
                 size=size,
                 hosts=hosts,
                 min_gain=min_gain,
+                progress=None if quiet else _progress,
             )
             proposal = propose_mitigation(
                 fabric, checked, suspects=given, author=user, store=store, log=log_path

@@ -54,7 +54,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -452,6 +452,7 @@ def check_mitigations(
     size: str | None = None,
     hosts: int | None = None,
     min_gain: float | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[Checked, ...]:
     """Each candidate simulated on the design with the faults (suspects stand for faults by
     :func:`suspect_fault`) and the job's traffic, against doing nothing; ranked: the
@@ -462,7 +463,8 @@ def check_mitigations(
     else the standard permutation), ``size`` its message size, ``hosts`` how many hosts it
     spans (the rest are spares to move ranks to); ``transport`` the job's transport (default:
     the spec scenario's first, else ``roce-ecmp``); ``min_gain`` the share of doing nothing's
-    time a mitigation must save (default the engine's rate tolerance)."""
+    time a mitigation must save (default the engine's rate tolerance); ``progress`` is told
+    what runs as each run starts."""
     from clusterloom.sim.predict import FlowPrediction, predict
     from clusterloom.sim.scenario import DEFAULT_TRAFFIC, resolve_scenario
 
@@ -504,6 +506,8 @@ def check_mitigations(
         sm = p.summaries[0]
         return sm.makespan_ps, sm.finished, sm.flows
 
+    say = progress or (lambda _text: None)
+    say(f"doing nothing: {len(base.traffic or ()):,} flows on {names}")
     nothing_ps, nothing_done, flows = figures(base)
     assert base.traffic is not None
     used = np.zeros(topo.plan.hosts, dtype=bool)
@@ -533,6 +537,7 @@ def check_mitigations(
             )
             continue
         sc, options = variant
+        say(f"{m.id} ({len(out) + 1} of {len(candidates)})")
         ps, done, _ = figures(sc)
         verdict, reason = _verdict(ps, done, nothing_ps, nothing_done, flows, gain_floor)
         out.append(
