@@ -415,3 +415,67 @@ def test_the_commands_exit_codes_and_records(fabric: OpsFabric, tmp_path: Path) 
     )
     assert r.exit_code == 1, r.output
     assert "nothing proposed" in r.output
+
+
+def test_the_risk_of_a_drain_in_closed_form(fabric: OpsFabric) -> None:
+    """hgx-1k-roce: a leaf has 64 uplinks (one per spine pair port) and 64 hosts; a spine 128
+    downlinks. Draining one uplink leaves 63/64 at the leaf; draining a spine leaves every
+    leaf 7/8 of its uplinks; a host's only port drained leaves it nothing."""
+    from clusterloom.ops.mitigate import _risk
+
+    t = fabric.topology
+    used = np.ones(t.plan.hosts, dtype=bool)
+    ups = _uplinks_of_host(fabric, 0)
+    assert ups.size == 64
+    (m,) = [
+        x
+        for x in candidates(fabric, [Suspect(SuspectKind.LINK, fabric.link_label(int(ups[0])), 1)])
+        if x.kind == MitigationKind.DRAIN_LINK
+    ]
+    r = _risk(fabric, m, used)
+    assert r == Risk(links_drained=1, hosts_affected=64, capacity_left=63 / 64)
+    spine = str(fabric.names.device(np.array([int(t.link_dst[ups[0]])]))[0])
+    sw = next(
+        x
+        for x in candidates(fabric, [Suspect(SuspectKind.DEVICE, spine, 1)])
+        if x.kind == MitigationKind.DRAIN_SWITCH
+    )
+    spines = int((t.node_role == 2).sum())
+    r = _risk(fabric, sw, used)
+    assert r.links_drained == len(sw.links) and r.hosts_affected == t.plan.hosts
+    assert r.capacity_left == pytest.approx(1 - 1 / spines)
+    host_link = int(np.flatnonzero((t.link_tier == 1) & (t.link_src == 0))[0])
+    port = Suspect(SuspectKind.LINK, fabric.link_label(host_link), 1)
+    drain = next(x for x in candidates(fabric, [port]) if x.kind == MitigationKind.DRAIN_LINK)
+    assert _risk(fabric, drain, used).capacity_left == 0.0
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.integers(0, 2**31))
+def test_candidates_name_what_the_design_has(fabric: OpsFabric, pick: int) -> None:
+    t = fabric.topology
+    link = pick % t.n_links
+    switch = t.plan.hosts + pick % (t.n_nodes - t.plan.hosts)
+    host, port = pick % t.plan.hosts, 0
+    suspects = [
+        Suspect(SuspectKind.LINK, fabric.link_label(link), 0.9),
+        Suspect(SuspectKind.DEVICE, str(fabric.names.device(np.array([switch]))[0]), 0.5),
+        Suspect(SuspectKind.PORT, ":".join(fabric.endpoint(host, port)), 0.4),
+        Suspect(SuspectKind.RANK, f"rank:{host}", 0.3),
+    ]
+    ms = candidates(fabric, suspects)
+    assert len({m.id for m in ms}) == len(ms)  # each once
+    for m in ms:
+        for i in m.links:
+            assert 0 <= i < t.n_links
+        if m.kind in (MitigationKind.DRAIN_LINK, MitigationKind.RETIRE_EVS) and m.switch is None:
+            assert m.objects == tuple(fabric.link_label(i) for i in m.links)
+        if m.kind == MitigationKind.MOVE_RANKS:
+            assert m.objects == tuple(f"rank:{h}" for h in m.hosts)
+        if m.switch is not None:
+            assert set(m.links) == set(
+                np.flatnonzero((t.link_src == m.switch) | (t.link_dst == m.switch)).tolist()
+            )
+    assert ms[0].kind == MitigationKind.DRAIN_LINK and ms[0].links == (link,)
