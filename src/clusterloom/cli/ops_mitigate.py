@@ -195,7 +195,10 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
             else:
                 assert suspects is not None
                 groups = read_suspects(suspects)
-                observed = [(ts, {"suspects": sus, "congestion": cong}) for ts, sus, cong in groups]
+                observed = [
+                    (ts, {"suspects": sus, "congestion": cong, "anomalies": an})
+                    for ts, sus, cong, an in groups
+                ]
                 given = list(groups[-1][1])  # the latest localisation's suspects
             checked = check_mitigations(
                 fabric,

@@ -322,10 +322,14 @@ def read_incident(path: str | Path) -> Incident:
     return inc
 
 
-def read_suspects(path: str | Path) -> list[tuple[int, tuple[Suspect, ...], bool]]:
-    """Suspects from a file: a list of suspects, one localisation (``{"suspects": [...]}``,
-    as ``ops localise --json`` prints it) or several (``{"localisations": [{"ts_ms": ...,
-    "suspects": [...]}, ...]}``); ``(ts_ms, suspects, congestion)`` per localisation."""
+def read_suspects(
+    path: str | Path,
+) -> list[tuple[int, tuple[Suspect, ...], bool, tuple[Mapping[str, Any], ...]]]:
+    """Suspects from a file: a list of suspects, one localisation (``{"suspects": [...],
+    "anomalies": [...], "congestion": ...}``, as ``ops localise --json`` prints it) or several
+    (``{"localisations": [{"ts_ms": ..., "suspects": [...]}, ...]}``); per localisation
+    ``(ts_ms, suspects, congestion, anomalies)``, its time the ``ts_ms`` given, else the last
+    time its suspects and anomalies name (0 when none does)."""
     p = Path(path)
     try:
         d = json.loads(p.read_text(encoding="utf-8"))
@@ -350,8 +354,17 @@ def read_suspects(path: str | Path) -> list[tuple[int, tuple[Suspect, ...], bool
             suspect_from_dict(s, f"{p}: localisations[{i}].suspects[{j}]")
             for j, s in enumerate(_list(g, "suspects", f"{p}: localisations[{i}]"))
         )
-        ts = g.get("ts_ms", g.get("end_ms", 0))
-        out.append((int(ts or 0), sus, bool(g.get("congestion", False))))
-    if not any(s for _, s, _ in out):
+        anomalies = tuple(a for a in _list(g, "anomalies", f"{p}: localisations[{i}]"))
+        if not all(isinstance(a, Mapping) for a in anomalies):
+            raise SpecError([Problem(f"{p}: localisations[{i}].anomalies", "objects")])
+        ts = g.get("ts_ms")
+        if ts is None:
+            seen = [s.last_ms for s in sus if s.last_ms is not None]
+            seen += [a["last_ms"] for a in anomalies if isinstance(a.get("last_ms"), int)]
+            ts = max(seen, default=0)
+        if not isinstance(ts, int):
+            raise SpecError([Problem(f"{p}: localisations[{i}].ts_ms", "ms since the epoch")])
+        out.append((ts, sus, bool(g.get("congestion", False)), anomalies))
+    if not any(x[1] for x in out):
         raise SpecError([Problem(str(p), "no suspects in the file")])
     return out
