@@ -479,3 +479,76 @@ def test_candidates_name_what_the_design_has(fabric: OpsFabric, pick: int) -> No
                 np.flatnonzero((t.link_src == m.switch) | (t.link_dst == m.switch)).tolist()
             )
     assert ms[0].kind == MitigationKind.DRAIN_LINK and ms[0].links == (link,)
+
+
+def test_mitigate_from_a_localisation_file(fabric: OpsFabric, tmp_path: Path) -> None:
+    """``--suspects`` takes ``ops localise --json``: the suspects checked at the assumed
+    severity, the anomalies kept as the incident's symptoms."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from clusterloom.cli.main import app
+    from clusterloom.ops.incident import read_incident
+
+    link = fabric.link_label(int(_uplinks_of_host(fabric, 0)[0]))
+    doc = {
+        "congestion": False,
+        "suspects": [
+            {
+                "kind": "link",
+                "target": link,
+                "confidence": 0.93,
+                "fault": "gray-link",
+                "explained": 40,
+                "unexplained": 2,
+                "first_ms": 5000,
+                "last_ms": 9000,
+                "evidence": ["probes through it lose 2%"],
+            },
+            {"kind": "congestion", "target": "be-p0-spine0001", "confidence": 0.1},
+        ],
+        "anomalies": [
+            {
+                "signal": "probe-loss",
+                "where": link,
+                "score": 4.0,
+                "value": 0.02,
+                "baseline": 0.0,
+                "first_ms": 5000,
+                "last_ms": 9000,
+                "intervals": 4,
+                "note": "",
+            },
+        ],
+    }
+    sus, inc = tmp_path / "suspects.json", tmp_path / "incident.json"
+    sus.write_text(json.dumps(doc))
+    r = CliRunner().invoke(
+        app,
+        [
+            "ops",
+            "mitigate",
+            "hgx-1k-roce",
+            "--suspects",
+            str(sus),
+            "--transport",
+            "mrc-spray",
+            "--hosts",
+            str(HOSTS),
+            "--assume-rate",
+            "0.25",
+            "--incident",
+            str(inc),
+            "--no-progress",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert "not recorded" in r.output
+    got = read_incident(inc)
+    assert [(s.kind, s.target, s.ts_ms) for s in got.symptoms] == [("probe-loss", link, 5000)]
+    assert got.observations[0].ts_ms == 9000 and got.observations[0].suspects[0].target == link
+    assert got.chosen is not None and got.chosen.predicted_ps < got.chosen.nothing_ps
+    sus.write_text(json.dumps({"suspects": [{"kind": "link", "target": "nowhere"}]}))
+    r = CliRunner().invoke(app, ["ops", "mitigate", "hgx-1k-roce", "--suspects", str(sus)])
+    assert r.exit_code == 2 and "confidence" in r.output

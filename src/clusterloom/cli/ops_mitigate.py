@@ -153,6 +153,13 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
             float | None,
             typer.Option(help="share of doing nothing's time a mitigation must save [0.01]"),
         ] = None,
+        assume_rate: Annotated[
+            float,
+            typer.Option(
+                "--assume-rate",
+                help="the rate a suspected gray link or slow port keeps, for --suspects",
+            ),
+        ] = 0.5,
         record: RecordOpt = False,
         store_url: StoreUrlOpt = None,
         log: LogOpt = None,
@@ -211,6 +218,7 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
                 hosts=hosts,
                 min_gain=min_gain,
                 progress=None if quiet else _progress,
+                assumed_rate=assume_rate,
             )
             proposal = propose_mitigation(
                 fabric, checked, suspects=given, author=user, store=store, log=log_path

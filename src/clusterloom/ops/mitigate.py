@@ -80,6 +80,7 @@ __all__ = [
     "MitigationKind",
     "Risk",
     "Verdict",
+    "assumed_faults",
     "candidates",
     "check_mitigations",
     "decide",
@@ -270,6 +271,37 @@ def _as_suspect(x: Fault | Suspect) -> Suspect:
     return x if isinstance(x, Suspect) else _suspect_of(x)
 
 
+def assumed_faults(
+    fabric: OpsFabric, given: Sequence[Fault | Suspect], *, assumed_rate: float = ASSUMED_RATE
+) -> list[Fault]:
+    """The faults a check runs with: the faults given (known faults, all present at once);
+    with none, the most confident suspect whose fault the flow engine expresses, as
+    :func:`suspect_fault` states it (suspects are alternative explanations, not faults at
+    the same time). ``SpecError`` when no suspect is such a fault (congestion blames none)."""
+    faults = [x for x in given if isinstance(x, Fault)]
+    if faults:
+        return faults
+    ranked = sorted(
+        (x for x in given if isinstance(x, Suspect)), key=lambda s: (-s.confidence, s.target)
+    )
+    for s in ranked:
+        f = suspect_fault(s, assumed_rate=assumed_rate)
+        try:
+            fault_texts(f, fabric)
+        except SpecError:
+            continue
+        return [f]
+    raise SpecError(
+        [
+            Problem(
+                "suspects",
+                "no suspect is a fault the flow engine expresses (a link or a NIC port): "
+                "nothing to check a mitigation against",
+            )
+        ]
+    )
+
+
 def fault_texts(fault: Fault, fabric: OpsFabric) -> tuple[str, ...]:
     """The ``sim.failures`` texts that put ``fault`` into a checked run, present from time 0
     (module docstring, "Faults in the flow engine"); ``SpecError`` naming the fault when the
@@ -453,9 +485,11 @@ def check_mitigations(
     hosts: int | None = None,
     min_gain: float | None = None,
     progress: Callable[[str], None] | None = None,
+    assumed_rate: float = ASSUMED_RATE,
 ) -> tuple[Checked, ...]:
-    """Each candidate simulated on the design with the faults (suspects stand for faults by
-    :func:`suspect_fault`) and the job's traffic, against doing nothing; ranked: the
+    """Each candidate simulated on the design with the faults (:func:`assumed_faults`: the
+    faults given, all present at once; for suspects, the most confident one the engine can
+    express) and the job's traffic, against doing nothing; ranked: the
     proposable (:data:`Verdict.BETTER`) first, those within the engine's tolerance of the best
     by risk then time, the others by time; then the refused (module docstring).
 
@@ -464,7 +498,8 @@ def check_mitigations(
     spans (the rest are spares to move ranks to); ``transport`` the job's transport (default:
     the spec scenario's first, else ``roce-ecmp``); ``min_gain`` the share of doing nothing's
     time a mitigation must save (default the engine's rate tolerance); ``progress`` is told
-    what runs as each run starts."""
+    what runs as each run starts; ``assumed_rate`` the rate a suspected gray link or slow port
+    keeps (a suspect does not say how bad it is)."""
     from clusterloom.sim.predict import FlowPrediction, predict
     from clusterloom.sim.scenario import DEFAULT_TRAFFIC, resolve_scenario
 
@@ -481,7 +516,7 @@ def check_mitigations(
     if not faults:
         raise SpecError([Problem("faults", "give the fault (or suspects) to check against")])
     spec, topo = fabric.spec, fabric.topology
-    fault_list = [_as_fault(f) for f in faults]
+    fault_list = assumed_faults(fabric, faults, assumed_rate=assumed_rate)
     texts = tuple(t for f in fault_list for t in fault_texts(f, fabric))
     kind = traffic or ("step" if spec.job is not None else DEFAULT_TRAFFIC)
     names = _transport_of(spec, transport)
