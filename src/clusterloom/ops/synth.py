@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import json
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +81,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from clusterloom.errors import Problem, SpecError
+from clusterloom.ops.fabric import OpsFabric
 from clusterloom.ops.faults import PROBE_EVS, flap_windows, format_fault, shifted, uplinks
 from clusterloom.ops.model import (
     COLLECTIVE_SCHEMA,
@@ -91,7 +93,6 @@ from clusterloom.ops.model import (
 )
 
 if TYPE_CHECKING:
-    from clusterloom.ops.fabric import OpsFabric
     from clusterloom.sim.traffic import Traffic
 
 __all__ = [
@@ -117,7 +118,7 @@ PFC_PACKETS_PER_PAUSE = 64  #: packets held by one pause frame
 FEC_BITS = 5440  #: RS(544,514) codeword
 FEC_PAYLOAD_BITS = 5140
 FEC_CORRECTED = 5.4e-5  #: share of codewords corrected on a healthy link (pre-FEC BER ~1e-8)
-FEC_GRAY_FACTOR = 1000.0  #: corrected codewords per uncorrectable one on a gray link
+FEC_GRAY_FACTOR = 100.0  #: corrected codewords per uncorrectable one on a gray link
 RHO_MAX = 0.99
 COUNTER_BASE_MAX = 2**40
 
@@ -152,7 +153,19 @@ class _State:
     unit_link: I64
 
 
-_BASELINE_CACHE: dict[tuple[int, int, str], _State] = {}
+#: per fabric (weakly: a fabric dropped drops its entries): the traffic built and the
+#: healthy state's run, by (traffic asked, seed), so a batch of incidents on one design
+#: simulates the baseline once
+_CACHE: weakref.WeakKeyDictionary[OpsFabric, dict[tuple[str | None, int], Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _cached(fabric: OpsFabric, key: tuple[str | None, int], make: Any) -> Any:
+    per = _CACHE.setdefault(fabric, {})
+    if key not in per:
+        per[key] = make()
+    return per[key]
 
 
 def _run_state(
@@ -306,7 +319,9 @@ def synthesize(
     n_int = max(1, round(duration_s * 1000) // interval_ms)
     horizon = n_int * interval_ms
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5E7]))
-    load_traffic, kind = _traffic(fabric, traffic, seed)
+    load_traffic, kind, fallback = _cached(
+        fabric, ("traffic:" + str(traffic), seed), lambda: _traffic(fabric, traffic, seed)
+    )
     t = fabric.topology
     n_dir = 2 * t.n_links
     cap = fabric.router.capacity_bytes()  # bytes/s per directed link
@@ -330,19 +345,13 @@ def synthesize(
         seg_state.append(tuple(sorted(fr.items())))
     keys = sorted(set(seg_state))
     states: dict[tuple[tuple[int, float], ...], _State] = {}
+
+    def healthy() -> _State:
+        return _run_state(fabric, load_traffic, {}, seed)
+
+    base: _State = _cached(fabric, ("baseline:" + str(traffic), seed), healthy)
     for key in keys:
-        if not key:
-            ck = (id(fabric), seed, kind)
-            if ck not in _BASELINE_CACHE:
-                _BASELINE_CACHE[ck] = _run_state(fabric, load_traffic, {}, seed)
-            states[key] = _BASELINE_CACHE[ck]
-        else:
-            states[key] = _run_state(fabric, load_traffic, dict(key), seed)
-    base = states[()] if () in states else _BASELINE_CACHE.get((id(fabric), seed, kind))
-    if base is None:
-        base = _BASELINE_CACHE.setdefault(
-            (id(fabric), seed, kind), _run_state(fabric, load_traffic, {}, seed)
-        )
+        states[key] = base if not key else _run_state(fabric, load_traffic, dict(key), seed)
     compute_ps = base.makespan_ps * (1.0 / load - 1.0)
     state_index = {k: i for i, k in enumerate(keys)}
     seg_interval = np.searchsorted(np.arange(1, n_int + 1) * interval_ms, seg_b, side="left")
@@ -434,7 +443,7 @@ def synthesize(
     notes = (
         f"flow engine (roce-ecmp), {kind} traffic, load {load:g}, "
         f"{len(keys)} fabric state(s) simulated",
-    )
+    ) + ((fallback,) if fallback else ())
     return Synthetic(counters, probes, collectives, truth, int(start_ms), notes)
 
 
@@ -474,16 +483,32 @@ def _check(
     return problems
 
 
-def _traffic(fabric: OpsFabric, kind: str | None, seed: int) -> tuple[Traffic, str]:
+#: the most flows a job's step may have for its traffic to be synthesized by default; a larger
+#: step (a MoE job's all-to-alls: hundreds of thousands of flows) takes the flow engine minutes
+#: per fabric state, so the default falls back to a permutation (``traffic="step"`` forces it)
+STEP_FLOWS_MAX = 50_000
+
+
+def _traffic(fabric: OpsFabric, kind: str | None, seed: int) -> tuple[Traffic, str, str]:
+    """The traffic to run, its kind, and a note when the default fell back."""
     from clusterloom.sim.failures import parse_size
     from clusterloom.sim.scenario import DEFAULT_SIZE, build_traffic
 
     spec = fabric.spec
     sc = spec.scenario
-    if kind is None:
-        kind = "step" if spec.job is not None else "permutation"
+    hosts = int(fabric.topology.plan.hosts)
     size = parse_size(sc.size if sc is not None and sc.size else DEFAULT_SIZE)
-    return build_traffic(spec, kind, size, None, seed, int(fabric.topology.plan.hosts)), kind
+    note = ""
+    if kind is None and spec.job is not None:
+        step = build_traffic(spec, "step", size, None, seed, hosts)
+        if len(step) <= STEP_FLOWS_MAX:
+            return step, "step", note
+        note = (
+            f"the job's step has {len(step):,} flows (more than {STEP_FLOWS_MAX:,}): "
+            "a permutation stands in"
+        )
+    kind = kind or "permutation"
+    return build_traffic(spec, kind, size, None, seed, hosts), kind, note
 
 
 def _link_up(
@@ -528,10 +553,10 @@ def _counters(
     pkt = MSS + HDR
     sent_bytes = rate * interval_s  # per directed link
     sent_pkts = np.floor(sent_bytes / pkt).astype(np.int64)
-    drops = rng.binomial(sent_pkts, loss)
+    drops = _binomial(rng, sent_pkts, loss)
     rho = np.minimum(util, RHO_MAX)
-    ecn = rng.binomial(sent_pkts, rho**ECN_K)
-    pfc = rng.poisson(sent_pkts * rho**PFC_K / PFC_PACKETS_PER_PAUSE)
+    ecn = _binomial(rng, sent_pkts, rho**ECN_K)
+    pfc = _poisson(rng, sent_pkts * rho**PFC_K / PFC_PACKETS_PER_PAUSE)
     # FEC: codewords at line rate while the link is up (share of the interval up)
     down_share = np.zeros((n_int, t.n_links))
     for j, key in enumerate(keys):
@@ -544,8 +569,8 @@ def _counters(
     cw_per_pkt = pkt * 8 / FEC_PAYLOAD_BITS
     unc_p = loss / cw_per_pkt
     cw_n = np.floor(cw_dir).astype(np.int64)
-    unc = rng.binomial(cw_n, np.minimum(unc_p, 1.0))
-    corr = rng.binomial(cw_n, np.minimum(FEC_CORRECTED + FEC_GRAY_FACTOR * unc_p, 0.5))
+    unc = _binomial(rng, cw_n, np.minimum(unc_p, 1.0))
+    corr = _binomial(rng, cw_n, np.minimum(FEC_CORRECTED + FEC_GRAY_FACTOR * unc_p, 0.5))
     n_if = 2 * t.n_links
     inc = np.zeros((len(COUNTERS), n_int, n_if), dtype=np.uint64)
     inc[0] = sent_pkts[:, tx] * pkt  # bytes_tx (whole packets)
@@ -558,8 +583,10 @@ def _counters(
     inc[7] = corr[:, rx]
     inc[8] = unc[:, rx]
     base = rng.integers(0, COUNTER_BASE_MAX, size=(len(COUNTERS), 1, n_if), dtype=np.uint64)
-    cum = np.concatenate([np.zeros((len(COUNTERS), 1, n_if), dtype=np.uint64), inc], axis=1)
-    cum = np.cumsum(cum, axis=1, dtype=np.uint64) + base
+    cum = np.empty((len(COUNTERS), n_int + 1, n_if), dtype=np.uint64)
+    cum[:, 0] = base[:, 0]
+    for k in range(n_int):  # a loop of vector adds beats numpy's cumsum along this axis
+        np.add(cum[:, k], inc[:, k], out=cum[:, k + 1])
     n_s = n_int + 1
     dev, ifs = fabric.end_names
     dev_names = pa.array(np.concatenate([dev[:, 0], dev[:, 1]]).tolist(), pa.string())
@@ -574,6 +601,40 @@ def _counters(
         cols[name] = pa.array(cum[c].reshape(-1), pa.uint64())
     cols["link_up"] = pa.array(up_at[:, link2].reshape(-1), pa.bool_())
     return pa.table(cols, schema=COUNTER_SCHEMA)
+
+
+#: above this variance a binomial draw is taken from its normal approximation (rounded,
+#: clipped to [0, n]): the error is far below the counters' own spread, and it is much faster
+NORMAL_ABOVE = 1000.0
+
+
+def _binomial(rng: np.random.Generator, n: I64, p: F64) -> I64:
+    """Binomial draws, made only where they can be non-zero (the rest are 0); the normal
+    approximation where the variance exceeds :data:`NORMAL_ABOVE`."""
+    out = np.zeros(n.shape, dtype=np.int64)
+    hit = (n > 0) & (p > 0)
+    if not hit.any():
+        return out
+    nn, pp = n[hit], p[hit]
+    var = nn * pp * (1.0 - pp)
+    big = var > NORMAL_ABOVE
+    got = np.empty(nn.shape, dtype=np.int64)
+    if big.any():
+        mean = nn[big] * pp[big]
+        draw = np.rint(mean + np.sqrt(var[big]) * rng.standard_normal(mean.shape))
+        got[big] = np.clip(draw, 0, nn[big]).astype(np.int64)
+    if (~big).any():
+        got[~big] = rng.binomial(nn[~big], pp[~big])
+    out[hit] = got
+    return out
+
+
+def _poisson(rng: np.random.Generator, lam: F64) -> I64:
+    out = np.zeros(lam.shape, dtype=np.int64)
+    hit = lam > 0
+    if hit.any():
+        out[hit] = rng.poisson(lam[hit])
+    return out
 
 
 def _probe_pairs(
@@ -669,19 +730,33 @@ def _probes(
     p_ok = np.zeros((n_int, n))
     rtt = np.zeros((n_int, n))
     qsum = np.zeros((n_int, n))
+    n_dir = 2 * t.n_links
+    # per interval and directed link (a zero column at n_dir for the padding): the log of
+    # surviving the link, and its M/M/1 wait
+    rho = np.minimum(util, RHO_MAX)
+    wait = np.zeros((n_int, n_dir + 1))
+    wait[:, :n_dir] = rho / (1.0 - rho) * pkt_us[None, :]
+    logs = np.zeros((n_int, n_dir + 1))
+    logs[:, :n_dir] = np.log1p(-np.minimum(loss, 0.999999))
+    lossy: NDArray[np.bool_] = np.asarray((loss > 0).any(axis=1), dtype=bool)
+    fixed = np.append(lat_us + ser_us, 0.0)
+    gathered: dict[frozenset[int], tuple[I64, NDArray[np.bool_], F64]] = {}
     for s, (a, b) in enumerate(zip(seg_a.tolist(), seg_b.tolist(), strict=True)):
         i = int(seg_interval[s])
         w = (b - a) / interval_ms
-        fwd, rev = paths(dead_of[s])
-        both = np.concatenate([fwd, rev], axis=1)
-        valid = both >= 0
-        li = np.where(valid, both, 0)
-        logsurv = np.where(valid, np.log1p(-np.minimum(loss[i][li], 0.999999)), 0.0).sum(axis=1)
-        routed = (fwd[:, 0] >= 0) & (rev[:, 0] >= 0)
-        surv = np.where(routed, np.exp(logsurv), 0.0)
-        rho = np.minimum(util[i][li], RHO_MAX)
-        q = np.where(valid, rho / (1.0 - rho) * pkt_us[li], 0.0).sum(axis=1)
-        base = np.where(valid, lat_us[li] + ser_us[li], 0.0).sum(axis=1) + 2 * HOST_US
+        dead = dead_of[s]
+        if dead not in gathered:
+            fwd, rev = paths(dead)
+            both = np.concatenate([fwd, rev], axis=1)
+            li = np.where(both >= 0, both, n_dir)
+            routed = (fwd[:, 0] >= 0) & (rev[:, 0] >= 0)
+            gathered[dead] = (li, routed, fixed[li].sum(axis=1) + 2 * HOST_US)
+        li, routed, base = gathered[dead]
+        if lossy[i]:
+            surv = np.where(routed, np.exp(logs[i][li].sum(axis=1)), 0.0)
+        else:
+            surv = routed.astype(np.float64)
+        q = wait[i][li].sum(axis=1)
         p_ok[i] += w * surv
         rtt[i] += w * surv * base
         qsum[i] += w * surv * q
@@ -719,7 +794,7 @@ def _probes(
         p_ok[:, hit] *= (1.0 - act)[:, None]
     sent_n = max(1, round(probe_hz * interval_ms / 1000))
     p_loss = np.clip(1.0 - p_ok, 0.0, 1.0)
-    lost = rng.binomial(sent_n, p_loss)
+    lost = _binomial(rng, np.full(p_loss.shape, sent_n, dtype=np.int64), p_loss)
     back = sent_n - lost
     with np.errstate(invalid="ignore", divide="ignore"):
         base_rtt = np.where(p_ok > 0, rtt / p_ok, 0.0)
