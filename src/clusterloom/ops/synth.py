@@ -33,7 +33,8 @@ The model, assumption by assumption:
   probability ``FEC_CORRECTED`` (a healthy pre-FEC BER of about 1e-8) and, on a lossy gray link,
   uncorrectable with probability ``loss / codewords per packet`` and corrected
   ``FEC_GRAY_FACTOR`` times as often; **link up** as the state at the sample.
-- **Probes** (Pingmesh-like): every host probes ``peers`` (2) peers drawn (seeded) among the
+- **Probes** (Pingmesh-like): every host probes ``peers`` (2) peers drawn (``traffic_seed``,
+  a fixed pattern as a deployment keeps it) among the
   hosts under other leaves, on port ``(host + j) % ports``, with each of ``PROBE_EVS`` as the
   UDP source port, ``probe_hz`` (1) probes a second; the reply comes back on the reverse path
   with the same EV. A probe is lost with the path's loss (``1 - prod(1 - loss)`` over both
@@ -168,9 +169,7 @@ def _cached(fabric: OpsFabric, key: tuple[str | None, int], make: Any) -> Any:
     return per[key]
 
 
-def _run_state(
-    fabric: OpsFabric, traffic: Traffic, fractions: dict[int, float], seed: int
-) -> _State:
+def _run_state(fabric: OpsFabric, traffic: Traffic, fractions: dict[int, float]) -> _State:
     """The flow engine on ``traffic`` with physical links ``fractions`` (link -> the fraction
     of capacity left; 0: down) from the start."""
     from clusterloom.sim.failures import Failure
@@ -187,7 +186,7 @@ def _run_state(
         traffic,
         tr,
         fails,
-        seed=seed,
+        seed=fabric.hash_seed,  # the switches' ECMP hash, as the probes' paths use it
         router=fabric.router,
         watch_links=np.zeros(0, dtype=np.int64),
     )
@@ -296,12 +295,16 @@ def synthesize(
     probe_hz: float = 1.0,
     reconverge_s: float = 1.0,
     start_ms: int = DEFAULT_START_MS,
+    traffic_seed: int = 0,
 ) -> Synthetic:
     """The telemetry of ``fabric`` running its traffic for ``duration_s`` with ``faults``
     (times as offsets from the start, ``ops.faults``), sampled every ``interval_s``; seeded
     by ``seed`` (module docstring for the model). ``traffic`` is a ``sim.scenario`` traffic
     kind (default: the job's step, else a permutation); ``load`` the share of a healthy step
-    spent communicating; ``peers`` and ``evs`` the probes' pattern."""
+    spent communicating; ``peers`` and ``evs`` the probes' pattern. ``traffic_seed`` seeds
+    the traffic (a permutation's pairs) and the probe pairs, which a deployment keeps fixed:
+    incidents with different ``seed`` on one fabric share one healthy run (cached); the
+    flows and probes hash under the fabric's ``hash_seed``."""
     problems = _check(fabric, faults, duration_s, interval_s, engine, load, peers, evs, probe_hz)
     if problems:
         raise SpecError(problems)
@@ -320,7 +323,9 @@ def synthesize(
     horizon = n_int * interval_ms
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5E7]))
     load_traffic, kind, fallback = _cached(
-        fabric, ("traffic:" + str(traffic), seed), lambda: _traffic(fabric, traffic, seed)
+        fabric,
+        ("traffic:" + str(traffic), traffic_seed),
+        lambda: _traffic(fabric, traffic, traffic_seed),
     )
     t = fabric.topology
     n_dir = 2 * t.n_links
@@ -347,11 +352,11 @@ def synthesize(
     states: dict[tuple[tuple[int, float], ...], _State] = {}
 
     def healthy() -> _State:
-        return _run_state(fabric, load_traffic, {}, seed)
+        return _run_state(fabric, load_traffic, {})
 
-    base: _State = _cached(fabric, ("baseline:" + str(traffic), seed), healthy)
+    base: _State = _cached(fabric, ("baseline:" + str(traffic), traffic_seed), healthy)
     for key in keys:
-        states[key] = base if not key else _run_state(fabric, load_traffic, dict(key), seed)
+        states[key] = base if not key else _run_state(fabric, load_traffic, dict(key))
     compute_ps = base.makespan_ps * (1.0 / load - 1.0)
     state_index = {k: i for i, k in enumerate(keys)}
     seg_interval = np.searchsorted(np.arange(1, n_int + 1) * interval_ms, seg_b, side="left")
@@ -420,6 +425,7 @@ def synthesize(
         evs=evs,
         probe_hz=probe_hz,
         reconverge_s=reconverge_s,
+        traffic_seed=traffic_seed,
     )
     collectives = _collectives(
         fabric,
@@ -687,11 +693,14 @@ def _probes(
     evs: int,
     probe_hz: float,
     reconverge_s: float,
+    traffic_seed: int,
 ) -> pa.Table:
     from clusterloom.ops.faults import switch_node
 
     t = fabric.topology
-    src, dst, port, ev = _probe_pairs(fabric, peers, evs, rng)
+    src, dst, port, ev = _probe_pairs(
+        fabric, peers, evs, np.random.default_rng(np.random.SeedSequence([traffic_seed, 0x9E7]))
+    )
     n = src.size
     cap_bps = np.repeat(t.link_capacity_bps.astype(np.float64), 2)
     lat_us = np.repeat(t.link_latency_ps.astype(np.float64), 2) / 1e6
