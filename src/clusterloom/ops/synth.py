@@ -399,9 +399,23 @@ def synthesize(
             rate[:, dl] = (1.0 - act[:, None]) * rate[:, dl] + act[:, None] * total[:, None] * skew[
                 None, :
             ]
+    # the capacity each directed link had over each interval: a dead, gray-by-rate or slow
+    # link's is cut (a congested spine keeps its capacity: the extra load is traffic on it)
+    eff = np.ones((n_int, t.n_links))
+    for f in faults:
+        if f.kind is FaultKind.CONGESTED_SPINE:
+            continue
+        for wa, wb, links in _capacity_windows(f, fabric, horizon):
+            share = np.clip(
+                (np.minimum(ends, wb) - np.maximum(starts_ms, wa)) / interval_ms, 0.0, 1.0
+            )
+            for link, frac in links.items():
+                eff[:, link] -= share * (1.0 - frac)
+    cap_eff = np.repeat(np.clip(eff, 0.0, 1.0), 2, axis=1) * cap[None, :]
     offered = rate.copy()
     rate = np.minimum(rate, cap[None, :])
-    util = rate / cap[None, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        util = np.where(cap_eff > 0, np.minimum(rate / cap_eff, 1.0), 0.0)
 
     up_at = _link_up(faults, fabric, n_int, interval_ms, horizon)
     sample_ms = start_ms + np.arange(n_int + 1, dtype=np.int64) * interval_ms
