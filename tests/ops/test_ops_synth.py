@@ -371,7 +371,7 @@ def test_same_seed_same_files(fabric: OpsFabric, tmp_path: Path) -> None:
     assert back.schema.equals(COUNTER_SCHEMA, check_metadata=False)
     assert read_truth(tmp_path / "a" / "truth.json") == syn.truth
     prom = (tmp_path / "a" / "counters.prom").read_text()
-    assert prom.endswith("# EOF\n") and "clusterloom_if_bytes_tx_total{device=" in prom
+    assert prom.endswith("# EOF\n") and "clusterloom_interface_bytes_tx_total{device=" in prom
 
 
 def test_bad_arguments_are_named(fabric: OpsFabric) -> None:
@@ -485,3 +485,21 @@ def test_any_faults_keep_the_counters_honest(kinds: list[FaultKind], seed: int) 
     assert all(
         f.start_ms == g.start_ms + syn.start_ms for f, g in zip(syn.truth, faults, strict=True)
     )
+
+
+def test_probe_series_are_unique_and_cross_leaves(fabric: OpsFabric, healthy: Synthetic) -> None:
+    p = healthy.probes.filter(pa.compute.equal(healthy.probes["ts_ms"], healthy.start_ms + 10_000))
+    keys = list(
+        zip(
+            *(
+                p[c].to_pylist()
+                for c in ("src_device", "src_interface", "dst_device", "dst_interface", "ev")
+            ),
+            strict=True,
+        )
+    )
+    assert len(set(keys)) == len(keys) == 16 * 2 * 4
+    leaf = fabric.topology.link_dst[fabric.router.host_link[:, 0]]
+    for sd, si, dd, di, _ev in keys:
+        (a, _), (b, _) = fabric.host_of(sd, si), fabric.host_of(dd, di)
+        assert a != b and leaf[a] != leaf[b]

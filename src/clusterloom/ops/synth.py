@@ -667,14 +667,24 @@ def _probe_pairs(
     leaf = t.link_dst[r.host_link[:, 0]]
     src = np.repeat(np.arange(hosts, dtype=np.int64), peers)
     dst = rng.integers(0, hosts, size=src.size)
+
+    def bad_of(d: I64) -> NDArray[np.bool_]:
+        """Under the source's leaf, the source itself, or a peer the source has already."""
+        order = np.lexsort((np.arange(d.size), d, src))
+        again = np.zeros(d.size, dtype=bool)
+        again[order[1:]] = (src[order][1:] == src[order][:-1]) & (d[order][1:] == d[order][:-1])
+        out: NDArray[np.bool_] = (leaf[d] == leaf[src]) | (d == src) | again
+        return out
+
     for _ in range(64):
-        bad = (leaf[dst] == leaf[src]) | (dst == src)
+        bad = bad_of(dst)
         if not bad.any():
             break
         dst[bad] = rng.integers(0, hosts, size=int(bad.sum()))
-    bad = (leaf[dst] == leaf[src]) | (dst == src)
-    if bad.any():  # a fabric of one leaf: any other host
-        dst[bad] = (src[bad] + 1) % hosts
+    bad = bad_of(dst)
+    if bad.any():  # a fabric too small to find such peers: the next hosts along
+        j = np.tile(np.arange(peers, dtype=np.int64), hosts)
+        dst[bad] = (src[bad] + 1 + j[bad]) % hosts
     j = np.tile(np.arange(peers, dtype=np.int64), hosts)
     port = (src + j) % fabric.host_ports
     n = src.size
@@ -985,8 +995,8 @@ def truth_doc(synthetic: Synthetic) -> dict[str, Any]:
 
 
 def openmetrics(counters: pa.Table, *, last_only: bool = True) -> str:
-    """The counters as OpenMetrics text (``clusterloom_if_<counter>_total`` with ``device``
-    and ``interface`` labels, timestamps in seconds; ``clusterloom_if_link_up`` a gauge): the
+    """The counters as OpenMetrics text (``clusterloom_interface_<counter>_total`` with ``device``
+    and ``interface`` labels, timestamps in seconds; ``clusterloom_interface_link_up`` a gauge): the
     last scrape by default, else every sample."""
     table = counters
     if last_only and table.num_rows:
@@ -999,7 +1009,7 @@ def openmetrics(counters: pa.Table, *, last_only: bool = True) -> str:
     labels = [f'{{device="{d}",interface="{f}"}}' for d, f in zip(dev, ifs, strict=True)]
     lines: list[str] = []
     for name in COUNTERS:
-        metric = f"clusterloom_if_{name}"
+        metric = f"clusterloom_interface_{name}"
         lines.append(f"# TYPE {metric} counter")
         vals = table[name].to_pylist()
         lines += [
@@ -1007,10 +1017,10 @@ def openmetrics(counters: pa.Table, *, last_only: bool = True) -> str:
             for lab, v, s in zip(labels, vals, stamp, strict=True)
             if v is not None
         ]
-    lines.append("# TYPE clusterloom_if_link_up gauge")
+    lines.append("# TYPE clusterloom_interface_link_up gauge")
     ups = table["link_up"].to_pylist()
     lines += [
-        f"clusterloom_if_link_up{lab} {int(u)} {s}"
+        f"clusterloom_interface_link_up{lab} {int(u)} {s}"
         for lab, u, s in zip(labels, ups, stamp, strict=True)
         if u is not None
     ]
