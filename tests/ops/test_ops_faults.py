@@ -139,7 +139,9 @@ def test_random_faults_are_valid_and_round_trip(seed: int, kind: FaultKind) -> N
     assert 60_000 <= f.start_ms < 180_000 and f.end_ms is None
     assert parse_fault(format_fault(f), fabric) == f
     if kind is FaultKind.GRAY_LINK:
-        assert (1e-3 <= f.loss <= 5e-2) != (0.25 <= f.rate <= 0.75)
+        assert (1e-3 <= f.loss <= 5e-2) != (0.1 <= f.rate <= 0.5)
+    if kind is FaultKind.SLOW_NIC_PORT:
+        assert 0.1 <= f.rate <= 0.4
     if kind is FaultKind.DEAD_EV:
         assert int(f.target.rpartition("#")[2]) in PROBE_EVS
     if kind is FaultKind.STRAGGLER_RANK:
