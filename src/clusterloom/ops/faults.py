@@ -506,8 +506,9 @@ def random_fault(
     three, runs at 10-50% of its rate; a flapping link flaps 1-4 times a minute; a slow NIC
     port runs at 10-40% (a port fallen back to a lower speed: above about half its rate, a
     port is rarely the bottleneck of a step and nothing shows); a mis-hashed switch sends
-    60-95% of its flows to one uplink; a congested spine carries 30-80% extra load; a straggler is 2-20 ms late each step. It
-    starts 10-30% into ``duration_ms`` and lasts to the end."""
+    60-95% of its flows to one uplink; a congested spine carries 30-80% extra load; a
+    straggler is 2-20 ms late each step. It starts 10-30% into ``duration_ms`` and lasts to
+    the end."""
     if duration_ms <= 0:
         raise SpecError([Problem("duration_ms", "a positive duration")])
     t = fabric.topology
