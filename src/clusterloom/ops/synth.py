@@ -592,21 +592,19 @@ def _counters(
     unc = _binomial(rng, cw_n, np.minimum(unc_p, 1.0))
     corr = _binomial(rng, cw_n, np.minimum(FEC_CORRECTED + FEC_GRAY_FACTOR * unc_p, 0.5))
     n_if = 2 * t.n_links
-    inc = np.zeros((len(COUNTERS), n_int, n_if), dtype=np.uint64)
-    inc[0] = sent_pkts[:, tx] * pkt  # bytes_tx (whole packets)
-    inc[1] = (sent_pkts[:, rx] - drops[:, rx]) * pkt  # bytes_rx
-    inc[2] = sent_pkts[:, tx]
-    inc[3] = sent_pkts[:, rx] - drops[:, rx]
-    inc[4] = drops[:, rx]
-    inc[5] = ecn[:, tx]
-    inc[6] = pfc[:, tx]
-    inc[7] = corr[:, rx]
-    inc[8] = unc[:, rx]
-    base = rng.integers(0, COUNTER_BASE_MAX, size=(len(COUNTERS), 1, n_if), dtype=np.uint64)
-    cum = np.empty((len(COUNTERS), n_int + 1, n_if), dtype=np.uint64)
-    cum[:, 0] = base[:, 0]
-    for k in range(n_int):  # a loop of vector adds beats numpy's cumsum along this axis
-        np.add(cum[:, k], inc[:, k], out=cum[:, k + 1])
+    received = sent_pkts[:, rx] - drops[:, rx]
+    increments: dict[str, Any] = {  # each counter's increments per interval, made in turn
+        "bytes_tx": lambda: sent_pkts[:, tx] * pkt,  # whole packets
+        "bytes_rx": lambda: received * pkt,
+        "packets_tx": lambda: sent_pkts[:, tx],
+        "packets_rx": lambda: received,
+        "drops": lambda: drops[:, rx],
+        "ecn_marks": lambda: ecn[:, tx],
+        "pfc_pauses": lambda: pfc[:, tx],
+        "fec_corrected": lambda: corr[:, rx],
+        "fec_uncorrected": lambda: unc[:, rx],
+    }
+    base = rng.integers(0, COUNTER_BASE_MAX, size=(len(COUNTERS), n_if), dtype=np.uint64)
     n_s = n_int + 1
     dev, ifs = fabric.end_names
     dev_names = pa.array(np.concatenate([dev[:, 0], dev[:, 1]]).tolist(), pa.string())
@@ -618,7 +616,13 @@ def _counters(
         "interface": if_names.take(take),
     }
     for c, name in enumerate(COUNTERS):
-        cols[name] = pa.array(cum[c].reshape(-1), pa.uint64())
+        inc = np.asarray(increments[name](), dtype=np.uint64)
+        cum = np.empty((n_s, n_if), dtype=np.uint64)
+        cum[0] = base[c]
+        for k in range(n_int):  # a loop of vector adds beats numpy's cumsum along this axis
+            np.add(cum[k], inc[k], out=cum[k + 1])
+        cols[name] = pa.array(cum.reshape(-1), pa.uint64())
+        del inc, cum
     cols["link_up"] = pa.array(up_at[:, link2].reshape(-1), pa.bool_())
     return pa.table(cols, schema=COUNTER_SCHEMA)
 
