@@ -304,30 +304,37 @@ def assumed_faults(
 
 def fault_texts(fault: Fault, fabric: OpsFabric) -> tuple[str, ...]:
     """The ``sim.failures`` texts that put ``fault`` into a checked run, present from time 0
-    (module docstring, "Faults in the flow engine"); ``SpecError`` naming the fault when the
-    flow engine cannot express its kind."""
+    (module docstring, "Faults in the flow engine"): ``ops.faults.fault_failures`` of the
+    fault moved to time 0 with no end, a flapping link as one flap (down), a lossy link as
+    the rate its losses leave; ``SpecError`` naming the fault when the flow engine cannot
+    express its kind."""
+    from clusterloom.ops.faults import fault_failures
+
     kind = fault.kind
     where = f"fault {kind.value}:{fault.target}"
+    now = dataclasses.replace(fault, start_ms=0, end_ms=None)
+    if kind == FaultKind.FLAPPING_LINK:  # one flap striking as the step starts
+        now = dataclasses.replace(now, kind=FaultKind.DEAD_LINK)
+    if kind in (FaultKind.GRAY_LINK, FaultKind.SLOW_NIC_PORT):
+        now = dataclasses.replace(now, rate=_kept(fault, where), loss=0.0)
     if kind in (FaultKind.GRAY_LINK, FaultKind.DEAD_LINK, FaultKind.FLAPPING_LINK):
-        link = fabric.link_of_label(fault.target)
-        if kind != FaultKind.GRAY_LINK:
-            return (f"link:{link}@0",)
-        return (f"link:{link}@0*{_kept(fault, where):.6g}",)
+        fabric.link_of_label(fault.target)  # SpecError naming it when the design has none
     if kind == FaultKind.SLOW_NIC_PORT:
         dev, _, ifname = fault.target.partition(":")
-        hp = fabric.host_of(dev, ifname)
-        if hp is None:
+        if fabric.host_of(dev, ifname) is None:
             raise SpecError([Problem(where, "the design has no such NIC port (device:interface)")])
-        return (f"port:{hp[0]}:{hp[1]}@0*{_kept(fault, where):.6g}",)
-    raise SpecError(
-        [
-            Problem(
-                where,
-                f"a {kind.value} fault is not a failure the flow engine expresses (dead, "
-                "flapping and gray links, slow NIC ports): its mitigations cannot be checked",
-            )
-        ]
-    )
+    texts = fault_failures(now, fabric)
+    if not texts:
+        raise SpecError(
+            [
+                Problem(
+                    where,
+                    f"a {kind.value} fault is not a failure the flow engine expresses (dead, "
+                    "flapping and gray links, slow NIC ports): its mitigations cannot be checked",
+                )
+            ]
+        )
+    return texts
 
 
 def _kept(fault: Fault, where: str) -> float:
@@ -337,7 +344,7 @@ def _kept(fault: Fault, where: str) -> float:
     kept = fault.rate * (1.0 - fault.loss) / (1.0 + fault.loss * LOSS_WINDOW)
     if kept >= 1.0:
         raise SpecError([Problem(where, "no loss and the full rate: that is no fault")])
-    return max(kept, 1e-6)
+    return max(round(kept, 6), 1e-4)  # a link at 0.01% is as good as dead
 
 
 # --- candidates ----------------------------------------------------------------------------
