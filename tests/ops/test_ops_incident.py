@@ -119,6 +119,10 @@ def test_decisions_follow_the_order_of_an_incident() -> None:
     rejected = replace(full, chosen=replace(full.chosen, status="rejected"))
     with pytest.raises(SpecError, match="approved"):
         with_outcome(rejected, measured_ps=1, at_ms=T0)
+    with pytest.raises(SpecError, match="not ops-other"):
+        with_outcome(full, measured_ps=1, at_ms=T0, proposal="ops-other")
+    with pytest.raises(SpecError, match="not ops-other"):
+        with_decision(full, approved=False, by="eve", at_ms=T0, proposal="ops-other")
 
 
 @pytest.mark.parametrize(

@@ -286,12 +286,14 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
             from clusterloom.ops.mitigate import decide
 
             store, log_path = _where(record, store_url, log)
-            inc = read_incident(incident) if incident is not None else None
+            inc, when = None, _now(at)
+            if incident is not None:  # checked before anything is recorded
+                inc = read_incident(incident)
+                inc = with_decision(inc, approved=not reject, by=by, at_ms=when, proposal=proposal)
             approval, decision = decide(
                 proposal, by=by, approved=not reject, note=note, store=store, log=log_path
             )
             if incident is not None and inc is not None:
-                inc = with_decision(inc, approved=approval.approved, by=by, at_ms=_now(at))
                 atomic_write(incident, incident_json(inc))
             status = "APPROVED" if approval.approved else "REJECTED"
             out.print(
@@ -329,12 +331,14 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
 
             ps = parse_time(measured, "--measured")
             store, log_path = _where(record, store_url, log)
-            inc = read_incident(incident) if incident is not None else None
+            inc = None
+            if incident is not None:  # checked before anything is recorded
+                inc = read_incident(incident)
+                inc = with_outcome(inc, measured_ps=ps, at_ms=_now(at), proposal=proposal)
             decision = record_outcome(
                 proposal, measured_ps=ps, by=by, note=note, store=store, log=log_path
             )
             if incident is not None and inc is not None:
-                inc = with_outcome(inc, measured_ps=ps, at_ms=_now(at))
                 atomic_write(incident, incident_json(inc))
             out.print(f"proposal {proposal}: {decision.outcome}", markup=False, soft_wrap=True)
 

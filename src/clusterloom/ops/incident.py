@@ -199,18 +199,39 @@ def with_mitigation(
     return replace(inc, checked=figures, chosen=chosen)
 
 
-def with_decision(inc: Incident, *, approved: bool, by: str, at_ms: int) -> Incident:
+def _check_proposal(inc: Incident, proposal: str | None) -> None:
+    if inc.chosen is not None and proposal is not None and inc.chosen.proposal != proposal:
+        raise SpecError(
+            [
+                Problem(
+                    f"incident {inc.id}",
+                    f"its mitigation is proposal {inc.chosen.proposal}, not {proposal}",
+                )
+            ]
+        )
+
+
+def with_decision(
+    inc: Incident, *, approved: bool, by: str, at_ms: int, proposal: str | None = None
+) -> Incident:
+    """``inc`` with its mitigation approved or rejected (``proposal``, when given, must be
+    the incident's)."""
     if inc.chosen is None:
         raise SpecError([Problem(f"incident {inc.id}", "no mitigation was proposed to decide")])
+    _check_proposal(inc, proposal)
     status = "approved" if approved else "rejected"
     return replace(inc, chosen=replace(inc.chosen, status=status, decided_by=by, decided_ms=at_ms))
 
 
-def with_outcome(inc: Incident, *, measured_ps: int, at_ms: int) -> Incident:
+def with_outcome(
+    inc: Incident, *, measured_ps: int, at_ms: int, proposal: str | None = None
+) -> Incident:
+    """``inc`` with its approved mitigation's measured effect."""
     if inc.chosen is None or inc.chosen.status != "approved":
         raise SpecError(
             [Problem(f"incident {inc.id}", "an outcome is measured for an approved mitigation")]
         )
+    _check_proposal(inc, proposal)
     return replace(inc, chosen=replace(inc.chosen, measured_ps=measured_ps, measured_ms=at_ms))
 
 
