@@ -552,3 +552,23 @@ def test_mitigate_from_a_localisation_file(fabric: OpsFabric, tmp_path: Path) ->
     sus.write_text(json.dumps({"suspects": [{"kind": "link", "target": "nowhere"}]}))
     r = CliRunner().invoke(app, ["ops", "mitigate", "hgx-1k-roce", "--suspects", str(sus)])
     assert r.exit_code == 2 and "confidence" in r.output
+
+
+def test_a_drain_that_leaves_one_uplink_is_a_partition_risk() -> None:
+    """fat-tree-k16: a leaf has 8 uplinks; drained down to one, a second failure cuts its 8
+    hosts off; down to two, it does not."""
+    from clusterloom.ops.mitigate import _risk
+
+    fabric = load_fabric("fat-tree-k16")
+    t = fabric.topology
+    leaf = int(t.link_dst[np.flatnonzero((t.link_tier == 1) & (t.link_src == 0))[0]])
+    ups = np.flatnonzero((t.link_tier == 2) & (t.link_src == leaf))
+    assert ups.size == 8
+    used = np.ones(t.plan.hosts, dtype=bool)
+    for drained, partitions in ((7, True), (6, False)):
+        links = tuple(int(i) for i in ups[:drained])
+        m = Mitigation(MitigationKind.DRAIN_LINK, "x", ("x",), links=links)
+        r = _risk(fabric, m, used)
+        assert r.second_failure_partitions is partitions
+        assert r.capacity_left == pytest.approx((8 - drained) / 8)
+        assert r.links_drained == drained and r.hosts_affected == 8
