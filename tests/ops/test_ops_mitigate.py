@@ -335,24 +335,25 @@ def test_the_commands_exit_codes_and_records(fabric: OpsFabric, tmp_path: Path) 
     link = fabric.link_label(int(_uplinks_of_host(fabric, 0)[0]))
     log, inc = tmp_path / "changes.jsonl", tmp_path / "incident.json"
     args = ["ops", "mitigate", "hgx-1k-roce", "--hosts", str(HOSTS), "--transport", "mrc-spray"]
-    r = runner.invoke(
-        app,
-        [
-            *args,
-            "--fault",
-            f"gray-link:{link}@0s*rate=0.25",
-            "--log",
-            str(log),
-            "--incident",
-            str(inc),
-            "--at",
-            "1000",
-            "--json",
-        ],
-    )
+    first = [
+        *args,
+        "--fault",
+        f"gray-link:{link}@0s*rate=0.25",
+        "--log",
+        str(log),
+        "--incident",
+        str(inc),
+        "--at",
+        "1000",
+        "--json",
+    ]
+    r = runner.invoke(app, first)
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     pid = doc["proposal"]
+    written = (inc.read_bytes(), log.read_bytes(), r.stdout)
+    r = runner.invoke(app, first)  # the same check again: the same bytes, recorded once
+    assert (inc.read_bytes(), log.read_bytes(), r.stdout) == written
     assert pid and doc["checked"][0]["verdict"] == "better"
     assert [type(x) for x in read_records(log)] == [Proposal]
     r = runner.invoke(
