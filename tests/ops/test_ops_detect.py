@@ -235,3 +235,91 @@ def test_a_rank_late_in_few_steps_is_no_straggler() -> None:
     c["duration_us"][(c["rank"] == 3) & (c["step"] < 3)] *= 1.5  # 3 of 10 steps
     assert [a for a in collective_anomalies(_table(c)) if a.signal is Signal.STRAGGLER] == []
     assert collective_anomalies(_table(_collectives(seed=2))) == ()
+
+
+# -- from counter anomalies to suspects (``localise`` on rates alone) ------------------------
+
+
+def _first(fabric, r: Rates, collectives: pa.Table | None = None):  # type: ignore[no-untyped-def]
+    from clusterloom.ops.localise import localise
+
+    loc = localise(fabric, rates=r.table(), collectives=collectives)
+    assert loc.suspects, "nothing suspected"
+    return loc, loc.suspects[0]
+
+
+def test_counter_faults_become_suspects_of_their_kind(fabric) -> None:  # type: ignore[no-untyped-def]
+    from clusterloom.ops import FaultKind, SuspectKind
+
+    up2, host = _links(fabric, 2), _links(fabric, 1)
+    cases = []
+    r = Rates(fabric, seed=5)
+    r.cols["fec_uncorrected_ps"][r.rows(up2[11], 0)] = 20.0
+    cases.append((r, SuspectKind.LINK, fabric.link_label(up2[11]), FaultKind.GRAY_LINK))
+    r = Rates(fabric, seed=6)
+    rows = r.rows(up2[12], t=slice(1, 4))
+    r.cols["flaps"][rows], r.cols["up"][rows] = 2, 0.7
+    cases.append((r, SuspectKind.LINK, fabric.link_label(up2[12]), FaultKind.FLAPPING_LINK))
+    r = Rates(fabric, seed=7)
+    r.cols["up"][r.rows(up2[13], t=slice(2, None))] = 0.0
+    r.cols["flaps"][r.rows(up2[13], t=slice(2, 3))] = 1
+    cases.append((r, SuspectKind.LINK, fabric.link_label(up2[13]), FaultKind.DEAD_LINK))
+    r = Rates(fabric, seed=8)
+    r.cols["tx_bps"][r.rows(host[500], 0)] *= 0.25
+    nic = ":".join(fabric.link_label(host[500]).split("~")[0].split(":"))
+    cases.append((r, SuspectKind.PORT, nic, FaultKind.SLOW_NIC_PORT))
+    for r, kind, target, fault in cases:
+        loc, first = _first(fabric, r)
+        assert (first.kind, first.target, first.fault) == (kind, target, fault)
+        assert not loc.congestion
+
+
+def test_a_skewed_leaf_is_mis_hashed_and_a_hot_spine_is_congestion_not_a_fault(fabric) -> None:  # type: ignore[no-untyped-def]
+    from clusterloom.ops import FaultKind, SuspectKind
+
+    t = fabric.topology
+    r = Rates(fabric, seed=9)
+    leaf = int(t.link_src[_links(fabric, 2)[40]])
+    ups = np.flatnonzero((t.link_src == leaf) & (t.link_tier == 2))
+    for k, u in enumerate(ups):
+        r.cols["tx_bps"][r.rows(int(u), 0)] *= 4.0 if k == 1 else 0.3
+    _, first = _first(fabric, r)
+    assert (first.kind, first.fault) == (SuspectKind.DEVICE, FaultKind.MIS_HASHED_SWITCH)
+    assert first.target == str(fabric.names.device(np.array([leaf]))[0])
+
+    r = Rates(fabric, seed=10)
+    spine = int(t.link_dst[_links(fabric, 2)[0]])
+    mine = np.flatnonzero((t.link_dst == spine) | (t.link_src == spine))
+    for link in mine:
+        rows = r.rows(int(link))
+        r.cols["tx_bps"][rows] = 0.97 * r.cap[rows]
+        r.cols["ecn_ps"][rows] = 0.05 * r.cols["tx_pps"][rows]
+        r.cols["drops_ps"][rows] = 1e-4 * r.cols["tx_pps"][rows]  # the queue's drops
+    loc, first = _first(fabric, r)
+    assert loc.congestion
+    assert (first.kind, first.target) == (
+        SuspectKind.CONGESTION,
+        str(fabric.names.device(np.array([spine]))[0]),
+    )
+    assert all(s.kind is SuspectKind.CONGESTION for s in loc.suspects)
+
+
+def test_a_straggler_rank_is_a_suspect_and_its_slow_port_outranks_it(fabric) -> None:  # type: ignore[no-untyped-def]
+    from clusterloom.ops import FaultKind, SuspectKind
+
+    c = _collectives(ranks=64)
+    c["duration_us"][(c["rank"] == 9) & (c["step"] % 5 != 0)] *= 0.7
+    coll = _table(c)
+    _, first = _first(fabric, Rates(fabric, seed=11), coll)
+    assert (first.kind, first.target, first.fault) == (
+        SuspectKind.RANK,
+        "rank:9",
+        FaultKind.STRAGGLER_RANK,
+    )
+    r = Rates(fabric, seed=12)
+    host = _links(fabric, 1)
+    nic_link = int(host[np.flatnonzero(fabric.topology.link_src[host] == 9)[0]])
+    r.cols["tx_bps"][r.rows(nic_link, 0)] *= 0.25
+    loc, first = _first(fabric, r, coll)
+    assert first.kind is SuspectKind.PORT
+    assert [s.kind for s in loc.suspects[:2]] == [SuspectKind.PORT, SuspectKind.RANK]

@@ -333,27 +333,50 @@ class _Probes:
     sent: F64  # per row
     lost: F64
     rtt: F64
-    names: tuple[str, ...]  # per key: src endpoint>dst endpoint
 
 
-def _endpoint_ids(fabric: OpsFabric, dev: pa.Array, ifs: pa.Array, what: str) -> tuple[I64, I64]:
-    joined = pc.binary_join_element_wise(dev, ifs, ":")
-    enc = pc.dictionary_encode(joined).combine_chunks()
-    values = enc.dictionary.to_pylist()
+def _factorize(values: NDArray[np.int64]) -> tuple[I64, I64]:
+    """``(sorted unique values, index of each value among them)``, by hashing (pyarrow), not
+    sorting the rows: linear in the rows."""
+    enc = pc.dictionary_encode(pa.array(values, pa.int64()))
+    uniq = np.asarray(enc.dictionary.to_numpy(), dtype=np.int64)
+    order = np.argsort(uniq, kind="stable")
+    rank = np.empty(uniq.size, dtype=np.int64)
+    rank[order] = np.arange(uniq.size)
     idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-    host = np.empty(len(values), np.int64)
-    port = np.empty(len(values), np.int64)
+    return uniq[order], rank[idx]
+
+
+def _codes(col: pa.ChunkedArray | pa.Array) -> tuple[list[str], I64]:
+    """The distinct strings of a column and each row's index among them."""
+    enc = pc.dictionary_encode(col)
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.unify_dictionaries().combine_chunks() if enc.num_chunks else enc.combine_chunks()
+    values = [str(v) for v in enc.dictionary.to_pylist()]
+    return values, np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _endpoint_ids(
+    fabric: OpsFabric, dev: pa.ChunkedArray, ifs: pa.ChunkedArray, what: str
+) -> tuple[I64, I64]:
+    """Host and port of each row's endpoint (``SpecError`` naming endpoints not in the
+    design)."""
+    dv, di = _codes(dev)
+    fv, fi = _codes(ifs)
+    pairs, inv = _factorize(di * max(len(fv), 1) + fi)
+    host = np.empty(pairs.size, np.int64)
+    port = np.empty(pairs.size, np.int64)
     problems = []
-    for i, v in enumerate(values):
-        d, _, f = str(v).rpartition(":")
+    for i, code in enumerate(pairs.tolist()):
+        d, f = dv[code // max(len(fv), 1)], fv[code % max(len(fv), 1)]
         hp = fabric.host_of(d, f)
         if hp is None:
-            problems.append(Problem(f"probes {what} {v}", "not a NIC port of the design"))
+            problems.append(Problem(f"probes {what} {d}:{f}", "not a NIC port of the design"))
             hp = (0, 0)
         host[i], port[i] = hp
     if problems:
         raise SpecError(problems[:20])
-    return host[idx], port[idx]
+    return host[inv], port[inv]
 
 
 def _probe_keys(fabric: OpsFabric, probes: pa.Table) -> _Probes:
@@ -368,23 +391,18 @@ def _probe_keys(fabric: OpsFabric, probes: pa.Table) -> _Probes:
             [Problem(f"probes row {i}", "source and destination ports are in different planes")]
         )
     ev = np.asarray(probes["ev"].to_numpy(), dtype=np.int64)
-    stacked = np.stack([sh, dh, sp, ev], axis=1)
-    uniq, key = np.unique(stacked, axis=0, return_inverse=True)
-    key = key.reshape(-1).astype(np.int64)
+    evs, ev_i = _factorize(ev)
+    hosts, ports = int(fabric.topology.plan.hosts), max(fabric.host_ports, 1)
+    if hosts * hosts * ports * max(evs.size, 1) < 2**62:
+        code = ((sh * hosts + dh) * ports + sp) * max(evs.size, 1) + ev_i
+        uc, key = _factorize(code)
+        ev_k = evs[uc % max(evs.size, 1)]
+        rest = uc // max(evs.size, 1)
+        uniq = np.stack([rest // ports // hosts, rest // ports % hosts, rest % ports, ev_k], 1)
+    else:  # too many to pack in 63 bits: sort the rows
+        u, k = np.unique(np.stack([sh, dh, sp, ev], axis=1), axis=0, return_inverse=True)
+        uniq, key = np.asarray(u, np.int64), np.asarray(k, np.int64).reshape(-1)
     paths = fabric.paths(uniq[:, 0], uniq[:, 1], uniq[:, 2], uniq[:, 3])
-    first = np.zeros(uniq.shape[0], dtype=np.int64)
-    first[key[::-1]] = np.arange(key.size)[::-1]
-    s_lab = pc.binary_join_element_wise(probes["src_device"], probes["src_interface"], ":")
-    d_lab = pc.binary_join_element_wise(probes["dst_device"], probes["dst_interface"], ":")
-    names = tuple(
-        f"{a}>{b}#{e}"
-        for a, b, e in zip(
-            pc.take(s_lab, pa.array(first)).to_pylist(),
-            pc.take(d_lab, pa.array(first)).to_pylist(),
-            uniq[:, 3].tolist(),
-            strict=True,
-        )
-    )
     return _Probes(
         uniq[:, 0],
         uniq[:, 1],
@@ -396,8 +414,14 @@ def _probe_keys(fabric: OpsFabric, probes: pa.Table) -> _Probes:
         np.asarray(probes["sent"].to_numpy(), dtype=np.float64),
         np.asarray(probes["lost"].to_numpy(), dtype=np.float64),
         np.asarray(probes["rtt_us"].to_numpy(zero_copy_only=False), dtype=np.float64),
-        names,
     )
+
+
+def _key_name(fabric: OpsFabric, p: _Probes, k: int) -> str:
+    """``src device:interface>dst device:interface#ev`` of key ``k`` (a dead EV's target)."""
+    s = fabric.endpoint(int(p.src[k]), int(p.port[k]))
+    d = fabric.endpoint(int(p.dst[k]), int(p.port[k]))
+    return f"{s[0]}:{s[1]}>{d[0]}:{d[1]}#{int(p.ev[k])}"
 
 
 @dataclass
@@ -466,8 +490,7 @@ class _Tomo:
 
 
 def _intervals(p: _Probes) -> tuple[I64, I64]:
-    tu, t_idx = np.unique(p.ts, return_inverse=True)
-    return tu, np.asarray(t_idx, dtype=np.int64).reshape(-1)
+    return _factorize(p.ts)
 
 
 def _cleared_by(p: _Probes, t_idx: I64, n_t: int, rows: I64) -> F64:
@@ -490,7 +513,9 @@ def _cleared_by(p: _Probes, t_idx: I64, n_t: int, rows: I64) -> F64:
     return np.asarray(got.min(axis=1), dtype=np.float64)
 
 
-def _dead_evs(p: _Probes, t_idx: I64, n_t: int) -> tuple[NDArray[np.bool_], list[Suspect]]:
+def _dead_evs(
+    fabric: OpsFabric, p: _Probes, t_idx: I64, n_t: int
+) -> tuple[NDArray[np.bool_], list[Suspect]]:
     """Keys whose probes were (almost) all lost in intervals where every link of their path
     was cleared by other probes (at least :data:`CLEAR_MIN` of them): their EV's path
     black-holes, not a link. A key is a dead EV when at least half of its dead intervals are
@@ -514,7 +539,7 @@ def _dead_evs(p: _Probes, t_idx: I64, n_t: int) -> tuple[NDArray[np.bool_], list
         out.append(
             Suspect(
                 SuspectKind.EV,
-                p.names[k],
+                _key_name(fabric, p, k),
                 float(only_k[k] / dead_k[k] * (1.0 - 0.5 ** min(n, 50))),
                 FaultKind.DEAD_EV,
                 n,
@@ -561,7 +586,7 @@ def _probe_evidence(fabric: OpsFabric, probes: pa.Table) -> _Tomo:
     p = _probe_keys(fabric, probes)
     n_dir = 2 * fabric.topology.n_links
     tu, t_idx = _intervals(p)
-    explained, dead_ev = _dead_evs(p, t_idx, int(tu.size))
+    explained, dead_ev = _dead_evs(fabric, p, t_idx, int(tu.size))
     n_keys = p.src.size
     use = ~explained
     sent_k = np.asarray(np.bincount(p.key[use], weights=p.sent[use], minlength=n_keys), float)
