@@ -179,7 +179,9 @@ def test_load_shows_as_hot_and_ecn_not_as_a_fault(fabric) -> None:  # type: igno
         r.cols["tx_bps"][rows] = 0.97 * r.cap[rows]
         r.cols["ecn_ps"][rows] = 0.05 * r.cols["tx_pps"][rows]
     found = counter_anomalies(r.table(), fabric)
-    assert {a.signal for a in found} <= {Signal.HOT, Signal.ECN, Signal.SKEW}
+    assert {a.signal for a in found} <= {Signal.HOT, Signal.ECN, Signal.SKEW, Signal.HOT_SWITCH}
+    spine_name = str(fabric.names.device(np.array([spine]))[0])
+    assert [a.where for a in found if a.signal is Signal.HOT_SWITCH] == [spine_name]
     assert {a.link for a in found if a.signal is Signal.ECN} <= set(mine.tolist())
     assert len({a.link for a in found if a.signal is Signal.HOT}) >= len(mine) // 2
 

@@ -105,9 +105,9 @@ def _mesh(
     intervals: int = 6,
     burst: slice | None = None,
 ) -> tuple[pa.Table, np.ndarray]:
-    """Probes of every host to four others over four EVs, 20 per interval; ``loss`` per
-    directed link (in the intervals ``burst``, default all), ``dead_key`` a key losing all,
-    ``delay`` microseconds per directed link."""
+    """Probes of every host to four others over four EVs, 20 per interval, lost on the way out
+    or back; ``loss`` per directed link (in the intervals ``burst``, default all),
+    ``dead_key`` a key losing all, ``delay`` microseconds per directed link."""
     rng = np.random.default_rng(seed)
     hosts = fabric.topology.plan.hosts
     offsets, evs = np.array([1, 37, 300, 555]), 4
@@ -117,7 +117,10 @@ def _mesh(
     keep = src // 8 != dst // 8
     src, dst, ev = src[keep], dst[keep], ev[keep]
     port = np.zeros_like(src)
-    paths = fabric.paths(src, dst, port, ev)
+    # out and back (the reply takes the reverse path with the same EV)
+    paths = np.concatenate(
+        [fabric.paths(src, dst, port, ev), fabric.paths(dst, src, port, ev)], axis=1
+    )
     k = np.tile(np.arange(src.size), intervals)
     t = np.repeat(np.arange(intervals), src.size)
     p = np.zeros(src.size)

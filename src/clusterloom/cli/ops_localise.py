@@ -53,9 +53,16 @@ def _read(
     if store is not None:
         if any(x is not None for x in (counters, rates, probes, collectives)):
             raise SpecError([Problem("--store", "give either --store or telemetry files")])
-        from clusterloom.ops.ingest import TelemetryStore
+        import importlib
 
-        st = TelemetryStore(store)
+        # ops.telemetry (the ops-ingest part) may not be in this build: looked up when asked
+        try:
+            telemetry = importlib.import_module("clusterloom.ops.telemetry")
+        except ImportError as exc:
+            raise SpecError(
+                [Problem("--store", "this build has no telemetry store; give telemetry files")]
+            ) from exc
+        st = telemetry.TelemetryStore(store)
         return st.rates(), st.probes(), st.collectives()
     if counters is not None and rates is not None:
         raise SpecError([Problem("--rates", "give --counters or --rates, not both")])

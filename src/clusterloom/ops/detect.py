@@ -87,6 +87,13 @@ HOT_UTIL = 0.9
 LOW_RATE_RATIO = 0.7
 BUSY_UTIL = 0.05
 SKEW_SHARE = 1.8
+SKEW_MIN_SHARE = 0.5
+Z_SKEW = 4.0
+Z_SWITCH = 4.0
+HOT_SWITCH_REL = 0.8
+HOT_SWITCH_EXCESS = 0.2
+MIN_INTERVALS = 2
+ONSET_SHARE = 0.75
 Z_RANK = 5.0
 RANK_REL_FLOOR = 0.03
 STRAGGLER_SHARE = 0.5
@@ -102,6 +109,7 @@ class Signal(StrEnum):
     ECN = "ecn"
     PFC = "pfc"
     HOT = "hot"
+    HOT_SWITCH = "hot-switch"
     LOW_RATE = "low-rate"
     FLAPS = "flaps"
     DOWN = "down"
@@ -114,7 +122,7 @@ class Signal(StrEnum):
 Emit = Callable[[Signal, B, F64, F64, F64, B, str], None]
 
 #: signals of load (queues, line rate), as opposed to faults
-LOAD_SIGNALS = frozenset({Signal.ECN, Signal.PFC, Signal.HOT})
+LOAD_SIGNALS = frozenset({Signal.ECN, Signal.PFC, Signal.HOT, Signal.HOT_SWITCH})
 
 
 @dataclass(frozen=True)
@@ -127,7 +135,9 @@ class Anomaly:
     ``job:step`` (``slow-step``). ``value`` is the measure (its unit in ``note``), ``baseline``
     the peers' median, ``score`` how many times the threshold the value is (above 1 by
     construction), ``intervals`` the intervals (or steps) flagged, ``first_ms``..``last_ms``
-    their span.
+    their span. ``persistent``: as strong in the window's first interval as later (no onset
+    inside the window: the state the window began in, a workload's own imbalance or an older
+    fault); set for the switch-level signals (``skew``, ``hot-switch``).
     """
 
     signal: Signal
@@ -142,6 +152,7 @@ class Anomaly:
     end: int | None = None
     device: str = ""
     note: str = ""
+    persistent: bool = False
 
 
 # -- grouped robust statistics --------------------------------------------------------------
@@ -348,6 +359,7 @@ def counter_anomalies(rates: pa.Table, fabric: OpsFabric) -> tuple[Anomaly, ...]
         "up/down changes in the window",
     )
     out.extend(_skew(fabric, iface, ulink, uend, tier, plane, tx_bps))
+    out.extend(_hot_switches(fabric, iface, ulink, uend, plane, util_row))
     return tuple(sorted(out, key=lambda a: (-a.score, a.signal, a.where)))
 
 
@@ -377,61 +389,153 @@ def _low_rate(iface: _Iface, peer: I64, n_peer: int, util: F64, util_row: F64, e
     )
 
 
+def _peer_line(group: I64, n: int, x: F64, z: float) -> tuple[F64, F64]:
+    """Per row: its peer group's median and ``median + z * scale`` (``inf`` for a group too
+    small to trust)."""
+    med, scale, size = robust(group, x, n)
+    line = np.where(size[group] >= MIN_PEERS, med[group] + z * scale[group], np.inf)
+    return med[group], line
+
+
+def _flagged_switches(
+    node: I64, t: I64, flag: NDArray[np.bool_], ratio: F64
+) -> tuple[I64, I64, F64]:
+    """Switches flagged in at least :data:`MIN_INTERVALS` intervals (or every interval they
+    have, when fewer): ``(nodes, intervals flagged, median ratio over them)``."""
+    if not flag.any():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    nu, ni = np.unique(node, return_inverse=True)
+    ni = ni.astype(np.int64)
+    seen = np.bincount(ni, minlength=nu.size)
+    hits = np.bincount(ni[flag], minlength=nu.size)
+    keep = (hits >= np.minimum(MIN_INTERVALS, seen)) & (hits > 0)
+    score = group_median(ni[flag], ratio[flag], int(nu.size))
+    return nu[keep], hits[keep], score[keep]
+
+
+def _persistent(k: I64, g_t: I64, excess: F64) -> bool:
+    """Whether flagged rows ``k`` (of one element) are as strong in the window's first
+    interval as over the flagged ones (at least :data:`ONSET_SHARE` of their median excess):
+    no onset inside the window, the state the window began in."""
+    k0 = k[g_t[k] == 0]
+    return bool(k0.size > 0 and excess[k0[0]] >= ONSET_SHARE * float(np.median(excess[k])))
+
+
 def _skew(
     fabric: OpsFabric, iface: _Iface, ulink: I64, uend: I64, tier: I64, plane: I64, tx_bps: F64
 ) -> list[Anomaly]:
     """Switches whose busiest uplink carries far more than an even share of their uplink
-    traffic, beyond their peer switches."""
+    traffic, interval by interval, beyond their peer switches (same tier and plane) in the
+    same interval, in at least :data:`MIN_INTERVALS` intervals."""
     t = fabric.topology
-    mean_tx = _mean_per(iface, tx_bps)
-    upl = (uend == 0) & (tier >= 2) & ~np.isnan(mean_tx)
-    if not upl.any():
+    rows = np.flatnonzero((uend[iface.inv] == 0) & (tier[iface.inv] >= 2) & ~np.isnan(tx_bps))
+    if rows.size == 0:
         return []
-    sw = np.asarray(t.link_src, dtype=np.int64)[ulink[upl]]
-    load = mean_tx[upl]
-    us, g = np.unique(sw, return_inverse=True)
-    n = int(us.size)
+    link = ulink[iface.inv[rows]]
+    sw = np.asarray(t.link_src, dtype=np.int64)[link]
+    tu, ti = np.unique(iface.ts[rows], return_inverse=True)
+    n_t = int(tu.size)
+    code = sw * n_t + ti
+    gu, g = np.unique(code, return_inverse=True)
+    g = g.astype(np.int64)
+    n = int(gu.size)
+    load = np.maximum(tx_bps[rows], 0.0)
     total = np.bincount(g, weights=load, minlength=n)
     count = np.bincount(g, minlength=n)
-    top = np.zeros(n)
-    np.maximum.at(top, g, load)
-    fav = np.full(n, -1, dtype=np.int64)
-    is_top = load >= top[g]
-    fav[g[is_top]] = ulink[upl][is_top]
+    order = np.lexsort((load, g))
+    last = np.zeros(n, dtype=np.int64)
+    last[g[order]] = order  # the last (largest) row of each group
+    top = load[last]
+    fav = link[last]
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(total > 0, top / total, 0.0)
-    even = 1.0 / np.maximum(count, 1)
-    rel = share / even  # 1 when even
-    ptier = np.zeros(n, dtype=np.int64)
-    ptier[g] = tier[upl]
-    pplane = np.zeros(n, dtype=np.int64)
-    pplane[g] = plane[upl]
-    pk = ptier * 4096 + pplane
+    rel = np.asarray(share * count, dtype=np.float64)  # 1 when even
+    g_sw, g_t = gu // n_t, gu % n_t
+    pk = (tier[iface.inv[rows]][last] * 4096 + plane[iface.inv[rows]][last]) * n_t + g_t
     pu, pg = np.unique(pk, return_inverse=True)
-    med, scale, size = robust(pg.astype(np.int64), rel, int(pu.size))
-    line = np.where(size[pg] >= MIN_PEERS, med[pg] + Z_PEER * scale[pg], 0.0)
-    thr = np.maximum(SKEW_SHARE, line)
-    flag = (count >= 2) & (total > 0) & (rel > thr)
-    names = fabric.names.device(us)
-    lo, hi = int(iface.ts.min()), int(iface.ts.max())
-    return [
-        Anomaly(
-            Signal.SKEW,
-            str(names[k]),
-            float(rel[k] / thr[k]),
-            float(rel[k]),
-            float(med[pg[k]]),
-            lo,
-            hi,
-            1,
-            int(fav[k]),
-            0,
-            str(names[k]),
-            f"busiest uplink {fabric.link_label(int(fav[k]))} carries {share[k]:.0%} of the "
-            f"uplink traffic ({rel[k]:.1f}x an even share over {int(count[k])} uplinks)",
+    med, line = _peer_line(pg.astype(np.int64), int(pu.size), rel, Z_SKEW)
+    thr = np.maximum(SKEW_SHARE, np.where(np.isinf(line), SKEW_SHARE, line))
+    flag = (count >= 2) & (total > 0) & (rel > thr) & (share >= SKEW_MIN_SHARE)
+    nodes, hits, score = _flagged_switches(g_sw, g_t, flag, rel / thr)
+    out = []
+    for node, h, sc in zip(nodes.tolist(), hits.tolist(), score.tolist(), strict=True):
+        mine = flag & (g_sw == node)
+        favs, counts = np.unique(fav[mine], return_counts=True)
+        f = int(favs[np.argmax(counts)])
+        k = np.flatnonzero(mine)
+        name = str(fabric.names.device(np.array([node]))[0])
+        out.append(
+            Anomaly(
+                Signal.SKEW,
+                name,
+                float(sc),
+                float(np.median(rel[k])),
+                float(np.median(med[k])),
+                int(tu[g_t[k].min()]),
+                int(tu[g_t[k].max()]),
+                int(h),
+                f,
+                0,
+                name,
+                f"busiest uplink {fabric.link_label(f)} carries {np.median(share[k]):.0%} of "
+                f"the uplink traffic ({np.median(rel[k]):.1f}x an even share over "
+                f"{int(np.median(count[k]))} uplinks) in {int(h)} interval(s)",
+                _persistent(k, g_t, rel - 1.0),
+            )
         )
-        for k in np.flatnonzero(flag).tolist()
-    ]
+    return out
+
+
+def _hot_switches(
+    fabric: OpsFabric, iface: _Iface, ulink: I64, uend: I64, plane: I64, util_row: F64
+) -> list[Anomaly]:
+    """Switches whose links run far hotter than their peers' (same role and plane) in the same
+    interval: the median utilisation of the switch's transmitting interfaces above both
+    :data:`HOT_SWITCH_REL` times and ``Z`` scales beyond the peers' median, in at least
+    :data:`MIN_INTERVALS` intervals. A switch carrying extra load (a congested spine) heats
+    all its links; a mis-hashing one heats one uplink and cools the others (``skew``)."""
+    t = fabric.topology
+    link, end = ulink[iface.inv], uend[iface.inv]
+    node = np.where(end == 0, t.link_src[link], t.link_dst[link]).astype(np.int64)
+    role = np.asarray(t.node_role, dtype=np.int64)[node]
+    rows = np.flatnonzero((role != 0) & ~np.isnan(util_row))
+    if rows.size == 0:
+        return []
+    tu, ti = np.unique(iface.ts[rows], return_inverse=True)
+    n_t = int(tu.size)
+    gu, g = np.unique(node[rows] * n_t + ti, return_inverse=True)
+    g = g.astype(np.int64)
+    value = group_median(g, util_row[rows], int(gu.size))
+    g_node, g_t = gu // n_t, gu % n_t
+    first = np.zeros(gu.size, dtype=np.int64)
+    first[g[::-1]] = rows[::-1]
+    pk = (role[first] * 4096 + plane[iface.inv[first]]) * n_t + g_t
+    pu, pg = np.unique(pk, return_inverse=True)
+    med, line = _peer_line(pg.astype(np.int64), int(pu.size), value, Z_SWITCH)
+    thr = np.maximum(line, (1 + HOT_SWITCH_REL) * med)
+    flag = (value > thr) & (value > med + HOT_SWITCH_EXCESS)
+    nodes, hits, score = _flagged_switches(g_node, g_t, flag, value / thr)
+    out = []
+    for nd, h, sc in zip(nodes.tolist(), hits.tolist(), score.tolist(), strict=True):
+        k = np.flatnonzero(flag & (g_node == nd))
+        name = str(fabric.names.device(np.array([nd]))[0])
+        out.append(
+            Anomaly(
+                Signal.HOT_SWITCH,
+                name,
+                float(sc),
+                float(np.median(value[k])),
+                float(np.median(med[k])),
+                int(tu[g_t[k].min()]),
+                int(tu[g_t[k].max()]),
+                int(h),
+                device=name,
+                note=f"median utilisation of its links {np.median(value[k]):.2f} against its "
+                f"peers' {np.median(med[k]):.2f} in {int(h)} interval(s)",
+                persistent=_persistent(k, g_t, value - med),
+            )
+        )
+    return out
 
 
 # -- collectives ---------------------------------------------------------------------------

@@ -9,8 +9,9 @@ suspected), **recall** (the culprit is among the suspects at all), **kind right*
 suspect is the culprit with the fault's kind) and **false first** (a fault to repair ranked
 first that is not the culprit; for ``congested-spine`` any fault ranked first, since load is
 nothing to repair). A suspect names the culprit when it names the same object: the same
-physical link (either end first), port, switch or rank; for a dead EV the same EV on a path
-the truth names (its pair, or the switch every dead path crosses); for a congested spine a
+physical link (either end first), port, switch or rank; for a dead EV the same EV where
+the truth names it (its pair, or the switch every dead path crosses: naming one dead pair of
+a dead switch's EV is not enough); for a congested spine a
 ``congestion`` suspect on that switch. The targets (``meets_targets``): top-1 at least
 :data:`TOP1_TARGET` for every fault kind, no false culprit first for congestion.
 """
@@ -102,33 +103,9 @@ def matches(fabric: OpsFabric, truth: Fault, s: Suspect) -> bool:
         return False
     if k in (FaultKind.GRAY_LINK, FaultKind.FLAPPING_LINK, FaultKind.DEAD_LINK):
         return s.kind is SuspectKind.LINK and _same_link(fabric, truth.target, s.target)
-    if k is FaultKind.DEAD_EV:
-        if s.kind is not SuspectKind.EV:
-            return False
-        t_where, _, t_ev = truth.target.rpartition("#")
-        s_where, _, s_ev = s.target.rpartition("#")
-        if t_ev != s_ev:
-            return False
-        if ">" in t_where:
-            return t_where == s_where
-        return _crosses(fabric, s_where, int(s_ev), t_where)
+    if k is FaultKind.DEAD_EV:  # the same EV at the same place: its pair, or its switch
+        return s.kind is SuspectKind.EV and s.target == truth.target
     return s.target == truth.target
-
-
-def _crosses(fabric: OpsFabric, pair: str, ev: int, device: str) -> bool:
-    """Whether the path of ``pair`` (``dev:if>dev:if``) with EV ``ev`` crosses ``device``."""
-    a, _, b = pair.partition(">")
-    src = fabric.host_of(*a.rsplit(":", 1))
-    dst = fabric.host_of(*b.rsplit(":", 1))
-    if src is None or dst is None:
-        return False
-    row = fabric.paths(np.array([src[0]]), np.array([dst[0]]), np.array([src[1]]), np.array([ev]))[
-        0
-    ]
-    links = row[row >= 0] // 2
-    t = fabric.topology
-    nodes = np.concatenate([t.link_src[links], t.link_dst[links]]).astype(np.int64)
-    return device in set(fabric.names.device(np.unique(nodes)).tolist())
 
 
 def _is_fault(s: Suspect) -> bool:

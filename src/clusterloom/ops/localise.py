@@ -327,7 +327,7 @@ class _Probes:
     dst: I64
     port: I64
     ev: I64
-    paths: I64  # per key, directed links, -1 padded
+    paths: I64  # per key, directed links of the way out and back, -1 padded
     key: I64  # per row: its key
     ts: I64  # per row
     sent: F64  # per row
@@ -402,7 +402,10 @@ def _probe_keys(fabric: OpsFabric, probes: pa.Table) -> _Probes:
     else:  # too many to pack in 63 bits: sort the rows
         u, k = np.unique(np.stack([sh, dh, sp, ev], axis=1), axis=0, return_inverse=True)
         uniq, key = np.asarray(u, np.int64), np.asarray(k, np.int64).reshape(-1)
-    paths = fabric.paths(uniq[:, 0], uniq[:, 1], uniq[:, 2], uniq[:, 3])
+    # a probe's reply comes back on the reverse path with the same EV: both can lose it
+    forward = fabric.paths(uniq[:, 0], uniq[:, 1], uniq[:, 2], uniq[:, 3])
+    reverse = fabric.paths(uniq[:, 1], uniq[:, 0], uniq[:, 2], uniq[:, 3])
+    paths = np.concatenate([forward, reverse], axis=1)
     return _Probes(
         uniq[:, 0],
         uniq[:, 1],
@@ -473,10 +476,13 @@ BASE_STRAGGLER = 0.8
 BASE_CONGESTION = 0.97
 #: a probe-loss suspect on a link showing load (and no errors or flaps) keeps this share
 LOAD_DISCOUNT = 0.2
+#: a switch-level anomaly present from the window's first interval (no onset) keeps this
+PERSISTENT_DISCOUNT = 0.5
 
 
-def _conf(score: float, base: float) -> float:
-    return float(base * -np.expm1(-max(score, 0.0)))
+def _conf(score: float, base: float, persistent: bool = False) -> float:
+    scale = PERSISTENT_DISCOUNT if persistent else 1.0
+    return float(scale * base * -np.expm1(-max(score, 0.0)))
 
 
 @dataclass(frozen=True)
@@ -518,9 +524,12 @@ def _dead_evs(
 ) -> tuple[NDArray[np.bool_], list[Suspect]]:
     """Keys whose probes were (almost) all lost in intervals where every link of their path
     was cleared by other probes (at least :data:`CLEAR_MIN` of them): their EV's path
-    black-holes, not a link. A key is a dead EV when at least half of its dead intervals are
-    so cleared. Returns the rows so explained and the suspects (confidence: the share of its
-    dead intervals cleared, times ``1 - 2**-n`` for ``n`` such intervals)."""
+    black-holes, not a link. A key is dead when at least half of its dead intervals are so
+    cleared; its lossy rows are explained (taken out of the link fit). The dead keys of one EV
+    are then placed (:func:`_dead_ev_switches`): on the switches every one of them crosses and
+    no live probe of that EV does (``switch#EV``), else on their own pair (``src>dst#EV``).
+    Confidence: the share of the dead intervals cleared times ``1 - 2**-n`` for ``n`` such
+    intervals, split evenly among switches no probe tells apart."""
     dead = (p.sent > 0) & (p.lost >= DEAD_SHARE * p.sent)
     if not dead.any():
         return np.zeros(p.key.size, dtype=bool), []
@@ -530,29 +539,98 @@ def _dead_evs(
     n_keys = p.src.size
     dead_k = np.bincount(p.key[dead], minlength=n_keys)
     only_k = np.bincount(p.key[ev_only], minlength=n_keys)
-    keys = np.flatnonzero((only_k > 0) & (only_k * 2 >= dead_k))
-    explained = ev_only & np.isin(p.key, keys)
+    is_dead = (only_k > 0) & (only_k * 2 >= dead_k)
+    explained = is_dead[p.key] & (p.lost > 0)
+    lossy_k = np.bincount(p.key[p.lost > 0], minlength=n_keys) > 0
     out: list[Suspect] = []
-    for k in keys.tolist():
-        ts = p.ts[explained & (p.key == k)]
-        n = int(only_k[k])
-        out.append(
-            Suspect(
-                SuspectKind.EV,
-                _key_name(fabric, p, k),
-                float(only_k[k] / dead_k[k] * (1.0 - 0.5 ** min(n, 50))),
-                FaultKind.DEAD_EV,
-                n,
-                int(dead_k[k] - only_k[k]),
-                int(ts.min()),
-                int(ts.max()),
-                (
-                    f"probes: EV {int(p.ev[k])} lost in {n} interval(s) while other probes "
-                    "cleared every link of its path",
-                ),
-            )
+    for ev in np.unique(p.ev[is_dead]).tolist():
+        keys = np.flatnonzero(is_dead & (p.ev == ev))
+        n = int(only_k[keys].sum())
+        conf = float(only_k[keys].sum() / dead_k[keys].sum() * (1.0 - 0.5 ** min(n, 50)))
+        switches = _dead_ev_switches(fabric, p, keys, (p.ev == ev) & ~lossy_k)
+        if switches:  # every dead probe of this EV crossing them is theirs, cleared or not
+            crossing = _crosses(fabric, p, (p.ev == ev) & (dead_k > 0), switches)
+            keys = np.union1d(keys, crossing)
+            explained |= np.isin(p.key, crossing) & (p.lost > 0)
+        rows = explained & np.isin(p.key, keys)
+        first, last = int(p.ts[rows].min()), int(p.ts[rows].max())
+        what = (
+            f"probes: EV {ev} of {keys.size} probe pair(s) lost in {n} interval(s) while "
+            "other probes cleared every link of their paths"
         )
+        if switches:
+            for sw in switches:
+                evidence = (f"{what}; every one crosses {sw}, no live probe of EV {ev} does",)
+                out.append(
+                    Suspect(
+                        SuspectKind.EV,
+                        f"{sw}#{ev}",
+                        conf / len(switches),
+                        FaultKind.DEAD_EV,
+                        int(keys.size),
+                        0,
+                        first,
+                        last,
+                        evidence,
+                    )
+                )
+            continue
+        for k in keys.tolist():
+            ts = p.ts[explained & (p.key == k)]
+            out.append(
+                Suspect(
+                    SuspectKind.EV,
+                    _key_name(fabric, p, k),
+                    conf,
+                    FaultKind.DEAD_EV,
+                    int(only_k[k]),
+                    int(dead_k[k] - only_k[k]),
+                    int(ts.min()),
+                    int(ts.max()),
+                    (what,),
+                )
+            )
     return explained, out
+
+
+def _crosses(fabric: OpsFabric, p: _Probes, keys: NDArray[np.bool_], switches: list[str]) -> I64:
+    """The keys among ``keys`` whose way out crosses one of ``switches``."""
+    t = fabric.topology
+    idx = np.flatnonzero(keys)
+    names = set(switches)
+    nodes = np.flatnonzero(np.isin(fabric.names.device(np.arange(t.n_nodes)), list(names)))
+    out = p.paths[idx, : p.paths.shape[1] // 2]
+    links = np.where(out >= 0, out // 2, 0)
+    on = np.isin(t.link_src[links], nodes) | np.isin(t.link_dst[links], nodes)
+    return np.asarray(idx[(on & (out >= 0)).any(axis=1)], dtype=np.int64)
+
+
+def _dead_ev_switches(
+    fabric: OpsFabric, p: _Probes, dead_keys: I64, live_keys: NDArray[np.bool_]
+) -> list[str]:
+    """The switches on the paths (out or back) of every one of ``dead_keys`` (at least two)
+    that no key of ``live_keys`` (same EV, nothing lost) crosses on its way out (a switch
+    black-holing an EV drops the probes it forwards; whether it also drops the replies with
+    that EV is left open, so a live key crossing it on the way back does not clear it)."""
+    if dead_keys.size < 2:
+        return []
+    t = fabric.topology
+    n_nodes = int(t.n_nodes)
+
+    def nodes(keys: I64, forward: bool = False) -> I64:
+        d = p.paths[keys, : p.paths.shape[1] // 2] if forward else p.paths[keys]
+        k = np.broadcast_to(np.arange(keys.size)[:, None], d.shape)[d >= 0]
+        links = d[d >= 0] // 2
+        pairs = np.concatenate(
+            [k * n_nodes + t.link_src[links], k * n_nodes + t.link_dst[links]]
+        ).astype(np.int64)
+        return np.asarray(np.unique(pairs) % n_nodes, dtype=np.int64)
+
+    through = np.bincount(nodes(dead_keys), minlength=n_nodes)
+    live = np.bincount(nodes(np.flatnonzero(live_keys), forward=True), minlength=n_nodes)
+    role = np.asarray(t.node_role)
+    hit = np.flatnonzero((through == dead_keys.size) & (live == 0) & (role != 0))
+    return [str(x) for x in fabric.names.device(hit).tolist()]
 
 
 def _time_fault(
@@ -599,7 +677,8 @@ def _probe_evidence(fabric: OpsFabric, probes: pa.Table) -> _Tomo:
     for e in fit.suspects().tolist():
         on_key = np.zeros(n_keys, dtype=bool)
         on_key[csc.indices[csc.indptr[e] : csc.indptr[e + 1]]] = True
-        kind, first, last, how = _time_fault(p, on_key & (lost_k >= 0), t_idx, tu)
+        # the time pattern of the probes that carry the evidence: those through it that lost
+        kind, first, last, how = _time_fault(p, on_key & (lost_k > 0), t_idx, tu)
         link = e // 2
         s = Suspect(
             SuspectKind.LINK,
@@ -617,8 +696,16 @@ def _probe_evidence(fabric: OpsFabric, probes: pa.Table) -> _Tomo:
             ),
         )
         old = by_link.get(link)
-        if old is None or old.confidence < s.confidence:
-            by_link[link] = s
+        if old is not None:  # both directions: one physical link, their shares add up
+            best = old if old.confidence >= s.confidence else s
+            s = replace(
+                best,
+                confidence=min(old.confidence + s.confidence, 1.0),
+                explained=max(old.explained, s.explained),
+                unexplained=min(old.unexplained, s.unexplained),
+                evidence=old.evidence + s.evidence,
+            )
+        by_link[link] = s
     # RTT excess per key: its mean RTT above the 10th percentile of keys of as many hops
     rtt_ok = ~np.isnan(p.rtt) & use
     rs = np.bincount(p.key[rtt_ok], weights=p.rtt[rtt_ok], minlength=n_keys)
@@ -694,7 +781,21 @@ def localise(
             load.setdefault(an.link, []).append(an)
         elif an.link is not None and an.signal in (Signal.FEC, Signal.FLAPS, Signal.DOWN):
             faulty.add(an.link)
+    # a skewed switch's cold uplinks run below their peers because of its hashing
+    t = fabric.topology
+    skewed_nodes = {
+        int(t.link_src[an.link])
+        for an in anomalies
+        if an.signal is Signal.SKEW and an.link is not None
+    }
     for an in anomalies:
+        if (
+            an.signal is Signal.LOW_RATE
+            and an.link is not None
+            and int(t.link_src[an.link]) in skewed_nodes
+            and int(t.link_tier[an.link]) >= 2
+        ):
+            continue
         sus = _counter_suspect(fabric, an, set(load))
         if sus is not None:
             board.add(sus)
@@ -714,7 +815,7 @@ def localise(
             board.add(sus)
         for e in np.flatnonzero(tomo.delay > DELAY_MIN_US).tolist():
             delay_links[e // 2] = max(delay_links.get(e // 2, 0.0), float(tomo.delay[e]))
-    congested = _congestion(fabric, load, delay_links)
+    congested = _congestion(fabric, anomalies, load, delay_links)
     for sus in congested:
         board.add(sus)
     _mis_hashed(fabric, anomalies, {s.target for s in congested}, board)
@@ -737,7 +838,7 @@ def _mis_hashed(
             Suspect(
                 SuspectKind.DEVICE,
                 an.where,
-                _conf(an.score, BASE_SKEW),
+                _conf(an.score, BASE_SKEW, an.persistent),
                 FaultKind.MIS_HASHED_SWITCH,
                 1,
                 0,
@@ -777,14 +878,45 @@ def _stragglers(anomalies: Sequence[Anomaly], board: _Board) -> None:
 
 
 def _congestion(
-    fabric: OpsFabric, load: dict[int, list[Anomaly]], delay_links: dict[int, float]
+    fabric: OpsFabric,
+    anomalies: Sequence[Anomaly],
+    load: dict[int, list[Anomaly]],
+    delay_links: dict[int, float],
 ) -> list[Suspect]:
-    """The switch whose links carry most of the load signals (ECN/PFC marks, line rate, RTT
-    growth): a congested switch, if at least two of its links show load."""
+    """Congested switches: one running far hotter than its peers (``hot-switch``), its links'
+    ECN/PFC marks and RTT growth as support; without one, the switch whose links carry most
+    of the load signals, if at least two of them do. A skewed switch (mis-hashing) is not
+    congested: its load is its own hashing's."""
     t = fabric.topology
-    links = np.asarray(sorted(set(load) | set(delay_links)), dtype=np.int64)
-    if links.size < 2:
-        return []
+    skewed = {an.where for an in anomalies if an.signal is Signal.SKEW}
+    fav = {an.link for an in anomalies if an.signal is Signal.SKEW and an.link is not None}
+    links = np.asarray(sorted((set(load) | set(delay_links)) - fav), dtype=np.int64)
+    hot = [an for an in anomalies if an.signal is Signal.HOT_SWITCH and an.where not in skewed]
+    out: list[Suspect] = []
+    for an in hot:
+        node = int(np.flatnonzero(fabric.names.device(np.arange(t.n_nodes)) == an.where)[0])
+        mine = links[(t.link_src[links] == node) | (t.link_dst[links] == node)].tolist()
+        signals = sorted({str(x.signal) for k in mine for x in load.get(k, [])})
+        if any(k in delay_links for k in mine):
+            signals.append("RTT growth")
+        out.append(
+            Suspect(
+                SuspectKind.CONGESTION,
+                an.where,
+                _conf(an.score, BASE_CONGESTION, an.persistent),
+                FaultKind.CONGESTED_SPINE,
+                an.intervals,
+                0,
+                an.first_ms,
+                an.last_ms,
+                (
+                    f"counters: {an.note}"
+                    + (f"; on {len(mine)} of its links: {', '.join(signals)}" if mine else ""),
+                ),
+            )
+        )
+    if out or links.size < 2:
+        return out
     ends = np.concatenate([t.link_src[links], t.link_dst[links]]).astype(np.int64)
     ends = ends[np.asarray(t.node_role)[ends] != 0]  # switches only
     if ends.size == 0:
@@ -792,7 +924,8 @@ def _congestion(
     counts = np.bincount(ends)
     best = int(np.argmax(counts))
     n_best = int(counts[best])
-    if n_best < 2:
+    name = _device_name(fabric, best)
+    if n_best < 2 or name in skewed:
         return []
     mine = links[(t.link_src[links] == best) | (t.link_dst[links] == best)].tolist()
     signals = sorted({str(an.signal) for k in mine for an in load.get(k, [])})
@@ -803,7 +936,7 @@ def _congestion(
     return [
         Suspect(
             SuspectKind.CONGESTION,
-            _device_name(fabric, best),
+            name,
             BASE_CONGESTION * n_best / int(links.size),
             FaultKind.CONGESTED_SPINE,
             n_best,
