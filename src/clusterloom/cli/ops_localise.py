@@ -75,7 +75,7 @@ def _read(
         from clusterloom.ops.ingest import counter_rates, read_counters
 
         got = read_counters(counters, fabric)
-        _problems(out, counters, got.problems)
+        _problems(counters, got.problems)
         r = counter_rates(got.table, fabric)
     if rates is not None:
         r = _parquet(rates)
@@ -83,13 +83,13 @@ def _read(
         from clusterloom.ops.ingest import read_probes
 
         got = read_probes(probes, fabric)
-        _problems(out, probes, got.problems)
+        _problems(probes, got.problems)
         p = got.table
     if collectives is not None:
         from clusterloom.ops.ingest import read_collectives
 
         got = read_collectives(collectives, fabric)
-        _problems(out, collectives, got.problems)
+        _problems(collectives, got.problems)
         c = got.table
     return r, p, c
 
@@ -105,11 +105,14 @@ def _parquet(path: Path) -> pa.Table:
         raise SpecError([Problem(str(path), f"not a readable Parquet file: {exc}")]) from exc
 
 
-def _problems(out: Console, path: Path, problems: tuple[Any, ...]) -> None:
-    for pr in problems[:20]:
-        out.print(f"{path}: skipped {pr}", style="yellow", soft_wrap=True)
-    if len(problems) > 20:
-        out.print(f"{path}: ... and {len(problems) - 20:,} more bad rows skipped", style="yellow")
+def _problems(path: Path, problems: tuple[Any, ...]) -> None:
+    """Bad rows the reader skipped, on stderr (stdout may be JSON): the first few and a count."""
+    if not problems:
+        return
+    err = Console(stderr=True, highlight=False, markup=False)
+    for pr in problems[:5]:
+        err.print(f"{path}: skipped {pr}", style="yellow", soft_wrap=True)
+    err.print(f"{path}: {len(problems):,} bad row(s) skipped, the good rows kept", style="yellow")
 
 
 def _print_localisation(out: Console, loc: Localisation, top: int) -> None:
@@ -124,10 +127,10 @@ def _print_localisation(out: Console, loc: Localisation, top: int) -> None:
         ("target", False),
         ("confidence", True),
         ("explains", True),
-        ("evidence", False),
     ):
         table.add_column(heading, justify="right" if right else "left", overflow="fold")
-    for i, s in enumerate(loc.suspects[:top]):
+    shown = loc.suspects[:top]
+    for i, s in enumerate(shown):
         table.add_row(
             str(i + 1),
             str(s.kind),
@@ -135,9 +138,12 @@ def _print_localisation(out: Console, loc: Localisation, top: int) -> None:
             s.target,
             f"{s.confidence:.2f}",
             f"{s.explained}/{s.explained + s.unexplained}",
-            "; ".join(s.evidence),
         )
     out.print(table)
+    for i, s in enumerate(shown):
+        out.print(f"{i + 1}. {s.target}", soft_wrap=True)
+        for line in s.evidence:
+            out.print(f"   - {line}", soft_wrap=True)
     if len(loc.suspects) > top:
         out.print(f"... {len(loc.suspects) - top:,} more (--top)")
     verdict = "load (congestion), nothing to repair" if loc.congestion else "faults"
@@ -158,6 +164,7 @@ def _print_evaluation(out: Console, ev: Evaluation) -> None:
         "recall",
         "kind right",
         "false first",
+        "silent",
         "s/incident",
     ):
         table.add_column(heading, justify="left" if heading == "fault kind" else "right")
@@ -171,6 +178,7 @@ def _print_evaluation(out: Console, ev: Evaluation) -> None:
             f"{k.recall:.1%}",
             f"{k.kind_right:.1%}",
             f"{k.false_first:.1%}",
+            f"{k.silent:.1%}",
             f"{k.seconds / max(k.incidents, 1):.2f}",
         )
     out.print(table)

@@ -87,7 +87,7 @@ HOT_UTIL = 0.9
 LOW_RATE_RATIO = 0.7
 BUSY_UTIL = 0.05
 SKEW_SHARE = 1.8
-SKEW_MIN_SHARE = 0.5
+SKEW_MIN_REL = 4.0
 Z_SKEW = 4.0
 Z_SWITCH = 4.0
 HOT_SWITCH_REL = 0.8
@@ -137,7 +137,11 @@ class Anomaly:
     construction), ``intervals`` the intervals (or steps) flagged, ``first_ms``..``last_ms``
     their span. ``persistent``: as strong in the window's first interval as later (no onset
     inside the window: the state the window began in, a workload's own imbalance or an older
-    fault); set for the switch-level signals (``skew``, ``hot-switch``).
+    fault): for an interface, flagged in the window's first interval; for a straggler,
+    ``value`` is the share of its collectives flagged and ``baseline`` its mean signed
+    deviation from its peers' median there (microseconds; negative: it spent less time, it
+    came late and did not wait); for the switch-level
+    signals (``skew``, ``hot-switch``), as strong there as over the intervals flagged.
     """
 
     signal: Signal
@@ -291,6 +295,7 @@ def counter_anomalies(rates: pa.Table, fabric: OpsFabric) -> tuple[Anomaly, ...]
         unit: str,
     ) -> None:
         first, last, count = _span(iface, rows)
+        window_start = int(iface.ts.min())
         for k in np.flatnonzero(flag).tolist():
             f, la = int(first[k]), int(last[k])
             if la < 0:  # flagged on the mean but no single row beyond: the window's span
@@ -310,6 +315,7 @@ def counter_anomalies(rates: pa.Table, fabric: OpsFabric) -> tuple[Anomaly, ...]
                     int(uend[k]),
                     str(dev[ulink[k], uend[k]]),
                     unit,
+                    f == window_start,
                 )
             )
 
@@ -455,7 +461,7 @@ def _skew(
     pu, pg = np.unique(pk, return_inverse=True)
     med, line = _peer_line(pg.astype(np.int64), int(pu.size), rel, Z_SKEW)
     thr = np.maximum(SKEW_SHARE, np.where(np.isinf(line), SKEW_SHARE, line))
-    flag = (count >= 2) & (total > 0) & (rel > thr) & (share >= SKEW_MIN_SHARE)
+    flag = (count >= 2) & (total > 0) & (rel > thr) & (rel >= SKEW_MIN_REL)
     nodes, hits, score = _flagged_switches(g_sw, g_t, flag, rel / thr)
     out = []
     for node, h, sc in zip(nodes.tolist(), hits.tolist(), score.tolist(), strict=True):
@@ -572,7 +578,7 @@ def collective_anomalies(collectives: pa.Table) -> tuple[Anomaly, ...]:
     nr = int(ru.shape[0])
     steps = np.bincount(r, minlength=nr)
     flagged = np.bincount(r, weights=late.astype(np.float64), minlength=nr)
-    signed = np.bincount(r, weights=np.where(late, np.sign(dev), 0.0), minlength=nr)
+    signed = np.bincount(r, weights=np.where(late, dev, 0.0), minlength=nr)
     excess = np.bincount(r, weights=np.where(late, np.abs(dev), 0.0), minlength=nr)
     share = flagged / np.maximum(steps, 1)
     big = np.iinfo(np.int64).max
@@ -590,7 +596,7 @@ def collective_anomalies(collectives: pa.Table) -> tuple[Anomaly, ...]:
                 f"rank:{int(ru[k, 1])}",
                 float(share[k] / STRAGGLER_SHARE),
                 float(share[k]),
-                0.0,
+                float(signed[k] / max(flagged[k], 1)),
                 int(first[k]),
                 int(last[k]),
                 int(flagged[k]),

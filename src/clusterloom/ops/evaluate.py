@@ -8,7 +8,8 @@ Per kind: **top-1** (the culprit is the first suspect), **top-3** (among the fir
 suspected), **recall** (the culprit is among the suspects at all), **kind right** (the first
 suspect is the culprit with the fault's kind) and **false first** (a fault to repair ranked
 first that is not the culprit; for ``congested-spine`` any fault ranked first, since load is
-nothing to repair). A suspect names the culprit when it names the same object: the same
+nothing to repair) and **silent** (nothing suspected: the fault left no symptom the
+detectors see). A suspect names the culprit when it names the same object: the same
 physical link (either end first), port, switch or rank; for a dead EV the same EV where
 the truth names it (its pair, or the switch every dead path crosses: naming one dead pair of
 a dead switch's EV is not enough); for a congested spine a
@@ -73,6 +74,7 @@ class KindScore:
     recall: float
     kind_right: float
     false_first: float
+    silent: float
     seconds: float
 
 
@@ -178,6 +180,7 @@ def _score(kind: FaultKind, got: Sequence[Outcome]) -> KindScore:
         sum(o.rank is not None for o in got) / n,
         sum(o.rank == 0 and o.first_fault == str(kind) for o in got) / n,
         sum(o.false_first for o in got) / n,
+        sum(not o.first for o in got) / n,
         sum(o.seconds for o in got),
     )
 
@@ -208,6 +211,7 @@ def evaluation_dict(ev: Evaluation) -> dict[str, object]:
                 "recall": k.recall,
                 "kind_right": k.kind_right,
                 "false_first": k.false_first,
+                "silent": k.silent,
             }
             for k in ev.scores
         ],
