@@ -488,7 +488,9 @@ PERSISTENT_DISCOUNT = 0.5
 #: a probe-loss suspect on a link whose counters show no loss keeps this share
 COUNTER_CLEAN_DISCOUNT = 0.3
 #: a rank slower than its peers in its collectives (rather than late to them) keeps this
-LONGER_DISCOUNT = 0.5
+LONGER_DISCOUNT = 0.3
+#: a port of a rank slower than its peers (one or two such ranks)
+BASE_SLOW_RANK_PORT = 0.6
 #: load on one link alone (a link slower than its rate)
 BASE_LONE = 0.6
 
@@ -860,7 +862,7 @@ def localise(
         board.add(sus)
     _mis_hashed(fabric, anomalies, {s.target for s in congested}, board)
     _lone_load(fabric, anomalies, load, delay_links, congested, board)
-    _stragglers(anomalies, board)
+    _stragglers(fabric, anomalies, board)
     return Localisation(board.ranked(), anomalies, bool(congested))
 
 
@@ -933,7 +935,33 @@ def _mis_hashed(
         )
 
 
-def _stragglers(anomalies: Sequence[Anomaly], board: _Board) -> None:
+def _slow_ports_of(fabric: OpsFabric, an: Anomaly, n_longer: int, board: _Board) -> None:
+    """The ports of a rank slow to communicate, as slow-NIC-port suspects (split over its
+    ports and over the ranks so slow: the counters may show neither a slow port nor its
+    queue when the port runs at the rate its flows get anyway)."""
+    host = int(an.where.partition(":")[2])
+    if not 0 <= host < fabric.topology.plan.hosts:
+        return
+    ports = fabric.host_ports
+    conf = _conf(an.score, BASE_SLOW_RANK_PORT) / (ports * max(n_longer, 1))
+    for port in range(ports):
+        dev, ifname = fabric.endpoint(host, port)
+        board.add(
+            Suspect(
+                SuspectKind.PORT,
+                f"{dev}:{ifname}",
+                conf,
+                FaultKind.SLOW_NIC_PORT,
+                an.intervals,
+                0,
+                an.first_ms,
+                an.last_ms,
+                (f"collectives: its rank {an.where} is slower than its peers ({an.note})",),
+            )
+        )
+
+
+def _stragglers(fabric: OpsFabric, anomalies: Sequence[Anomaly], board: _Board) -> None:
     """Straggler ranks: one late to its collectives spends less time in them than its peers,
     who wait for it (full confidence); one that spends longer is slow to communicate (a port
     or a path: discounted), and discounted again when a slow port of its server explains
@@ -941,6 +969,7 @@ def _stragglers(anomalies: Sequence[Anomaly], board: _Board) -> None:
     port_hosts = {
         s.target.partition(":")[0] for s in board.items.values() if s.kind is SuspectKind.PORT
     }
+    longer = [a for a in anomalies if a.signal is Signal.STRAGGLER and a.baseline > 0]
     for an in anomalies:
         if an.signal is not Signal.STRAGGLER:
             continue
@@ -949,6 +978,8 @@ def _stragglers(anomalies: Sequence[Anomaly], board: _Board) -> None:
         if an.baseline > 0:  # longer: its communication is slow, a port or path, not it
             conf *= LONGER_DISCOUNT
             evidence += ("it spends longer than its peers: slow communication, not compute",)
+            if len(longer) <= 2:  # one slow port slows its rank (and the peer it serves)
+                _slow_ports_of(fabric, an, len(longer), board)
         if an.device in port_hosts:
             conf *= 0.5
             evidence += (f"its server {an.device} has a slow port",)
