@@ -230,3 +230,80 @@ def test_probes_of_endpoints_the_design_lacks_are_refused(fabric) -> None:  # ty
     bad = table.set_column(1, "src_device", pa.array(["node99999"] * table.num_rows))
     with pytest.raises(SpecError, match="not a NIC port"):
         localise(fabric, probes=bad)
+
+
+# -- each fault kind on a synthetic incident (ops.synth, the flow engine) -------------------
+
+_HGX = "hgx-1k-roce"
+_LINK = "be-p0-leaf0007:swp47s1~be-p0-spine0004:swp30s2"
+_KINDS = [
+    ("gray-link", f"{_LINK}@10s*loss=0.01", SuspectKind.LINK, _LINK),
+    ("flapping-link", f"{_LINK}@10s*flaps=2", SuspectKind.LINK, _LINK),
+    ("dead-link", f"{_LINK}@15s", SuspectKind.LINK, _LINK),
+    ("dead-ev", "be-p0-leaf0007#49153@10s", SuspectKind.EV, "be-p0-leaf0007#49153"),
+    ("mis-hashed-switch", "be-p0-leaf0007@10s*share=0.8", SuspectKind.DEVICE, "be-p0-leaf0007"),
+    ("straggler-rank", "rank:17@10s*delay=10ms", SuspectKind.RANK, "rank:17"),
+]
+
+
+@pytest.fixture(scope="module")
+def hgx():  # type: ignore[no-untyped-def]
+    return load_fabric(_HGX)
+
+
+def _incident(fabric, text: str) -> tuple[Localisation, object]:  # type: ignore[no-untyped-def]
+    from clusterloom.ops.faults import parse_fault
+    from clusterloom.ops.ingest import counter_rates
+    from clusterloom.ops.synth import synthesize
+
+    fault = parse_fault(text, fabric)
+    syn = synthesize(fabric, [fault], duration_s=60, interval_s=10, seed=3)
+    rates = counter_rates(syn.counters, fabric)
+    return localise(fabric, rates=rates, probes=syn.probes, collectives=syn.collectives), fault
+
+
+@pytest.mark.parametrize(("kind", "where", "suspect_kind", "target"), _KINDS)
+def test_each_fault_kind_is_named_first_with_its_kind(
+    hgx,  # type: ignore[no-untyped-def]
+    kind: str,
+    where: str,
+    suspect_kind: SuspectKind,
+    target: str,
+) -> None:
+    loc, _ = _incident(hgx, f"{kind}:{where}")
+    first = loc.suspects[0]
+    assert (first.kind, first.target, first.fault) == (suspect_kind, target, FaultKind(kind))
+    assert not loc.congestion
+
+
+def test_a_congested_spine_is_congestion_and_no_fault_is_ranked_first(hgx) -> None:  # type: ignore[no-untyped-def]
+    loc, _ = _incident(hgx, "congested-spine:be-p0-spine0004@10s*load=0.5")
+    assert loc.congestion
+    assert (loc.suspects[0].kind, loc.suspects[0].target) == (
+        SuspectKind.CONGESTION,
+        "be-p0-spine0004",
+    )
+
+
+def test_a_port_too_slow_for_its_flows_is_named_through_its_rank(hgx) -> None:  # type: ignore[no-untyped-def]
+    """The counters show neither the port nor a queue (its link carries what the step lets
+    it); its rank and the rank it serves are slower: their two ports tie, first and second."""
+    loc, _ = _incident(hgx, "slow-nic-port:node00012:gpu4p0@10s*rate=0.05")
+    top = loc.suspects[:2]
+    assert {s.kind for s in top} == {SuspectKind.PORT}
+    assert "node00012:gpu4p0" in {s.target for s in top}
+    assert top[0].confidence == pytest.approx(top[1].confidence)
+
+
+def test_a_healthy_fabric_blames_nothing(hgx) -> None:  # type: ignore[no-untyped-def]
+    from clusterloom.ops.ingest import counter_rates
+    from clusterloom.ops.synth import synthesize
+
+    syn = synthesize(hgx, [], duration_s=60, interval_s=10, seed=3)
+    loc = localise(
+        hgx,
+        rates=counter_rates(syn.counters, hgx),
+        probes=syn.probes,
+        collectives=syn.collectives,
+    )
+    assert [s for s in loc.suspects if s.confidence > 0.5] == []

@@ -137,7 +137,8 @@ class Anomaly:
     construction), ``intervals`` the intervals (or steps) flagged, ``first_ms``..``last_ms``
     their span. ``persistent``: as strong in the window's first interval as later (no onset
     inside the window: the state the window began in, a workload's own imbalance or an older
-    fault): for an interface, flagged in the window's first interval; for a straggler,
+    fault): for an interface, flagged in the window's first interval; for a rank, in its
+    job's first step; for a straggler,
     ``value`` is the share of its collectives flagged and ``baseline`` its mean signed
     deviation from its peers' median there (microseconds; negative: it spent less time, it
     came late and did not wait); for the switch-level
@@ -588,6 +589,11 @@ def collective_anomalies(collectives: pa.Table) -> tuple[Anomaly, ...]:
     np.maximum.at(last, r[late], ts[late])
     rank_dev = np.empty(nr, dtype=object)
     rank_dev[r] = devices
+    # flagged in its job's first step: no onset in the window (a rank whose work is simply
+    # longer or shorter than its peers', or an older fault)
+    job_first = np.full(int(ju.size), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(job_first, jinv, step)
+    at_first = np.bincount(r[late & (step == job_first[jinv])], minlength=nr) > 0
     for k in np.flatnonzero((share >= STRAGGLER_SHARE) & (flagged >= MIN_STEPS)).tolist():
         direction = "shorter" if signed[k] < 0 else "longer"
         out.append(
@@ -601,6 +607,7 @@ def collective_anomalies(collectives: pa.Table) -> tuple[Anomaly, ...]:
                 int(last[k]),
                 int(flagged[k]),
                 device=str(rank_dev[k]),
+                persistent=bool(at_first[k]),
                 note=f"job {ju[ru[k, 0]]}: {direction} than its peers in {int(flagged[k])} of "
                 f"{int(steps[k])} collectives, by {excess[k] / max(flagged[k], 1):.0f} us on "
                 "average",

@@ -969,16 +969,22 @@ def _stragglers(fabric: OpsFabric, anomalies: Sequence[Anomaly], board: _Board) 
     port_hosts = {
         s.target.partition(":")[0] for s in board.items.values() if s.kind is SuspectKind.PORT
     }
-    longer = [a for a in anomalies if a.signal is Signal.STRAGGLER and a.baseline > 0]
+    # the ranks slower to communicate since an onset in the window, the most slowed: those
+    # at least half as slowed as the slowest
+    longer = [
+        a for a in anomalies if a.signal is Signal.STRAGGLER and a.baseline > 0 and not a.persistent
+    ]
+    most = max((a.baseline for a in longer), default=0.0)
+    longer = [a for a in longer if a.baseline >= 0.5 * most]
     for an in anomalies:
         if an.signal is not Signal.STRAGGLER:
             continue
-        conf = _conf(an.score, BASE_STRAGGLER)
+        conf = _conf(an.score, BASE_STRAGGLER, an.persistent)
         evidence: tuple[str, ...] = (f"collectives: {an.note}",)
         if an.baseline > 0:  # longer: its communication is slow, a port or path, not it
             conf *= LONGER_DISCOUNT
             evidence += ("it spends longer than its peers: slow communication, not compute",)
-            if len(longer) <= 2:  # one slow port slows its rank (and the peer it serves)
+            if an in longer and len(longer) <= 2:  # a slow port slows its rank and its peer's
                 _slow_ports_of(fabric, an, len(longer), board)
         if an.device in port_hosts:
             conf *= 0.5
