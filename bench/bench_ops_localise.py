@@ -22,7 +22,7 @@ def _rss_mb() -> float:
 
 
 def main() -> None:
-    from clusterloom.ops.evaluate import evaluate
+    from clusterloom.ops.evaluate import evaluate, variant_scores
     from clusterloom.ops.fabric import load_fabric
     from clusterloom.ops.model import FaultKind
 
@@ -49,6 +49,13 @@ def main() -> None:
                 f"{k.precision:>6.1%} {k.recall:>6.1%} {k.kind_right:>6.1%} "
                 f"{k.false_first:>6.1%} {k.silent:>6.1%} {k.seconds:>7.1f}"
             )
+            for _, variant, v in variant_scores(ev):
+                print(
+                    f"{'':<14} {'  ' + variant:<18} {v.incidents:>4} {v.top1:>6.1%} "
+                    f"{v.top3:>6.1%} {v.precision:>6.1%} {v.recall:>6.1%} "
+                    f"{v.kind_right:>6.1%} {v.false_first:>6.1%} {v.silent:>6.1%} "
+                    f"{v.seconds:>7.1f}"
+                )
             sys.stdout.flush()
         print(
             f"{design}: {time.perf_counter() - t_design:.0f} s for {len(kinds)} kinds x "

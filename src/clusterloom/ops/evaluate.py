@@ -40,6 +40,7 @@ __all__ = [
     "evaluation_dict",
     "matches",
     "meets_targets",
+    "variant_scores",
 ]
 
 #: share of single-fault incidents whose culprit must be ranked first (issue 23)
@@ -62,6 +63,8 @@ class Outcome:
     first_fault: str
     false_first: bool
     seconds: float
+    #: a gray link's variant: ``loss`` or ``rate`` (empty for the other kinds)
+    variant: str = ""
 
 
 @dataclass(frozen=True)
@@ -162,10 +165,29 @@ def evaluate(
                     "" if first is None or first.fault is None else str(first.fault),
                     false_first,
                     time.perf_counter() - t0,
+                    _variant(truth),
                 )
             )
     scores = tuple(_score(k, [o for o in outcomes if o.kind is k]) for k in kinds)
     return Evaluation(design, seed, incidents_per_kind, scores, tuple(outcomes))
+
+
+def _variant(fault: Fault) -> str:
+    if fault.kind is not FaultKind.GRAY_LINK:
+        return ""
+    return "loss" if fault.loss > 0 else "rate"
+
+
+def variant_scores(ev: Evaluation) -> tuple[tuple[FaultKind, str, KindScore], ...]:
+    """The scores of each kind's variants (a gray link losing packets, or running below its
+    rate), for the kinds that have them."""
+    out = []
+    for k in ev.scores:
+        variants = sorted({o.variant for o in ev.outcomes if o.kind is k.kind} - {""})
+        for v in variants:
+            got = [o for o in ev.outcomes if o.kind is k.kind and o.variant == v]
+            out.append((k.kind, v, _score(k.kind, got)))
+    return tuple(out)
 
 
 def _score(kind: FaultKind, got: Sequence[Outcome]) -> KindScore:
@@ -214,6 +236,10 @@ def evaluation_dict(ev: Evaluation) -> dict[str, object]:
                 "silent": k.silent,
             }
             for k in ev.scores
+        ],
+        "variants": [
+            {"kind": str(kind), "variant": v, "incidents": k.incidents, "top1": k.top1}
+            for kind, v, k in variant_scores(ev)
         ],
         "misses": [
             {"kind": str(o.kind), "index": o.index, "truth": o.truth, "first": o.first}
