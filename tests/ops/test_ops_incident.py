@@ -209,3 +209,64 @@ def test_the_timeline_command(tmp_path: Path) -> None:
     path.write_text("[]")
     r = runner.invoke(app, ["ops", "timeline", str(path), "-o", str(page)])
     assert r.exit_code == 2 and "not an incident" in r.output
+
+
+@pytest.mark.slow
+def test_an_incident_from_synthetic_telemetry_end_to_end(tmp_path: Path) -> None:
+    """ops synth's telemetry of a gray uplink, localised at two times, its suspects' mitigations
+    checked and the best proposed: the incident holds it all and its page renders."""
+    from clusterloom.ops.fabric import load_fabric
+    from clusterloom.ops.faults import parse_fault
+    from clusterloom.ops.incident import with_mitigation
+    from clusterloom.ops.ingest import counter_rates
+    from clusterloom.ops.localise import localise
+    from clusterloom.ops.mitigate import candidates, check_mitigations, proposal_of
+    from clusterloom.ops.synth import synthesize
+
+    fabric = load_fabric("hgx-1k-roce")
+    t = fabric.topology
+    import numpy as np
+
+    leaf = int(t.link_dst[np.flatnonzero((t.link_tier == 1) & (t.link_src == 0))[0]])
+    link = int(np.flatnonzero((t.link_tier == 2) & (t.link_src == leaf))[0])
+    label = fabric.link_label(link)
+    fault = parse_fault(f"gray-link:{label}@10s*loss=0.02", fabric)
+    syn = synthesize(fabric, [fault], duration_s=60.0, interval_s=10.0, seed=0)
+    rates = counter_rates(syn.counters, fabric)
+    locs = []
+    for end_s in (30, 60):
+        end = syn.start_ms + end_s * 1000
+
+        def upto(table, end=end):  # type: ignore[no-untyped-def]
+            import pyarrow.compute as pc
+
+            return table.filter(pc.less_equal(table["ts_ms"], end))
+
+        loc = localise(
+            fabric,
+            rates=upto(rates),
+            probes=upto(syn.probes),
+            collectives=upto(syn.collectives),
+        )
+        locs.append((end, loc))
+    inc = incident_from("hgx-1k-roce", locs)
+    assert len(inc.observations) == 2 and inc.symptoms
+    top = inc.observations[-1].suspects[0]
+    assert top.target == label, inc.observations[-1].suspects[:3]
+    suspects = inc.observations[-1].suspects
+    checked = check_mitigations(
+        fabric,
+        suspects,
+        candidates(fabric, suspects[:2]),
+        transport="mrc-spray",
+        hosts=256,
+        assumed_rate=0.25,
+    )
+    proposal = proposal_of(fabric, checked, suspects=suspects[:2])
+    assert proposal is not None
+    inc = with_mitigation(inc, checked, proposal, syn.start_ms + 70_000)
+    page = render_incident(inc)
+    assert label in page and proposal.id in page
+    path = tmp_path / "incident.json"
+    path.write_text(incident_json(inc))
+    assert read_incident(path) == inc
