@@ -573,3 +573,20 @@ def test_a_drain_that_leaves_one_uplink_is_a_partition_risk() -> None:
         assert r.second_failure_partitions is partitions
         assert r.capacity_left == pytest.approx((8 - drained) / 8)
         assert r.links_drained == drained and r.hosts_affected == 8
+
+
+def test_each_fault_kind_in_the_engine(fabric: OpsFabric) -> None:
+    """The fault as ops.faults gives it, moved to time 0: a flap as one down, a slow port at
+    its rate, a gray link at its rate; the window the fault had is dropped."""
+    label = fabric.link_label(1500)
+    flap = Fault(FaultKind.FLAPPING_LINK, label, 20_000, 50_000, severity=3.0)
+    assert fault_texts(flap, fabric) == ("link:1500@0ms",)
+    port = ":".join(fabric.endpoint(7, 0))
+    slow = Fault(FaultKind.SLOW_NIC_PORT, port, 5_000, rate=0.4)
+    assert fault_texts(slow, fabric) == ("port:7:0@0ms*0.4",)
+    gray = Fault(FaultKind.GRAY_LINK, label, 9_000, 12_000, rate=0.5)
+    assert fault_texts(gray, fabric) == ("link:1500@0ms*0.5",)
+    with pytest.raises(SpecError, match="no such NIC port"):
+        fault_texts(replace(slow, target="node00000:gpu9p9"), fabric)
+    with pytest.raises(SpecError, match="no fault"):
+        fault_texts(replace(gray, rate=1.0), fabric)
