@@ -590,3 +590,28 @@ def test_each_fault_kind_in_the_engine(fabric: OpsFabric) -> None:
         fault_texts(replace(slow, target="node00000:gpu9p9"), fabric)
     with pytest.raises(SpecError, match="no fault"):
         fault_texts(replace(gray, rate=1.0), fabric)
+
+
+def test_over_several_seeds_better_means_better_on_every_one(fabric: OpsFabric) -> None:
+    from clusterloom.ops.mitigate import _combined
+
+    b, w = (Verdict.BETTER, "9.0% faster than doing nothing"), (Verdict.WORSE, "2.0% slower")
+    n = (Verdict.NO_GAIN, "within 1.0% of doing nothing")
+    assert _combined([(1, 1, b), (1, 1, w), (1, 1, n)], [0, 1, 2]) == (
+        Verdict.WORSE,
+        "seed 1: 2.0% slower",
+    )
+    assert _combined([(1, 1, b), (1, 1, n)], [4, 5])[0] == Verdict.NO_GAIN
+    assert _combined([(1, 1, b), (1, 1, b)], [4, 5]) == (
+        Verdict.BETTER,
+        "better on each of 2 seeds: 9.0% faster, 9.0% faster",
+    )
+    link = int(_uplinks_of_host(fabric, 0)[0])
+    fault = _gray(fabric, link, 0.25)
+    ms = [m for m in candidates(fabric, [fault]) if m.kind == MitigationKind.DRAIN_LINK]
+    (one,) = check_mitigations(fabric, [fault], ms, transport="mrc-spray", hosts=HOSTS)
+    (three,) = check_mitigations(fabric, [fault], ms, transport="mrc-spray", hosts=HOSTS, seeds=3)
+    assert three.verdict == Verdict.BETTER and three.reason.startswith("better on each of 3")
+    assert three.nothing_ps != one.nothing_ps  # the means of three draws, not the first's
+    with pytest.raises(SpecError, match="seeds"):
+        check_mitigations(fabric, [fault], ms, seeds=0)

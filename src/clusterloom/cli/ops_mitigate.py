@@ -149,6 +149,13 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
             typer.Option(help="hosts the traffic spans; the rest are spares to move ranks to"),
         ] = None,
         seed: Annotated[int, typer.Option(help="the simulators' seed")] = 0,
+        seeds: Annotated[
+            int,
+            typer.Option(
+                help="runs per candidate (seeds SEED, SEED+1...): proposed only when better "
+                "on every one"
+            ),
+        ] = 1,
         min_gain: Annotated[
             float | None,
             typer.Option(help="share of doing nothing's time a mitigation must save [0.01]"),
@@ -219,6 +226,7 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
                 min_gain=min_gain,
                 progress=None if quiet else _progress,
                 assumed_rate=assume_rate,
+                seeds=seeds,
             )
             proposal = propose_mitigation(
                 fabric, checked, suspects=given, author=user, store=store, log=log_path

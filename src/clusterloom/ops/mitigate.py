@@ -493,6 +493,7 @@ def check_mitigations(
     min_gain: float | None = None,
     progress: Callable[[str], None] | None = None,
     assumed_rate: float = ASSUMED_RATE,
+    seeds: int = 1,
 ) -> tuple[Checked, ...]:
     """Each candidate simulated on the design with the faults (:func:`assumed_faults`: the
     faults given, all present at once; for suspects, the most confident one the engine can
@@ -506,9 +507,12 @@ def check_mitigations(
     the spec scenario's first, else ``roce-ecmp``); ``min_gain`` the share of doing nothing's
     time a mitigation must save (default the engine's rate tolerance); ``progress`` is told
     what runs as each run starts; ``assumed_rate`` the rate a suspected gray link or slow port
-    keeps (a suspect does not say how bad it is)."""
+    keeps (a suspect does not say how bad it is); ``seeds`` how many seeds (``seed``,
+    ``seed + 1``...: the traffic's draw and the switches' hash) every run is made with: the
+    figures are their means, and a candidate is proposable only when it is better on every
+    one."""
     from clusterloom.sim.predict import FlowPrediction, predict
-    from clusterloom.sim.scenario import DEFAULT_TRAFFIC, resolve_scenario
+    from clusterloom.sim.scenario import DEFAULT_TRAFFIC, build_traffic, resolve_scenario
 
     if engine != "flow":
         raise SpecError(
@@ -538,6 +542,8 @@ def check_mitigations(
         hosts=hosts,
         seed=seed,
     )
+    if not 1 <= seeds <= 16:
+        raise SpecError([Problem("seeds", f"from 1 to 16 seeds, got {seeds}")])
     gain_floor = base.rtol if min_gain is None else min_gain
     if not 0.0 <= gain_floor < 1.0:
         raise SpecError([Problem("min_gain", f"a share in [0, 1), got {gain_floor}")])
@@ -549,12 +555,28 @@ def check_mitigations(
         return sm.makespan_ps, sm.finished, sm.flows
 
     say = progress or (lambda _text: None)
-    say(f"doing nothing: {len(base.traffic or ()):,} flows on {names}")
-    nothing_ps, nothing_done, flows = figures(base)
-    assert base.traffic is not None
+    bases = [base] + [
+        dataclasses.replace(
+            base,
+            seed=seed + r,
+            traffic=build_traffic(
+                spec, base.traffic_kind, base.nbytes, hosts, seed + r, topo.plan.hosts
+            ),
+        )
+        for r in range(1, seeds)
+    ]
+    nothing = []
+    for b in bases:
+        say(f"doing nothing, seed {b.seed}: {len(b.traffic or ()):,} flows on {names}")
+        nothing.append(figures(b))
+    flows = nothing[0][2]
+    nothing_ps = round(sum(x[0] for x in nothing) / len(nothing))
+    nothing_done = min(x[1] for x in nothing)
     used = np.zeros(topo.plan.hosts, dtype=bool)
-    used[base.traffic.src] = True
-    used[base.traffic.dst] = True
+    for b in bases:
+        assert b.traffic is not None
+        used[b.traffic.src] = True
+        used[b.traffic.dst] = True
     out: list[Checked] = []
     for m in candidates:
         risk = _risk(fabric, m, used)
@@ -566,28 +588,33 @@ def check_mitigations(
             "risk": risk,
             "transport": names,
         }
-        variant = _variant(fabric, base, m, used, fault_list)
-        if isinstance(variant, str):
+        variants = [_variant(fabric, b, m, used, fault_list) for b in bases]
+        why = next((v for v in variants if isinstance(v, str)), None)
+        if why is not None:
             out.append(
                 Checked(
                     verdict=Verdict.NOT_APPLICABLE,
-                    reason=variant,
+                    reason=why,
                     predicted_ps=None,
                     finished=0,
                     **common,  # type: ignore[arg-type]
                 )
             )
             continue
-        sc, options = variant
         say(f"{m.id} ({len(out) + 1} of {len(candidates)})")
-        ps, done, _ = figures(sc)
-        verdict, reason = _verdict(ps, done, nothing_ps, nothing_done, flows, gain_floor)
+        ready = [v for v in variants if not isinstance(v, str)]
+        runs = []
+        for (sc, _), (n_ps, n_done, _) in zip(ready, nothing, strict=True):
+            ps, done, _ = figures(sc)
+            runs.append((ps, done, _verdict(ps, done, n_ps, n_done, flows, gain_floor)))
+        verdict, reason = _combined(runs, [b.seed for b in bases])
+        sc, options = ready[0]
         out.append(
             Checked(
                 verdict=verdict,
                 reason=reason,
-                predicted_ps=ps,
-                finished=done,
+                predicted_ps=round(sum(r[0] for r in runs) / len(runs)),
+                finished=min(r[1] for r in runs),
                 failures=sc.failure_texts,
                 options=options,
                 **common,  # type: ignore[arg-type]
@@ -626,6 +653,22 @@ def _verdict(
     if ps > nothing_ps:
         return Verdict.WORSE, f"{ps / nothing_ps - 1:.1%} slower than doing nothing"
     return Verdict.NO_GAIN, f"within {floor:.1%} of doing nothing"
+
+
+def _combined(
+    runs: Sequence[tuple[int, int, tuple[Verdict, str]]], seeds: Sequence[int]
+) -> tuple[Verdict, str]:
+    """One verdict over the seeds' runs: better only when better on every seed; else the
+    first seed's that left flows unfinished, was worse, or gained nothing (in that order)."""
+    if len(runs) == 1:
+        return runs[0][2]
+    for bad in (Verdict.UNFINISHED, Verdict.WORSE, Verdict.NO_GAIN):
+        for (_, _, (v, why)), seed in zip(runs, seeds, strict=True):
+            if v == bad:
+                return v, f"seed {seed}: {why}"
+    return Verdict.BETTER, f"better on each of {len(runs)} seeds: " + ", ".join(
+        r[2][1].split(" than")[0] for r in runs
+    )
 
 
 def _ranked(checked: list[Checked], rtol: float) -> tuple[Checked, ...]:
