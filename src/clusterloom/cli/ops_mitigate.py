@@ -277,7 +277,7 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
     def approve_command(
         proposal: Annotated[str, typer.Argument(help="the proposal's id (ops mitigate)")],
         by: Annotated[str, typer.Option("--by", help="who decides")],
-        note: Annotated[str, typer.Option("--note", help="why (required)")],
+        note: Annotated[str, typer.Option("--note", help="why: the reason the decision records")],
         reject: Annotated[bool, typer.Option("--reject", help="reject it instead")] = False,
         record: RecordOpt = False,
         store_url: StoreUrlOpt = None,
