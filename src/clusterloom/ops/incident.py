@@ -187,8 +187,11 @@ def with_mitigation(
     )
     chosen = None
     if proposal is not None:
-        best = next(c for c in checked if c.proposable)
-        assert best.predicted_ps is not None
+        best = next((c for c in checked if c.proposable), None)
+        if best is None or best.predicted_ps is None:
+            raise SpecError(
+                [Problem(f"incident {inc.id}", "a proposal needs a mitigation predicted better")]
+            )
         chosen = Chosen(
             mitigation=best.mitigation.id,
             proposal=proposal.id,
