@@ -244,7 +244,17 @@ def test_bad_candidates_and_options_are_refused(fabric: OpsFabric) -> None:
         check_mitigations(fabric, [fault], [], transport="ideal")
     with pytest.raises(SpecError, match="give the fault"):
         check_mitigations(fabric, [], [])
-    assert candidates(fabric, [Suspect(SuspectKind.CONGESTION, "be-p0-spine0000", 0.9)]) == ()
+    congestion = Suspect(SuspectKind.CONGESTION, "be-p0-spine0000", 0.9)
+    assert candidates(fabric, [congestion]) == ()
+    with pytest.raises(SpecError, match="no suspect is a fault"):
+        check_mitigations(fabric, [congestion], [])
+    # suspects are alternatives: the most confident expressible one is the assumed fault
+    from clusterloom.ops.mitigate import assumed_faults
+
+    gray = Suspect(SuspectKind.LINK, fabric.link_label(9), 0.3, FaultKind.GRAY_LINK)
+    dead = Suspect(SuspectKind.LINK, fabric.link_label(5), 0.6, FaultKind.DEAD_LINK)
+    (f,) = assumed_faults(fabric, [congestion, gray, dead])
+    assert (f.kind, f.target) == (FaultKind.DEAD_LINK, dead.target)
 
 
 @pytest.fixture(scope="module")
