@@ -263,10 +263,6 @@ def _suspect_of(fault: Fault) -> Suspect:
     return Suspect(kind, fault.target, 1.0, fault=fault.kind, evidence=("given as a fault",))
 
 
-def _as_fault(x: Fault | Suspect) -> Fault:
-    return x if isinstance(x, Fault) else suspect_fault(x)
-
-
 def _as_suspect(x: Fault | Suspect) -> Suspect:
     return x if isinstance(x, Suspect) else _suspect_of(x)
 
