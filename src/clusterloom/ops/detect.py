@@ -44,12 +44,12 @@ a rank's duration is compared with the ranks' median and MAD; a rank beyond :dat
 scales (and :data:`RANK_REL_FLOOR` of the median) in at least :data:`STRAGGLER_SHARE` of its
 steps (and at least :data:`MIN_STEPS`) is a ``straggler`` (late to start, it spends *less*
 time in a collective its peers wait for; slow to communicate, more: either direction counts,
-the note and the sign of ``baseline`` say which); a step whose ranks' median exceeds the job's median step by
-:data:`SLOW_STEP_REL` and ``Z`` scales is a ``slow-step`` (every rank slow: the fabric or the
-job, not one rank). Assumptions: an interface's signals are averaged over the window for the
-decision (a fault present for part of it shows in ``first_ms``..``last_ms``), the
-switch-level ones judged interval by interval; peer groups have at least :data:`MIN_PEERS` members, smaller ones are judged by
-the floors alone.
+the note and the sign of ``baseline`` say which); a step whose ranks' median exceeds the
+job's median step by :data:`SLOW_STEP_REL` and ``Z`` scales is a ``slow-step`` (every rank
+slow: the fabric or the job, not one rank). Assumptions: an interface's signals are averaged
+over the window for the decision (a fault present for part of it shows in
+``first_ms``..``last_ms``), the switch-level ones judged interval by interval; peer groups
+have at least :data:`MIN_PEERS` members, smaller ones are judged by the floors alone.
 """
 
 from __future__ import annotations
