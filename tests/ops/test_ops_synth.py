@@ -503,3 +503,40 @@ def test_probe_series_are_unique_and_cross_leaves(fabric: OpsFabric, healthy: Sy
     for sd, si, dd, di, _ev in keys:
         (a, _), (b, _) = fabric.host_of(sd, si), fabric.host_of(dd, di)
         assert a != b and leaf[a] != leaf[b]
+
+
+JOB = """
+job:
+  model: {name: tiny, layers: 4, hidden: 1024, ffn_hidden: 4096, heads: 8, kv_heads: 8,
+          vocab: 32000, sequence_length: 1024}
+  precision: {activations: bf16, gradients: bf16, parameters: bf16}
+  batch: {global_batch: 32, micro_batch: 1}
+  parallelism: {tp: 1, pp: 1, cp: 1, zero: 1, sequence_parallel: false}
+  compute: {peak_tflops: 1000}
+"""
+
+
+def test_a_job_reports_its_collectives() -> None:
+    """With a job, the step's flows run and each collective is reported per rank; the
+    straggler makes the others wait in the step's first collective only."""
+    fabric = ops_fabric(parse_spec(SPEC.replace("fat-tree-k4", "k4-job") + JOB, source="job"))
+    f = parse_fault("straggler-rank:rank:3@0s*delay=3ms", fabric)
+    syn = synthesize(fabric, [f], duration_s=30, interval_s=10, seed=0)
+    base = synthesize(fabric, [], duration_s=30, interval_s=10, seed=0)
+    assert "step traffic" in syn.notes[0]
+    c, h = syn.collectives.to_pandas(), base.collectives.to_pandas()
+    names = list(dict.fromkeys(c["collective"]))
+    assert len(names) == 2 and all(n.startswith("DP ") for n in names)
+    assert len(c) == 3 * 2 * 16
+    first, second = names
+    # the same draws either way (the straggler changes no earlier signal): row by row, the
+    # others wait the delay (times their 1 % jitter) in the first collective, nothing else moves
+    key = ["ts_ms", "collective", "rank"]
+    both = c.merge(h, on=key, suffixes=("", "_base"))
+    assert len(both) == len(c)
+    extra = both["duration_us"] - both["duration_us_base"]
+    in_first = both["collective"] == first
+    waits = in_first & (both["rank"] != 3)
+    assert ((extra[waits] > 0.95 * 3000) & (extra[waits] < 1.05 * 3000)).all()
+    assert (extra[~waits].abs() < 1e-6).all()
+    assert second != first
