@@ -383,6 +383,12 @@ def test_bad_arguments_are_named(fabric: OpsFabric) -> None:
     late = parse_fault("straggler-rank:rank:1@100s", fabric)
     with pytest.raises(SpecError, match="after the end"):
         synthesize(fabric, [late], duration_s=60, interval_s=10, seed=0)
+    # 65 s of 10 s samples is 60 s of telemetry: a fault at 62 s would never show
+    inside = parse_fault("straggler-rank:rank:1@62s", fabric)
+    with pytest.raises(SpecError, match="60 s"):
+        synthesize(fabric, [inside], duration_s=65, interval_s=10, seed=0)
+    short = synthesize(fabric, [], duration_s=65, interval_s=10, seed=0)
+    assert short.counters.num_rows == 7 * 2 * fabric.topology.n_links
     with pytest.raises(SpecError) as err:
         synthesize(fabric, [], duration_s=60, interval_s=10, seed=0, engine="quantum")
     assert err.value.problems[0].where == "--engine"

@@ -319,8 +319,8 @@ def synthesize(
             ]
         )
     interval_ms = round(interval_s * 1000)
-    n_int = max(1, round(duration_s * 1000) // interval_ms)
-    horizon = n_int * interval_ms
+    horizon = _horizon_ms(duration_s, interval_s)
+    n_int = horizon // interval_ms
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5E7]))
     load_traffic, kind, fallback = _cached(
         fabric,
@@ -467,6 +467,12 @@ def synthesize(
     return Synthetic(counters, probes, collectives, truth, int(start_ms), notes)
 
 
+def _horizon_ms(duration_s: float, interval_s: float) -> int:
+    """The telemetry's length: its whole intervals (at least one)."""
+    interval_ms = round(interval_s * 1000)
+    return max(1, round(duration_s * 1000) // interval_ms) * interval_ms
+
+
 def _check(
     fabric: OpsFabric,
     faults: Sequence[Fault],
@@ -496,9 +502,13 @@ def _check(
     for f in faults:
         if not isinstance(f, Fault):
             problems.append(Problem("faults", f"{f!r} is not a Fault"))
-        elif f.start_ms >= duration_s * 1000:
+        elif interval_s >= 0.001 and f.start_ms >= _horizon_ms(duration_s, interval_s):
             problems.append(
-                Problem(f"fault {format_fault(f)}", "starts after the end of the telemetry")
+                Problem(
+                    f"fault {format_fault(f)}",
+                    "starts at or after the end of the telemetry (its last whole interval, "
+                    f"{_horizon_ms(duration_s, interval_s) / 1000:g} s)",
+                )
             )
     return problems
 
