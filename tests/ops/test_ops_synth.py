@@ -546,3 +546,38 @@ def test_a_job_reports_its_collectives() -> None:
     assert ((extra[waits] > 0.95 * 3000) & (extra[waits] < 1.05 * 3000)).all()
     assert (extra[~waits].abs() < 1e-6).all()
     assert second != first
+
+
+MULTIPLANE = """
+version: 1
+name: mp-small
+description: 2 planes, 64 GPUs on a rail-optimized 2-tier fabric
+compute:
+  accelerators: 64
+  accelerators_per_node: 8
+  scale_up: {domain_size: 8, technology: nvlink}
+  nic: {ports_per_accelerator: 2, port_speed_gbps: 100}
+fabrics:
+  backend:
+    family: rail-optimized
+    planes: 2
+    tiers: 2
+    switch: tomahawk5-64x800g
+"""
+
+
+def test_every_kind_on_a_multiplane_rail_fabric() -> None:
+    fabric = ops_fabric(parse_spec(MULTIPLANE, source="mp"))
+    assert fabric.host_ports == 2 and fabric.topology.plan.planes == 2
+    rng = np.random.default_rng(7)
+    for kind in FaultKind:
+        f = random_fault(fabric, kind, rng, duration_ms=40_000)
+        syn = synthesize(fabric, [f], duration_s=40, interval_s=10, seed=0)
+        assert syn.counters.schema == COUNTER_SCHEMA and syn.probes.num_rows == 64 * 2 * 4 * 4
+        d = _by_interface(syn)
+        dev, ifs = fabric.end_names
+        for link in range(fabric.topology.n_links):
+            a, b = (dev[link, 0], ifs[link, 0]), (dev[link, 1], ifs[link, 1])
+            assert d[a]["bytes_tx"] == d[b]["bytes_rx"] + d[b]["drops"] * PKT
+        planes = {i.rpartition("p")[2] for i in syn.probes["src_interface"].to_pylist()}
+        assert planes == {"0", "1"}  # probes on both planes' ports
