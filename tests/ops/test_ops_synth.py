@@ -581,3 +581,43 @@ def test_every_kind_on_a_multiplane_rail_fabric() -> None:
             assert d[a]["bytes_tx"] == d[b]["bytes_rx"] + d[b]["drops"] * PKT
         planes = {i.rpartition("p")[2] for i in syn.probes["src_interface"].to_pylist()}
         assert planes == {"0", "1"}  # probes on both planes' ports
+
+
+def test_the_stated_models_hold(fabric: OpsFabric) -> None:
+    """The counters and probes follow the formulas docs/ops.md states: ECN marks at
+    ``rho**20`` of the packets, FEC corrected at 5.4e-5 of the line-rate codewords, and an idle
+    fabric's RTT = propagation + serialisation + two host stacks + the host jitter."""
+    from clusterloom.ops import synth as sm
+
+    f = parse_fault("congested-spine:be-p0-spine0000@0s*load=0.9", fabric)
+    syn = synthesize(fabric, [f], duration_s=60, interval_s=10, seed=5)
+    d = _by_interface(syn)
+    con = duckdb.connect()
+    con.register("c", syn.counters)
+    spans = ", ".join(
+        f"max({c}) - min({c})" for c in ("bytes_tx", "packets_tx", "ecn_marks", "fec_corrected")
+    )
+    rows = con.sql(f"select device, interface, {spans} from c group by all").fetchall()
+    cap = 100e9 / 8
+    checked = 0
+    for dev, ifn, b, pk, ecn, corr in rows:
+        rho = min(b / (cap * 60), sm.RHO_MAX)
+        if rho > 0.8:  # enough marks for a tight check
+            assert ecn == pytest.approx(pk * rho**sm.ECN_K, rel=0.05), (dev, ifn)
+            checked += 1
+        codewords = 100e9 * 60 / sm.FEC_BITS
+        assert corr == pytest.approx(codewords * sm.FEC_CORRECTED, rel=0.02), (dev, ifn)
+    assert checked >= 4  # the spine's links
+    assert d  # every interface was seen
+    idle = synthesize(fabric, [], duration_s=60, interval_s=10, seed=5, load=0.001)
+    t = fabric.topology
+    s, dd, p, e = _probe_keys(fabric, idle)
+    hops = (fabric.paths(s, dd, p, e) >= 0).sum(axis=1) + (fabric.paths(dd, s, p, e) >= 0).sum(
+        axis=1
+    )
+    lat_us = float(t.link_latency_ps[0]) / 1e6
+    base = hops * (lat_us + sm.PROBE_BYTES * 8 / 100e9 * 1e6) + 2 * sm.HOST_US
+    first = idle.probes.filter(pa.compute.equal(idle.probes["ts_ms"], idle.start_ms + 10_000))
+    excess = first["rtt_us"].to_numpy() - base
+    assert excess.min() > 0
+    assert excess.mean() == pytest.approx(sm.HOST_JITTER_US, rel=0.1)  # queues empty
