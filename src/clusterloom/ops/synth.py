@@ -911,7 +911,7 @@ def _collectives(
     cum = np.concatenate([[0.0], np.cumsum(seg_steps)])
     ends = np.arange(1, n_int + 1, dtype=np.int64) * interval_ms
     at = np.searchsorted(seg_b, ends, side="left")  # the segment holding each sample's end
-    step_no = np.floor(cum[np.searchsorted(seg_b, ends, side="left") + 1]).astype(np.int64)
+    step_no = np.floor(cum[at + 1]).astype(np.int64)
     rows_dur: list[F64] = []
     rows_grp: list[I64] = []
     rows_rank: list[I64] = []
@@ -928,7 +928,7 @@ def _collectives(
             lg = np.log1p(-np.minimum(loss[i][st.unit_link], 0.999999))
             seg = np.repeat(np.arange(st.unit_flow.size), np.diff(st.unit_ptr))
             flow_loss = 1.0 - np.exp(np.bincount(seg, weights=lg, minlength=st.unit_flow.size))
-            slow = np.bincount(seg, weights=0 * lg, minlength=st.unit_flow.size) + 1.0
+            slow = np.ones(st.unit_flow.size)
             if mis:
                 over = np.maximum(overload[i][st.unit_link], 1.0)
                 worst = np.zeros(st.unit_flow.size)
