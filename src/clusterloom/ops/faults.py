@@ -454,7 +454,11 @@ def flap_windows(fault: Fault, horizon_ms: int) -> tuple[tuple[int, int], ...]:
 
 
 def fault_failures(
-    fault: Fault, fabric: OpsFabric, *, horizon_ms: int | None = None
+    fault: Fault,
+    fabric: OpsFabric,
+    *,
+    horizon_ms: int | None = None,
+    at_start: bool = False,
 ) -> tuple[str, ...]:
     """The ``sim.failures`` texts that put ``fault`` into a simulator run (times as its
     offsets, in ms): a dead link ``link:N@A-B``; a gray link running at a fraction of its rate
@@ -462,14 +466,22 @@ def fault_failures(
     (:func:`flap_windows`, up to its end or ``horizon_ms``); a slow NIC port
     ``port:HOST:PORT@A-B*RATE``. A kind no failure expresses (loss on a gray link, a dead EV,
     a mis-hashed switch, a congested spine, a straggler) gives none: ``ops synth`` applies it
-    where it acts."""
+    where it acts.
+
+    ``at_start``: the fault in force for the whole of a run instead (``@0``, no end), as a
+    check of a steady state wants it (a simulated step lasts milliseconds, the fault's times
+    are seconds): a flapping link is then down (its down half, the worse one)."""
 
     def window(a: int, b: int | None) -> str:
+        if at_start:
+            return "0ms"
         return f"{a}ms" + ("" if b is None else f"-{b}ms")
 
     if fault.kind in _LINK_KINDS:
         link = fabric.link_of_label(fault.target)
-        if fault.kind is FaultKind.DEAD_LINK:
+        if fault.kind is FaultKind.DEAD_LINK or (
+            fault.kind is FaultKind.FLAPPING_LINK and at_start
+        ):
             return (f"link:{link}@{window(fault.start_ms, fault.end_ms)}",)
         if fault.kind is FaultKind.GRAY_LINK:
             if fault.rate >= 1.0:
@@ -503,10 +515,12 @@ def random_fault(
     """A fault of ``kind`` on a target drawn uniformly from the design's (links of every tier;
     NIC ports; spines; leaves for mis-hashing; ranks; ``switch#EV`` with a probe EV), with a
     plausible severity: a gray link loses 0.1-5% of its packets (log-uniform) or, one time in
-    three, runs at 25-75% of its rate; a flapping link flaps 1-4 times a minute; a slow NIC
-    port runs at 20-60%; a mis-hashed switch sends 60-95% of its flows to one uplink; a
-    congested spine carries 30-80% extra load; a straggler is 2-20 ms late each step. It
-    starts 10-30% into ``duration_ms`` and lasts to the end."""
+    three, runs at 10-50% of its rate; a flapping link flaps 1-4 times a minute; a slow NIC
+    port runs at 10-40% (a port fallen back to a lower speed: above about half its rate, a
+    port is rarely the bottleneck of a step and nothing shows); a mis-hashed switch sends
+    60-95% of its flows to one uplink; a congested spine carries 30-80% extra load; a
+    straggler is 2-20 ms late each step. It starts 10-30% into ``duration_ms`` and lasts to
+    the end."""
     if duration_ms <= 0:
         raise SpecError([Problem("duration_ms", "a positive duration")])
     t = fabric.topology
@@ -517,7 +531,7 @@ def random_fault(
         target = fabric.link_label(int(rng.integers(t.n_links)))
         if kind is FaultKind.GRAY_LINK:
             if rng.random() < 1.0 / 3.0:
-                values["rate"] = round(float(rng.uniform(0.25, 0.75)), 3)
+                values["rate"] = round(float(rng.uniform(0.1, 0.5)), 3)
             else:
                 values["loss"] = float(
                     f"{math.exp(rng.uniform(math.log(1e-3), math.log(5e-2))):.3g}"
@@ -528,7 +542,7 @@ def random_fault(
         host = int(rng.integers(t.plan.hosts))
         port = int(rng.integers(fabric.host_ports))
         target = ":".join(fabric.endpoint(host, port))
-        values["rate"] = round(float(rng.uniform(0.2, 0.6)), 3)
+        values["rate"] = round(float(rng.uniform(0.1, 0.4)), 3)
     elif kind is FaultKind.DEAD_EV:
         nodes = np.flatnonzero(t.node_role >= _ROLE_LEAF)
         node = int(nodes[rng.integers(nodes.size)])
