@@ -61,6 +61,7 @@ __all__ = [
     "Kind",
     "counter_rates",
     "counter_rates_noted",
+    "guess_kind",
     "read_collectives",
     "read_counters",
     "read_probes",
@@ -1156,6 +1157,47 @@ def read_telemetry(
 def _line_of(p: Problem) -> int:
     last = p.where.rsplit(" ", 1)[-1]
     return int(last) if last.isdigit() else 0
+
+
+def guess_kind(source: Path | str, *, fmt: str | None = None) -> Kind:
+    """Which table a file holds: by its columns (CSV header, Parquet schema: ``src_device``
+    means probes, ``duration_us`` collectives, otherwise counters) or, for exposition text, by
+    the first of our or the mapped metric names it uses."""
+    path = Path(source)
+    form = _fmt(path, fmt)
+    if not path.is_file():
+        raise SpecError([Problem(str(path), "no such file")])
+    names: set[str]
+    if form == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            names = set(pq.read_schema(path).names)
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise SpecError([Problem(path.name, f"cannot read the Parquet file: {exc}")]) from exc
+    elif form == "csv":
+        with path.open("rb") as f:
+            head = f.readline(MAX_LINE + 1).decode("utf-8", "replace")
+        names = {h.strip().strip('"') for h in head.split(",")}
+    else:
+        for _, line in _lines(path):
+            m = _SAMPLE.match(line) if line else None
+            if m is None:
+                continue
+            kinds: tuple[Kind, ...] = ("probes", "collectives", "counters")
+            for kind in kinds:
+                if m.group(1) in NATIVE[kind] or (
+                    kind == "counters" and m.group(1) in FOREIGN_COUNTERS
+                ):
+                    return kind
+        raise SpecError(
+            [Problem(path.name, "no sample of a metric we read (docs/ops.md lists them)")]
+        )
+    if "src_device" in names:
+        return "probes"
+    if "duration_us" in names:
+        return "collectives"
+    return "counters"
 
 
 def read_counters(source: Path | str, fabric: OpsFabric, *, fmt: str | None = None) -> Ingested:
