@@ -43,6 +43,7 @@ import contextlib
 import fcntl
 import json
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -56,7 +57,7 @@ import pyarrow.parquet as pq
 from clusterloom.atomic import atomic_open, atomic_write
 from clusterloom.errors import OutputError, Problem, SpecError
 from clusterloom.ops.fabric import OpsFabric
-from clusterloom.ops.ingest import counter_rates_noted
+from clusterloom.ops.ingest import counter_rates_noted, interface_codes, latest_samples
 from clusterloom.ops.model import COLLECTIVE_SCHEMA, COUNTER_SCHEMA, PROBE_SCHEMA, RATE_SCHEMA
 from clusterloom.units import BPS_PER_GBPS
 
@@ -133,8 +134,17 @@ def _hour_of(name: str) -> int | None:
 
 
 def _write(path: Path, table: pa.Table) -> None:
+    names = [f.name for f in table.schema if pa.types.is_string(f.type)]
     with atomic_open(path, "wb") as fh:
-        pq.write_table(table, fh, compression="zstd", row_group_size=1 << 20)
+        # dictionaries for the names only (numbers rarely repeat), light zstd
+        pq.write_table(
+            table,
+            fh,
+            compression="zstd",
+            compression_level=1,
+            use_dictionary=names,
+            row_group_size=1 << 20,
+        )
 
 
 class TelemetryStore:
@@ -221,58 +231,57 @@ class TelemetryStore:
 
     def add_counters(self, table: pa.Table) -> Added:
         """Append counter samples (checked ones: ``ops.ingest``'s readers keep only those)
-        and their rates."""
+        and their rates. A sample not after its interface's latest stored one is refused
+        with a note."""
         if self.fabric is None:
             raise SpecError([Problem(str(self.path), "adding counters needs the design's fabric")])
-        import duckdb
-
         table = self._checked("counters", table)
         with self._lock():
             last_path = self.path / "state" / "last.parquet"
-            last = pq.read_table(last_path) if last_path.is_file() else COUNTER_SCHEMA.empty_table()
+            last = (
+                self._checked("counters", pq.read_table(last_path))
+                if last_path.is_file()
+                else COUNTER_SCHEMA.empty_table()
+            )
+            code = interface_codes(table, self.fabric)
+            last_code = interface_codes(last, self.fabric)
+            width = 2 * int(self.fabric.topology.n_links)
+            latest = np.full(width, np.iinfo(np.int64).min, dtype=np.int64)
+            known = last_code >= 0
+            latest[last_code[known]] = np.asarray(last.column("ts_ms"), dtype=np.int64)[known]
+            ts = np.asarray(table.column("ts_ms"), dtype=np.int64)
+            stale = (code >= 0) & (ts <= latest[np.maximum(code, 0)])
             notes: list[Problem] = []
-            with duckdb.connect() as con:
-                con.register("new", table)
-                con.register("last", last)
-                stale = con.sql(
-                    "SELECT n.device, n.interface, n.ts_ms, l.ts_ms FROM new n JOIN last l "
-                    "USING (device, interface) WHERE n.ts_ms <= l.ts_ms ORDER BY 1, 2, 3"
-                ).fetchall()
-                if stale:
-                    for dev, ifname, ts, before in stale[:1000]:
-                        notes.append(
-                            Problem(
-                                f"{dev}:{ifname} at {ts}",
-                                f"not after the latest stored sample ({before}): not stored",
-                            )
+            if stale.any():
+                rows_stale = np.flatnonzero(stale)
+                for r in rows_stale[:1000].tolist():
+                    notes.append(
+                        Problem(
+                            f"{table.column('device')[r]}:{table.column('interface')[r]} "
+                            f"at {ts[r]}",
+                            f"not after the latest stored sample ({latest[code[r]]}): not stored",
                         )
-                    if len(stale) > 1000:
-                        notes.append(Problem("counters", f"and {len(stale) - 1000:,} more"))
-                    table = con.sql(
-                        "SELECT n.* FROM new n LEFT JOIN last l USING (device, interface) "
-                        "WHERE l.ts_ms IS NULL OR n.ts_ms > l.ts_ms"
-                    ).to_arrow_table()
-                    table = self._checked("counters", _as_table(table))
-                    con.unregister("new")
-                    con.register("new", table)
-                # the latest stored sample of the interfaces appended, then the new ones
-                before = con.sql(
-                    "SELECT l.* FROM last l SEMI JOIN new n USING (device, interface)"
-                ).to_arrow_table()
-                before = self._checked("counters", _as_table(before))
-                rates, resets = counter_rates_noted(pa.concat_tables([before, table]), self.fabric)
-                notes.extend(resets)
-                merged = pa.concat_tables([last, table])
-                con.register("merged", merged)
-                newest = con.sql(
-                    "SELECT * FROM merged QUALIFY row_number() OVER "
-                    "(PARTITION BY device, interface ORDER BY ts_ms DESC) = 1 "
-                    "ORDER BY device, interface"
-                ).to_arrow_table()
-            rows = self._append("counters", table)
-            n_rates = self._append("rates", rates)
+                    )
+                if len(rows_stale) > 1000:
+                    notes.append(Problem("counters", f"and {len(rows_stale) - 1000:,} more"))
+                table = table.filter(pa.array(~stale))
+                code = code[~stale]
+            # the interfaces' latest stored samples, then the new ones: their rates
+            present = np.zeros(width + 1, dtype=np.bool_)
+            present[code] = True  # code -1 marks the spare last slot
+            before = last.filter(pa.array(present[last_code]))
+            rates, resets = counter_rates_noted(pa.concat_tables([before, table]), self.fabric)
+            notes.extend(resets)
+            newest = latest_samples(
+                pa.concat_tables([last, table]), np.concatenate([last_code, code])
+            )
+            # the two tables' parts are written side by side (Parquet encoding releases the GIL)
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                wrote = pool.submit(self._append, "rates", rates)
+                rows = self._append("counters", table)
+                n_rates = wrote.result()
             last_path.parent.mkdir(parents=True, exist_ok=True)
-            _write(last_path, self._checked("counters", _as_table(newest)))
+            _write(last_path, newest)
         return Added(rows, n_rates, tuple(notes))
 
     def add_probes(self, table: pa.Table) -> Added:
