@@ -29,6 +29,7 @@ carry, and a reset otherwise (its rate is null for that interval, and a note say
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterator
@@ -784,6 +785,15 @@ class _Metric:
     value: str = "plain"
     host_label: bool = False  #: the device label is a Prometheus ``instance``: drop ``:port``
 
+    @property
+    def wanted(self) -> frozenset[str]:
+        return _wanted(self.labels)
+
+
+@functools.cache
+def _wanted(labels: tuple[tuple[str, str], ...]) -> frozenset[str]:
+    return frozenset(lbl for _, lbl in labels)
+
 
 _IF = (("device", "device"), ("interface", "interface"))
 _PROBE = tuple((c, c) for c in ("src_device", "src_interface", "dst_device", "dst_interface", "ev"))
@@ -1004,10 +1014,11 @@ def _parse_exposition(
         except _LineError as exc:
             bad(n, f"{name}: {exc}")
             continue
-        wanted = {lbl for _, lbl in metric.labels}
-        absent = sorted(wanted - labels.keys())
-        extra = sorted(labels.keys() - wanted) if metric.exact else []
-        if absent or extra:
+        wanted = metric.wanted
+        ok = labels.keys() == wanted if metric.exact else wanted <= labels.keys()
+        if not ok:
+            absent = sorted(wanted - labels.keys())
+            extra = sorted(labels.keys() - wanted) if metric.exact else []
             why = []
             if absent:
                 why.append(f"missing label{'s' if len(absent) > 1 else ''} {', '.join(absent)}")
