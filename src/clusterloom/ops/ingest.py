@@ -298,6 +298,8 @@ def _coerce_uint(
     n = len(arr)
     out_t = {64: pa.uint64(), 32: pa.int32()}[bits]
     t = arr.type
+    if t == pa.uint64() and bits == 64 and top == U64_MAX and (nullable or not arr.null_count):
+        return arr  # already what the schema holds: nothing to check
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t):
         arr = arr.cast(pa.string())
         empty, plain, other, s = _string_numbers(arr)
@@ -387,6 +389,10 @@ def _coerce_int(
     """A required signed integer column within ``lo..hi``."""
     n = len(arr)
     t = arr.type
+    if pa.types.is_signed_integer(t) and not arr.null_count and n:
+        v = np.asarray(arr)
+        if int(v.min()) >= lo and int(v.max()) <= hi:  # the common case, checked at once
+            return arr.cast(out_t)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t):
         arr = arr.cast(pa.string())
         s = pc.utf8_trim_whitespace(arr)
@@ -439,6 +445,10 @@ def _coerce_int(
 def _coerce_float(name: str, arr: pa.Array, checks: _Checks, *, nullable: bool) -> pa.Array:
     """A float column: finite and not negative."""
     t = arr.type
+    if t == pa.float64() and (nullable or not arr.null_count):
+        v = np.asarray(pc.fill_null(arr, 0.0)) if arr.null_count else np.asarray(arr)
+        if np.isfinite(v).all() and (v >= 0).all():
+            return arr
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t):
         arr = arr.cast(pa.string())
         s = pc.utf8_trim_whitespace(arr)
@@ -526,6 +536,18 @@ def _later_than_before(
     n = len(key)
     if n == 0:
         return np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.int64)
+    rows = np.flatnonzero(usable)
+    tu = ts[rows]
+    if np.all(tu[1:] >= tu[:-1]):
+        # in time order (as scrapes come): a row is late only when it repeats the time of
+        # the previous row of its key
+        order = rows[np.argsort(key[rows], kind="stable")]
+        k, t = key[order], ts[order]
+        same = np.zeros(len(order), dtype=np.bool_)
+        same[1:] = (k[1:] == k[:-1]) & (t[1:] == t[:-1])
+        later = np.ones(n, dtype=np.bool_)
+        later[order[same]] = False
+        return later, ts.copy()
     order = np.argsort(key, kind="stable")
     k = key[order]
     t = np.where(usable[order], ts[order], np.iinfo(np.int64).min)
