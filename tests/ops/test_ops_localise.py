@@ -285,14 +285,28 @@ def test_a_congested_spine_is_congestion_and_no_fault_is_ranked_first(hgx) -> No
     )
 
 
-def test_a_port_too_slow_for_its_flows_is_named_through_its_rank(hgx) -> None:  # type: ignore[no-untyped-def]
-    """The counters show neither the port nor a queue (its link carries what the step lets
-    it); its rank and the rank it serves are slower: their two ports tie, first and second."""
+def test_a_port_too_slow_for_its_flows_is_named_first(hgx) -> None:  # type: ignore[no-untyped-def]
+    """Its queue (ECN, PFC, probe RTT) and its rank's slower collectives point at it; the
+    port of the rank it serves, slower too, comes second on the collectives alone."""
     loc, _ = _incident(hgx, "slow-nic-port:node00012:gpu4p0@10s*rate=0.05")
-    top = loc.suspects[:2]
-    assert {s.kind for s in top} == {SuspectKind.PORT}
-    assert "node00012:gpu4p0" in {s.target for s in top}
-    assert top[0].confidence == pytest.approx(top[1].confidence)
+    first, second = loc.suspects[:2]
+    assert (first.kind, first.target, first.fault) == (
+        SuspectKind.PORT,
+        "node00012:gpu4p0",
+        FaultKind.SLOW_NIC_PORT,
+    )
+    assert second.kind is SuspectKind.PORT and second.confidence < first.confidence / 2
+
+
+def test_a_link_below_its_rate_is_named_by_its_lone_queue(hgx) -> None:  # type: ignore[no-untyped-def]
+    loc, _ = _incident(hgx, f"gray-link:{_LINK}@10s*rate=0.3")
+    first = loc.suspects[0]
+    assert (first.kind, first.target, first.fault) == (
+        SuspectKind.LINK,
+        _LINK,
+        FaultKind.GRAY_LINK,
+    )
+    assert not loc.congestion
 
 
 def test_a_healthy_fabric_blames_nothing(hgx) -> None:  # type: ignore[no-untyped-def]

@@ -383,6 +383,12 @@ def test_bad_arguments_are_named(fabric: OpsFabric) -> None:
     late = parse_fault("straggler-rank:rank:1@100s", fabric)
     with pytest.raises(SpecError, match="after the end"):
         synthesize(fabric, [late], duration_s=60, interval_s=10, seed=0)
+    # 65 s of 10 s samples is 60 s of telemetry: a fault at 62 s would never show
+    inside = parse_fault("straggler-rank:rank:1@62s", fabric)
+    with pytest.raises(SpecError, match="60 s"):
+        synthesize(fabric, [inside], duration_s=65, interval_s=10, seed=0)
+    short = synthesize(fabric, [], duration_s=65, interval_s=10, seed=0)
+    assert short.counters.num_rows == 7 * 2 * fabric.topology.n_links
     with pytest.raises(SpecError) as err:
         synthesize(fabric, [], duration_s=60, interval_s=10, seed=0, engine="quantum")
     assert err.value.problems[0].where == "--engine"
@@ -503,3 +509,115 @@ def test_probe_series_are_unique_and_cross_leaves(fabric: OpsFabric, healthy: Sy
     for sd, si, dd, di, _ev in keys:
         (a, _), (b, _) = fabric.host_of(sd, si), fabric.host_of(dd, di)
         assert a != b and leaf[a] != leaf[b]
+
+
+JOB = """
+job:
+  model: {name: tiny, layers: 4, hidden: 1024, ffn_hidden: 4096, heads: 8, kv_heads: 8,
+          vocab: 32000, sequence_length: 1024}
+  precision: {activations: bf16, gradients: bf16, parameters: bf16}
+  batch: {global_batch: 32, micro_batch: 1}
+  parallelism: {tp: 1, pp: 1, cp: 1, zero: 1, sequence_parallel: false}
+  compute: {peak_tflops: 1000}
+"""
+
+
+def test_a_job_reports_its_collectives() -> None:
+    """With a job, the step's flows run and each collective is reported per rank; the
+    straggler makes the others wait in the step's first collective only."""
+    fabric = ops_fabric(parse_spec(SPEC.replace("fat-tree-k4", "k4-job") + JOB, source="job"))
+    f = parse_fault("straggler-rank:rank:3@0s*delay=3ms", fabric)
+    syn = synthesize(fabric, [f], duration_s=30, interval_s=10, seed=0)
+    base = synthesize(fabric, [], duration_s=30, interval_s=10, seed=0)
+    assert "step traffic" in syn.notes[0]
+    c, h = syn.collectives.to_pandas(), base.collectives.to_pandas()
+    names = list(dict.fromkeys(c["collective"]))
+    assert len(names) == 2 and all(n.startswith("DP ") for n in names)
+    assert len(c) == 3 * 2 * 16
+    first, second = names
+    # the same draws either way (the straggler changes no earlier signal): row by row, the
+    # others wait the delay (times their 1 % jitter) in the first collective, nothing else moves
+    key = ["ts_ms", "collective", "rank"]
+    both = c.merge(h, on=key, suffixes=("", "_base"))
+    assert len(both) == len(c)
+    extra = both["duration_us"] - both["duration_us_base"]
+    in_first = both["collective"] == first
+    waits = in_first & (both["rank"] != 3)
+    assert ((extra[waits] > 0.95 * 3000) & (extra[waits] < 1.05 * 3000)).all()
+    assert (extra[~waits].abs() < 1e-6).all()
+    assert second != first
+
+
+MULTIPLANE = """
+version: 1
+name: mp-small
+description: 2 planes, 64 GPUs on a rail-optimized 2-tier fabric
+compute:
+  accelerators: 64
+  accelerators_per_node: 8
+  scale_up: {domain_size: 8, technology: nvlink}
+  nic: {ports_per_accelerator: 2, port_speed_gbps: 100}
+fabrics:
+  backend:
+    family: rail-optimized
+    planes: 2
+    tiers: 2
+    switch: tomahawk5-64x800g
+"""
+
+
+def test_every_kind_on_a_multiplane_rail_fabric() -> None:
+    fabric = ops_fabric(parse_spec(MULTIPLANE, source="mp"))
+    assert fabric.host_ports == 2 and fabric.topology.plan.planes == 2
+    rng = np.random.default_rng(7)
+    for kind in FaultKind:
+        f = random_fault(fabric, kind, rng, duration_ms=40_000)
+        syn = synthesize(fabric, [f], duration_s=40, interval_s=10, seed=0)
+        assert syn.counters.schema == COUNTER_SCHEMA and syn.probes.num_rows == 64 * 2 * 4 * 4
+        d = _by_interface(syn)
+        dev, ifs = fabric.end_names
+        for link in range(fabric.topology.n_links):
+            a, b = (dev[link, 0], ifs[link, 0]), (dev[link, 1], ifs[link, 1])
+            assert d[a]["bytes_tx"] == d[b]["bytes_rx"] + d[b]["drops"] * PKT
+        planes = {i.rpartition("p")[2] for i in syn.probes["src_interface"].to_pylist()}
+        assert planes == {"0", "1"}  # probes on both planes' ports
+
+
+def test_the_stated_models_hold(fabric: OpsFabric) -> None:
+    """The counters and probes follow the formulas docs/ops.md states: ECN marks at
+    ``rho**20`` of the packets, FEC corrected at 5.4e-5 of the line-rate codewords, and an idle
+    fabric's RTT = propagation + serialisation + two host stacks + the host jitter."""
+    from clusterloom.ops import synth as sm
+
+    f = parse_fault("congested-spine:be-p0-spine0000@0s*load=0.9", fabric)
+    syn = synthesize(fabric, [f], duration_s=60, interval_s=10, seed=5)
+    d = _by_interface(syn)
+    con = duckdb.connect()
+    con.register("c", syn.counters)
+    spans = ", ".join(
+        f"max({c}) - min({c})" for c in ("bytes_tx", "packets_tx", "ecn_marks", "fec_corrected")
+    )
+    rows = con.sql(f"select device, interface, {spans} from c group by all").fetchall()
+    cap = 100e9 / 8
+    checked = 0
+    for dev, ifn, b, pk, ecn, corr in rows:
+        rho = min(b / (cap * 60), sm.RHO_MAX)
+        if rho > 0.8:  # enough marks for a tight check
+            assert ecn == pytest.approx(pk * rho**sm.ECN_K, rel=0.05), (dev, ifn)
+            checked += 1
+        codewords = 100e9 * 60 / sm.FEC_BITS
+        assert corr == pytest.approx(codewords * sm.FEC_CORRECTED, rel=0.02), (dev, ifn)
+    assert checked >= 4  # the spine's links
+    assert d  # every interface was seen
+    idle = synthesize(fabric, [], duration_s=60, interval_s=10, seed=5, load=0.001)
+    t = fabric.topology
+    s, dd, p, e = _probe_keys(fabric, idle)
+    hops = (fabric.paths(s, dd, p, e) >= 0).sum(axis=1) + (fabric.paths(dd, s, p, e) >= 0).sum(
+        axis=1
+    )
+    lat_us = float(t.link_latency_ps[0]) / 1e6
+    base = hops * (lat_us + sm.PROBE_BYTES * 8 / 100e9 * 1e6) + 2 * sm.HOST_US
+    first = idle.probes.filter(pa.compute.equal(idle.probes["ts_ms"], idle.start_ms + 10_000))
+    excess = first["rtt_us"].to_numpy() - base
+    assert excess.min() > 0
+    assert excess.mean() == pytest.approx(sm.HOST_JITTER_US, rel=0.1)  # queues empty

@@ -53,16 +53,11 @@ def _read(
     if store is not None:
         if any(x is not None for x in (counters, rates, probes, collectives)):
             raise SpecError([Problem("--store", "give either --store or telemetry files")])
-        import importlib
+        from clusterloom.ops.telemetry import TelemetryStore
 
-        # ops.telemetry (the ops-ingest part) may not be in this build: looked up when asked
-        try:
-            telemetry = importlib.import_module("clusterloom.ops.telemetry")
-        except ImportError as exc:
-            raise SpecError(
-                [Problem("--store", "this build has no telemetry store; give telemetry files")]
-            ) from exc
-        st = telemetry.TelemetryStore(store)
+        if not Path(store).is_dir():
+            raise SpecError([Problem(str(store), "not a telemetry store directory")])
+        st = TelemetryStore(store, fabric)
         return st.rates(), st.probes(), st.collectives()
     if counters is not None and rates is not None:
         raise SpecError([Problem("--rates", "give --counters or --rates, not both")])

@@ -27,21 +27,29 @@ otherwise flag any nonzero count). The thresholds and their reasons:
   a link running below its rate;
 - ``flaps`` / ``down``: any up/down change in the window (``flaps``) or a link down at the end
   of the window after one change (``down``, a dead link);
-- ``skew``: a switch whose busiest uplink carries a share of its uplink traffic above
-  :data:`SKEW_SHARE` times the even share and beyond its peer switches' (same tier and plane)
-  median by ``Z`` scales: a switch hashing most flows to one uplink.
+- ``skew``: interval by interval, a switch whose busiest uplink carries at least
+  :data:`SKEW_MIN_REL` (4) and :data:`SKEW_SHARE` times an even share of its uplink traffic,
+  beyond its peer switches' (same tier and plane) median by :data:`Z_SKEW` scales, in at
+  least :data:`MIN_INTERVALS` intervals: a switch hashing most flows to one uplink;
+- ``hot-switch``: interval by interval, a switch whose links' median utilisation exceeds its
+  peers' (same role and plane) by :data:`HOT_SWITCH_REL` times, :data:`Z_SWITCH` scales and
+  :data:`HOT_SWITCH_EXCESS` of capacity, in at least :data:`MIN_INTERVALS` intervals: a
+  switch carrying extra load (a natural hot spot of a workload is well under that).
+
+An anomaly already there at the window's first interval (or a job's first step) with its
+strength is ``persistent``: no onset inside the window.
 
 Per collective (one row per rank, step and collective): within each (job, collective, step)
 a rank's duration is compared with the ranks' median and MAD; a rank beyond :data:`Z_RANK`
 scales (and :data:`RANK_REL_FLOOR` of the median) in at least :data:`STRAGGLER_SHARE` of its
 steps (and at least :data:`MIN_STEPS`) is a ``straggler`` (late to start, it spends *less*
-time in a collective its peers wait for, or more when it computes in it: either direction
-counts, the note says which); a step whose ranks' median exceeds the job's median step by
-:data:`SLOW_STEP_REL` and ``Z`` scales is a ``slow-step`` (every rank slow: the fabric or the
-job, not one rank). Assumptions: the window is one regime (a fault present for part of it
-shows in the interval times ``first_ms``..``last_ms`` but is averaged over the window for the
-decision); peer groups have at least :data:`MIN_PEERS` members, smaller ones are judged by
-the floors alone.
+time in a collective its peers wait for; slow to communicate, more: either direction counts,
+the note and the sign of ``baseline`` say which); a step whose ranks' median exceeds the
+job's median step by :data:`SLOW_STEP_REL` and ``Z`` scales is a ``slow-step`` (every rank
+slow: the fabric or the job, not one rank). Assumptions: an interface's signals are averaged
+over the window for the decision (a fault present for part of it shows in
+``first_ms``..``last_ms``), the switch-level ones judged interval by interval; peer groups
+have at least :data:`MIN_PEERS` members, smaller ones are judged by the floors alone.
 """
 
 from __future__ import annotations

@@ -454,7 +454,11 @@ def flap_windows(fault: Fault, horizon_ms: int) -> tuple[tuple[int, int], ...]:
 
 
 def fault_failures(
-    fault: Fault, fabric: OpsFabric, *, horizon_ms: int | None = None
+    fault: Fault,
+    fabric: OpsFabric,
+    *,
+    horizon_ms: int | None = None,
+    at_start: bool = False,
 ) -> tuple[str, ...]:
     """The ``sim.failures`` texts that put ``fault`` into a simulator run (times as its
     offsets, in ms): a dead link ``link:N@A-B``; a gray link running at a fraction of its rate
@@ -462,14 +466,22 @@ def fault_failures(
     (:func:`flap_windows`, up to its end or ``horizon_ms``); a slow NIC port
     ``port:HOST:PORT@A-B*RATE``. A kind no failure expresses (loss on a gray link, a dead EV,
     a mis-hashed switch, a congested spine, a straggler) gives none: ``ops synth`` applies it
-    where it acts."""
+    where it acts.
+
+    ``at_start``: the fault in force for the whole of a run instead (``@0``, no end), as a
+    check of a steady state wants it (a simulated step lasts milliseconds, the fault's times
+    are seconds): a flapping link is then down (its down half, the worse one)."""
 
     def window(a: int, b: int | None) -> str:
+        if at_start:
+            return "0ms"
         return f"{a}ms" + ("" if b is None else f"-{b}ms")
 
     if fault.kind in _LINK_KINDS:
         link = fabric.link_of_label(fault.target)
-        if fault.kind is FaultKind.DEAD_LINK:
+        if fault.kind is FaultKind.DEAD_LINK or (
+            fault.kind is FaultKind.FLAPPING_LINK and at_start
+        ):
             return (f"link:{link}@{window(fault.start_ms, fault.end_ms)}",)
         if fault.kind is FaultKind.GRAY_LINK:
             if fault.rate >= 1.0:

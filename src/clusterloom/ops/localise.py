@@ -23,19 +23,18 @@ Two kinds of evidence are combined:
 - **Counters and collectives** (``ops.detect``): drops, FEC errors, flaps, a link down, low
   rates, skewed uplinks, ECN/PFC marks and hot links, stragglers.
 
-:func:`localise` turns both into suspects of the right kind: a lossy link whose counters show
-flaps, or whose probe loss comes in bursts, is ``flapping-link``; one down to the end
-``dead-link``; steady loss or FEC errors on an up link ``gray-link``, as is a fabric link far
-below its peers' rate; a host port far below its peers ``slow-nic-port``; all probes of one
-EV of a pair lost while every link of its path is cleared by other probes ``dead-ev``; a
-switch sending most of its uplink traffic to one uplink ``mis-hashed-switch``; a rank late in
-most steps ``straggler-rank``. Load is told apart from faults: ECN/PFC marks, hot links and
-RTT growth without loss on up links, concentrated on one switch's links, make a
-``congestion`` suspect (``congested-spine``, the switch) and ``Localisation.congestion``;
-drops on a link that also shows load are the queue's, not a fault's. What cannot be told
-apart is said in the docs: a probe path's loss can only be placed on links some probes tell
-apart; a slow port that is also the only path of its rank looks like a straggler, and the port
-wins when its counters show it.
+:func:`localise` turns both into suspects of the right kind (``docs/ops.md`` lists every
+rule and the constants below): probes of one EV lost where other probes or the links' own
+counters clear every link of their paths are a ``dead-ev``, on the switch all of them cross
+(``switch#EV``) or on their pair; lossy links are ``gray-link``, ``flapping-link`` or
+``dead-link`` by the time pattern of their loss, settled by the counters' link state; load
+(ECN/PFC marks, line rate, RTT growth) on a switch far hotter than its peers is
+``congestion`` (``congested-spine``; ``Localisation.congestion``), blaming nothing to repair,
+and drops on a loaded link are the queue's; a skewed switch is ``mis-hashed-switch``; load on
+one link alone is a link (or NIC port) slower than its rate; a rank late to its collectives
+is a ``straggler-rank``, one slower in them points at its ports. Anomalies present from the
+window's start (no onset) count half. Assumptions: probes follow ``OpsFabric.paths`` out and
+back with their EV; counters of a link losing most packets show it (drops, FEC, down).
 """
 
 from __future__ import annotations
