@@ -516,8 +516,9 @@ def random_fault(
     NIC ports; spines; leaves for mis-hashing; ranks; ``switch#EV`` with a probe EV), with a
     plausible severity: a gray link loses 0.1-5% of its packets (log-uniform) or, one time in
     three, runs at 10-50% of its rate; a flapping link flaps 1-4 times a minute; a slow NIC
-    port runs at 10-40% (a port fallen back to a lower speed: above about half its rate, a
-    port is rarely the bottleneck of a step and nothing shows); a mis-hashed switch sends
+    port runs at 5-20% (a 400G port fallen back to 20-80G: ECMP collisions already leave a
+    permutation's flows a third of their rate, so a port above about a fifth of its rate is
+    not a step's bottleneck and nothing shows, not even to the job); a mis-hashed switch sends
     60-95% of its flows to one uplink; a congested spine carries 30-80% extra load; a
     straggler is 2-20 ms late each step. It starts 10-30% into ``duration_ms`` and lasts to
     the end."""
@@ -542,7 +543,7 @@ def random_fault(
         host = int(rng.integers(t.plan.hosts))
         port = int(rng.integers(fabric.host_ports))
         target = ":".join(fabric.endpoint(host, port))
-        values["rate"] = round(float(rng.uniform(0.1, 0.4)), 3)
+        values["rate"] = round(float(rng.uniform(0.05, 0.2)), 3)
     elif kind is FaultKind.DEAD_EV:
         nodes = np.flatnonzero(t.node_role >= _ROLE_LEAF)
         node = int(nodes[rng.integers(nodes.size)])
