@@ -301,16 +301,14 @@ def assumed_faults(
 def fault_texts(fault: Fault, fabric: OpsFabric) -> tuple[str, ...]:
     """The ``sim.failures`` texts that put ``fault`` into a checked run, present from time 0
     (module docstring, "Faults in the flow engine"): ``ops.faults.fault_failures`` of the
-    fault moved to time 0 with no end, a flapping link as one flap (down), a lossy link as
-    the rate its losses leave; ``SpecError`` naming the fault when the flow engine cannot
-    express its kind."""
+    fault in force for the whole run (``at_start``: a flapping link down, one flap striking as
+    the step starts), a lossy link as the rate its losses leave; ``SpecError`` naming the
+    fault when the flow engine cannot express its kind."""
     from clusterloom.ops.faults import fault_failures
 
     kind = fault.kind
     where = f"fault {kind.value}:{fault.target}"
-    now = dataclasses.replace(fault, start_ms=0, end_ms=None)
-    if kind == FaultKind.FLAPPING_LINK:  # one flap striking as the step starts
-        now = dataclasses.replace(now, kind=FaultKind.DEAD_LINK)
+    now = fault
     if kind in (FaultKind.GRAY_LINK, FaultKind.SLOW_NIC_PORT):
         now = dataclasses.replace(now, rate=_kept(fault, where), loss=0.0)
     if kind in (FaultKind.GRAY_LINK, FaultKind.DEAD_LINK, FaultKind.FLAPPING_LINK):
@@ -319,7 +317,7 @@ def fault_texts(fault: Fault, fabric: OpsFabric) -> tuple[str, ...]:
         dev, _, ifname = fault.target.partition(":")
         if fabric.host_of(dev, ifname) is None:
             raise SpecError([Problem(where, "the design has no such NIC port (device:interface)")])
-    texts = fault_failures(now, fabric)
+    texts = fault_failures(now, fabric, at_start=True)
     if not texts:
         raise SpecError(
             [
