@@ -26,10 +26,15 @@ Assumptions of the check (docs/ops.md, "Mitigations checked before they are prop
   failure present (its reaction option set to 0: routes and EVs are set before the traffic
   runs); a drained link or switch is a failure from time 0 (``sim.failures``).
 - **Faults in the flow engine.** A link or NIC port below its rate keeps that fraction of its
-  capacity; a lossy link (loss ``p``) is a gray link keeping ``(1 - p) / (1 + p * W)`` with
-  ``W`` = :data:`LOSS_WINDOW` packets resent per loss (go-back-N RoCE); dead and flapping links
-  are down. Dead EVs, mis-hashed switches, congested spines and stragglers are not failures the
-  engine expresses: their mitigations are refused as unchecked, never proposed.
+  capacity; a lossy link (loss ``p``) is a gray link keeping what its resends leave: ``1 - p``
+  for a sprayer (selective: one packet resent per loss), ``(1 - p) / (1 + p * W)`` for
+  ``roce-ecmp`` (go-back-N: the ``W`` packets in flight resent per loss, ``W`` the bandwidth-
+  delay product of a host port over the fabric's longest base round trip,
+  :func:`go_back_n_window`); the flow engine has no per-flow loss, so a loss is a capacity
+  (the stall of a flow whose tail is lost, a timeout, is not in the figures). Dead and
+  flapping links are down. Dead EVs, mis-hashed switches, congested spines and stragglers
+  are not failures the engine expresses: their mitigations are refused as unchecked, never
+  proposed.
 - **What each mitigation is in the engine.** Drain: the links down from time 0 (every
   transport routes around them). Retire EVs: the same links down for the job's sprayer only
   (the flow engine's sprayers retire EVs crossing a dead link; no switch changes, so no other
@@ -74,7 +79,6 @@ if TYPE_CHECKING:
     from clusterloom.store import Store
 
 __all__ = [
-    "LOSS_WINDOW",
     "Checked",
     "Mitigation",
     "MitigationKind",
@@ -85,6 +89,7 @@ __all__ = [
     "check_mitigations",
     "decide",
     "fault_texts",
+    "go_back_n_window",
     "proposable",
     "proposal_of",
     "propose_mitigation",
@@ -92,9 +97,8 @@ __all__ = [
     "suspect_fault",
 ]
 
-#: packets resent per lost packet by a go-back-N transport (RoCE): a lossy link of loss ``p``
-#: is checked as a gray link keeping ``(1 - p) / (1 + p * LOSS_WINDOW)`` of its capacity
-LOSS_WINDOW = 16
+#: payload bytes of a packet, as the engines' transports frame them
+MSS_BYTES = 4096
 #: the rate a suspected gray link or slow port is assumed to keep when a suspect (not a fault
 #: with its severity) is checked
 ASSUMED_RATE = 0.5
@@ -298,19 +302,34 @@ def assumed_faults(
     )
 
 
-def fault_texts(fault: Fault, fabric: OpsFabric) -> tuple[str, ...]:
+def go_back_n_window(fabric: OpsFabric) -> int:
+    """Packets a go-back-N sender resends per loss: those in flight, the bandwidth-delay
+    product of the fastest host port over the fabric's longest base round trip (up and down
+    every tier and back, the links' median latency), in :data:`MSS_BYTES` packets."""
+    t = fabric.topology
+    host = np.asarray(t.link_tier) == 1
+    rate = float(np.max(np.asarray(t.link_capacity_bps)[host]))
+    rtt_ps = 2 * 2 * int(t.plan.tiers) * float(np.median(np.asarray(t.link_latency_ps)))
+    return max(1, int(np.ceil(rate * rtt_ps / 1e12 / 8 / MSS_BYTES)))
+
+
+def fault_texts(
+    fault: Fault, fabric: OpsFabric, *, transport: str = "roce-ecmp"
+) -> tuple[str, ...]:
     """The ``sim.failures`` texts that put ``fault`` into a checked run, present from time 0
     (module docstring, "Faults in the flow engine"): ``ops.faults.fault_failures`` of the
     fault in force for the whole run (``at_start``: a flapping link down, one flap striking as
-    the step starts), a lossy link as the rate its losses leave; ``SpecError`` naming the
-    fault when the flow engine cannot express its kind."""
+    the step starts), a lossy link as the rate its losses leave ``transport`` (a go-back-N
+    ``roce-ecmp`` resends :func:`go_back_n_window` packets per loss, a sprayer one);
+    ``SpecError`` naming the fault when the flow engine cannot express its kind."""
     from clusterloom.ops.faults import fault_failures
 
     kind = fault.kind
     where = f"fault {kind.value}:{fault.target}"
     now = fault
     if kind in (FaultKind.GRAY_LINK, FaultKind.SLOW_NIC_PORT):
-        now = dataclasses.replace(now, rate=_kept(fault, where), loss=0.0)
+        resend = go_back_n_window(fabric) if transport == "roce-ecmp" else 0
+        now = dataclasses.replace(now, rate=_kept(fault, where, resend), loss=0.0)
     if kind in (FaultKind.GRAY_LINK, FaultKind.DEAD_LINK, FaultKind.FLAPPING_LINK):
         fabric.link_of_label(fault.target)  # SpecError naming it when the design has none
     if kind == FaultKind.SLOW_NIC_PORT:
@@ -331,11 +350,12 @@ def fault_texts(fault: Fault, fabric: OpsFabric) -> tuple[str, ...]:
     return texts
 
 
-def _kept(fault: Fault, where: str) -> float:
-    """The fraction of its capacity a gray link or slow port keeps (rate and loss)."""
+def _kept(fault: Fault, where: str, resend: int) -> float:
+    """The fraction of its capacity a gray link or slow port keeps (rate and loss), with
+    ``resend`` packets resent per loss besides the lost one."""
     if not 0.0 <= fault.loss < 1.0 or not 0.0 < fault.rate <= 1.0:
         raise SpecError([Problem(where, "loss is in [0, 1) and rate in (0, 1]")])
-    kept = fault.rate * (1.0 - fault.loss) / (1.0 + fault.loss * LOSS_WINDOW)
+    kept = fault.rate * (1.0 - fault.loss) / (1.0 + fault.loss * resend)
     if kept >= 1.0:
         raise SpecError([Problem(where, "no loss and the full rate: that is no fault")])
     return max(round(kept, 6), 1e-4)  # a link at 0.01% is as good as dead
@@ -522,9 +542,9 @@ def check_mitigations(
         raise SpecError([Problem("faults", "give the fault (or suspects) to check against")])
     spec, topo = fabric.spec, fabric.topology
     fault_list = assumed_faults(fabric, faults, assumed_rate=assumed_rate)
-    texts = tuple(t for f in fault_list for t in fault_texts(f, fabric))
-    kind = traffic or ("step" if spec.job is not None else DEFAULT_TRAFFIC)
     names = _transport_of(spec, transport)
+    texts = tuple(t for f in fault_list for t in fault_texts(f, fabric, transport=names))
+    kind = traffic or ("step" if spec.job is not None else DEFAULT_TRAFFIC)
     base = resolve_scenario(
         spec,
         topo,
