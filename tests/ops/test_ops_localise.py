@@ -325,7 +325,16 @@ def test_a_healthy_fabric_blames_nothing(hgx) -> None:  # type: ignore[no-untype
 
 #: top-1 per fault kind of ``evaluate(hgx-1k-roce, every kind, 15, seed 0)``, as docs/ops.md
 #: states it (fractions of 15)
-_TOP1_HGX_15: dict[str, float] = {}  # filled below from the measured run
+_TOP1_HGX_15 = {
+    "gray-link": 14 / 15,
+    "flapping-link": 1.0,
+    "dead-link": 1.0,
+    "slow-nic-port": 8 / 15,
+    "dead-ev": 14 / 15,
+    "mis-hashed-switch": 1.0,
+    "congested-spine": 1.0,
+    "straggler-rank": 1.0,
+}
 
 
 @pytest.mark.slow
@@ -384,3 +393,22 @@ def test_ops_localise_prints_json_and_exits_1_on_a_fault_0_when_healthy_2_on_bad
     assert got.exit_code == 2 and "give --counters" in got.output
     got = runner.invoke(app, ["ops", "localise", _HGX, f"--rates={tmp_path / 'missing.parquet'}"])
     assert got.exit_code == 2
+
+
+def test_a_host_link_and_its_nic_port_are_one_culprit_and_other_targets_are_not(hgx) -> None:  # type: ignore[no-untyped-def]
+    from clusterloom.ops.evaluate import matches
+    from clusterloom.ops.model import Fault, Suspect
+
+    host_link = int(np.flatnonzero(hgx.topology.link_tier == 1)[5])
+    label = hgx.link_label(host_link)
+    nic = label.split("~")[0]
+    gray = Fault(FaultKind.GRAY_LINK, label, 0, rate=0.3)
+    slow = Fault(FaultKind.SLOW_NIC_PORT, nic, 0, rate=0.3)
+    assert matches(hgx, gray, Suspect(SuspectKind.PORT, nic, 0.6, FaultKind.SLOW_NIC_PORT))
+    assert matches(hgx, slow, Suspect(SuspectKind.LINK, label, 0.6, FaultKind.GRAY_LINK))
+    b, a = label.split("~")[1], nic
+    assert matches(hgx, gray, Suspect(SuspectKind.LINK, f"{b}~{a}", 0.6))  # either end first
+    assert not matches(hgx, gray, Suspect(SuspectKind.PORT, _LINK.split("~")[0], 0.6))
+    congested = Fault(FaultKind.CONGESTED_SPINE, "be-p0-spine0004", 0, severity=0.5)
+    assert matches(hgx, congested, Suspect(SuspectKind.CONGESTION, "be-p0-spine0004", 0.9))
+    assert not matches(hgx, congested, Suspect(SuspectKind.DEVICE, "be-p0-spine0004", 0.9))

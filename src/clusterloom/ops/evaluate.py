@@ -10,7 +10,9 @@ suspect is the culprit with the fault's kind) and **false first** (a fault to re
 first that is not the culprit; for ``congested-spine`` any fault ranked first, since load is
 nothing to repair) and **silent** (nothing suspected: the fault left no symptom the
 detectors see). A suspect names the culprit when it names the same object: the same
-physical link (either end first), port, switch or rank; for a dead EV the same EV where
+physical link (either end first), port, switch or rank (a host link and the NIC port at its
+end are one object: a link below its rate and a port below its rate look the same, ``kind
+right`` tells whether the kind was named too); for a dead EV the same EV where
 the truth names it (its pair, or the switch every dead path crosses: naming one dead pair of
 a dead switch's EV is not enough); for a congested spine a
 ``congestion`` suspect on that switch. The targets (``meets_targets``): top-1 at least
@@ -107,10 +109,28 @@ def matches(fabric: OpsFabric, truth: Fault, s: Suspect) -> bool:
     if s.kind is SuspectKind.CONGESTION:
         return False
     if k in (FaultKind.GRAY_LINK, FaultKind.FLAPPING_LINK, FaultKind.DEAD_LINK):
+        if s.kind is SuspectKind.PORT:  # a host link's NIC end: the same object
+            return _nic_end(fabric, truth.target) == s.target
         return s.kind is SuspectKind.LINK and _same_link(fabric, truth.target, s.target)
+    if k is FaultKind.SLOW_NIC_PORT and s.kind is SuspectKind.LINK:
+        return _nic_end(fabric, s.target) == truth.target
     if k is FaultKind.DEAD_EV:  # the same EV at the same place: its pair, or its switch
         return s.kind is SuspectKind.EV and s.target == truth.target
     return s.target == truth.target
+
+
+def _nic_end(fabric: OpsFabric, label: str) -> str | None:
+    """The NIC port at the lower end of a host link (None for a link between switches)."""
+    from clusterloom.errors import SpecError
+
+    try:
+        link = fabric.link_of_label(label)
+    except SpecError:
+        return None
+    if int(fabric.topology.link_tier[link]) != 1:
+        return None
+    dev, ifs = fabric.end_names
+    return f"{dev[link, 0]}:{ifs[link, 0]}"
 
 
 def _is_fault(s: Suspect) -> bool:
