@@ -513,7 +513,8 @@ def random_fault(
     fabric: OpsFabric, kind: FaultKind, rng: np.random.Generator, *, duration_ms: int
 ) -> Fault:
     """A fault of ``kind`` on a target drawn uniformly from the design's (links of every tier;
-    NIC ports; spines; leaves for mis-hashing; ranks; ``switch#EV`` with a probe EV), with a
+    NIC ports; spines; leaves for mis-hashing; ranks; ``switch#EV``, a switch on a default
+    probe stream's path with its EV, :func:`~clusterloom.ops.synth.probe_streams`), with a
     plausible severity: a gray link loses 0.1-5% of its packets (log-uniform) or, one time in
     three, runs at 10-50% of its rate; a flapping link flaps 1-4 times a minute; a slow NIC
     port runs at 5-20% (a 400G port fallen back to 20-80G: ECMP collisions already leave a
@@ -545,10 +546,19 @@ def random_fault(
         target = ":".join(fabric.endpoint(host, port))
         values["rate"] = round(float(rng.uniform(0.05, 0.2)), 3)
     elif kind is FaultKind.DEAD_EV:
-        nodes = np.flatnonzero(t.node_role >= _ROLE_LEAF)
+        # a switch on the path of one of the default probe streams, with that stream's EV: a
+        # switch hashes only the EV, so some (switch, EV) pairs carry no probe at all
+        from clusterloom.ops.synth import probe_streams
+
+        p_src, p_dst, p_port, p_ev = probe_streams(fabric)
+        k = int(rng.integers(p_src.size))
+        one = slice(k, k + 1)
+        path = fabric.paths(p_src[one], p_dst[one], p_port[one], p_ev[one])[0]
+        hops = path[path >= 0]
+        to = np.where(hops % 2 == 0, t.link_dst[hops // 2], t.link_src[hops // 2])
+        nodes = to[to >= t.plan.hosts]
         node = int(nodes[rng.integers(nodes.size)])
-        ev = PROBE_EVS[int(rng.integers(len(PROBE_EVS)))]
-        target = f"{fabric.names.devices[node]}#{ev}"
+        target = f"{fabric.names.devices[node]}#{int(p_ev[k])}"
     elif kind is FaultKind.MIS_HASHED_SWITCH:
         nodes = np.flatnonzero(t.node_role >= _ROLE_LEAF)
         ups = np.array([uplinks(fabric, int(n)).size for n in nodes])

@@ -100,6 +100,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_START_MS",
     "Synthetic",
+    "probe_streams",
     "synthesize",
     "write_synthetic",
 ]
@@ -674,6 +675,16 @@ def _poisson(rng: np.random.Generator, lam: F64) -> I64:
     return out
 
 
+def probe_streams(
+    fabric: OpsFabric, *, peers: int = 2, evs: int = len(PROBE_EVS), traffic_seed: int = 0
+) -> tuple[I64, I64, I64, I64]:
+    """``(src host, dst host, port, ev)`` of every probe stream :func:`synthesize` sends with
+    these settings (module docstring): a fixed pattern per ``traffic_seed``."""
+    return _probe_pairs(
+        fabric, peers, evs, np.random.default_rng(np.random.SeedSequence([traffic_seed, 0x9E7]))
+    )
+
+
 def _probe_pairs(
     fabric: OpsFabric, peers: int, evs: int, rng: np.random.Generator
 ) -> tuple[I64, I64, I64, I64]:
@@ -739,9 +750,7 @@ def _probes(
     from clusterloom.ops.faults import switch_node
 
     t = fabric.topology
-    src, dst, port, ev = _probe_pairs(
-        fabric, peers, evs, np.random.default_rng(np.random.SeedSequence([traffic_seed, 0x9E7]))
-    )
+    src, dst, port, ev = probe_streams(fabric, peers=peers, evs=evs, traffic_seed=traffic_seed)
     n = src.size
     cap_bps = np.repeat(t.link_capacity_bps.astype(np.float64), 2)
     lat_us = np.repeat(t.link_latency_ps.astype(np.float64), 2) / 1e6
