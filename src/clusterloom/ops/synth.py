@@ -84,7 +84,14 @@ from numpy.typing import NDArray
 
 from clusterloom.errors import Problem, SpecError
 from clusterloom.ops.fabric import OpsFabric
-from clusterloom.ops.faults import PROBE_EVS, flap_windows, format_fault, shifted, uplinks
+from clusterloom.ops.faults import (
+    PROBE_EVS,
+    flap_windows,
+    format_fault,
+    probe_streams,
+    shifted,
+    uplinks,
+)
 from clusterloom.ops.model import (
     COLLECTIVE_SCHEMA,
     COUNTER_SCHEMA,
@@ -100,7 +107,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_START_MS",
     "Synthetic",
-    "probe_streams",
     "synthesize",
     "write_synthetic",
 ]
@@ -673,56 +679,6 @@ def _poisson(rng: np.random.Generator, lam: F64) -> I64:
     if hit.any():
         out[hit] = rng.poisson(lam[hit])
     return out
-
-
-def probe_streams(
-    fabric: OpsFabric, *, peers: int = 2, evs: int = len(PROBE_EVS), traffic_seed: int = 0
-) -> tuple[I64, I64, I64, I64]:
-    """``(src host, dst host, port, ev)`` of every probe stream :func:`synthesize` sends with
-    these settings (module docstring): a fixed pattern per ``traffic_seed``."""
-    return _probe_pairs(
-        fabric, peers, evs, np.random.default_rng(np.random.SeedSequence([traffic_seed, 0x9E7]))
-    )
-
-
-def _probe_pairs(
-    fabric: OpsFabric, peers: int, evs: int, rng: np.random.Generator
-) -> tuple[I64, I64, I64, I64]:
-    """``(src, dst, port, ev)`` of every probe stream (module docstring)."""
-    t = fabric.topology
-    hosts = int(t.plan.hosts)
-    r = fabric.router
-    leaf = t.link_dst[r.host_link[:, 0]]
-    src = np.repeat(np.arange(hosts, dtype=np.int64), peers)
-    dst = rng.integers(0, hosts, size=src.size)
-
-    def bad_of(d: I64) -> NDArray[np.bool_]:
-        """Under the source's leaf, the source itself, or a peer the source has already."""
-        order = np.lexsort((np.arange(d.size), d, src))
-        again = np.zeros(d.size, dtype=bool)
-        again[order[1:]] = (src[order][1:] == src[order][:-1]) & (d[order][1:] == d[order][:-1])
-        out: NDArray[np.bool_] = (leaf[d] == leaf[src]) | (d == src) | again
-        return out
-
-    for _ in range(64):
-        bad = bad_of(dst)
-        if not bad.any():
-            break
-        dst[bad] = rng.integers(0, hosts, size=int(bad.sum()))
-    bad = bad_of(dst)
-    if bad.any():  # a fabric too small to find such peers: the next hosts along
-        j = np.tile(np.arange(peers, dtype=np.int64), hosts)
-        dst[bad] = (src[bad] + 1 + j[bad]) % hosts
-    j = np.tile(np.arange(peers, dtype=np.int64), hosts)
-    port = (src + j) % fabric.host_ports
-    n = src.size
-    ev_vals = np.asarray(PROBE_EVS[:evs], dtype=np.int64)
-    return (
-        np.repeat(src, evs),
-        np.repeat(dst, evs),
-        np.repeat(port, evs),
-        np.tile(ev_vals, n),
-    )
 
 
 def _probes(
