@@ -21,3 +21,6 @@ def register(app: typer.Typer, guard: Guard, out: Console) -> None:
     )
     app.add_typer(group, name="ops")
     # one line per part: ``from clusterloom.cli import ops_X; ops_X.register(group, guard, out)``
+    from clusterloom.cli import ops_probe
+
+    ops_probe.register(group, guard, out)

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from clusterloom.ops.model import Suspect
 from clusterloom.ops.probe import (
@@ -241,12 +242,12 @@ def _tomography(
 def run_lab(
     *,
     evs: int = 8,
-    interval_ms: int = 200,
+    interval_ms: int = 250,
     duration_ms: int = 3000,
     fail_after_ms: int | None = 1500,
     fail: tuple[str, str] = ("leaf2", "spine1"),
     per_interval: int = 2,
-    timeout_ms: int = 100,
+    timeout_ms: int = 500,
     out: Path | None = None,
     localiser: Localiser | None = None,
     say: Callable[[str], None] = lambda _: None,
@@ -307,8 +308,10 @@ def run_lab(
 
                 def down() -> None:
                     pl.fail(link)
+                    downed.append(time.monotonic_ns())
 
                 timer = threading.Timer(fail_after_ms / 1000, down)
+            downed: list[int] = []
             rows: list[dict[str, Any]] = []
             sink = open_sink(out) if out is not None else None
             try:
@@ -316,8 +319,9 @@ def run_lab(
                     if timer is not None:
                         timer.start()
                     summary = prober.run(duration_ms, sink, on_rows=rows.extend)
-                    if fail_after_ms is not None:
-                        failed_ms = prober.ledger.start_ms + fail_after_ms
+                    if downed:  # when the command that set it down returned
+                        ledger = prober.ledger
+                        failed_ms = ledger.start_ms + (downed[0] - ledger.start_ns) // 1_000_000
             except BaseException:
                 if sink is not None:
                     sink.abort()
@@ -341,7 +345,7 @@ def run_lab(
     table = rows_table(rows)
     suspects: tuple[Suspect, ...] = ()
     if failed_ms is not None:
-        after = table.filter(pa.compute.greater(table["ts_ms"], failed_ms + interval_ms))
+        after = table.filter(pc.greater_equal(table["ts_ms"], failed_ms + interval_ms))
         p, sent, lost = tomography_input(after, paths)
         suspects = (localiser or _tomography)(p, sent, lost)
         if failed_label is not None:
