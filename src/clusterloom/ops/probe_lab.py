@@ -3,15 +3,11 @@ IPv6 ECMP with L4 hashing, so the UDP source port (the EV) picks the spine. Buil
 :class:`clusterloom.srv6.lab.Lab` (namespaces, veth pairs, rendered ``sysctl`` / ``ip -6``
 files applied); needs root.
 
-The topology (:data:`NODES`, :data:`LINKS`)::
+The topology (:data:`NODES`, :data:`LINKS`; every leaf has one link to each spine)::
 
-                 spine1          spine2
-                 |  \\  \\        /  /  |
-                 |   \\  \\------/--/   |       every leaf has one link to each spine
-                 |    \\-------/--\\    |
-               leaf1        leaf2        leaf3
-                 |            |            |
-               host1        host2        host3
+        spine1 ----- leaf1, leaf2, leaf3 ----- spine2
+                       |      |      |
+                     host1  host2  host3
 
 Every link is a /64 of ``fd00:c1::/48`` (link ``i``: ``fd00:c1:0:i::/64``, ``::1`` its lower
 end, ``::2`` its upper end). Hosts route everything to their leaf; a leaf routes each other
@@ -22,8 +18,8 @@ path trace of every EV gets an answer from every hop.
 
 Probes from ``host1`` to ``host2`` and ``host3`` over both spines tell the links apart: a probe
 to ``host2`` through ``spine1`` crosses ``leaf1~spine1`` and ``leaf2~spine1``; one to ``host3``
-through ``spine1`` shares only the first. :meth:`ProbeLab.fail` sets a link down at its upper
-end's far side (the leaf's port of a leaf-spine link): the spine, which has no other way to the
+through ``spine1`` shares only the first. :meth:`ProbeLab.fail` sets a link down at its lower
+end (the leaf's port of a leaf-spine link): the spine, which has no other way to the
 leaf, keeps sending into the dead veth (``ignore_routes_with_linkdown`` is 0, and nothing here
 runs a routing protocol), so the probes of the EVs hashed onto it are lost, as on a fabric whose
 routing has not converged or whose link fails gray; the leaf itself stops using the link, so the
