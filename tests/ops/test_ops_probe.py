@@ -259,6 +259,9 @@ def test_every_probe_is_in_exactly_one_row_sent_once_and_lost_or_timed(
     rows = []
     for now, kind, seq, ev in sorted(events):
         rows += led.due(now)
+        # memory stays bounded: only the probes and cells of open intervals are kept
+        assert all(k >= led.closed_upto for k, _ in led.outstanding.values())
+        assert all(k >= led.closed_upto for k, _, _ in led.cells)
         if kind == 0:
             led.sent(0, ev, seq, now)
         else:
@@ -507,6 +510,13 @@ def test_sigterm_ends_the_command_cleanly_with_every_row_written(tmp_path: Path)
     assert sent > 0 and set(table["ev"].to_pylist()) == {ev}
     assert f"{sent:,} probes to 1 targets" in text  # every probe sent is in a row
     assert sum(table["lost"].to_pylist()) == 0
+
+
+def test_the_responder_command_answers_until_its_duration() -> None:
+    result = runner.invoke(app, ["ops", "probe", "--respond", "127.0.0.1:0", "--duration", "300ms"])
+    assert result.exit_code == 0, result.output
+    assert "answering probes at 127.0.0.1:" in result.output
+    assert "answered 0 probes, ignored 0 other datagrams" in result.output
 
 
 def test_the_command_line_refuses_bad_input_with_exit_2() -> None:

@@ -20,7 +20,8 @@ Respond = Annotated[
     list[str] | None,
     typer.Option(
         "--respond",
-        help="answer probes at ADDR[:PORT] ([ADDR]:PORT for IPv6); repeatable",
+        help="answer probes at ADDR[:PORT] ([ADDR]:PORT for IPv6; port 7471 unless given, 0: "
+        "any free one); repeatable",
         show_default=False,
     ),
 ]
@@ -39,7 +40,7 @@ Targets = Annotated[
 def _responder_address(text: str) -> tuple[str, int]:
     from clusterloom.ops.probe import parse_target
 
-    t = parse_target(text, (), where="--respond")
+    t = parse_target(text, (), where="--respond", lowest_port=0)
     return t.address, t.port
 
 

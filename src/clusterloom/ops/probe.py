@@ -202,16 +202,19 @@ def _address(text: str, where: str) -> str:
         raise SpecError([Problem(where, f"{text!r} is not an IPv4 or IPv6 address")]) from None
 
 
-def _port(text: str, where: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise SpecError([Problem(where, f"port {text!r}: a number 1..65535")])
+def _port(text: str, where: str, lowest: int = 1) -> int:
+    if not text.isdigit() or not lowest <= int(text) <= 65535:
+        raise SpecError([Problem(where, f"port {text!r}: a number {lowest}..65535")])
     return int(text)
 
 
-def parse_target(text: str, evs: Sequence[int], *, where: str = "--targets") -> Target:
+def parse_target(
+    text: str, evs: Sequence[int], *, where: str = "--targets", lowest_port: int = 1
+) -> Target:
     """A target from ``ADDR``, ``ADDR:PORT`` (IPv4), ``[ADDR]:PORT`` (IPv6), each optionally
     followed by ``=DEVICE:INTERFACE`` (the design's names; without them the address is the
-    device and ``-`` the interface)."""
+    device and ``-`` the interface). A responder's address may give port 0 (``lowest_port``
+    0: the kernel picks one)."""
     spec, _, names = text.strip().partition("=")
     port = DEFAULT_PORT
     if spec.startswith("["):
@@ -219,10 +222,10 @@ def parse_target(text: str, evs: Sequence[int], *, where: str = "--targets") -> 
         if not close or (rest and not rest.startswith(":")):
             raise SpecError([Problem(where, f"{text!r}: write an IPv6 target as [ADDR]:PORT")])
         if rest:
-            port = _port(rest[1:], where)
+            port = _port(rest[1:], where, lowest_port)
     elif spec.count(":") == 1:
         addr, _, p = spec.partition(":")
-        port = _port(p, where)
+        port = _port(p, where, lowest_port)
     else:
         addr = spec
     address = _address(addr, where)
@@ -657,6 +660,10 @@ class Bucket:
             return True
         return False
 
+    def ready_ns(self) -> int:
+        """When the next token is there (now, if one is)."""
+        return self.at_ns + max(0, round((1 - self.tokens) * 1e9 / self.rate))
+
 
 def _key(address: str) -> str:
     text = address.split("%", 1)[0]
@@ -833,7 +840,8 @@ class Prober:
                 break
             self.send_due(now, end)
             hand(self.ledger.due(now))
-            wake = min(self.due_ns(self.next_slot), end)
+            # the next send, or the next token when the bucket held the sends back
+            wake = min(max(self.due_ns(self.next_slot), self.bucket.ready_ns()), end)
             self.receive(min(max(0, wake - self.clock()) / 1e9, 0.05))
         last = self.clock()
         drain_until = last + self.ledger.timeout_ns
