@@ -19,9 +19,10 @@ The pieces, each usable alone:
   port), the schedule (every EV of every target ``per_interval`` times an interval, spread
   evenly over it), a token bucket that never lets the sends exceed ``rate_pps``, and
   :meth:`Prober.run`, which stops at the duration or when asked (SIGINT/SIGTERM through
-  :func:`stop_on_signals`), then waits one timeout for the replies in flight and closes the
-  last intervals: no result is dropped; memory is bounded by the probes in flight (``rate_pps
-  x (interval + timeout)``) and the open intervals, the rows going to the sink as they close;
+  :func:`stop_on_signals`), then waits (one timeout at most) for the replies in flight and
+  closes the last intervals: no result is dropped; memory is bounded by the probes in flight
+  (``rate_pps x (interval + timeout)``) and the open intervals, the rows going to the sink as
+  they close;
 - :class:`Responder`: echoes every well-formed request (nothing else), rate-limited;
 - sinks (:func:`open_sink`): Parquet, CSV or OpenMetrics text, streamed to a hidden file beside
   the target and moved into place atomically when the run ends (``clusterloom.atomic``);
@@ -742,6 +743,7 @@ class Prober:
         self.seq = 0
         self.answered_total = 0
         self.send_errors = 0
+        self.rows = 0  #: rows handed out by the last run
 
     def due_ns(self, slot: int) -> int:
         """When slot ``slot`` (counted from the start) is due."""
@@ -815,9 +817,9 @@ class Prober:
         stop: threading.Event | None = None,
         on_rows: Callable[[list[dict[str, Any]]], None] | None = None,
     ) -> RunSummary:
-        """Probe for ``duration_ms`` (or until ``stop`` is set), then wait one timeout for the
-        replies in flight and close every interval; rows go to ``sink`` and ``on_rows`` as
-        their intervals close. The sink is not closed here."""
+        """Probe for ``duration_ms`` (or until ``stop`` is set), then wait for the replies in
+        flight (one timeout at most) and close every interval; rows go to ``sink`` and
+        ``on_rows`` as their intervals close. The sink is not closed here."""
 
         def hand(rows: list[dict[str, Any]]) -> None:
             if rows:
@@ -845,7 +847,7 @@ class Prober:
             self.receive(min(max(0, wake - self.clock()) / 1e9, 0.05))
         last = self.clock()
         drain_until = last + self.ledger.timeout_ns
-        while (now := self.clock()) < drain_until:
+        while (now := self.clock()) < drain_until and self.ledger.outstanding:
             hand(self.ledger.due(now))
             self.receive(min((drain_until - now) / 1e9, 0.05))
         hand(self.ledger.finish())
