@@ -519,6 +519,29 @@ def test_the_responder_command_answers_until_its_duration() -> None:
     assert "answered 0 probes, ignored 0 other datagrams" in result.output
 
 
+def test_names_outside_the_design_are_refused_naming_each() -> None:
+    from clusterloom.ops import load_fabric
+    from clusterloom.ops.probe import check_names
+
+    fabric = load_fabric("fat-tree-k16")
+    (me, mine), (dev, ifname) = fabric.endpoint(0, 0), fabric.endpoint(1, 0)
+    good = ProbeConfig(me, mine, (Target("::1", 7471, dev, ifname, (49152,)),))
+    assert check_names(good, fabric) is good
+    bad = ProbeConfig("node99999", mine, (Target("::1", 7471, dev, "swp1", (1,)),) * 2)
+    with pytest.raises(SpecError) as caught:
+        check_names(bad, fabric)
+    assert [p.where for p in caught.value.problems] == [
+        "--device/--interface", "targets[0]", "targets[1]"
+    ]  # fmt: skip
+    result = runner.invoke(
+        app,
+        ["ops", "probe", "-t", f"[::1]={dev}:{ifname}", "--device", me, "--interface", "eth9",
+         "--design", "fat-tree-k16"],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert f"{me}:eth9 is not a host NIC port of the design" in result.output
+
+
 def test_the_command_line_refuses_bad_input_with_exit_2() -> None:
     result = runner.invoke(app, ["ops", "probe", "--respond", "::1", "-t", "::1"])
     assert result.exit_code == 2 and "give one of the two" in result.output

@@ -110,6 +110,14 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
                 "--format", help="parquet, csv or prom [default: by the suffix]", show_default=False
             ),
         ] = None,
+        design: Annotated[
+            str | None,
+            typer.Option(
+                help="a design (run directory, spec or example): the agent's and the targets' "
+                "names must be its host NIC ports",
+                show_default=False,
+            ),
+        ] = None,
         paths: Annotated[
             Path | None,
             typer.Option(
@@ -156,6 +164,11 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
                 source=source,
                 session=new_session(),
             ).check()
+            if design is not None:
+                from clusterloom.ops.fabric import load_fabric
+                from clusterloom.ops.probe import check_names
+
+                check_names(config, load_fabric(design))
             with stop_on_signals(stop):
                 return _probe(config, limit or 30_000, output, fmt, paths, stop, out)
 

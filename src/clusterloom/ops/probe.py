@@ -54,12 +54,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
 from clusterloom.errors import ClusterloomError, Problem, SpecError
 from clusterloom.ops.model import PROBE_SCHEMA
+
+if TYPE_CHECKING:
+    from clusterloom.ops.fabric import OpsFabric
 
 __all__ = [
     "DEFAULT_PORT",
@@ -74,6 +77,7 @@ __all__ = [
     "RunSummary",
     "Target",
     "Trace",
+    "check_names",
     "decode",
     "discover",
     "echo",
@@ -370,6 +374,33 @@ class ProbeConfig:
         if p:
             raise SpecError(p)
         return self
+
+
+def check_names(config: ProbeConfig, fabric: OpsFabric) -> ProbeConfig:
+    """SpecError naming every endpoint of ``config`` (the agent's own and each target's) that
+    is not a host NIC port of ``fabric``'s design, so the rows join the design's telemetry;
+    the config itself when all are."""
+    problems = []
+    if fabric.host_of(config.device, config.interface) is None:
+        problems.append(
+            Problem(
+                "--device/--interface",
+                f"{config.device}:{config.interface} is not a host NIC port of the design "
+                f"(e.g. {':'.join(fabric.endpoint(0, 0))})",
+            )
+        )
+    for n, t in enumerate(config.targets):
+        if fabric.host_of(t.device, t.interface) is None:
+            problems.append(
+                Problem(
+                    f"targets[{n}]",
+                    f"{t.device}:{t.interface} is not a host NIC port of the design; name it "
+                    "as ADDR=DEVICE:INTERFACE",
+                )
+            )
+    if problems:
+        raise SpecError(problems)
+    return config
 
 
 # -- accounting ----------------------------------------------------------------------------
