@@ -695,6 +695,51 @@ def test_the_downed_link_is_ranked_first(lab_run: object) -> None:
 
 
 @needs_root
+def test_the_command_traces_and_probes_from_a_namespace(tmp_path: Path) -> None:
+    """``ops probe --paths`` run as a process inside host1's namespace: every EV's trace
+    reaches host2 through leaf1, a spine and leaf2, and the CSV holds every EV's rows."""
+    import json
+
+    from clusterloom.ops.probe_lab import probe_lab
+
+    with probe_lab() as pl:
+        with pl.inside("host2"):
+            r = Responder(pl.host_address("host2"))
+        stop = threading.Event()
+        th = _responder_thread(r, stop)
+        try:
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+            args = ["ops", "probe", "-t", f"[{pl.host_address('host2')}]:{r.port}=host2:eth0",
+                    "--evs", "4", "--interval", "200ms", "--duration", "600ms", "--device",
+                    "host1", "--interface", "eth0", "--paths", str(tmp_path / "paths.json"),
+                    "-o", str(tmp_path / "probes.csv")]  # fmt: skip
+            done = subprocess.run(
+                ["ip", "netns", "exec", pl.lab.namespace("host1"), sys.executable, "-c",
+                 "from clusterloom.cli.main import app; app()", *args],
+                env=env, capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+        finally:
+            stop.set()
+            th.join()
+            r.close()
+        names = pl.addresses
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "traced 4 EV paths (4 reached)" in done.stdout
+    traces = json.loads((tmp_path / "paths.json").read_text())
+    for t in traces:
+        hops = [names[h] for h in t["hops"]]
+        assert hops[0] == "leaf1" and hops[1] in ("spine1", "spine2") and hops[2:] == [
+            "leaf2", "host2"
+        ], t  # fmt: skip
+    table = pcsv.read_csv(
+        tmp_path / "probes.csv", convert_options=pcsv.ConvertOptions(column_types=PROBE_SCHEMA)
+    )
+    assert sorted(set(table["ev"].to_pylist())) == [49152, 49153, 49154, 49155]
+    assert sum(table["lost"].to_pylist()) == 0
+    assert _ours() == []
+
+
+@needs_root
 def test_a_failing_lab_run_still_deletes_every_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
     from clusterloom.ops import probe_lab
 
