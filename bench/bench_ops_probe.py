@@ -5,7 +5,7 @@ this machine, what it costs, and the namespace lab demo end to end.
    here at each rate for ``SECONDS`` s (16 EVs to one target, 100 ms intervals, 500 ms
    timeout): probes sent and lost, mean RTT, the prober's CPU seconds per 1,000 probes, the
    largest number of probes in flight, and the process's peak RSS.
-2. The lab (root): ``probe_lab.run_lab`` with its defaults (8 EVs to each of 2 targets, 250 ms
+2. The lab (root): ``probe_lab.run_lab`` with its defaults (16 EVs to each of 2 targets, 250 ms
    intervals, 3 s, leaf2~spine1 down at 1.5 s): wall time, rows, loss, and the rank of the
    downed link among the suspects.
 

@@ -628,7 +628,7 @@ def lab_run() -> object:
         pytest.skip(WHY)
     from clusterloom.ops.probe_lab import run_lab
 
-    return run_lab(evs=8, interval_ms=250, duration_ms=3000, fail_after_ms=1500,
+    return run_lab(evs=16, interval_ms=250, duration_ms=3000, fail_after_ms=1500,
                    timeout_ms=500, localiser=_share_lost)  # fmt: skip
 
 
@@ -657,7 +657,7 @@ def test_real_veth_paths_have_an_rtt_and_no_loss_before_the_failure(lab_run: obj
 
     assert isinstance(lab_run, LabRun) and lab_run.failed_ms is not None
     before = [r for r in lab_run.probes.to_pylist() if r["ts_ms"] <= lab_run.failed_ms]
-    assert len(before) >= 2 * 8 * 4  # 2 targets x 8 EVs x at least 4 intervals
+    assert len(before) >= 2 * 16 * 4  # 2 targets x 16 EVs x at least 4 intervals
     for r in before:
         assert r["lost"] == 0, r
         # through 4 namespaces and back in user space: tens of microseconds at least, and

@@ -176,7 +176,7 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
 
     @group.command("probe-lab")
     def probe_lab(
-        evs: Annotated[int, typer.Option(help="EVs per target")] = 8,
+        evs: Annotated[int, typer.Option(help="EVs per target")] = 16,
         interval: Annotated[str, typer.Option(help="the reporting interval")] = "250ms",
         duration: Annotated[str, typer.Option(help="how long to probe")] = "3s",
         fail_after: Annotated[

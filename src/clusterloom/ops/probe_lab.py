@@ -237,7 +237,7 @@ def _tomography(
 
 def run_lab(
     *,
-    evs: int = 8,
+    evs: int = 16,
     interval_ms: int = 250,
     duration_ms: int = 3000,
     fail_after_ms: int | None = 1500,
