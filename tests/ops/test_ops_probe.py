@@ -752,6 +752,28 @@ def test_a_failing_lab_run_still_deletes_every_namespace(monkeypatch: pytest.Mon
     assert _ours() == []
 
 
+@needs_root
+def test_sigterm_to_the_lab_command_deletes_its_namespaces() -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from clusterloom.cli.main import app; app()", "ops",
+         "probe-lab", "--duration", "20s", "--fail-after", "10s"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("built 8 namespaces, 9 veth pairs"), first
+        theirs = f"{PREFIX}{proc.pid}-"
+        assert any(p.name.startswith(theirs) for p in NETNS_DIR.iterdir())
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, first + rest
+    assert not [p.name for p in NETNS_DIR.iterdir() if p.name.startswith(theirs)]
+
+
 def test_without_namespaces_the_lab_says_so_and_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
     from clusterloom.ops import probe_lab
 

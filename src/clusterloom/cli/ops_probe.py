@@ -6,7 +6,8 @@ cannot run here (a port in use, no root for the lab or a path trace)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -194,6 +195,8 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
         (needs root; every namespace is deleted)."""
 
         def run() -> int:
+            import sys
+
             from clusterloom.errors import Problem, SpecError
             from clusterloom.ops.probe import parse_duration_ms
             from clusterloom.ops.probe_lab import run_lab
@@ -204,14 +207,20 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
             fail_ms = parse_duration_ms(fail_after, "--fail-after")
             if fail_ms >= length:
                 raise SpecError([Problem("--fail-after", "before the end of --duration")])
-            result = run_lab(
-                evs=evs,
-                interval_ms=parse_duration_ms(interval, "--interval"),
-                duration_ms=length,
-                fail_after_ms=fail_ms,
-                out=output,
-                say=lambda line: out.print(line, soft_wrap=True, markup=False),
-            )
+
+            def say(line: str) -> None:
+                out.print(line, soft_wrap=True, markup=False)
+                sys.stdout.flush()
+
+            with _sigterm_interrupts():  # the namespaces are deleted on SIGTERM too
+                result = run_lab(
+                    evs=evs,
+                    interval_ms=parse_duration_ms(interval, "--interval"),
+                    duration_ms=length,
+                    fail_after_ms=fail_ms,
+                    out=output,
+                    say=say,
+                )
             for n, s in enumerate(result.suspects[:3], start=1):
                 out.print(
                     f"  suspect {n}: {s.target} (confidence {s.confidence:.2f})",
@@ -231,6 +240,23 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
             return 0 if ok else 1
 
         raise typer.Exit(guard(run))
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt for the block (as SIGINT does), so every ``with``
+    around it unwinds: the lab's namespaces are deleted, the output left unwritten."""
+    import signal
+    from types import FrameType
+
+    def raise_interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _respond(addresses: list[str], limit_ms: int | None, stop: Any, out: Console) -> int:
