@@ -585,6 +585,23 @@ def test_an_icmp_error_is_matched_to_its_probe_by_ports_session_and_sequence(
     assert _icmp_match(make(49153, 7471, b"junk"), family, 49153, 7471, 9) is None  # type: ignore[operator]
 
 
+def test_without_a_raw_socket_path_discovery_says_it_needs_root(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from clusterloom.ops import probe
+
+    real = socket.socket
+
+    def no_raw(family: int = -1, kind: int = -1, proto: int = -1) -> socket.socket:
+        if kind == socket.SOCK_RAW:
+            raise PermissionError(1, "Operation not permitted")
+        return real(family, kind, proto)
+
+    monkeypatch.setattr(probe.socket, "socket", no_raw)
+    with pytest.raises(probe.ProbeError, match="path discovery needs root"):
+        probe.trace(Target("::1", 7471, "h2", "eth0", (49152,)), 49152)
+
+
 def test_tomography_input_keeps_the_rows_with_a_known_path() -> None:
     rows = rows_table(
         [
