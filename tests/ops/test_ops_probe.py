@@ -398,6 +398,22 @@ def test_replies_of_another_session_or_source_change_nothing(
         assert list(p.ledger.outstanding) == [(0, ev, 2)]  # still waiting for its reply
 
 
+def test_the_responder_answers_no_faster_than_its_rate() -> None:
+    with Responder("127.0.0.1", 0, rate_pps=1) as r:  # a burst of 1, then one a second
+        client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        client.bind(("127.0.0.1", 0))
+        try:
+            for seq in range(5):
+                client.sendto(encode(Packet(REQUEST, 1, 0, seq, 0)), ("127.0.0.1", r.port))
+            client.sendto(b"not a probe", ("127.0.0.1", r.port))
+            _wait_readable(r.sock)
+            time.sleep(0.05)
+            assert r.handle() == 1
+            assert (r.replied, r.limited, r.ignored) == (1, 4, 1)
+        finally:
+            client.close()
+
+
 def test_the_three_formats_hold_the_same_rows_in_probe_schema(
     localhost: tuple[Responder, socket.socket], tmp_path: Path
 ) -> None:
