@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
@@ -442,6 +443,39 @@ def test_the_three_formats_hold_the_same_rows_in_probe_schema(
     assert families == sorted(set(families), key=families.index)  # each family once, together
 
 
+def test_ops_ingest_reads_the_agents_files_back_to_the_same_rows(tmp_path: Path) -> None:
+    """The agent's three formats, with a design's names, through ``ops.ingest.read_probes``:
+    no problem, the same rows."""
+    from clusterloom.ops import load_fabric
+    from clusterloom.ops.ingest import read_probes
+
+    fabric = load_fabric("fat-tree-k16")
+    (me, mine) = fabric.endpoint(0, 0)
+    targets = [Target(f"fd00::{h}", 7471, *fabric.endpoint(h, 0), (49152, 49153)) for h in (1, 2)]
+    led = Ledger(ProbeConfig(me, mine, tuple(targets)), start_ns=0, start_ms=1_764_547_200_000)
+    seq = 0
+    for k in range(3):
+        for n in range(2):
+            for ev in (49152, 49153):
+                seq += 1
+                led.sent(n, ev, seq, k * 1000 * MS + seq * MS)
+                if (seq + k) % 3:  # the others lost
+                    led.answered(n, ev, seq, k * 1000 * MS + seq * MS + (40 + seq) * 1000)
+    rows = led.finish()
+    want = rows_table(rows)
+    assert 0 < sum(want["lost"].to_pylist()) < len(rows)
+    for name in ("p.parquet", "p.csv", "p.prom"):
+        sink = open_sink(tmp_path / name)
+        sink.write(rows)
+        sink.close()
+        got = read_probes(tmp_path / name, fabric)
+        assert got.problems == (), (name, got.problems)
+        key = ["ts_ms", "dst_device", "ev"]
+        assert got.table.sort_by([(c, "ascending") for c in key]).equals(
+            want.sort_by([(c, "ascending") for c in key])
+        ), name
+
+
 def test_an_aborted_run_leaves_no_file(tmp_path: Path) -> None:
     sink = open_sink(tmp_path / "p.parquet")
     sink.write(rows_table([]).to_pylist())
@@ -661,8 +695,9 @@ def lab_run() -> object:
         pytest.skip(WHY)
     from clusterloom.ops.probe_lab import run_lab
 
+    # the suspects are ops.localise.tomography's (the default localiser)
     return run_lab(evs=16, interval_ms=250, duration_ms=3000, fail_after_ms=1500,
-                   timeout_ms=500, localiser=_share_lost)  # fmt: skip
+                   timeout_ms=500)  # fmt: skip
 
 
 @needs_root
@@ -717,14 +752,25 @@ def test_exactly_the_evs_through_the_downed_link_lose_their_probes(lab_run: obje
 
 
 @needs_root
-def test_the_downed_link_is_ranked_first(lab_run: object) -> None:
+def test_the_downed_link_is_ranked_first_by_tomography(lab_run: object) -> None:
+    from clusterloom.ops.model import FaultKind
     from clusterloom.ops.probe_lab import LabRun
 
-    assert isinstance(lab_run, LabRun)
+    assert isinstance(lab_run, LabRun) and lab_run.failed_ms is not None
     assert lab_run.failed == "leaf2:swp2~spine1:swp2"
-    assert lab_run.suspects[0].target == lab_run.failed
-    # the spine's other leaf links carry probes that came back: not suspected as much
-    assert lab_run.suspects[1].confidence < lab_run.suspects[0].confidence
+    first = lab_run.suspects[0]
+    assert (first.kind, first.target, first.fault) == (
+        SuspectKind.LINK, lab_run.failed, FaultKind.GRAY_LINK
+    )  # fmt: skip
+    assert all(s.confidence < first.confidence for s in lab_run.suspects[1:])
+    # the path incidence alone, by a trivial rule (each link's share of its probes lost),
+    # points at the same link: the paths the traces found are what tells the links apart
+    after = lab_run.probes.filter(
+        pc.greater_equal(lab_run.probes["ts_ms"], lab_run.failed_ms + 250)
+    )
+    simple = _share_lost(*tomography_input(after, lab_run.paths))
+    assert simple[0].target == lab_run.failed and simple[0].confidence == 1.0
+    assert simple[1].confidence < 1.0
 
 
 @needs_root
@@ -769,6 +815,19 @@ def test_the_command_traces_and_probes_from_a_namespace(tmp_path: Path) -> None:
     )
     assert sorted(set(table["ev"].to_pylist())) == [49152, 49153, 49154, 49155]
     assert sum(table["lost"].to_pylist()) == 0
+    assert _ours() == []
+
+
+@needs_root
+def test_the_lab_command_ranks_the_downed_link_first(tmp_path: Path) -> None:
+    out = tmp_path / "lab.prom"
+    result = runner.invoke(
+        app, ["ops", "probe-lab", "--duration", "2s", "--fail-after", "1s", "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "the downed link leaf2:swp2~spine1:swp2 is ranked first" in result.output
+    assert "suspect 1: leaf2:swp2~spine1:swp2" in result.output
+    assert out.read_text().endswith("# EOF\n")
     assert _ours() == []
 
 

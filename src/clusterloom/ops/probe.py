@@ -592,13 +592,15 @@ class CsvSink:
         self._file.discard()
 
 
-#: OpenMetrics families (gauges of the interval ending at the sample's timestamp) and the
-#: PROBE_SCHEMA column each carries
-METRICS: tuple[tuple[str, str, str], ...] = (
-    ("clusterloom_probe_sent", "sent", "probes sent in the interval"),
-    ("clusterloom_probe_lost", "lost", "probes of the interval that did not come back"),
-    ("clusterloom_probe_rtt_us", "rtt_us", "mean RTT of the probes that came back, us"),
-    ("clusterloom_probe_rtt_max_us", "rtt_max_us", "largest RTT of those probes, us"),
+#: OpenMetrics families of the interval ending at the sample's timestamp: (name, type, the
+#: PROBE_SCHEMA column it carries, help). ``sent`` and ``lost`` are counts per interval, not
+#: monotonic counters, so not ``counter``; ``ops.ingest`` refuses ``gauge`` for these two names
+#: (it keeps them for counters), so they are typed ``unknown``, which both accept.
+METRICS: tuple[tuple[str, str, str, str], ...] = (
+    ("clusterloom_probe_sent", "unknown", "sent", "probes sent in the interval"),
+    ("clusterloom_probe_lost", "unknown", "lost", "probes of the interval that did not come back"),
+    ("clusterloom_probe_rtt_us", "gauge", "rtt_us", "mean RTT of the probes that came back, us"),
+    ("clusterloom_probe_rtt_max_us", "gauge", "rtt_max_us", "largest RTT of those probes, us"),
 )
 LABELS = ("src_device", "src_interface", "dst_device", "dst_interface", "ev")
 
@@ -632,15 +634,15 @@ class OpenMetricsSink:
         self.rows = 0
 
     def write(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        for (name, column, _), part in zip(METRICS, self._parts, strict=True):
+        for (name, _, column, _), part in zip(METRICS, self._parts, strict=True):
             lines = [openmetrics_sample(name, column, r) for r in rows]
             part.write("".join(x for x in lines if x is not None).encode())
         self.rows += len(rows)
 
     def close(self) -> None:
         out = self._file.handle
-        for (name, _, help_text), part in zip(METRICS, self._parts, strict=True):
-            out.write(f"# TYPE {name} gauge\n# HELP {name} {help_text}\n".encode())
+        for (name, kind, _, help_text), part in zip(METRICS, self._parts, strict=True):
+            out.write(f"# TYPE {name} {kind}\n# HELP {name} {help_text}\n".encode())
             part.seek(0)
             while chunk := part.read(1 << 20):
                 out.write(chunk)

@@ -227,12 +227,9 @@ Localiser = Callable[[Sequence[Sequence[str]], Sequence[int], Sequence[int]], tu
 def _tomography(
     paths: Sequence[Sequence[str]], sent: Sequence[int], lost: Sequence[int]
 ) -> tuple[Suspect, ...]:
-    import importlib
+    from clusterloom.ops.localise import tomography
 
-    # ops-localise's tomography (issue 23); imported by name until that part is merged
-    tomography = importlib.import_module("clusterloom.ops.localise").tomography
-    found: tuple[Suspect, ...] = tuple(tomography(paths, sent, lost))
-    return found
+    return tomography(paths, sent, lost)
 
 
 def run_lab(
