@@ -6,8 +6,9 @@ this machine, what it costs, and the namespace lab demo end to end.
    timeout): probes sent and lost, mean RTT, the prober's CPU seconds per 1,000 probes, the
    largest number of probes in flight, and the process's peak RSS.
 2. The lab (root): ``probe_lab.run_lab`` with its defaults (16 EVs to each of 2 targets, 250 ms
-   intervals, 3 s, leaf2~spine1 down at 1.5 s): wall time, rows, loss, and the rank of the
-   downed link among the suspects.
+   intervals, 3 s, leaf2~spine1 down at 1.5 s): wall time, rows, loss (and how much of it on
+   EVs whose traced path avoids the downed link), and the rank of the downed link among the
+   suspects.
 
 Run: ``python bench/bench_ops_probe.py [SECONDS]``; figures go to ``bench/RESULTS.md`` by hand.
 """
@@ -103,8 +104,14 @@ def lab() -> None:
     sent = sum(run.probes["sent"].to_pylist())
     lost = sum(run.probes["lost"].to_pylist())
     rank = next((n for n, s in enumerate(run.suspects, 1) if s.target == run.failed), None)
+    elsewhere = sum(
+        r["lost"]
+        for r in run.probes.to_pylist()
+        if run.failed not in run.paths[r["dst_device"], r["dst_interface"], r["ev"]]
+    )
     print(
-        f"lab: {wall:.1f} s wall, {run.probes.num_rows} rows, {sent} probes, {lost} lost; "
+        f"lab: {wall:.1f} s wall, {run.probes.num_rows} rows, {sent} probes, {lost} lost "
+        f"({elsewhere} on EVs whose path avoids the downed link); "
         f"{run.failed} ranked {rank} of {len(run.suspects)} suspects"
     )
 
