@@ -253,101 +253,122 @@ def run_lab(
     targets = [t for t in HOSTS if t != "host1"]
     with probe_lab() as pl:
         say(f"built {len(pl.lab.names)} namespaces, {len(LINKS)} veth pairs")
-        stop = threading.Event()
-        responders: list[Responder] = []
-        threads: list[threading.Thread] = []
-        try:
-            for host in targets:
-                with pl.inside(host):
-                    responders.append(Responder(pl.host_address(host)))
-            threads = [
-                threading.Thread(target=r.serve, args=(stop,), daemon=True) for r in responders
-            ]
-            for th in threads:
-                th.start()
+        with _responders(pl, targets) as responders:
             config = ProbeConfig(
                 "host1",
                 "eth0",
                 tuple(
                     Target(
-                        pl.host_address(h), r.port, h, "eth0", tuple(range(EV_BASE, EV_BASE + evs))
+                        pl.host_address(h), port, h, "eth0", tuple(range(EV_BASE, EV_BASE + evs))
                     )
-                    for h, r in zip(targets, responders, strict=True)
+                    for h, port in zip(targets, responders, strict=True)
                 ),
                 interval_ms=interval_ms,
                 timeout_ms=timeout_ms,
                 per_interval=per_interval,
                 rate_pps=10_000,
             )
-            with pl.inside("host1"):
-                traces = discover(config, max_hops=6)
-                prober = Prober(config)
-            names = pl.addresses
-            paths = {}
-            spines: dict[str, set[str]] = {h: set() for h in targets}
-            for tr in traces:
-                t = config.targets[tr.target]
-                links = path_links(tr, "host1", t.device, names)
-                paths[t.device, t.interface, tr.ev] = links
-                spines[t.device] |= {n for link in links for n in SPINES if f"{n}:" in link}
+            paths = _traced_paths(pl, config)
+            spines = {
+                h: frozenset(n for (d, _, _), p in paths.items() if d == h for n in _spines(p))
+                for h in targets
+            }
             for h in targets:
                 over = ", ".join(sorted(spines[h])) or "no spine"
                 say(f"host1 -> {h}: {evs} EVs traced over {over}")
-            failed_label = failed_ms = None
-            timer = None
-            if fail_after_ms is not None:
-                link = pl.link_between(*fail)
-                failed_label = link_label(link)
-
-                def down() -> None:
-                    pl.fail(link)
-                    downed.append(time.monotonic_ns())
-
-                timer = threading.Timer(fail_after_ms / 1000, down)
-            downed: list[int] = []
-            rows: list[dict[str, Any]] = []
-            sink = open_sink(out) if out is not None else None
-            try:
-                with prober:
-                    if timer is not None:
-                        timer.start()
-                    summary = prober.run(duration_ms, sink, on_rows=rows.extend)
-                    if downed:  # when the command that set it down returned
-                        ledger = prober.ledger
-                        failed_ms = ledger.start_ms + (downed[0] - ledger.start_ns) // 1_000_000
-            except BaseException:
-                if sink is not None:
-                    sink.abort()
-                raise
-            finally:
-                if timer is not None:
-                    timer.cancel()
-                    timer.join()
-            if sink is not None:
-                sink.close()
-            say(
-                f"{summary.sent} probes sent, {summary.sent - summary.answered} lost, "
-                f"{summary.rows} rows"
-            )
-        finally:
-            stop.set()
-            for th in threads:
-                th.join()
-            for r in responders:
-                r.close()
-    table = rows_table(rows)
+            link = pl.link_between(*fail) if fail_after_ms is not None else None
+            table, failed_ms = _probe(pl, config, duration_ms, link, fail_after_ms, out, say)
+    failed = link_label(link) if link is not None else None
     suspects: tuple[Suspect, ...] = ()
     if failed_ms is not None:
+        say(f"link {failed} set down {fail_after_ms} ms into the run")
         after = table.filter(pc.greater_equal(table["ts_ms"], failed_ms + interval_ms))
-        p, sent, lost = tomography_input(after, paths)
-        suspects = (localiser or _tomography)(p, sent, lost)
-        if failed_label is not None:
-            say(f"link {failed_label} set down {fail_after_ms} ms into the run")
-    return LabRun(
-        paths,
-        table,
-        failed_label,
-        failed_ms,
-        suspects,
-        {h: frozenset(s) for h, s in spines.items()},
-    )
+        suspects = (localiser or _tomography)(*tomography_input(after, paths))
+    return LabRun(paths, table, failed, failed_ms, suspects, spines)
+
+
+def _spines(path: Sequence[str]) -> set[str]:
+    return {n for link in path for n in SPINES if f"~{n}:" in link}
+
+
+@contextmanager
+def _responders(pl: ProbeLab, hosts: Sequence[str]) -> Iterator[list[int]]:
+    """A responder on each of ``hosts``, each served by a thread; their ports. All stopped and
+    closed when the block ends."""
+    stop = threading.Event()
+    responders: list[Responder] = []
+    threads: list[threading.Thread] = []
+    try:
+        for host in hosts:
+            with pl.inside(host):
+                responders.append(Responder(pl.host_address(host)))
+        for r in responders:
+            threads.append(threading.Thread(target=r.serve, args=(stop,), daemon=True))
+            threads[-1].start()
+        yield [r.port for r in responders]
+    finally:
+        stop.set()
+        for th in threads:
+            th.join()
+        for r in responders:
+            r.close()
+
+
+def _traced_paths(pl: ProbeLab, config: ProbeConfig) -> dict[tuple[str, str, int], tuple[str, ...]]:
+    """The links of every (target, EV)'s path, traced from ``host1``."""
+    with pl.inside("host1"):
+        traces = discover(config, max_hops=6)
+    names = pl.addresses
+    out = {}
+    for tr in traces:
+        t = config.targets[tr.target]
+        out[t.device, t.interface, tr.ev] = path_links(tr, "host1", t.device, names)
+    return out
+
+
+def _probe(
+    pl: ProbeLab,
+    config: ProbeConfig,
+    duration_ms: int,
+    link: int | None,
+    fail_after_ms: int | None,
+    out: Path | None,
+    say: Callable[[str], None],
+) -> tuple[pa.Table, int | None]:
+    """Probe from ``host1`` for ``duration_ms``, link ``link`` set down ``fail_after_ms``
+    into the run; the rows, and when the link went down (ms since the epoch, the rows' clock:
+    when the command that set it down returned)."""
+    downed: list[int] = []
+    timer = None
+    if link is not None and fail_after_ms is not None:
+
+        def down() -> None:
+            pl.fail(link)
+            downed.append(time.monotonic_ns())
+
+        timer = threading.Timer(fail_after_ms / 1000, down)
+    rows: list[dict[str, Any]] = []
+    sink = open_sink(out) if out is not None else None
+    try:
+        with pl.inside("host1"):
+            prober = Prober(config)
+        with prober:
+            if timer is not None:
+                timer.start()
+            summary = prober.run(duration_ms, sink, on_rows=rows.extend)
+            start_ns, start_ms = prober.ledger.start_ns, prober.ledger.start_ms
+    except BaseException:
+        if sink is not None:
+            sink.abort()
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+            if timer.is_alive():
+                timer.join()
+    if sink is not None:
+        sink.close()
+    lost = summary.sent - summary.answered
+    say(f"{summary.sent} probes sent, {lost} lost, {summary.rows} rows")
+    failed_ms = start_ms + (downed[0] - start_ns) // 1_000_000 if downed else None
+    return rows_table(rows), failed_ms
