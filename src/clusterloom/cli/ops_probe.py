@@ -340,7 +340,8 @@ def _probe(
                 markup=False,
             )
             sys.stdout.flush()
-            summary = prober.run(duration_ms, sink, stop=stop)
+            tally = _Tally()
+            summary = prober.run(duration_ms, sink, stop=stop, on_rows=tally.add)
     except BaseException:
         if sink is not None:
             sink.abort()
@@ -357,6 +358,47 @@ def _probe(
         soft_wrap=True,
         markup=False,
     )
+    out.print(tally.table())
     if output is not None:
         out.print(f"wrote {output}", markup=False)
     return 0
+
+
+class _Tally:
+    """Per target: probes sent and lost, the EVs that lost any, RTTs (bounded by the targets)."""
+
+    def __init__(self) -> None:
+        self.by: dict[tuple[str, str], list[float]] = {}
+        self.bad_evs: dict[tuple[str, str], set[int]] = {}
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        for r in rows:
+            key = (r["dst_device"], r["dst_interface"])
+            t = self.by.setdefault(key, [0, 0, 0.0, 0.0])
+            back = r["sent"] - r["lost"]
+            t[0] += r["sent"]
+            t[1] += r["lost"]
+            if back:
+                t[2] += r["rtt_us"] * back
+                t[3] = max(t[3], r["rtt_max_us"])
+            if r["lost"]:
+                self.bad_evs.setdefault(key, set()).add(r["ev"])
+
+    def table(self) -> Any:
+        from rich import box
+        from rich.table import Table
+
+        table = Table(box=box.SIMPLE_HEAD)
+        for heading in ("target", "sent", "lost", "EVs with loss", "mean RTT us", "max RTT us"):
+            table.add_column(heading, justify="left" if heading == "target" else "right")
+        for (dev, ifname), (sent, lost, rtt, top) in self.by.items():
+            back = sent - lost
+            table.add_row(
+                f"{dev}:{ifname}",
+                f"{sent:,.0f}",
+                f"{lost:,.0f}",
+                str(len(self.bad_evs.get((dev, ifname), ()))),
+                f"{rtt / back:,.1f}" if back else "-",
+                f"{top:,.1f}" if back else "-",
+            )
+        return table
