@@ -559,6 +559,8 @@ def test_sigterm_ends_the_command_cleanly_with_every_row_written(tmp_path: Path)
     sent = sum(table["sent"].to_pylist())
     assert sent > 0 and set(table["ev"].to_pylist()) == {ev}
     assert f"{sent:,} probes to 1 targets" in text  # every probe sent is in a row
+    row = next(x for x in text.splitlines() if "host2:eth0" in x).split()
+    assert row[:4] == ["host2:eth0", f"{sent:,}", "0", "0"]  # the per-target table
     assert sum(table["lost"].to_pylist()) == 0
 
 
