@@ -390,12 +390,16 @@ def test_replies_of_another_session_or_source_change_nothing(
             stranger.sendto(encode(Packet(REPLY, ev, 1, 2, 0)), ("::1", ev))  # wrong source
             r.sock.sendto(encode(Packet(REPLY, ev, 2, 2, 0)), ("::1", ev))  # wrong session
             r.sock.sendto(encode(Packet(REPLY, ev + 1, 1, 2, 0)), ("::1", ev))  # wrong EV
+            sent_ns = p.ledger.outstanding[0, ev, 2][1]
+            r.sock.sendto(
+                encode(Packet(REPLY, ev, 1, 2, sent_ns + 1)), ("::1", ev)
+            )  # not its send time
             _wait_readable(sock)
             time.sleep(0.05)
             assert p.receive(1.0) == 0
         finally:
             stranger.close()
-        assert p.ledger.unknown == 3
+        assert p.ledger.unknown == 4
         assert list(p.ledger.outstanding) == [(0, ev, 2)]  # still waiting for its reply
 
 

@@ -444,11 +444,14 @@ class Ledger:
         self.outstanding[target, ev, seq] = (k, now_ns)
         self.cells.setdefault((k, target, ev), _Cell()).sent += 1
 
-    def answered(self, target: int, ev: int, seq: int, now_ns: int) -> int | None:
+    def answered(
+        self, target: int, ev: int, seq: int, now_ns: int, echoed_ns: int | None = None
+    ) -> int | None:
         """The RTT in ns of the probe this reply answers; None for a late, duplicate or
-        unknown reply (counted, no row changes)."""
+        unknown reply (counted, no row changes). ``echoed_ns``, the send time the reply
+        carries back, must be the probe's (else the reply is not an echo of it: unknown)."""
         got = self.outstanding.get((target, ev, seq))
-        if got is None:
+        if got is None or (echoed_ns is not None and echoed_ns != got[1]):
             self.unknown += 1
             return None
         k, sent_ns = got
@@ -837,7 +840,7 @@ class Prober:
                 ):
                     self.ledger.unknown += 1
                     continue
-                if self.ledger.answered(n, ev, p.seq, now) is not None:
+                if self.ledger.answered(n, ev, p.seq, now, p.sent_ns) is not None:
                     matched += 1
         self.answered_total += matched
         return matched
