@@ -621,3 +621,15 @@ def test_the_stated_models_hold(fabric: OpsFabric) -> None:
     excess = first["rtt_us"].to_numpy() - base
     assert excess.min() > 0
     assert excess.mean() == pytest.approx(sm.HOST_JITTER_US, rel=0.1)  # queues empty
+
+
+def test_a_random_dead_ev_is_one_the_probes_cross(fabric: OpsFabric) -> None:
+    """A switch hashes only the EV, so a (switch, EV) pair may carry no probe; random dead EVs
+    are drawn on probe paths and always lose probes, of that EV only."""
+    for seed in range(6):
+        f = random_fault(fabric, FaultKind.DEAD_EV, np.random.default_rng(seed), duration_ms=60_000)
+        syn = synthesize(fabric, [f], duration_s=60, interval_s=10, seed=seed)
+        p = syn.probes.to_pandas()
+        ev = int(f.target.rpartition("#")[2])
+        assert p[p["ev"] == ev]["lost"].sum() > 0, f.target
+        assert p[p["ev"] != ev]["lost"].sum() == 0

@@ -84,7 +84,14 @@ from numpy.typing import NDArray
 
 from clusterloom.errors import Problem, SpecError
 from clusterloom.ops.fabric import OpsFabric
-from clusterloom.ops.faults import PROBE_EVS, flap_windows, format_fault, shifted, uplinks
+from clusterloom.ops.faults import (
+    PROBE_EVS,
+    flap_windows,
+    format_fault,
+    probe_streams,
+    shifted,
+    uplinks,
+)
 from clusterloom.ops.model import (
     COLLECTIVE_SCHEMA,
     COUNTER_SCHEMA,
@@ -674,46 +681,6 @@ def _poisson(rng: np.random.Generator, lam: F64) -> I64:
     return out
 
 
-def _probe_pairs(
-    fabric: OpsFabric, peers: int, evs: int, rng: np.random.Generator
-) -> tuple[I64, I64, I64, I64]:
-    """``(src, dst, port, ev)`` of every probe stream (module docstring)."""
-    t = fabric.topology
-    hosts = int(t.plan.hosts)
-    r = fabric.router
-    leaf = t.link_dst[r.host_link[:, 0]]
-    src = np.repeat(np.arange(hosts, dtype=np.int64), peers)
-    dst = rng.integers(0, hosts, size=src.size)
-
-    def bad_of(d: I64) -> NDArray[np.bool_]:
-        """Under the source's leaf, the source itself, or a peer the source has already."""
-        order = np.lexsort((np.arange(d.size), d, src))
-        again = np.zeros(d.size, dtype=bool)
-        again[order[1:]] = (src[order][1:] == src[order][:-1]) & (d[order][1:] == d[order][:-1])
-        out: NDArray[np.bool_] = (leaf[d] == leaf[src]) | (d == src) | again
-        return out
-
-    for _ in range(64):
-        bad = bad_of(dst)
-        if not bad.any():
-            break
-        dst[bad] = rng.integers(0, hosts, size=int(bad.sum()))
-    bad = bad_of(dst)
-    if bad.any():  # a fabric too small to find such peers: the next hosts along
-        j = np.tile(np.arange(peers, dtype=np.int64), hosts)
-        dst[bad] = (src[bad] + 1 + j[bad]) % hosts
-    j = np.tile(np.arange(peers, dtype=np.int64), hosts)
-    port = (src + j) % fabric.host_ports
-    n = src.size
-    ev_vals = np.asarray(PROBE_EVS[:evs], dtype=np.int64)
-    return (
-        np.repeat(src, evs),
-        np.repeat(dst, evs),
-        np.repeat(port, evs),
-        np.tile(ev_vals, n),
-    )
-
-
 def _probes(
     fabric: OpsFabric,
     faults: Sequence[Fault],
@@ -739,9 +706,7 @@ def _probes(
     from clusterloom.ops.faults import switch_node
 
     t = fabric.topology
-    src, dst, port, ev = _probe_pairs(
-        fabric, peers, evs, np.random.default_rng(np.random.SeedSequence([traffic_seed, 0x9E7]))
-    )
+    src, dst, port, ev = probe_streams(fabric, peers=peers, evs=evs, traffic_seed=traffic_seed)
     n = src.size
     cap_bps = np.repeat(t.link_capacity_bps.astype(np.float64), 2)
     lat_us = np.repeat(t.link_latency_ps.astype(np.float64), 2) / 1e6
