@@ -196,9 +196,8 @@ def phase_hour(work: Path) -> dict[str, object]:
 
 
 def phase_localise(work: Path) -> dict[str, object]:
-    from clusterloom.ops.localise import localise
-
     from clusterloom.ops.fabric import load_fabric
+    from clusterloom.ops.localise import localise
     from clusterloom.ops.telemetry import TelemetryStore
 
     fabric = load_fabric(EXAMPLE)

@@ -1,0 +1,269 @@
+"""How well localisation finds injected faults: seeded single-fault incidents per fault kind
+(``ops.faults.random_fault`` and ``ops.synth.synthesize``; counters as rates by
+``ops.ingest.counter_rates``), each localised and scored against its truth (issue 23, "Tests
+and proof"; ``docs/ops.md``).
+
+Per kind: **top-1** (the culprit is the first suspect), **top-3** (among the first three),
+**precision** (the first suspect is the culprit, among incidents where anything was
+suspected), **recall** (the culprit is among the suspects at all), **kind right** (the first
+suspect is the culprit with the fault's kind) and **false first** (a fault to repair ranked
+first that is not the culprit; for ``congested-spine`` any fault ranked first, since load is
+nothing to repair) and **silent** (nothing suspected: the fault left no symptom the
+detectors see). A suspect names the culprit when it names the same object: the same
+physical link (either end first), port, switch or rank (a host link and the NIC port at its
+end are one object: a link below its rate and a port below its rate look the same, ``kind
+right`` tells whether the kind was named too); for a dead EV the same EV where
+the truth names it (its pair, or the switch every dead path crosses: naming one dead pair of
+a dead switch's EV is not enough); for a congested spine a
+``congestion`` suspect on that switch. The targets (``meets_targets``): top-1 at least
+:data:`TOP1_TARGET` for every fault kind, no false culprit first for congestion.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from clusterloom.ops.model import Fault, FaultKind, Suspect, SuspectKind
+
+if TYPE_CHECKING:
+    from clusterloom.ops.fabric import OpsFabric
+
+__all__ = [
+    "TOP1_TARGET",
+    "Evaluation",
+    "KindScore",
+    "Outcome",
+    "evaluate",
+    "evaluation_dict",
+    "matches",
+    "meets_targets",
+    "variant_scores",
+]
+
+#: share of single-fault incidents whose culprit must be ranked first (issue 23)
+TOP1_TARGET = 0.9
+#: the incidents' telemetry: window and interval
+DURATION_S = 60.0
+INTERVAL_S = 10.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One incident: its truth, the rank of the culprit among the suspects (None: not
+    suspected), the first suspect's target and kind."""
+
+    kind: FaultKind
+    index: int
+    truth: str
+    rank: int | None
+    first: str
+    first_fault: str
+    false_first: bool
+    seconds: float
+    #: a gray link's variant: ``loss`` or ``rate`` (empty for the other kinds)
+    variant: str = ""
+
+
+@dataclass(frozen=True)
+class KindScore:
+    kind: FaultKind
+    incidents: int
+    top1: float
+    top3: float
+    precision: float
+    recall: float
+    kind_right: float
+    false_first: float
+    silent: float
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    design: str
+    seed: int
+    incidents_per_kind: int
+    scores: tuple[KindScore, ...]
+    outcomes: tuple[Outcome, ...]
+
+
+def _same_link(fabric: OpsFabric, a: str, b: str) -> bool:
+    from clusterloom.errors import SpecError
+
+    try:
+        return fabric.link_of_label(a) == fabric.link_of_label(b)
+    except SpecError:
+        return False
+
+
+def matches(fabric: OpsFabric, truth: Fault, s: Suspect) -> bool:
+    """Whether suspect ``s`` names the culprit of ``truth``."""
+    k = truth.kind
+    if k is FaultKind.CONGESTED_SPINE:
+        return s.kind is SuspectKind.CONGESTION and s.target == truth.target
+    if s.kind is SuspectKind.CONGESTION:
+        return False
+    if k in (FaultKind.GRAY_LINK, FaultKind.FLAPPING_LINK, FaultKind.DEAD_LINK):
+        if s.kind is SuspectKind.PORT:  # a host link's NIC end: the same object
+            return _nic_end(fabric, truth.target) == s.target
+        return s.kind is SuspectKind.LINK and _same_link(fabric, truth.target, s.target)
+    if k is FaultKind.SLOW_NIC_PORT and s.kind is SuspectKind.LINK:
+        return _nic_end(fabric, s.target) == truth.target
+    if k is FaultKind.DEAD_EV:  # the same EV at the same place: its pair, or its switch
+        return s.kind is SuspectKind.EV and s.target == truth.target
+    return s.target == truth.target
+
+
+def _nic_end(fabric: OpsFabric, label: str) -> str | None:
+    """The NIC port at the lower end of a host link (None for a link between switches)."""
+    from clusterloom.errors import SpecError
+
+    try:
+        link = fabric.link_of_label(label)
+    except SpecError:
+        return None
+    if int(fabric.topology.link_tier[link]) != 1:
+        return None
+    dev, ifs = fabric.end_names
+    return f"{dev[link, 0]}:{ifs[link, 0]}"
+
+
+def _is_fault(s: Suspect) -> bool:
+    return s.kind is not SuspectKind.CONGESTION
+
+
+def evaluate(
+    fabric: OpsFabric,
+    kinds: Sequence[FaultKind],
+    incidents_per_kind: int,
+    seed: int,
+    *,
+    design: str = "",
+    duration_s: float = DURATION_S,
+    interval_s: float = INTERVAL_S,
+) -> Evaluation:
+    """Localise ``incidents_per_kind`` seeded single-fault incidents of each kind and score
+    them. Incident ``i`` of kind number ``k`` draws from ``default_rng([seed, k, i])``."""
+    from clusterloom.ops.faults import random_fault
+    from clusterloom.ops.ingest import counter_rates
+    from clusterloom.ops.localise import localise
+    from clusterloom.ops.synth import synthesize
+
+    order = list(FaultKind)
+    outcomes: list[Outcome] = []
+    for kind in kinds:
+        kn = order.index(kind)
+        for i in range(incidents_per_kind):
+            t0 = time.perf_counter()
+            rng = np.random.default_rng([seed, kn, i])
+            fault = random_fault(fabric, kind, rng, duration_ms=int(duration_s * 1000))
+            syn = synthesize(
+                fabric,
+                [fault],
+                duration_s=duration_s,
+                interval_s=interval_s,
+                seed=int(rng.integers(2**31)),
+            )
+            rates = counter_rates(syn.counters, fabric)
+            loc = localise(fabric, rates=rates, probes=syn.probes, collectives=syn.collectives)
+            truth = syn.truth[0] if syn.truth else fault
+            rank = next((j for j, s in enumerate(loc.suspects) if matches(fabric, truth, s)), None)
+            first = loc.suspects[0] if loc.suspects else None
+            false_first = first is not None and _is_fault(first) and rank != 0
+            outcomes.append(
+                Outcome(
+                    kind,
+                    i,
+                    truth.target,
+                    rank,
+                    "" if first is None else first.target,
+                    "" if first is None or first.fault is None else str(first.fault),
+                    false_first,
+                    time.perf_counter() - t0,
+                    _variant(truth),
+                )
+            )
+    scores = tuple(_score(k, [o for o in outcomes if o.kind is k]) for k in kinds)
+    return Evaluation(design, seed, incidents_per_kind, scores, tuple(outcomes))
+
+
+def _variant(fault: Fault) -> str:
+    if fault.kind is not FaultKind.GRAY_LINK:
+        return ""
+    return "loss" if fault.loss > 0 else "rate"
+
+
+def variant_scores(ev: Evaluation) -> tuple[tuple[FaultKind, str, KindScore], ...]:
+    """The scores of each kind's variants (a gray link losing packets, or running below its
+    rate), for the kinds that have them."""
+    out = []
+    for k in ev.scores:
+        variants = sorted({o.variant for o in ev.outcomes if o.kind is k.kind} - {""})
+        for v in variants:
+            got = [o for o in ev.outcomes if o.kind is k.kind and o.variant == v]
+            out.append((k.kind, v, _score(k.kind, got)))
+    return tuple(out)
+
+
+def _score(kind: FaultKind, got: Sequence[Outcome]) -> KindScore:
+    n = max(len(got), 1)
+    named = [o for o in got if o.first]
+    return KindScore(
+        kind,
+        len(got),
+        sum(o.rank == 0 for o in got) / n,
+        sum(o.rank is not None and o.rank < 3 for o in got) / n,
+        sum(o.rank == 0 for o in named) / max(len(named), 1),
+        sum(o.rank is not None for o in got) / n,
+        sum(o.rank == 0 and o.first_fault == str(kind) for o in got) / n,
+        sum(o.false_first for o in got) / n,
+        sum(not o.first for o in got) / n,
+        sum(o.seconds for o in got),
+    )
+
+
+def meets_targets(ev: Evaluation) -> bool:
+    """Top-1 at least :data:`TOP1_TARGET` per kind; no false culprit first for congestion."""
+    for k in ev.scores:
+        if k.top1 < TOP1_TARGET:
+            return False
+        if k.kind is FaultKind.CONGESTED_SPINE and k.false_first > 0:
+            return False
+    return True
+
+
+def evaluation_dict(ev: Evaluation) -> dict[str, object]:
+    """An evaluation as JSON-ready data."""
+    return {
+        "design": ev.design,
+        "seed": ev.seed,
+        "incidents_per_kind": ev.incidents_per_kind,
+        "scores": [
+            {
+                "kind": str(k.kind),
+                "incidents": k.incidents,
+                "top1": k.top1,
+                "top3": k.top3,
+                "precision": k.precision,
+                "recall": k.recall,
+                "kind_right": k.kind_right,
+                "false_first": k.false_first,
+                "silent": k.silent,
+            }
+            for k in ev.scores
+        ],
+        "variants": [
+            {"kind": str(kind), "variant": v, "incidents": k.incidents, "top1": k.top1}
+            for kind, v, k in variant_scores(ev)
+        ],
+        "misses": [
+            {"kind": str(o.kind), "index": o.index, "truth": o.truth, "first": o.first}
+            for o in ev.outcomes
+            if o.rank != 0
+        ],
+    }
