@@ -139,7 +139,9 @@ def test_random_faults_are_valid_and_round_trip(seed: int, kind: FaultKind) -> N
     assert 60_000 <= f.start_ms < 180_000 and f.end_ms is None
     assert parse_fault(format_fault(f), fabric) == f
     if kind is FaultKind.GRAY_LINK:
-        assert (1e-3 <= f.loss <= 5e-2) != (0.25 <= f.rate <= 0.75)
+        assert (1e-3 <= f.loss <= 5e-2) != (0.1 <= f.rate <= 0.5)
+    if kind is FaultKind.SLOW_NIC_PORT:
+        assert 0.05 <= f.rate <= 0.2
     if kind is FaultKind.DEAD_EV:
         assert int(f.target.rpartition("#")[2]) in PROBE_EVS
     if kind is FaultKind.STRAGGLER_RANK:
@@ -178,6 +180,13 @@ def test_failures_carry_the_faults(fabric) -> None:  # type: ignore[no-untyped-d
     assert fl.links.tolist() == [int(fabric.router.host_link[5, 0])]
     for other in ("straggler-rank:rank:1@1s", "congested-spine:be-p0-spine0000@1s"):
         assert fault_failures(parse_fault(other, fabric), fabric) == ()
+    # in force from a run's start, for a steady-state check in a simulator
+    flap = parse_fault(f"flapping-link:{label}@10s*flaps=2", fabric)
+    for f, frac in ((dead, 0.0), (gray, 0.25), (port, 0.5), (flap, 0.0)):
+        (text,) = fault_failures(f, fabric, at_start=True)
+        fl = parse_failure(text, t)
+        assert (fl.start_ps, fl.end_ps, fl.fraction) == (0, None, frac), text
+    assert fault_failures(lossy, fabric, at_start=True) == ()
 
 
 def test_flapping_windows(fabric) -> None:  # type: ignore[no-untyped-def]

@@ -499,3 +499,67 @@ def test_rates_sort_their_input_and_skip_unknown_interfaces(
     a = key_sorted(counter_rates(table, fabric), CKEY)
     b = key_sorted(counter_rates(both, fabric), CKEY)
     assert a.equals(b)
+
+
+def test_the_kind_is_told_from_the_file_and_untimed_samples_take_the_scrape_time(
+    fabric: OpsFabric, ifaces: list[tuple[str, str]], hosts: list[tuple[str, str]], tmp_path: Path
+) -> None:
+    from clusterloom.ops.ingest import guess_kind, read_telemetry
+
+    counters = linear(ifaces[:2], 2)
+    pcsv.write_csv(counters, tmp_path / "c.csv")
+    pq.write_table(counters, tmp_path / "c.parquet")
+    (sd, si), (dd, di) = hosts[0], hosts[1]
+    (tmp_path / "p.prom").write_text(
+        "# a comment\n"
+        f'clusterloom_probe_sent{{src_device="{sd}",src_interface="{si}",dst_device="{dd}",'
+        f'dst_interface="{di}",ev="3"}} 10\n'
+        f'clusterloom_probe_lost{{src_device="{sd}",src_interface="{si}",dst_device="{dd}",'
+        f'dst_interface="{di}",ev="3"}} 0\n'
+    )
+    (tmp_path / "k.csv").write_text("ts_ms,job,step,rank,device,collective,duration_us\n")
+    assert guess_kind(tmp_path / "c.csv") == "counters"
+    assert guess_kind(tmp_path / "c.parquet") == "counters"
+    assert guess_kind(tmp_path / "p.prom") == "probes"
+    assert guess_kind(tmp_path / "k.csv") == "collectives"
+    untimed = read_telemetry("probes", tmp_path / "p.prom", fabric)
+    assert [
+        p.message.endswith("no timestamp (give the scrape time)") for p in untimed.problems
+    ] == [
+        True,
+        True,
+    ]
+    timed = read_telemetry("probes", tmp_path / "p.prom", fabric, scrape_ms=T0)
+    assert timed.problems == ()
+    assert timed.table.to_pylist()[0] | {"rtt_us": None} == {
+        "ts_ms": T0,
+        "src_device": sd,
+        "src_interface": si,
+        "dst_device": dd,
+        "dst_interface": di,
+        "ev": 3,
+        "sent": 10,
+        "lost": 0,
+        "rtt_us": None,
+        "rtt_max_us": None,
+    }
+    (tmp_path / "other.prom").write_text("up 1 1000\n")
+    with pytest.raises(SpecError, match="no sample of a metric we read"):
+        guess_kind(tmp_path / "other.prom")
+
+
+def test_a_huge_line_is_skipped_unread_and_the_last_line_needs_no_newline(
+    fabric: OpsFabric, tmp_path: Path
+) -> None:
+    good = 'clusterloom_interface_bytes_tx_total{device="node00000",interface="gpu0p0"} 5 '
+    path = tmp_path / "huge.prom"
+    with path.open("w") as f:
+        f.write(good + "1000\n")
+        f.write("y" * (9 << 20) + "\n")  # longer than two read blocks
+        f.write(good.replace(" 5 ", " 6 ") + "2000\r\n")
+        f.write(good.replace(" 5 ", " 7 ") + "3000")  # no newline at the end
+    got = read_counters(path, fabric)
+    assert [str(p) for p in got.problems] == [
+        f"huge.prom line 2: line longer than {MAX_LINE:,} characters (skipped)"
+    ]
+    assert got.table.column("bytes_tx").to_pylist() == [5, 6, 7]

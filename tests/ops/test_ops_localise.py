@@ -230,3 +230,185 @@ def test_probes_of_endpoints_the_design_lacks_are_refused(fabric) -> None:  # ty
     bad = table.set_column(1, "src_device", pa.array(["node99999"] * table.num_rows))
     with pytest.raises(SpecError, match="not a NIC port"):
         localise(fabric, probes=bad)
+
+
+# -- each fault kind on a synthetic incident (ops.synth, the flow engine) -------------------
+
+_HGX = "hgx-1k-roce"
+_LINK = "be-p0-leaf0007:swp47s1~be-p0-spine0004:swp30s2"
+_KINDS = [
+    ("gray-link", f"{_LINK}@10s*loss=0.01", SuspectKind.LINK, _LINK),
+    ("flapping-link", f"{_LINK}@10s*flaps=2", SuspectKind.LINK, _LINK),
+    ("dead-link", f"{_LINK}@15s", SuspectKind.LINK, _LINK),
+    ("dead-ev", "be-p0-leaf0007#49153@10s", SuspectKind.EV, "be-p0-leaf0007#49153"),
+    ("mis-hashed-switch", "be-p0-leaf0007@10s*share=0.8", SuspectKind.DEVICE, "be-p0-leaf0007"),
+    ("straggler-rank", "rank:17@10s*delay=10ms", SuspectKind.RANK, "rank:17"),
+]
+
+
+@pytest.fixture(scope="module")
+def hgx():  # type: ignore[no-untyped-def]
+    return load_fabric(_HGX)
+
+
+def _incident(fabric, text: str) -> tuple[Localisation, object]:  # type: ignore[no-untyped-def]
+    from clusterloom.ops.faults import parse_fault
+    from clusterloom.ops.ingest import counter_rates
+    from clusterloom.ops.synth import synthesize
+
+    fault = parse_fault(text, fabric)
+    syn = synthesize(fabric, [fault], duration_s=60, interval_s=10, seed=3)
+    rates = counter_rates(syn.counters, fabric)
+    return localise(fabric, rates=rates, probes=syn.probes, collectives=syn.collectives), fault
+
+
+@pytest.mark.parametrize(("kind", "where", "suspect_kind", "target"), _KINDS)
+def test_each_fault_kind_is_named_first_with_its_kind(
+    hgx,  # type: ignore[no-untyped-def]
+    kind: str,
+    where: str,
+    suspect_kind: SuspectKind,
+    target: str,
+) -> None:
+    loc, _ = _incident(hgx, f"{kind}:{where}")
+    first = loc.suspects[0]
+    assert (first.kind, first.target, first.fault) == (suspect_kind, target, FaultKind(kind))
+    assert not loc.congestion
+
+
+def test_a_congested_spine_is_congestion_and_no_fault_is_ranked_first(hgx) -> None:  # type: ignore[no-untyped-def]
+    loc, _ = _incident(hgx, "congested-spine:be-p0-spine0004@10s*load=0.5")
+    assert loc.congestion
+    assert (loc.suspects[0].kind, loc.suspects[0].target) == (
+        SuspectKind.CONGESTION,
+        "be-p0-spine0004",
+    )
+
+
+def test_a_port_too_slow_for_its_flows_is_named_first(hgx) -> None:  # type: ignore[no-untyped-def]
+    """Its queue (ECN, PFC, probe RTT) and its rank's slower collectives point at it; the
+    port of the rank it serves, slower too, comes second on the collectives alone."""
+    loc, _ = _incident(hgx, "slow-nic-port:node00012:gpu4p0@10s*rate=0.05")
+    first, second = loc.suspects[:2]
+    assert (first.kind, first.target, first.fault) == (
+        SuspectKind.PORT,
+        "node00012:gpu4p0",
+        FaultKind.SLOW_NIC_PORT,
+    )
+    assert second.kind is SuspectKind.PORT and second.confidence < first.confidence / 2
+
+
+def test_a_link_below_its_rate_is_named_by_its_lone_queue(hgx) -> None:  # type: ignore[no-untyped-def]
+    loc, _ = _incident(hgx, f"gray-link:{_LINK}@10s*rate=0.3")
+    first = loc.suspects[0]
+    assert (first.kind, first.target, first.fault) == (
+        SuspectKind.LINK,
+        _LINK,
+        FaultKind.GRAY_LINK,
+    )
+    assert not loc.congestion
+
+
+def test_a_healthy_fabric_blames_nothing(hgx) -> None:  # type: ignore[no-untyped-def]
+    from clusterloom.ops.ingest import counter_rates
+    from clusterloom.ops.synth import synthesize
+
+    syn = synthesize(hgx, [], duration_s=60, interval_s=10, seed=3)
+    loc = localise(
+        hgx,
+        rates=counter_rates(syn.counters, hgx),
+        probes=syn.probes,
+        collectives=syn.collectives,
+    )
+    assert [s for s in loc.suspects if s.confidence > 0.5] == []
+
+
+#: top-1 per fault kind of ``evaluate(hgx-1k-roce, every kind, 15, seed 0)``, as docs/ops.md
+#: states it (fractions of 15)
+_TOP1_HGX_15 = {
+    "gray-link": 14 / 15,
+    "flapping-link": 1.0,
+    "dead-link": 1.0,
+    "slow-nic-port": 8 / 15,
+    "dead-ev": 14 / 15,
+    "mis-hashed-switch": 1.0,
+    "congested-spine": 1.0,
+    "straggler-rank": 1.0,
+}
+
+
+@pytest.mark.slow
+def test_a_small_evaluation_meets_the_rates_the_docs_state(hgx) -> None:  # type: ignore[no-untyped-def]
+    from clusterloom.ops.evaluate import evaluate
+
+    ev = evaluate(hgx, list(FaultKind), 15, 0)
+    got = {str(k.kind): k.top1 for k in ev.scores}
+    for kind, rate in _TOP1_HGX_15.items():
+        assert got[kind] >= rate - 1e-9, (kind, got[kind], rate)
+    congestion = next(k for k in ev.scores if k.kind is FaultKind.CONGESTED_SPINE)
+    assert congestion.false_first == 0.0
+    assert all(k.incidents == 15 for k in ev.scores)
+
+
+# -- the commands ---------------------------------------------------------------------------
+
+
+def test_ops_localise_prints_json_and_exits_1_on_a_fault_0_when_healthy_2_on_bad_input(
+    hgx,  # type: ignore[no-untyped-def]
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from clusterloom.cli.main import app
+    from clusterloom.ops.faults import parse_fault
+    from clusterloom.ops.synth import synthesize, write_synthetic
+
+    runner = CliRunner()
+    sick = synthesize(
+        hgx,
+        [parse_fault(f"gray-link:{_LINK}@10s*loss=0.01", hgx)],
+        duration_s=30,
+        interval_s=10,
+        seed=1,
+    )
+    write_synthetic(sick, tmp_path / "sick")
+    files = [
+        f"--{what}={tmp_path / 'sick' / f'{what}.parquet'}"
+        for what in ("counters", "probes", "collectives")
+    ]
+    got = runner.invoke(app, ["ops", "localise", _HGX, *files, "--json"])
+    assert got.exit_code == 1, got.output
+    doc = json.loads(got.stdout)
+    assert doc["suspects"][0]["target"] == _LINK and doc["congestion"] is False
+    healthy = synthesize(hgx, [], duration_s=30, interval_s=10, seed=1)
+    write_synthetic(healthy, tmp_path / "ok")
+    got = runner.invoke(
+        app, ["ops", "localise", _HGX, f"--probes={tmp_path / 'ok' / 'probes.parquet'}"]
+    )
+    assert got.exit_code == 0, got.output
+    assert "no suspect" in got.stdout
+    got = runner.invoke(app, ["ops", "localise", _HGX])
+    assert got.exit_code == 2 and "give --counters" in got.output
+    got = runner.invoke(app, ["ops", "localise", _HGX, f"--rates={tmp_path / 'missing.parquet'}"])
+    assert got.exit_code == 2
+
+
+def test_a_host_link_and_its_nic_port_are_one_culprit_and_other_targets_are_not(hgx) -> None:  # type: ignore[no-untyped-def]
+    from clusterloom.ops.evaluate import matches
+    from clusterloom.ops.model import Fault, Suspect
+
+    host_link = int(np.flatnonzero(hgx.topology.link_tier == 1)[5])
+    label = hgx.link_label(host_link)
+    nic = label.split("~")[0]
+    gray = Fault(FaultKind.GRAY_LINK, label, 0, rate=0.3)
+    slow = Fault(FaultKind.SLOW_NIC_PORT, nic, 0, rate=0.3)
+    assert matches(hgx, gray, Suspect(SuspectKind.PORT, nic, 0.6, FaultKind.SLOW_NIC_PORT))
+    assert matches(hgx, slow, Suspect(SuspectKind.LINK, label, 0.6, FaultKind.GRAY_LINK))
+    b, a = label.split("~")[1], nic
+    assert matches(hgx, gray, Suspect(SuspectKind.LINK, f"{b}~{a}", 0.6))  # either end first
+    assert not matches(hgx, gray, Suspect(SuspectKind.PORT, _LINK.split("~")[0], 0.6))
+    congested = Fault(FaultKind.CONGESTED_SPINE, "be-p0-spine0004", 0, severity=0.5)
+    assert matches(hgx, congested, Suspect(SuspectKind.CONGESTION, "be-p0-spine0004", 0.9))
+    assert not matches(hgx, congested, Suspect(SuspectKind.DEVICE, "be-p0-spine0004", 0.9))

@@ -11,10 +11,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from clusterloom.ops.fabric import OpsFabric, ops_fabric
-from clusterloom.ops.faults import format_fault, parse_fault, read_faults
+from clusterloom.ops.faults import format_fault, parse_fault, random_fault, read_faults
 from clusterloom.ops.model import COLLECTIVE_SCHEMA, COUNTER_SCHEMA, PROBE_SCHEMA, FaultKind
 from clusterloom.ops.synth import HDR, MSS, Synthetic, read_truth, synthesize, write_synthetic
 from clusterloom.spec import parse_spec
@@ -264,7 +266,19 @@ def test_a_slow_nic_port_slows_its_rank(fabric: OpsFabric, healthy: Synthetic) -
     )
     c = syn.collectives.to_pandas().groupby("rank")["duration_us"].median()
     h = healthy.collectives.to_pandas().groupby("rank")["duration_us"].median()
-    assert c[4] > 2.5 * h[4]  # a quarter of the rate: its flow takes about 4 times as long
+    # closed form: 2 MB (plus headers) at a quarter of 100 Gb/s takes at least 640 us
+    assert c[4] >= 0.98 * 2e6 * 8 / 25e9 * 1e6
+    assert c[4] > h[4]
+    others = [r for r in range(16) if r != 4]
+    # the port runs hotter at its cut rate: its probes queue longer than they did
+    dev, ifname = fabric.endpoint(4, 0)
+
+    def rtt(x: Synthetic) -> float:
+        p = x.probes.to_pandas()
+        return float(p[(p["src_device"] == dev) & (p["src_interface"] == ifname)]["rtt_us"].mean())
+
+    assert rtt(syn) > rtt(healthy) + 0.1
+    assert (c[others] <= 1.05 * h[others] + 2e6 * 8 / 25e9 * 1e6).all()
 
 
 def test_a_dead_ev_loses_only_its_probes(fabric: OpsFabric) -> None:
@@ -357,7 +371,7 @@ def test_same_seed_same_files(fabric: OpsFabric, tmp_path: Path) -> None:
     assert back.schema.equals(COUNTER_SCHEMA, check_metadata=False)
     assert read_truth(tmp_path / "a" / "truth.json") == syn.truth
     prom = (tmp_path / "a" / "counters.prom").read_text()
-    assert prom.endswith("# EOF\n") and "clusterloom_if_bytes_tx_total{device=" in prom
+    assert prom.endswith("# EOF\n") and "clusterloom_interface_bytes_tx_total{device=" in prom
 
 
 def test_bad_arguments_are_named(fabric: OpsFabric) -> None:
@@ -369,6 +383,12 @@ def test_bad_arguments_are_named(fabric: OpsFabric) -> None:
     late = parse_fault("straggler-rank:rank:1@100s", fabric)
     with pytest.raises(SpecError, match="after the end"):
         synthesize(fabric, [late], duration_s=60, interval_s=10, seed=0)
+    # 65 s of 10 s samples is 60 s of telemetry: a fault at 62 s would never show
+    inside = parse_fault("straggler-rank:rank:1@62s", fabric)
+    with pytest.raises(SpecError, match="60 s"):
+        synthesize(fabric, [inside], duration_s=65, interval_s=10, seed=0)
+    short = synthesize(fabric, [], duration_s=65, interval_s=10, seed=0)
+    assert short.counters.num_rows == 7 * 2 * fabric.topology.n_links
     with pytest.raises(SpecError) as err:
         synthesize(fabric, [], duration_s=60, interval_s=10, seed=0, engine="quantum")
     assert err.value.problems[0].where == "--engine"
@@ -420,3 +440,196 @@ def test_cli(tmp_path: Path, fabric: OpsFabric) -> None:
         app, ["ops", "synth", str(spec), "--duration", "10 minutes", "-o", str(tmp_path / "y")]
     )
     assert bad.exit_code == 2 and "--duration" in bad.output
+
+
+_FABRIC: dict[str, OpsFabric] = {}
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(list(FaultKind)), min_size=0, max_size=3),
+    seed=st.integers(0, 2**16),
+)
+def test_any_faults_keep_the_counters_honest(kinds: list[FaultKind], seed: int) -> None:
+    """Over random fault sets: counters monotone, bytes conserved exactly across each link,
+    drops and uncorrectable codewords only at a lossy gray link's ends, probes lost only when
+    a fault can lose them, an identical second run."""
+    fabric = _FABRIC.setdefault("k4", ops_fabric(parse_spec(SPEC, source="k4")))
+    rng = np.random.default_rng(seed)
+    faults = [random_fault(fabric, k, rng, duration_ms=60_000) for k in kinds]
+    syn = synthesize(fabric, faults, duration_s=60, interval_s=10, seed=seed)
+    again = synthesize(fabric, faults, duration_s=60, interval_s=10, seed=seed)
+    assert syn.counters.equals(again.counters) and syn.probes.equals(again.probes)
+    assert syn.collectives.equals(again.collectives)
+    t = syn.counters.sort_by(
+        [("device", "ascending"), ("interface", "ascending"), ("ts_ms", "ascending")]
+    )
+    n_if = 2 * fabric.topology.n_links
+    for c in ("bytes_tx", "bytes_rx", "packets_rx", "drops", "pfc_pauses", "fec_uncorrected"):
+        v = t[c].to_numpy().reshape(n_if, -1).astype(np.int64)
+        assert np.all(np.diff(v, axis=1) >= 0), c
+    d = _by_interface(syn)
+    dev, ifs = fabric.end_names
+    lossy_ends = set()
+    for f in faults:
+        if f.kind is FaultKind.GRAY_LINK and f.loss > 0:
+            link = fabric.link_of_label(f.target)
+            lossy_ends |= {(dev[link, 0], ifs[link, 0]), (dev[link, 1], ifs[link, 1])}
+    for link in range(fabric.topology.n_links):
+        a, b = (dev[link, 0], ifs[link, 0]), (dev[link, 1], ifs[link, 1])
+        for s, r in ((a, b), (b, a)):
+            assert d[s]["bytes_tx"] == d[r]["bytes_rx"] + d[r]["drops"] * PKT
+    for key, v in d.items():
+        if key not in lossy_ends:
+            assert v["drops"] == 0 and v["fec_uncorrected"] == 0, key
+    losing = {FaultKind.GRAY_LINK, FaultKind.DEAD_LINK, FaultKind.FLAPPING_LINK, FaultKind.DEAD_EV}
+    if not any(
+        f.kind in losing and (f.kind is not FaultKind.GRAY_LINK or f.loss > 0) for f in faults
+    ):
+        assert pa.compute.sum(syn.probes["lost"]).as_py() == 0
+    assert [f.kind for f in syn.truth] == kinds
+    assert all(
+        f.start_ms == g.start_ms + syn.start_ms for f, g in zip(syn.truth, faults, strict=True)
+    )
+
+
+def test_probe_series_are_unique_and_cross_leaves(fabric: OpsFabric, healthy: Synthetic) -> None:
+    p = healthy.probes.filter(pa.compute.equal(healthy.probes["ts_ms"], healthy.start_ms + 10_000))
+    keys = list(
+        zip(
+            *(
+                p[c].to_pylist()
+                for c in ("src_device", "src_interface", "dst_device", "dst_interface", "ev")
+            ),
+            strict=True,
+        )
+    )
+    assert len(set(keys)) == len(keys) == 16 * 2 * 4
+    leaf = fabric.topology.link_dst[fabric.router.host_link[:, 0]]
+    for sd, si, dd, di, _ev in keys:
+        (a, _), (b, _) = fabric.host_of(sd, si), fabric.host_of(dd, di)
+        assert a != b and leaf[a] != leaf[b]
+
+
+JOB = """
+job:
+  model: {name: tiny, layers: 4, hidden: 1024, ffn_hidden: 4096, heads: 8, kv_heads: 8,
+          vocab: 32000, sequence_length: 1024}
+  precision: {activations: bf16, gradients: bf16, parameters: bf16}
+  batch: {global_batch: 32, micro_batch: 1}
+  parallelism: {tp: 1, pp: 1, cp: 1, zero: 1, sequence_parallel: false}
+  compute: {peak_tflops: 1000}
+"""
+
+
+def test_a_job_reports_its_collectives() -> None:
+    """With a job, the step's flows run and each collective is reported per rank; the
+    straggler makes the others wait in the step's first collective only."""
+    fabric = ops_fabric(parse_spec(SPEC.replace("fat-tree-k4", "k4-job") + JOB, source="job"))
+    f = parse_fault("straggler-rank:rank:3@0s*delay=3ms", fabric)
+    syn = synthesize(fabric, [f], duration_s=30, interval_s=10, seed=0)
+    base = synthesize(fabric, [], duration_s=30, interval_s=10, seed=0)
+    assert "step traffic" in syn.notes[0]
+    c, h = syn.collectives.to_pandas(), base.collectives.to_pandas()
+    names = list(dict.fromkeys(c["collective"]))
+    assert len(names) == 2 and all(n.startswith("DP ") for n in names)
+    assert len(c) == 3 * 2 * 16
+    first, second = names
+    # the same draws either way (the straggler changes no earlier signal): row by row, the
+    # others wait the delay (times their 1 % jitter) in the first collective, nothing else moves
+    key = ["ts_ms", "collective", "rank"]
+    both = c.merge(h, on=key, suffixes=("", "_base"))
+    assert len(both) == len(c)
+    extra = both["duration_us"] - both["duration_us_base"]
+    in_first = both["collective"] == first
+    waits = in_first & (both["rank"] != 3)
+    assert ((extra[waits] > 0.95 * 3000) & (extra[waits] < 1.05 * 3000)).all()
+    assert (extra[~waits].abs() < 1e-6).all()
+    assert second != first
+
+
+MULTIPLANE = """
+version: 1
+name: mp-small
+description: 2 planes, 64 GPUs on a rail-optimized 2-tier fabric
+compute:
+  accelerators: 64
+  accelerators_per_node: 8
+  scale_up: {domain_size: 8, technology: nvlink}
+  nic: {ports_per_accelerator: 2, port_speed_gbps: 100}
+fabrics:
+  backend:
+    family: rail-optimized
+    planes: 2
+    tiers: 2
+    switch: tomahawk5-64x800g
+"""
+
+
+def test_every_kind_on_a_multiplane_rail_fabric() -> None:
+    fabric = ops_fabric(parse_spec(MULTIPLANE, source="mp"))
+    assert fabric.host_ports == 2 and fabric.topology.plan.planes == 2
+    rng = np.random.default_rng(7)
+    for kind in FaultKind:
+        f = random_fault(fabric, kind, rng, duration_ms=40_000)
+        syn = synthesize(fabric, [f], duration_s=40, interval_s=10, seed=0)
+        assert syn.counters.schema == COUNTER_SCHEMA and syn.probes.num_rows == 64 * 2 * 4 * 4
+        d = _by_interface(syn)
+        dev, ifs = fabric.end_names
+        for link in range(fabric.topology.n_links):
+            a, b = (dev[link, 0], ifs[link, 0]), (dev[link, 1], ifs[link, 1])
+            assert d[a]["bytes_tx"] == d[b]["bytes_rx"] + d[b]["drops"] * PKT
+        planes = {i.rpartition("p")[2] for i in syn.probes["src_interface"].to_pylist()}
+        assert planes == {"0", "1"}  # probes on both planes' ports
+
+
+def test_the_stated_models_hold(fabric: OpsFabric) -> None:
+    """The counters and probes follow the formulas docs/ops.md states: ECN marks at
+    ``rho**20`` of the packets, FEC corrected at 5.4e-5 of the line-rate codewords, and an idle
+    fabric's RTT = propagation + serialisation + two host stacks + the host jitter."""
+    from clusterloom.ops import synth as sm
+
+    f = parse_fault("congested-spine:be-p0-spine0000@0s*load=0.9", fabric)
+    syn = synthesize(fabric, [f], duration_s=60, interval_s=10, seed=5)
+    d = _by_interface(syn)
+    con = duckdb.connect()
+    con.register("c", syn.counters)
+    spans = ", ".join(
+        f"max({c}) - min({c})" for c in ("bytes_tx", "packets_tx", "ecn_marks", "fec_corrected")
+    )
+    rows = con.sql(f"select device, interface, {spans} from c group by all").fetchall()
+    cap = 100e9 / 8
+    checked = 0
+    for dev, ifn, b, pk, ecn, corr in rows:
+        rho = min(b / (cap * 60), sm.RHO_MAX)
+        if rho > 0.8:  # enough marks for a tight check
+            assert ecn == pytest.approx(pk * rho**sm.ECN_K, rel=0.05), (dev, ifn)
+            checked += 1
+        codewords = 100e9 * 60 / sm.FEC_BITS
+        assert corr == pytest.approx(codewords * sm.FEC_CORRECTED, rel=0.02), (dev, ifn)
+    assert checked >= 4  # the spine's links
+    assert d  # every interface was seen
+    idle = synthesize(fabric, [], duration_s=60, interval_s=10, seed=5, load=0.001)
+    t = fabric.topology
+    s, dd, p, e = _probe_keys(fabric, idle)
+    hops = (fabric.paths(s, dd, p, e) >= 0).sum(axis=1) + (fabric.paths(dd, s, p, e) >= 0).sum(
+        axis=1
+    )
+    lat_us = float(t.link_latency_ps[0]) / 1e6
+    base = hops * (lat_us + sm.PROBE_BYTES * 8 / 100e9 * 1e6) + 2 * sm.HOST_US
+    first = idle.probes.filter(pa.compute.equal(idle.probes["ts_ms"], idle.start_ms + 10_000))
+    excess = first["rtt_us"].to_numpy() - base
+    assert excess.min() > 0
+    assert excess.mean() == pytest.approx(sm.HOST_JITTER_US, rel=0.1)  # queues empty
+
+
+def test_a_random_dead_ev_is_one_the_probes_cross(fabric: OpsFabric) -> None:
+    """A switch hashes only the EV, so a (switch, EV) pair may carry no probe; random dead EVs
+    are drawn on probe paths and always lose probes, of that EV only."""
+    for seed in range(6):
+        f = random_fault(fabric, FaultKind.DEAD_EV, np.random.default_rng(seed), duration_ms=60_000)
+        syn = synthesize(fabric, [f], duration_s=60, interval_s=10, seed=seed)
+        p = syn.probes.to_pandas()
+        ev = int(f.target.rpartition("#")[2])
+        assert p[p["ev"] == ev]["lost"].sum() > 0, f.target
+        assert p[p["ev"] != ev]["lost"].sum() == 0

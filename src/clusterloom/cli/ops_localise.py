@@ -53,16 +53,11 @@ def _read(
     if store is not None:
         if any(x is not None for x in (counters, rates, probes, collectives)):
             raise SpecError([Problem("--store", "give either --store or telemetry files")])
-        import importlib
+        from clusterloom.ops.telemetry import TelemetryStore
 
-        # ops.telemetry (the ops-ingest part) may not be in this build: looked up when asked
-        try:
-            telemetry = importlib.import_module("clusterloom.ops.telemetry")
-        except ImportError as exc:
-            raise SpecError(
-                [Problem("--store", "this build has no telemetry store; give telemetry files")]
-            ) from exc
-        st = telemetry.TelemetryStore(store)
+        if not Path(store).is_dir():
+            raise SpecError([Problem(str(store), "not a telemetry store directory")])
+        st = TelemetryStore(store, fabric)
         return st.rates(), st.probes(), st.collectives()
     if counters is not None and rates is not None:
         raise SpecError([Problem("--rates", "give --counters or --rates, not both")])
@@ -75,7 +70,7 @@ def _read(
         from clusterloom.ops.ingest import counter_rates, read_counters
 
         got = read_counters(counters, fabric)
-        _problems(out, counters, got.problems)
+        _problems(counters, got.problems)
         r = counter_rates(got.table, fabric)
     if rates is not None:
         r = _parquet(rates)
@@ -83,13 +78,13 @@ def _read(
         from clusterloom.ops.ingest import read_probes
 
         got = read_probes(probes, fabric)
-        _problems(out, probes, got.problems)
+        _problems(probes, got.problems)
         p = got.table
     if collectives is not None:
         from clusterloom.ops.ingest import read_collectives
 
         got = read_collectives(collectives, fabric)
-        _problems(out, collectives, got.problems)
+        _problems(collectives, got.problems)
         c = got.table
     return r, p, c
 
@@ -105,11 +100,14 @@ def _parquet(path: Path) -> pa.Table:
         raise SpecError([Problem(str(path), f"not a readable Parquet file: {exc}")]) from exc
 
 
-def _problems(out: Console, path: Path, problems: tuple[Any, ...]) -> None:
-    for pr in problems[:20]:
-        out.print(f"{path}: skipped {pr}", style="yellow", soft_wrap=True)
-    if len(problems) > 20:
-        out.print(f"{path}: ... and {len(problems) - 20:,} more bad rows skipped", style="yellow")
+def _problems(path: Path, problems: tuple[Any, ...]) -> None:
+    """Bad rows the reader skipped, on stderr (stdout may be JSON): the first few and a count."""
+    if not problems:
+        return
+    err = Console(stderr=True, highlight=False, markup=False)
+    for pr in problems[:5]:
+        err.print(f"{path}: skipped {pr}", style="yellow", soft_wrap=True)
+    err.print(f"{path}: {len(problems):,} bad row(s) skipped, the good rows kept", style="yellow")
 
 
 def _print_localisation(out: Console, loc: Localisation, top: int) -> None:
@@ -124,10 +122,10 @@ def _print_localisation(out: Console, loc: Localisation, top: int) -> None:
         ("target", False),
         ("confidence", True),
         ("explains", True),
-        ("evidence", False),
     ):
         table.add_column(heading, justify="right" if right else "left", overflow="fold")
-    for i, s in enumerate(loc.suspects[:top]):
+    shown = loc.suspects[:top]
+    for i, s in enumerate(shown):
         table.add_row(
             str(i + 1),
             str(s.kind),
@@ -135,9 +133,12 @@ def _print_localisation(out: Console, loc: Localisation, top: int) -> None:
             s.target,
             f"{s.confidence:.2f}",
             f"{s.explained}/{s.explained + s.unexplained}",
-            "; ".join(s.evidence),
         )
     out.print(table)
+    for i, s in enumerate(shown):
+        out.print(f"{i + 1}. {s.target}", soft_wrap=True)
+        for line in s.evidence:
+            out.print(f"   - {line}", soft_wrap=True)
     if len(loc.suspects) > top:
         out.print(f"... {len(loc.suspects) - top:,} more (--top)")
     verdict = "load (congestion), nothing to repair" if loc.congestion else "faults"
@@ -147,31 +148,34 @@ def _print_localisation(out: Console, loc: Localisation, top: int) -> None:
 def _print_evaluation(out: Console, ev: Evaluation) -> None:
     table = Table(
         box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
         title=f"{ev.design}: {ev.incidents_per_kind} incidents per kind, seed {ev.seed}",
     )
-    for heading in (
-        "fault kind",
-        "incidents",
-        "top-1",
-        "top-3",
-        "precision",
-        "recall",
-        "kind right",
-        "false first",
-        "s/incident",
-    ):
-        table.add_column(heading, justify="left" if heading == "fault kind" else "right")
-    for k in ev.scores:
+    for heading in ("fault kind", "n", "top1", "top3", "prec", "rec", "kind", "false"):
+        table.add_column(
+            heading, justify="left" if heading == "fault kind" else "right", no_wrap=True
+        )
+    table.add_column("silent", justify="right", no_wrap=True)
+    table.add_column("s", justify="right", no_wrap=True)
+    from clusterloom.ops.evaluate import variant_scores
+
+    rows = [(str(k.kind), k) for k in ev.scores]
+    for kind, variant, v in variant_scores(ev):
+        at = next(i for i, (name, _) in enumerate(rows) if name == str(kind))
+        rows.insert(at + 1, (f"  {variant}", v))
+    for name, k in rows:
         table.add_row(
-            str(k.kind),
+            name,
             str(k.incidents),
-            f"{k.top1:.1%}",
-            f"{k.top3:.1%}",
-            f"{k.precision:.1%}",
-            f"{k.recall:.1%}",
-            f"{k.kind_right:.1%}",
-            f"{k.false_first:.1%}",
-            f"{k.seconds / max(k.incidents, 1):.2f}",
+            f"{k.top1:.0%}",
+            f"{k.top3:.0%}",
+            f"{k.precision:.0%}",
+            f"{k.recall:.0%}",
+            f"{k.kind_right:.0%}",
+            f"{k.false_first:.0%}",
+            f"{k.silent:.0%}",
+            f"{k.seconds / max(k.incidents, 1):.1f}",
         )
     out.print(table)
 

@@ -40,7 +40,12 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
             str, typer.Option("--duration", help="length of the telemetry (10m, 600s)")
         ] = "10m",
         interval: Annotated[str, typer.Option("--interval", help="sample interval (10s)")] = "10s",
-        seed: Annotated[int, typer.Option("--seed", help="seed of every random draw")] = 0,
+        seed: Annotated[
+            int, typer.Option("--seed", help="seed of the draws (loss, noise, counter bases)")
+        ] = 0,
+        traffic_seed: Annotated[
+            int, typer.Option("--traffic-seed", help="seed of the traffic and the probe pairs")
+        ] = 0,
         engine: Annotated[str, typer.Option("--engine", help="flow (packet: see docs)")] = "flow",
         traffic: Annotated[
             str | None,
@@ -99,6 +104,7 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
                 engine=engine,
                 traffic=traffic,
                 load=load,
+                traffic_seed=traffic_seed,
             )
             with output_run(output, version=__version__, force=force) as target:
                 paths = write_synthetic(syn, target.staging, prom_all=prom_all)

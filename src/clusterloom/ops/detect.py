@@ -27,21 +27,29 @@ otherwise flag any nonzero count). The thresholds and their reasons:
   a link running below its rate;
 - ``flaps`` / ``down``: any up/down change in the window (``flaps``) or a link down at the end
   of the window after one change (``down``, a dead link);
-- ``skew``: a switch whose busiest uplink carries a share of its uplink traffic above
-  :data:`SKEW_SHARE` times the even share and beyond its peer switches' (same tier and plane)
-  median by ``Z`` scales: a switch hashing most flows to one uplink.
+- ``skew``: interval by interval, a switch whose busiest uplink carries at least
+  :data:`SKEW_MIN_REL` (4) and :data:`SKEW_SHARE` times an even share of its uplink traffic,
+  beyond its peer switches' (same tier and plane) median by :data:`Z_SKEW` scales, in at
+  least :data:`MIN_INTERVALS` intervals: a switch hashing most flows to one uplink;
+- ``hot-switch``: interval by interval, a switch whose links' median utilisation exceeds its
+  peers' (same role and plane) by :data:`HOT_SWITCH_REL` times, :data:`Z_SWITCH` scales and
+  :data:`HOT_SWITCH_EXCESS` of capacity, in at least :data:`MIN_INTERVALS` intervals: a
+  switch carrying extra load (a natural hot spot of a workload is well under that).
+
+An anomaly already there at the window's first interval (or a job's first step) with its
+strength is ``persistent``: no onset inside the window.
 
 Per collective (one row per rank, step and collective): within each (job, collective, step)
 a rank's duration is compared with the ranks' median and MAD; a rank beyond :data:`Z_RANK`
 scales (and :data:`RANK_REL_FLOOR` of the median) in at least :data:`STRAGGLER_SHARE` of its
 steps (and at least :data:`MIN_STEPS`) is a ``straggler`` (late to start, it spends *less*
-time in a collective its peers wait for, or more when it computes in it: either direction
-counts, the note says which); a step whose ranks' median exceeds the job's median step by
-:data:`SLOW_STEP_REL` and ``Z`` scales is a ``slow-step`` (every rank slow: the fabric or the
-job, not one rank). Assumptions: the window is one regime (a fault present for part of it
-shows in the interval times ``first_ms``..``last_ms`` but is averaged over the window for the
-decision); peer groups have at least :data:`MIN_PEERS` members, smaller ones are judged by
-the floors alone.
+time in a collective its peers wait for; slow to communicate, more: either direction counts,
+the note and the sign of ``baseline`` say which); a step whose ranks' median exceeds the
+job's median step by :data:`SLOW_STEP_REL` and ``Z`` scales is a ``slow-step`` (every rank
+slow: the fabric or the job, not one rank). Assumptions: an interface's signals are averaged
+over the window for the decision (a fault present for part of it shows in
+``first_ms``..``last_ms``), the switch-level ones judged interval by interval; peer groups
+have at least :data:`MIN_PEERS` members, smaller ones are judged by the floors alone.
 """
 
 from __future__ import annotations
@@ -87,7 +95,7 @@ HOT_UTIL = 0.9
 LOW_RATE_RATIO = 0.7
 BUSY_UTIL = 0.05
 SKEW_SHARE = 1.8
-SKEW_MIN_SHARE = 0.5
+SKEW_MIN_REL = 4.0
 Z_SKEW = 4.0
 Z_SWITCH = 4.0
 HOT_SWITCH_REL = 0.8
@@ -137,7 +145,12 @@ class Anomaly:
     construction), ``intervals`` the intervals (or steps) flagged, ``first_ms``..``last_ms``
     their span. ``persistent``: as strong in the window's first interval as later (no onset
     inside the window: the state the window began in, a workload's own imbalance or an older
-    fault); set for the switch-level signals (``skew``, ``hot-switch``).
+    fault): for an interface, flagged in the window's first interval; for a rank, in its
+    job's first step; for a straggler,
+    ``value`` is the share of its collectives flagged and ``baseline`` its mean signed
+    deviation from its peers' median there (microseconds; negative: it spent less time, it
+    came late and did not wait); for the switch-level
+    signals (``skew``, ``hot-switch``), as strong there as over the intervals flagged.
     """
 
     signal: Signal
@@ -291,6 +304,7 @@ def counter_anomalies(rates: pa.Table, fabric: OpsFabric) -> tuple[Anomaly, ...]
         unit: str,
     ) -> None:
         first, last, count = _span(iface, rows)
+        window_start = int(iface.ts.min())
         for k in np.flatnonzero(flag).tolist():
             f, la = int(first[k]), int(last[k])
             if la < 0:  # flagged on the mean but no single row beyond: the window's span
@@ -310,6 +324,7 @@ def counter_anomalies(rates: pa.Table, fabric: OpsFabric) -> tuple[Anomaly, ...]
                     int(uend[k]),
                     str(dev[ulink[k], uend[k]]),
                     unit,
+                    f == window_start,
                 )
             )
 
@@ -455,7 +470,7 @@ def _skew(
     pu, pg = np.unique(pk, return_inverse=True)
     med, line = _peer_line(pg.astype(np.int64), int(pu.size), rel, Z_SKEW)
     thr = np.maximum(SKEW_SHARE, np.where(np.isinf(line), SKEW_SHARE, line))
-    flag = (count >= 2) & (total > 0) & (rel > thr) & (share >= SKEW_MIN_SHARE)
+    flag = (count >= 2) & (total > 0) & (rel > thr) & (rel >= SKEW_MIN_REL)
     nodes, hits, score = _flagged_switches(g_sw, g_t, flag, rel / thr)
     out = []
     for node, h, sc in zip(nodes.tolist(), hits.tolist(), score.tolist(), strict=True):
@@ -572,7 +587,7 @@ def collective_anomalies(collectives: pa.Table) -> tuple[Anomaly, ...]:
     nr = int(ru.shape[0])
     steps = np.bincount(r, minlength=nr)
     flagged = np.bincount(r, weights=late.astype(np.float64), minlength=nr)
-    signed = np.bincount(r, weights=np.where(late, np.sign(dev), 0.0), minlength=nr)
+    signed = np.bincount(r, weights=np.where(late, dev, 0.0), minlength=nr)
     excess = np.bincount(r, weights=np.where(late, np.abs(dev), 0.0), minlength=nr)
     share = flagged / np.maximum(steps, 1)
     big = np.iinfo(np.int64).max
@@ -582,6 +597,11 @@ def collective_anomalies(collectives: pa.Table) -> tuple[Anomaly, ...]:
     np.maximum.at(last, r[late], ts[late])
     rank_dev = np.empty(nr, dtype=object)
     rank_dev[r] = devices
+    # flagged in its job's first step: no onset in the window (a rank whose work is simply
+    # longer or shorter than its peers', or an older fault)
+    job_first = np.full(int(ju.size), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(job_first, jinv, step)
+    at_first = np.bincount(r[late & (step == job_first[jinv])], minlength=nr) > 0
     for k in np.flatnonzero((share >= STRAGGLER_SHARE) & (flagged >= MIN_STEPS)).tolist():
         direction = "shorter" if signed[k] < 0 else "longer"
         out.append(
@@ -590,11 +610,12 @@ def collective_anomalies(collectives: pa.Table) -> tuple[Anomaly, ...]:
                 f"rank:{int(ru[k, 1])}",
                 float(share[k] / STRAGGLER_SHARE),
                 float(share[k]),
-                0.0,
+                float(signed[k] / max(flagged[k], 1)),
                 int(first[k]),
                 int(last[k]),
                 int(flagged[k]),
                 device=str(rank_dev[k]),
+                persistent=bool(at_first[k]),
                 note=f"job {ju[ru[k, 0]]}: {direction} than its peers in {int(flagged[k])} of "
                 f"{int(steps[k])} collectives, by {excess[k] / max(flagged[k], 1):.0f} us on "
                 "average",

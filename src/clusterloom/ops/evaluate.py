@@ -8,8 +8,11 @@ Per kind: **top-1** (the culprit is the first suspect), **top-3** (among the fir
 suspected), **recall** (the culprit is among the suspects at all), **kind right** (the first
 suspect is the culprit with the fault's kind) and **false first** (a fault to repair ranked
 first that is not the culprit; for ``congested-spine`` any fault ranked first, since load is
-nothing to repair). A suspect names the culprit when it names the same object: the same
-physical link (either end first), port, switch or rank; for a dead EV the same EV where
+nothing to repair) and **silent** (nothing suspected: the fault left no symptom the
+detectors see). A suspect names the culprit when it names the same object: the same
+physical link (either end first), port, switch or rank (a host link and the NIC port at its
+end are one object: a link below its rate and a port below its rate look the same, ``kind
+right`` tells whether the kind was named too); for a dead EV the same EV where
 the truth names it (its pair, or the switch every dead path crosses: naming one dead pair of
 a dead switch's EV is not enough); for a congested spine a
 ``congestion`` suspect on that switch. The targets (``meets_targets``): top-1 at least
@@ -39,6 +42,7 @@ __all__ = [
     "evaluation_dict",
     "matches",
     "meets_targets",
+    "variant_scores",
 ]
 
 #: share of single-fault incidents whose culprit must be ranked first (issue 23)
@@ -61,6 +65,8 @@ class Outcome:
     first_fault: str
     false_first: bool
     seconds: float
+    #: a gray link's variant: ``loss`` or ``rate`` (empty for the other kinds)
+    variant: str = ""
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,7 @@ class KindScore:
     recall: float
     kind_right: float
     false_first: float
+    silent: float
     seconds: float
 
 
@@ -102,10 +109,28 @@ def matches(fabric: OpsFabric, truth: Fault, s: Suspect) -> bool:
     if s.kind is SuspectKind.CONGESTION:
         return False
     if k in (FaultKind.GRAY_LINK, FaultKind.FLAPPING_LINK, FaultKind.DEAD_LINK):
+        if s.kind is SuspectKind.PORT:  # a host link's NIC end: the same object
+            return _nic_end(fabric, truth.target) == s.target
         return s.kind is SuspectKind.LINK and _same_link(fabric, truth.target, s.target)
+    if k is FaultKind.SLOW_NIC_PORT and s.kind is SuspectKind.LINK:
+        return _nic_end(fabric, s.target) == truth.target
     if k is FaultKind.DEAD_EV:  # the same EV at the same place: its pair, or its switch
         return s.kind is SuspectKind.EV and s.target == truth.target
     return s.target == truth.target
+
+
+def _nic_end(fabric: OpsFabric, label: str) -> str | None:
+    """The NIC port at the lower end of a host link (None for a link between switches)."""
+    from clusterloom.errors import SpecError
+
+    try:
+        link = fabric.link_of_label(label)
+    except SpecError:
+        return None
+    if int(fabric.topology.link_tier[link]) != 1:
+        return None
+    dev, ifs = fabric.end_names
+    return f"{dev[link, 0]}:{ifs[link, 0]}"
 
 
 def _is_fault(s: Suspect) -> bool:
@@ -160,10 +185,29 @@ def evaluate(
                     "" if first is None or first.fault is None else str(first.fault),
                     false_first,
                     time.perf_counter() - t0,
+                    _variant(truth),
                 )
             )
     scores = tuple(_score(k, [o for o in outcomes if o.kind is k]) for k in kinds)
     return Evaluation(design, seed, incidents_per_kind, scores, tuple(outcomes))
+
+
+def _variant(fault: Fault) -> str:
+    if fault.kind is not FaultKind.GRAY_LINK:
+        return ""
+    return "loss" if fault.loss > 0 else "rate"
+
+
+def variant_scores(ev: Evaluation) -> tuple[tuple[FaultKind, str, KindScore], ...]:
+    """The scores of each kind's variants (a gray link losing packets, or running below its
+    rate), for the kinds that have them."""
+    out = []
+    for k in ev.scores:
+        variants = sorted({o.variant for o in ev.outcomes if o.kind is k.kind} - {""})
+        for v in variants:
+            got = [o for o in ev.outcomes if o.kind is k.kind and o.variant == v]
+            out.append((k.kind, v, _score(k.kind, got)))
+    return tuple(out)
 
 
 def _score(kind: FaultKind, got: Sequence[Outcome]) -> KindScore:
@@ -178,6 +222,7 @@ def _score(kind: FaultKind, got: Sequence[Outcome]) -> KindScore:
         sum(o.rank is not None for o in got) / n,
         sum(o.rank == 0 and o.first_fault == str(kind) for o in got) / n,
         sum(o.false_first for o in got) / n,
+        sum(not o.first for o in got) / n,
         sum(o.seconds for o in got),
     )
 
@@ -208,8 +253,13 @@ def evaluation_dict(ev: Evaluation) -> dict[str, object]:
                 "recall": k.recall,
                 "kind_right": k.kind_right,
                 "false_first": k.false_first,
+                "silent": k.silent,
             }
             for k in ev.scores
+        ],
+        "variants": [
+            {"kind": str(kind), "variant": v, "incidents": k.incidents, "top1": k.top1}
+            for kind, v, k in variant_scores(ev)
         ],
         "misses": [
             {"kind": str(o.kind), "index": o.index, "truth": o.truth, "first": o.first}

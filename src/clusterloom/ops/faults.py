@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from clusterloom.errors import Problem, SpecError
 from clusterloom.ops.model import Fault, FaultKind
@@ -57,6 +58,7 @@ __all__ = [
     "parse_fault",
     "parse_faults",
     "parse_offset_ms",
+    "probe_streams",
     "random_fault",
     "read_faults",
 ]
@@ -454,7 +456,11 @@ def flap_windows(fault: Fault, horizon_ms: int) -> tuple[tuple[int, int], ...]:
 
 
 def fault_failures(
-    fault: Fault, fabric: OpsFabric, *, horizon_ms: int | None = None
+    fault: Fault,
+    fabric: OpsFabric,
+    *,
+    horizon_ms: int | None = None,
+    at_start: bool = False,
 ) -> tuple[str, ...]:
     """The ``sim.failures`` texts that put ``fault`` into a simulator run (times as its
     offsets, in ms): a dead link ``link:N@A-B``; a gray link running at a fraction of its rate
@@ -462,14 +468,22 @@ def fault_failures(
     (:func:`flap_windows`, up to its end or ``horizon_ms``); a slow NIC port
     ``port:HOST:PORT@A-B*RATE``. A kind no failure expresses (loss on a gray link, a dead EV,
     a mis-hashed switch, a congested spine, a straggler) gives none: ``ops synth`` applies it
-    where it acts."""
+    where it acts.
+
+    ``at_start``: the fault in force for the whole of a run instead (``@0``, no end), as a
+    check of a steady state wants it (a simulated step lasts milliseconds, the fault's times
+    are seconds): a flapping link is then down (its down half, the worse one)."""
 
     def window(a: int, b: int | None) -> str:
+        if at_start:
+            return "0ms"
         return f"{a}ms" + ("" if b is None else f"-{b}ms")
 
     if fault.kind in _LINK_KINDS:
         link = fabric.link_of_label(fault.target)
-        if fault.kind is FaultKind.DEAD_LINK:
+        if fault.kind is FaultKind.DEAD_LINK or (
+            fault.kind is FaultKind.FLAPPING_LINK and at_start
+        ):
             return (f"link:{link}@{window(fault.start_ms, fault.end_ms)}",)
         if fault.kind is FaultKind.GRAY_LINK:
             if fault.rate >= 1.0:
@@ -494,6 +508,61 @@ def fault_failures(
     return ()
 
 
+# -- the probes' pattern ------------------------------------------------------------------
+
+
+def probe_streams(
+    fabric: OpsFabric, *, peers: int = 2, evs: int = len(PROBE_EVS), traffic_seed: int = 0
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """``(src host, dst host, port, ev)`` of every probe stream ``ops.synth.synthesize`` sends
+    with these settings: each host probes ``peers`` distinct peers under other leaves (drawn
+    with ``traffic_seed``), on port ``(host + j) % ports``, with each of the first ``evs`` of
+    :data:`PROBE_EVS`; a fixed pattern per ``traffic_seed``, as a deployment keeps it."""
+    return _probe_pairs(
+        fabric, peers, evs, np.random.default_rng(np.random.SeedSequence([traffic_seed, 0x9E7]))
+    )
+
+
+def _probe_pairs(
+    fabric: OpsFabric, peers: int, evs: int, rng: np.random.Generator
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """``(src, dst, port, ev)`` of every probe stream (module docstring)."""
+    t = fabric.topology
+    hosts = int(t.plan.hosts)
+    r = fabric.router
+    leaf = t.link_dst[r.host_link[:, 0]]
+    src = np.repeat(np.arange(hosts, dtype=np.int64), peers)
+    dst = rng.integers(0, hosts, size=src.size)
+
+    def bad_of(d: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Under the source's leaf, the source itself, or a peer the source has already."""
+        order = np.lexsort((np.arange(d.size), d, src))
+        again = np.zeros(d.size, dtype=bool)
+        again[order[1:]] = (src[order][1:] == src[order][:-1]) & (d[order][1:] == d[order][:-1])
+        out: NDArray[np.bool_] = (leaf[d] == leaf[src]) | (d == src) | again
+        return out
+
+    for _ in range(64):
+        bad = bad_of(dst)
+        if not bad.any():
+            break
+        dst[bad] = rng.integers(0, hosts, size=int(bad.sum()))
+    bad = bad_of(dst)
+    if bad.any():  # a fabric too small to find such peers: the next hosts along
+        j = np.tile(np.arange(peers, dtype=np.int64), hosts)
+        dst[bad] = (src[bad] + 1 + j[bad]) % hosts
+    j = np.tile(np.arange(peers, dtype=np.int64), hosts)
+    port = (src + j) % fabric.host_ports
+    n = src.size
+    ev_vals = np.asarray(PROBE_EVS[:evs], dtype=np.int64)
+    return (
+        np.repeat(src, evs),
+        np.repeat(dst, evs),
+        np.repeat(port, evs),
+        np.tile(ev_vals, n),
+    )
+
+
 # -- random faults ---------------------------------------------------------------------------
 
 
@@ -501,12 +570,16 @@ def random_fault(
     fabric: OpsFabric, kind: FaultKind, rng: np.random.Generator, *, duration_ms: int
 ) -> Fault:
     """A fault of ``kind`` on a target drawn uniformly from the design's (links of every tier;
-    NIC ports; spines; leaves for mis-hashing; ranks; ``switch#EV`` with a probe EV), with a
+    NIC ports; spines; leaves for mis-hashing; ranks; ``switch#EV``, a switch on a default
+    probe stream's path with its EV, :func:`probe_streams`), with a
     plausible severity: a gray link loses 0.1-5% of its packets (log-uniform) or, one time in
-    three, runs at 25-75% of its rate; a flapping link flaps 1-4 times a minute; a slow NIC
-    port runs at 20-60%; a mis-hashed switch sends 60-95% of its flows to one uplink; a
-    congested spine carries 30-80% extra load; a straggler is 2-20 ms late each step. It
-    starts 10-30% into ``duration_ms`` and lasts to the end."""
+    three, runs at 10-50% of its rate; a flapping link flaps 1-4 times a minute; a slow NIC
+    port runs at 5-20% (a 400G port fallen back to 20-80G: ECMP collisions already leave a
+    permutation's flows a third of their rate, so a port above about a fifth of its rate is
+    not a step's bottleneck and nothing shows, not even to the job); a mis-hashed switch sends
+    60-95% of its flows to one uplink; a congested spine carries 30-80% extra load; a
+    straggler is 2-20 ms late each step. It starts 10-30% into ``duration_ms`` and lasts to
+    the end."""
     if duration_ms <= 0:
         raise SpecError([Problem("duration_ms", "a positive duration")])
     t = fabric.topology
@@ -517,7 +590,7 @@ def random_fault(
         target = fabric.link_label(int(rng.integers(t.n_links)))
         if kind is FaultKind.GRAY_LINK:
             if rng.random() < 1.0 / 3.0:
-                values["rate"] = round(float(rng.uniform(0.25, 0.75)), 3)
+                values["rate"] = round(float(rng.uniform(0.1, 0.5)), 3)
             else:
                 values["loss"] = float(
                     f"{math.exp(rng.uniform(math.log(1e-3), math.log(5e-2))):.3g}"
@@ -528,12 +601,19 @@ def random_fault(
         host = int(rng.integers(t.plan.hosts))
         port = int(rng.integers(fabric.host_ports))
         target = ":".join(fabric.endpoint(host, port))
-        values["rate"] = round(float(rng.uniform(0.2, 0.6)), 3)
+        values["rate"] = round(float(rng.uniform(0.05, 0.2)), 3)
     elif kind is FaultKind.DEAD_EV:
-        nodes = np.flatnonzero(t.node_role >= _ROLE_LEAF)
+        # a switch on the path of one of the default probe streams, with that stream's EV: a
+        # switch hashes only the EV, so some (switch, EV) pairs carry no probe at all
+        p_src, p_dst, p_port, p_ev = probe_streams(fabric)
+        k = int(rng.integers(p_src.size))
+        one = slice(k, k + 1)
+        path = fabric.paths(p_src[one], p_dst[one], p_port[one], p_ev[one])[0]
+        hops = path[path >= 0]
+        to = np.where(hops % 2 == 0, t.link_dst[hops // 2], t.link_src[hops // 2])
+        nodes = to[to >= t.plan.hosts]
         node = int(nodes[rng.integers(nodes.size)])
-        ev = PROBE_EVS[int(rng.integers(len(PROBE_EVS)))]
-        target = f"{fabric.names.devices[node]}#{ev}"
+        target = f"{fabric.names.devices[node]}#{int(p_ev[k])}"
     elif kind is FaultKind.MIS_HASHED_SWITCH:
         nodes = np.flatnonzero(t.node_role >= _ROLE_LEAF)
         ups = np.array([uplinks(fabric, int(n)).size for n in nodes])

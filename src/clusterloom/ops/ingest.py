@@ -29,9 +29,10 @@ carry, and a reset otherwise (its rate is null for that interval, and a note say
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -61,6 +62,9 @@ __all__ = [
     "Kind",
     "counter_rates",
     "counter_rates_noted",
+    "guess_kind",
+    "interface_codes",
+    "latest_samples",
     "read_collectives",
     "read_counters",
     "read_probes",
@@ -110,10 +114,90 @@ class Ingested:
 
 
 @dataclass(frozen=True)
+class _PairIndex:
+    """Name pairs (a device and an interface) to codes, for vectorised lookups: the distinct
+    left and right names, and each known pair as ``(left index, right index) -> code``."""
+
+    left: pa.Array
+    right: pa.Array
+    li: NDArray[np.int64]
+    ri: NDArray[np.int64]
+    code: NDArray[np.int64]
+
+    @staticmethod
+    def of(dev: pa.Array, ifs: pa.Array, code: NDArray[np.int64]) -> _PairIndex:
+        d = pc.dictionary_encode(dev)
+        f = pc.dictionary_encode(ifs)
+        return _PairIndex(
+            d.dictionary,
+            f.dictionary,
+            np.asarray(d.indices, dtype=np.int64),
+            np.asarray(f.indices, dtype=np.int64),
+            np.asarray(code, dtype=np.int64),
+        )
+
+    def lookup(
+        self, a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array
+    ) -> NDArray[np.int64]:
+        """The code of each row's ``(a, b)``, -1 where there is none."""
+        da, db = _dictionary(a), _dictionary(b)
+        n = len(da)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        pos_a = np.asarray(
+            pc.fill_null(pc.index_in(da.dictionary, value_set=self.left), -1), dtype=np.int64
+        )
+        pos_b = np.asarray(
+            pc.fill_null(pc.index_in(db.dictionary, value_set=self.right), -1), dtype=np.int64
+        )
+        ia = np.asarray(da.indices.fill_null(0), dtype=np.int64)
+        ib = np.asarray(db.indices.fill_null(0), dtype=np.int64)
+        na, nb = len(da.dictionary), len(db.dictionary)
+        if na == 0 or nb == 0:
+            return np.full(n, -1, dtype=np.int64)
+        # the known pairs in the input's dictionary positions
+        inv_a = np.full(len(self.left), -1, dtype=np.int64)
+        inv_a[pos_a[pos_a >= 0]] = np.flatnonzero(pos_a >= 0)
+        inv_b = np.full(len(self.right), -1, dtype=np.int64)
+        inv_b[pos_b[pos_b >= 0]] = np.flatnonzero(pos_b >= 0)
+        ka, kb = inv_a[self.li], inv_b[self.ri]
+        ok = (ka >= 0) & (kb >= 0)
+        if na * nb <= 1 << 24:
+            grid = np.full((na, nb), -1, dtype=np.int64)
+            grid[ka[ok], kb[ok]] = self.code[ok]
+            out: NDArray[np.int64] = grid[ia, ib]
+        else:  # many distinct names (odd or hostile input): a sorted search
+            keys = ka[ok] * nb + kb[ok]
+            order = np.argsort(keys)
+            keys, codes = keys[order], self.code[ok][order]
+            want = ia * nb + ib
+            at = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
+            out = (
+                np.where((len(keys) > 0) & (keys[at] == want), codes[at], -1)
+                if len(keys)
+                else np.full(n, -1, dtype=np.int64)
+            )
+        if da.null_count or db.null_count:
+            out[np.asarray(pc.or_(pc.is_null(da), pc.is_null(db)))] = -1
+        return out
+
+
+def _dictionary(a: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
+    """A string column as one dictionary array (encoded when it is not one)."""
+    if isinstance(a, pa.ChunkedArray):
+        if pa.types.is_dictionary(a.type):
+            return a.unify_dictionaries().combine_chunks() if a.num_chunks != 1 else a.chunk(0)
+        a = a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
+    if pa.types.is_dictionary(a.type):
+        return a
+    return pc.dictionary_encode(a)
+
+
+@dataclass(frozen=True)
 class _Names:
-    interfaces: dict[tuple[str, str], int]  #: (device, interface) -> 2 * link + end
-    endpoints: dict[tuple[str, str], int]  #: host NIC (device, interface) -> its index
-    devices: frozenset[str]
+    interfaces: _PairIndex  #: (device, interface) -> 2 * link + end
+    endpoints: _PairIndex  #: host NIC (device, interface) -> 2 * link + end
+    devices: pa.Array  #: every device name
     capacity_bps: NDArray[np.int64]  #: per physical link
 
 
@@ -124,20 +208,15 @@ def _names(fabric: OpsFabric) -> _Names:
     hit = _NAMES.get(fabric)
     if hit is None:
         t = fabric.interface_table()
-        dev = t["device"].to_pylist()
-        ifs = t["interface"].to_pylist()
-        code = (2 * t["link"].to_numpy() + t["end"].to_numpy()).tolist()
-        interfaces = dict(zip(zip(dev, ifs, strict=True), code, strict=True))
-        host = (t["tier"].to_numpy() == 1) & (t["end"].to_numpy() == 0)
-        endpoints = {
-            (d, f): c
-            for d, f, c, h in zip(dev, ifs, code, host.tolist(), strict=True)
-            if h  # a host NIC port is the lower end of a host-leaf link
-        }
+        dev = t["device"].combine_chunks()
+        ifs = t["interface"].combine_chunks()
+        code = 2 * t["link"].to_numpy() + t["end"].to_numpy()
+        # a host NIC port is the lower end of a host-leaf link
+        host = pa.array((t["tier"].to_numpy() == 1) & (t["end"].to_numpy() == 0))
         hit = _Names(
-            interfaces,
-            endpoints,
-            frozenset(dev),
+            _PairIndex.of(dev, ifs, code),
+            _PairIndex.of(dev.filter(host), ifs.filter(host), code[np.asarray(host)]),
+            pc.unique(dev),
             np.asarray(fabric.topology.link_capacity_bps, dtype=np.int64),
         )
         _NAMES[fabric] = hit
@@ -145,46 +224,10 @@ def _names(fabric: OpsFabric) -> _Names:
 
 
 def _pair_codes(
-    a: pa.ChunkedArray | pa.Array,
-    b: pa.ChunkedArray | pa.Array,
-    table: Mapping[tuple[str, str], int],
+    a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array, index: _PairIndex
 ) -> NDArray[np.int64]:
-    """The code ``table`` gives each row's ``(a, b)`` pair, -1 where it has none; vectorised
-    over the dictionaries of the two string columns (names repeat across samples)."""
-    da = (
-        pc.dictionary_encode(a).combine_chunks()
-        if isinstance(a, pa.ChunkedArray)
-        else pc.dictionary_encode(a)
-    )
-    db = (
-        pc.dictionary_encode(b).combine_chunks()
-        if isinstance(b, pa.ChunkedArray)
-        else pc.dictionary_encode(b)
-    )
-    va, vb = da.dictionary.to_pylist(), db.dictionary.to_pylist()
-    ia = da.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    ib = db.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    if len(va) == 0 or len(vb) == 0:
-        return np.full(len(ia), -1, dtype=np.int64)
-    if len(va) * len(vb) <= 1 << 24:
-        grid = np.full((len(va), len(vb)), -1, dtype=np.int64)
-        pos_a = {s: i for i, s in enumerate(va)}
-        pos_b = {s: i for i, s in enumerate(vb)}
-        for (x, y), c in table.items():
-            i, j = pos_a.get(x), pos_b.get(y)
-            if i is not None and j is not None:
-                grid[i, j] = c
-        out: NDArray[np.int64] = grid[ia, ib]
-    else:  # many distinct names (hostile or odd input): look up each distinct pair once
-        pairs, inverse = np.unique(ia * len(vb) + ib, return_inverse=True)
-        codes = np.array(
-            [table.get((va[p // len(vb)], vb[p % len(vb)]), -1) for p in pairs.tolist()],
-            dtype=np.int64,
-        )
-        out = codes[inverse.reshape(-1)]
-    nulls = np.asarray(pc.or_(pc.is_null(da), pc.is_null(db)))
-    out[nulls] = -1
-    return out
+    """The code ``index`` gives each row's ``(a, b)`` pair, -1 where it has none."""
+    return index.lookup(a, b)
 
 
 # -- column coercion ------------------------------------------------------------------------
@@ -255,6 +298,8 @@ def _coerce_uint(
     n = len(arr)
     out_t = {64: pa.uint64(), 32: pa.int32()}[bits]
     t = arr.type
+    if t == pa.uint64() and bits == 64 and top == U64_MAX and (nullable or not arr.null_count):
+        return arr  # already what the schema holds: nothing to check
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t):
         arr = arr.cast(pa.string())
         empty, plain, other, s = _string_numbers(arr)
@@ -344,6 +389,10 @@ def _coerce_int(
     """A required signed integer column within ``lo..hi``."""
     n = len(arr)
     t = arr.type
+    if pa.types.is_signed_integer(t) and not arr.null_count and n:
+        v = np.asarray(arr)
+        if int(v.min()) >= lo and int(v.max()) <= hi:  # the common case, checked at once
+            return arr.cast(out_t)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t):
         arr = arr.cast(pa.string())
         s = pc.utf8_trim_whitespace(arr)
@@ -396,6 +445,10 @@ def _coerce_int(
 def _coerce_float(name: str, arr: pa.Array, checks: _Checks, *, nullable: bool) -> pa.Array:
     """A float column: finite and not negative."""
     t = arr.type
+    if t == pa.float64() and (nullable or not arr.null_count):
+        v = np.asarray(pc.fill_null(arr, 0.0)) if arr.null_count else np.asarray(arr)
+        if np.isfinite(v).all() and (v >= 0).all():
+            return arr
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t):
         arr = arr.cast(pa.string())
         s = pc.utf8_trim_whitespace(arr)
@@ -450,7 +503,17 @@ def _coerce_bool(name: str, arr: pa.Array, checks: _Checks) -> pa.Array:
 
 
 def _coerce_str(name: str, arr: pa.Array, checks: _Checks) -> pa.Array:
+    """A name column; a dictionary-encoded one stays encoded (names repeat; the output is
+    decoded at the end)."""
     t = arr.type
+    if pa.types.is_dictionary(t) and pa.types.is_string(t.value_type):
+        blank = np.asarray(pc.fill_null(pc.equal(arr.dictionary, ""), True), dtype=np.bool_)
+        idx = np.asarray(arr.indices.fill_null(0), dtype=np.int64)
+        empty = blank[idx] if len(blank) else np.ones(len(arr), dtype=np.bool_)
+        if arr.null_count:
+            empty |= _is_null(arr)
+        checks.add(empty, lambda r: f"{name} is missing")
+        return arr
     if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)):
         if pa.types.is_dictionary(t) or pa.types.is_integer(t):
             arr = arr.cast(pa.string())
@@ -473,6 +536,18 @@ def _later_than_before(
     n = len(key)
     if n == 0:
         return np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.int64)
+    rows = np.flatnonzero(usable)
+    tu = ts[rows]
+    if np.all(tu[1:] >= tu[:-1]):
+        # in time order (as scrapes come): a row is late only when it repeats the time of
+        # the previous row of its key
+        order = rows[np.argsort(key[rows], kind="stable")]
+        k, t = key[order], ts[order]
+        same = np.zeros(len(order), dtype=np.bool_)
+        same[1:] = (k[1:] == k[:-1]) & (t[1:] == t[:-1])
+        later = np.ones(n, dtype=np.bool_)
+        later[order[same]] = False
+        return later, ts.copy()
     order = np.argsort(key, kind="stable")
     k = key[order]
     t = np.where(usable[order], ts[order], np.iinfo(np.int64).min)
@@ -514,7 +589,7 @@ def _series_key(cols: list[pa.Array]) -> NDArray[np.int64]:
     """One integer per distinct combination of the string/integer columns ``cols``."""
     codes = np.zeros(len(cols[0]), dtype=np.int64)
     for c in cols:
-        d = pc.dictionary_encode(c)
+        d = _dictionary(c)
         idx = np.asarray(d.indices.fill_null(0), dtype=np.int64)
         m = len(d.dictionary) + 1
         codes = codes * m + idx
@@ -559,14 +634,18 @@ def validate(
         if f.name not in names:
             cols[f.name] = pa.nulls(n, f.type)
             continue
-        raw = _as_array(table.column(f.name))
-        if pa.types.is_dictionary(raw.type):
-            raw = raw.cast(raw.type.value_type)
+        col = table.column(f.name)
+        if pa.types.is_dictionary(col.type):
+            raw = _dictionary(col)
+            if not (f.type == pa.string() and pa.types.is_string(raw.type.value_type)):
+                raw = raw.cast(raw.type.value_type)
+        else:
+            raw = _as_array(col)
         cols[f.name] = _coerce(kind, f, raw, checks)
     _check_rows(kind, cols, fabric, checks)
     problems = checks.problems(at)
     keep = pa.array(~checks.bad)
-    out = pa.table([cols[f.name] for f in schema], schema=schema.with_metadata({}))
+    out = pa.table([cols[f.name].cast(f.type) for f in schema], schema=schema.with_metadata({}))
     # the row's other fields may be null where a check failed; the row is dropped anyway
     kept = out.filter(keep) if checks.bad.any() else out
     return Ingested(kept.cast(schema), tuple(problems), n)
@@ -636,7 +715,7 @@ def _check_rows(kind: str, cols: dict[str, pa.Array], fabric: OpsFabric, checks:
         checks.add(out_of, lambda r: f"rank {rank[r]} is not a host of the design (0..{hosts - 1})")
         safe = np.where(out_of, 0, rank)
         expect = fabric.names.device(safe)
-        dev = cols["device"]
+        dev = cols["device"].cast(pa.string())
         same = np.asarray(
             pc.fill_null(pc.equal(dev, pa.array(np.asarray(expect).tolist(), pa.string())), False),
             dtype=np.bool_,
@@ -691,8 +770,9 @@ def _name_checks(
     unknown = code < 0
     if not unknown.any():
         return
+    dev, ifs = dev.cast(pa.string()), ifs.cast(pa.string())
     has_dev = np.asarray(
-        pc.fill_null(pc.is_in(dev, pa.array(sorted(nm.devices), pa.string())), False),
+        pc.fill_null(pc.is_in(dev, value_set=nm.devices), False),
         dtype=np.bool_,
     )
     blank = _is_null(dev) | _is_null(ifs)
@@ -726,6 +806,15 @@ class _Metric:
     exact: bool = True
     value: str = "plain"
     host_label: bool = False  #: the device label is a Prometheus ``instance``: drop ``:port``
+
+    @property
+    def wanted(self) -> frozenset[str]:
+        return _wanted(self.labels)
+
+
+@functools.cache
+def _wanted(labels: tuple[tuple[str, str], ...]) -> frozenset[str]:
+    return frozenset(lbl for _, lbl in labels)
 
 
 _IF = (("device", "device"), ("interface", "interface"))
@@ -853,20 +942,39 @@ def _int_token(text: str) -> int:
 
 def _lines(path: Path) -> Iterator[tuple[int, str | None]]:
     """``(line number, text)`` of a text file, ``None`` for a line over :data:`MAX_LINE`
-    characters (read past in pieces, never held whole)."""
+    characters (read past in pieces, never held whole): read in blocks of 4 MiB."""
     with path.open("r", encoding="utf-8", errors="replace", newline="\n") as f:
         n = 0
+        carry = ""
+        skipping = False  # inside a line too long to keep
         while True:
-            line = f.readline(MAX_LINE + 1)
-            if not line:
-                return
-            n += 1
-            if len(line) > MAX_LINE and not line.endswith("\n"):
-                while line and not line.endswith("\n"):
-                    line = f.readline(MAX_LINE + 1)
+            block = f.read(1 << 22)
+            if not block:
+                break
+            parts = block.split("\n")
+            if skipping:
+                if len(parts) == 1:
+                    continue
+                skipping = False
+                parts = parts[1:]
+                n += 1
                 yield n, None
-                continue
-            yield n, line.rstrip("\n").rstrip("\r")
+                if not parts:
+                    continue
+            parts[0] = carry + parts[0]
+            carry = parts.pop()
+            for line in parts:
+                n += 1
+                if len(line) > MAX_LINE:
+                    yield n, None
+                else:
+                    yield n, line[:-1] if line.endswith("\r") else line
+            if len(carry) > MAX_LINE:
+                skipping, carry = True, ""
+        if skipping:
+            yield n + 1, None
+        elif carry:
+            yield n + 1, carry[:-1] if carry.endswith("\r") else carry
 
 
 def _parse_exposition(
@@ -890,6 +998,7 @@ def _parse_exposition(
     last: dict[tuple[str, ...], tuple[float, int]] = {}  #: series -> latest time, its line
     problems: list[Problem] = []
     label_cache: dict[str, dict[str, str]] = {}
+    stamp_values: dict[str, float | None] = {}
     eof_at: int | None = None
     pos = {c: i for i, c in enumerate(value_cols)}
 
@@ -931,7 +1040,7 @@ def _parse_exposition(
         if m is None:
             bad(n, 'malformed sample line (want: name{label="value",...} value [timestamp])')
             continue
-        name, lab, value, stamp = m.group(1), m.group(2), m.group(3), m.group(4)
+        name, lab, value, stamp = m.groups()
         if not _VALUE.match(value):
             bad(n, f"{name}: value {value!r} is not a number")
             continue
@@ -947,10 +1056,11 @@ def _parse_exposition(
         except _LineError as exc:
             bad(n, f"{name}: {exc}")
             continue
-        wanted = {lbl for _, lbl in metric.labels}
-        absent = sorted(wanted - labels.keys())
-        extra = sorted(labels.keys() - wanted) if metric.exact else []
-        if absent or extra:
+        wanted = metric.wanted
+        ok = labels.keys() == wanted if metric.exact else wanted <= labels.keys()
+        if not ok:
+            absent = sorted(wanted - labels.keys())
+            extra = sorted(labels.keys() - wanted) if metric.exact else []
             why = []
             if absent:
                 why.append(f"missing label{'s' if len(absent) > 1 else ''} {', '.join(absent)}")
@@ -971,7 +1081,10 @@ def _parse_exposition(
             keyvals.append(v)
         key = (stamp, *keyvals)
         series = (name, *keyvals)
-        when = _stamp_value(stamp)
+        if stamp in stamp_values:
+            when = stamp_values[stamp]
+        else:
+            when = stamp_values[stamp] = _stamp_value(stamp)
         before = last.get(series)
         if before is not None and when is not None and when <= before[0]:
             if when == before[0]:
@@ -1006,7 +1119,7 @@ def _parse_exposition(
         row[i] = value
     om = eof_at is not None
     # one row per series and time, in time order (the text lists one family after another)
-    keys = sorted(rows, key=lambda k: (_stamp_value(k[0]) is None, _stamp_value(k[0]) or 0.0))
+    keys = sorted(rows, key=lambda k: (stamp_values[k[0]] is None, stamp_values[k[0]] or 0.0))
     stamps: list[str | None] = []
     for k in keys:
         s = k[0]
@@ -1121,7 +1234,9 @@ def read_telemetry(
         import pyarrow.parquet as pq
 
         try:
-            table = pq.read_table(path)
+            names = set(pq.read_schema(path).names)
+            encoded = [f.name for f in SCHEMAS[kind] if f.type == pa.string() and f.name in names]
+            table = pq.read_table(path, read_dictionary=encoded, memory_map=True)
         except (OSError, pa.ArrowInvalid) as exc:
             raise SpecError([Problem(label, f"cannot read the Parquet file: {exc}")]) from exc
         where: Callable[[int], str] = lambda r: f"{label} row {r + 1}"  # noqa: E731
@@ -1156,6 +1271,47 @@ def read_telemetry(
 def _line_of(p: Problem) -> int:
     last = p.where.rsplit(" ", 1)[-1]
     return int(last) if last.isdigit() else 0
+
+
+def guess_kind(source: Path | str, *, fmt: str | None = None) -> Kind:
+    """Which table a file holds: by its columns (CSV header, Parquet schema: ``src_device``
+    means probes, ``duration_us`` collectives, otherwise counters) or, for exposition text, by
+    the first of our or the mapped metric names it uses."""
+    path = Path(source)
+    form = _fmt(path, fmt)
+    if not path.is_file():
+        raise SpecError([Problem(str(path), "no such file")])
+    names: set[str]
+    if form == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            names = set(pq.read_schema(path).names)
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise SpecError([Problem(path.name, f"cannot read the Parquet file: {exc}")]) from exc
+    elif form == "csv":
+        with path.open("rb") as f:
+            head = f.readline(MAX_LINE + 1).decode("utf-8", "replace")
+        names = {h.strip().strip('"') for h in head.split(",")}
+    else:
+        for _, line in _lines(path):
+            m = _SAMPLE.match(line) if line else None
+            if m is None:
+                continue
+            kinds: tuple[Kind, ...] = ("probes", "collectives", "counters")
+            for kind in kinds:
+                if m.group(1) in NATIVE[kind] or (
+                    kind == "counters" and m.group(1) in FOREIGN_COUNTERS
+                ):
+                    return kind
+        raise SpecError(
+            [Problem(path.name, "no sample of a metric we read (docs/ops.md lists them)")]
+        )
+    if "src_device" in names:
+        return "probes"
+    if "duration_us" in names:
+        return "collectives"
+    return "counters"
 
 
 def read_counters(source: Path | str, fabric: OpsFabric, *, fmt: str | None = None) -> Ingested:
@@ -1233,6 +1389,49 @@ _RATE_OF = {
 }
 
 
+def interface_codes(table: pa.Table, fabric: OpsFabric) -> NDArray[np.int64]:
+    """Each row's interface as ``2 * link + end`` (-1 where the design has none), from its
+    ``device`` and ``interface`` columns."""
+    if table.num_rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    return _pair_codes(table.column("device"), table.column("interface"), _names(fabric).interfaces)
+
+
+def latest_samples(table: pa.Table, codes: NDArray[np.int64]) -> pa.Table:
+    """The latest row (largest ``ts_ms``) of each interface ``codes`` names (rows of code -1
+    left out), sorted by code."""
+    keep = np.flatnonzero(codes >= 0)
+    if len(keep) == 0:
+        return table.slice(0, 0)
+    ts = np.asarray(table.column("ts_ms"), dtype=np.int64)[keep]
+    order = keep[np.lexsort((ts, codes[keep]))]
+    c = codes[order]
+    last = np.ones(len(order), dtype=np.bool_)
+    last[:-1] = c[1:] != c[:-1]
+    return table.take(pa.array(order[last]))
+
+
+def _consecutive(
+    code: NDArray[np.int64], ts: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Rows ``(a, b)`` of consecutive samples of one interface (``b`` the later, in input
+    order; codes -1 left out; a repeated time gives no pair)."""
+    known = np.flatnonzero(code >= 0)
+    if len(known) < 2:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    kt = ts[known]
+    if np.all(kt[1:] >= kt[:-1]):  # in time order already (as scrapes come): sort by code
+        order = known[np.argsort(code[known], kind="stable")]
+    else:
+        order = known[np.lexsort((kt, code[known]))]
+    c, t = code[order], ts[order]
+    pair = (c[1:] == c[:-1]) & (t[1:] > t[:-1])
+    prev = np.full(len(code), -1, dtype=np.int64)
+    prev[order[1:][pair]] = order[:-1][pair]
+    b = np.flatnonzero(prev >= 0)
+    return prev[b], b
+
+
 def counter_rates(counters: pa.Table, fabric: OpsFabric) -> pa.Table:
     """Rates per interface and interval (``RATE_SCHEMA``) from cumulative counters
     (``COUNTER_SCHEMA``, rows in any order; checked ones, as the readers keep): one row per
@@ -1255,56 +1454,60 @@ def counter_rates_noted(
     interval's closing sample has the link up, ``flaps`` 1 when the state differs from the
     opening sample's; samples of interfaces the design lacks are ignored."""
     nm = _names(fabric)
-    n = counters.num_rows
     code = _pair_codes(counters.column("device"), counters.column("interface"), nm.interfaces)
     ts = np.asarray(counters.column("ts_ms").to_numpy(), dtype=np.int64)
-    known = np.flatnonzero(code >= 0)
-    order = known[np.lexsort((ts[known], code[known]))]
-    c, t = code[order], ts[order]
-    pair = np.flatnonzero((c[1:] == c[:-1]) & (t[1:] > t[:-1]))
-    a_idx, b_idx = order[pair], order[pair + 1]
-    link = c[pair + 1] // 2
-    end = (c[pair + 1] % 2).astype(np.int8)
-    seconds = (t[pair + 1] - t[pair]) / 1000.0
+    a_idx, b_idx = _consecutive(code, ts)
+    link = code[b_idx] // 2
+    end = (code[b_idx] % 2).astype(np.int8)
+    seconds = (ts[b_idx] - ts[a_idx]) / 1000.0
     cap = nm.capacity_bps[link].astype(np.float64)
+    take_b = pa.array(b_idx)
     out: dict[str, pa.Array] = {
-        "ts_ms": pa.array(t[pair + 1], pa.int64()),
-        "device": counters.column("device").take(pa.array(b_idx)),
-        "interface": counters.column("interface").take(pa.array(b_idx)),
+        "ts_ms": pa.array(ts[b_idx], pa.int64()),
+        "device": counters.column("device").take(take_b),
+        "interface": counters.column("interface").take(take_b),
         "link": pa.array(link, pa.int64()),
         "end": pa.array(end, pa.int8()),
         "seconds": pa.array(seconds, pa.float64()),
     }
+    per_s = 1.0 / seconds
     resets: list[Problem] = []
     for col, rate in _RATE_OF.items():
         arr = _as_array(counters.column(col))
-        null = _is_null(arr) if arr.null_count else np.zeros(n, dtype=np.bool_)
-        v = (
-            np.asarray(pc.fill_null(arr, 0), dtype=np.uint64)
-            if arr.null_count
-            else np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.uint64)
-        )
+        if arr.null_count:
+            null = _is_null(arr)
+            v = np.asarray(pc.fill_null(arr, 0), dtype=np.uint64)
+            missing = null[a_idx] | null[b_idx]
+        else:
+            v = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.uint64)
+            missing = None
         va, vb = v[a_idx], v[b_idx]
-        delta = vb - va  # modulo 2**64: across a wrap, the increase it stands for
+        delta = (vb - va).astype(np.float64)  # modulo 2**64: across a wrap, its increase
         back = vb < va
-        unit_bits = 8.0 if col.startswith("bytes") else float(MIN_FRAME_BITS)
-        bound = WRAP_SLACK * cap * seconds / unit_bits
-        reset = back & (delta.astype(np.float64) > bound)
-        missing = null[a_idx] | null[b_idx] | reset
+        reset = None
+        if back.any():
+            unit_bits = 8.0 if col.startswith("bytes") else float(MIN_FRAME_BITS)
+            reset = back & (delta > WRAP_SLACK * cap * seconds / unit_bits)
+            if not reset.any():
+                reset = None
         scale = 8.0 if col.startswith("bytes") else 1.0
-        values = delta.astype(np.float64) * scale / seconds
-        out[rate] = pa.array(values, pa.float64(), mask=missing)
-        for r in np.flatnonzero(reset & ~(null[a_idx] | null[b_idx]))[:MAX_PROBLEMS].tolist():
-            resets.append(
-                Problem(
-                    f"{out['device'][r].as_py()}:{out['interface'][r].as_py()} "
-                    f"at {int(t[pair[r] + 1])}",
-                    f"{col} went back from {int(va[r]):,} to {int(vb[r]):,}, more than a "
-                    "64-bit wrap explains: taken as a reset, rate null for the interval",
+        values = delta * per_s * scale if scale != 1.0 else delta * per_s
+        mask = missing
+        if reset is not None:
+            mask = reset if mask is None else (mask | reset)
+            shown = reset if missing is None else (reset & ~missing)
+            for r in np.flatnonzero(shown)[:MAX_PROBLEMS].tolist():
+                resets.append(
+                    Problem(
+                        f"{out['device'][r].as_py()}:{out['interface'][r].as_py()} "
+                        f"at {int(ts[b_idx[r]])}",
+                        f"{col} went back from {int(va[r]):,} to {int(vb[r]):,}, more than a "
+                        "64-bit wrap explains: taken as a reset, rate null for the interval",
+                    )
                 )
-            )
+        out[rate] = pa.array(values, pa.float64(), mask=mask)
     up = _as_array(counters.column("link_up"))
-    ua, ub = up.take(pa.array(a_idx)), up.take(pa.array(b_idx))
+    ua, ub = up.take(pa.array(a_idx)), up.take(take_b)
     out["up"] = pc.if_else(ub, 1.0, 0.0).cast(pa.float64())
     out["flaps"] = pc.if_else(pc.not_equal(ua, ub), 1, 0).cast(pa.int32())
     table = pa.table([out[f.name] for f in RATE_SCHEMA], schema=RATE_SCHEMA)

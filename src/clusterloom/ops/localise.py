@@ -23,19 +23,18 @@ Two kinds of evidence are combined:
 - **Counters and collectives** (``ops.detect``): drops, FEC errors, flaps, a link down, low
   rates, skewed uplinks, ECN/PFC marks and hot links, stragglers.
 
-:func:`localise` turns both into suspects of the right kind: a lossy link whose counters show
-flaps, or whose probe loss comes in bursts, is ``flapping-link``; one down to the end
-``dead-link``; steady loss or FEC errors on an up link ``gray-link``, as is a fabric link far
-below its peers' rate; a host port far below its peers ``slow-nic-port``; all probes of one
-EV of a pair lost while every link of its path is cleared by other probes ``dead-ev``; a
-switch sending most of its uplink traffic to one uplink ``mis-hashed-switch``; a rank late in
-most steps ``straggler-rank``. Load is told apart from faults: ECN/PFC marks, hot links and
-RTT growth without loss on up links, concentrated on one switch's links, make a
-``congestion`` suspect (``congested-spine``, the switch) and ``Localisation.congestion``;
-drops on a link that also shows load are the queue's, not a fault's. What cannot be told
-apart is said in the docs: a probe path's loss can only be placed on links some probes tell
-apart; a slow port that is also the only path of its rank looks like a straggler, and the port
-wins when its counters show it.
+:func:`localise` turns both into suspects of the right kind (``docs/ops.md`` lists every
+rule and the constants below): probes of one EV lost where other probes or the links' own
+counters clear every link of their paths are a ``dead-ev``, on the switch all of them cross
+(``switch#EV``) or on their pair; lossy links are ``gray-link``, ``flapping-link`` or
+``dead-link`` by the time pattern of their loss, settled by the counters' link state; load
+(ECN/PFC marks, line rate, RTT growth) on a switch far hotter than its peers is
+``congestion`` (``congested-spine``; ``Localisation.congestion``), blaming nothing to repair,
+and drops on a loaded link are the queue's; a skewed switch is ``mis-hashed-switch``; load on
+one link alone is a link (or NIC port) slower than its rate; a rank late to its collectives
+is a ``straggler-rank``, one slower in them points at its ports. Anomalies present from the
+window's start (no onset) count half. Assumptions: probes follow ``OpsFabric.paths`` out and
+back with their EV; counters of a link losing most packets show it (drops, FEC, down).
 """
 
 from __future__ import annotations
@@ -432,15 +431,22 @@ class _Board:
     """Suspects gathered by target, their evidence combined (noisy-or of confidences)."""
 
     items: dict[tuple[SuspectKind, str], Suspect] = field(default_factory=dict)
+    #: targets whose fault kind the link state in the counters settled (down, flapping)
+    settled: set[tuple[SuspectKind, str]] = field(default_factory=set)
 
-    def add(self, s: Suspect) -> None:
+    def add(self, s: Suspect, *, settles: bool = False) -> None:
         k = (s.kind, s.target)
         old = self.items.get(k)
-        if old is None:
+        if old is None or (settles and k not in self.settled):
+            if old is not None:
+                s = replace(s, confidence=1.0 - (1.0 - old.confidence) * (1.0 - s.confidence))
+                s = replace(s, evidence=s.evidence + old.evidence)
             self.items[k] = s
+            if settles:
+                self.settled.add(k)
             return
         conf = 1.0 - (1.0 - old.confidence) * (1.0 - s.confidence)
-        fault = old.fault if old.confidence >= s.confidence else s.fault
+        fault = old.fault if old.confidence >= s.confidence or k in self.settled else s.fault
         self.items[k] = replace(
             old,
             confidence=conf,
@@ -478,6 +484,14 @@ BASE_CONGESTION = 0.97
 LOAD_DISCOUNT = 0.2
 #: a switch-level anomaly present from the window's first interval (no onset) keeps this
 PERSISTENT_DISCOUNT = 0.5
+#: a probe-loss suspect on a link whose counters show no loss keeps this share
+COUNTER_CLEAN_DISCOUNT = 0.3
+#: a rank slower than its peers in its collectives (rather than late to them) keeps this
+LONGER_DISCOUNT = 0.3
+#: a port of a rank slower than its peers (one or two such ranks)
+BASE_SLOW_RANK_PORT = 0.6
+#: load on one link alone (a link slower than its rate)
+BASE_LONE = 0.6
 
 
 def _conf(score: float, base: float, persistent: bool = False) -> float:
@@ -499,13 +513,16 @@ def _intervals(p: _Probes) -> tuple[I64, I64]:
     return _factorize(p.ts)
 
 
-def _cleared_by(p: _Probes, t_idx: I64, n_t: int, rows: I64) -> F64:
+def _cleared_by(
+    p: _Probes, t_idx: I64, n_t: int, rows: I64, clean: NDArray[np.bool_] | None = None
+) -> F64:
     """For each of ``rows``: the fewest probes that other, clean rows (lost at most
-    :data:`CLEAR_SHARE`) sent in the same interval over any one link of its path."""
-    clean = np.flatnonzero((p.sent > 0) & (p.lost <= CLEAR_SHARE * p.sent))
-    links_c = p.paths[p.key[clean]]
-    code_c = (links_c * n_t + t_idx[clean, None])[links_c >= 0]
-    w_c = np.broadcast_to(p.sent[clean, None], links_c.shape)[links_c >= 0]
+    :data:`CLEAR_SHARE`) sent in the same interval over any one link of its path; a link
+    whose counters show no loss (``clean``) counts as cleared."""
+    good = np.flatnonzero((p.sent > 0) & (p.lost <= CLEAR_SHARE * p.sent))
+    links_c = p.paths[p.key[good]]
+    code_c = (links_c * n_t + t_idx[good, None])[links_c >= 0]
+    w_c = np.broadcast_to(p.sent[good, None], links_c.shape)[links_c >= 0]
     codes, inv = np.unique(code_c, return_inverse=True)
     sums = np.bincount(inv.reshape(-1), weights=w_c, minlength=codes.size)
     links_d = p.paths[p.key[rows]]
@@ -516,11 +533,13 @@ def _cleared_by(p: _Probes, t_idx: I64, n_t: int, rows: I64) -> F64:
         pos = np.minimum(np.searchsorted(codes, code_d), codes.size - 1)
         got = np.where(codes[pos] == code_d, sums[pos], 0.0)
     got = np.where(links_d >= 0, got, np.inf)
+    if clean is not None:
+        got = np.where(clean[np.maximum(links_d, 0)], np.inf, got)
     return np.asarray(got.min(axis=1), dtype=np.float64)
 
 
 def _dead_evs(
-    fabric: OpsFabric, p: _Probes, t_idx: I64, n_t: int
+    fabric: OpsFabric, p: _Probes, t_idx: I64, n_t: int, clean: NDArray[np.bool_] | None = None
 ) -> tuple[NDArray[np.bool_], list[Suspect]]:
     """Keys whose probes were (almost) all lost in intervals where every link of their path
     was cleared by other probes (at least :data:`CLEAR_MIN` of them): their EV's path
@@ -535,7 +554,7 @@ def _dead_evs(
         return np.zeros(p.key.size, dtype=bool), []
     rows_d = np.flatnonzero(dead)
     ev_only = np.zeros(p.key.size, dtype=bool)
-    ev_only[rows_d] = _cleared_by(p, t_idx, n_t, rows_d) >= CLEAR_MIN
+    ev_only[rows_d] = _cleared_by(p, t_idx, n_t, rows_d, clean) >= CLEAR_MIN
     n_keys = p.src.size
     dead_k = np.bincount(p.key[dead], minlength=n_keys)
     only_k = np.bincount(p.key[ev_only], minlength=n_keys)
@@ -660,11 +679,14 @@ def _time_fault(
     return FaultKind.GRAY_LINK, first, last, "steady loss"
 
 
-def _probe_evidence(fabric: OpsFabric, probes: pa.Table) -> _Tomo:
+def _probe_evidence(
+    fabric: OpsFabric, probes: pa.Table, clean: NDArray[np.bool_] | None = None
+) -> _Tomo:
+    """The probes' evidence; ``clean`` marks directed links whose counters show no loss."""
     p = _probe_keys(fabric, probes)
     n_dir = 2 * fabric.topology.n_links
     tu, t_idx = _intervals(p)
-    explained, dead_ev = _dead_evs(fabric, p, t_idx, int(tu.size))
+    explained, dead_ev = _dead_evs(fabric, p, t_idx, int(tu.size), clean)
     n_keys = p.src.size
     use = ~explained
     sent_k = np.asarray(np.bincount(p.key[use], weights=p.sent[use], minlength=n_keys), float)
@@ -789,19 +811,32 @@ def localise(
         if an.signal is Signal.SKEW and an.link is not None
     }
     for an in anomalies:
-        if (
-            an.signal is Signal.LOW_RATE
-            and an.link is not None
-            and int(t.link_src[an.link]) in skewed_nodes
-            and int(t.link_tier[an.link]) >= 2
-        ):
-            continue
+        if an.signal is Signal.LOW_RATE and an.link is not None:
+            if an.link in faulty:  # down or flapping: it carries less for that
+                continue
+            if int(t.link_src[an.link]) in skewed_nodes and int(t.link_tier[an.link]) >= 2:
+                continue
         sus = _counter_suspect(fabric, an, set(load))
         if sus is not None:
-            board.add(sus)
+            board.add(sus, settles=an.signal in (Signal.DOWN, Signal.FLAPS))
+    # links whose counters were given and show no loss of their own (no drops, FEC errors,
+    # flaps or down): a loss of 90% would show there, so probes lost over them are lost to
+    # the forwarding of their EV, not to the link
+    clean: NDArray[np.bool_] | None = None
+    if rates is not None and rates.num_rows:
+        errors = {
+            an.link
+            for an in anomalies
+            if an.link is not None
+            and an.signal in (Signal.DROPS, Signal.FEC, Signal.FLAPS, Signal.DOWN)
+        }
+        clean_links = np.zeros(t.n_links, dtype=bool)
+        clean_links[np.unique(np.asarray(rates["link"].to_numpy(), dtype=np.int64))] = True
+        clean_links[list(errors)] = False
+        clean = np.repeat(clean_links, 2)
     delay_links: dict[int, float] = {}
     if probes is not None and probes.num_rows:
-        tomo = _probe_evidence(fabric, probes)
+        tomo = _probe_evidence(fabric, probes, clean)
         for sus in tomo.loss:
             link = fabric.link_of_label(sus.target)
             if link in load and link not in faulty:
@@ -809,6 +844,12 @@ def localise(
                     sus,
                     confidence=sus.confidence * LOAD_DISCOUNT,
                     evidence=(*sus.evidence, "the link shows load (ECN, PFC, line rate)"),
+                )
+            elif clean is not None and clean[2 * link]:
+                sus = replace(
+                    sus,
+                    confidence=sus.confidence * COUNTER_CLEAN_DISCOUNT,
+                    evidence=(*sus.evidence, "its counters show no loss"),
                 )
             board.add(sus)
         for sus in tomo.dead_ev:
@@ -819,8 +860,52 @@ def localise(
     for sus in congested:
         board.add(sus)
     _mis_hashed(fabric, anomalies, {s.target for s in congested}, board)
-    _stragglers(anomalies, board)
+    _lone_load(fabric, anomalies, load, delay_links, congested, board)
+    _stragglers(fabric, anomalies, board)
     return Localisation(board.ranked(), anomalies, bool(congested))
+
+
+def _lone_load(
+    fabric: OpsFabric,
+    anomalies: Sequence[Anomaly],
+    load: dict[int, list[Anomaly]],
+    delay_links: dict[int, float],
+    congested: Sequence[Suspect],
+    board: _Board,
+) -> None:
+    """Links at their line rate (ECN/PFC marks, utilisation, RTT growth) that no congested
+    switch or skewed uplink explains: a link running below its rate (``gray-link``), or on a
+    host link a slow NIC port (``slow-nic-port``): the queue builds because the link is slow,
+    not because the load is high."""
+    t = fabric.topology
+    hot = set()
+    for s in congested:
+        node = np.flatnonzero(fabric.names.device(np.arange(t.n_nodes)) == s.target)
+        hot |= set(np.flatnonzero(np.isin(t.link_src, node) | np.isin(t.link_dst, node)).tolist())
+    fav = {an.link for an in anomalies if an.signal is Signal.SKEW and an.link is not None}
+    for link in sorted((set(load) | set(delay_links)) - hot - fav):
+        marks = [an for an in load.get(link, []) if an.signal is not Signal.HOT_SWITCH]
+        if marks:
+            score = max(an.score for an in marks)
+            persistent = all(an.persistent for an in marks)
+            what = ", ".join(sorted({f"{an.signal} at {an.where}" for an in marks}))
+        else:
+            score, persistent, what = delay_links[link] / DELAY_MIN_US / 4, False, ""
+        if link in delay_links:
+            what += ("; " if what else "") + f"probes: {delay_links[link]:.1f} us of queueing"
+        first = min((an.first_ms for an in marks), default=None)
+        last = max((an.last_ms for an in marks), default=None)
+        evidence = (f"load alone on this link ({what}): a link slower than its rate",)
+        if int(t.link_tier[link]) == 1:
+            target, kind, fault = (
+                _nic_target(fabric, link),
+                SuspectKind.PORT,
+                FaultKind.SLOW_NIC_PORT,
+            )
+        else:
+            target, kind, fault = fabric.link_label(link), SuspectKind.LINK, FaultKind.GRAY_LINK
+        conf = _conf(score, BASE_LONE if marks else BASE_LONE / 2, persistent)
+        board.add(Suspect(kind, target, conf, fault, len(marks), 0, first, last, evidence))
 
 
 def _mis_hashed(
@@ -849,16 +934,57 @@ def _mis_hashed(
         )
 
 
-def _stragglers(anomalies: Sequence[Anomaly], board: _Board) -> None:
-    """Straggler ranks, discounted when a slow port of their server explains them."""
+def _slow_ports_of(fabric: OpsFabric, an: Anomaly, n_longer: int, board: _Board) -> None:
+    """The ports of a rank slow to communicate, as slow-NIC-port suspects (split over its
+    ports and over the ranks so slow: the counters may show neither a slow port nor its
+    queue when the port runs at the rate its flows get anyway)."""
+    host = int(an.where.partition(":")[2])
+    if not 0 <= host < fabric.topology.plan.hosts:
+        return
+    ports = fabric.host_ports
+    conf = _conf(an.score, BASE_SLOW_RANK_PORT) / (ports * max(n_longer, 1))
+    for port in range(ports):
+        dev, ifname = fabric.endpoint(host, port)
+        board.add(
+            Suspect(
+                SuspectKind.PORT,
+                f"{dev}:{ifname}",
+                conf,
+                FaultKind.SLOW_NIC_PORT,
+                an.intervals,
+                0,
+                an.first_ms,
+                an.last_ms,
+                (f"collectives: its rank {an.where} is slower than its peers ({an.note})",),
+            )
+        )
+
+
+def _stragglers(fabric: OpsFabric, anomalies: Sequence[Anomaly], board: _Board) -> None:
+    """Straggler ranks: one late to its collectives spends less time in them than its peers,
+    who wait for it (full confidence); one that spends longer is slow to communicate (a port
+    or a path: discounted), and discounted again when a slow port of its server explains
+    it."""
     port_hosts = {
         s.target.partition(":")[0] for s in board.items.values() if s.kind is SuspectKind.PORT
     }
+    # the ranks slower to communicate since an onset in the window, the most slowed: those
+    # at least half as slowed as the slowest
+    longer = [
+        a for a in anomalies if a.signal is Signal.STRAGGLER and a.baseline > 0 and not a.persistent
+    ]
+    most = max((a.baseline for a in longer), default=0.0)
+    longer = [a for a in longer if a.baseline >= 0.5 * most]
     for an in anomalies:
         if an.signal is not Signal.STRAGGLER:
             continue
-        conf = _conf(an.score, BASE_STRAGGLER)
+        conf = _conf(an.score, BASE_STRAGGLER, an.persistent)
         evidence: tuple[str, ...] = (f"collectives: {an.note}",)
+        if an.baseline > 0:  # longer: its communication is slow, a port or path, not it
+            conf *= LONGER_DISCOUNT
+            evidence += ("it spends longer than its peers: slow communication, not compute",)
+            if an in longer and len(longer) <= 2:  # a slow port slows its rank and its peer's
+                _slow_ports_of(fabric, an, len(longer), board)
         if an.device in port_hosts:
             conf *= 0.5
             evidence += (f"its server {an.device} has a slow port",)
@@ -925,7 +1051,8 @@ def _congestion(
     best = int(np.argmax(counts))
     n_best = int(counts[best])
     name = _device_name(fabric, best)
-    if n_best < 2 or name in skewed:
+    degree = int(((t.link_src == best) | (t.link_dst == best)).sum())
+    if n_best < 2 or name in skewed or 2 * n_best < degree:
         return []
     mine = links[(t.link_src[links] == best) | (t.link_dst[links] == best)].tolist()
     signals = sorted({str(an.signal) for k in mine for an in load.get(k, [])})

@@ -11,54 +11,56 @@ expresses is applied where it acts (below).
 
 The model, assumption by assumption:
 
-- **Traffic and load.** The spec's job step flows when it has a job (``sim.scenario``'s
-  ``step`` traffic), else a permutation of the scenario's size (2 MB by default) among all
-  hosts; run on the flow engine with RoCE (one ECMP path per queue pair, ``roce-ecmp``, which
-  reroutes at once: the steady state after reconvergence). The traffic repeats as a job's
-  steps do: each step spends the flow engine's completion time (its makespan) communicating and
-  a fixed compute time, set so that the healthy fabric communicates ``load`` of the time
-  (default 0.5). A fault that slows the communication lengthens the step; the bytes a link
-  carries per second are its bytes per step over the step time. Rates are steady over an
-  interval (the average of the states it holds, weighted by time).
-- **Counters** (per interface, cumulative from a seeded value below 2**40, sampled at the
-  start and at every interval's end): bytes on the wire (headers included, as the flow engine
-  frames them); packets = bytes / (MSS + header); **drops** only from loss (bit errors: a
-  lossless RoCE fabric does not drop for congestion), counted at the receiving interface, drawn
-  binomially over the packets sent, so tx bytes at one end equal rx bytes plus the dropped
-  packets' bytes at the other; **ECN marks** at the egress (tx) interface with probability
-  ``rho**ECN_K`` per packet and **PFC pauses** received by the egress interface at
-  ``rho**PFC_K / PFC_PACKETS_PER_PAUSE`` per packet (``rho`` the link's utilisation, capped at
-  0.99: the probability that an M/M/1 queue holds more than K packets); **FEC** codewords
-  (RS(544,514), 5,440 bits) at line rate whenever the link is up, each corrected with
-  probability ``FEC_CORRECTED`` (a healthy pre-FEC BER of about 1e-8) and, on a lossy gray link,
-  uncorrectable with probability ``loss / codewords per packet`` and corrected
+- **Traffic and load.** The spec's job step flows when it has a job (``sim.scenario``'s ``step``
+  traffic; a step of more than :data:`STEP_FLOWS_MAX` flows falls back, noted), else a permutation
+  of the scenario's size (2 MB by default) among all hosts, drawn with ``traffic_seed``; run on
+  the flow engine with RoCE (one ECMP path per queue pair, ``roce-ecmp``, which reroutes at once:
+  the steady state after reconvergence) at ``simulate``'s 1% rate tolerance, hashed under the
+  fabric's ``hash_seed``. The traffic repeats as a job's steps do: each step spends the flow
+  engine's completion time (its makespan) communicating and a fixed compute time, set so that the
+  healthy fabric communicates ``load`` of the time (default 0.5). A fault that slows the
+  communication lengthens the step; the bytes a link carries per second are its bytes per step
+  over the step time. Rates are steady over an interval (the average of the states it holds,
+  weighted by time).
+- **Counters** (per interface, cumulative from a seeded value below 2**40, sampled at the start
+  and at every interval's end): bytes on the wire (headers included, as the flow engine frames
+  them); packets = bytes / (MSS + header); **drops** only from loss (bit errors: a lossless RoCE
+  fabric does not drop for congestion), counted at the receiving interface, drawn binomially over
+  the packets sent, so tx bytes at one end equal rx bytes plus the dropped packets' bytes at the
+  other; **ECN marks** at the egress (tx) interface with probability ``rho**ECN_K`` per packet and
+  **PFC pauses** received by the egress interface at ``rho**PFC_K / PFC_PACKETS_PER_PAUSE`` per
+  packet (``rho`` the link's utilisation over the capacity it had, a slow port's or a gray link's
+  cut rate, capped at 0.99: the probability that an M/M/1 queue holds more than K packets);
+  **FEC** codewords (RS(544,514), 5,440 bits) at line rate whenever the link is up, each corrected
+  with probability ``FEC_CORRECTED`` (a healthy pre-FEC BER of about 1e-8) and, on a lossy gray
+  link, uncorrectable with probability ``loss / codewords per packet`` and corrected
   ``FEC_GRAY_FACTOR`` times as often; **link up** as the state at the sample.
-- **Probes** (Pingmesh-like): every host probes ``peers`` (2) peers drawn (seeded) among the
-  hosts under other leaves, on port ``(host + j) % ports``, with each of ``PROBE_EVS`` as the
-  UDP source port, ``probe_hz`` (1) probes a second; the reply comes back on the reverse path
-  with the same EV. A probe is lost with the path's loss (``1 - prod(1 - loss)`` over both
-  directions), always on a dead EV's path, and for ``reconverge_s`` (1 s) after a link on its
-  path goes down (then ECMP routes it around, ``OpsFabric.paths`` with the link dead); the
-  count lost is binomial (seeded). RTT = propagation (the links' latency) + serialisation of a
-  ``PROBE_BYTES`` packet + queueing, each link's M/M/1 wait ``rho / (1 - rho)`` MSS-packet
-  times, + ``HOST_US`` at each end; the mean of the probes returned adds a Gamma-distributed
-  spread of the queueing and ``HOST_JITTER_US``, the largest the expected maximum of that many.
+- **Probes** (Pingmesh-like): every host probes ``peers`` (2) distinct peers drawn with
+  ``traffic_seed`` (a fixed pattern, as a deployment keeps it) among the hosts under other leaves,
+  on port ``(host + j) % ports``, with each of ``PROBE_EVS`` as the UDP source port, ``probe_hz``
+  (1) probes a second; the reply comes back on the reverse path with the same EV. A probe is lost
+  with the path's loss (``1 - prod(1 - loss)`` over both directions), always on a dead EV's path,
+  and for ``reconverge_s`` (1 s) after a link on its path goes down (then ECMP routes it around,
+  ``OpsFabric.paths`` with the link dead); the count lost is binomial (seeded). RTT = propagation
+  (the links' latency) + serialisation of a ``PROBE_BYTES`` packet + queueing, each link's M/M/1
+  wait ``rho / (1 - rho)`` MSS-packet times, + ``HOST_US`` at each end; the mean of the probes
+  returned adds a Gamma-distributed spread of the queueing and ``HOST_JITTER_US``, the largest the
+  expected maximum of that many.
 - **Collectives**: one step sampled per interval (a profiler's sampled step): per rank and
-  collective (the job's ops; for generic traffic the traffic kind), the time from the rank's
-  first flow start to its last flow's end in the state's run, with a 1% lognormal jitter; a
-  rank's flows over a lossy link are slower by go-back-N retransmission, ``1 + loss * window``
-  (``window``: the path's bandwidth-delay product in packets). A **straggler** enters each
-  step's first collective ``delay`` late: the collective is synchronous, so every *other* rank
-  waits ``delay`` longer in it and the straggler's own duration is the base (a straggler is
-  the rank that does not wait).
+  collective (the job's ops; for generic traffic the traffic kind), the time from the rank's first
+  flow start to its last flow's end in the state's run, with a 1% lognormal jitter; a rank's flows
+  over a lossy link are slower by go-back-N retransmission, ``1 + loss * window`` (``window``: the
+  path's bandwidth-delay product in packets). A **straggler** enters each step's first collective
+  ``delay`` late: the collective is synchronous, so every *other* rank waits ``delay`` longer in
+  it and the straggler's own duration is the base (a straggler is the rank that does not wait).
 - **Faults no failure expresses**: a gray link's loss (both directions) acts on the packets
-  counted over it, its FEC and the probes crossing it; a dead EV black-holes the probes of
-  that EV (on that pair, or through that switch) — the data flows' counters are left as they
-  are (the flow engine's queue pairs hash their own 5-tuples); a mis-hashed switch sends
-  ``share`` of the bytes it sends up to its first uplink and the rest evenly to the others
-  (the flows beyond the favourite's capacity are slowed by the overload), and the probes it
-  forwards up take that uplink with probability ``share``; a congested spine carries ``load``
-  of its links' capacity as extra traffic (the flow engine runs with that capacity taken).
+  counted over it, its FEC and the probes crossing it; a dead EV black-holes the probes of that EV
+  (on that pair, or through that switch) — the data flows' counters are left as they are (the flow
+  engine's queue pairs hash their own 5-tuples); a mis-hashed switch sends ``share`` of the bytes
+  it sends up to its first uplink and the rest evenly to the others (the flows beyond the
+  favourite's capacity are slowed by the overload), and the probes it forwards up take that uplink
+  with probability ``share``; a congested spine carries ``load`` of its links' capacity as extra
+  traffic (the flow engine runs with that capacity taken).
 
 Which engine supplies which signal: this flow-engine synthesis derives rates, utilisation,
 collective times and probe RTTs from the simulated link loads; drops, ECN marks and PFC pauses
@@ -70,6 +72,7 @@ from __future__ import annotations
 
 import json
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,7 +83,15 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from clusterloom.errors import Problem, SpecError
-from clusterloom.ops.faults import PROBE_EVS, flap_windows, format_fault, shifted, uplinks
+from clusterloom.ops.fabric import OpsFabric
+from clusterloom.ops.faults import (
+    PROBE_EVS,
+    flap_windows,
+    format_fault,
+    probe_streams,
+    shifted,
+    uplinks,
+)
 from clusterloom.ops.model import (
     COLLECTIVE_SCHEMA,
     COUNTER_SCHEMA,
@@ -91,7 +102,6 @@ from clusterloom.ops.model import (
 )
 
 if TYPE_CHECKING:
-    from clusterloom.ops.fabric import OpsFabric
     from clusterloom.sim.traffic import Traffic
 
 __all__ = [
@@ -117,7 +127,7 @@ PFC_PACKETS_PER_PAUSE = 64  #: packets held by one pause frame
 FEC_BITS = 5440  #: RS(544,514) codeword
 FEC_PAYLOAD_BITS = 5140
 FEC_CORRECTED = 5.4e-5  #: share of codewords corrected on a healthy link (pre-FEC BER ~1e-8)
-FEC_GRAY_FACTOR = 1000.0  #: corrected codewords per uncorrectable one on a gray link
+FEC_GRAY_FACTOR = 100.0  #: corrected codewords per uncorrectable one on a gray link
 RHO_MAX = 0.99
 COUNTER_BASE_MAX = 2**40
 
@@ -152,17 +162,28 @@ class _State:
     unit_link: I64
 
 
-_BASELINE_CACHE: dict[tuple[int, int, str], _State] = {}
+#: per fabric (weakly: a fabric dropped drops its entries): the traffic built and the
+#: healthy state's run, by (traffic asked, seed), so a batch of incidents on one design
+#: simulates the baseline once
+_CACHE: weakref.WeakKeyDictionary[OpsFabric, dict[tuple[str | None, int], Any]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def _run_state(
-    fabric: OpsFabric, traffic: Traffic, fractions: dict[int, float], seed: int
-) -> _State:
+def _cached(fabric: OpsFabric, key: tuple[str | None, int], make: Any) -> Any:
+    per = _CACHE.setdefault(fabric, {})
+    if key not in per:
+        per[key] = make()
+    return per[key]
+
+
+def _run_state(fabric: OpsFabric, traffic: Traffic, fractions: dict[int, float]) -> _State:
     """The flow engine on ``traffic`` with physical links ``fractions`` (link -> the fraction
     of capacity left; 0: down) from the start."""
     from clusterloom.sim.failures import Failure
     from clusterloom.sim.flow.run import run
     from clusterloom.sim.flow.transports import transport
+    from clusterloom.sim.scenario import DEFAULT_RTOL
 
     fails = tuple(
         Failure(f"link:{link}", np.array([link], dtype=np.int64), 0, None, frac)
@@ -174,8 +195,9 @@ def _run_state(
         traffic,
         tr,
         fails,
-        seed=seed,
+        seed=fabric.hash_seed,  # the switches' ECMP hash, as the probes' paths use it
         router=fabric.router,
+        rtol=DEFAULT_RTOL,  # simulate's rate tolerance: 1%, 50 times faster at 16k hosts
         watch_links=np.zeros(0, dtype=np.int64),
     )
     units = r.units
@@ -283,12 +305,16 @@ def synthesize(
     probe_hz: float = 1.0,
     reconverge_s: float = 1.0,
     start_ms: int = DEFAULT_START_MS,
+    traffic_seed: int = 0,
 ) -> Synthetic:
     """The telemetry of ``fabric`` running its traffic for ``duration_s`` with ``faults``
     (times as offsets from the start, ``ops.faults``), sampled every ``interval_s``; seeded
     by ``seed`` (module docstring for the model). ``traffic`` is a ``sim.scenario`` traffic
     kind (default: the job's step, else a permutation); ``load`` the share of a healthy step
-    spent communicating; ``peers`` and ``evs`` the probes' pattern."""
+    spent communicating; ``peers`` and ``evs`` the probes' pattern. ``traffic_seed`` seeds
+    the traffic (a permutation's pairs) and the probe pairs, which a deployment keeps fixed:
+    incidents with different ``seed`` on one fabric share one healthy run (cached); the
+    flows and probes hash under the fabric's ``hash_seed``."""
     problems = _check(fabric, faults, duration_s, interval_s, engine, load, peers, evs, probe_hz)
     if problems:
         raise SpecError(problems)
@@ -303,10 +329,14 @@ def synthesize(
             ]
         )
     interval_ms = round(interval_s * 1000)
-    n_int = max(1, round(duration_s * 1000) // interval_ms)
-    horizon = n_int * interval_ms
+    horizon = _horizon_ms(duration_s, interval_s)
+    n_int = horizon // interval_ms
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5E7]))
-    load_traffic, kind = _traffic(fabric, traffic, seed)
+    load_traffic, kind, fallback = _cached(
+        fabric,
+        ("traffic:" + str(traffic), traffic_seed),
+        lambda: _traffic(fabric, traffic, traffic_seed),
+    )
     t = fabric.topology
     n_dir = 2 * t.n_links
     cap = fabric.router.capacity_bytes()  # bytes/s per directed link
@@ -330,19 +360,13 @@ def synthesize(
         seg_state.append(tuple(sorted(fr.items())))
     keys = sorted(set(seg_state))
     states: dict[tuple[tuple[int, float], ...], _State] = {}
+
+    def healthy() -> _State:
+        return _run_state(fabric, load_traffic, {})
+
+    base: _State = _cached(fabric, ("baseline:" + str(traffic), traffic_seed), healthy)
     for key in keys:
-        if not key:
-            ck = (id(fabric), seed, kind)
-            if ck not in _BASELINE_CACHE:
-                _BASELINE_CACHE[ck] = _run_state(fabric, load_traffic, {}, seed)
-            states[key] = _BASELINE_CACHE[ck]
-        else:
-            states[key] = _run_state(fabric, load_traffic, dict(key), seed)
-    base = states[()] if () in states else _BASELINE_CACHE.get((id(fabric), seed, kind))
-    if base is None:
-        base = _BASELINE_CACHE.setdefault(
-            (id(fabric), seed, kind), _run_state(fabric, load_traffic, {}, seed)
-        )
+        states[key] = base if not key else _run_state(fabric, load_traffic, dict(key))
     compute_ps = base.makespan_ps * (1.0 / load - 1.0)
     state_index = {k: i for i, k in enumerate(keys)}
     seg_interval = np.searchsorted(np.arange(1, n_int + 1) * interval_ms, seg_b, side="left")
@@ -385,9 +409,23 @@ def synthesize(
             rate[:, dl] = (1.0 - act[:, None]) * rate[:, dl] + act[:, None] * total[:, None] * skew[
                 None, :
             ]
+    # the capacity each directed link had over each interval: a dead, gray-by-rate or slow
+    # link's is cut (a congested spine keeps its capacity: the extra load is traffic on it)
+    eff = np.ones((n_int, t.n_links))
+    for f in faults:
+        if f.kind is FaultKind.CONGESTED_SPINE:
+            continue
+        for wa, wb, links in _capacity_windows(f, fabric, horizon):
+            share = np.clip(
+                (np.minimum(ends, wb) - np.maximum(starts_ms, wa)) / interval_ms, 0.0, 1.0
+            )
+            for link, frac in links.items():
+                eff[:, link] -= share * (1.0 - frac)
+    cap_eff = np.repeat(np.clip(eff, 0.0, 1.0), 2, axis=1) * cap[None, :]
     offered = rate.copy()
     rate = np.minimum(rate, cap[None, :])
-    util = rate / cap[None, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        util = np.where(cap_eff > 0, np.minimum(rate / cap_eff, 1.0), 0.0)
 
     up_at = _link_up(faults, fabric, n_int, interval_ms, horizon)
     sample_ms = start_ms + np.arange(n_int + 1, dtype=np.int64) * interval_ms
@@ -411,6 +449,7 @@ def synthesize(
         evs=evs,
         probe_hz=probe_hz,
         reconverge_s=reconverge_s,
+        traffic_seed=traffic_seed,
     )
     collectives = _collectives(
         fabric,
@@ -434,8 +473,14 @@ def synthesize(
     notes = (
         f"flow engine (roce-ecmp), {kind} traffic, load {load:g}, "
         f"{len(keys)} fabric state(s) simulated",
-    )
+    ) + ((fallback,) if fallback else ())
     return Synthetic(counters, probes, collectives, truth, int(start_ms), notes)
+
+
+def _horizon_ms(duration_s: float, interval_s: float) -> int:
+    """The telemetry's length: its whole intervals (at least one)."""
+    interval_ms = round(interval_s * 1000)
+    return max(1, round(duration_s * 1000) // interval_ms) * interval_ms
 
 
 def _check(
@@ -467,23 +512,43 @@ def _check(
     for f in faults:
         if not isinstance(f, Fault):
             problems.append(Problem("faults", f"{f!r} is not a Fault"))
-        elif f.start_ms >= duration_s * 1000:
+        elif interval_s >= 0.001 and f.start_ms >= _horizon_ms(duration_s, interval_s):
             problems.append(
-                Problem(f"fault {format_fault(f)}", "starts after the end of the telemetry")
+                Problem(
+                    f"fault {format_fault(f)}",
+                    "starts at or after the end of the telemetry (its last whole interval, "
+                    f"{_horizon_ms(duration_s, interval_s) / 1000:g} s)",
+                )
             )
     return problems
 
 
-def _traffic(fabric: OpsFabric, kind: str | None, seed: int) -> tuple[Traffic, str]:
+#: the most flows a job's step may have for its traffic to be synthesized by default; a larger
+#: step (a MoE job's all-to-alls: hundreds of thousands of flows) takes the flow engine minutes
+#: per fabric state, so the default falls back to a permutation (``traffic="step"`` forces it)
+STEP_FLOWS_MAX = 50_000
+
+
+def _traffic(fabric: OpsFabric, kind: str | None, seed: int) -> tuple[Traffic, str, str]:
+    """The traffic to run, its kind, and a note when the default fell back."""
     from clusterloom.sim.failures import parse_size
     from clusterloom.sim.scenario import DEFAULT_SIZE, build_traffic
 
     spec = fabric.spec
     sc = spec.scenario
-    if kind is None:
-        kind = "step" if spec.job is not None else "permutation"
+    hosts = int(fabric.topology.plan.hosts)
     size = parse_size(sc.size if sc is not None and sc.size else DEFAULT_SIZE)
-    return build_traffic(spec, kind, size, None, seed, int(fabric.topology.plan.hosts)), kind
+    note = ""
+    if kind is None and spec.job is not None:
+        step = build_traffic(spec, "step", size, None, seed, hosts)
+        if len(step) <= STEP_FLOWS_MAX:
+            return step, "step", note
+        note = (
+            f"the job's step has {len(step):,} flows (more than {STEP_FLOWS_MAX:,}): "
+            "a permutation stands in"
+        )
+    kind = kind or "permutation"
+    return build_traffic(spec, kind, size, None, seed, hosts), kind, note
 
 
 def _link_up(
@@ -528,10 +593,10 @@ def _counters(
     pkt = MSS + HDR
     sent_bytes = rate * interval_s  # per directed link
     sent_pkts = np.floor(sent_bytes / pkt).astype(np.int64)
-    drops = rng.binomial(sent_pkts, loss)
+    drops = _binomial(rng, sent_pkts, loss)
     rho = np.minimum(util, RHO_MAX)
-    ecn = rng.binomial(sent_pkts, rho**ECN_K)
-    pfc = rng.poisson(sent_pkts * rho**PFC_K / PFC_PACKETS_PER_PAUSE)
+    ecn = _binomial(rng, sent_pkts, rho**ECN_K)
+    pfc = _poisson(rng, sent_pkts * rho**PFC_K / PFC_PACKETS_PER_PAUSE)
     # FEC: codewords at line rate while the link is up (share of the interval up)
     down_share = np.zeros((n_int, t.n_links))
     for j, key in enumerate(keys):
@@ -544,22 +609,22 @@ def _counters(
     cw_per_pkt = pkt * 8 / FEC_PAYLOAD_BITS
     unc_p = loss / cw_per_pkt
     cw_n = np.floor(cw_dir).astype(np.int64)
-    unc = rng.binomial(cw_n, np.minimum(unc_p, 1.0))
-    corr = rng.binomial(cw_n, np.minimum(FEC_CORRECTED + FEC_GRAY_FACTOR * unc_p, 0.5))
+    unc = _binomial(rng, cw_n, np.minimum(unc_p, 1.0))
+    corr = _binomial(rng, cw_n, np.minimum(FEC_CORRECTED + FEC_GRAY_FACTOR * unc_p, 0.5))
     n_if = 2 * t.n_links
-    inc = np.zeros((len(COUNTERS), n_int, n_if), dtype=np.uint64)
-    inc[0] = sent_pkts[:, tx] * pkt  # bytes_tx (whole packets)
-    inc[1] = (sent_pkts[:, rx] - drops[:, rx]) * pkt  # bytes_rx
-    inc[2] = sent_pkts[:, tx]
-    inc[3] = sent_pkts[:, rx] - drops[:, rx]
-    inc[4] = drops[:, rx]
-    inc[5] = ecn[:, tx]
-    inc[6] = pfc[:, tx]
-    inc[7] = corr[:, rx]
-    inc[8] = unc[:, rx]
-    base = rng.integers(0, COUNTER_BASE_MAX, size=(len(COUNTERS), 1, n_if), dtype=np.uint64)
-    cum = np.concatenate([np.zeros((len(COUNTERS), 1, n_if), dtype=np.uint64), inc], axis=1)
-    cum = np.cumsum(cum, axis=1, dtype=np.uint64) + base
+    received = sent_pkts[:, rx] - drops[:, rx]
+    increments: dict[str, Any] = {  # each counter's increments per interval, made in turn
+        "bytes_tx": lambda: sent_pkts[:, tx] * pkt,  # whole packets
+        "bytes_rx": lambda: received * pkt,
+        "packets_tx": lambda: sent_pkts[:, tx],
+        "packets_rx": lambda: received,
+        "drops": lambda: drops[:, rx],
+        "ecn_marks": lambda: ecn[:, tx],
+        "pfc_pauses": lambda: pfc[:, tx],
+        "fec_corrected": lambda: corr[:, rx],
+        "fec_uncorrected": lambda: unc[:, rx],
+    }
+    base = rng.integers(0, COUNTER_BASE_MAX, size=(len(COUNTERS), n_if), dtype=np.uint64)
     n_s = n_int + 1
     dev, ifs = fabric.end_names
     dev_names = pa.array(np.concatenate([dev[:, 0], dev[:, 1]]).tolist(), pa.string())
@@ -571,39 +636,49 @@ def _counters(
         "interface": if_names.take(take),
     }
     for c, name in enumerate(COUNTERS):
-        cols[name] = pa.array(cum[c].reshape(-1), pa.uint64())
+        inc = np.asarray(increments[name](), dtype=np.uint64)
+        cum = np.empty((n_s, n_if), dtype=np.uint64)
+        cum[0] = base[c]
+        for k in range(n_int):  # a loop of vector adds beats numpy's cumsum along this axis
+            np.add(cum[k], inc[k], out=cum[k + 1])
+        cols[name] = pa.array(cum.reshape(-1), pa.uint64())
+        del inc, cum
     cols["link_up"] = pa.array(up_at[:, link2].reshape(-1), pa.bool_())
     return pa.table(cols, schema=COUNTER_SCHEMA)
 
 
-def _probe_pairs(
-    fabric: OpsFabric, peers: int, evs: int, rng: np.random.Generator
-) -> tuple[I64, I64, I64, I64]:
-    """``(src, dst, port, ev)`` of every probe stream (module docstring)."""
-    t = fabric.topology
-    hosts = int(t.plan.hosts)
-    r = fabric.router
-    leaf = t.link_dst[r.host_link[:, 0]]
-    src = np.repeat(np.arange(hosts, dtype=np.int64), peers)
-    dst = rng.integers(0, hosts, size=src.size)
-    for _ in range(64):
-        bad = (leaf[dst] == leaf[src]) | (dst == src)
-        if not bad.any():
-            break
-        dst[bad] = rng.integers(0, hosts, size=int(bad.sum()))
-    bad = (leaf[dst] == leaf[src]) | (dst == src)
-    if bad.any():  # a fabric of one leaf: any other host
-        dst[bad] = (src[bad] + 1) % hosts
-    j = np.tile(np.arange(peers, dtype=np.int64), hosts)
-    port = (src + j) % fabric.host_ports
-    n = src.size
-    ev_vals = np.asarray(PROBE_EVS[:evs], dtype=np.int64)
-    return (
-        np.repeat(src, evs),
-        np.repeat(dst, evs),
-        np.repeat(port, evs),
-        np.tile(ev_vals, n),
-    )
+#: above this variance a binomial draw is taken from its normal approximation (rounded,
+#: clipped to [0, n]): the error is far below the counters' own spread, and it is much faster
+NORMAL_ABOVE = 1000.0
+
+
+def _binomial(rng: np.random.Generator, n: I64, p: F64) -> I64:
+    """Binomial draws, made only where they can be non-zero (the rest are 0); the normal
+    approximation where the variance exceeds :data:`NORMAL_ABOVE`."""
+    out = np.zeros(n.shape, dtype=np.int64)
+    hit = (n > 0) & (p > 0)
+    if not hit.any():
+        return out
+    nn, pp = n[hit], p[hit]
+    var = nn * pp * (1.0 - pp)
+    big = var > NORMAL_ABOVE
+    got = np.empty(nn.shape, dtype=np.int64)
+    if big.any():
+        mean = nn[big] * pp[big]
+        draw = np.rint(mean + np.sqrt(var[big]) * rng.standard_normal(mean.shape))
+        got[big] = np.clip(draw, 0, nn[big]).astype(np.int64)
+    if (~big).any():
+        got[~big] = rng.binomial(nn[~big], pp[~big])
+    out[hit] = got
+    return out
+
+
+def _poisson(rng: np.random.Generator, lam: F64) -> I64:
+    out = np.zeros(lam.shape, dtype=np.int64)
+    hit = lam > 0
+    if hit.any():
+        out[hit] = rng.poisson(lam[hit])
+    return out
 
 
 def _probes(
@@ -626,11 +701,12 @@ def _probes(
     evs: int,
     probe_hz: float,
     reconverge_s: float,
+    traffic_seed: int,
 ) -> pa.Table:
     from clusterloom.ops.faults import switch_node
 
     t = fabric.topology
-    src, dst, port, ev = _probe_pairs(fabric, peers, evs, rng)
+    src, dst, port, ev = probe_streams(fabric, peers=peers, evs=evs, traffic_seed=traffic_seed)
     n = src.size
     cap_bps = np.repeat(t.link_capacity_bps.astype(np.float64), 2)
     lat_us = np.repeat(t.link_latency_ps.astype(np.float64), 2) / 1e6
@@ -669,19 +745,33 @@ def _probes(
     p_ok = np.zeros((n_int, n))
     rtt = np.zeros((n_int, n))
     qsum = np.zeros((n_int, n))
+    n_dir = 2 * t.n_links
+    # per interval and directed link (a zero column at n_dir for the padding): the log of
+    # surviving the link, and its M/M/1 wait
+    rho = np.minimum(util, RHO_MAX)
+    wait = np.zeros((n_int, n_dir + 1))
+    wait[:, :n_dir] = rho / (1.0 - rho) * pkt_us[None, :]
+    logs = np.zeros((n_int, n_dir + 1))
+    logs[:, :n_dir] = np.log1p(-np.minimum(loss, 0.999999))
+    lossy: NDArray[np.bool_] = np.asarray((loss > 0).any(axis=1), dtype=bool)
+    fixed = np.append(lat_us + ser_us, 0.0)
+    gathered: dict[frozenset[int], tuple[I64, NDArray[np.bool_], F64]] = {}
     for s, (a, b) in enumerate(zip(seg_a.tolist(), seg_b.tolist(), strict=True)):
         i = int(seg_interval[s])
         w = (b - a) / interval_ms
-        fwd, rev = paths(dead_of[s])
-        both = np.concatenate([fwd, rev], axis=1)
-        valid = both >= 0
-        li = np.where(valid, both, 0)
-        logsurv = np.where(valid, np.log1p(-np.minimum(loss[i][li], 0.999999)), 0.0).sum(axis=1)
-        routed = (fwd[:, 0] >= 0) & (rev[:, 0] >= 0)
-        surv = np.where(routed, np.exp(logsurv), 0.0)
-        rho = np.minimum(util[i][li], RHO_MAX)
-        q = np.where(valid, rho / (1.0 - rho) * pkt_us[li], 0.0).sum(axis=1)
-        base = np.where(valid, lat_us[li] + ser_us[li], 0.0).sum(axis=1) + 2 * HOST_US
+        dead = dead_of[s]
+        if dead not in gathered:
+            fwd, rev = paths(dead)
+            both = np.concatenate([fwd, rev], axis=1)
+            li = np.where(both >= 0, both, n_dir)
+            routed = (fwd[:, 0] >= 0) & (rev[:, 0] >= 0)
+            gathered[dead] = (li, routed, fixed[li].sum(axis=1) + 2 * HOST_US)
+        li, routed, base = gathered[dead]
+        if lossy[i]:
+            surv = np.where(routed, np.exp(logs[i][li].sum(axis=1)), 0.0)
+        else:
+            surv = routed.astype(np.float64)
+        q = wait[i][li].sum(axis=1)
         p_ok[i] += w * surv
         rtt[i] += w * surv * base
         qsum[i] += w * surv * q
@@ -719,7 +809,7 @@ def _probes(
         p_ok[:, hit] *= (1.0 - act)[:, None]
     sent_n = max(1, round(probe_hz * interval_ms / 1000))
     p_loss = np.clip(1.0 - p_ok, 0.0, 1.0)
-    lost = rng.binomial(sent_n, p_loss)
+    lost = _binomial(rng, np.full(p_loss.shape, sent_n, dtype=np.int64), p_loss)
     back = sent_n - lost
     with np.errstate(invalid="ignore", divide="ignore"):
         base_rtt = np.where(p_ok > 0, rtt / p_ok, 0.0)
@@ -786,7 +876,7 @@ def _collectives(
     cum = np.concatenate([[0.0], np.cumsum(seg_steps)])
     ends = np.arange(1, n_int + 1, dtype=np.int64) * interval_ms
     at = np.searchsorted(seg_b, ends, side="left")  # the segment holding each sample's end
-    step_no = np.floor(cum[np.searchsorted(seg_b, ends, side="left") + 1]).astype(np.int64)
+    step_no = np.floor(cum[at + 1]).astype(np.int64)
     rows_dur: list[F64] = []
     rows_grp: list[I64] = []
     rows_rank: list[I64] = []
@@ -803,7 +893,7 @@ def _collectives(
             lg = np.log1p(-np.minimum(loss[i][st.unit_link], 0.999999))
             seg = np.repeat(np.arange(st.unit_flow.size), np.diff(st.unit_ptr))
             flow_loss = 1.0 - np.exp(np.bincount(seg, weights=lg, minlength=st.unit_flow.size))
-            slow = np.bincount(seg, weights=0 * lg, minlength=st.unit_flow.size) + 1.0
+            slow = np.ones(st.unit_flow.size)
             if mis:
                 over = np.maximum(overload[i][st.unit_link], 1.0)
                 worst = np.zeros(st.unit_flow.size)
@@ -887,8 +977,8 @@ def truth_doc(synthetic: Synthetic) -> dict[str, Any]:
 
 
 def openmetrics(counters: pa.Table, *, last_only: bool = True) -> str:
-    """The counters as OpenMetrics text (``clusterloom_if_<counter>_total`` with ``device``
-    and ``interface`` labels, timestamps in seconds; ``clusterloom_if_link_up`` a gauge): the
+    """The counters as OpenMetrics text (``clusterloom_interface_<counter>_total`` with ``device``
+    and ``interface`` labels, timestamps in seconds; ``clusterloom_interface_link_up`` a gauge): the
     last scrape by default, else every sample."""
     table = counters
     if last_only and table.num_rows:
@@ -901,7 +991,7 @@ def openmetrics(counters: pa.Table, *, last_only: bool = True) -> str:
     labels = [f'{{device="{d}",interface="{f}"}}' for d, f in zip(dev, ifs, strict=True)]
     lines: list[str] = []
     for name in COUNTERS:
-        metric = f"clusterloom_if_{name}"
+        metric = f"clusterloom_interface_{name}"
         lines.append(f"# TYPE {metric} counter")
         vals = table[name].to_pylist()
         lines += [
@@ -909,10 +999,10 @@ def openmetrics(counters: pa.Table, *, last_only: bool = True) -> str:
             for lab, v, s in zip(labels, vals, stamp, strict=True)
             if v is not None
         ]
-    lines.append("# TYPE clusterloom_if_link_up gauge")
+    lines.append("# TYPE clusterloom_interface_link_up gauge")
     ups = table["link_up"].to_pylist()
     lines += [
-        f"clusterloom_if_link_up{lab} {int(u)} {s}"
+        f"clusterloom_interface_link_up{lab} {int(u)} {s}"
         for lab, u, s in zip(labels, ups, stamp, strict=True)
         if u is not None
     ]

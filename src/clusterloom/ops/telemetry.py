@@ -1,0 +1,545 @@
+"""A telemetry store: Parquet parts in a directory, queried with DuckDB (issue 23, item 1).
+
+Layout under the store's directory (each part a Parquet file in the model's schema)::
+
+    store.json                          format and the retention it keeps
+    raw/{counters,rates,probes,collectives}/2026-12-01T19/part-00000001.parquet
+    1m/{counters,rates,probes}/2026-12-01T19/rollup.parquet
+    1h/{counters,rates,probes}/2026-12-01T19/rollup.parquet
+    state/last.parquet                  each interface's latest counter sample
+
+Parts are partitioned by the UTC hour of their rows' ``ts_ms``. Appends are atomic per part:
+a part is written under a temporary name and renamed (``clusterloom.atomic``); one writer at a
+time (an advisory lock on ``.lock``). Adding counters also adds their rates
+(:func:`~clusterloom.ops.ingest.counter_rates`), the first interval of each interface running
+from its latest stored sample (``state/last.parquet``), so a stream appended in pieces has the
+same rates as one appended whole; a counter sample not after the interface's latest stored one
+is refused with a note.
+
+**Downsampling** (:meth:`TelemetryStore.downsample`, run by :meth:`enforce_retention`): every
+raw hour is rolled into 1-minute and 1-hour buckets (a bucket ``[k*60 s, (k+1)*60 s)``):
+
+- counters: the last sample of each interface in the bucket (with its own ``ts_ms``), so that
+  rates over the coarser samples are exact over the coarser intervals;
+- rates: per interface and bucket, each rate the average over the intervals that end in the
+  bucket weighted by their ``seconds`` (over those where it is not null), ``seconds`` their sum,
+  ``up`` the weighted share up, ``flaps`` the sum, ``ts_ms`` the last interval's end; with the
+  samples contiguous this equals the rate between the bucket's last sample and the previous
+  bucket's (tested);
+- probes: per source and destination endpoint, EV and bucket: ``sent`` and ``lost`` summed,
+  ``rtt_us`` the mean weighted by the probes that came back, ``rtt_max_us`` the largest,
+  ``ts_ms`` the last interval's end;
+- collectives are not rolled up (one row per rank and step is already sparse).
+
+**Retention** (:class:`Retention`, kept in ``store.json``; defaults: raw 7 days, 1-minute 90
+days, 1-hour 2 years, collectives 90 days): :meth:`enforce_retention` (``now_ms``) first rolls
+up every raw hour not rolled since it last changed, then removes the hours whose end is older
+than each resolution's horizon. A query reads one resolution (``raw``, ``1m`` or ``1h``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import shutil
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from clusterloom.atomic import atomic_open, atomic_write
+from clusterloom.errors import OutputError, Problem, SpecError
+from clusterloom.ops.fabric import OpsFabric
+from clusterloom.ops.ingest import counter_rates_noted, interface_codes, latest_samples
+from clusterloom.ops.model import COLLECTIVE_SCHEMA, COUNTER_SCHEMA, PROBE_SCHEMA, RATE_SCHEMA
+from clusterloom.units import BPS_PER_GBPS
+
+__all__ = ["Added", "Resolution", "Retention", "TelemetryStore", "summarise_rates"]
+
+Resolution = Literal["raw", "1m", "1h"]
+Table = Literal["counters", "rates", "probes", "collectives"]
+
+HOUR_MS = 3_600_000
+MINUTE_MS = 60_000
+DAY_MS = 24 * HOUR_MS
+FORMAT = 1
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "counters": COUNTER_SCHEMA,
+    "rates": RATE_SCHEMA,
+    "probes": PROBE_SCHEMA,
+    "collectives": COLLECTIVE_SCHEMA,
+}
+#: the columns that name a series, per table (rows are sorted by them and time)
+SERIES: dict[str, tuple[str, ...]] = {
+    "counters": ("device", "interface"),
+    "rates": ("device", "interface"),
+    "probes": ("src_device", "src_interface", "dst_device", "dst_interface", "ev"),
+    "collectives": ("job", "rank", "collective", "step"),
+}
+BUCKET_MS: dict[str, int] = {"1m": MINUTE_MS, "1h": HOUR_MS}
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How long each resolution is kept, in days (raw samples, 1-minute and 1-hour rollups,
+    collective timings)."""
+
+    raw_days: float = 7.0
+    minute_days: float = 90.0
+    hour_days: float = 730.0
+    collective_days: float = 90.0
+
+    def __post_init__(self) -> None:
+        bad = [
+            Problem(f"retention.{k}", f"must be a positive number of days, not {v!r}")
+            for k, v in asdict(self).items()
+            if not (isinstance(v, int | float) and v > 0)
+        ]
+        if not bad and not (self.raw_days <= self.minute_days <= self.hour_days):
+            bad.append(
+                Problem("retention", "keep raw <= 1-minute <= 1-hour days (coarser lives longer)")
+            )
+        if bad:
+            raise SpecError(bad)
+
+
+@dataclass(frozen=True)
+class Added:
+    """What an append stored: rows per table (``rates`` too, for counters) and notes (samples
+    refused as not newer than the stored ones, counter resets)."""
+
+    rows: int
+    rates: int = 0
+    notes: tuple[Problem, ...] = ()
+
+
+def _hour_name(hour: int) -> str:
+    return datetime.fromtimestamp(hour * 3600, UTC).strftime("%Y-%m-%dT%H")
+
+
+def _hour_of(name: str) -> int | None:
+    try:
+        dt = datetime.strptime(name, "%Y-%m-%dT%H").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return int(dt.timestamp()) // 3600
+
+
+def _write(path: Path, table: pa.Table) -> None:
+    names = [f.name for f in table.schema if pa.types.is_string(f.type)]
+    with atomic_open(path, "wb") as fh:
+        # dictionaries for the names only (numbers rarely repeat), light zstd
+        pq.write_table(
+            table,
+            fh,
+            compression="zstd",
+            compression_level=1,
+            use_dictionary=names,
+            row_group_size=1 << 20,
+        )
+
+
+class TelemetryStore:
+    """Telemetry of one design's fabric kept in ``path`` (created when missing). ``fabric``
+    is needed to add counters (their rates name links); ``retention`` is recorded when the
+    store is created (a different one given later replaces it)."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        fabric: OpsFabric | None = None,
+        *,
+        retention: Retention | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.fabric = fabric
+        meta = self.path / "store.json"
+        if self.path.exists() and not self.path.is_dir():
+            raise SpecError([Problem(str(self.path), "not a directory (a telemetry store is one)")])
+        if meta.is_file():
+            try:
+                doc = json.loads(meta.read_text())
+                if doc.get("format") != FORMAT:
+                    raise ValueError(f"format {doc.get('format')!r}, this version reads {FORMAT}")
+                kept = Retention(**doc["retention"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise SpecError(
+                    [Problem(str(meta), f"not a telemetry store's store.json: {exc}")]
+                ) from exc
+            if retention is not None and retention != kept:
+                self._save_meta(retention)
+                kept = retention
+            self.retention = kept
+        else:
+            if self.path.is_dir() and any(self.path.iterdir()):
+                raise SpecError(
+                    [Problem(str(self.path), "a directory that is not a telemetry store")]
+                )
+            self.retention = retention or Retention()
+            self._save_meta(self.retention)
+
+    def _save_meta(self, retention: Retention) -> None:
+        doc = {"format": FORMAT, "retention": asdict(retention)}
+        atomic_write(self.path / "store.json", json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        try:
+            fh = open(self.path / ".lock", "a")  # noqa: SIM115 (held for the block)
+        except OSError as exc:
+            raise OutputError(f"{self.path}: cannot lock the store: {exc}") from exc
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+            fh.close()
+
+    # -- appends -----------------------------------------------------------------------
+
+    def _append(self, kind: str, table: pa.Table) -> int:
+        """Write ``table`` (in ``kind``'s schema) as one new part per hour it touches."""
+        if table.num_rows == 0:
+            return 0
+        hours = np.asarray(table.column("ts_ms").to_numpy(), dtype=np.int64) // HOUR_MS
+        for hour in np.unique(hours).tolist():
+            part = table.filter(pa.array(hours == hour)) if hours.min() != hours.max() else table
+            folder = self.path / "raw" / kind / _hour_name(hour)
+            folder.mkdir(parents=True, exist_ok=True)
+            seq = 1 + max(
+                (int(p.stem.split("-")[1]) for p in folder.glob("part-*.parquet")), default=0
+            )
+            _write(folder / f"part-{seq:08d}.parquet", part)
+        return int(table.num_rows)
+
+    def _checked(self, kind: str, table: pa.Table) -> pa.Table:
+        schema = SCHEMAS[kind]
+        try:
+            return table.select(schema.names).cast(schema)
+        except (KeyError, pa.ArrowInvalid, ValueError) as exc:
+            raise SpecError(
+                [Problem(kind, f"not a {kind} table in the model's schema: {exc}")]
+            ) from exc
+
+    def add_counters(self, table: pa.Table) -> Added:
+        """Append counter samples (checked ones: ``ops.ingest``'s readers keep only those)
+        and their rates. A sample not after its interface's latest stored one is refused
+        with a note."""
+        if self.fabric is None:
+            raise SpecError([Problem(str(self.path), "adding counters needs the design's fabric")])
+        table = self._checked("counters", table)
+        with self._lock():
+            last_path = self.path / "state" / "last.parquet"
+            last = (
+                self._checked("counters", pq.read_table(last_path))
+                if last_path.is_file()
+                else COUNTER_SCHEMA.empty_table()
+            )
+            code = interface_codes(table, self.fabric)
+            last_code = interface_codes(last, self.fabric)
+            width = 2 * int(self.fabric.topology.n_links)
+            latest = np.full(width, np.iinfo(np.int64).min, dtype=np.int64)
+            known = last_code >= 0
+            latest[last_code[known]] = np.asarray(last.column("ts_ms"), dtype=np.int64)[known]
+            ts = np.asarray(table.column("ts_ms"), dtype=np.int64)
+            stale = (code >= 0) & (ts <= latest[np.maximum(code, 0)])
+            notes: list[Problem] = []
+            if stale.any():
+                rows_stale = np.flatnonzero(stale)
+                for r in rows_stale[:1000].tolist():
+                    notes.append(
+                        Problem(
+                            f"{table.column('device')[r]}:{table.column('interface')[r]} "
+                            f"at {ts[r]}",
+                            f"not after the latest stored sample ({latest[code[r]]}): not stored",
+                        )
+                    )
+                if len(rows_stale) > 1000:
+                    notes.append(Problem("counters", f"and {len(rows_stale) - 1000:,} more"))
+                table = table.filter(pa.array(~stale))
+                code = code[~stale]
+            # the interfaces' latest stored samples, then the new ones: their rates
+            present = np.zeros(width + 1, dtype=np.bool_)
+            present[code] = True  # code -1 marks the spare last slot
+            before = last.filter(pa.array(present[last_code]))
+            rates, resets = counter_rates_noted(pa.concat_tables([before, table]), self.fabric)
+            notes.extend(resets)
+            newest = latest_samples(
+                pa.concat_tables([last, table]), np.concatenate([last_code, code])
+            )
+            # the two tables' parts are written side by side (Parquet encoding releases the GIL)
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                wrote = pool.submit(self._append, "rates", rates)
+                rows = self._append("counters", table)
+                n_rates = wrote.result()
+            last_path.parent.mkdir(parents=True, exist_ok=True)
+            _write(last_path, newest)
+        return Added(rows, n_rates, tuple(notes))
+
+    def add_probes(self, table: pa.Table) -> Added:
+        """Append probe rows (``PROBE_SCHEMA``)."""
+        table = self._checked("probes", table)
+        with self._lock():
+            return Added(self._append("probes", table))
+
+    def add_collectives(self, table: pa.Table) -> Added:
+        """Append collective timings (``COLLECTIVE_SCHEMA``)."""
+        table = self._checked("collectives", table)
+        with self._lock():
+            return Added(self._append("collectives", table))
+
+    # -- queries -------------------------------------------------------------------------
+
+    def hours(self, kind: str, resolution: Resolution = "raw") -> list[int]:
+        """The UTC hours (``ts_ms // 3600000``) holding rows of ``kind`` at ``resolution``."""
+        folder = self.path / resolution / kind
+        if not folder.is_dir():
+            return []
+        return sorted(h for p in folder.iterdir() if (h := _hour_of(p.name)) is not None)
+
+    def _files(
+        self, kind: str, resolution: Resolution, start_ms: int | None, end_ms: int | None
+    ) -> list[str]:
+        out: list[str] = []
+        for hour in self.hours(kind, resolution):
+            lo, hi = hour * HOUR_MS, (hour + 1) * HOUR_MS
+            if (start_ms is not None and hi <= start_ms) or (end_ms is not None and lo >= end_ms):
+                continue
+            folder = self.path / resolution / kind / _hour_name(hour)
+            out.extend(str(p) for p in sorted(folder.glob("*.parquet")))
+        return out
+
+    def query(
+        self,
+        kind: Table,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        *,
+        resolution: Resolution = "raw",
+        where: str | None = None,
+        params: list[object] | None = None,
+    ) -> pa.Table:
+        """Rows of ``kind`` with ``start_ms <= ts_ms < end_ms`` at ``resolution``, sorted by
+        time and series; ``where`` an extra SQL condition (with ``?`` ``params``)."""
+        import duckdb
+
+        schema = SCHEMAS[kind]
+        if resolution not in ("raw", "1m", "1h"):
+            raise SpecError([Problem("resolution", f"raw, 1m or 1h, not {resolution!r}")])
+        if resolution != "raw" and kind == "collectives":
+            raise SpecError([Problem("resolution", "collectives are kept raw only")])
+        files = self._files(kind, resolution, start_ms, end_ms)
+        if not files:
+            return schema.empty_table()
+        cond = ["TRUE"]
+        args: list[object] = []
+        if start_ms is not None:
+            cond.append("ts_ms >= ?")
+            args.append(int(start_ms))
+        if end_ms is not None:
+            cond.append("ts_ms < ?")
+            args.append(int(end_ms))
+        if where:
+            cond.append(f"({where})")
+            args.extend(params or [])
+        order = ", ".join(("ts_ms", *SERIES[kind]))
+        columns = ", ".join(f'"{c}"' for c in schema.names)
+        sql = f"SELECT {columns} FROM read_parquet(?) WHERE {' AND '.join(cond)} ORDER BY {order}"
+        with duckdb.connect() as con:
+            got = con.sql(sql, params=[files, *args]).to_arrow_table()
+        return _as_table(got).cast(schema)
+
+    def counters(
+        self,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        *,
+        resolution: Resolution = "raw",
+    ) -> pa.Table:
+        """Counter samples (``COUNTER_SCHEMA``)."""
+        return self.query("counters", start_ms, end_ms, resolution=resolution)
+
+    def rates(
+        self,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        *,
+        resolution: Resolution = "raw",
+        device: str | None = None,
+    ) -> pa.Table:
+        """Rates (``RATE_SCHEMA``), of one device's interfaces when ``device`` is given."""
+        if device is None:
+            return self.query("rates", start_ms, end_ms, resolution=resolution)
+        return self.query(
+            "rates", start_ms, end_ms, resolution=resolution, where="device = ?", params=[device]
+        )
+
+    def probes(
+        self,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        *,
+        resolution: Resolution = "raw",
+    ) -> pa.Table:
+        """Probe rows (``PROBE_SCHEMA``)."""
+        return self.query("probes", start_ms, end_ms, resolution=resolution)
+
+    def collectives(self, start_ms: int | None = None, end_ms: int | None = None) -> pa.Table:
+        """Collective timings (``COLLECTIVE_SCHEMA``)."""
+        return self.query("collectives", start_ms, end_ms)
+
+    # -- downsampling and retention -------------------------------------------------------
+
+    def _rolled(self) -> dict[str, list[str]]:
+        p = self.path / "state" / "rolled.json"
+        if not p.is_file():
+            return {}
+        try:
+            doc = json.loads(p.read_text())
+        except ValueError:
+            return {}
+        return {str(k): list(v) for k, v in doc.items()} if isinstance(doc, dict) else {}
+
+    def downsample(self) -> int:
+        """Roll every raw hour of counters, rates and probes not rolled since it last changed
+        into its 1-minute and 1-hour rollups; the number of hours rolled."""
+        import duckdb
+
+        done = 0
+        with self._lock(), duckdb.connect() as con:
+            con.sql("SET threads TO 2")
+            rolled = self._rolled()
+            for kind in ("counters", "rates", "probes"):
+                for hour in self.hours(kind, "raw"):
+                    name = _hour_name(hour)
+                    parts = sorted(
+                        p.name for p in (self.path / "raw" / kind / name).glob("*.parquet")
+                    )
+                    key = f"{kind}/{name}"
+                    if rolled.get(key) == parts:
+                        continue
+                    files = [str(self.path / "raw" / kind / name / p) for p in parts]
+                    src = f"read_parquet({_sql_list(files)})"
+                    for res in ("1m", "1h"):
+                        sql = _rollup_sql(kind, src, BUCKET_MS[res])
+                        out = _as_table(con.sql(sql).to_arrow_table()).cast(SCHEMAS[kind])
+                        folder = self.path / res / kind / name
+                        folder.mkdir(parents=True, exist_ok=True)
+                        _write(folder / "rollup.parquet", out)
+                    rolled[key] = parts
+                    done += 1
+            if done:  # the rollups are rewritten whole, so a crash before this only redoes them
+                atomic_write(
+                    self.path / "state" / "rolled.json",
+                    json.dumps(rolled, indent=1, sort_keys=True) + "\n",
+                )
+        return done
+
+    def enforce_retention(self, now_ms: int) -> dict[str, int]:
+        """Roll up what is not yet rolled, then remove the hours older than the retention
+        (an hour goes when its end is more than the horizon before ``now_ms``); the number of
+        hour partitions removed per resolution."""
+        self.downsample()
+        r = self.retention
+        horizon = {
+            "raw": r.raw_days,
+            "1m": r.minute_days,
+            "1h": r.hour_days,
+        }
+        removed = {"raw": 0, "1m": 0, "1h": 0}
+        with self._lock():
+            rolled = self._rolled()
+            for res, days in horizon.items():
+                for kind in SCHEMAS:
+                    keep_days = r.collective_days if kind == "collectives" else days
+                    if kind == "collectives" and res != "raw":
+                        continue
+                    for hour in self.hours(kind, res):  # type: ignore[arg-type]
+                        if (hour + 1) * HOUR_MS <= now_ms - keep_days * DAY_MS:
+                            shutil.rmtree(self.path / res / kind / _hour_name(hour))
+                            removed[res] += 1
+                            if res == "raw":
+                                rolled.pop(f"{kind}/{_hour_name(hour)}", None)
+            if removed["raw"]:
+                atomic_write(
+                    self.path / "state" / "rolled.json",
+                    json.dumps(rolled, indent=1, sort_keys=True) + "\n",
+                )
+        return removed
+
+
+def _as_table(got: pa.Table | pa.RecordBatchReader) -> pa.Table:
+    if isinstance(got, pa.RecordBatchReader):
+        return got.read_all()
+    return got
+
+
+def _sql_list(files: list[str]) -> str:
+    return "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
+
+
+def _rollup_sql(kind: str, src: str, bucket_ms: int) -> str:
+    b = f"ts_ms // {bucket_ms}"
+    if kind == "counters":
+        cols = [f.name for f in COUNTER_SCHEMA if f.name not in ("ts_ms", "device", "interface")]
+        last = ", ".join(f"arg_max({c}, ts_ms) AS {c}" for c in cols)
+        return (
+            f"SELECT max(ts_ms) AS ts_ms, device, interface, {last} FROM {src} "
+            f"GROUP BY device, interface, {b} ORDER BY ts_ms, device, interface"
+        )
+    if kind == "rates":
+        rate_cols = [f.name for f in RATE_SCHEMA][6:-2]
+        weighted = ", ".join(
+            f"sum({c} * seconds) / nullif(sum(CASE WHEN {c} IS NULL THEN 0 ELSE seconds END), 0)"
+            f" AS {c}"
+            for c in rate_cols
+        )
+        return (
+            f"SELECT max(ts_ms) AS ts_ms, device, interface, any_value(link) AS link, "
+            f'any_value("end") AS "end", sum(seconds) AS seconds, {weighted}, '
+            "sum(up * seconds) / nullif(sum(CASE WHEN up IS NULL THEN 0 ELSE seconds END), 0) "
+            "AS up, sum(flaps)::INTEGER AS flaps "
+            f"FROM {src} GROUP BY device, interface, {b} ORDER BY ts_ms, device, interface"
+        )
+    if kind == "probes":
+        return (
+            "SELECT max(ts_ms) AS ts_ms, src_device, src_interface, dst_device, dst_interface, "
+            "ev, sum(sent)::INTEGER AS sent, sum(lost)::INTEGER AS lost, "
+            "sum(rtt_us * (sent - lost)) / nullif(sum(CASE WHEN rtt_us IS NULL THEN 0 "
+            "ELSE sent - lost END), 0) AS rtt_us, max(rtt_max_us) AS rtt_max_us "
+            f"FROM {src} GROUP BY src_device, src_interface, dst_device, dst_interface, ev, {b} "
+            "ORDER BY ts_ms, src_device, src_interface, dst_device, dst_interface, ev"
+        )
+    raise AssertionError(kind)  # pragma: no cover
+
+
+def summarise_rates(rates: pa.Table) -> list[dict[str, object]]:
+    """Per interface of a ``RATE_SCHEMA`` table: the window it covers (``first_ms`` the first
+    interval's start, ``last_ms`` the last one's end), each rate averaged over the window
+    weighted by the intervals' seconds (bit rates in Gb/s), the share of time up and the
+    flaps; busiest (tx + rx) first, then by name."""
+    import duckdb
+
+    def mean(c: str) -> str:
+        return f"sum({c} * seconds) / nullif(sum(CASE WHEN {c} IS NULL THEN 0 ELSE seconds END), 0)"
+
+    sql = (
+        "SELECT device, interface, min(ts_ms - CAST(round(seconds * 1000) AS BIGINT)) AS first_ms,"
+        f" max(ts_ms) AS last_ms, {mean('tx_bps')} / {BPS_PER_GBPS} AS tx_gbps, "
+        f"{mean('rx_bps')} / {BPS_PER_GBPS} AS rx_gbps, {mean('drops_ps')} AS drops_ps, "
+        f"{mean('ecn_ps')} AS ecn_ps, {mean('pfc_ps')} AS pfc_ps, {mean('up')} AS up, "
+        "coalesce(sum(flaps), 0)::BIGINT AS flaps FROM rates GROUP BY device, interface "
+        "ORDER BY coalesce(tx_gbps, 0) + coalesce(rx_gbps, 0) DESC, device, interface"
+    )
+    with duckdb.connect() as con:
+        con.register("rates", rates)
+        got = con.sql(sql).to_arrow_table()
+    return list(_as_table(got).to_pylist())
