@@ -172,6 +172,7 @@ def _ingest(work: Path, folder: str, store_dir: str) -> dict[str, object]:
     from clusterloom.ops.telemetry import TelemetryStore
 
     fabric = load_fabric(EXAMPLE)
+    shutil.rmtree(work / store_dir, ignore_errors=True)  # a fresh store each run
     store = TelemetryStore(work / store_dir, fabric)
     rows = {"counters": 0, "rates": 0, "probes": 0, "problems": 0}
     files = sorted((work / folder).glob("*.parquet"))

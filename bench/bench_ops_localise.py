@@ -5,11 +5,12 @@ into rates by ``ops.ingest.counter_rates``), localised and scored (``ops.evaluat
 top-3, precision, recall, kind right, false first, silent; with the time taken per kind
 (synthesis included) and the peak memory. A kind's row is printed as soon as it is done.
 
-``--scale DESIGN`` instead times ``localise`` alone at scale: ``--hours`` of 10-s rates of
-every interface (healthy utilisation with noise, one gray link dropping 0.5%) and probes
-(every host to two peers over four EVs, ten probes an interval, the probes over the gray link
-losing 0.5% each way), built directly as tables (not simulated), then localised; the time of
-each step and the peak memory.
+``--scale DESIGN`` instead times ``localise`` alone at scale, on the inputs ``bench_ops.py``'s
+hour hands it: ``--hours`` of 1-minute rates of every interface (a telemetry store's rollup;
+healthy utilisation with noise, one gray link dropping 0.5%) and 10-s probes (every host to
+one peer over four EVs, ten probes an interval, the probes over the gray link losing 0.5%
+each way), built directly as tables (not simulated), then localised; the time of each step
+and the peak memory.
 
     python bench/bench_ops_localise.py [--designs fat-tree-k16,hgx-1k-roce] [--incidents 200]
         [--seed 0] [--kinds gray-link,...]
@@ -41,30 +42,31 @@ def _scale(design: str, hours: float) -> None:
     t = fabric.topology
     rng = np.random.default_rng(0)
     n_t = int(hours * 360)
+    n_r = int(hours * 60)
     start = 1_796_083_200_000
-    # rates: every interface, every interval
+    # rates: every interface, every minute
     table = fabric.interface_table()
     n_if = table.num_rows
     link = np.asarray(table["link"].to_numpy(), dtype=np.int64)
     cap = np.asarray(table["capacity_bps"].to_numpy(), dtype=np.float64)
     gray = int(np.flatnonzero(t.link_tier == 2)[7])
-    util = np.tile(rng.uniform(0.3, 0.5, n_if), n_t) * (1 + rng.normal(0, 0.01, n_if * n_t))
-    tx = util * np.tile(cap, n_t)
+    util = np.tile(rng.uniform(0.3, 0.5, n_if), n_r) * (1 + rng.normal(0, 0.01, n_if * n_r))
+    tx = util * np.tile(cap, n_r)
     pps = tx / 8 / 4160
-    drops = np.where(np.tile(link == gray, n_t), 0.005 * pps, 0.0)
-    zeros = np.zeros(n_if * n_t)
+    drops = np.where(np.tile(link == gray, n_r), 0.005 * pps, 0.0)
+    zeros = np.zeros(n_if * n_r)
     rates = pa.table(
         {
-            "ts_ms": np.repeat(start + 10_000 * np.arange(1, n_t + 1, dtype=np.int64), n_if),
+            "ts_ms": np.repeat(start + 60_000 * np.arange(1, n_r + 1, dtype=np.int64), n_if),
             "device": pa.DictionaryArray.from_arrays(
-                np.tile(np.arange(n_if, dtype=np.int32), n_t), table["device"].combine_chunks()
+                np.tile(np.arange(n_if, dtype=np.int32), n_r), table["device"].combine_chunks()
             ),
             "interface": pa.DictionaryArray.from_arrays(
-                np.tile(np.arange(n_if, dtype=np.int32), n_t), table["interface"].combine_chunks()
+                np.tile(np.arange(n_if, dtype=np.int32), n_r), table["interface"].combine_chunks()
             ),
-            "link": np.tile(link, n_t),
-            "end": np.tile(np.asarray(table["end"].to_numpy(), dtype=np.int8), n_t),
-            "seconds": np.full(n_if * n_t, 10.0),
+            "link": np.tile(link, n_r),
+            "end": np.tile(np.asarray(table["end"].to_numpy(), dtype=np.int8), n_r),
+            "seconds": np.full(n_if * n_r, 60.0),
             "tx_bps": tx,
             "rx_bps": tx,
             "tx_pps": pps,
@@ -74,8 +76,8 @@ def _scale(design: str, hours: float) -> None:
             "pfc_ps": zeros,
             "fec_corrected_ps": zeros,
             "fec_uncorrected_ps": zeros,
-            "up": np.ones(n_if * n_t),
-            "flaps": np.zeros(n_if * n_t, dtype=np.int32),
+            "up": np.ones(n_if * n_r),
+            "flaps": np.zeros(n_if * n_r, dtype=np.int32),
         }
     )
     rates = rates.cast(
@@ -88,10 +90,11 @@ def _scale(design: str, hours: float) -> None:
             ]
         )
     )
-    # probes: two peers under other leaves, four EVs, ten probes an interval
+    # probes: one peer under another leaf, four EVs, ten probes an interval
     hosts, ports = t.plan.hosts, fabric.host_ports
-    src = np.repeat(np.arange(hosts, dtype=np.int64), 8)
-    dst = (src + rng.integers(64, hosts - 64, src.size)) % hosts
+    src = np.repeat(np.arange(hosts, dtype=np.int64), 4)
+    peer = (np.arange(hosts, dtype=np.int64) + rng.integers(64, hosts - 64, hosts)) % hosts
+    dst = np.repeat(peer, 4)
     port = src % ports
     ev = np.tile(np.arange(49152, 49156, dtype=np.int64), src.size // 4)
     paths = np.concatenate(
@@ -125,7 +128,7 @@ def _scale(design: str, hours: float) -> None:
     )
     t1 = time.perf_counter()
     print(
-        f"{design}: {hours:g} h of 10-s telemetry built in {t1 - t0:.1f} s: "
+        f"{design}: {hours:g} h of telemetry built in {t1 - t0:.1f} s: "
         f"{rates.num_rows:,} rate rows, {probes.num_rows:,} probe rows; RSS {_rss_mb():,.0f} MB"
     )
     sys.stdout.flush()

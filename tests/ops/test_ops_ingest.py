@@ -546,3 +546,20 @@ def test_the_kind_is_told_from_the_file_and_untimed_samples_take_the_scrape_time
     (tmp_path / "other.prom").write_text("up 1 1000\n")
     with pytest.raises(SpecError, match="no sample of a metric we read"):
         guess_kind(tmp_path / "other.prom")
+
+
+def test_a_huge_line_is_skipped_unread_and_the_last_line_needs_no_newline(
+    fabric: OpsFabric, tmp_path: Path
+) -> None:
+    good = 'clusterloom_interface_bytes_tx_total{device="node00000",interface="gpu0p0"} 5 '
+    path = tmp_path / "huge.prom"
+    with path.open("w") as f:
+        f.write(good + "1000\n")
+        f.write("y" * (9 << 20) + "\n")  # longer than two read blocks
+        f.write(good.replace(" 5 ", " 6 ") + "2000\r\n")
+        f.write(good.replace(" 5 ", " 7 ") + "3000")  # no newline at the end
+    got = read_counters(path, fabric)
+    assert [str(p) for p in got.problems] == [
+        f"huge.prom line 2: line longer than {MAX_LINE:,} characters (skipped)"
+    ]
+    assert got.table.column("bytes_tx").to_pylist() == [5, 6, 7]

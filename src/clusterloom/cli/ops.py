@@ -21,9 +21,10 @@ def register(app: typer.Typer, guard: Guard, out: Console) -> None:
     )
     app.add_typer(group, name="ops")
     # one line per part: ``from clusterloom.cli import ops_X; ops_X.register(group, guard, out)``
-    from clusterloom.cli import ops_ingest, ops_localise, ops_mitigate, ops_synth
+    from clusterloom.cli import ops_ingest, ops_localise, ops_mitigate, ops_probe, ops_synth
 
     ops_ingest.register(group, guard, out)
     ops_synth.register(group, guard, out)
     ops_localise.register(group, guard, out)
     ops_mitigate.register(group, guard, out)
+    ops_probe.register(group, guard, out)

@@ -942,20 +942,39 @@ def _int_token(text: str) -> int:
 
 def _lines(path: Path) -> Iterator[tuple[int, str | None]]:
     """``(line number, text)`` of a text file, ``None`` for a line over :data:`MAX_LINE`
-    characters (read past in pieces, never held whole)."""
+    characters (read past in pieces, never held whole): read in blocks of 4 MiB."""
     with path.open("r", encoding="utf-8", errors="replace", newline="\n") as f:
         n = 0
+        carry = ""
+        skipping = False  # inside a line too long to keep
         while True:
-            line = f.readline(MAX_LINE + 1)
-            if not line:
-                return
-            n += 1
-            if len(line) > MAX_LINE and not line.endswith("\n"):
-                while line and not line.endswith("\n"):
-                    line = f.readline(MAX_LINE + 1)
+            block = f.read(1 << 22)
+            if not block:
+                break
+            parts = block.split("\n")
+            if skipping:
+                if len(parts) == 1:
+                    continue
+                skipping = False
+                parts = parts[1:]
+                n += 1
                 yield n, None
-                continue
-            yield n, line.rstrip("\n").rstrip("\r")
+                if not parts:
+                    continue
+            parts[0] = carry + parts[0]
+            carry = parts.pop()
+            for line in parts:
+                n += 1
+                if len(line) > MAX_LINE:
+                    yield n, None
+                else:
+                    yield n, line[:-1] if line.endswith("\r") else line
+            if len(carry) > MAX_LINE:
+                skipping, carry = True, ""
+        if skipping:
+            yield n + 1, None
+        elif carry:
+            yield n + 1, carry[:-1] if carry.endswith("\r") else carry
 
 
 def _parse_exposition(
@@ -979,6 +998,7 @@ def _parse_exposition(
     last: dict[tuple[str, ...], tuple[float, int]] = {}  #: series -> latest time, its line
     problems: list[Problem] = []
     label_cache: dict[str, dict[str, str]] = {}
+    stamp_values: dict[str, float | None] = {}
     eof_at: int | None = None
     pos = {c: i for i, c in enumerate(value_cols)}
 
@@ -1020,7 +1040,7 @@ def _parse_exposition(
         if m is None:
             bad(n, 'malformed sample line (want: name{label="value",...} value [timestamp])')
             continue
-        name, lab, value, stamp = m.group(1), m.group(2), m.group(3), m.group(4)
+        name, lab, value, stamp = m.groups()
         if not _VALUE.match(value):
             bad(n, f"{name}: value {value!r} is not a number")
             continue
@@ -1061,7 +1081,10 @@ def _parse_exposition(
             keyvals.append(v)
         key = (stamp, *keyvals)
         series = (name, *keyvals)
-        when = _stamp_value(stamp)
+        if stamp in stamp_values:
+            when = stamp_values[stamp]
+        else:
+            when = stamp_values[stamp] = _stamp_value(stamp)
         before = last.get(series)
         if before is not None and when is not None and when <= before[0]:
             if when == before[0]:
@@ -1096,7 +1119,7 @@ def _parse_exposition(
         row[i] = value
     om = eof_at is not None
     # one row per series and time, in time order (the text lists one family after another)
-    keys = sorted(rows, key=lambda k: (_stamp_value(k[0]) is None, _stamp_value(k[0]) or 0.0))
+    keys = sorted(rows, key=lambda k: (stamp_values[k[0]] is None, stamp_values[k[0]] or 0.0))
     stamps: list[str | None] = []
     for k in keys:
         s = k[0]
