@@ -27,6 +27,29 @@ fabrics:
 """
 
 
+#: A k=4 fat tree of 16 one-GPU hosts at 100 Gb/s, 1 us links: the smallest 3-tier Clos.
+FAT_TREE_K4_SPEC = """
+version: 1
+name: fat-tree-k4
+description: k=4 fat tree, 16 hosts
+compute:
+  accelerators: 16
+  accelerators_per_node: 1
+  scale_up: {domain_size: 1}
+  nic: {ports_per_accelerator: 1, port_speed_gbps: 100}
+fabrics:
+  backend:
+    family: fat-tree
+    tiers: 3
+    switch: k4
+    link_latency_ns: {host_leaf: 1000, leaf_spine: 1000, spine_core: 1000}
+catalog:
+  switches:
+    k4: {vendor: generic, ports: 4, port_speed_gbps: 100, power_w: 100, rack_units: 1,
+         source: "a 4-port switch: the k of the k-ary fat tree"}
+"""
+
+
 def switch_entry(
     ports: int, speed_gbps: int = 100, breakouts: tuple[int, ...] = ()
 ) -> dict[str, Any]:

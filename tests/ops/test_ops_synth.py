@@ -20,27 +20,9 @@ from clusterloom.ops.faults import format_fault, parse_fault, random_fault, read
 from clusterloom.ops.model import COLLECTIVE_SCHEMA, COUNTER_SCHEMA, PROBE_SCHEMA, FaultKind
 from clusterloom.ops.synth import HDR, MSS, Synthetic, read_truth, synthesize, write_synthetic
 from clusterloom.spec import parse_spec
+from helpers import FAT_TREE_K4_SPEC
 
-SPEC = """
-version: 1
-name: fat-tree-k4
-description: k=4 fat tree, 16 hosts
-compute:
-  accelerators: 16
-  accelerators_per_node: 1
-  scale_up: {domain_size: 1}
-  nic: {ports_per_accelerator: 1, port_speed_gbps: 100}
-fabrics:
-  backend:
-    family: fat-tree
-    tiers: 3
-    switch: k4
-    link_latency_ns: {host_leaf: 1000, leaf_spine: 1000, spine_core: 1000}
-catalog:
-  switches:
-    k4: {vendor: generic, ports: 4, port_speed_gbps: 100, power_w: 100, rack_units: 1,
-         source: "a 4-port switch: the k of the k-ary fat tree"}
-"""
+SPEC = FAT_TREE_K4_SPEC
 PKT = MSS + HDR
 
 

@@ -547,52 +547,46 @@ class _Staged:
             self._stack.__exit__(type(err), err, None)
 
 
-class ParquetSink:
+class _TableSink:
+    """Rows streamed through a pyarrow table writer into a staged file, moved into place on
+    ``close`` (Parquet and CSV differ only in the writer)."""
+
     def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = _Staged(path)
+        self._writer = self._open(self._file.handle)
+        self.rows = 0
+
+    def _open(self, handle: Any) -> Any:
+        raise NotImplementedError
+
+    def write(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        if rows:
+            self._writer.write_table(rows_table(rows))
+            self.rows += len(rows)
+
+    def close(self) -> None:
+        self._writer.close()
+        self._file.commit()
+
+    def abort(self) -> None:
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        self._file.discard()
+
+
+class ParquetSink(_TableSink):
+    def _open(self, handle: Any) -> Any:
         import pyarrow.parquet as pq
 
-        self.path = path
-        self._file = _Staged(path)
-        self._writer = pq.ParquetWriter(self._file.handle, PROBE_SCHEMA)
-        self.rows = 0
-
-    def write(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        if rows:
-            self._writer.write_table(rows_table(rows))
-            self.rows += len(rows)
-
-    def close(self) -> None:
-        self._writer.close()
-        self._file.commit()
-
-    def abort(self) -> None:
-        with contextlib.suppress(Exception):
-            self._writer.close()
-        self._file.discard()
+        return pq.ParquetWriter(handle, PROBE_SCHEMA)
 
 
-class CsvSink:
-    def __init__(self, path: Path) -> None:
+class CsvSink(_TableSink):
+    def _open(self, handle: Any) -> Any:
         import pyarrow.csv as pcsv
 
-        self.path = path
-        self._file = _Staged(path)
-        self._writer = pcsv.CSVWriter(self._file.handle, PROBE_SCHEMA)
-        self.rows = 0
-
-    def write(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        if rows:
-            self._writer.write_table(rows_table(rows))
-            self.rows += len(rows)
-
-    def close(self) -> None:
-        self._writer.close()
-        self._file.commit()
-
-    def abort(self) -> None:
-        with contextlib.suppress(Exception):
-            self._writer.close()
-        self._file.discard()
+        return pcsv.CSVWriter(handle, PROBE_SCHEMA)
 
 
 #: OpenMetrics families of the interval ending at the sample's timestamp: (name, type, the
