@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -33,6 +34,7 @@ from clusterloom.ops.mitigate import (
     record_outcome,
 )
 from clusterloom.ops.model import Fault, FaultKind, Suspect, SuspectKind
+from clusterloom.store.logstore import log_store
 
 #: small traffic: a permutation among the first 256 of the 1,024 hosts (the rest are spares)
 HOSTS = 256
@@ -277,6 +279,13 @@ def proposed(fabric: OpsFabric) -> tuple[Proposal, tuple[Checked, ...]]:
     return p, checked
 
 
+def _logged(fn: Any, *args: Any, log: Path, **kwargs: Any) -> Any:
+    """``fn`` (decide, record_outcome) on the store's approval model over ``log``, as the
+    command line runs it with ``--log``."""
+    with log_store(log) as store:
+        return fn(*args, store=store, log=log, **kwargs)
+
+
 def test_decisions_round_trip_through_the_log(
     fabric: OpsFabric, proposed: tuple[Proposal, tuple[Checked, ...]], tmp_path: Path
 ) -> None:
@@ -285,20 +294,21 @@ def test_decisions_round_trip_through_the_log(
     p = propose_mitigation(fabric, checked, suspects=[], author="alice", log=log)
     assert p is not None
     propose_mitigation(fabric, checked, suspects=[], author="alice", log=log)  # once only
-    approval, decision = decide(p.id, by="bob", approved=True, note="gray uplink", log=log)
+    approval, decision = _logged(decide, p.id, by="bob", approved=True, note="gray uplink", log=log)
     assert decision.context["predicted_ps"] == checked[0].predicted_ps
     assert decision.context["nothing_ps"] == checked[0].nothing_ps
     assert decision.chosen == checked[0].mitigation.id
     with pytest.raises(StoreError, match="approved already"):
-        decide(p.id, by="carol", approved=False, note="changed my mind", log=log)
-    outcome = record_outcome(p.id, measured_ps=checked[0].predicted_ps or 1, by="bob", log=log)
+        _logged(decide, p.id, by="carol", approved=False, note="changed my mind", log=log)
+    measured = checked[0].predicted_ps or 1
+    outcome = _logged(record_outcome, p.id, measured_ps=measured, by="bob", log=log)
     assert "error +0.0%" in outcome.outcome
     records = read_records(log)
     assert [type(r) for r in records] == [Proposal, Approval, Decision, Decision]
     assert records[0] == p and records[1] == approval and records[2] == decision
     assert records[3] == outcome and outcome.context["measured_ps"] == checked[0].predicted_ps
     with pytest.raises(StoreError, match="not found"):
-        decide("ops-none", by="bob", approved=True, note="x", log=log)
+        _logged(decide, "ops-none", by="bob", approved=True, note="x", log=log)
 
 
 def test_decisions_round_trip_through_the_store(

@@ -105,12 +105,15 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
                     out.print(
                         f"{path}: {k}, {added.rows:,} of {got.rows_read:,} rows stored{extra}",
                         markup=False,
+                        soft_wrap=True,
                     )
                     lines = [str(p) for p in (*got.problems, *added.notes)]
                     for line in lines[:SHOWN]:
-                        out.print(f"  {line}", markup=False)
+                        out.print(f"  {line}", markup=False, soft_wrap=True)
                     if len(lines) > SHOWN:
-                        out.print(f"  ... and {len(lines) - SHOWN:,} more", markup=False)
+                        out.print(
+                            f"  ... and {len(lines) - SHOWN:,} more", markup=False, soft_wrap=True
+                        )
             return 1 if refused else 0
 
         code = guard(run)
@@ -196,6 +199,7 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
                 f"{removed['1m']} 1-minute, {removed['1h']} 1-hour (kept raw {r.raw_days:g} d, "
                 f"1m {r.minute_days:g} d, 1h {r.hour_days:g} d)",
                 markup=False,
+                soft_wrap=True,
             )
 
         guard(run)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -67,6 +68,26 @@ def _where(
 
         return open_store(store_url), None
     return None, log
+
+
+@contextmanager
+def _deciding(record: bool, store_url: str | None, log: Path | None) -> Iterator[Store]:
+    """The store a decision is checked and recorded in: the design store (``--store``) or the
+    store's approval model over the log (``--log``, ``store.log_store``)."""
+    from clusterloom.errors import Problem, SpecError
+    from clusterloom.store.logstore import log_store
+
+    store, log_path = _where(record, store_url, log)
+    if store is not None:
+        try:
+            yield store
+        finally:
+            store.close()
+    elif log_path is not None:
+        with log_store(log_path) as held:
+            yield held
+    else:
+        raise SpecError([Problem("--store/--log", "give one: the store or the log")])
 
 
 def _faults(texts: Sequence[str], fabric: OpsFabric) -> list[Fault]:
@@ -293,14 +314,14 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
             from clusterloom.ops.incident import incident_json, read_incident, with_decision
             from clusterloom.ops.mitigate import decide
 
-            store, log_path = _where(record, store_url, log)
             inc, when = None, _now(at)
             if incident is not None:  # checked before anything is recorded
                 inc = read_incident(incident)
                 inc = with_decision(inc, approved=not reject, by=by, at_ms=when, proposal=proposal)
-            approval, decision = decide(
-                proposal, by=by, approved=not reject, note=note, store=store, log=log_path
-            )
+            with _deciding(record, store_url, log) as store:
+                approval, decision = decide(
+                    proposal, by=by, approved=not reject, note=note, store=store, log=log
+                )
             if incident is not None and inc is not None:
                 atomic_write(incident, incident_json(inc))
             status = "APPROVED" if approval.approved else "REJECTED"
@@ -338,14 +359,14 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
             from clusterloom.sim.failures import parse_time
 
             ps = parse_time(measured, "--measured")
-            store, log_path = _where(record, store_url, log)
             inc = None
             if incident is not None:  # checked before anything is recorded
                 inc = read_incident(incident)
                 inc = with_outcome(inc, measured_ps=ps, at_ms=_now(at), proposal=proposal)
-            decision = record_outcome(
-                proposal, measured_ps=ps, by=by, note=note, store=store, log=log_path
-            )
+            with _deciding(record, store_url, log) as store:
+                decision = record_outcome(
+                    proposal, measured_ps=ps, by=by, note=note, store=store, log=log
+                )
             if incident is not None and inc is not None:
                 atomic_write(incident, incident_json(inc))
             out.print(f"proposal {proposal}: {decision.outcome}", markup=False, soft_wrap=True)

@@ -989,31 +989,6 @@ def _log_ids(path: Path) -> set[str]:
     return {r.id for r in read_records(path) if isinstance(r, Proposal)}
 
 
-class _LogStore:
-    """The store's approval model over a JSON-lines log: the log imported into a throwaway
-    SQLite store, so that a decision is checked exactly as the store checks it."""
-
-    def __init__(self, path: Path) -> None:
-        import tempfile
-
-        from clusterloom.store import open_store
-
-        self.path = path
-        self._dir = tempfile.TemporaryDirectory(prefix="clusterloom-ops-log-")
-        self.store = open_store(f"sqlite:///{self._dir.name}/log.db")
-        if path.exists():
-            from clusterloom.errors import StoreError
-
-            try:
-                self.store.import_records(path)
-            except StoreError as exc:
-                raise SpecError([Problem(str(path), str(exc))]) from exc
-
-    def close(self) -> None:
-        self.store.close()
-        self._dir.cleanup()
-
-
 def _proposal(store: Store, proposal_id: str) -> Proposal:
     from clusterloom.changes import Proposal
     from clusterloom.errors import StoreError
@@ -1048,32 +1023,26 @@ def decide(
     by: str,
     approved: bool,
     note: str,
-    store: Store | None = None,
+    store: Store,
     log: str | Path | None = None,
 ) -> tuple[Approval, Decision]:
     """``by``'s approval (or rejection) of a proposed mitigation and the
     ``changes.Decision`` with its context (the proposal's prediction and evidence, the note),
-    recorded in ``store`` or the ``log``. A decision is made once: a proposal decided or
-    superseded already is refused (``StoreError``), as the store's ``approve`` refuses it."""
+    recorded in ``store`` and, when given, appended to the JSON-lines ``log`` too (for a log
+    alone, ``store`` is ``clusterloom.store.log_store(log)``: the store's approval model over
+    the log). A decision is made once: a proposal decided or superseded already is refused
+    (``StoreError``), as the store's ``approve`` refuses it. The caller opens the store (a
+    lifecycle part imports none)."""
     from clusterloom.changes import Approval, Decision, append_record
 
-    if (store is None) == (log is None):
-        raise SpecError([Problem("--store/--log", "give one: the store or the log")])
-    holder = _LogStore(Path(log)) if log is not None else None
-    target = holder.store if holder is not None else store
-    assert target is not None
-    try:
-        p = _proposal(target, proposal_id)
-        target.approve(proposal_id, user=by, reason=note, approved=approved)
-        approval = Approval(proposal=proposal_id, approver=by, approved=approved, note=note)
-        context = {**_context(p), "approver": by, "approved": approved, "note": note}
-        decision = Decision(
-            proposal=proposal_id, context=context, chosen=_chosen(p) if approved else "nothing"
-        )
-        target.record(decision, user=by)
-    finally:
-        if holder is not None:
-            holder.close()
+    p = _proposal(store, proposal_id)
+    store.approve(proposal_id, user=by, reason=note, approved=approved)
+    approval = Approval(proposal=proposal_id, approver=by, approved=approved, note=note)
+    context = {**_context(p), "approver": by, "approved": approved, "note": note}
+    decision = Decision(
+        proposal=proposal_id, context=context, chosen=_chosen(p) if approved else "nothing"
+    )
+    store.record(decision, user=by)
     if log is not None:
         append_record(log, approval)
         append_record(log, decision)
@@ -1086,60 +1055,52 @@ def record_outcome(
     measured_ps: int,
     by: str,
     note: str = "",
-    store: Store | None = None,
+    store: Store,
     log: str | Path | None = None,
 ) -> Decision:
     """The outcome of an approved mitigation: the decision again with ``outcome`` filled
     (the measured time next to the prediction, the error) and the measured figure in its
-    context; refused (``StoreError``) unless the proposal was approved."""
+    context, recorded in ``store`` (and appended to ``log`` when given, as :func:`decide`);
+    refused (``StoreError``) unless the proposal was approved."""
     from clusterloom.changes import Decision, append_record
     from clusterloom.errors import StoreError
 
-    if (store is None) == (log is None):
-        raise SpecError([Problem("--store/--log", "give one: the store or the log")])
     if measured_ps <= 0:
         raise SpecError([Problem("--measured", "a measured time is > 0")])
-    holder = _LogStore(Path(log)) if log is not None else None
-    target = holder.store if holder is not None else store
-    assert target is not None
-    try:
-        status = target.proposal_status(proposal_id)
-        if status != "approved":
-            raise StoreError(
-                f"proposal {proposal_id[:64]!r} is {status}: an outcome is recorded for an "
-                "approved mitigation"
-            )
-        p = _proposal(target, proposal_id)
-        context = _context(p)
-        predicted = context.get("predicted_ps")
-        nothing = context.get("nothing_ps")
-        error = (
-            measured_ps / float(predicted) - 1.0
-            if isinstance(predicted, int | float) and predicted
-            else None
+    status = store.proposal_status(proposal_id)
+    if status != "approved":
+        raise StoreError(
+            f"proposal {proposal_id[:64]!r} is {status}: an outcome is recorded for an "
+            "approved mitigation"
         )
-        outcome = (
-            f"measured {_fmt_ps(measured_ps)}; predicted {_fmt_ps(_int(predicted))} "
-            f"(doing nothing {_fmt_ps(_int(nothing))})"
-            + (f"; error {error:+.1%}" if error is not None else "")
-            + (f"; {note}" if note else "")
-        )
-        decision = Decision(
-            proposal=proposal_id,
-            context={
-                **context,
-                "measured_ps": measured_ps,
-                "error": None if error is None else round(error, 6),
-                "by": by,
-                "note": note,
-            },
-            chosen=_chosen(p),
-            outcome=outcome,
-        )
-        target.record(decision, user=by)
-    finally:
-        if holder is not None:
-            holder.close()
+    p = _proposal(store, proposal_id)
+    context = _context(p)
+    predicted = context.get("predicted_ps")
+    nothing = context.get("nothing_ps")
+    error = (
+        measured_ps / float(predicted) - 1.0
+        if isinstance(predicted, int | float) and predicted
+        else None
+    )
+    outcome = (
+        f"measured {_fmt_ps(measured_ps)}; predicted {_fmt_ps(_int(predicted))} "
+        f"(doing nothing {_fmt_ps(_int(nothing))})"
+        + (f"; error {error:+.1%}" if error is not None else "")
+        + (f"; {note}" if note else "")
+    )
+    decision = Decision(
+        proposal=proposal_id,
+        context={
+            **context,
+            "measured_ps": measured_ps,
+            "error": None if error is None else round(error, 6),
+            "by": by,
+            "note": note,
+        },
+        chosen=_chosen(p),
+        outcome=outcome,
+    )
+    store.record(decision, user=by)
     if log is not None:
         append_record(log, decision)
     return decision
