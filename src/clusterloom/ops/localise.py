@@ -73,6 +73,9 @@ Z_MAX = 20.0
 DELAY_MIN_US = 2.0
 #: a probe key is dead in an interval when at least this share of its probes was lost
 DEAD_SHARE = 0.9
+#: the directed links the probes' evidence reports at most, the most likely first (each is
+#: given its time pattern; a fabric-wide storm of loss would otherwise name thousands)
+MAX_LINK_SUSPECTS = 100
 #: and a path link is cleared by other probes when those lost at most this share
 CLEAR_SHARE = 0.01
 #: probes that must clear a link
@@ -653,13 +656,15 @@ def _dead_ev_switches(
 
 
 def _time_fault(
-    p: _Probes, on_key: NDArray[np.bool_], t_idx: I64, tu: I64
+    p: _Probes, on_key: NDArray[np.bool_], t_idx: I64, tu: I64, among: I64
 ) -> tuple[FaultKind, int, int, str]:
     """The loss pattern of the probes through one element over the intervals: everything
     lost from the first loss to the end (dead, at least two intervals), bursts (an interval
     losing at least half, and loss in at most half of the intervals or the median interval
-    of the span losing less than half: flapping), or steady (gray)."""
-    rows = on_key[p.key]
+    of the span losing less than half: flapping), or steady (gray). ``among`` are the rows
+    that may be on ``on_key`` (every row of a key that lost a probe), so that each suspect
+    gathers only those, not every row."""
+    rows = among[on_key[p.key[among]]]
     s = np.bincount(t_idx[rows], weights=p.sent[rows], minlength=tu.size)
     lo = np.bincount(t_idx[rows], weights=p.lost[rows], minlength=tu.size)
     seen = s > 0
@@ -696,11 +701,13 @@ def _probe_evidence(
     conf = fit.confidence()
     csc = a.tocsc()
     by_link: dict[int, Suspect] = {}
-    for e in fit.suspects().tolist():
+    lossy_key = lost_k > 0
+    among = np.flatnonzero(lossy_key[p.key])
+    for e in fit.suspects()[:MAX_LINK_SUSPECTS].tolist():
         on_key = np.zeros(n_keys, dtype=bool)
         on_key[csc.indices[csc.indptr[e] : csc.indptr[e + 1]]] = True
         # the time pattern of the probes that carry the evidence: those through it that lost
-        kind, first, last, how = _time_fault(p, on_key & (lost_k > 0), t_idx, tu)
+        kind, first, last, how = _time_fault(p, on_key & lossy_key, t_idx, tu, among)
         link = e // 2
         s = Suspect(
             SuspectKind.LINK,
