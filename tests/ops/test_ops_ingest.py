@@ -288,6 +288,35 @@ def test_exposition_lines_are_checked_strictly(fabric: OpsFabric, tmp_path: Path
     assert got.table.column("link_up").to_pylist() == [None, None, True]
 
 
+def test_per_interval_probe_counts_may_be_gauges_and_counters_may_not(
+    fabric: OpsFabric, hosts: list[tuple[str, str]], tmp_path: Path
+) -> None:
+    """The probe agent writes sent and lost per interval (not monotonic) as gauges; an
+    interface counter typed a gauge is still refused."""
+    (sd, si), (dd, di) = hosts[0], hosts[5]
+    labels = f'src_device="{sd}",src_interface="{si}",dst_device="{dd}",dst_interface="{di}"'
+    text = "\n".join(
+        [
+            "# TYPE clusterloom_probe_sent gauge",
+            f'clusterloom_probe_sent{{{labels},ev="49152"}} 10 1000',
+            "# TYPE clusterloom_probe_lost gauge",
+            f'clusterloom_probe_lost{{{labels},ev="49152"}} 2 1000',
+            "# TYPE clusterloom_probe_rtt_us gauge",
+            f'clusterloom_probe_rtt_us{{{labels},ev="49152"}} 12.5 1000',
+        ]
+    )
+    path = tmp_path / "probes.prom"
+    path.write_text(text + "\n")
+    got = read_probes(path, fabric)
+    assert got.problems == ()
+    assert got.table.column("sent").to_pylist() == [10]
+    assert got.table.column("lost").to_pylist() == [2]
+    counters = tmp_path / "counters.prom"
+    counters.write_text("# TYPE clusterloom_interface_bytes_tx gauge\n")
+    (problem,) = read_counters(counters, fabric).problems
+    assert "is a counter, not a gauge" in problem.message
+
+
 def test_foreign_exporters_map_onto_the_design(fabric: OpsFabric, tmp_path: Path) -> None:
     text = "\n".join(
         [

@@ -1028,9 +1028,12 @@ def _parse_exposition(
                     if typ not in _TYPES:
                         bad(n, f"unknown metric type {typ!r}")
                     elif parts[2] in families:
+                        # a family read only as ``NAME_total`` is a counter; one whose plain
+                        # name is read too (a probe's per-interval sent and lost) may be a gauge
                         want = (
                             "counter"
-                            if parts[2].endswith("_total") or parts[2] + "_total" in metrics
+                            if parts[2].endswith("_total")
+                            or (parts[2] + "_total" in metrics and parts[2] not in metrics)
                             else None
                         )
                         if want and typ not in ("counter", "untyped", "unknown"):

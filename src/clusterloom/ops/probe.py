@@ -591,11 +591,10 @@ class CsvSink(_TableSink):
 
 #: OpenMetrics families of the interval ending at the sample's timestamp: (name, type, the
 #: PROBE_SCHEMA column it carries, help). ``sent`` and ``lost`` are counts per interval, not
-#: monotonic counters, so not ``counter``; ``ops.ingest`` refuses ``gauge`` for these two names
-#: (it keeps them for counters), so they are typed ``unknown``, which both accept.
+#: monotonic counters, so gauges.
 METRICS: tuple[tuple[str, str, str, str], ...] = (
-    ("clusterloom_probe_sent", "unknown", "sent", "probes sent in the interval"),
-    ("clusterloom_probe_lost", "unknown", "lost", "probes of the interval that did not come back"),
+    ("clusterloom_probe_sent", "gauge", "sent", "probes sent in the interval"),
+    ("clusterloom_probe_lost", "gauge", "lost", "probes of the interval that did not come back"),
     ("clusterloom_probe_rtt_us", "gauge", "rtt_us", "mean RTT of the probes that came back, us"),
     ("clusterloom_probe_rtt_max_us", "gauge", "rtt_max_us", "largest RTT of those probes, us"),
 )
