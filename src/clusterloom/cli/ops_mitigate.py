@@ -6,7 +6,8 @@ thin commands over :mod:`clusterloom.ops.mitigate`, :mod:`clusterloom.ops.incide
 Exit codes as in ``main.py``; ``mitigate``: 0 a mitigation was predicted better than doing
 nothing (and proposed with ``--store`` or ``--log``), 1 none was (nothing is proposed: the
 refused are listed with their figures), 2 bad input (a fault or suspect the design does not
-have, a fault the flow engine cannot express, a proposal decided already)."""
+have, a fault the engine cannot express, a design too big for the packet engine, a proposal
+decided already)."""
 
 from __future__ import annotations
 
@@ -170,6 +171,12 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
             typer.Option(help="hosts the traffic spans; the rest are spares to move ranks to"),
         ] = None,
         seed: Annotated[int, typer.Option(help="the simulators' seed")] = 0,
+        engine: Annotated[
+            str,
+            typer.Option(
+                help="flow, or packet for small designs (drops and retransmissions simulated)"
+            ),
+        ] = "flow",
         seeds: Annotated[
             int,
             typer.Option(
@@ -185,7 +192,8 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
             float,
             typer.Option(
                 "--assume-rate",
-                help="the rate a suspected gray link or slow port keeps, for --suspects",
+                help="the rate a suspected gray link or slow port keeps, for --suspects, "
+                "when its evidence states none",
             ),
         ] = 0.5,
         record: RecordOpt = False,
@@ -199,9 +207,9 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
             bool, typer.Option("--no-progress", help="no progress lines on stderr")
         ] = False,
     ) -> None:
-        """Check the mitigations of a fault (or of localised suspects) in the flow simulator
-        against doing nothing, and propose the best; one predicted worse than doing nothing
-        is never proposed."""
+        """Check the mitigations of a fault (or of localised suspects) in the flow (or, for
+        small designs, the packet) simulator against doing nothing, and propose the best; one
+        predicted worse than doing nothing is never proposed."""
 
         def run() -> bool:
             from clusterloom.atomic import atomic_write
@@ -240,6 +248,7 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
                 given,
                 candidates(fabric, given),
                 traffic=traffic,
+                engine=engine,
                 seed=seed,
                 transport=transport,
                 size=size,

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FAULT_SYNTAX",
     "PROBE_EVS",
+    "default_severity",
     "fault_failures",
     "flap_windows",
     "format_fault",
@@ -93,6 +94,13 @@ _SEVERITY: dict[FaultKind, tuple[str, float]] = {
     FaultKind.STRAGGLER_RANK: ("delay", 10_000.0),
 }
 _ROLE_SPINE, _ROLE_LEAF = 2, 1
+
+
+def default_severity(kind: FaultKind) -> float:
+    """The size a fault of ``kind`` has when none is given (its key's default: 2 flaps a
+    minute, a share of 0.8, a load of 0.5, a delay of 10,000 us); 0 for the kinds sized by
+    ``loss`` and ``rate`` or not at all."""
+    return _SEVERITY[kind][1] if kind in _SEVERITY else 0.0
 
 
 def parse_offset_ms(text: str, where: str) -> int:

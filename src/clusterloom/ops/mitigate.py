@@ -137,9 +137,12 @@ class Mitigation:
     objects: tuple[str, ...]
     links: tuple[int, ...] = ()
     hosts: tuple[int, ...] = ()
-    #: the node id of a drained switch (its failure text ``switch:N@0``)
+    #: the node id of a drained switch (its failure text ``switch:N@0``), or of the switch
+    #: whose ECMP group a reweight reprograms evenly
     switch: int | None = None
     note: str = ""
+    #: the dead EV (``SWITCH#EV`` or ``SRC>DST#EV``) that retiring EVs takes out of use
+    ev: str | None = None
 
     @property
     def id(self) -> str:
@@ -147,6 +150,8 @@ class Mitigation:
 
     def failures(self) -> tuple[str, ...]:
         """The ``sim.failures`` texts that put a drain (or retired EVs) into a run."""
+        if self.kind == MitigationKind.RETIRE_EVS and self.ev is not None:
+            return ()  # one dead EV retired at the endpoints: no link changes
         if self.kind in (MitigationKind.DRAIN_SWITCH, MitigationKind.RETIRE_EVS) and (
             self.switch is not None
         ):  # one failure of every link: the transport reacts once
@@ -235,10 +240,37 @@ def proposable(checked: Sequence[Checked]) -> tuple[Checked, ...]:
 # --- faults and suspects -------------------------------------------------------------------
 
 
+def evidence_rate(suspect: Suspect) -> float | None:
+    """The rate a suspected gray link or slow port keeps when its evidence says it (the
+    exporters' operational speed: ``... 25% of the design's 400 Gb/s``, or a ``rate=F``), else
+    None. Read defensively: a field ``rate`` or ``speed_share`` on the suspect counts too."""
+    import re
+
+    for name in ("speed_share", "rate"):
+        v = getattr(suspect, name, None)
+        if isinstance(v, int | float) and 0.0 < float(v) < 1.0:
+            return float(v)
+    for text in suspect.evidence:
+        m = re.search(r"(\d+(?:\.\d+)?)% of the design's", text)
+        if m is None:
+            m2 = re.search(r"\brate=(0?\.\d+|0|1(?:\.0*)?)\b", text)
+            value = float(m2.group(1)) if m2 else None
+        else:
+            value = float(m.group(1)) / 100.0
+        if value is not None and 0.0 < value < 1.0:
+            return value
+    return None
+
+
 def suspect_fault(suspect: Suspect, *, assumed_rate: float = ASSUMED_RATE) -> Fault:
     """The fault a suspect stands for, for a check: its kind (the suspect's ``fault``, else
     what its kind suggests) on its target, from time 0; a suspected gray link or slow port
-    keeps ``assumed_rate`` of its capacity (a suspect does not say how bad it is)."""
+    keeps the rate its evidence states (:func:`evidence_rate`: an operational speed below the
+    design's), else ``assumed_rate`` (a suspect does not say how bad it is); the other kinds
+    take ``ops synth``'s default size (a mis-hashed switch 0.8 of its flows on one uplink, a
+    congested spine 0.5 extra load, a straggler 10 ms late)."""
+    from clusterloom.ops.faults import default_severity
+
     kind = suspect.fault
     if kind is None:
         kind = {
@@ -249,8 +281,13 @@ def suspect_fault(suspect: Suspect, *, assumed_rate: float = ASSUMED_RATE) -> Fa
             SuspectKind.DEVICE: FaultKind.MIS_HASHED_SWITCH,
             SuspectKind.CONGESTION: FaultKind.CONGESTED_SPINE,
         }[suspect.kind]
-    rate = assumed_rate if kind in (FaultKind.GRAY_LINK, FaultKind.SLOW_NIC_PORT) else 1.0
-    return Fault(kind, suspect.target, 0, rate=rate, note=f"suspect ({suspect.confidence:.2f})")
+    rate = 1.0
+    note = f"suspect ({suspect.confidence:.2f})"
+    if kind in (FaultKind.GRAY_LINK, FaultKind.SLOW_NIC_PORT):
+        told = evidence_rate(suspect)
+        rate = assumed_rate if told is None else told
+        note += ", rate assumed" if told is None else ", rate from its evidence"
+    return Fault(kind, suspect.target, 0, rate=rate, severity=default_severity(kind), note=note)
 
 
 def _suspect_of(fault: Fault) -> Suspect:
@@ -317,16 +354,29 @@ def fault_texts(
     fault: Fault, fabric: OpsFabric, *, transport: str = "roce-ecmp"
 ) -> tuple[str, ...]:
     """The ``sim.failures`` texts that put ``fault`` into a checked run, present from time 0
-    (module docstring, "Faults in the flow engine"): ``ops.faults.fault_failures`` of the
+    (module docstring, "Faults in the engines"): ``ops.faults.fault_failures`` of the
     fault in force for the whole run (``at_start``: a flapping link down, one flap striking as
     the step starts), a lossy link as the rate its losses leave ``transport`` (a go-back-N
-    ``roce-ecmp`` resends :func:`go_back_n_window` packets per loss, a sprayer one);
-    ``SpecError`` naming the fault when the flow engine cannot express its kind."""
-    from clusterloom.ops.faults import fault_failures
+    ``roce-ecmp`` resends :func:`go_back_n_window` packets per loss, a sprayer one); a
+    congested spine as the capacity its extra load takes (``sim.faultforms``). A dead EV, a
+    mis-hashed switch and a straggler are no failure (none: :func:`fault_form` gives their
+    forms), their targets checked. ``SpecError`` naming the fault when the design has no such
+    target."""
+    from clusterloom.ops.faults import fault_failures, switch_node
 
     kind = fault.kind
     where = f"fault {kind.value}:{fault.target}"
     now = fault
+    if kind in _FORMED:
+        fault_form([fault], fabric)  # SpecError naming a target the design has not
+        return ()
+    if kind == FaultKind.CONGESTED_SPINE:
+        from clusterloom.sim.faultforms import congestion_failures
+
+        node = switch_node(fabric, fault.target, where)
+        if int(fabric.topology.node_role[node]) < 2:
+            raise SpecError([Problem(where, "a congested switch is a spine (or core)")])
+        return congestion_failures(node, fault.severity or 0.5)
     if kind in (FaultKind.GRAY_LINK, FaultKind.SLOW_NIC_PORT):
         resend = go_back_n_window(fabric) if transport == "roce-ecmp" else 0
         now = dataclasses.replace(now, rate=_kept(fault, where, resend), loss=0.0)
@@ -338,16 +388,63 @@ def fault_texts(
             raise SpecError([Problem(where, "the design has no such NIC port (device:interface)")])
     texts = fault_failures(now, fabric, at_start=True)
     if not texts:
-        raise SpecError(
-            [
-                Problem(
-                    where,
-                    f"a {kind.value} fault is not a failure the flow engine expresses (dead, "
-                    "flapping and gray links, slow NIC ports): its mitigations cannot be checked",
-                )
-            ]
-        )
+        raise SpecError([Problem(where, "the fault changes nothing the engines model")])
     return texts
+
+
+#: the kinds whose form is not a failure (``sim.faultforms``)
+_FORMED = (FaultKind.DEAD_EV, FaultKind.MIS_HASHED_SWITCH, FaultKind.STRAGGLER_RANK)
+
+
+@dataclass(frozen=True)
+class FaultForm:
+    """What the faults that are no failure are in a run (``sim.faultforms``): mis-hashed
+    switches ``(node, share)`` (a skewed ECMP group), stragglers ``(host, delay_ps)`` (their
+    flows of each step late), dead EVs ``(target, switch node or None, (src, dst, port) or
+    None, ev)``."""
+
+    skews: tuple[tuple[int, float], ...] = ()
+    stragglers: tuple[tuple[int, int], ...] = ()
+    dead_evs: tuple[tuple[str, int | None, tuple[int, int, int] | None, int], ...] = ()
+
+
+def fault_form(faults: Sequence[Fault], fabric: OpsFabric) -> FaultForm:
+    """The :class:`FaultForm` of ``faults`` (the kinds no failure expresses), their targets
+    checked against ``fabric`` (``SpecError`` naming the fault)."""
+    from clusterloom.ops.faults import default_severity, switch_node, uplinks
+    from clusterloom.units import PS_PER_US
+
+    skews: list[tuple[int, float]] = []
+    late: list[tuple[int, int]] = []
+    dead: list[tuple[str, int | None, tuple[int, int, int] | None, int]] = []
+    t = fabric.topology
+    for f in faults:
+        where = f"fault {f.kind.value}:{f.target}"
+        size = f.severity or default_severity(f.kind)
+        if f.kind == FaultKind.MIS_HASHED_SWITCH:
+            node = switch_node(fabric, f.target, where)
+            if uplinks(fabric, node).size < 2:
+                raise SpecError([Problem(where, "has fewer than two uplinks to mis-hash over")])
+            skews.append((node, size))
+        elif f.kind == FaultKind.STRAGGLER_RANK:
+            rank = f.target.removeprefix("rank:")
+            if not rank.isdigit() or int(rank) >= t.plan.hosts:
+                raise SpecError([Problem(where, f"a rank is rank:N, N < {t.plan.hosts}")])
+            late.append((int(rank), max(1, round(size * PS_PER_US))))
+        elif f.kind == FaultKind.DEAD_EV:
+            path, sep, ev_text = f.target.rpartition("#")
+            if not sep or not ev_text.isdigit():
+                raise SpecError([Problem(where, "a dead EV is SRC>DST#EV or SWITCH#EV")])
+            if ">" in path:
+                a, _, b = path.partition(">")
+                ha = fabric.host_of(*a.split(":", 1)) if ":" in a else None
+                hb = fabric.host_of(*b.split(":", 1)) if ":" in b else None
+                if ha is None or hb is None:
+                    raise SpecError([Problem(where, "the design has no such NIC ports")])
+                dead.append((f.target, None, (ha[0], hb[0], ha[1]), int(ev_text)))
+            else:
+                dead.append((f.target, switch_node(fabric, path, where), None, int(ev_text)))
+    return FaultForm(tuple(skews), tuple(late), tuple(dead))
 
 
 def _kept(fault: Fault, where: str, resend: int) -> float:
@@ -409,6 +506,31 @@ def candidates(fabric: OpsFabric, suspects: Sequence[Suspect | Fault]) -> tuple[
     for x in suspects:
         s = _as_suspect(x)
         if s.kind == SuspectKind.CONGESTION:
+            idx = idx or _index(fabric)
+            node = idx.node_of.get(s.target)
+            if node is None or int(t.node_role[node]) < 2:
+                raise SpecError([Problem(s.target, "the design has no such spine (or core)")])
+            links = _node_links(fabric, node)
+            ids = tuple(int(i) for i in links)
+            add(
+                Mitigation(
+                    MitigationKind.REWEIGHT,
+                    s.target,
+                    tuple(fabric.link_label(i) for i in ids),
+                    links=ids,
+                    note="the sprayers' EVs weighted by what they deliver, off the hot spine",
+                )
+            )
+            add(
+                Mitigation(
+                    MitigationKind.DRAIN_SWITCH,
+                    s.target,
+                    (s.target,),
+                    links=ids,
+                    switch=node,
+                    note=f"{len(ids)} links; the other traffic moves to its peers",
+                )
+            )
             continue
         if s.kind == SuspectKind.LINK:
             link = fabric.link_of_label(s.target)
@@ -449,6 +571,18 @@ def candidates(fabric: OpsFabric, suspects: Sequence[Suspect | Fault]) -> tuple[
                     switch=node,
                 )
             )
+            ups = links[t.link_src[links] == node]
+            if s.fault in (None, FaultKind.MIS_HASHED_SWITCH) and ups.size >= 2:
+                add(
+                    Mitigation(
+                        MitigationKind.REWEIGHT,
+                        s.target,
+                        (s.target,),
+                        links=tuple(int(i) for i in ups),
+                        switch=node,
+                        note="its ECMP group reprogrammed even over its uplinks",
+                    )
+                )
             hosts = np.unique(t.link_src[links[t.link_tier[links] == 1]]).astype(np.int64)
             if hosts.size:
                 devs = tuple(f"rank:{h}" for h in hosts.tolist())
@@ -479,18 +613,35 @@ def candidates(fabric: OpsFabric, suspects: Sequence[Suspect | Fault]) -> tuple[
             host = int(rank_s)
             add(Mitigation(MitigationKind.MOVE_RANKS, s.target, (f"rank:{host}",), hosts=(host,)))
         elif s.kind == SuspectKind.EV:
-            add(
-                Mitigation(
-                    MitigationKind.RETIRE_EVS,
-                    s.target,
-                    (s.target,),
-                    note="one EV: the flow engine hashes EVs, it cannot retire a single one",
+            path, _, _ = s.target.rpartition("#")
+            add(Mitigation(MitigationKind.RETIRE_EVS, s.target, (s.target,), ev=s.target))
+            if ">" not in path:
+                idx = idx or _index(fabric)
+                node = idx.node_of.get(path)
+                if node is None or int(t.node_role[node]) == 0:
+                    raise SpecError([Problem(s.target, "the design has no such switch")])
+                links = _node_links(fabric, node)
+                add(
+                    Mitigation(
+                        MitigationKind.DRAIN_SWITCH,
+                        path,
+                        (path,),
+                        links=tuple(int(i) for i in links),
+                        switch=node,
+                        note=f"{len(links)} links",
+                    )
                 )
-            )
     return tuple(out.values())
 
 
 # --- the check -----------------------------------------------------------------------------
+
+
+#: the packet engine checks designs and traffic up to these sizes (a run per candidate; the
+#: engine's memory and time grow with the packets in flight and the fabric's queues)
+PACKET_MAX_HOSTS = 1024
+PACKET_MAX_FLOWS = 512
+PACKET_MAX_BYTES = 1 << 30
 
 
 def check_mitigations(
@@ -515,40 +666,34 @@ def check_mitigations(
     proposable (:data:`Verdict.BETTER`) first, those within the engine's tolerance of the best
     by risk then time, the others by time; then the refused (module docstring).
 
-    ``traffic`` is a ``sim.scenario`` traffic kind (default: ``step`` when the spec has a job,
-    else the standard permutation), ``size`` its message size, ``hosts`` how many hosts it
-    spans (the rest are spares to move ranks to); ``transport`` the job's transport (default:
-    the spec scenario's first, else ``roce-ecmp``); ``min_gain`` the share of doing nothing's
-    time a mitigation must save (default the engine's rate tolerance); ``progress`` is told
-    what runs as each run starts; ``assumed_rate`` the rate a suspected gray link or slow port
-    keeps (a suspect does not say how bad it is); ``seeds`` how many seeds (``seed``,
-    ``seed + 1``...: the traffic's draw and the switches' hash) every run is made with: the
-    figures are their means, and a candidate is proposable only when it is better on every
-    one."""
-    from clusterloom.sim.predict import FlowPrediction, predict
+    ``engine`` is ``flow`` (default) or ``packet`` (small designs and traffic only:
+    :data:`PACKET_MAX_HOSTS`, :data:`PACKET_MAX_FLOWS`, :data:`PACKET_MAX_BYTES`; a dead EV
+    is refused there). ``traffic`` is a ``sim.scenario`` traffic kind (default: ``step`` when
+    the spec has a job, else the standard permutation), ``size`` its message size, ``hosts``
+    how many hosts it spans (the rest are spares to move ranks to); ``transport`` the job's
+    transport (default: the spec scenario's first, else ``roce-ecmp``); ``min_gain`` the share
+    of doing nothing's time a mitigation must save (default the engine's rate tolerance);
+    ``progress`` is told what runs as each run starts; ``assumed_rate`` the rate a suspected
+    gray link or slow port keeps when its evidence does not say; ``seeds`` how many seeds
+    (``seed``, ``seed + 1``...: the traffic's draw and the switches' hash) every run is made
+    with: the figures are their means, and a candidate is proposable only when it is better on
+    every one."""
     from clusterloom.sim.scenario import DEFAULT_TRAFFIC, build_traffic, resolve_scenario
 
-    if engine != "flow":
-        raise SpecError(
-            [
-                Problem(
-                    "engine",
-                    "mitigations are checked on the flow engine (one run per candidate; the "
-                    "packet engine's would take minutes each)",
-                )
-            ]
-        )
+    if engine not in ("flow", "packet"):
+        raise SpecError([Problem("engine", f"the flow or the packet engine, not '{engine}'")])
     if not faults:
         raise SpecError([Problem("faults", "give the fault (or suspects) to check against")])
     spec, topo = fabric.spec, fabric.topology
     fault_list = assumed_faults(fabric, faults, assumed_rate=assumed_rate)
-    names = _transport_of(spec, transport)
+    names = _transport_of(spec, transport, engine)
     texts = tuple(t for f in fault_list for t in fault_texts(f, fabric, transport=names))
+    form = fault_form(fault_list, fabric)
     kind = traffic or ("step" if spec.job is not None else DEFAULT_TRAFFIC)
     base = resolve_scenario(
         spec,
         topo,
-        engine="flow",
+        engine="packet" if engine == "packet" else "flow",
         traffic=kind,
         size=size,
         transports=[names],
@@ -561,12 +706,11 @@ def check_mitigations(
     gain_floor = base.rtol if min_gain is None else min_gain
     if not 0.0 <= gain_floor < 1.0:
         raise SpecError([Problem("min_gain", f"a share in [0, 1), got {gain_floor}")])
+    if engine == "packet":
+        _packet_fits(fabric, base, form)
 
-    def figures(sc: Scenario) -> tuple[int, int, int]:
-        p = predict(topo, sc)
-        assert isinstance(p, FlowPrediction)
-        sm = p.summaries[0]
-        return sm.makespan_ps, sm.finished, sm.flows
+    def figures(sc: Scenario, m: Mitigation | None) -> tuple[int, int, int]:
+        return _figures(fabric, sc, form, m, base)
 
     say = progress or (lambda _text: None)
     bases = [base] + [
@@ -581,8 +725,8 @@ def check_mitigations(
     ]
     nothing = []
     for b in bases:
-        say(f"doing nothing, seed {b.seed}: {len(b.traffic or ()):,} flows on {names}")
-        nothing.append(figures(b))
+        say(f"doing nothing, seed {b.seed}: {len(b.traffic or ()):,} flows on {names} ({engine})")
+        nothing.append(figures(b, None))
     flows = nothing[0][2]
     nothing_ps = round(sum(x[0] for x in nothing) / len(nothing))
     nothing_done = min(x[1] for x in nothing)
@@ -619,7 +763,7 @@ def check_mitigations(
         ready = [v for v in variants if not isinstance(v, str)]
         runs = []
         for (sc, _), (n_ps, n_done, _) in zip(ready, nothing, strict=True):
-            ps, done, _ = figures(sc)
+            ps, done, _ = figures(sc, m)
             runs.append((ps, done, _verdict(ps, done, n_ps, n_done, flows, gain_floor)))
         verdict, reason = _combined(runs, [b.seed for b in bases])
         sc, options = ready[0]
@@ -637,18 +781,160 @@ def check_mitigations(
     return _ranked(out, base.rtol)
 
 
-def _transport_of(spec: Any, given: str | None) -> str:
+def _packet_fits(fabric: OpsFabric, base: Scenario, form: FaultForm) -> None:
+    """Refuse a packet-engine check the engine cannot express or that is too big."""
+    problems: list[Problem] = []
+    if form.dead_evs:
+        problems.append(
+            Problem(
+                "--engine packet",
+                "a dead EV is not expressible in the packet engine (its switches forward by "
+                "route(), no hash bucket black-holes): check it on the flow engine",
+            )
+        )
+    hosts = int(fabric.topology.plan.hosts)
+    load = base.traffic
+    assert load is not None
+    if hosts > PACKET_MAX_HOSTS:
+        problems.append(
+            Problem(
+                "--engine packet",
+                f"the design has {hosts:,} hosts, the packet engine checks up to "
+                f"{PACKET_MAX_HOSTS:,}: use the flow engine",
+            )
+        )
+    if len(load) > PACKET_MAX_FLOWS or int(load.nbytes.sum()) > PACKET_MAX_BYTES:
+        problems.append(
+            Problem(
+                "--engine packet",
+                f"{len(load):,} flows of {int(load.nbytes.sum()):,} B: the packet engine checks "
+                f"up to {PACKET_MAX_FLOWS:,} flows and {PACKET_MAX_BYTES:,} B (give --hosts and "
+                "--size, or use the flow engine)",
+            )
+        )
+    if problems:
+        raise SpecError(problems)
+
+
+def _figures(
+    fabric: OpsFabric, sc: Scenario, form: FaultForm, m: Mitigation | None, base: Scenario
+) -> tuple[int, int, int]:
+    """``(completion ps, flows finished, flows)`` of one run: ``sc`` with the faults' forms
+    (``sim.faultforms``) as mitigation ``m`` leaves them (None: doing nothing)."""
+    from clusterloom.sim.predict import FlowPrediction, predict
+
+    topo = fabric.topology
+    sc, router, stalled = _formed(fabric, sc, form, m, base)
+    p = predict(topo, sc, router=router, keep_runs=stalled is not None)
+    if isinstance(p, FlowPrediction):
+        sm = p.summaries[0]
+        ps, done, flows = sm.makespan_ps, sm.finished, sm.flows
+        if stalled is not None:  # black-holed RoCE queue pairs never deliver
+            assert sc.traffic is not None
+            real = ~sc.traffic.barrier
+            finish = p.runs[0].result.finish_ps
+            done -= int(((finish >= 0) & stalled & real).sum())
+        return ps, done, flows
+    r = p.outcomes[0].result
+    fin = np.asarray(r.finish_ps)
+    ok = fin >= 0
+    return int(fin[ok].max(initial=0)), int(ok.sum()), int(fin.size)
+
+
+def _formed(
+    fabric: OpsFabric, sc: Scenario, form: FaultForm, m: Mitigation | None, base: Scenario
+) -> tuple[Scenario, Any, NDArray[np.bool_] | None]:
+    """``sc`` with the forms of the faults no failure expresses, as ``m`` leaves them: the
+    router with each mis-hashed switch's skewed group (unless ``m`` reweights that switch),
+    stragglers' flows late (by host: ranks moved off a straggler are on time), a dead EV's
+    units lost (unless ``m`` retires that EV): a sprayer's connections holding one stall until
+    its detection, RoCE's flows holding one (and those waiting for them) never finish."""
+    from clusterloom.sim.faultforms import black_holed, skewed_router, straggling
+    from clusterloom.sim.flow.transports import transport as make
+
+    router = None
+    for node, share in form.skews:
+        if m is not None and m.kind == MitigationKind.REWEIGHT and m.switch == node:
+            continue
+        router, _ = skewed_router(router or fabric.router, node, share)
+    traffic = sc.traffic
+    assert traffic is not None
+    if form.stragglers:
+        for host, delay_ps in form.stragglers:
+            traffic = straggling(traffic, [host], delay_ps)
+    stalled: NDArray[np.bool_] | None = None
+    name = sc.transports[0]
+    planned = m is not None and m.kind in (
+        MitigationKind.DRAIN_LINK,
+        MitigationKind.DRAIN_SWITCH,
+        MitigationKind.RETIRE_EVS,
+    )
+    alive = np.ones(fabric.topology.n_links, dtype=bool)
+    if planned:
+        for f in sc.failures:
+            if f.fraction == 0.0 and f.start_ps == 0:
+                alive[f.links] = False
+    opts = sc.options_of(name)
+    for target, switch, pair, ev in form.dead_evs:
+        if m is not None and m.kind == MitigationKind.RETIRE_EVS and m.ev == target:
+            continue
+        src = traffic.src.astype(np.int64)
+        dst = traffic.dst.astype(np.int64)
+        dead, owner = black_holed(
+            router or fabric.router,
+            name,
+            src,
+            dst,
+            sc.seed,
+            alive=alive,
+            switch=switch,
+            ev=ev,
+            pair=pair,
+            qps=int(opts["qps"]) if opts.get("qps") else None,
+            evs=int(opts["evs"]) if opts.get("evs") else None,
+        )
+        hit = np.bincount(owner[dead], minlength=len(traffic)) > 0
+        if name == "roce-ecmp":
+            stalled = _waiting(traffic, hit | (stalled if stalled is not None else hit))
+        elif not bool(opts.get("balance", 0.0)):
+            # a fixed split stalls until the sprayer's own detection retires the EV
+            detect = make(name, **base.options_of(name)).reroute_delay_s()
+            from clusterloom.units import PS_PER_S
+
+            free = np.diff(traffic.dep_ptr) == 0
+            late = hit & free
+            start = traffic.start_ps.astype(np.int64)
+            start = np.where(late, np.maximum(start, round(detect * PS_PER_S)), start)
+            traffic = dataclasses.replace(traffic, start_ps=start)
+    return dataclasses.replace(sc, traffic=traffic), router, stalled
+
+
+def _waiting(traffic: Traffic, hit: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """``hit`` and every flow that waits for one of them, directly or not."""
+    out = hit.copy()
+    ptr, idx = traffic.dep_ptr, traffic.dep_idx
+    owner = np.repeat(np.arange(len(traffic)), np.diff(ptr))
+    while True:
+        more = np.zeros_like(out)
+        more[owner[out[idx]]] = True
+        grown = out | more
+        if grown.sum() == out.sum():
+            return out
+        out = grown
+
+
+def _transport_of(spec: Any, given: str | None, engine: str = "flow") -> str:
     from clusterloom.sim.registry import REGISTRY
 
     if given is not None:
-        if given not in REGISTRY or "flow" not in REGISTRY[given].engines:
-            raise SpecError([Problem("--transport", f"not a flow-engine transport: {given}")])
+        if given not in REGISTRY or engine not in REGISTRY[given].engines:
+            raise SpecError([Problem("--transport", f"not a {engine}-engine transport: {given}")])
         if REGISTRY[given].bound:
             raise SpecError([Problem("--transport", "the ideal bound is no job's transport")])
         return given
     sc = spec.scenario
     for name in sc.transports if sc and sc.transports else ():
-        if name in REGISTRY and "flow" in REGISTRY[name].engines and not REGISTRY[name].bound:
+        if name in REGISTRY and engine in REGISTRY[name].engines and not REGISTRY[name].bound:
             return str(name)
     return "roce-ecmp"
 
@@ -712,12 +998,17 @@ def _variant(
     from clusterloom.sim.failures import parse_failure
 
     name = base.transports[0]
+    packet = base.engine == "packet"
     options = dict(base.options_of(name))
-    if m.kind in (MitigationKind.RETIRE_EVS, MitigationKind.REWEIGHT) and name not in SPRAYERS:
-        verb = "retire" if m.kind == MitigationKind.RETIRE_EVS else "reweight"
-        return f"{name} does not spray: it has no EVs to {verb}"
-    if m.kind in (MitigationKind.RETIRE_EVS, MitigationKind.REWEIGHT) and not m.links:
-        return m.note or "names no link the flow engine can take the EVs off"
+    even = m.kind == MitigationKind.REWEIGHT and m.switch is not None  # a switch's ECMP group
+    if m.kind in (MitigationKind.RETIRE_EVS, MitigationKind.REWEIGHT) and not even:
+        if name not in SPRAYERS:
+            verb = "retire" if m.kind == MitigationKind.RETIRE_EVS else "reweight"
+            return f"{name} does not spray: it has no EVs to {verb}"
+        if not m.links and m.ev is None:
+            return m.note or "names no link the flow engine can take the EVs off"
+        if packet and m.kind == MitigationKind.REWEIGHT:
+            return "the packet engine's sprayers weigh their EVs by their own feedback: no weights"
     texts = tuple(base.failure_texts)
     traffic = base.traffic
     if m.kind in (
@@ -726,7 +1017,9 @@ def _variant(
         MitigationKind.RETIRE_EVS,
     ):
         texts = texts + m.failures()
-    if m.kind == MitigationKind.REWEIGHT:
+    if m.kind == MitigationKind.DRAIN_SWITCH and m.switch is not None:
+        texts = texts + _moved_load(fabric, m.switch, faults)
+    if m.kind == MitigationKind.REWEIGHT and not even:
         options["balance"] = 1.0
     if m.kind == MitigationKind.MOVE_RANKS:
         assert traffic is not None
@@ -735,12 +1028,13 @@ def _variant(
             return moved
         traffic = moved
     planned = (MitigationKind.DRAIN_LINK, MitigationKind.DRAIN_SWITCH, MitigationKind.RETIRE_EVS)
-    option = REACTION_OPTION.get(name)
-    if m.kind in planned and option is not None:  # planned: acted on before the traffic runs
+    option = None if packet else REACTION_OPTION.get(name)
+    if m.kind in planned and option is not None and m.failures():  # planned: acted on first
         options[option] = 0.0
-    from clusterloom.sim.flow.transports import transport as make
+    if not packet:
+        from clusterloom.sim.flow.transports import transport as make
 
-    make(name, **options)  # checked as the scenario's own options are
+        make(name, **options)  # checked as the scenario's own options are
     topo = fabric.topology
     sc = dataclasses.replace(
         base,
@@ -752,6 +1046,22 @@ def _variant(
     return sc, tuple(f"{name}.{k}={v:g}" for k, v in sorted(options.items()))
 
 
+def _moved_load(fabric: OpsFabric, node: int, faults: Sequence[Fault]) -> tuple[str, ...]:
+    """The other traffic of a congested switch that is drained, on its peers
+    (``sim.faultforms.moved_congestion``); none when it is not congested."""
+    from clusterloom.ops.faults import default_severity, switch_node
+    from clusterloom.sim.faultforms import moved_congestion
+
+    out: tuple[str, ...] = ()
+    for f in faults:
+        if f.kind != FaultKind.CONGESTED_SPINE:
+            continue
+        if switch_node(fabric, f.target, f.target) == node:
+            load = f.severity or default_severity(f.kind)
+            out += moved_congestion(fabric.topology, node, load)
+    return out
+
+
 def _moved(
     fabric: OpsFabric, traffic: Traffic, m: Mitigation, used: NDArray[np.bool_], faults: list[Fault]
 ) -> Traffic | str:
@@ -761,7 +1071,9 @@ def _moved(
     bad[list(m.hosts)] = True
     for f in faults:  # never move a rank onto a faulty host
         h = _host_of_target(fabric, f.target) if f.kind == FaultKind.SLOW_NIC_PORT else None
-        if h is not None:
+        if f.kind == FaultKind.STRAGGLER_RANK and f.target.removeprefix("rank:").isdigit():
+            h = int(f.target.removeprefix("rank:"))
+        if h is not None and h < t.plan.hosts:
             bad[h] = True
     movers = np.flatnonzero(bad & used)
     if movers.size == 0:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from clusterloom.pipeline import Design
     from clusterloom.sim.flow.run import Compared, Run, Summary
     from clusterloom.sim.packet.run import PacketResult
+    from clusterloom.sim.paths import Router
     from clusterloom.sim.traffic import Traffic
 
 __all__ = [
@@ -136,6 +137,7 @@ def predict(
     keep_runs: bool = False,
     watch_links: NDArray[np.int64] | None = None,
     crossval: bool = False,
+    router: Router | None = None,
 ) -> Prediction:
     """Run ``scenario`` on the backend fabric of a design (or on a topology) with ``engine``
     (the scenario's by default; it must match the engine the scenario was resolved for).
@@ -144,7 +146,9 @@ def predict(
     of ``export.prediction``; a packet prediction also its flow-level ``bound``);
     ``progress`` receives :class:`Step`s (module docstring);
     ``watch_links`` are directed links whose utilisation the flow engine records over time;
-    ``crossval`` also runs each packet transport on the flow engine.
+    ``crossval`` also runs each packet transport on the flow engine;
+    ``router`` the paths' lookup tables (default built from the topology; a skewed ECMP
+    group, ``sim.faultforms.skewed_router``, is one).
     Refuses (``SpecError``) failures that start after every transport finished."""
     topology = _topology(design_or_topology)
     engine = engine or scenario.engine
@@ -160,8 +164,8 @@ def predict(
         )
     say = progress or (lambda _step: None)
     if engine == "flow":
-        return _predict_flow(topology, scenario, say, keep_runs, watch_links)
-    return _predict_packet(topology, scenario, say, crossval, keep_runs)
+        return _predict_flow(topology, scenario, say, keep_runs, watch_links, router)
+    return _predict_packet(topology, scenario, say, crossval, keep_runs, router)
 
 
 def _topology(x: Any) -> Topology:
@@ -180,6 +184,7 @@ def _predict_flow(
     say: Progress,
     keep_runs: bool,
     watch_links: NDArray[np.int64] | None,
+    given_router: Router | None = None,
 ) -> FlowPrediction:
     from clusterloom.sim.flow.run import Run, compare, run, summarize
     from clusterloom.sim.flow.transports import transport
@@ -187,7 +192,7 @@ def _predict_flow(
 
     load = scenario.traffic
     assert load is not None
-    router = build_router(topology)
+    router = given_router or build_router(topology)
     watch = np.zeros(0, dtype=np.int64) if watch_links is None else watch_links
     summaries, runs, chosen = [], [], []
     for name in scenario.transports:
@@ -246,7 +251,12 @@ def _summary(r: Run) -> Summary:
 
 
 def _predict_packet(
-    topology: Topology, scenario: Scenario, say: Progress, crossval: bool, keep_runs: bool
+    topology: Topology,
+    scenario: Scenario,
+    say: Progress,
+    crossval: bool,
+    keep_runs: bool,
+    given_router: Router | None = None,
 ) -> PacketPrediction:
     from clusterloom.sim.flow.run import compare
     from clusterloom.sim.packet.options import config_from, split_options
@@ -256,7 +266,7 @@ def _predict_packet(
 
     load = scenario.traffic
     assert load is not None
-    router = build_router(topology)
+    router = given_router or build_router(topology)
     outcomes, runs = [], []
     for name in scenario.transports:
         say(Step(name, note=f"{len(load):,} flows, packet level"))
@@ -270,6 +280,7 @@ def _predict_packet(
             seed=scenario.seed,
             options=opts or None,
             config=cfg,
+            router=router,
             progress=_measured(say, name),
         )
         fct = r.fct_ps[r.finish_ps >= 0]
