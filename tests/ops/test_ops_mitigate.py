@@ -232,7 +232,10 @@ def test_a_lossy_link_keeps_what_its_resends_leave(fabric: OpsFabric) -> None:
 @pytest.mark.parametrize(
     ("fault", "needle"),
     [
-        (Fault(FaultKind.DEAD_EV, "be-p0-leaf0000#49152", 0), "not a failure the flow engine"),
+        (Fault(FaultKind.DEAD_EV, "be-p0-leaf9999#49152", 0), "no switch"),
+        (Fault(FaultKind.MIS_HASHED_SWITCH, "be-p0-spine0000", 0, severity=0.8), "two uplinks"),
+        (Fault(FaultKind.CONGESTED_SPINE, "be-p0-leaf0000", 0, severity=0.5), "spine"),
+        (Fault(FaultKind.STRAGGLER_RANK, "rank:99999", 0, severity=10.0), "rank:N"),
         (Fault(FaultKind.GRAY_LINK, "node99999:gpu0p0~be-p0-leaf0000:swp1", 0, rate=0.5), "no"),
         (Fault(FaultKind.GRAY_LINK, "", 0, rate=1.0), "no"),
     ],
@@ -249,23 +252,33 @@ def test_bad_candidates_and_options_are_refused(fabric: OpsFabric) -> None:
     with pytest.raises(SpecError, match="no such switch"):
         candidates(fabric, [Suspect(SuspectKind.DEVICE, "be-p0-spine9999", 0.5)])
     fault = _gray(fabric, 1500, 0.5)
-    with pytest.raises(SpecError, match="flow engine"):
+    with pytest.raises(SpecError, match="the packet engine checks up to 512 flows"):
         check_mitigations(fabric, [fault], [], engine="packet")
+    with pytest.raises(SpecError, match="flow or the packet engine"):
+        check_mitigations(fabric, [fault], [], engine="htsim")
     with pytest.raises(SpecError, match="transport"):
         check_mitigations(fabric, [fault], [], transport="ideal")
     with pytest.raises(SpecError, match="give the fault"):
         check_mitigations(fabric, [], [])
     congestion = Suspect(SuspectKind.CONGESTION, "be-p0-spine0000", 0.9)
-    assert candidates(fabric, [congestion]) == ()
+    assert [m.kind for m in candidates(fabric, [congestion])] == [
+        MitigationKind.REWEIGHT,
+        MitigationKind.DRAIN_SWITCH,
+    ]
+    nowhere = Suspect(SuspectKind.LINK, "node99999:gpu0p0~be-p0-leaf0000:swp1", 0.9)
     with pytest.raises(SpecError, match="no suspect is a fault"):
-        check_mitigations(fabric, [congestion], [])
+        check_mitigations(fabric, [nowhere], [])
     # suspects are alternatives: the most confident expressible one is the assumed fault
     from clusterloom.ops.mitigate import assumed_faults
 
     gray = Suspect(SuspectKind.LINK, fabric.link_label(9), 0.3, FaultKind.GRAY_LINK)
     dead = Suspect(SuspectKind.LINK, fabric.link_label(5), 0.6, FaultKind.DEAD_LINK)
-    (f,) = assumed_faults(fabric, [congestion, gray, dead])
+    (f,) = assumed_faults(fabric, [nowhere, gray, dead])
     assert (f.kind, f.target) == (FaultKind.DEAD_LINK, dead.target)
+    # congestion is a fault the engines express now (the spine's capacity taken), at the
+    # default extra load of ops synth (0.5)
+    (f,) = assumed_faults(fabric, [congestion, gray, dead])
+    assert (f.kind, f.target, f.severity) == (FaultKind.CONGESTED_SPINE, congestion.target, 0.5)
 
 
 @pytest.fixture(scope="module")
@@ -504,7 +517,9 @@ def test_candidates_name_what_the_design_has(fabric: OpsFabric, pick: int) -> No
             assert m.objects == tuple(fabric.link_label(i) for i in m.links)
         if m.kind == MitigationKind.MOVE_RANKS:
             assert m.objects == tuple(f"rank:{h}" for h in m.hosts)
-        if m.switch is not None:
+        if m.switch is not None and m.kind == MitigationKind.REWEIGHT:  # its ECMP group
+            assert set(m.links) == set(np.flatnonzero(t.link_src == m.switch).tolist())
+        elif m.switch is not None:
             assert set(m.links) == set(
                 np.flatnonzero((t.link_src == m.switch) | (t.link_dst == m.switch)).tolist()
             )

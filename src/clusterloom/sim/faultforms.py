@@ -64,7 +64,7 @@ I64 = NDArray[np.int64]
 B = NDArray[np.bool_]
 
 #: the most entries a skewed ECMP group is given (route() scans a switch's entries per hop)
-MAX_GROUP = 256
+MAX_GROUP = 4096
 #: the least capacity a congested switch's links keep (as ``ops synth``: load above it leaves
 #: this much for the job)
 CONGESTION_FLOOR = 0.05
@@ -80,14 +80,19 @@ _MASK64 = 0xFFFFFFFFFFFFFFFF
 def _group(n: int, share: float) -> tuple[int, int]:
     """``(a, c)``: entries of the first uplink and of each other one, the ratio ``a / (a + (n -
     1) c)`` closest to ``share`` with at most :data:`MAX_GROUP` entries (fewest entries on a
-    tie)."""
+    tie): for each ``c``, the best ``a`` is the rounded ``share (n - 1) c / (1 - share)``."""
     best: tuple[float, int, int, int] | None = None
-    for c in range(1, MAX_GROUP):
-        for a in range(1, MAX_GROUP - (n - 1) * c + 1):
-            err = abs(a / (a + (n - 1) * c) - share)
-            key = (round(err, 12), a + (n - 1) * c, a, c)
+    c = 1
+    while n - 1 + (n - 1) * c <= MAX_GROUP or c == 1:
+        exact = share * (n - 1) * c / (1.0 - share)
+        for a in {max(1, int(exact)), max(1, int(exact) + 1)}:
+            total = a + (n - 1) * c
+            if total > MAX_GROUP and c > 1:
+                continue
+            key = (round(abs(a / total - share), 12), total, a, c)
             if best is None or key < best:
                 best = key
+        c += 1
     assert best is not None
     return best[2], best[3]
 
