@@ -316,3 +316,24 @@ def test_the_command_checks_every_kind(fabric: OpsFabric) -> None:
     assert r.exit_code == 2
     assert "not expressible in the packet engine" in r.output
     assert "Traceback" not in r.output
+
+
+def test_a_dead_ev_of_a_pair_black_holes_that_pairs_path_only(fabric: OpsFabric) -> None:
+    """The pair's units on the dead EV's path are lost, no other: two pairs from host 0, one
+    to a host under its own leaf (one path: every EV on it) and one far away (many paths)."""
+    r, t = fabric.router, fabric.topology
+    leaf = _leaf0(fabric)
+    near = int(t.link_src[np.flatnonzero((t.link_tier == 1) & (t.link_dst == leaf))][1])
+    src = np.array([0, 0, 5], dtype=np.int64)
+    dst = np.array([near, 1000, 1000], dtype=np.int64)
+    for b, want_all in ((near, True), (1000, False)):
+        dead, owner = black_holed(
+            r, "mrc-spray", src, dst, 0, alive=None, switch=None, ev=49154, pair=(0, b, 0)
+        )
+        f, port, ev = unit_evs("mrc-spray", r, src, dst, 0)
+        paths = route(r, src[f], dst[f], port, ev, seed=0)
+        probe = route(r, np.array([0]), np.array([b]), np.array([0]), np.array([49154]), seed=0)
+        mine = (src[owner] == 0) & (dst[owner] == b) & (port == 0)
+        assert not dead[~mine].any()
+        assert np.array_equal(dead[mine], (paths[mine] == probe[0]).all(axis=1))
+        assert dead[mine].all() == want_all and dead[mine].any()

@@ -32,17 +32,33 @@ Assumptions of the check (docs/ops.md, "Mitigations checked before they are prop
   delay product of a host port over the fabric's longest base round trip,
   :func:`go_back_n_window`); the flow engine has no per-flow loss, so a loss is a capacity
   (the stall of a flow whose tail is lost, a timeout, is not in the figures). Dead and
-  flapping links are down. Dead EVs, mis-hashed switches, congested spines and stragglers
-  are not failures the engine expresses: their mitigations are refused as unchecked, never
-  proposed.
+  flapping links are down. The faults that are no failure have the forms of
+  :mod:`clusterloom.sim.faultforms` (:func:`fault_form`): a mis-hashed switch a skewed ECMP
+  group (``share`` of its hashes on its first uplink), a congested spine its links' capacity
+  taken by the other traffic (``max(0.05, 1 - load)``, as ``ops synth``), a straggler its
+  rank's flows of each step ``delay`` late, a dead EV a black-holed bucket of the switch's ECMP
+  table (1 in :data:`~clusterloom.sim.faultforms.DEAD_EV_BUCKETS` of what it hashes, the
+  probe's EV among them): a sprayer's connection holding such an EV stalls until its
+  ``detect_s`` (a fixed split; a balanced one loses the EV's share only, taken as nothing), a
+  RoCE queue pair on it never delivers (the same 5-tuple, the same path), so its flow and
+  those waiting for it never finish.
+- **The packet engine** (``engine="packet"``, small designs and traffic only): the same
+  faults as failures, router and traffic, except a dead EV (its switches forward by
+  ``route()``: no bucket black-holes); a drain there is a failure at time 0 that the
+  transport learns as it learns any (no planned retirement: pessimistic for a sprayer), and
+  reweighting a sprayer has no counterpart (its EVs follow its own feedback).
 - **What each mitigation is in the engine.** Drain: the links down from time 0 (every
   transport routes around them). Retire EVs: the same links down for the job's sprayer only
   (the flow engine's sprayers retire EVs crossing a dead link; no switch changes, so no other
-  traffic is touched); not for ``roce-ecmp``. Reweight: the sprayer's EV weights follow what
-  each EV delivers (``balance=1``, the fluid limit of a weighted load balancer; weight moves off
-  the suspect's paths and any other slow path); not for ``roce-ecmp``. Move ranks: the traffic
-  of the bad hosts given to spare hosts the traffic does not use (lowest numbers first), so it
-  needs a traffic on fewer hosts than the fabric's.
+  traffic is touched), or for a dead EV that EV taken out of use at once; not for
+  ``roce-ecmp``. Reweight a mis-hashed switch: its ECMP group reprogrammed even (the skew
+  removed, any transport). Drain a congested spine: its other traffic moves to its peers
+  (:func:`~clusterloom.sim.faultforms.moved_congestion`). Reweight: the sprayer's EV weights
+  follow what each EV delivers (``balance=1``, the fluid limit of a weighted load balancer;
+  weight moves off the suspect's paths and any other slow path); not for ``roce-ecmp``. Move
+  ranks: the traffic of the bad hosts given to spare hosts the traffic does not use (lowest
+  numbers first; never a faulty or straggling one), so it needs a traffic on fewer hosts than
+  the fabric's.
 - **Never worse.** A candidate is proposable only when every flow finishes and its predicted
   time beats doing nothing by more than ``min_gain`` (default the engine's rate tolerance,
   1%); one predicted worse, no better, or leaving flows unfinished is listed as refused with its
@@ -79,7 +95,11 @@ if TYPE_CHECKING:
     from clusterloom.store import Store
 
 __all__ = [
+    "PACKET_MAX_BYTES",
+    "PACKET_MAX_FLOWS",
+    "PACKET_MAX_HOSTS",
     "Checked",
+    "FaultForm",
     "Mitigation",
     "MitigationKind",
     "Risk",
@@ -88,6 +108,8 @@ __all__ = [
     "candidates",
     "check_mitigations",
     "decide",
+    "evidence_rate",
+    "fault_form",
     "fault_texts",
     "go_back_n_window",
     "proposable",
@@ -1190,6 +1212,10 @@ def _steps(fabric: OpsFabric, c: Checked) -> tuple[Step, ...]:
         MitigationKind.REWEIGHT: f"reweight the sprayers' EVs by delivery, away from {m.target}",
         MitigationKind.MOVE_RANKS: f"move the job's ranks off {', '.join(m.objects)} to spares",
     }[m.kind]
+    if m.kind == MitigationKind.RETIRE_EVS and m.ev is not None:
+        what = f"retire the dead EV {m.ev} at the endpoints' sprayers (no switch change)"
+    if m.kind == MitigationKind.REWEIGHT and m.switch is not None:
+        what = f"reprogram {m.target}'s ECMP group even over its {len(m.links)} uplinks"
     drain = labels if m.kind in (MitigationKind.DRAIN_LINK, MitigationKind.DRAIN_SWITCH) else ()
     first = Step(
         order=1,
