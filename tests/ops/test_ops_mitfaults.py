@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clusterloom.errors import SpecError
 from clusterloom.ops.fabric import OpsFabric, load_fabric
@@ -23,6 +25,8 @@ from clusterloom.ops.mitigate import (
 from clusterloom.ops.model import FaultKind, Suspect, SuspectKind
 from clusterloom.sim.faultforms import (
     DEAD_EV_BUCKETS,
+    MAX_GROUP,
+    _group,
     black_holed,
     congestion_failures,
     hop_hashes,
@@ -89,10 +93,27 @@ def test_a_mis_hashed_switch_sends_its_share_to_its_first_uplink(
     assert (healthy == first).mean() == pytest.approx(1 / ups, abs=0.01)
     assert (skewed == first).mean() == pytest.approx(real, abs=0.015)
     assert set(np.unique(skewed)) <= set(r.up[leaf][r.up[leaf] >= 0].tolist())
+    row = skew.up[leaf][skew.up[leaf] >= 0]
+    counts = np.unique(row, return_counts=True)[1]
+    assert (row == first).sum() / row.size == real  # the group's own share, exactly
+    if share < 1.0:  # the others evenly, as synth spreads the rest
+        assert len(set(counts[np.unique(row) != first].tolist())) == 1
     with pytest.raises(SpecError, match="fewer than two uplinks"):
         skewed_router(r, _spine(fabric), 0.8)
     with pytest.raises(SpecError, match="share"):
         skewed_router(r, leaf, 0.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 128), st.floats(0.001, 0.999))
+def test_the_weighted_group_is_the_closest_it_can_hold(n: int, share: float) -> None:
+    """At most MAX_GROUP entries; within 1% of the share asked, or as close as the table
+    allows (one entry for each other uplink at least)."""
+    a, c = _group(n, share)
+    total = a + (n - 1) * c
+    assert a >= 1 and c >= 1 and total <= MAX_GROUP
+    top = 1 - (n - 1) / MAX_GROUP  # the largest share a table of MAX_GROUP can give
+    assert abs(a / total - share) <= max(0.01, share - top)
 
 
 def test_a_congested_spine_is_the_capacity_synth_takes(fabric: OpsFabric) -> None:

@@ -83,12 +83,11 @@ def _group(n: int, share: float) -> tuple[int, int]:
     tie): for each ``c``, the best ``a`` is the rounded ``share (n - 1) c / (1 - share)``."""
     best: tuple[float, int, int, int] | None = None
     c = 1
-    while n - 1 + (n - 1) * c <= MAX_GROUP or c == 1:
+    while 1 + (n - 1) * c <= MAX_GROUP or c == 1:
         exact = share * (n - 1) * c / (1.0 - share)
-        for a in {max(1, int(exact)), max(1, int(exact) + 1)}:
+        room = max(1, MAX_GROUP - (n - 1) * c)  # the first uplink's entries at most
+        for a in {min(room, max(1, int(exact))), min(room, max(1, int(exact) + 1))}:
             total = a + (n - 1) * c
-            if total > MAX_GROUP and c > 1:
-                continue
             key = (round(abs(a / total - share), 12), total, a, c)
             if best is None or key < best:
                 best = key
