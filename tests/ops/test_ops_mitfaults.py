@@ -358,3 +358,25 @@ def test_a_dead_ev_of_a_pair_black_holes_that_pairs_path_only(fabric: OpsFabric)
         assert not dead[~mine].any()
         assert np.array_equal(dead[mine], (paths[mine] == probe[0]).all(axis=1))
         assert dead[mine].all() == want_all and dead[mine].any()
+
+
+def test_a_congested_pod_spine_is_avoided_by_moving_the_pods_ranks() -> None:
+    """3 tiers (fat-tree-k16): the hosts below a spine are its pod's 64; moved to spares in
+    other pods, the job no longer crosses it. In 2 tiers every host is below every spine: no
+    spare avoids it (not applicable)."""
+    k16 = load_fabric("fat-tree-k16")
+    t = k16.topology
+    sp = _spine(k16)
+    f = parse_fault(f"congested-spine:{_name(k16, sp)}@0s*load=0.5", k16)
+    ms = candidates(k16, [f])
+    move = next(m for m in ms if m.kind == MitigationKind.MOVE_RANKS)
+    up = (t.link_tier == 1) & np.isin(t.link_src, list(move.hosts))
+    assert len(move.hosts) == 64 and set(t.node_pod[t.link_dst[up]]) == {t.node_pod[sp]}
+    checked = check_mitigations(k16, [f], ms, transport="mrc-spray", hosts=HOSTS)
+    assert checked[0].mitigation.kind == MitigationKind.MOVE_RANKS
+    assert checked[0].verdict == Verdict.BETTER
+    hgx = load_fabric("hgx-1k-roce")
+    g = parse_fault(f"congested-spine:{_name(hgx, _spine(hgx))}@0s*load=0.5", hgx)
+    gm = [m for m in candidates(hgx, [g]) if m.kind == MitigationKind.MOVE_RANKS]
+    (c,) = check_mitigations(hgx, [g], gm, transport="mrc-spray", hosts=HOSTS)
+    assert c.verdict == Verdict.NOT_APPLICABLE and "spare" in c.reason

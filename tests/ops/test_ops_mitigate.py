@@ -264,6 +264,7 @@ def test_bad_candidates_and_options_are_refused(fabric: OpsFabric) -> None:
     assert [m.kind for m in candidates(fabric, [congestion])] == [
         MitigationKind.REWEIGHT,
         MitigationKind.DRAIN_SWITCH,
+        MitigationKind.MOVE_RANKS,
     ]
     nowhere = Suspect(SuspectKind.LINK, "node99999:gpu0p0~be-p0-leaf0000:swp1", 0.9)
     with pytest.raises(SpecError, match="no suspect is a fault"):

@@ -505,6 +505,21 @@ def _node_links(fabric: OpsFabric, node: int) -> NDArray[np.int64]:
     return out
 
 
+def _below(fabric: OpsFabric, node: int) -> NDArray[np.int64]:
+    """The hosts below switch ``node`` (down every tier to the hosts), by id."""
+    t = fabric.topology
+    frontier = np.array([node], dtype=np.int64)
+    hosts: list[NDArray[np.int64]] = []
+    for _ in range(int(t.plan.tiers)):
+        ends = np.unique(t.link_src[np.isin(t.link_dst, frontier)]).astype(np.int64)
+        hosts.append(ends[ends < t.plan.hosts])
+        frontier = ends[ends >= t.plan.hosts]
+        if frontier.size == 0:
+            break
+    out: NDArray[np.int64] = np.unique(np.concatenate(hosts)) if hosts else frontier[:0]
+    return out
+
+
 def _host_of_target(fabric: OpsFabric, target: str) -> int | None:
     dev, _, ifname = target.partition(":")
     hp = fabric.host_of(dev, ifname)
@@ -515,9 +530,14 @@ def candidates(fabric: OpsFabric, suspects: Sequence[Suspect | Fault]) -> tuple[
     """The mitigations worth checking for the ranked suspects (or faults), in their order,
     each once: a link: drain it, retire its EVs, reweight away from it (a host link also: move
     the host's ranks); a switch: drain it, retire the EVs through it (a leaf also: move the
-    ranks of the hosts below it, its rack); a NIC port: move the host's ranks, drain the port's
-    link, retire its EVs; a straggler rank: move it; an EV: retire it. Congestion blames
-    nothing to repair: no mitigation. A suspect naming nothing in the design is refused."""
+    ranks of the hosts below it, its rack; a mis-hashed switch also: reweight its uplinks, its
+    ECMP group reprogrammed even); a NIC port: move the host's ranks, drain the port's link,
+    retire its EVs; a straggler rank: move it to a spare host; a dead EV: retire it (at a
+    switch also: drain the switch); congestion on a spine: reweight the sprayers off it, drain
+    it (its other traffic moving to its peers: often worse than doing nothing), move the ranks
+    of the hosts below it to spares elsewhere (a 3-tier spine's pod; in 2 tiers every host is
+    below every spine and no spare avoids it). A suspect naming nothing in the design is
+    refused."""
     t = fabric.topology
     idx: _Index | None = None
     out: dict[str, Mitigation] = {}
@@ -551,6 +571,16 @@ def candidates(fabric: OpsFabric, suspects: Sequence[Suspect | Fault]) -> tuple[
                     links=ids,
                     switch=node,
                     note=f"{len(ids)} links; the other traffic moves to its peers",
+                )
+            )
+            below = _below(fabric, node)
+            add(
+                Mitigation(
+                    MitigationKind.MOVE_RANKS,
+                    s.target,
+                    tuple(f"rank:{h}" for h in below.tolist()),
+                    hosts=tuple(int(h) for h in below),
+                    note=f"the {below.size} hosts below {s.target}, to spares elsewhere",
                 )
             )
             continue
