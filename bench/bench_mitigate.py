@@ -29,6 +29,7 @@ def cases() -> list[tuple[str, str, str, list[str]]]:
         ("mis-hashed-switch:be-p0-leaf0000@0s*share=0.9", "roce-ecmp", "packet", k16),
         ("congested-spine:be-p0-spine0000@0s*load=0.3", "mrc-spray", "packet", k16),
         ("straggler-rank:rank:5@0s*delay=200us", "roce-ecmp", "packet", k16),
+        ("straggler-rank:rank:5@0s*delay=1ms", "roce-ecmp", "packet", k16),
     ]
 
 
