@@ -380,3 +380,14 @@ def test_a_congested_pod_spine_is_avoided_by_moving_the_pods_ranks() -> None:
     gm = [m for m in candidates(hgx, [g]) if m.kind == MitigationKind.MOVE_RANKS]
     (c,) = check_mitigations(hgx, [g], gm, transport="mrc-spray", hosts=HOSTS)
     assert c.verdict == Verdict.NOT_APPLICABLE and "spare" in c.reason
+
+
+def test_a_mis_hashed_pod_spine_is_reweighted() -> None:
+    """3 tiers: a spine's uplinks to the cores (hashed under the second seed) skewed, the
+    sprayer's paths crowd one core link; its group reprogrammed even is predicted best."""
+    k16 = load_fabric("fat-tree-k16")
+    f = parse_fault(f"mis-hashed-switch:{_name(k16, _spine(k16))}@0s*share=0.9", k16)
+    checked = check_mitigations(k16, [f], candidates(k16, [f]), transport="mrc-spray", hosts=512)
+    assert checked[0].mitigation.kind == MitigationKind.REWEIGHT
+    assert checked[0].verdict == Verdict.BETTER
+    assert checked[0].predicted_ps < 0.5 * checked[0].nothing_ps
