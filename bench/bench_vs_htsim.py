@@ -18,8 +18,10 @@ ACK. Ours is run with ``notify_us`` set to that ACK's trip (two 1 us links and 6
 way inside a group of 8, one leaf), so both tools mean the same dependency.
 
 and ECMP over seeds (``--seeds N``, default 10): the permutation of seed s through htsim_roce
-``-seed s`` and roce-ecmp with seed s; hash functions differ, so the median over seeds of each
-tool's p99 is compared. Pairs:
+``-seed s`` and roce-ecmp with seed s; hash functions differ (and htsim_roce's path ids are
+seeded by the clock, so it does not repeat a run), so the median over seeds of each tool's
+p99 (and mean, p50, max) is compared, and the quantiles of every flow of every seed pooled.
+Pairs:
 
     clusterloom mrc-spray        vs  htsim_eqds  (sprayed, receiver-credited)
     clusterloom receiver-driven  vs  htsim_ndp   (sprayed, receiver pulls)

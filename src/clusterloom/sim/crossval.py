@@ -93,8 +93,9 @@ HTSIM_ROCE: tuple[PacketConfig, dict[str, float]] = (
 #: :data:`HTSIM_ROCE` over seeds of a permutation (``tests/sim/test_crossval.py``: k=8, 10
 #: seeds of 500 KB): the largest relative deviation of the median over seeds of each engine's
 #: mean, p99 and max FCT. Both engines hash a flow onto the same path for the same seed, so
-#: the seeds are the same collisions; max-min (``pfc_hol=0``) sits 11-12% under the packet
-#: engine's p99 and max there, the lossless model 6-8% over (bench/RESULTS.md).
+#: the seeds are the same collisions; max-min (``pfc_hol=0``) sits 11-13% under the packet
+#: engine's p99 and max there, the lossless model 4-5% over (1.015 / 1.039 / 1.045 with its
+#: ACKs out of the fill and htsim's thresholds; 1.037 / 1.060 / 1.075 before; bench/RESULTS.md).
 LOSSLESS_TOLERANCE: dict[str, float] = {"mean": 0.05, "p99": 0.10, "max": 0.10}
 
 
