@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from clusterloom.ops.evaluate import Evaluation
     from clusterloom.ops.fabric import OpsFabric
-    from clusterloom.ops.localise import Localisation
+    from clusterloom.ops.localise import Localisation, ProbeRows
 
 Design = Annotated[
     str,
@@ -45,8 +45,9 @@ def _read(
     probes: Path | None,
     collectives: Path | None,
     store: Path | None,
-) -> tuple[pa.Table | None, pa.Table | None, pa.Table | None]:
-    """The rates, probes and collectives to localise over; bad rows are reported (one line
+) -> tuple[pa.Table | None, pa.Table | ProbeRows | None, pa.Table | None]:
+    """The rates, probes (a store's as ``ProbeRows``, read without their names) and
+    collectives to localise over; bad rows are reported (one line
     each, to the log) and skipped by the readers, good rows kept."""
     from clusterloom.errors import Problem, SpecError
 
@@ -57,8 +58,10 @@ def _read(
 
         if not Path(store).is_dir():
             raise SpecError([Problem(str(store), "not a telemetry store directory")])
+        from clusterloom.ops.localise import store_probe_rows
+
         st = TelemetryStore(store, fabric)
-        return st.rates(), st.probes(), st.collectives()
+        return st.rates(), store_probe_rows(fabric, st), st.collectives()
     if counters is not None and rates is not None:
         raise SpecError([Problem("--rates", "give --counters or --rates, not both")])
     if all(x is None for x in (counters, rates, probes, collectives)):
