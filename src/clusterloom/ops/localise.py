@@ -21,7 +21,8 @@ Two kinds of evidence are combined:
   A 007-style vote (each lossy probe's loss split evenly over its path) is kept beside each
   suspect in its evidence.
 - **Counters and collectives** (``ops.detect``): drops, FEC errors, flaps, a link down, low
-  rates, skewed uplinks, ECN/PFC marks and hot links, stragglers.
+  rates, skewed uplinks, ECN/PFC marks and hot links, an operational speed below the design's
+  rate, stragglers.
 
 :func:`localise` turns both into suspects of the right kind (``docs/ops.md`` lists every
 rule and the constants below): probes of one EV lost where other probes or the links' own
@@ -32,9 +33,17 @@ counters clear every link of their paths are a ``dead-ev``, on the switch all of
 ``congestion`` (``congested-spine``; ``Localisation.congestion``), blaming nothing to repair,
 and drops on a loaded link are the queue's; a skewed switch is ``mis-hashed-switch``; load on
 one link alone is a link (or NIC port) slower than its rate; a rank late to its collectives
-is a ``straggler-rank``, one slower in them points at its ports. Anomalies present from the
+is a ``straggler-rank``, one slower in them points at its ports; a link whose exporters report
+a speed below its design rate (trained down to fewer lanes) is a ``gray-link`` on that
+reading alone. Anomalies present from the
 window's start (no onset) count half. Assumptions: probes follow ``OpsFabric.paths`` out and
-back with their EV; counters of a link losing most packets show it (drops, FEC, down).
+back with their EV; counters of a link losing most packets show it (drops, FEC, down); a
+reported speed is the link's (the exporter's own reading, not a statistic).
+
+Memory at scale: :func:`localise_store` reads a store's window without names (the probes as
+:class:`ProbeRows`: a key per row, times, counts and RTTs in narrow arrays, filled batch by
+batch from DuckDB; the rates as the columns the detectors read only), and the dead-EV
+clearing expands one interval's probe paths at a time.
 """
 
 from __future__ import annotations
