@@ -202,11 +202,16 @@ def phase_localise(work: Path) -> dict[str, object]:
 
     fabric = load_fabric(EXAMPLE)
     store = TelemetryStore(work / "store-hour", fabric)
-    store.downsample()
+    before = _usage()
+    rolled = store.downsample()
+    rollup = _usage()
     # the hour's 1-minute rates (only the columns the detectors read) and its raw probes,
     # read in batches into narrow arrays
     found = localise_store(fabric, store, rates_resolution="1m", probes_resolution="raw")
     return {
+        "hours_rolled": rolled,
+        "rollup_cpu_s": round(rollup["cpu_s"] - before["cpu_s"], 1),
+        "rss_gb_after_rollup": round(rollup["rss_gb"], 2),
         "suspects": len(found.suspects),
         "first": found.suspects[0].target if found.suspects else None,
         "congestion": found.congestion,

@@ -85,6 +85,8 @@ SERIES: dict[str, tuple[str, ...]] = {
     "collectives": ("job", "rank", "collective", "step"),
 }
 BUCKET_MS: dict[str, int] = {"1m": MINUTE_MS, "1h": HOUR_MS}
+#: the memory DuckDB may use for a rollup (it spills to ``state/spill`` beyond it)
+ROLLUP_MEMORY = "1GB"
 #: columns added to the schemas since the store's format 1: parts written before lack them,
 #: and read them as null
 OPTIONAL = frozenset({"speed_bps"})
@@ -134,6 +136,20 @@ def _hour_of(name: str) -> int | None:
     except ValueError:
         return None
     return int(dt.timestamp()) // 3600
+
+
+def _write_batches(path: Path, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> None:
+    """:func:`_write` of a stream of record batches (cast to ``schema``), never held whole."""
+    names = [f.name for f in schema if pa.types.is_string(f.type)]
+    with atomic_open(path, "wb") as fh:
+        writer = pq.ParquetWriter(
+            fh, schema, compression="zstd", compression_level=1, use_dictionary=names
+        )
+        try:
+            for b in batches:
+                writer.write_table(pa.Table.from_batches([b]).cast(schema), row_group_size=1 << 20)
+        finally:
+            writer.close()
 
 
 def _write(path: Path, table: pa.Table) -> None:
@@ -535,6 +551,13 @@ class TelemetryStore:
         done = 0
         with self._lock(), duckdb.connect() as con:
             con.sql("SET threads TO 2")
+            # a rollup of an hour of a large fabric (35M counter rows at 16k GPUs) is a
+            # grouping and a sort: bounded, spilling to disk beyond it, the result streamed
+            con.sql(f"SET memory_limit = '{ROLLUP_MEMORY}'")
+            con.sql("SET preserve_insertion_order = false")
+            spill = self.path / "state" / "spill"
+            spill.mkdir(parents=True, exist_ok=True)
+            con.execute("SET temp_directory = ?", [str(spill)])
             rolled = self._rolled()
             for kind in ("counters", "rates", "probes"):
                 for hour in self.hours(kind, "raw"):
@@ -549,10 +572,10 @@ class TelemetryStore:
                     src = _source(con, files, SCHEMAS[kind])
                     for res in ("1m", "1h"):
                         sql = _rollup_sql(kind, src, BUCKET_MS[res])
-                        out = _as_table(con.sql(sql).to_arrow_table()).cast(SCHEMAS[kind])
                         folder = self.path / res / kind / name
                         folder.mkdir(parents=True, exist_ok=True)
-                        _write(folder / "rollup.parquet", out)
+                        reader = con.sql(sql).to_arrow_reader(1 << 20)
+                        _write_batches(folder / "rollup.parquet", SCHEMAS[kind], reader)
                     rolled[key] = parts
                     done += 1
             if done:  # the rollups are rewritten whole, so a crash before this only redoes them
