@@ -29,7 +29,11 @@ htsim's RoCE has no congestion control on a lossless fabric, so ``roce-ecmp`` ru
 default (DCQCN: max-min) and as htsim runs it (``dcqcn=0 ack_every=1``: the lossless model, the
 rule of docs/sim.md; with ``pfc_hol=0`` beside it, max-min on that configuration), and with
 ``--packet`` the packet engine in its default and in htsim's configuration
-(``sim.crossval.HTSIM_ROCE``), the ECMP sweep too.
+(``sim.crossval.HTSIM_ROCE``), the ECMP sweep too. The packet engine runs every case, the
+chains included; a packet run whose flows do not all finish stops the bench (its child exits
+3 and says which and why). After the table, each packet run's peak memory against htsim's,
+with and without its floor: the same child on 16 hosts' 40 KB permutation (the interpreter,
+numpy, numba, the modules, the topology and the compiled loop: what no run goes under).
 
 with the same framing (htsim's ``-mtu 4000`` is 4000 payload bytes + 64 header for NDP and
 RoCE, 4000 bytes on the wire for EQDS: ``mss`` 4000 or 3936, ``hdr`` 64) and paths (256 EVs).
