@@ -98,7 +98,7 @@ R_NXT, R_RR, R_PSEEN, R_CREDIT, R_FAST = 25, 26, 27, 28, 29
 RC_UNA, RC_RETRIES, RC_UNACKED, RC_NAKSENT, RC_EVERY = 30, 31, 32, 33, 34
 R_COLS = 35
 #: R_CRX: which transport's receiver the loop runs for the connection (0: none)
-CRX_RD, CRX_ROCE = 1, 2
+CRX_RD, CRX_ROCE, CRX_MRC = 1, 2, 3
 
 # scalars
 S_NOW, S_SEQ, S_HN, S_NFREE, S_EVENTS, S_RUN_N = 0, 1, 2, 3, 4, 5
@@ -114,6 +114,9 @@ S_COLS = 28
 EV_TIMER, EV_ACTION, EV_ARRIVE, EV_DELIVER = 0, 1, 2, 3
 EV_WIRE, EV_TXDONE, EV_PAUSE, EV_RESUME = 4, 5, 6, 7
 EV_PACE, EV_DELIVER_MADE = 8, 9  # a compiled pacer's turn; a packet the core made delivered
+#: an ``mrc-spray`` SACK the loop made reached its sender: ``step`` returns its fields
+#: ``(ST_PYTHON, EV_SACK, flow, evi << 24 | seq, now, cum, sack bits, ecn echo, 0)``
+EV_SACK = 10
 
 # commands
 CMD_SEND, CMD_PUSH, CMD_DOWN, CMD_UP = 0, 1, 2, 3
@@ -465,10 +468,28 @@ def step(
                         if crx == CRX_RD:
                             if _receive(L, P, H, S, T, RL, R, RR, B, c, tag, P[pid, P_SIZE]):
                                 continue
-                        elif _roce_receive(L, P, H, S, T, RL, R, RR, B, c, tag, P[pid, P_SIZE]):
+                        elif crx == CRX_ROCE:
+                            if _roce_receive(L, P, H, S, T, RL, R, RR, B, c, tag, P[pid, P_SIZE]):
+                                continue
+                        elif _mrc_receive(
+                            L, P, H, S, T, RL, R, RR, B, c, tag, P[pid, P_SIZE], P[pid, P_ECN]
+                        ):
                             continue
                 elif tag & TAG_MADE and not tag & TAG_QUIET:  # a pull the loop may answer
                     c = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
+                    if R[c, R_CRX] == CRX_MRC:  # a SACK the loop made: its fields to Python
+                        v = -2 - P[pid, P_ING]
+                        return (
+                            ST_PYTHON,
+                            EV_SACK,
+                            c,
+                            tag & TAG_CUM_MASK,
+                            time,
+                            v >> 1,
+                            P[pid, P_ECN],
+                            v & 1,
+                            0,
+                        )
                     if (
                         R[c, R_CRX]
                         and R[c, R_FAST]
@@ -769,6 +790,69 @@ def _roce_receive(
     P[pid, P_HOP] = 1
     P[pid, P_ING] = NIL
     P[pid, P_TAG] = TAG_QUIET | TAG_MADE | (c << TAG_FLOW_SHIFT) | (cum + 1)
+    _enqueue(L, P, H, S, T, RL[r], pid)
+    return True
+
+
+@_jit
+def _mrc_receive(
+    L: Any,
+    P: Any,
+    H: Any,
+    S: Any,
+    T: Any,
+    RL: Any,
+    R: Any,
+    RR: Any,
+    B: Any,
+    c: int,
+    tag: int,
+    size: int,
+    ecn: int,
+) -> bool:
+    """``mrc-spray``'s receiver (``MrcSpray.receiver_packet`` for a data packet not trimmed)
+    takes the packet of the EV index and sequence in ``tag``: placed out of order, answered
+    with a SACK on the EV's reverse source route (``RR``): the sequence and EV index in the
+    tag, the cumulative sequence and the ECN echo in ``P_ING`` (``-2 - (2 cum + ecn)``, below
+    zero as a control packet's ingress always is) and the 64 bits of packets received above
+    the cumulative sequence in ``P_ECN`` (a control packet is never marked). A made packet
+    without ``TAG_QUIET`` or ``TAG_RX``; at the sender the loop returns its fields
+    (``EV_SACK``). False, with nothing changed, for Python: the packet that completes the flow."""
+    seq = tag & TAG_SEQ_MASK
+    n = R[c, R_N]
+    got = R[c, R_BOFF]
+    cum = R[c, R_CUM]
+    if seq < n and not B[got + seq]:
+        if seq == cum:
+            cum += 1
+            while cum < n and B[got + cum]:
+                cum += 1
+            if cum >= n:
+                return False
+            R[c, R_CUM] = cum
+        B[got + seq] = 1
+        R[c, R_PLACED] += _pay(R, c, seq)
+    S[S_DELIV] += size - S[C_HEADER]
+    sack = 0
+    base = got + cum + 1
+    for j in range(min(64, n - cum - 1)):
+        if B[base + j]:
+            sack |= 1 << j
+    r = RR[R[c, R_ROFF] + ((tag >> TAG_EVI_SHIFT) & 255)]
+    if r < 0:  # no reverse path: the SACK is lost, as a send without a route
+        S[S_NOROUTE] += 1
+        return True
+    k = S[S_NFREE] - 1  # the delivery freed a slot
+    S[S_NFREE] = k
+    pid = P[k, P_FREE]
+    P[pid, P_SIZE] = S[C_HEADER]
+    P[pid, P_PRIO] = 1
+    P[pid, P_ECN] = sack
+    P[pid, P_TRIM] = 0
+    P[pid, P_ROUTE] = r
+    P[pid, P_HOP] = 1
+    P[pid, P_ING] = -2 - (2 * cum + (1 if ecn else 0))
+    P[pid, P_TAG] = TAG_MADE | (c << TAG_FLOW_SHIFT) | (tag & TAG_CUM_MASK)
     _enqueue(L, P, H, S, T, RL[r], pid)
     return True
 

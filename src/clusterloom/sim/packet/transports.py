@@ -66,6 +66,7 @@ import numpy as np
 
 from clusterloom.errors import PluginError, Problem
 from clusterloom.sim.packet._core import (
+    CRX_MRC,
     CRX_RD,
     CRX_ROCE,
     NIL,
@@ -462,6 +463,7 @@ class _Sprayer(Connection):
             self.event("lost", s)
 
 
+_MASK64 = (1 << 64) - 1
 #: the packets in flight of an EV that has sent none (shared, never appended to)
 _NO_PACKETS: list[tuple[int, int, int]] = []
 #: EVs whose source routes a connection computes together, on the first use of one of them
@@ -508,6 +510,9 @@ class MrcSpray(_Sprayer):
         "delay_factor": ("float", 1.0, 1_000.0),
         "ecmp": ("bool", 0, 1),
     }
+    # the receiver's state the compiled loop shares (_core._mrc_receive), in the engine's row
+    cum = _InRow(R_CUM)
+    placed_bytes = _InRow(R_PLACED)
 
     def __init__(
         self,
@@ -519,6 +524,7 @@ class MrcSpray(_Sprayer):
         start_ps: int,
         spec: ConnSpec,
     ) -> None:
+        sim.endpoint_row(flow)  # the row holds attributes the base sets
         super().__init__(sim, flow, src, dst, nbytes, start_ps, spec)
         k = int(self.opt["evs"])
         if not 1 <= k <= 256:
@@ -556,6 +562,33 @@ class MrcSpray(_Sprayer):
         self._held = self.sr and sim.holds_routes
         self._fwd: list[tuple[tuple[int, ...] | None, int] | None] = []
         self._rev: list[tuple[tuple[int, ...] | None, int] | None] = []
+        cls = type(self)
+        own = (
+            cls.on_packet is Connection.on_packet
+            and cls.receiver_packet is MrcSpray.receiver_packet
+            and cls.sender_packet is MrcSpray.sender_packet
+            and cls._on_ack is MrcSpray._on_ack
+            and cls._reply is MrcSpray._reply
+            and cls.send_on is MrcSpray.send_on
+        )
+        #: whether the compiled loop receives its data and answers with SACKs
+        #: (_core._mrc_receive, once started): held source routes (their reverse routes in
+        #: the loop's route slots, filled as _hold computes them), a plain engine, one
+        #: message, sequences in the tag's 24 bits
+        n = self.n
+        self.rx_in_loop = own and self._held and sim.makes_packets and src != dst
+        self.rx_in_loop &= len(self.msg_end) == 1 and n <= TAG_SEQ_MASK + 1
+        self._rx_tag = TAG_RX | (flow << TAG_FLOW_SHIFT)
+        self._slots = -1
+        if self.rx_in_loop:
+            self.got = memoryview(b"")
+            at = sim.packet_flags(flow, n, self._bind_got, regions=1)
+            self._slots = sim.route_slots(k)
+            row = flow * R_COLS
+            r = sim.ep_state
+            r[row + R_N], r[row + R_BOFF], r[row + R_MSS] = n, at, self.mss
+            r[row + R_LAST] = self.pay[-1] if n else 0
+            r[row + R_ROFF] = self._slots
         first = None
         if self._held:
             self._fwd = [None] * k
@@ -582,7 +615,13 @@ class MrcSpray(_Sprayer):
         n = hi - lo
         self._fwd[lo:hi] = entries[:n]
         self._rev[lo:hi] = entries[n:]
+        if self._slots >= 0:  # the SACKs' routes, for the loop's receiver
+            self.sim.set_route_slots(self._slots + lo, [e[1] for e in entries[n:]])
         return entries[i - lo]
+
+    def _bind_got(self, view: memoryview) -> None:
+        """The received flags as a view of the engine's array (``packet_flags``)."""
+        self.got = view
 
     def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
         if self._held:  # held by the connection
@@ -595,11 +634,21 @@ class MrcSpray(_Sprayer):
         return out
 
     def start(self) -> None:
+        if self.rx_in_loop:  # from now on the loop receives its data (_core._mrc_receive)
+            self.sim.ep_state[self.flow * R_COLS + R_CRX] = CRX_MRC
         self.sim.timer(self.start_ps, self.flow, _PACE)
 
     def compact(self) -> None:
         """Every packet acknowledged: no EV is picked, timed or probed again, and a late ACK
-        finds no EV (its echo is unknown), so the per-EV state goes (128 deques and lists)."""
+        finds no EV (its echo is unknown), so the per-EV state goes (128 deques and lists).
+        The loop receives no more for it (late packets: Python's answerer; a late SACK the
+        loop made: :meth:`made_pull`), its route slots are given back."""
+        if self.rx_in_loop and self._slots >= 0:
+            sim = self.sim
+            sim.ep_state[self.flow * R_COLS + R_CRX] = 0
+            sim.release_flags(self.flow)
+            sim.free_route_slots(self._slots, self.k)
+            self._slots = -1
         self.ev_index = {}
         self.ev_out = []
         self._fwd = self._rev = []
@@ -682,11 +731,40 @@ class MrcSpray(_Sprayer):
         dq.append((seq, self.tx_count[seq], now))
         self.outstanding[seq] = 1
         self.inflight += pkt.payload
-        if self._held:
+        if self._slots >= 0:  # tagged for the loop's receiver (_core._mrc_receive)
+            entry = self._fwd[i] or self._hold(i)
+            tag = self._rx_tag | (i << TAG_EVI_SHIFT) | seq
+            self.sim.send_routed(pkt, self.ev_port[i], self.evs[i], entry, tag)
+        elif self._held:
             entry = self._fwd[i] or self._hold(i)
             self.sim.send_routed(pkt, self.ev_port[i], self.evs[i], entry)
         else:
             self.sim.send(pkt, self.ev_port[i], self.evs[i], source_route=self.sr)
+
+    def made_sack(self, count: int, cum: int, sack: int, ecn: int, now: int) -> None:
+        """A SACK the loop made (``_core._mrc_receive``) reached the sender: the ACK of
+        sequence ``count & TAG_SEQ_MASK`` sent on EV index ``count >> TAG_EVI_SHIFT``, with
+        the cumulative sequence, the 64 SACK bits (as a signed 64-bit integer) and the ECN
+        echo; handled as :meth:`sender_packet` handles the ACK it stands for."""
+        i = self.ev_index.get(self.evs[count >> TAG_EVI_SHIFT], -1)
+        self._sacked(cum, sack & _MASK64, count & TAG_SEQ_MASK, ecn != 0, i, now)
+
+    def made_pull(self, count: int, now: int) -> None:
+        """A SACK the loop made reached the sender after both ends were done (the loop gave
+        it to Python, :meth:`compact`): every packet was acknowledged, nothing changes."""
+        return
+
+    def sack_bits(self, width: int = 64) -> int:
+        """Received packets above ``cum`` (the base's), read from the flags the loop shares
+        when it receives for the connection (it does not keep ``rbits``)."""
+        if not self.rx_in_loop:
+            return super().sack_bits(width)
+        got, cum = self.got, self.cum
+        bits = 0
+        for j in range(min(width, self.n - cum - 1)):
+            if got[cum + 1 + j]:
+                bits |= 1 << j
+        return bits
 
     def on_timer(self, token: int, now: int) -> None:
         if token == _PACE:
@@ -768,7 +846,11 @@ class MrcSpray(_Sprayer):
             self.pump(now)
 
     def _on_ack(self, pkt: Packet, i: int, now: int) -> None:
-        cum, bits, seq = pkt.cum, pkt.sack, pkt.seq
+        self._sacked(pkt.cum, pkt.sack, pkt.seq, pkt.ecn, i, now)
+
+    def _sacked(self, cum: int, bits: int, seq: int, ecn: bool, i: int, now: int) -> None:
+        """An ACK of ``seq`` on EV index ``i`` (-1: unknown) with its cumulative sequence,
+        SACK bits and ECN echo (:meth:`_on_ack`, :meth:`made_sack`)."""
         for s in range(self._acked_upto(), cum):
             self._ack(s, now)
         self.snd_cum = max(self.snd_cum, cum)
@@ -785,11 +867,11 @@ class MrcSpray(_Sprayer):
                     and not (s > cum and s - cum - 1 < 64 and bits >> (s - cum - 1) & 1)
                 ):
                     self._lost(s)
-            if pkt.ecn:
+            if ecn:
                 self._penalise(i)
             elif self.level[i]:
                 self.level[i] >>= 1
-        self._window(pkt.ecn and now - self.sent_at[seq] > self.delay_bound, now)
+        self._window(ecn and now - self.sent_at[seq] > self.delay_bound, now)
         self.pump(now)
 
     snd_cum = 0

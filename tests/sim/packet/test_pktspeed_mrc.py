@@ -1,0 +1,157 @@
+"""``mrc-spray``'s receiver in the compiled loop (``_core._mrc_receive``) and its SACKs handed
+to the sender by their fields (``MrcSpray.made_sack``) are the Python run: untraced, the loop
+receives and answers; under a tracer everything is Python. The two must agree to the
+picosecond through drops, trims, marks, failures and EV collisions, and the loop must have
+taken the data (a test that passes because nothing ran in the loop proves nothing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clusterloom.sim.failures import parse_failure
+from clusterloom.sim.packet._core import S_DELIV
+from clusterloom.sim.packet.base import ConnSpec
+from clusterloom.sim.packet.engine import Packet, PacketConfig, PacketSim
+from clusterloom.sim.packet.fabrics import fat_tree
+from clusterloom.sim.packet.run import PacketResult, config_for, run_packets
+from clusterloom.sim.packet.transports import MrcSpray
+from clusterloom.sim.traffic import Traffic, incast, permutation
+
+
+class _Trace:
+    """A tracer that keeps nothing: it only makes the run all Python."""
+
+    def packet(self, now: int, where: str, host: int, pkt: Packet) -> None:
+        return
+
+    def event(self, now: int, flow: int, what: str, a: int = 0, b: int = 0) -> None:
+        return
+
+    def routed(self, pkt: Packet) -> None:
+        return
+
+
+def _figures(r: PacketResult) -> tuple[object, ...]:
+    return (
+        r.finish_ps.tolist(),
+        r.retransmissions.tolist(),
+        r.failed.tolist(),
+        r.events,
+        r.end_ps,
+        r.drops,
+        r.trims,
+        r.marks,
+        r.pauses,
+        r.max_queue_bytes,
+        r.data_bytes_delivered,
+        r.unfinished,
+    )
+
+
+def _both(
+    monkeypatch: pytest.MonkeyPatch, *args: Any, **kw: Any
+) -> tuple[PacketResult, PacketResult, list[PacketSim]]:
+    """The run untraced and traced, with the engines made (to read what the loop took)."""
+    from clusterloom.sim.packet import run as run_mod
+
+    made: list[PacketSim] = []
+
+    class Recorded(PacketSim):
+        def __init__(self, *a: Any, **k: Any) -> None:
+            super().__init__(*a, **k)
+            made.append(self)
+
+    monkeypatch.setattr(run_mod, "PacketSim", Recorded)
+    plain = run_packets(*args, **kw)
+    traced = run_packets(*args, **kw, tracer=_Trace())
+    return plain, traced, made
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["incast-droptail", "incast-trim", "perm-failure", "perm-few-evs"],
+)
+def test_the_loops_receiver_is_the_python_run(monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    t = fat_tree(4)
+    n = t.plan.hosts
+    options = None
+    failures: tuple[Any, ...] = ()
+    if case.startswith("incast"):
+        traffic = incast(8, 300_000, n_hosts=n)
+        trim = case.endswith("trim")
+        cfg = config_for("mrc-spray", PacketConfig(buffer_bytes=24_000, trimming=trim))
+    else:
+        traffic = permutation(n, 400_000, seed=7)
+        cfg = config_for("mrc-spray")
+        if case == "perm-failure":  # a spine link dies: losses found by SACKs, EVs timed out
+            failures = (parse_failure("link:40@15us", t),)
+        else:  # few EVs: each carries many packets in flight, SACKs find losses by EV order
+            options = {"evs": 6.0}
+    plain, traced, made = _both(
+        monkeypatch, t, traffic, "mrc-spray", failures, config=cfg, options=options, seed=3
+    )
+    assert _figures(plain) == _figures(traced)
+    assert plain.finished == len(traffic)
+    if case == "incast-droptail":
+        assert plain.drops > 0 and plain.retransmissions.sum() > 0 and plain.marks > 0
+    if case == "incast-trim":
+        assert plain.trims > 0 and plain.drops == 0
+    if case == "perm-failure":
+        assert plain.drops > 0 and plain.retransmissions.sum() > 0
+    # the loop placed most of the payload (all but each flow's completing packet, trimmed
+    # packets and what arrived before start), none under the tracer
+    in_loop = [int(s._s[S_DELIV]) for s in made]
+    assert in_loop[0] > 0.8 * int(traffic.nbytes.sum()) and in_loop[1] == 0
+
+
+def test_sack_bits_read_from_the_shared_flags() -> None:
+    """The receiver's SACK in Python (its completing packet; a run without the loop keeps
+    ``rbits``) reads the flags the loop writes: bit i is packet cum + 1 + i, 64 at most."""
+    t = fat_tree(4)
+    sim = PacketSim(t, config_for("mrc-spray"))
+    c = MrcSpray(sim, 0, 0, 5, 100 * 4096, 0, ConnSpec())
+    assert c.rx_in_loop
+    for seq in (0, 2, 3, 66, 67, 99):
+        c.place(seq)
+    assert c.cum == 1
+    want = sum(1 << (s - 2) for s in (2, 3, 66) if s - 2 < 64)
+    assert c.sack_bits(64) == want
+    c.got[1] = 1  # as the loop would place it, without the Python bitmap
+    c.cum = 4
+    assert c.sack_bits(64) == sum(1 << (s - 5) for s in (66, 67) if s - 5 < 64)
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    sizes=st.lists(st.integers(1, 120_000), min_size=1, max_size=10),
+    ends=st.lists(st.tuples(st.integers(0, 15), st.integers(0, 15)), min_size=10, max_size=10),
+    evs=st.integers(1, 8),
+    buffer=st.sampled_from([12_000, 40_000, 512 * 1024]),
+    seed=st.integers(0, 1_000),
+)
+def test_any_small_traffic_runs_the_same_in_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+    sizes: list[int],
+    ends: list[tuple[int, int]],
+    evs: int,
+    buffer: int,
+    seed: int,
+) -> None:
+    """Flows of any size (one packet, a partial last packet), sharing hosts, any few EVs and
+    shallow to deep buffers: the untraced run is the traced one."""
+    t = fat_tree(4)
+    pairs = [(a, b) for a, b in ends[: len(sizes)] if a != b] or [(0, 9)]
+    traffic = Traffic.from_arrays(
+        [a for a, _ in pairs], [b for _, b in pairs], sizes[: len(pairs)], n_hosts=16
+    )
+    cfg = config_for("mrc-spray", PacketConfig(buffer_bytes=buffer))
+    plain, traced, _ = _both(
+        monkeypatch, t, traffic, "mrc-spray", config=cfg, options={"evs": float(evs)}, seed=seed
+    )
+    assert _figures(plain) == _figures(traced)
