@@ -1,8 +1,9 @@
-"""``mrc-spray``'s receiver in the compiled loop (``_core._mrc_receive``) and its SACKs handed
-to the sender by their fields (``MrcSpray.made_sack``) are the Python run: untraced, the loop
-receives and answers; under a tracer everything is Python. The two must agree to the
-picosecond through drops, trims, marks, failures and EV collisions, and the loop must have
-taken the data (a test that passes because nothing ran in the loop proves nothing)."""
+"""``mrc-spray``'s receiver and sender in the compiled loop (``_core._mrc_receive``,
+``_core._mrc_sacked``: placement, the SACK, loss detection by EV order, the window, the
+pump) are the Python run: untraced, the loop receives, answers and sends; under a tracer
+everything is Python. The two must agree to the picosecond through drops, trims, marks and
+failures, and the loop must have done the work (a test that passes because nothing ran in
+the loop proves nothing)."""
 
 from __future__ import annotations
 
@@ -52,13 +53,27 @@ def _figures(r: PacketResult) -> tuple[object, ...]:
     )
 
 
+_CALLS: dict[str, int] = {}
+
+
 def _both(
     monkeypatch: pytest.MonkeyPatch, *args: Any, **kw: Any
 ) -> tuple[PacketResult, PacketResult, list[PacketSim]]:
-    """The run untraced and traced, with the engines made (to read what the loop took)."""
+    """The run untraced and traced, with the engines made (to read what the loop took);
+    ``_CALLS`` counts, for the untraced run, the SACKs Python handled (``made_sack``), the
+    loop's pumps stopped for Python (``made_pump``) and Python's handlers (``_pull``)."""
     from clusterloom.sim.packet import run as run_mod
 
     made: list[PacketSim] = []
+    _CALLS.clear()
+    for name in ("made_sack", "made_pump", "_pull"):
+        original = getattr(MrcSpray, name)
+
+        def counted(self: MrcSpray, *a: Any, _f: Any = original, _n: str = name) -> Any:
+            _CALLS[_n] = _CALLS.get(_n, 0) + 1
+            return _f(self, *a)
+
+        monkeypatch.setattr(MrcSpray, name, counted)
 
     class Recorded(PacketSim):
         def __init__(self, *a: Any, **k: Any) -> None:
@@ -67,7 +82,10 @@ def _both(
 
     monkeypatch.setattr(run_mod, "PacketSim", Recorded)
     plain = run_packets(*args, **kw)
+    calls = dict(_CALLS)
     traced = run_packets(*args, **kw, tracer=_Trace())
+    _CALLS.clear()
+    _CALLS.update(calls)
     return plain, traced, made
 
 
@@ -106,6 +124,16 @@ def test_the_loops_receiver_is_the_python_run(monkeypatch: pytest.MonkeyPatch, c
     # packets and what arrived before start), none under the tracer
     in_loop = [int(s._s[S_DELIV]) for s in made]
     assert in_loop[0] > 0.8 * int(traffic.nbytes.sum()) and in_loop[1] == 0
+    # the loop handled the SACKs at the senders: none went to Python, and Python's
+    # handlers (a start, timeouts, the pumps the loop stopped for a route) are few on the
+    # permutations; not in the incasts, where each trim's NACK, each probe's answer to an EV
+    # timed out is one (both Python's)
+    packets = int(traffic.nbytes.sum()) // 4096
+    assert _CALLS.get("made_sack", 0) == 0
+    if options is None:  # 128 EVs: routes held in batches of 32, the loop stops for them
+        assert _CALLS.get("made_pump", 0) > 0
+    if case.startswith("perm"):
+        assert _CALLS["_pull"] < 0.3 * packets
 
 
 def test_sack_bits_read_from_the_shared_flags() -> None:
@@ -155,3 +183,29 @@ def test_any_small_traffic_runs_the_same_in_the_loop(
         monkeypatch, t, traffic, "mrc-spray", config=cfg, options={"evs": float(evs)}, seed=seed
     )
     assert _figures(plain) == _figures(traced)
+
+
+def test_a_sender_short_of_room_stops_for_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no record spare (a block just large enough for what Python hands over), the
+    loop's pump runs out at its first send and stops for Python (``made_pump(-1, ...)``),
+    which gives the sender a larger block: the same run."""
+    from clusterloom.sim.packet import transports
+
+    monkeypatch.setattr(transports, "_Q_PER_WINDOW", 0)
+    monkeypatch.setattr(transports, "_Q_SPARE", 0)
+    monkeypatch.setattr(transports, "_Q_GROWTH", 1)  # no record spare, ever
+    stopped: list[int] = []
+    original = MrcSpray.made_pump
+
+    def counted(self: MrcSpray, i: int, seq: int, now: int) -> None:
+        stopped.append(i)
+        original(self, i, seq, now)
+
+    monkeypatch.setattr(MrcSpray, "made_pump", counted)
+    t = fat_tree(4)
+    traffic = permutation(t.plan.hosts, 400_000, seed=2)
+    f = (parse_failure("link:40@15us", t),)
+    plain = run_packets(t, traffic, "mrc-spray", f, seed=1)
+    assert -1 in stopped
+    traced = run_packets(t, traffic, "mrc-spray", f, seed=1, tracer=_Trace())
+    assert _figures(plain) == _figures(traced) and plain.finished == len(traffic)

@@ -77,6 +77,7 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     EV_ARRIVE,
     EV_DELIVER,
     EV_DELIVER_MADE,
+    EV_MRC_PUMP,
     EV_PACE,
     EV_SACK,
     EV_TIMER,
@@ -648,6 +649,18 @@ class PacketSim:
             self._rr_used = need
         self._rr[at : at + n] = -1
         return at
+
+    @property
+    def ep_array(self) -> NDArray[np.int64]:
+        """The endpoint state the compiled loop shares (:attr:`ep_state` as its array; it
+        is replaced when it grows: read it each time)."""
+        return self._r
+
+    @property
+    def rr_array(self) -> NDArray[np.int64]:
+        """The loop's route offsets and the blocks of :meth:`route_slots` (replaced when it
+        grows: read it each time)."""
+        return self._rr
 
     def set_route_slots(self, at: int, offsets: Sequence[int]) -> None:
         """Route offsets (entries' second fields) into the entries from ``at`` (route_slots)."""
@@ -1243,6 +1256,8 @@ class PacketSim:
                 kind = out[1]
                 if kind == EV_TIMER:
                     conns[out[2]].on_timer(out[3], now)
+                elif kind == EV_MRC_PUMP:  # an mrc-spray sender's pump stopped for Python
+                    conns[out[2]].made_pump(out[3], out[5], now)  # type: ignore[attr-defined]
                 elif kind == EV_SACK:  # an mrc-spray SACK the loop made, by its fields
                     conns[out[2]].made_sack(out[3], out[5], out[6], out[7], now)  # type: ignore[attr-defined]
                 elif kind == EV_DELIVER_MADE and self.impair is None and self.tracer is None:

@@ -65,6 +65,7 @@ from typing import Any, ClassVar, overload
 import numpy as np
 
 from clusterloom.errors import PluginError, Problem
+from clusterloom.sim.packet import _core
 from clusterloom.sim.packet._core import (
     CRX_MRC,
     CRX_RD,
@@ -464,6 +465,13 @@ class _Sprayer(Connection):
 
 
 _MASK64 = (1 << 64) - 1
+#: the records an mrc-spray sender in the loop starts with: so many per packet of its
+#: largest window, and spare (its packets in flight and retransmissions; when they run
+#: short the loop stops for Python, which gives it a larger block)
+_Q_PER_WINDOW, _Q_SPARE, _Q_GROWTH = 2, 64, 2
+#: what an mrc-spray sender in the loop holds of its state between Python's handlers
+_NO_STATE: list[int] = []
+_NO_RTX: deque[int] = deque()
 #: the packets in flight of an EV that has sent none (shared, never appended to)
 _NO_PACKETS: list[tuple[int, int, int]] = []
 #: EVs whose source routes a connection computes together, on the first use of one of them
@@ -510,9 +518,12 @@ class MrcSpray(_Sprayer):
         "delay_factor": ("float", 1.0, 1_000.0),
         "ecmp": ("bool", 0, 1),
     }
-    # the receiver's state the compiled loop shares (_core._mrc_receive), in the engine's row
+    # the receiver's state the compiled loop shares (_core._mrc_receive), in the engine's row,
+    # and what the run reads of the sender's while the loop runs it (_core._mrc_sacked)
     cum = _InRow(R_CUM)
     placed_bytes = _InRow(R_PLACED)
+    sender_done_ps = _InRow(_core.R_SDPS)
+    retransmissions = _InRow(_core.MR_RETX)
 
     def __init__(
         self,
@@ -570,6 +581,12 @@ class MrcSpray(_Sprayer):
             and cls._on_ack is MrcSpray._on_ack
             and cls._reply is MrcSpray._reply
             and cls.send_on is MrcSpray.send_on
+            and cls.on_timer is MrcSpray.on_timer
+            and cls.pump is MrcSpray.pump
+            and cls._pick is MrcSpray._pick
+            and cls._window is MrcSpray._window
+            and cls._penalise is MrcSpray._penalise
+            and cls._lost is MrcSpray._lost
         )
         #: whether the compiled loop receives its data and answers with SACKs
         #: (_core._mrc_receive, once started): held source routes (their reverse routes in
@@ -580,9 +597,16 @@ class MrcSpray(_Sprayer):
         self.rx_in_loop &= len(self.msg_end) == 1 and n <= TAG_SEQ_MASK + 1
         self._rx_tag = TAG_RX | (flow << TAG_FLOW_SHIFT)
         self._slots = -1
+        #: the sender in the loop (_core._mrc_sacked, from start to compact): its state is
+        #: the loop's between Python's handlers, each of which takes it (_pull) and gives it
+        #: back (_push); the RR blocks of its EVs and packets and of its records
+        self._loop = False
+        self._in = False
+        self._blk = self._qb = -1
+        self._qcap = 0
         if self.rx_in_loop:
-            self.got = memoryview(b"")
-            at = sim.packet_flags(flow, n, self._bind_got, regions=1)
+            self.got = self.acked = self.outstanding = memoryview(b"")
+            at = sim.packet_flags(flow, n, self._bind_got, regions=3)
             self._slots = sim.route_slots(k)
             row = flow * R_COLS
             r = sim.ep_state
@@ -617,11 +641,118 @@ class MrcSpray(_Sprayer):
         self._rev[lo:hi] = entries[n:]
         if self._slots >= 0:  # the SACKs' routes, for the loop's receiver
             self.sim.set_route_slots(self._slots + lo, [e[1] for e in entries[n:]])
+        if self._blk >= 0:  # the data's, for the loop's sender
+            self.sim.set_route_slots(self._blk + self.k + lo, [e[1] for e in entries[:n]])
         return entries[i - lo]
 
     def _bind_got(self, view: memoryview) -> None:
-        """The received flags as a view of the engine's array (``packet_flags``)."""
-        self.got = view
+        """The received, acknowledged and outstanding flags as views of the engine's array
+        (``packet_flags``)."""
+        n = self.n
+        self.got, self.acked, self.outstanding = view[:n], view[n : 2 * n], view[2 * n :]
+
+    # -- the sender in the loop --------------------------------------------------------------
+
+    def _loop_on(self) -> None:
+        """Hand the sender to the loop (at start): its blocks made, its state written."""
+        sim, k, n = self.sim, self.k, self.n
+        self._blk = sim.route_slots(7 * k + 2 * n)
+        fwd = [_core.NOT_HELD if e is None else e[1] for e in self._fwd]
+        evmap = [self.ev_index.get(ev, -1) for ev in self.evs]
+        sim.set_route_slots(self._blk, evmap + fwd)
+        self._qcap = _Q_PER_WINDOW * int(self.max_cwnd // self.mss) + _Q_SPARE
+        self._qb = sim.route_slots(4 * self._qcap)
+        row = self.flow * R_COLS
+        r = sim.ep_state
+        r[row + _core.MR_A], r[row + _core.MR_QB], r[row + _core.MR_K] = self._blk, self._qb, k
+        r[row + _core.MR_RTT], r[row + _core.MR_DBOUND] = self.rtt, self.delay_bound
+        r[row + _core.MR_RTO] = self.rto
+        r[row + _core.MR_MAXSKIP] = int(self.opt["max_skip"])
+        f = r.cast("B").cast("d")
+        f[row + _core.MR_MAXCWND] = self.max_cwnd
+        f[row + _core.MR_ECNT] = float(self.opt["ecn_threshold"])
+        self._push()
+        r[row + _core.MR_ON] = 1
+        self._loop = True
+
+    def _enter(self) -> bool:
+        """At the start of a Python handler: take the sender's state from the loop (once,
+        for nested handlers); True if this call did (then :meth:`_leave` gives it back)."""
+        if self._loop and not self._in:
+            self._pull()
+            self._in = True
+            return True
+        return False
+
+    def _leave(self, entered: bool) -> None:
+        if entered:
+            self._in = False
+            self._push()
+
+    def _pull(self) -> None:
+        """The sender's state as the Python handlers keep it, from the loop's."""
+        sim, k, n = self.sim, self.k, self.n
+        row = self.flow * R_COLS
+        r = sim.ep_state
+        (
+            self.snd_cum, self.n_acked, self.inflight, self.nxt, self.rr, _, _,
+            self.win_end, self.win_acks, self.win_marks, timer, failed,
+        ) = r[row + _core.MR_SNDCUM : row + _core.MR_FAILED + 1].tolist()  # fmt: skip
+        self.timer_on, self.failed = bool(timer), bool(failed)
+        self.cwnd = r.cast("B").cast("d")[row + _core.MR_CWND]
+        blk = sim.rr_array[self._blk + 2 * k : self._blk + 7 * k + 2 * n].tolist()
+        self.penalty, self.level = blk[:k], blk[k : 2 * k]
+        self.bad = [x != 0 for x in blk[2 * k : 3 * k]]
+        self.tx_count, self.sent_at = blk[5 * k : 5 * k + n], blk[5 * k + n :]
+        ev_out: list[list[tuple[int, int, int]]] = [[] for _ in range(k)]
+        rtx: deque[int] = deque()
+        for i, seq, tx, t in _core.mrc_export(sim.ep_array, sim.rr_array, self.flow).tolist():
+            if i >= 0:
+                ev_out[i].append((seq, tx, t))
+            else:
+                rtx.append(seq)
+        self.ev_out, self.rtx = ev_out, rtx
+
+    def _push(self) -> None:
+        """The Python handlers' state of the sender back to the loop."""
+        sim, k = self.sim, self.k
+        row = self.flow * R_COLS
+        r = sim.ep_state
+        for col, v in (
+            (_core.MR_SNDCUM, self.snd_cum), (_core.MR_NACKED, self.n_acked),
+            (_core.MR_INFL, self.inflight), (_core.MR_NXT, self.nxt), (_core.MR_RR, self.rr),
+            (_core.MR_WEND, self.win_end), (_core.MR_WACKS, self.win_acks),
+            (_core.MR_WMARKS, self.win_marks), (_core.MR_TIMER, int(self.timer_on)),
+            (_core.MR_FAILED, int(self.failed)),
+        ):  # fmt: skip
+            r[row + col] = v
+        r.cast("B").cast("d")[row + _core.MR_CWND] = self.cwnd
+        state = self.penalty + self.level + [int(b) for b in self.bad]
+        sim.set_route_slots(self._blk + 2 * k, state)
+        sim.set_route_slots(self._blk + 7 * k, self.tx_count + self.sent_at)
+        rows = [(i, s, t, tm) for i, dq in enumerate(self.ev_out) for s, t, tm in dq]
+        rows += [(-1, s, 0, 0) for s in self.rtx]
+        if len(rows) + _Q_SPARE > self._qcap:  # a larger block of records
+            sim.free_route_slots(self._qb, 4 * self._qcap)
+            self._qcap = _Q_GROWTH * len(rows) + _Q_SPARE
+            self._qb = sim.route_slots(4 * self._qcap)
+            r[row + _core.MR_QB] = self._qb
+        arr = np.array(rows, dtype=np.int64).reshape(-1, 4)
+        _core.mrc_import(sim.ep_array, sim.rr_array, self.flow, arr, self._qcap)
+        # the loop's now: the Python copies go until the next handler takes them (_pull)
+        self.tx_count = self.sent_at = self.penalty = self.level = _NO_STATE
+        self.ev_out, self.bad = [], []
+        self.rtx = _NO_RTX
+
+    def made_pump(self, i: int, seq: int, now: int) -> None:
+        """The loop's pump stopped before a send it could not make (``EV_MRC_PUMP``): send
+        ``seq`` on EV ``i`` (its route computed here) and pump on, or (``i`` -1) pump."""
+        e = self._enter()
+        if i >= 0:
+            self._take(seq)
+            self.send_on(seq, i, now)
+        self.pump(now)
+        self._leave(e)
 
     def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
         if self._held:  # held by the connection
@@ -634,8 +765,9 @@ class MrcSpray(_Sprayer):
         return out
 
     def start(self) -> None:
-        if self.rx_in_loop:  # from now on the loop receives its data (_core._mrc_receive)
+        if self.rx_in_loop:  # from now on the loop receives its data and SACKs
             self.sim.ep_state[self.flow * R_COLS + R_CRX] = CRX_MRC
+            self._loop_on()
         self.sim.timer(self.start_ps, self.flow, _PACE)
 
     def compact(self) -> None:
@@ -645,6 +777,13 @@ class MrcSpray(_Sprayer):
         loop made: :meth:`made_pull`), its route slots are given back."""
         if self.rx_in_loop and self._slots >= 0:
             sim = self.sim
+            if self._loop:  # the sender's state back from the loop, its blocks given back
+                self._pull()
+                self._loop = False
+                sim.ep_state[self.flow * R_COLS + _core.MR_ON] = 0
+                sim.free_route_slots(self._blk, 7 * self.k + 2 * self.n)
+                sim.free_route_slots(self._qb, 4 * self._qcap)
+                self._blk = self._qb = -1
             sim.ep_state[self.flow * R_COLS + R_CRX] = 0
             sim.release_flags(self.flow)
             sim.free_route_slots(self._slots, self.k)
@@ -663,12 +802,19 @@ class MrcSpray(_Sprayer):
         """The control plane denies entropy value ``ev``: never used again."""
         i = self.ev_index.get(ev, -1)
         if i >= 0:
+            e = self._enter()
             self.denied[i] = self.bad[i] = True
             self.event("ev-deny", i, ev)
+            self._leave(e)
 
     def withdraw_ev(self, ev: int, now: int) -> None:
         """The endpoint is told that ``ev``'s path is dead (a notified failover): the EV is
         denied, its packets in flight count as lost at once and go out on the other EVs."""
+        e = self._enter()
+        self._withdraw_ev(ev, now)
+        self._leave(e)
+
+    def _withdraw_ev(self, ev: int, now: int) -> None:
         i = self.ev_index.get(ev, -1)
         if i < 0 or self.denied[i]:
             return
@@ -747,7 +893,19 @@ class MrcSpray(_Sprayer):
         the cumulative sequence, the 64 SACK bits (as a signed 64-bit integer) and the ECN
         echo; handled as :meth:`sender_packet` handles the ACK it stands for."""
         i = self.ev_index.get(self.evs[count >> TAG_EVI_SHIFT], -1)
+        e = self._enter()
         self._sacked(cum, sack & _MASK64, count & TAG_SEQ_MASK, ecn != 0, i, now)
+        self._leave(e)
+
+    def made_data(self, tag: int) -> Packet:
+        """The object of a data packet the loop sent (``_core._mrc_pump``), for the Python
+        receiver: the fields :meth:`data` gives it, on the EV of its index."""
+        seq = tag & TAG_SEQ_MASK
+        i = (tag >> TAG_EVI_SHIFT) & 255
+        pkt = Packet(DATA, self.flow, self.src, self.dst, seq, self.pay[seq], self.hdr)
+        pkt.key, pkt.job, pkt.msg = self.spec.key, self.spec.job, 0
+        pkt.ev, pkt.port = self.evs[i], self.ev_port[i]
+        return pkt
 
     def made_pull(self, count: int, now: int) -> None:
         """A SACK the loop made reached the sender after both ends were done (the loop gave
@@ -767,6 +925,11 @@ class MrcSpray(_Sprayer):
         return bits
 
     def on_timer(self, token: int, now: int) -> None:
+        e = self._enter()
+        self._on_timer(token, now)
+        self._leave(e)
+
+    def _on_timer(self, token: int, now: int) -> None:
         if token == _PACE:
             self.window_event(-1, int(self.cwnd))
             self.pump(now)
@@ -827,6 +990,11 @@ class MrcSpray(_Sprayer):
         self.sim.timer(now + round(self.opt["probe_us"] * PS_PER_US), self.flow, _AUX)
 
     def sender_packet(self, pkt: Packet, now: int) -> None:
+        e = self._enter()
+        self._sender_packet(pkt, now)
+        self._leave(e)
+
+    def _sender_packet(self, pkt: Packet, now: int) -> None:
         i = self.ev_index.get(pkt.echo, -1)
         if pkt.kind == ACK:
             self._on_ack(pkt, i, now)
