@@ -209,3 +209,38 @@ def test_a_sender_short_of_room_stops_for_python(monkeypatch: pytest.MonkeyPatch
     assert -1 in stopped
     traced = run_packets(t, traffic, "mrc-spray", f, seed=1, tracer=_Trace())
     assert _figures(plain) == _figures(traced) and plain.finished == len(traffic)
+
+
+def test_a_retired_connection_gives_a_late_loop_packet_its_ev() -> None:
+    """A data packet the loop sent that reaches a retired connection is given its object by
+    the answerer, which computes the EV from the index as the connection drew it: hashed
+    from the seed and flow, or the index itself on a run given its source routes."""
+    import numpy as np
+
+    from clusterloom.sim.packet._core import TAG_EVI_SHIFT, TAG_MADE, TAG_RX
+    from clusterloom.sim.packet.transports import _Answerer
+
+    class NoRoutes:
+        evs = 256
+
+        def __call__(self, keys: np.ndarray[Any, Any]) -> list[tuple[int, ...] | None]:
+            return [None] * len(keys)
+
+    t = fat_tree(4)
+    for table in (None, NoRoutes()):
+        sim = PacketSim(t, config_for("mrc-spray"), seed=11, source_routes=table)
+        c = MrcSpray(sim, 0, 2, 9, 20 * 4096, 0, ConnSpec())
+        answer = _Answerer(c, echo_path=False, source_route=c.sr)
+        for i in (0, 5, 127):
+            tag = TAG_RX | TAG_MADE | (i << TAG_EVI_SHIFT) | 3
+            pkt, late = c.made_data(tag), answer.made_data(tag)
+            assert (
+                (late.ev, late.port, late.seq)
+                == (pkt.ev, pkt.port, 3)
+                == (
+                    c.evs[i],
+                    c.ev_port[i],
+                    3,
+                )
+            )
+        assert (c.evs[5] == 5) == (table is not None)

@@ -1856,13 +1856,27 @@ class _Answerer:
     NACK for a trimmed one; a probe's answer), and a late packet to its sender changes nothing
     it would send. About 100 bytes instead of several kilobytes per finished flow."""
 
-    __slots__ = ("dst", "flow", "hdr", "job", "key", "n", "reverse", "sim", "source_route", "src")
+    __slots__ = (
+        "dst",
+        "ev_is_index",
+        "flow",
+        "hdr",
+        "job",
+        "key",
+        "n",
+        "reverse",
+        "sim",
+        "source_route",
+        "src",
+    )
 
     def __init__(self, c: _Sprayer, *, echo_path: bool, source_route: bool) -> None:
         self.sim, self.flow, self.src, self.dst = c.sim, c.flow, c.src, c.dst
         self.key, self.job, self.n, self.hdr = c.spec.key, c.spec.job, c.cum, c.hdr
         self.reverse = 1 if echo_path else 0  # receiver-driven answers on ev ^ 1
         self.source_route = source_route
+        #: an mrc-spray run given its source routes: EV i is the table's index i
+        self.ev_is_index = source_route and c.sim.source_routes is not None
 
     def on_timer(self, token: int, now: int) -> None:
         return  # every timer of a connection done at both ends returns at once
@@ -1884,7 +1898,8 @@ class _Answerer:
         pay = r[row + R_LAST] if seq == r[row + R_N] - 1 else r[row + R_MSS]
         pkt = Packet(DATA, self.flow, self.src, self.dst, seq, pay, self.hdr)
         pkt.key, pkt.job, pkt.msg = self.key, self.job, 0
-        pkt.ev, pkt.port = entropy(sim.seed, self.flow, i), i % sim.ports_per_host
+        ev = i if self.ev_is_index else entropy(sim.seed, self.flow, i)
+        pkt.ev, pkt.port = ev, i % sim.ports_per_host
         return pkt
 
     def on_packet(self, pkt: Packet, now: int) -> None:
