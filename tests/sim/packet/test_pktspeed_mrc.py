@@ -7,6 +7,7 @@ the loop proves nothing)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -244,3 +245,37 @@ def test_a_retired_connection_gives_a_late_loop_packet_its_ev() -> None:
                 )
             )
         assert (c.evs[5] == 5) == (table is not None)
+
+
+def test_roce_pacer_in_the_loop_is_the_python_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``roce-ecmp`` without DCQCN (htsim's configuration) paces in the loop
+    (``_core._roce_pace``): the run through a failure's drops, NAKs, go-back-N and timeouts
+    is the traced all-Python one, retransmissions counted alike (a send below the highest
+    sequence sent is one), and Python took few of the pacer's turns."""
+    from clusterloom.sim.crossval import HTSIM_ROCE
+    from clusterloom.sim.packet.transports import RoceEcmp
+
+    turns = [0]
+    original = RoceEcmp.on_timer
+
+    def counted(self: RoceEcmp, token: int, now: int) -> None:
+        turns[0] += token == 0
+        original(self, token, now)
+
+    monkeypatch.setattr(RoceEcmp, "on_timer", counted)  # the class's own: still paced
+    t = fat_tree(4)
+    traffic = permutation(t.plan.hosts, 300_000, seed=3)
+    f = (parse_failure("link:40@15us", t),)
+    cfg = replace(config_for("roce-ecmp", HTSIM_ROCE[0]), reroute_ps=30_000_000)
+    options = dict(HTSIM_ROCE[1])
+    plain = run_packets(t, traffic, "roce-ecmp", f, config=cfg, options=options, seed=2)
+    in_python = turns[0]
+    turns[0] = 0
+    traced = run_packets(
+        t, traffic, "roce-ecmp", f, config=cfg, options=options, seed=2, tracer=_Trace()
+    )
+    assert _figures(plain) == _figures(traced)
+    assert plain.finished == len(traffic) and plain.retransmissions.sum() > 0
+    packets = int(traffic.nbytes.sum()) // 4096
+    assert turns[0] >= packets  # the traced run paced every packet in Python
+    assert in_python < 0.05 * packets  # the loop's run: only turns it had no room for

@@ -109,7 +109,14 @@ MR_ON, MR_A, MR_QB, MR_QF, MR_RH, MR_RT, MR_K, MR_SNDCUM = 35, 36, 37, 38, 39, 4
 MR_NACKED, MR_INFL, MR_NXT, MR_RR, MR_CWND, MR_MAXCWND = 43, 44, 45, 46, 47, 48
 MR_WEND, MR_WACKS, MR_WMARKS, MR_TIMER, MR_FAILED, MR_RTT = 49, 50, 51, 52, 53, 54
 MR_DBOUND, MR_RTO, MR_MAXSKIP, MR_ECNT, MR_RETX = 55, 56, 57, 58, 59
-R_COLS = 60
+#: a ``roce-ecmp`` connection's pacer in the loop (``_roce_pace``; without DCQCN, RP_ON set by
+#: Python at start): the next sequence, whether it paces, when the port is free, whether it
+#: failed, the highest sequence sent plus one (a send below it is a retransmission: go-back-N
+#: sends in order from ``nxt``), retransmissions, the serialization time of a full packet and
+#: of the last (at line rate: no DCQCN)
+RP_ON, RP_NXT, RP_PACING, RP_NEXTFREE, RP_FAILED, RP_HW = 60, 61, 62, 63, 64, 65
+RP_RETX, RP_SERF, RP_SERL = 66, 67, 68
+R_COLS = 69
 #: an mrc-spray sender's block of RR from MR_A, by k EVs and n packets: the index
 #: ``ev_index`` gives each EV's value (an echo's EV), the forward route (-2: not computed
 #: yet), penalty, level, bad, the head and tail record of its packets in flight; then per
@@ -597,6 +604,8 @@ def step(
                         push(H, S, L[a, L_FREE], EV_TXDONE, a, 0)
         elif kind == EV_PACE:
             _pace(L, P, H, S, T, RL, R, RR, a)
+        elif kind == EV_TIMER and b == 0 and R[a, RP_ON] and S[S_NFREE] >= 2:
+            _roce_pace(L, P, H, S, T, RL, R, RR, a)  # a roce-ecmp pacer's turn (token 0)
         else:
             return ST_PYTHON, kind, a, b, time, 0, 0, 0, 0
 
@@ -1223,6 +1232,45 @@ def mrc_import(R: Any, RR: Any, c: int, rows: Any, cap: int) -> None:
     for j in range(m, cap):
         RR[qb + 4 * j + 3] = j + 1 if j + 1 < cap else NIL
     R[c, MR_QF] = m if m < cap else NIL
+
+
+@_jit
+def _roce_pace(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, R: Any, RR: Any, c: int) -> None:
+    """``roce-ecmp``'s pacer turn (``RoceEcmp.on_timer``'s ``_PACE`` without DCQCN): the next
+    sequence on the queue pair's ECMP path (``RR``, the entry after the ACKs', kept up to
+    date with the routing view), a data packet without an object tagged for the loop's
+    receiver, the next turn one serialization time later; none when failed, every sequence
+    sent or every packet acknowledged (pacing stops)."""
+    n = R[c, R_N]
+    if R[c, RP_FAILED] or R[c, RP_NXT] >= n or R[c, RC_UNA] >= n:
+        R[c, RP_PACING] = 0
+        return
+    seq = R[c, RP_NXT]
+    R[c, RP_NXT] = seq + 1
+    if seq < R[c, RP_HW]:
+        R[c, RP_RETX] += 1
+    else:
+        R[c, RP_HW] = seq + 1
+    pay = _pay(R, c, seq)
+    r = RR[R[c, R_ROFF] + 1]
+    if r < 0:  # no path: lost, as a send without a route
+        S[S_NOROUTE] += 1
+    else:
+        f = S[S_NFREE] - 1
+        S[S_NFREE] = f
+        pid = P[f, P_FREE]
+        P[pid, P_SIZE] = S[C_HEADER] + pay
+        P[pid, P_PRIO] = 0
+        P[pid, P_ECN] = 0
+        P[pid, P_TRIM] = 0
+        P[pid, P_ROUTE] = r
+        P[pid, P_HOP] = 1
+        P[pid, P_ING] = NIL
+        P[pid, P_TAG] = TAG_RX | TAG_MADE | (c << TAG_FLOW_SHIFT) | seq
+        _enqueue(L, P, H, S, T, RL[r], pid)
+    nf = S[S_NOW] + (R[c, RP_SERL] if seq == n - 1 else R[c, RP_SERF])
+    R[c, RP_NEXTFREE] = nf
+    push(H, S, nf, EV_TIMER, c, 0)
 
 
 @_jit

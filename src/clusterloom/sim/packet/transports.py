@@ -186,6 +186,28 @@ class _InRow:
         obj.sim.ep_state[obj.flow * R_COLS + self.col] = value
 
 
+class _FlagInRow:
+    """A boolean attribute of a connection kept in its row of the engine's endpoint state
+    (column ``col``, 0 or 1), as :class:`_InRow`."""
+
+    __slots__ = ("col",)
+
+    def __init__(self, col: int) -> None:
+        self.col = col
+
+    @overload
+    def __get__(self, obj: None, owner: Any) -> _FlagInRow: ...
+    @overload
+    def __get__(self, obj: Connection, owner: Any) -> bool: ...
+    def __get__(self, obj: Connection | None, owner: Any) -> bool | _FlagInRow:
+        if obj is None:
+            return self
+        return obj.sim.ep_state[obj.flow * R_COLS + self.col] != 0
+
+    def __set__(self, obj: Connection, value: bool) -> None:
+        obj.sim.ep_state[obj.flow * R_COLS + self.col] = 1 if value else 0
+
+
 class RoceEcmp(Connection):
     name: ClassVar[str] = "roce-ecmp"
     #: no "ecn_cc": on its lossless fabric a 6-to-1 incast pauses the senders' links and a
@@ -223,6 +245,12 @@ class RoceEcmp(Connection):
     retries = _InRow(RC_RETRIES)
     unacked = _InRow(RC_UNACKED)
     nak_sent = _InRow(RC_NAKSENT)
+    # and its pacer's (_core._roce_pace)
+    nxt = _InRow(_core.RP_NXT)
+    pacing = _FlagInRow(_core.RP_PACING)
+    next_free = _InRow(_core.RP_NEXTFREE)
+    failed = _FlagInRow(_core.RP_FAILED)
+    retransmissions = _InRow(_core.RP_RETX)
 
     def __init__(
         self,
@@ -281,9 +309,35 @@ class RoceEcmp(Connection):
         self.rx_in_loop = own and not self.dcqcn and sim.makes_packets
         self.rx_in_loop &= len(self.msg_end) == 1 and n <= TAG_SEQ_MASK + 1
         self._rx_tag = TAG_RX | (flow << TAG_FLOW_SHIFT)
+        #: whether the loop paces it too (_core._roce_pace, once started): the same, and
+        #: on_timer and the pacer's steps its own; a retransmission then is a send below the
+        #: highest sequence sent (go-back-N sends in order), not a count per packet
+        self.pace_in_loop = self.rx_in_loop and cls.on_timer is RoceEcmp.on_timer
 
     def _bind_flags(self, view: memoryview) -> None:
         self.got = view
+
+    def _data_hw(self, seq: int) -> Packet:
+        """:meth:`data` as the loop's pacer counts transmissions (``_core._roce_pace``): a
+        retransmission is a send below the highest sequence sent plus one."""
+        pkt = Packet(DATA, self.flow, self.src, self.dst, seq, self.pay[seq], self.hdr)
+        pkt.key, pkt.job, pkt.msg = self.spec.key, self.spec.job, 0
+        at = self.flow * R_COLS + _core.RP_HW
+        r = self.sim.ep_state
+        if seq < r[at]:
+            self.retransmissions += 1
+        else:
+            r[at] = seq + 1
+        return pkt
+
+    def made_data(self, tag: int) -> Packet:
+        """The object of a data packet the loop's pacer sent (``_core._roce_pace``), for the
+        Python receiver (out of order, or the one that completes the flow)."""
+        seq = tag & TAG_SEQ_MASK
+        pkt = Packet(DATA, self.flow, self.src, self.dst, seq, self.pay[seq], self.hdr)
+        pkt.key, pkt.job, pkt.msg = self.spec.key, self.spec.job, 0
+        pkt.ev, pkt.port = self.ev, self.port
+        return pkt
 
     def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
         return [
@@ -294,10 +348,19 @@ class RoceEcmp(Connection):
     def start(self) -> None:
         if self.rx_in_loop:  # the ACKs' path, kept up to date for the loop
             sim = self.sim
-            at = sim.pull_routes(self.flow, [(self.dst, self.src, self.port, self.ev ^ 1)])
+            keys = [(self.dst, self.src, self.port, self.ev ^ 1)]
+            if self.pace_in_loop:  # and the data's
+                keys.append((self.src, self.dst, self.port, self.ev))
+            at = sim.pull_routes(self.flow, keys)
             row = self.flow * R_COLS
-            sim.ep_state[row + R_ROFF] = at
-            sim.ep_state[row + R_CRX] = CRX_ROCE
+            r = sim.ep_state
+            r[row + R_ROFF] = at
+            r[row + R_CRX] = CRX_ROCE
+            if self.pace_in_loop:
+                full = _ser(self.mss + self.hdr, self.rc)
+                r[row + _core.RP_SERF] = full
+                r[row + _core.RP_SERL] = _ser(self.pay[-1] + self.hdr, self.rc) if self.n else full
+                r[row + _core.RP_ON] = 1
         self.sim.timer(self.start_ps, self.flow, _PACE)
         self.pacing = True
         self.sim.timer(self.start_ps + self.rto, self.flow, _RTO)
@@ -316,7 +379,7 @@ class RoceEcmp(Connection):
                 return
             seq = self.nxt
             self.nxt += 1
-            pkt = self.data(seq)
+            pkt = self._data_hw(seq) if self.pace_in_loop else self.data(seq)
             if self.rx_in_loop:  # tagged for the loop's receiver (_core._roce_receive)
                 self.sim.send_tagged(pkt, self.port, self.ev, self._rx_tag | seq)
             else:
@@ -409,6 +472,7 @@ class RoceEcmp(Connection):
         Python answers it) and its ACKs' path is no longer kept up to date."""
         sim = self.sim
         sim.ep_state[self.flow * R_COLS + R_CRX] = 0
+        sim.ep_state[self.flow * R_COLS + _core.RP_ON] = 0  # its late turns: Python's
         sim.drop_pull_routes(self.flow)
         sim.release_flags(self.flow)
 
