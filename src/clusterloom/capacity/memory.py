@@ -289,9 +289,11 @@ def actual_plan(plan: PlanInput, actuals: Sequence[Actual], sizes: Sequence[int]
 def _menu_first_stage(
     context: dict[str, Any], problem: CapacityProblem
 ) -> tuple[dict[str, Any], list[str]]:
-    """Orders (site -> part -> units) and tiers (site -> choice) of the moves in the plan."""
+    """Orders (site -> part -> units), tiers (site -> choice) and reservations (site ->
+    ``kW`` / ``positions`` -> amount) of the moves in the plan."""
     menu = context.get("menu") or {}
     orders: dict[str, dict[str, float]] = {}
+    reserved: dict[str, dict[str, float]] = {}
     tiers: dict[str, str] = {}
     notes: list[str] = []
     choices = problem.curves.choices
@@ -300,6 +302,8 @@ def _menu_first_stage(
             continue
         if m["kind"] in ("order", "pre-build", "pre-pull") and m.get("part"):
             orders.setdefault(m["site"], {})[m["part"]] = float(m["quantity"])
+        elif m["kind"] == "reserve" and m.get("part"):
+            reserved.setdefault(m["site"], {})[m["part"]] = float(m["quantity"])
         elif m["kind"] == "tier":
             for c in choices:
                 if m["name"] == f"build {m['site']} as {c}":
@@ -309,7 +313,10 @@ def _menu_first_stage(
                 f"{m['name']}: the menu records accelerators landed, not the share; the share "
                 "is re-optimised on the actual"
             )
-    return {"orders": orders, "tiers": tiers}, notes
+    out: dict[str, Any] = {"orders": orders, "tiers": tiers}
+    if reserved:
+        out["reservations"] = reserved
+    return out, notes
 
 
 def price_first_stage(
@@ -340,6 +347,11 @@ def price_first_stage(
                 if n == site[s_name]:
                     v = 1.0 if cv.choices[c] == c_name else 0.0
                     bounds[col] = (v, v)
+    # reservations: the menu's, every other at 0 (one not made)
+    reserved = first_stage.get("reservations", {})
+    for (n, q), col in model.reserve.items():
+        amount = float(reserved.get(cv.sites[n], {}).get(("kW", "positions")[q], 0.0))
+        bounds[col] = (amount, amount)
     greenfield = {n for n, _ in model.z}
     for n in sorted(greenfield):
         if cv.sites[n] not in first_stage.get("tiers", {}):
