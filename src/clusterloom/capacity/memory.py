@@ -320,12 +320,14 @@ def _menu_first_stage(
 
 
 def price_first_stage(
-    problem: CapacityProblem, first_stage: dict[str, Any]
+    problem: CapacityProblem, first_stage: dict[str, Any], *, integer_orders: bool = False
 ) -> tuple[float, float, list[str]]:
-    """(cost with ``first_stage`` fixed, cost with it free) of a one-scenario ``problem``."""
+    """(cost with ``first_stage`` fixed, cost with it free) of a one-scenario ``problem``;
+    with ``integer_orders`` the free plan (hindsight) orders in whole lots too, as the
+    decision did."""
     from clusterloom.capacity.optimise import Options, build, solve
 
-    model = build(problem, Options(risk_weight=0.0))
+    model = build(problem, Options(risk_weight=0.0, integer_orders=integer_orders))
     cv = problem.curves
     site = {s: i for i, s in enumerate(cv.sites)}
     part = {p: i for i, p in enumerate(cv.parts)}
@@ -384,7 +386,9 @@ def realised_cost(
     sc = sample_scenarios(real, 1, 0)
     problem = build_problem(real, cv, sc, base=folder)
     first, notes = _menu_first_stage(decision.context, problem)
-    cost, hindsight, more = price_first_stage(problem, first)
+    form = (decision.context.get("menu") or {}).get("formulation", {})
+    whole = int(form.get("first_stage", {}).get("integer_orders", 0)) > 0
+    cost, hindsight, more = price_first_stage(problem, first, integer_orders=whole)
     return Realised(real.periods, cost, hindsight, first, tuple(notes + more))
 
 

@@ -152,12 +152,15 @@ def solve_menu(
     solves = 2
     for d in decisions:
         free = d.site if d.kind is MoveKind.TIER else None
+        bounds = {**_held(model, model, plan.values, free), **d.alternative}
         other, _ = solve(
-            model,
-            bounds={**_held(model, model, plan.values, free), **d.alternative},
-            continuous=_all_held(options, free),
+            model, bounds=bounds, continuous=_all_held(options, free), relax=_orders(model)
         )
-        now, wait, limited = _option(problem, options, model, plan, d, groups, option_node_limit)
+        if options.integer_orders:
+            other = _whole(problem, model, other, bounds)
+        now, wait, limited = _option(
+            problem, options, model, plan, lp, d, groups, option_node_limit
+        )
         solves += 3
         option = max(0.0, now - wait)
         ctx = _Context(problem, model, plan, lp, ranging, other, d, option, limited)
@@ -182,6 +185,55 @@ def solve_menu(
         risk_weight=risk_weight,
         formulation=formulation,
     )
+
+
+def _orders(model: Model) -> IntArray:
+    """The columns of the orders now (and their lots): relaxed in the menu's re-solves."""
+    return np.concatenate(
+        [model.buy.ravel(), np.array(sorted(model.lots.values()), dtype=np.int64)]
+    ).astype(np.int64)
+
+
+def _whole(
+    problem: CapacityProblem,
+    model: Model,
+    relaxed: Solved,
+    bounds: dict[int, tuple[float, float]],
+) -> Solved:
+    """A re-solve's plan in whole lots: its orders now (solved relaxed) rounded up to whole
+    lots (down for a part whose period-0 cap the rounding up would pass), every tier held at
+    its choice, the recourse re-optimised. A feasible plan with integer orders, so its cost
+    is at least the integer optimum's (the menu's alternatives are upper bounds by at most
+    the rounding)."""
+    co = problem.costs
+    N, P = model.buy.shape
+    lot = co.lot if co.lot is not None else np.ones(P, dtype=np.int64)
+    v = relaxed.values
+    raw = v[model.buy] / lot[None, :]
+    up = np.ceil(raw - 1e-6) * lot[None, :]
+    down = np.floor(raw + 1e-6) * lot[None, :]
+    over = up.sum(axis=0) > co.cap[:, 0] + 1e-6
+    q = np.where(over[None, :], down, up)
+    fixed = dict(bounds)
+    for n in range(N):
+        for p in range(P):
+            col = int(model.buy[n, p])
+            lo, hi = bounds.get(col, (q[n, p], q[n, p]))
+            fixed[col] = (lo, hi) if lo == hi else (q[n, p], q[n, p])
+            if (n, p) in model.lots:
+                k = fixed[col][0] / lot[p]
+                fixed[model.lots[(n, p)]] = (k, k)
+    for col in model.z.values():
+        z = float(round(v[col]))
+        fixed[col] = (z, z)
+    out, _ = solve(model, bounds=fixed, continuous=not model.options.integer_recourse)
+    return out
+
+
+def _relax(options: Options, model: Model) -> IntArray | None:
+    """The orders an option's models relax (none with integer rework: then both models keep
+    every integer, the deciding-now one being the plan)."""
+    return None if options.integer_recourse else _orders(model)
 
 
 def _tiers(model: Model, values: FloatArray) -> dict[int, float]:
@@ -261,6 +313,7 @@ def _option(
     options: Options,
     model: Model,
     plan: Solved,
+    lp: Solved,
     d: _Decision,
     groups: IntArray,
     option_node_limit: int,
@@ -271,19 +324,24 @@ def _option(
     feasible in the waiting model by construction (its columns at the same values, the
     waiting ones at zero or equal to the now-decision), and the better of the two is kept."""
     gs = np.asarray(groups, dtype=np.int64)
+    # with integer orders both models of an option (deciding now, may wait) are solved with
+    # the orders now relaxed, so that their difference is the value of waiting, not of
+    # rounding; deciding now is then the plan's LP (its tiers fixed, the orders relaxed)
+    relaxed = options.integer_orders and not options.integer_recourse
+    now_value = lp.objective_cents if relaxed else plan.objective_cents
     if d.reserve:
-        # may wait: more may be reserved at period 1 per group (the plan, with those at 0, is
-        # feasible there, so the waiting plan is never worse)
+        # may wait: more may be reserved at period 1 per group (the deciding-now plan, with
+        # those at 0, is feasible there, so the waiting plan is never worse)
         wait_model = build(problem, options, Waiting("reserve", d.site, d.part, gs))
         added = wait_model.lp.num_col_ - model.lp.num_col_
-        start = np.concatenate([plan.values, np.zeros(added)])
         wait, _ = solve(
             wait_model,
             bounds=_held(wait_model, model, plan.values, None),
             continuous=_all_held(options, None),
-            start=start,
+            start=np.concatenate([plan.values, np.zeros(added)]),
+            relax=_relax(options, wait_model),
         )
-        return plan.objective_cents, min(wait.objective_cents, plan.objective_cents), False
+        return now_value, min(wait.objective_cents, now_value), False
     if d.kind in (MoveKind.TIER, MoveKind.LAND_ELSEWHERE):
         kind = "tier" if d.kind is MoveKind.TIER else "land"
         free = d.site if d.kind is MoveKind.TIER else None
@@ -303,13 +361,19 @@ def _option(
             continuous=_all_held(options, free),
             start=start,
             node_limit=option_node_limit,
+            relax=_relax(options, wait_model),
         )
         limited = wait.status != "Optimal"
-        return plan.objective_cents, min(wait.objective_cents, plan.objective_cents), limited
+        return now_value, min(wait.objective_cents, now_value), limited
     one = np.zeros_like(gs)
     now_model = build(problem, options, Waiting("order", d.site, d.part, one))
     held = _held(now_model, model, plan.values, None)
-    now, _ = solve(now_model, bounds=held, continuous=_all_held(options, None))
+    now, _ = solve(
+        now_model,
+        bounds=held,
+        continuous=_all_held(options, None),
+        relax=_relax(options, now_model),
+    )
     wait_model = build(problem, options, Waiting("order", d.site, d.part, gs))
     n_groups = int(gs.max()) + 1
     start = np.concatenate([now.values[:-1], np.repeat(now.values[-1:], n_groups)])
@@ -318,6 +382,7 @@ def _option(
         bounds=_held(wait_model, model, plan.values, None),
         continuous=_all_held(options, None),
         start=start,
+        relax=_relax(options, wait_model),
     )
     return now.objective_cents, min(wait.objective_cents, now.objective_cents), False
 
@@ -337,7 +402,7 @@ def _held(
 
 def _all_held(options: Options, free: int | None) -> bool:
     """Whether a re-solve has no integer left free (then it is solved as an LP)."""
-    return free is None and not options.integer_recourse and not options.integer_orders
+    return free is None and not options.integer_recourse
 
 
 @dataclass(frozen=True, eq=False)

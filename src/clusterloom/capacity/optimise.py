@@ -824,9 +824,11 @@ def solve(
     start: FloatArray | None = None,
     ranging: bool = False,
     node_limit: int | None = None,
+    relax: IntArray | None = None,
 ) -> tuple[Solved, object | None]:
     """Solve ``model`` with some columns' ``bounds`` changed. ``continuous`` drops the
-    integrality (a relaxation, or an LP once the integers are fixed by ``bounds``); ``start``
+    integrality (a relaxation, or an LP once the integers are fixed by ``bounds``); ``relax``
+    drops it for those columns alone (the orders now, with their lots); ``start``
     is a feasible solution the MIP starts from, so its result is never worse. Raises
     ``SpecError`` if the problem has no feasible plan."""
     t0 = time.perf_counter()
@@ -846,6 +848,18 @@ def solve(
         hi = np.array([bounds[int(c)][1] for c in cols])
         h.changeColsBounds(len(cols), cols, lo, hi)
     is_mip = model.integers > 0 and not continuous
+    if is_mip and relax is not None and len(relax):
+        # these columns (the orders now) continuous, the other integers kept
+        cols = np.asarray(relax, dtype=np.int32)
+        h.changeColsIntegrality(
+            len(cols), cols, np.full(len(cols), highspy.HighsVarType.kContinuous)
+        )
+        left = sum(1 for v in model.lp.integrality_ if int(v) != 0) - sum(
+            1 for c in cols if int(model.lp.integrality_[int(c)]) != 0
+        )
+        if left == 0:
+            is_mip = False
+            continuous = True
     if model.integers > 0 and continuous:
         n = model.lp.num_col_
         h.changeColsIntegrality(
