@@ -14,8 +14,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from clusterloom.capacity import Reservations, example_plan, parse_plan, solve_menu
-from clusterloom.capacity.model import CapacityProblem
+from clusterloom.capacity import (
+    Reservations,
+    build_problem,
+    example_plan,
+    load_plan,
+    parse_plan,
+    sample_scenarios,
+    solve_menu,
+)
+from clusterloom.capacity.model import CapacityProblem, Curves
 from clusterloom.capacity.optimise import Options, build, solve
 from clusterloom.capacity.problem import build_costs, build_reservations
 from clusterloom.errors import SpecError
@@ -321,3 +329,30 @@ def test_a_lot_of_zero_is_refused() -> None:
     with pytest.raises(SpecError) as exc:
         parse_plan(_plan_text("{kw_usd_per_quarter: 1, position_usd_per_quarter: 1}", ", lot: 0"))
     assert any(p.where == "parts[6].supplier.lot" for p in exc.value.problems)
+
+
+# ---- the colocation example, end to end -------------------------------------------------------
+
+
+def test_the_colocation_example_reserves_at_west_and_orders_whole_lots(curves: Curves) -> None:
+    """``two-sites-colo``: west's power and positions are contracted (300 kW, 8 positions
+    held). Its curves are the example's (same sites, choices and parts)."""
+    colo = load_plan(example_plan("two-sites-colo"))
+    problem = build_problem(colo, curves, sample_scenarios(colo, 8, 0), base=example_plan().parent)
+    assert problem.reservations is not None
+    assert problem.reservations.active.tolist() == [False, True]
+    menu = solve_menu(problem, max_decisions=12)
+    assert menu.formulation["first_stage"]["reservations"] == 2
+    assert menu.formulation["first_stage"]["integer_orders"] == 14
+    kinds = {m.kind for m in menu.moves}
+    assert "reserve" in kinds, [m.name for m in menu.moves]
+    lots = {p.id: p.supplier.lot for p in colo.parts}
+    objective = menu.expected_cost_cents + menu.risk_weight * menu.cvar_cents
+    for m in menu.moves:
+        assert m.option_value_cents >= 0
+        assert m.expected_cost_cents + menu.risk_weight * m.cvar_cents >= objective - 2
+        if m.kind in ("order", "pre-build", "pre-pull") and m.part:
+            q = m.quantity / lots[m.part]
+            assert abs(q - round(q)) < 1e-6, m
+        if m.kind == "reserve":
+            assert m.site == "west" and m.part in ("kW", "positions")
