@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -356,3 +357,25 @@ def test_the_colocation_example_reserves_at_west_and_orders_whole_lots(curves: C
             assert abs(q - round(q)) < 1e-6, m
         if m.kind == "reserve":
             assert m.site == "west" and m.part in ("kW", "positions")
+
+
+def test_the_cli_refuses_a_bad_reservation_naming_the_field(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from clusterloom.cli.main import app
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        _plan_text(
+            "{kw_usd_per_quarter: 10, position_usd_per_quarter: -3, lead_quarters: 12}",
+            ", lot: 0",
+        )
+    )
+    result = CliRunner().invoke(app, ["plan", str(bad), "--no-menu"])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    for field in (
+        "sites[1].reservation.position_usd_per_quarter",
+        "parts[6].supplier.lot",
+    ):
+        assert field in result.output, result.output
