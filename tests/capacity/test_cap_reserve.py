@@ -379,3 +379,20 @@ def test_the_cli_refuses_a_bad_reservation_naming_the_field(tmp_path: Path) -> N
         "parts[6].supplier.lot",
     ):
         assert field in result.output, result.output
+
+
+def test_a_recorded_reservation_is_priced_as_made() -> None:
+    """Realised cost holds the menu's reservation (and none beyond it): 256 kW reserved for
+    demand of 512 over 4 periods leaves 256 idle in periods 1-3 and all 512 in period 0 (no
+    switch was ordered now, so none is there before period 1's order lands); hindsight
+    orders now and reserves all 512."""
+    from clusterloom.capacity.memory import price_first_stage
+
+    problem = reserved(one_site([512.0] * 4, price=0), price=0.5 * IDLE)
+    held, free, _ = price_first_stage(
+        problem, {"orders": {}, "tiers": {}, "reservations": {"hall": {"kW": 256.0}}}
+    )
+    assert held == pytest.approx(256 * 4 * 0.5 * IDLE + (512 + 3 * 256) * IDLE)
+    assert free == pytest.approx(512 * 4 * 0.5 * IDLE)
+    none, _, _ = price_first_stage(problem, {"orders": {}, "tiers": {}})
+    assert none == pytest.approx(512 * 4 * IDLE)
