@@ -245,15 +245,20 @@ def test_the_menu_is_deterministic_and_ranked() -> None:
     assert savings == sorted(savings, reverse=True)
     taken = [m for m in a.moves if m.in_plan]
     assert taken and all(m.saving_cents >= 0 and m.reasons for m in taken)
-    assert a.formulation["integer_variables"] == 2  # one greenfield site, two choices
+    # one greenfield site's two choices and the 2 x 5 orders now, in whole units
+    assert a.formulation["integer_variables"] == 2 + 10
+    assert a.formulation["first_stage"]["integer_orders"] == 10
     for m in a.moves:
         assert m.expected_cost_cents >= a.expected_cost_cents - 1
 
 
-def test_the_menu_reports_the_plans_cost_and_its_alternatives_cost_more() -> None:
+@pytest.mark.parametrize("whole", [False, True])
+def test_the_menu_reports_the_plans_cost_and_its_alternatives_cost_more(whole: bool) -> None:
     problem = synthetic(9, n_scenarios=4, n_sites=2, n_periods=4)
-    _, s = plan_of(problem)
-    menu = solve_menu(problem, max_decisions=3)
+    model, s = plan_of(problem, integer_orders=whole)
+    if whole:
+        assert np.allclose(s.values[model.buy], np.round(s.values[model.buy]), atol=1e-6)
+    menu = solve_menu(problem, max_decisions=3, integer_orders=whole)
     assert menu.expected_cost_cents == round(s.expected_cents)
     assert menu.cvar_cents == round(s.cvar_cents)
     plan_objective = s.objective_cents

@@ -14,7 +14,7 @@ from clusterloom.capacity.input import PlanInput, example_plan, load_plan, parse
 from clusterloom.capacity.learn import Learned, apply_learning, learn
 from clusterloom.capacity.memory import outcome_record, plan_record, read_decisions, realised_cost
 from clusterloom.capacity.menu import Menu, MenuMove, solve_menu
-from clusterloom.capacity.model import CapacityProblem, Costs, Curves, Scenarios
+from clusterloom.capacity.model import CapacityProblem, Costs, Curves, Reservations, Scenarios
 from clusterloom.capacity.problem import build_problem
 from clusterloom.capacity.reconcile import Reconciled, reconcile
 from clusterloom.capacity.report import render_plan
@@ -36,6 +36,7 @@ __all__ = [
     "PlanInput",
     "PlanRun",
     "Reconciled",
+    "Reservations",
     "Scenarios",
     "apply_learning",
     "build_problem",

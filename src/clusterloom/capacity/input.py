@@ -76,6 +76,7 @@ __all__ = [
     "PlanInput",
     "PowerInput",
     "ProgramInput",
+    "ReservationInput",
     "SiteInput",
     "Supplier",
     "example_plan",
@@ -195,9 +196,39 @@ class BuildingInput(SpecModel):
     halls: list[HallInput] = Field(min_length=1, max_length=MAX_ENTRIES)
 
 
+class UnreservedInput(SpecModel):
+    """Power and positions asked for later, unreserved: asked in a period from the next one
+    on, available ``lead_quarters`` later, paid per unit and quarter from then."""
+
+    kw_usd_per_quarter: PriceUsd
+    position_usd_per_quarter: PriceUsd
+    lead_quarters: Annotated[int, Field(ge=0, le=MAX_PERIODS)]
+
+
+class ReservationInput(SpecModel):
+    """A site whose power and rack positions must be contracted before they are used (a
+    colocation or a utility's allocation): ``held_kw`` and ``held_positions`` are contracted
+    now; more can be **reserved now** at ``kw_usd_per_quarter`` and
+    ``position_usd_per_quarter`` (paid each quarter from when it is available, ``lead_quarters``
+    from now, to the horizon's end, used or not); ``unreserved`` says what asking later costs
+    and how long it takes (none: nothing beyond what is held and reserved). The halls still
+    bound what can be used (their power, positions and readiness)."""
+
+    held_kw: Annotated[float, Field(ge=0, le=1e8)] = 0.0
+    held_positions: Annotated[float, Field(ge=0, le=1e8)] = 0.0
+    kw_usd_per_quarter: PriceUsd
+    position_usd_per_quarter: PriceUsd
+    lead_quarters: Annotated[int, Field(ge=0, le=MAX_PERIODS)] = 0
+    unreserved: UnreservedInput | None = None
+
+
 class SiteInput(SpecModel):
     name: Name
     buildings: list[BuildingInput] = Field(min_length=1, max_length=MAX_ENTRIES)
+    reservation: ReservationInput | None = Field(
+        default=None,
+        description="power and positions to be contracted before use; none: the halls' own",
+    )
 
     @property
     def halls(self) -> tuple[HallInput, ...]:
@@ -301,6 +332,9 @@ class Supplier(SpecModel):
     cap: Annotated[float, Field(ge=0, le=1e9)] | list[Annotated[float, Field(ge=0, le=1e9)]]
     expedite_usd: PriceUsd | None = Field(
         default=None, description="extra per unit delivered in one period; default: costs'"
+    )
+    lot: Annotated[int, Field(ge=1, le=1_000_000)] = Field(
+        default=1, description="units an order now comes in (orders now are whole lots)"
     )
 
 
@@ -474,6 +508,22 @@ def check_plan(plan: PlanInput) -> list[Problem]:
             )
     for i, s in enumerate(plan.sites):
         problems += _unique([b.name for b in s.buildings], f"sites[{i}].buildings", "building")
+        r = s.reservation
+        if r is not None:
+            leads = [(f"sites[{i}].reservation.lead_quarters", r.lead_quarters)]
+            if r.unreserved is not None:
+                leads.append(
+                    (f"sites[{i}].reservation.unreserved.lead_quarters", r.unreserved.lead_quarters)
+                )
+            for where, lead in leads:
+                if lead >= T:
+                    problems.append(
+                        Problem(
+                            where,
+                            f"{lead} quarters is beyond the horizon of {T}: it would never be "
+                            f"available; give at most {T - 1}",
+                        )
+                    )
         for j, b in enumerate(s.buildings):
             problems += _unique(
                 [h.name for h in b.halls], f"sites[{i}].buildings[{j}].halls", "hall"

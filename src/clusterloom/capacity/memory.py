@@ -289,9 +289,11 @@ def actual_plan(plan: PlanInput, actuals: Sequence[Actual], sizes: Sequence[int]
 def _menu_first_stage(
     context: dict[str, Any], problem: CapacityProblem
 ) -> tuple[dict[str, Any], list[str]]:
-    """Orders (site -> part -> units) and tiers (site -> choice) of the moves in the plan."""
+    """Orders (site -> part -> units), tiers (site -> choice) and reservations (site ->
+    ``kW`` / ``positions`` -> amount) of the moves in the plan."""
     menu = context.get("menu") or {}
     orders: dict[str, dict[str, float]] = {}
+    reserved: dict[str, dict[str, float]] = {}
     tiers: dict[str, str] = {}
     notes: list[str] = []
     choices = problem.curves.choices
@@ -300,6 +302,8 @@ def _menu_first_stage(
             continue
         if m["kind"] in ("order", "pre-build", "pre-pull") and m.get("part"):
             orders.setdefault(m["site"], {})[m["part"]] = float(m["quantity"])
+        elif m["kind"] == "reserve" and m.get("part"):
+            reserved.setdefault(m["site"], {})[m["part"]] = float(m["quantity"])
         elif m["kind"] == "tier":
             for c in choices:
                 if m["name"] == f"build {m['site']} as {c}":
@@ -309,16 +313,21 @@ def _menu_first_stage(
                 f"{m['name']}: the menu records accelerators landed, not the share; the share "
                 "is re-optimised on the actual"
             )
-    return {"orders": orders, "tiers": tiers}, notes
+    out: dict[str, Any] = {"orders": orders, "tiers": tiers}
+    if reserved:
+        out["reservations"] = reserved
+    return out, notes
 
 
 def price_first_stage(
-    problem: CapacityProblem, first_stage: dict[str, Any]
+    problem: CapacityProblem, first_stage: dict[str, Any], *, integer_orders: bool = False
 ) -> tuple[float, float, list[str]]:
-    """(cost with ``first_stage`` fixed, cost with it free) of a one-scenario ``problem``."""
+    """(cost with ``first_stage`` fixed, cost with it free) of a one-scenario ``problem``;
+    with ``integer_orders`` the free plan (hindsight) orders in whole lots too, as the
+    decision did."""
     from clusterloom.capacity.optimise import Options, build, solve
 
-    model = build(problem, Options(risk_weight=0.0))
+    model = build(problem, Options(risk_weight=0.0, integer_orders=integer_orders))
     cv = problem.curves
     site = {s: i for i, s in enumerate(cv.sites)}
     part = {p: i for i, p in enumerate(cv.parts)}
@@ -340,6 +349,11 @@ def price_first_stage(
                 if n == site[s_name]:
                     v = 1.0 if cv.choices[c] == c_name else 0.0
                     bounds[col] = (v, v)
+    # reservations: the menu's, every other at 0 (one not made)
+    reserved = first_stage.get("reservations", {})
+    for (n, q), col in model.reserve.items():
+        amount = float(reserved.get(cv.sites[n], {}).get(("kW", "positions")[q], 0.0))
+        bounds[col] = (amount, amount)
     greenfield = {n for n, _ in model.z}
     for n in sorted(greenfield):
         if cv.sites[n] not in first_stage.get("tiers", {}):
@@ -372,7 +386,9 @@ def realised_cost(
     sc = sample_scenarios(real, 1, 0)
     problem = build_problem(real, cv, sc, base=folder)
     first, notes = _menu_first_stage(decision.context, problem)
-    cost, hindsight, more = price_first_stage(problem, first)
+    form = (decision.context.get("menu") or {}).get("formulation", {})
+    whole = int(form.get("first_stage", {}).get("integer_orders", 0)) > 0
+    cost, hindsight, more = price_first_stage(problem, first, integer_orders=whole)
     return Realised(real.periods, cost, hindsight, first, tuple(notes + more))
 
 

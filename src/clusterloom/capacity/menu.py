@@ -46,7 +46,9 @@ class MenuMove:
     name: str
     kind: str  #: a ``MoveKind`` value
     site: str
-    part: str | None  #: the part ordered (None for a tier choice or a landing)
+    #: the part ordered; for a reservation what is reserved (``kW``, ``positions``); None for
+    #: a tier choice or a landing
+    part: str | None
     period: str  #: when it is decided (now)
     quantity: float  #: units ordered, accelerators landed elsewhere, or the tier's limit
     expected_cost_cents: int  #: of the best plan that makes this move
@@ -92,10 +94,11 @@ class _Decision:
 
     kind: MoveKind
     site: int
-    part: int  #: part (order), choice (tier), destination site (land)
+    part: int  #: part (order), choice (tier), destination site (land), 0 kW / 1 positions
     value: float
     alternative: dict[int, tuple[float, float]]  #: bounds that make the other move
     weight: float  #: money at stake, for choosing which decisions the menu evaluates
+    reserve: bool = False  #: a reservation (``RESERVE``, or ``DEFER`` of one), not an order
 
 
 def solve_menu(
@@ -104,6 +107,7 @@ def solve_menu(
     risk_alpha: float = 0.9,
     risk_weight: float = 0.5,
     integer_recourse: bool = False,
+    integer_orders: bool = True,
     max_decisions: int = 8,
     max_scenarios: int | None = 40,
     evaluate_all: bool = False,
@@ -120,12 +124,16 @@ def solve_menu(
     and the menu's expected cost and CVaR are those. A tier choice's waiting model (binaries
     per information group) stops after ``option_node_limit`` branch-and-bound nodes (a limit on
     work, so the menu is the same on any machine) with its best plan so far, never worse than
-    deciding now: its option value is then a lower bound (its reasons say so)."""
+    deciding now: its option value is then a lower bound (its reasons say so).
+    ``integer_orders`` makes the orders now whole units (whole lots where the part has one):
+    the plan and every re-solve are then MIPs; the duals and cost ranging in the reasons are
+    those of the LP with the tiers fixed and the orders relaxed."""
     t0 = time.perf_counter()
     options = Options(
         risk_alpha=risk_alpha,
         risk_weight=risk_weight,
         integer_recourse=integer_recourse,
+        integer_orders=integer_orders,
         time_limit_s=time_limit_s,
     )
     given = problem
@@ -136,7 +144,7 @@ def solve_menu(
     reduction["scenarios_solved"] = len(problem.scenarios.probability)
     model = build(problem, options)
     plan, _ = solve(model)
-    fixed = {int(c): (v, v) for c, v in _integers(model, plan.values).items()}
+    fixed = {int(c): (v, v) for c, v in _tiers(model, plan.values).items()}
     lp, ranging = solve(model, bounds=fixed, continuous=True, ranging=True)
     groups = information_groups(problem)
     decisions = _decisions(problem, model, plan)[:max_decisions]
@@ -144,12 +152,15 @@ def solve_menu(
     solves = 2
     for d in decisions:
         free = d.site if d.kind is MoveKind.TIER else None
+        bounds = {**_held(model, model, plan.values, free), **d.alternative}
         other, _ = solve(
-            model,
-            bounds={**_held(model, model, plan.values, free), **d.alternative},
-            continuous=_all_held(options, free),
+            model, bounds=bounds, continuous=_all_held(options, free), relax=_orders(model)
         )
-        now, wait, limited = _option(problem, options, model, plan, d, groups, option_node_limit)
+        if options.integer_orders:
+            other = _whole(problem, model, other, bounds)
+        now, wait, limited = _option(
+            problem, options, model, plan, lp, d, groups, option_node_limit
+        )
         solves += 3
         option = max(0.0, now - wait)
         ctx = _Context(problem, model, plan, lp, ranging, other, d, option, limited)
@@ -176,13 +187,59 @@ def solve_menu(
     )
 
 
-def _integers(model: Model, values: FloatArray) -> dict[int, float]:
-    """The integer columns at their (rounded) values."""
-    integ = np.asarray(
-        [int(v) for v in model.lp.integrality_] if model.integers else [], dtype=np.int64
-    )
-    cols = np.flatnonzero(integ)
-    return {int(c): float(round(values[c])) for c in cols}
+def _orders(model: Model) -> IntArray:
+    """The columns of the orders now (and their lots): relaxed in the menu's re-solves."""
+    return np.concatenate(
+        [model.buy.ravel(), np.array(sorted(model.lots.values()), dtype=np.int64)]
+    ).astype(np.int64)
+
+
+def _whole(
+    problem: CapacityProblem,
+    model: Model,
+    relaxed: Solved,
+    bounds: dict[int, tuple[float, float]],
+) -> Solved:
+    """A re-solve's plan in whole lots: its orders now (solved relaxed) rounded up to whole
+    lots (down for a part whose period-0 cap the rounding up would pass), every tier held at
+    its choice, the recourse re-optimised. A feasible plan with integer orders, so its cost
+    is at least the integer optimum's (the menu's alternatives are upper bounds by at most
+    the rounding)."""
+    co = problem.costs
+    N, P = model.buy.shape
+    lot = co.lot if co.lot is not None else np.ones(P, dtype=np.int64)
+    v = relaxed.values
+    raw = v[model.buy] / lot[None, :]
+    up = np.ceil(raw - 1e-6) * lot[None, :]
+    down = np.floor(raw + 1e-6) * lot[None, :]
+    over = up.sum(axis=0) > co.cap[:, 0] + 1e-6
+    q = np.where(over[None, :], down, up)
+    fixed = dict(bounds)
+    for n in range(N):
+        for p in range(P):
+            col = int(model.buy[n, p])
+            lo, hi = bounds.get(col, (q[n, p], q[n, p]))
+            fixed[col] = (lo, hi) if lo == hi else (q[n, p], q[n, p])
+            if (n, p) in model.lots:
+                k = fixed[col][0] / lot[p]
+                fixed[model.lots[(n, p)]] = (k, k)
+    for col in model.z.values():
+        z = float(round(v[col]))
+        fixed[col] = (z, z)
+    out, _ = solve(model, bounds=fixed, continuous=not model.options.integer_recourse)
+    return out
+
+
+def _relax(options: Options, model: Model) -> IntArray | None:
+    """The orders an option's models relax (none with integer rework: then both models keep
+    every integer, the deciding-now one being the plan)."""
+    return None if options.integer_recourse else _orders(model)
+
+
+def _tiers(model: Model, values: FloatArray) -> dict[int, float]:
+    """The tier binaries at their (rounded) values (the LP for duals fixes these; the orders,
+    integer or not, are relaxed there)."""
+    return {int(c): float(round(values[c])) for c in sorted(model.z.values())}
 
 
 def _decisions(problem: CapacityProblem, model: Model, plan: Solved) -> list[_Decision]:
@@ -205,8 +262,28 @@ def _decisions(problem: CapacityProblem, model: Model, plan: Solved) -> list[_De
                 )
                 continue
             nxt = float(model.probability @ v[later[:, n, p]])
+            if nxt > _TOL and model.options.integer_orders:
+                # ordered now it is whole lots: the expected period-1 order, to the nearest
+                # lot (at least one)
+                lot = int(co.lot[p]) if co.lot is not None else 1
+                nxt = float(max(1, round(nxt / lot)) * lot)
             if nxt > _TOL:
                 out.append(_Decision(MoveKind.DEFER, n, p, nxt, {col: (nxt, nxt)}, nxt * price))
+    res = problem.reservations
+    T = problem.scenarios.demand.shape[2]
+    for (n, q), col in sorted(model.reserve.items()):
+        assert res is not None
+        unit = float((res.kw_price, res.position_price)[q][n]) * max(0, T - int(res.lead[n]))
+        r = float(v[col])
+        if r > _TOL:
+            out.append(_Decision(MoveKind.RESERVE, n, q, r, {col: (0.0, 0.0)}, r * unit, True))
+            continue
+        spot = model.unreserved[:, n, q, 1]
+        asked = float(model.probability @ v[spot]) if (spot >= 0).all() else 0.0
+        if asked > _TOL:
+            out.append(
+                _Decision(MoveKind.DEFER, n, q, asked, {col: (asked, asked)}, asked * unit, True)
+            )
     want = np.minimum(problem.scenarios.demand, problem.scenarios.accelerators)
     top = float(want.max()) * float(co.rework_per_accelerator)
     choices_at = np.bincount([n for n, _c in model.z], minlength=N)
@@ -236,6 +313,7 @@ def _option(
     options: Options,
     model: Model,
     plan: Solved,
+    lp: Solved,
     d: _Decision,
     groups: IntArray,
     option_node_limit: int,
@@ -246,6 +324,24 @@ def _option(
     feasible in the waiting model by construction (its columns at the same values, the
     waiting ones at zero or equal to the now-decision), and the better of the two is kept."""
     gs = np.asarray(groups, dtype=np.int64)
+    # with integer orders both models of an option (deciding now, may wait) are solved with
+    # the orders now relaxed, so that their difference is the value of waiting, not of
+    # rounding; deciding now is then the plan's LP (its tiers fixed, the orders relaxed)
+    relaxed = options.integer_orders and not options.integer_recourse
+    now_value = lp.objective_cents if relaxed else plan.objective_cents
+    if d.reserve:
+        # may wait: more may be reserved at period 1 per group (the deciding-now plan, with
+        # those at 0, is feasible there, so the waiting plan is never worse)
+        wait_model = build(problem, options, Waiting("reserve", d.site, d.part, gs))
+        added = wait_model.lp.num_col_ - model.lp.num_col_
+        wait, _ = solve(
+            wait_model,
+            bounds=_held(wait_model, model, plan.values, None),
+            continuous=_all_held(options, None),
+            start=np.concatenate([plan.values, np.zeros(added)]),
+            relax=_relax(options, wait_model),
+        )
+        return now_value, min(wait.objective_cents, now_value), False
     if d.kind in (MoveKind.TIER, MoveKind.LAND_ELSEWHERE):
         kind = "tier" if d.kind is MoveKind.TIER else "land"
         free = d.site if d.kind is MoveKind.TIER else None
@@ -265,13 +361,19 @@ def _option(
             continuous=_all_held(options, free),
             start=start,
             node_limit=option_node_limit,
+            relax=_relax(options, wait_model),
         )
         limited = wait.status != "Optimal"
-        return plan.objective_cents, min(wait.objective_cents, plan.objective_cents), limited
+        return now_value, min(wait.objective_cents, now_value), limited
     one = np.zeros_like(gs)
     now_model = build(problem, options, Waiting("order", d.site, d.part, one))
     held = _held(now_model, model, plan.values, None)
-    now, _ = solve(now_model, bounds=held, continuous=_all_held(options, None))
+    now, _ = solve(
+        now_model,
+        bounds=held,
+        continuous=_all_held(options, None),
+        relax=_relax(options, now_model),
+    )
     wait_model = build(problem, options, Waiting("order", d.site, d.part, gs))
     n_groups = int(gs.max()) + 1
     start = np.concatenate([now.values[:-1], np.repeat(now.values[-1:], n_groups)])
@@ -280,6 +382,7 @@ def _option(
         bounds=_held(wait_model, model, plan.values, None),
         continuous=_all_held(options, None),
         start=start,
+        relax=_relax(options, wait_model),
     )
     return now.objective_cents, min(wait.objective_cents, now.objective_cents), False
 
@@ -367,6 +470,11 @@ def _label(ctx: _Context, taken: bool) -> tuple[MoveKind, str, float, str | None
         c = d.part if taken else _other_choice(ctx)
         limit = float(pr.curves.max_accelerators[d.site, c])
         return MoveKind.TIER, f"build {site} as {pr.curves.choices[c]}", limit, None
+    if d.reserve:
+        unit = ("kW", "positions")[d.part]
+        if (d.kind is MoveKind.RESERVE) == taken:
+            return MoveKind.RESERVE, f"reserve {d.value:.1f} {unit} at {site} now", d.value, unit
+        return MoveKind.DEFER, f"defer reserving {unit} at {site}", 0.0, unit
     if d.kind is MoveKind.LAND_ELSEWHERE:
         to = pr.curves.sites[d.part]
         if taken:
@@ -436,7 +544,9 @@ def _binding(ctx: _Context) -> list[str]:
     out: list[str] = []
     site = d.site if d.kind is not MoveKind.LAND_ELSEWHERE else d.part
     periods = pr.scenarios.periods
-    if d.kind in (MoveKind.DEFER, MoveKind.ORDER, MoveKind.PRE_BUILD, MoveKind.PRE_PULL):
+    if d.reserve:
+        out.extend(_reservation_terms(pr, d))
+    elif d.kind in (MoveKind.DEFER, MoveKind.ORDER, MoveKind.PRE_BUILD, MoveKind.PRE_PULL):
         p = d.part
         part = pr.curves.parts[p]
         dual = np.abs(duals[m.rows[f"parts_{site}_{p}"]])
@@ -467,12 +577,19 @@ def _binding(ctx: _Context) -> list[str]:
                 f"{S} scenarios"
             )
     for name in ("power", "positions"):
-        hit = np.abs(duals[m.rows[f"{name}_{site}"]]) > 1e-3
-        if hit.any():
-            out.append(
-                f"{name} at {pr.curves.sites[site]} binds in {int(hit.any(axis=1).sum())} of "
-                f"{S} scenarios (first in {periods[int(np.flatnonzero(hit.any(axis=0))[0])]})"
-            )
+        for row, what in (
+            (f"{name}_{site}", name),
+            (f"contract_{name}_{site}", f"contracted {name}"),
+        ):
+            if row not in m.rows:
+                continue
+            hit = np.abs(duals[m.rows[row]]) > 1e-3
+            if hit.any():
+                out.append(
+                    f"{what} at {pr.curves.sites[site]} binds in {int(hit.any(axis=1).sum())} "
+                    f"of {S} scenarios (first in "
+                    f"{periods[int(np.flatnonzero(hit.any(axis=0))[0])]})"
+                )
     if d.kind is MoveKind.TIER:
         reworked = [
             int((ctx.other.values[m.rework[:, k]] > _TOL).sum())
@@ -490,9 +607,40 @@ def _binding(ctx: _Context) -> list[str]:
     return out
 
 
+def _reservation_terms(pr: CapacityProblem, d: _Decision) -> list[str]:
+    """What a reservation at the decision's site costs and when it is available, beside what
+    asking later unreserved would."""
+    res = pr.reservations
+    assert res is not None
+    n, q = d.site, d.part
+    periods = pr.scenarios.periods
+    T = len(periods)
+    unit = ("kW", "position")[q]
+    price = float((res.kw_price, res.position_price)[q][n])
+    held = float((res.held_kw, res.held_positions)[q][n])
+    lead = int(res.lead[n])
+    out = [
+        f"held now {held:,.0f} {unit}s; reserved now it is available from "
+        f"{periods[min(lead, T - 1)]} at {_money(price)} a {unit}-period, paid for "
+        f"{max(0, T - lead)} periods used or not"
+    ]
+    if res.spot_lead[n] < 0:
+        out.append(f"no unreserved {unit}s can be had later at {pr.curves.sites[n]}")
+    else:
+        spot = float((res.spot_kw_price, res.spot_position_price)[q][n])
+        out.append(
+            f"unreserved {unit}s asked for later arrive {int(res.spot_lead[n])} periods after "
+            f"the ask at {_money(spot)} a {unit}-period"
+        )
+    return out
+
+
 def _break_even(ctx: _Context) -> list[str]:
-    """The unit price at which ordering now would change (cost ranging of the LP)."""
+    """The unit price at which ordering (or reserving) now would change (cost ranging of the
+    LP)."""
     d, rng = ctx.decision, ctx.ranging
+    if d.reserve:
+        return _reserve_break_even(ctx)
     if rng is None or d.kind not in (
         MoveKind.ORDER,
         MoveKind.PRE_BUILD,
@@ -515,6 +663,33 @@ def _break_even(ctx: _Context) -> list[str]:
     return ["the quantity ordered now holds at any higher price"]
 
 
+def _reserve_break_even(ctx: _Context) -> list[str]:
+    d, rng, pr = ctx.decision, ctx.ranging, ctx.problem
+    res = pr.reservations
+    if rng is None or res is None:
+        return []
+    col = ctx.model.reserve[(d.site, d.part)]
+    periods = max(1, len(pr.scenarios.periods) - int(res.lead[d.site]))
+    unit = ("kW", "position")[d.part]
+    price = float((res.kw_price, res.position_price)[d.part][d.site])
+    if d.kind is MoveKind.DEFER:
+        dn = float(rng.col_cost_dn.value_[col]) * SCALE / periods  # type: ignore[attr-defined]
+        if np.isfinite(dn) and dn > 0:
+            return [
+                f"reserving now would start to pay below {_money(dn)} a {unit}-period "
+                f"(now {_money(price)})"
+            ]
+        return [f"no price of a reserved {unit} alone makes reserving now pay"]
+    up = float(rng.col_cost_up.value_[col]) * SCALE / periods  # type: ignore[attr-defined]
+    if np.isfinite(up) and up < 1e15:
+        return [
+            f"the amount reserved now holds at least up to {_money(up)} a {unit}-period "
+            f"(now {_money(price)}; cost ranging of the LP's basis, which at a degenerate "
+            "vertex understates the range)"
+        ]
+    return ["the amount reserved now holds at any higher price"]
+
+
 def _money(cents: float) -> str:
     return f"${cents / 100:,.0f}"
 
@@ -532,6 +707,14 @@ def _formulation(
             "orders": int(model.buy.size),
             "tier_binaries": len(model.z),
             "landing_shares": len(model.f),
+            "reservations": len(model.reserve),
+            "integer_orders": int(
+                sum(
+                    1
+                    for c in [*model.buy.ravel(), *model.lots.values()]
+                    if model.integers and int(model.lp.integrality_[int(c)]) != 0
+                )
+            ),
         },
         "scenarios": len(model.constant_cents),
         "information_groups_period_1": int(np.max(groups)) + 1,

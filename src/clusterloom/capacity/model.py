@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["CapacityProblem", "Costs", "Curves", "Scenarios"]
+__all__ = ["CapacityProblem", "Costs", "Curves", "Reservations", "Scenarios"]
 
 
 def _frozen(*arrays: NDArray[np.generic]) -> None:
@@ -109,6 +109,47 @@ class Costs:
     carry_fraction: float
     #: cost of reworking a design of one choice into another, per accelerator already landed
     rework_per_accelerator: int
+    #: [P] units an order now comes in (the supplier's lot); None: whole units of 1. Used
+    #: only when orders now are integer (``Options.integer_orders``)
+    lot: NDArray[np.int64] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Reservations:
+    """Power and rack positions that must be contracted before they can be used, per site.
+
+    At a site with ``active[n]``, the IT power (and positions) the network and its
+    accelerators draw is bounded twice: by what the halls physically give (the scenario's
+    ``power_kw``, ``positions``: readiness and power shocks) and by what is *contracted*:
+    ``held`` now, plus what is **reserved now** (a first-stage move, available from period
+    ``lead`` on, paid at ``price`` per unit and period from then to the horizon's end, used or
+    not), plus what is asked for later **unreserved** (recourse: asked in period t >= 1,
+    available from ``t + spot_lead``, paid at ``spot_price`` per unit and period from then;
+    ``spot_lead < 0``: none can be had). A site without ``active`` is as before: its halls'
+    power and positions are its own. Money in cents per unit (kW or position) and period."""
+
+    active: NDArray[np.bool_]  #: [N]
+    held_kw: NDArray[np.float64]  #: [N]
+    held_positions: NDArray[np.float64]  #: [N]
+    kw_price: NDArray[np.int64]  #: [N] cents per reserved kW and period
+    position_price: NDArray[np.int64]  #: [N] cents per reserved position and period
+    lead: NDArray[np.int64]  #: [N] periods from reserving (now) to availability
+    spot_kw_price: NDArray[np.int64]  #: [N] cents per unreserved kW and period
+    spot_position_price: NDArray[np.int64]  #: [N]
+    spot_lead: NDArray[np.int64]  #: [N] periods from asking to availability; -1: none
+
+    def __post_init__(self) -> None:
+        _frozen(
+            self.active,
+            self.held_kw,
+            self.held_positions,
+            self.kw_price,
+            self.position_price,
+            self.lead,
+            self.spot_kw_price,
+            self.spot_position_price,
+            self.spot_lead,
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,6 +168,8 @@ class CapacityProblem:
     installed_choice: NDArray[np.int64]
     #: [N, N] True where demand may land at another site (``land elsewhere``)
     may_land_at: NDArray[np.bool_]
+    #: power and positions that must be reserved (None: every site's halls are its own)
+    reservations: Reservations | None = None
 
     def __post_init__(self) -> None:
         _frozen(

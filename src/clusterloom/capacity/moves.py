@@ -17,8 +17,12 @@ kind               first-stage variables (period 0)          what it changes
 ``land-elsewhere`` ``f[m, n]`` in [0, 1]: the share of site  that share of m's wanted
                    m's demand (and its deliveries) landed    accelerators runs at n (its parts,
                    at site n                                 power and positions)
-``defer``          ``buy[n, p] = 0`` (or ``f[m, n] = 0``):   the need is met by recourse orders
-                   order nothing now                         once more is known
+``reserve``        ``res[n, q]`` kW (q = 0) or rack          contracted capacity available from
+                   positions (q = 1) reserved at site n,     the reservation's lead, paid each
+                   at sites whose plan states a reservation  period from then, used or not
+``defer``          ``buy[n, p] = 0`` (or ``f[m, n] = 0``,    the need is met by recourse orders
+                   ``res[n, q] = 0``): nothing now           (or unreserved capacity, later and
+                                                             dearer) once more is known
 =================  ========================================  ==================================
 
 Which kind an order is follows from the part's name (``part_kind``): the catalogue of parts
@@ -40,6 +44,7 @@ class MoveKind(StrEnum):
     PRE_PULL = "pre-pull"
     TIER = "tier"
     LAND_ELSEWHERE = "land-elsewhere"
+    RESERVE = "reserve"
     DEFER = "defer"
 
 

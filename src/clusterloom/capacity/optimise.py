@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import highspy
@@ -64,6 +64,8 @@ class Options:
     risk_weight: float = 0.5
     #: rework as a binary per scenario and site (else its LP relaxation, a lower bound)
     integer_recourse: bool = False
+    #: orders now in whole units (whole lots where ``Costs.lot`` gives one), integer columns
+    integer_orders: bool = False
     mip_rel_gap: float = 1e-6
     time_limit_s: float = 600.0
 
@@ -76,9 +78,11 @@ class Waiting:
     ``order``: the period-1 order of part ``target`` at ``site`` is the same within a group
     (one group: decided now). ``tier``: the choice of ``site`` is taken now or at period 1 per
     group (nothing is built there in period 0 if it waits). ``land``: the share of ``site``'s
-    demand landed at ``target`` is set now or from period 1 per group."""
+    demand landed at ``target`` is set now or from period 1 per group. ``reserve``: more of
+    ``site``'s power (``target`` 0) or positions (1) may be reserved at period 1 per group, at
+    the reservation's price and lead from then, beside what is reserved now."""
 
-    kind: Literal["order", "tier", "land"]
+    kind: Literal["order", "tier", "land", "reserve"]
     site: int
     target: int
     groups: IntArray
@@ -111,6 +115,12 @@ class Model:
     integers: int
     #: largest amount by which a convex envelope under-states its curve, per curve kind
     envelope_gap: dict[str, float]
+    #: (site, 0 kW / 1 positions) -> column reserved now, sites with a reservation
+    reserve: dict[tuple[int, int], int] = field(default_factory=dict)
+    #: [S, N, 2, T] unreserved kW / positions asked for in period t (-1 where none)
+    unreserved: IntArray = field(default_factory=lambda: np.empty((0, 0, 2, 0), dtype=np.int64))
+    #: (site, part) -> integer column of lots ordered now, where a part's lot is above 1
+    lots: dict[tuple[int, int], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)
@@ -232,7 +242,7 @@ class _Lp:
         cost: float | FloatArray,
         lb: float | FloatArray = 0.0,
         ub: float | FloatArray = _INF,
-        integer: bool = False,
+        integer: bool | NDArray[np.bool_] = False,
         scenario: int | IntArray = -1,
     ) -> IntArray:
         n = int(np.prod(shape))
@@ -243,7 +253,8 @@ class _Lp:
             return np.broadcast_to(np.asarray(v, dtype=np.float64), shape).ravel().copy()
 
         scen = np.broadcast_to(np.asarray(scenario, dtype=np.int64), shape).ravel().copy()
-        self._cols.append((flat(cost), flat(lb), flat(ub), np.full(n, integer), scen))
+        integ = np.broadcast_to(np.asarray(integer, dtype=np.bool_), shape).ravel().copy()
+        self._cols.append((flat(cost), flat(lb), flat(ub), integ, scen))
         return idx
 
     def rows(
@@ -354,9 +365,25 @@ def build(problem: CapacityProblem, options: Options, waiting: Waiting | None = 
     n_groups = int(groups.max()) + 1
 
     # ---- stage one ------------------------------------------------------------------------
-    buy = lp.cols((N, P), cost=co.price[:, 0][None, :].astype(np.float64))
+    lot = co.lot if co.lot is not None else np.ones(P, dtype=np.int64)
+    whole = options.integer_orders
+    buy = lp.cols(
+        (N, P),
+        cost=co.price[:, 0][None, :].astype(np.float64),
+        integer=np.broadcast_to((lot == 1)[None, :] & whole, (N, P)),
+    )
     rows["cap_now"] = lp.rows((P,), -_INF, co.cap[:, 0])
     lp.coef(rows["cap_now"][None, :], buy, 1.0)
+    lots: dict[tuple[int, int], int] = {}
+    big = [p for p in range(P) if whole and lot[p] > 1]
+    if big:
+        # buy[n, p] = lot[p] * k[n, p], k a whole number of lots
+        kc = lp.cols((N, len(big)), 0.0, integer=True)
+        kr = lp.rows((N, len(big)), 0.0, 0.0)
+        lp.coef(kr, buy[:, big], 1.0)
+        lp.coef(kr, kc, -lot[big][None, :].astype(np.float64))
+        rows["lots"] = kr
+        lots = {(n, p): int(kc[n, j]) for n in range(N) for j, p in enumerate(big)}
     ks = tuple(
         (n, c)
         for n in range(N)
@@ -412,6 +439,22 @@ def build(problem: CapacityProblem, options: Options, waiting: Waiting | None = 
                 r = lp.rows((1,), -_INF, 1.0)
                 lp.coef(r, np.array(own), 1.0)
             rows[f"share_{m}"] = r
+
+    # reservations now: kW and positions per site that states one, available from its lead,
+    # paid each period from then to the horizon's end
+    res = problem.reservations
+    reserve: dict[tuple[int, int], int] = {}
+    if res is not None:
+        for n in range(N):
+            if not res.active[n]:
+                continue
+            periods = max(0, T - int(res.lead[n]))
+            room = (
+                max(0.0, float(sc.power_kw[:, n, :].max()) - float(res.held_kw[n])),
+                max(0.0, float(sc.positions[:, n, :].max()) - float(res.held_positions[n])),
+            )
+            for q, price_q in enumerate((res.kw_price[n], res.position_price[n])):
+                reserve[(n, q)] = int(lp.cols((1,), float(price_q) * periods, 0.0, room[q])[0])
 
     # ---- stage two ------------------------------------------------------------------------
     scen = np.arange(S, dtype=np.int64)
@@ -506,7 +549,7 @@ def build(problem: CapacityProblem, options: Options, waiting: Waiting | None = 
                 continue
             px, py = _curve_points(sizes, values[c], upper[n])
             a, b, gap = envelope(px, py)
-            kind = name.split("_")[0]
+            kind = name.removeprefix("contract_").split("_")[0]
             gaps[kind] = max(gaps[kind], gap)
             terms = zterms(n, c)
             if len(a) == 1:
@@ -532,6 +575,44 @@ def build(problem: CapacityProblem, options: Options, waiting: Waiting | None = 
         curve_rows(
             f"positions_{n}", n, cu.positions[n].astype(np.float64), avail=sc.positions[:, n, :]
         )
+
+    # contracted power and positions: what is used at a site with a reservation is also at
+    # most what it holds, what it reserved now (from its lead) and what it asked for later
+    # unreserved (from the ask plus the unreserved lead)
+    unreserved = np.full((S, N, 2, T), -1, dtype=np.int64)
+    if res is not None:
+        for n in range(N):
+            if not res.active[n]:
+                continue
+            spot_lead = int(res.spot_lead[n])
+            for q, (name, curve, held, spot_price) in enumerate(
+                (
+                    ("power", cu.power_kw[n], res.held_kw[n], res.spot_kw_price[n]),
+                    (
+                        "positions",
+                        cu.positions[n],
+                        res.held_positions[n],
+                        res.spot_position_price[n],
+                    ),
+                )
+            ):
+                row_name = f"contract_{name}_{n}"
+                curve_rows(
+                    row_name, n, curve.astype(np.float64), avail=np.full((S, T), float(held))
+                )
+                row = rows[row_name]
+                lead_n = int(res.lead[n])
+                if lead_n < T:
+                    lp.coef(row[:, lead_n:], np.array(reserve[(n, q)], dtype=np.int64), -1.0)
+                if spot_lead < 0:
+                    continue
+                for t in range(1, T):
+                    at = t + spot_lead
+                    if at >= T:
+                        break
+                    ask = lp.cols((S,), float(spot_price) * (T - at), scenario=scen)
+                    unreserved[:, n, q, t] = ask
+                    lp.coef(row[:, at:], ask[:, None], -1.0)
 
     # demand: what runs at a site is at most what is wanted there after landing elsewhere
     dem = lp.rows((S, N, T), -_INF, want)
@@ -602,6 +683,23 @@ def build(problem: CapacityProblem, options: Options, waiting: Waiting | None = 
             lp.coef(car[:, n], cols[:, None, :], need * mult[:, None, :])
     _set_lo(lp, car, -fixed_need)
 
+    if waiting is not None and waiting.kind == "reserve":
+        # more reserved at period 1, per group: per-scenario columns (each carrying its
+        # scenario's cost) equal within a group
+        assert res is not None
+        n, q = waiting.site, waiting.target
+        at = 1 + int(res.lead[n])
+        if at < T:
+            price_q = float((res.kw_price, res.position_price)[q][n])
+            late = lp.cols((S,), price_q * (T - at), scenario=scen)
+            name = ("power", "positions")[q]
+            lp.coef(rows[f"contract_{name}_{n}"][:, at:], late[:, None], -1.0)
+            shared = lp.cols((n_groups,), 0.0)
+            na = lp.rows((S,), 0.0, 0.0)
+            lp.coef(na, late, 1.0)
+            lp.coef(na, shared[groups], -1.0)
+            rows["nonanticipative"] = na
+
     # ---- objective: expectation + weight * CVaR ---------------------------------------------
     cost, _, _, _, scen_of = lp.column_data()
     constant = float(co.idle_per_accelerator_period) * want.sum(axis=(1, 2))
@@ -647,6 +745,9 @@ def build(problem: CapacityProblem, options: Options, waiting: Waiting | None = 
         rows=rows,
         integers=int(integ.sum()),
         envelope_gap=gaps,
+        reserve=reserve,
+        unreserved=unreserved,
+        lots=lots,
     )
 
 
@@ -723,9 +824,11 @@ def solve(
     start: FloatArray | None = None,
     ranging: bool = False,
     node_limit: int | None = None,
+    relax: IntArray | None = None,
 ) -> tuple[Solved, object | None]:
     """Solve ``model`` with some columns' ``bounds`` changed. ``continuous`` drops the
-    integrality (a relaxation, or an LP once the integers are fixed by ``bounds``); ``start``
+    integrality (a relaxation, or an LP once the integers are fixed by ``bounds``); ``relax``
+    drops it for those columns alone (the orders now, with their lots); ``start``
     is a feasible solution the MIP starts from, so its result is never worse. Raises
     ``SpecError`` if the problem has no feasible plan."""
     t0 = time.perf_counter()
@@ -745,6 +848,18 @@ def solve(
         hi = np.array([bounds[int(c)][1] for c in cols])
         h.changeColsBounds(len(cols), cols, lo, hi)
     is_mip = model.integers > 0 and not continuous
+    if is_mip and relax is not None and len(relax):
+        # these columns (the orders now) continuous, the other integers kept
+        cols = np.asarray(relax, dtype=np.int32)
+        h.changeColsIntegrality(
+            len(cols), cols, np.full(len(cols), highspy.HighsVarType.kContinuous)
+        )
+        left = sum(1 for v in model.lp.integrality_ if int(v) != 0) - sum(
+            1 for c in cols if int(model.lp.integrality_[int(c)]) != 0
+        )
+        if left == 0:
+            is_mip = False
+            continuous = True
     if model.integers > 0 and continuous:
         n = model.lp.num_col_
         h.changeColsIntegrality(
@@ -863,12 +978,14 @@ def reduce_scenarios(problem: CapacityProblem, keep: int) -> tuple[CapacityProbl
 
 
 def first_stage(model: Model) -> IntArray:
-    """The columns decided now that every build of the problem shares (orders, choices,
-    shares), in the same places."""
+    """The columns decided now that every build of the problem shares (orders and their
+    lots, choices, shares, reservations), in the same places."""
     cols = [
         model.buy.ravel(),
+        np.array(sorted(model.lots.values()), dtype=np.int64),
         np.array(sorted(model.z.values()), dtype=np.int64),
         np.array(sorted(model.f.values()), dtype=np.int64),
+        np.array(sorted(model.reserve.values()), dtype=np.int64),
     ]
     return np.concatenate(cols)
 

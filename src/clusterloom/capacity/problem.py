@@ -12,6 +12,10 @@ its curves and scenarios.
   none has it, or nothing is installed). Several runs at one site add up.
 - **Landing**: ``may_land_at[n, m]`` where the plan's ``landing`` lets site ``n``'s demand land
   at site ``m``.
+- **Reservations** (``model.Reservations``): the sites that state a ``reservation``, their
+  held power and positions, the prices per kW-quarter and position-quarter in cents and the
+  leads; none stated: ``None`` (every site's halls are its own, as before).
+- **Lots**: each part's ``supplier.lot`` (units an order now comes in).
 """
 
 from __future__ import annotations
@@ -24,11 +28,17 @@ import numpy as np
 
 from clusterloom.capacity.curves import part_of
 from clusterloom.capacity.input import PlanInput
-from clusterloom.capacity.model import CapacityProblem, Costs, Curves, Scenarios
+from clusterloom.capacity.model import CapacityProblem, Costs, Curves, Reservations, Scenarios
 from clusterloom.errors import Problem, SpecError
 from clusterloom.units import cents
 
-__all__ = ["InstalledSite", "build_costs", "build_problem", "read_installed_site"]
+__all__ = [
+    "InstalledSite",
+    "build_costs",
+    "build_problem",
+    "build_reservations",
+    "read_installed_site",
+]
 
 
 def _per_period(value: float | list[float], periods: int) -> list[float]:
@@ -55,7 +65,8 @@ def build_costs(plan: PlanInput) -> Costs:
         ],
         dtype=np.int64,
     )
-    for a in (price, cap, expedite):
+    lot = np.array([p.supplier.lot for p in plan.parts], dtype=np.int64)
+    for a in (price, cap, expedite, lot):
         a.setflags(write=False)
     return Costs(
         price=price,
@@ -64,6 +75,43 @@ def build_costs(plan: PlanInput) -> Costs:
         expedite=expedite,
         carry_fraction=c.carry_fraction_per_quarter,
         rework_per_accelerator=cents(c.rework_usd_per_accelerator),
+        lot=lot,
+    )
+
+
+def build_reservations(plan: PlanInput) -> Reservations | None:
+    """The sites' ``reservation`` fields as ``Reservations`` (None when no site states one)."""
+    if all(s.reservation is None for s in plan.sites):
+        return None
+    N = len(plan.sites)
+    active = np.zeros(N, dtype=np.bool_)
+    held = np.zeros((2, N))
+    price = np.zeros((2, N), dtype=np.int64)
+    spot = np.zeros((2, N), dtype=np.int64)
+    lead = np.zeros(N, dtype=np.int64)
+    spot_lead = np.full(N, -1, dtype=np.int64)
+    for n, site in enumerate(plan.sites):
+        r = site.reservation
+        if r is None:
+            continue
+        active[n] = True
+        held[:, n] = (r.held_kw, r.held_positions)
+        price[:, n] = (cents(r.kw_usd_per_quarter), cents(r.position_usd_per_quarter))
+        lead[n] = r.lead_quarters
+        if r.unreserved is not None:
+            u = r.unreserved
+            spot[:, n] = (cents(u.kw_usd_per_quarter), cents(u.position_usd_per_quarter))
+            spot_lead[n] = u.lead_quarters
+    return Reservations(
+        active=active,
+        held_kw=held[0].copy(),
+        held_positions=held[1].copy(),
+        kw_price=price[0].copy(),
+        position_price=price[1].copy(),
+        lead=lead,
+        spot_kw_price=spot[0].copy(),
+        spot_position_price=spot[1].copy(),
+        spot_lead=spot_lead,
     )
 
 
@@ -149,4 +197,5 @@ def build_problem(
         installed_accelerators=accelerators,
         installed_choice=choice,
         may_land_at=may_land,
+        reservations=build_reservations(plan),
     )
