@@ -279,3 +279,33 @@ def test_roce_pacer_in_the_loop_is_the_python_run(monkeypatch: pytest.MonkeyPatc
     packets = int(traffic.nbytes.sum()) // 4096
     assert turns[0] >= packets  # the traced run paced every packet in Python
     assert in_python < 0.05 * packets  # the loop's run: only turns it had no room for
+
+
+def test_a_retired_roce_connection_gives_a_late_loop_packet_its_fields() -> None:
+    """A data packet the loop's pacer sent that reaches a retired ``roce-ecmp`` connection
+    (a go-back-N resend in flight when it retired) is given the object the connection
+    would give it: its sequence, payload (the last packet's short one too), EV and port."""
+    from clusterloom.sim.crossval import HTSIM_ROCE
+    from clusterloom.sim.packet._core import TAG_MADE, TAG_RX
+    from clusterloom.sim.packet.transports import RoceEcmp, _RoceAnswerer
+
+    t = fat_tree(4)
+    cfg = config_for("roce-ecmp", HTSIM_ROCE[0])
+    sim = PacketSim(t, cfg)
+    spec = ConnSpec(options=dict(HTSIM_ROCE[1]))
+    c = RoceEcmp(sim, 3, 1, 12, 10 * cfg.mtu + 100, 0, spec)
+    assert c.pace_in_loop
+    late = _RoceAnswerer(c)
+    for seq in (0, 4, 10):
+        tag = TAG_RX | TAG_MADE | seq
+        a, b = c.made_data(tag), late.made_data(tag)
+        assert (a.seq, a.payload, a.size, a.ev, a.port, a.key, a.job) == (
+            b.seq,
+            b.payload,
+            b.size,
+            b.ev,
+            b.port,
+            b.key,
+            b.job,
+        )
+        assert a.payload == (100 if seq == 10 else cfg.mtu)

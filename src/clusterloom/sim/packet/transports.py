@@ -526,6 +526,18 @@ class _RoceAnswerer:
     def made_ack(self, seq: int, now: int) -> None:
         return  # a late ACK: everything was acknowledged
 
+    def made_data(self, tag: int) -> Packet:
+        """A late data packet the loop's pacer sent (``RoceEcmp.made_data``; a go-back-N
+        resend still in flight when the connection retired): its payload from the row."""
+        seq = tag & TAG_SEQ_MASK
+        r = self.sim.ep_state
+        row = self.flow * R_COLS
+        pay = r[row + R_LAST] if seq == r[row + R_N] - 1 else r[row + R_MSS]
+        pkt = Packet(DATA, self.flow, self.src, self.dst, seq, pay, self.hdr)
+        pkt.key, pkt.job, pkt.msg = self.key, self.job, 0
+        pkt.ev, pkt.port = self.ev, self.port
+        return pkt
+
     def on_packet(self, pkt: Packet, now: int) -> None:
         if pkt.kind != DATA or pkt.key != self.key or pkt.job != self.job:
             return
