@@ -412,112 +412,134 @@ def avoid_entries(
     merged_of_pos: Any,
     entry_of_merged: Any,
     ent_link: Any,
-    code: Any,
+    units: Any,
+    dptr: Any,
+    dlink: Any,
+    dentry: Any,
+    eptr: Any,
+    eunit: Any,
+    eweight: Any,
 ) -> Any:
-    """The unit entries of avoiding entities (``avoiding``) that add to a kept entry
-    (``entry_of_merged`` >= 0), as CSR by unit in position order, each unit's data entries
-    first (an entry's sum has one term per unit, so the order inside a unit changes no sum).
-    Fills ``code`` (per unit entry its entry, ``~entry`` for one carrying control packets
-    only) and returns (the units, their pointer, the link of every data entry as CSR by
-    unit, per entry the weight of its unit entries, whether every entry's unit entries have
-    one weight). The units are those with at least
-    one such entry."""
+    """The map of path avoidance (``engine._AvoidMap``) from the unit entries of avoiding
+    entities (``avoiding``) that add to a kept entry (``entry_of_merged`` >= 0), in two
+    passes over them. Fills, in the arrays given (each long enough; ``eptr`` zeroed, one more
+    than the entries): ``units``, the units with at least one such entry in position order
+    (their index in it is the *map unit*); per map unit its data entries as CSR ``dptr``,
+    each with its link (``dlink``) and entry (``dentry``); and per entry, CSR ``eptr``, the
+    map units adding to it in unit order (``eunit``) with, when the unit entries of some
+    entry differ in weight, each one's weight (``eweight``). Returns (the number of map
+    units, of data entries, per entry the weight of its unit entries, whether every entry's
+    unit entries have one weight)."""
     n_entries = ent_link.shape[0]
-    units = np.empty(order.shape[0], dtype=np.int64)
-    ptr = np.zeros(order.shape[0] + 1, dtype=np.int64)
-    dptr = np.zeros(order.shape[0] + 1, dtype=np.int64)
-    dlink = np.empty(code.shape[0], dtype=code.dtype)
     weight = np.full(n_entries, np.nan)
     uniform = True
     n_units = 0
-    n = 0
     nd = 0
     t = 0
     for e in range(ent_start.shape[0] - 1):
         for i in range(ent_start[e], ent_start[e + 1]):
             u = order[i]
-            before = n
             if avoiding[e]:
-                for data in (True, False):
-                    for k in range(unit_ptr[u], unit_ptr[u + 1]):
-                        if control[k] == data:
-                            continue
-                        entry = entry_of_merged[merged_of_pos[t + k - unit_ptr[u]]]
-                        if entry < 0:
-                            continue
-                        code[n] = entry if data else ~entry
-                        n += 1
-                        if data:
-                            dlink[nd] = ent_link[entry]
-                            nd += 1
-                        w = link_weight[k]
-                        if np.isnan(weight[entry]):
-                            weight[entry] = w
-                        elif weight[entry] != w:
-                            uniform = False
+                had = False
+                for k in range(unit_ptr[u], unit_ptr[u + 1]):
+                    entry = entry_of_merged[merged_of_pos[t + k - unit_ptr[u]]]
+                    if entry < 0:
+                        continue
+                    had = True
+                    eptr[entry + 1] += 1
+                    if not control[k]:
+                        dlink[nd] = ent_link[entry]
+                        dentry[nd] = entry
+                        nd += 1
+                    w = link_weight[k]
+                    if np.isnan(weight[entry]):
+                        weight[entry] = w
+                    elif weight[entry] != w:
+                        uniform = False
+                if had:
+                    units[n_units] = u
+                    n_units += 1
+                    dptr[n_units] = nd
             t += unit_ptr[u + 1] - unit_ptr[u]
-            if n > before:
-                units[n_units] = u
-                n_units += 1
-                ptr[n_units] = n
-                dptr[n_units] = nd
-    return (
-        units[:n_units],
-        ptr[: n_units + 1],
-        dptr[: n_units + 1],
-        dlink[:nd],
-        weight,
-        uniform,
-    )
-
-
-@njit(cache=True)
-def avoid_weights(
-    order: Any,
-    ent_start: Any,
-    avoiding: Any,
-    unit_ptr: Any,
-    link_weight: Any,
-    control: Any,
-    merged_of_pos: Any,
-    entry_of_merged: Any,
-    n: int,
-) -> Any:
-    """The link weight of every unit entry of :func:`avoid_entries`, in its order (for
-    entries whose unit entries do not share one weight)."""
-    weight = np.empty(n, dtype=np.float64)
-    n = 0
+    for j in range(n_entries):
+        eptr[j + 1] += eptr[j]
+    at = eptr[:-1].copy()
+    m = 0
     t = 0
     for e in range(ent_start.shape[0] - 1):
         for i in range(ent_start[e], ent_start[e + 1]):
             u = order[i]
             if avoiding[e]:
-                for data in (True, False):
-                    for k in range(unit_ptr[u], unit_ptr[u + 1]):
-                        if control[k] == data:
-                            continue
-                        if entry_of_merged[merged_of_pos[t + k - unit_ptr[u]]] >= 0:
-                            weight[n] = link_weight[k]
-                            n += 1
+                had = False
+                for k in range(unit_ptr[u], unit_ptr[u + 1]):
+                    entry = entry_of_merged[merged_of_pos[t + k - unit_ptr[u]]]
+                    if entry < 0:
+                        continue
+                    had = True
+                    eunit[at[entry]] = m
+                    if not uniform:
+                        eweight[at[entry]] = link_weight[k]
+                    at[entry] += 1
+                if had:
+                    m += 1
             t += unit_ptr[u + 1] - unit_ptr[u]
-    return weight
+    return n_units, nd, weight, uniform
 
 
 @njit(cache=True)
-def avoid_coef(ptr: Any, code: Any, weight: Any, by_entry: bool, share: Any, coef: Any) -> None:
-    """The coefficients of the avoiding entries from the units' ``share``, in place: each
-    entry the sum of ``share * weight`` over its unit entries, in unit order (as
-    :func:`avoid_step` rebuilds them); ``weight`` per entry (``by_entry``) or unit entry."""
-    for u in range(ptr.shape[0] - 1):
-        for k in range(ptr[u], ptr[u + 1]):
-            c = code[k]
-            coef[c if c >= 0 else ~c] = 0.0
-    for u in range(ptr.shape[0] - 1):
-        s = share[u]
-        for k in range(ptr[u], ptr[u + 1]):
-            c = code[k]
-            j = c if c >= 0 else ~c
-            coef[j] += s * (weight[j] if by_entry else weight[k])
+def _rebuild(
+    a: int,
+    b: int,
+    eptr: Any,
+    eunit: Any,
+    weight: Any,
+    by_entry: bool,
+    eweight: Any,
+    share: Any,
+    coef: Any,
+) -> None:
+    """Entries ``a`` to ``b`` of ``coef``, each the sum of ``share * weight`` over the map
+    units adding to it, in unit order from 0 (an entry no unit adds to is left as it is)."""
+    for j in range(a, b):
+        lo, hi = eptr[j], eptr[j + 1]
+        if lo == hi:
+            continue
+        acc = 0.0
+        if by_entry:
+            w = weight[j]
+            for q in range(lo, hi):
+                acc += share[eunit[q]] * w
+        else:
+            for q in range(lo, hi):
+                acc += share[eunit[q]] * eweight[q]
+        coef[j] = acc
+
+
+@njit(cache=True)
+def avoid_coef(
+    ent_ptr: Any,
+    ue: Any,
+    eptr: Any,
+    eunit: Any,
+    weight: Any,
+    by_entry: bool,
+    eweight: Any,
+    share: Any,
+    coef: Any,
+) -> None:
+    """The coefficients of the avoiding entities' entries from the map units' ``share``, in
+    place: each the sum of ``share * weight`` over its map units in unit order (as
+    :func:`avoid_step` rebuilds them); ``weight`` per entry (``by_entry``) or ``eweight``
+    per map unit entry."""
+    n_units = ue.shape[0]
+    first = 0
+    while first < n_units:
+        e = ue[first]
+        last = first
+        while last < n_units and ue[last] == e:
+            last += 1
+        _rebuild(ent_ptr[e], ent_ptr[e + 1], eptr, eunit, weight, by_entry, eweight, share, coef)
+        first = last
 
 
 @njit(cache=True)
@@ -527,28 +549,31 @@ def avoid_step(
     tol: float,
     keep: Any,
     has_keep: bool,
-    ptr: Any,
-    code: Any,
     dptr: Any,
     dlink: Any,
-    weight: Any,
-    by_entry: bool,
+    dentry: Any,
     ue: Any,
     on: Any,
     units_per_ent: Any,
     factor: Any,
     share: Any,
+    ent_ptr: Any,
+    eptr: Any,
+    eunit: Any,
+    weight: Any,
+    by_entry: bool,
+    eweight: Any,
     coef: Any,
 ) -> Any:
-    """One round of path avoidance (``engine._Sim._avoid``): units of active flows (``on``)
-    whose data crosses a link loaded within ``tol`` of its capacity (``dlink``, CSR by unit;
-    with ``has_keep``, through a kept entry) have their share times ``factor``, unless every
-    unit of their entity would; shares are renormalised per entity (summed in unit order).
-    ``coef`` holds the coefficients :func:`avoid_coef` gives for ``share`` and is updated in
-    place, the entries of an entity rebuilt only when one of its shares changed (the others
+    """One round of path avoidance (``engine._Sim._avoid``): map units of active flows
+    (``on``) whose data crosses a link loaded within ``tol`` of its capacity (``dlink``, CSR
+    by map unit; with ``has_keep``, through a kept entry ``dentry``) have their share times
+    ``factor``, unless every unit of their entity would; shares are renormalised per entity
+    (summed in unit order). ``coef`` holds the coefficients :func:`avoid_coef` gives for
+    ``share`` and is updated in place, the entries of an entity (``ent_ptr``) rebuilt from
+    their map units (CSR ``eptr``/``eunit``) only when one of its shares changed (the others
     would be rebuilt to the same bits). The units of an entity are consecutive (``ue``
-    rises), so each entity's entries are visited together. Returns (whether any unit
-    stepped, the new shares)."""
+    rises). Returns (whether any unit stepped, the new shares)."""
     n_units = share.shape[0]
     n_links = cap.shape[0]
     hot_link = np.zeros(n_links, dtype=np.bool_)
@@ -564,9 +589,7 @@ def avoid_step(
         while last < n_units and ue[last] == e:
             if on[last]:
                 for k in range(dptr[last], dptr[last + 1]):
-                    if hot_link[dlink[k]] and (
-                        not has_keep or keep[code[ptr[last] + k - dptr[last]]]
-                    ):
+                    if hot_link[dlink[k]] and (not has_keep or keep[dentry[k]]):
                         hot[last] = True
                         stepped += 1
                         break
@@ -595,15 +618,7 @@ def avoid_step(
             out[u] = out[u] / total
             moved = moved or out[u] != share[u]
         if moved:
-            for k in range(ptr[first], ptr[last]):
-                c = code[k]
-                coef[c if c >= 0 else ~c] = 0.0
-            for u in range(first, last):
-                s = out[u]
-                for k in range(ptr[u], ptr[u + 1]):
-                    c = code[k]
-                    j = c if c >= 0 else ~c
-                    coef[j] += s * (weight[j] if by_entry else weight[k])
+            _rebuild(ent_ptr[e], ent_ptr[e + 1], eptr, eunit, weight, by_entry, eweight, out, coef)
         first = last
     return True, out
 

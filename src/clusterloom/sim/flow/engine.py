@@ -70,6 +70,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -137,8 +138,16 @@ class SimInputError(ClusterloomError, ValueError):
 
 def _owned(a: NDArray[Any]) -> bool:
     """``a`` holds its memory alone: it owns it, or numba's allocator does for it (an array
-    a compiled function returned), so no other array can write it."""
-    return a.base is None or type(a.base).__name__ == "_MemInfo"
+    a compiled function returned), possibly as a view of read-only arrays or of arrays
+    nothing else refers to (``np.asarray`` of an array numba made is a view of it; a slice
+    of an array since let go), so no other array can write it."""
+    base = a.base
+    while isinstance(base, np.ndarray):
+        # referred to by ``a`` (or the view below), ``base`` and getrefcount's argument
+        if base.flags.writeable and sys.getrefcount(base) > 3:
+            return False
+        base = base.base
+    return base is None or type(base).__name__ == "_MemInfo"
 
 
 def _ro(a: ArrayLike, dtype: Any) -> NDArray[Any]:
@@ -324,16 +333,16 @@ class UnitSet:
         share = _per(np.asarray(self.unit_share, dtype=np.float64), n)
         cap = np.asarray(self.cap, dtype=np.float64)
         if cap.size == 0:
-            cap = np.full(n, np.inf)
+            cap = frozen(np.full(n, np.inf))
         cap = _per(cap, n)
         weight = np.asarray(self.link_weight, dtype=np.float64)
-        if weight.size == 0:
-            weight = np.ones(link.shape[0])
+        if weight.size == 0:  # made here, so kept without a copy
+            weight = frozen(np.ones(link.shape[0]))
         if weight.shape != link.shape:
             raise SimInputError(f"units: link_weight needs {link.shape[0]} entries")
         control = np.asarray(self.control, dtype=np.bool_)
         if control.size == 0:
-            control = np.zeros(link.shape[0], dtype=np.bool_)
+            control = frozen(np.zeros(link.shape[0], dtype=np.bool_))
         if control.shape != link.shape:
             raise SimInputError(f"units: control needs {link.shape[0]} entries")
         if ptr.shape != (n + 1,) or ptr[0] != 0 or ptr[-1] != link.shape[0]:
@@ -756,22 +765,25 @@ _PENDING, _ACTIVE, _DONE = 0, 1, 2
 
 @dataclass(frozen=True)
 class _AvoidMap:
-    """The unit entries of avoiding coupled flows (``_Sim._avoid``), CSR by unit: ``units``
-    (in the order of their entities), ``ptr``, per unit entry ``code`` the entry it adds to
-    (``~entry`` when it carries control packets only; a unit's data entries first), the
-    links of its data entries (``dlink``, CSR ``dptr``), ``weight`` the link weight per entry
-    (``by_entry``: every unit entry of an entry has it) or per unit entry; ``coef`` the
-    entries' coefficients summed unit by unit from the transport's split (what a round of
-    avoidance rebuilds for a flow whose shares did not move); per unit ``ent`` its entity
-    and ``factor`` what a step multiplies its share by; ``units_per_ent``."""
+    """The unit entries of avoiding coupled flows (``_Sim._avoid``). ``units``: the units
+    with such entries, in the order of their entities (a *map unit* is an index into it);
+    per map unit its data entries as CSR ``dptr``, each with its link ``dlink`` and entry
+    ``dentry``; per entry, CSR ``eptr``, the map units adding to it in unit order
+    (``eunit``); ``weight`` the link weight per entry (``by_entry``: every unit entry of an
+    entry has it) or ``eweight`` one per map unit of ``eunit``; ``coef`` the entries'
+    coefficients summed unit by unit from the transport's split (what a round of avoidance
+    rebuilds for a flow whose shares did not move); per map unit ``ent`` its entity and
+    ``factor`` what a step multiplies its share by; ``units_per_ent``."""
 
     units: _I64
-    ptr: _I64
-    code: NDArray[np.signedinteger[Any]]
-    dptr: _I64
+    dptr: NDArray[np.signedinteger[Any]]
     dlink: NDArray[np.signedinteger[Any]]
+    dentry: NDArray[np.signedinteger[Any]]
+    eptr: NDArray[np.signedinteger[Any]]
+    eunit: NDArray[np.signedinteger[Any]]
     weight: _F64
     by_entry: bool
+    eweight: _F64
     coef: _F64
     ent: _I64
     units_per_ent: _I64
@@ -895,18 +907,24 @@ class _Sim:
         self.ent_ctl = ctl.astype(np.bool_)
         self.ent_lossless = f.lossless[uf][new_ent]
         self.ent_avoid = f.avoid[uf][new_ent]
+        self.ent_ptr = _csr_ptr(np.bincount(rows, minlength=n_ent))
         self.avoid_map: _AvoidMap | None = None
         if (self.ent_avoid > 0).any():  # unit entries -> entries, to re-split coupled flows
             assert merged_of_pos is not None  # avoiding flows are coupled
             starts = np.append(np.flatnonzero(new_ent), order.size).astype(np.int64)
             avoiding = self.ent_avoid > 0
             entry_of = np.where(nz, np.cumsum(nz) - 1, -1).astype(np.int64)
-            # entries and links fit int32 unless there are 2**31 of them
-            small = max(cols.size, self.n_links) < 2**31
-            code: NDArray[np.signedinteger[Any]] = np.empty(
-                merged_of_pos.size, np.int32 if small else np.int64
-            )
-            units, ptr, dptr, dlink, weight, by_entry = _fill.avoid_entries(
+            # entries, links and unit entries fit int32 unless there are 2**31 of them
+            total = merged_of_pos.size
+            idx = np.int32 if max(total, cols.size, self.n_links) < 2**31 else np.int64
+            units = np.empty(order.size, dtype=np.int64)
+            dptr = np.zeros(order.size + 1, dtype=idx)
+            dlink = np.empty(total, dtype=idx)
+            dentry = np.empty(total, dtype=idx)
+            eptr = np.zeros(cols.size + 1, dtype=idx)
+            eunit = np.empty(total, dtype=idx)
+            eweight = np.empty(total)
+            n_units, n_data, weight, by_entry = _fill.avoid_entries(
                 order,
                 starts,
                 avoiding,
@@ -916,39 +934,46 @@ class _Sim:
                 merged_of_pos,
                 entry_of,
                 cols.astype(np.int64, copy=False),
-                code,
+                units,
+                dptr,
+                dlink,
+                dentry,
+                eptr,
+                eunit,
+                eweight,
             )
-            code = code[: ptr[-1]]
-            if not by_entry:  # some entry's unit entries differ in weight: one per unit entry
-                weight = _fill.avoid_weights(
-                    order,
-                    starts,
-                    avoiding,
-                    u.unit_ptr,
-                    u.link_weight,
-                    u.control,
-                    merged_of_pos,
-                    entry_of,
-                    code.size,
-                )
-            base = vals.astype(np.float64)  # sequential sums of the transport's split
-            _fill.avoid_coef(ptr, code, weight, by_entry, u.unit_share[units], base)
+            units, dptr = units[:n_units], dptr[: n_units + 1]
+            dlink, dentry, eunit = dlink[:n_data], dentry[:n_data], eunit[: eptr[-1]]
+            eweight = eweight[: eptr[-1]] if not by_entry else eweight[:0]
             ue = self.ent_of_unit[units]
+            base = vals.astype(np.float64)  # sequential sums of the transport's split
+            _fill.avoid_coef(
+                self.ent_ptr,
+                ue,
+                eptr,
+                eunit,
+                weight,
+                by_entry,
+                eweight,
+                u.unit_share[units],
+                base,
+            )
             self.avoid_coef = np.empty_like(base)
             self.avoid_map = _AvoidMap(
                 units,
-                ptr,
-                code,
                 dptr,
                 dlink,
+                dentry,
+                eptr,
+                eunit,
                 weight,
                 bool(by_entry),
+                eweight,
                 base,
                 ue,
                 np.bincount(ue, minlength=n_ent),
                 1.0 - self.ent_avoid[ue],
             )
-        self.ent_ptr = _csr_ptr(np.bincount(rows, minlength=n_ent))
         self.entry_ent = rows.astype(np.int64, copy=False)
         self.ent_link = cols.astype(np.int64, copy=False)
         self.ent_coef = vals.astype(np.float64, copy=False)
@@ -1275,17 +1300,20 @@ class _Sim:
                 tol,
                 kept,
                 keep is not None,
-                m.ptr,
-                m.code,
                 m.dptr,
                 m.dlink,
-                m.weight,
-                m.by_entry,
+                m.dentry,
                 m.ent,
                 on,
                 m.units_per_ent,
                 m.factor,
                 share,
+                self.ent_ptr,
+                m.eptr,
+                m.eunit,
+                m.weight,
+                m.by_entry,
+                m.eweight,
                 coef,
             )
             if not stepped:
