@@ -144,30 +144,45 @@ def test_an_avoidance_round_equals_the_numpy_steps(
     share = 1.0 / per_ent[ue]
     order = np.arange(n_units, dtype=np.int64)
     starts = np.append(np.flatnonzero(first), n_units).astype(np.int64)
-    _, cols, vals, _, _, merged = _fill.merge_entries(
+    rows, cols, vals, _, _, merged = _fill.merge_entries(
         order, starts, u.unit_ptr, u.unit_link, weight, u.control, share, n_links
     )
     avoiding = np.ones(n_ent, dtype=np.bool_)
-    code = np.empty(merged.size, dtype=np.int32)
-    units, ptr, dptr, dlink, w, by_entry = _fill.avoid_entries(
+    total = merged.size
+    units = np.empty(n_units, dtype=np.int64)
+    dptr = np.zeros(n_units + 1, dtype=np.int32)
+    dlink, dentry, eunit = (np.empty(total, dtype=np.int32) for _ in range(3))
+    eptr = np.zeros(cols.size + 1, dtype=np.int32)
+    eweight = np.empty(total)
+    n_map, n_data, w, by_entry = _fill.avoid_entries(
         order, starts, avoiding, u.unit_ptr, weight, u.control, merged,
-        np.arange(cols.size, dtype=np.int64), cols, code,
+        np.arange(cols.size, dtype=np.int64), cols, units, dptr, dlink, dentry, eptr, eunit,
+        eweight,
     )  # fmt: skip
-    assert units.tolist() == order.tolist()
-    code = code[: ptr[-1]]
-    if not by_entry:
-        w = _fill.avoid_weights(
-            order, starts, avoiding, u.unit_ptr, weight, u.control, merged,
-            np.arange(cols.size, dtype=np.int64), code.size,
-        )  # fmt: skip
+    assert n_map == n_units and units.tolist() == order.tolist()
+    data = ~u.control
+    assert n_data == data.sum() and dentry[:n_data].tolist() == merged[data].tolist()
+    assert dlink[:n_data].tolist() == cols[merged[data]].tolist()
+    assert np.diff(dptr).tolist() == np.add.reduceat(data, u.unit_ptr[:-1]).tolist()
+    # per entry its units in unit order: the unit entries sorted by entry, stably
+    at = np.repeat(np.arange(n_units), np.diff(u.unit_ptr))
+    by = np.argsort(merged, kind="stable")
+    assert eptr[-1] == total and eunit.tolist() == at[by].tolist()
+    assert np.diff(eptr).tolist() == np.bincount(merged, minlength=cols.size).tolist()
     low, high = np.full(cols.size, np.inf), np.full(cols.size, -np.inf)
     np.minimum.at(low, merged, weight)
     np.maximum.at(high, merged, weight)
     assert by_entry == bool((low == high).all())  # one weight per entry: kept per entry
+    if not by_entry:
+        assert eweight.tolist() == weight[by].tolist()
+    ent_ptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n_ent))])
     base = vals.copy()
-    _fill.avoid_coef(ptr, code, w, by_entry, share, base)
+    _fill.avoid_coef(ent_ptr, ue, eptr, eunit, w, by_entry, eweight, share, base)
+    ref_base = np.zeros(cols.size)
+    for k in range(merged.size):
+        ref_base[merged[k]] += share[at[k]] * weight[k]
+    assert base.tobytes() == ref_base.tobytes()
     keep = rng.random(cols.size) < 0.8 if black_holes else np.ones(cols.size, dtype=np.bool_)
-    at = np.repeat(np.arange(n_units), np.diff(u.unit_ptr))
     cap = rng.choice([0.0, 1.0, 2.0], n_links)
     factor = np.full(n_units, 0.8)
     on = rng.random(n_units) < 0.9
@@ -179,8 +194,8 @@ def test_an_avoidance_round_equals_the_numpy_steps(
             per_ent, factor, ref_share, vals, weight,
         )  # fmt: skip
         stepped, got_share = _fill.avoid_step(
-            load, cap, 0.02, keep, black_holes, ptr, code, dptr, dlink, w, by_entry, ue, on,
-            per_ent, factor, got_share, got_coef,
+            load, cap, 0.02, keep, black_holes, dptr, dlink[:n_data], dentry[:n_data], ue, on,
+            per_ent, factor, got_share, ent_ptr, eptr, eunit, w, by_entry, eweight, got_coef,
         )  # fmt: skip
         assert stepped == ok
         assert got_share.tobytes() == ref_share.tobytes()
