@@ -175,6 +175,32 @@ def test_an_avoidance_round_equals_the_numpy_steps(
     assert by_entry == bool((low == high).all())  # one weight per entry: kept per entry
     if not by_entry:
         assert eweight.tolist() == weight[by].tolist()
+    # merged and mapped in one pass: the same entries and, with one weight per entry and
+    # every entry kept, the same map
+    fused_arrays = (
+        np.zeros(n_units + 1, dtype=np.int32),
+        *(np.empty(total, dtype=np.int32) for _ in range(2)),
+        np.empty(total + 1, dtype=np.int32),
+        np.empty(total, dtype=np.int32),
+        np.empty(total),
+    )
+    *entries, f_data, f_uniform = _fill.merge_entries_map(
+        order, starts, u.unit_ptr, u.unit_link, weight, u.control, share, n_links, *fused_arrays
+    )  # fmt: skip
+    plain = _fill.merge_entries(
+        order, starts, u.unit_ptr, u.unit_link, weight, u.control, share, n_links
+    )
+    for got, want in zip(entries, plain[:5], strict=True):
+        assert got.tobytes() == want.tobytes()
+    assert f_uniform == by_entry
+    if by_entry and (vals > 0).all():
+        f_dptr, f_dlink, f_dentry, f_eptr, f_eunit, f_weight = fused_arrays
+        assert f_data == n_data and f_dptr.tolist() == dptr.tolist()
+        assert f_dlink[:n_data].tolist() == dlink[:n_data].tolist()
+        assert f_dentry[:n_data].tolist() == dentry[:n_data].tolist()
+        assert f_eptr[: cols.size + 1].tolist() == eptr.tolist()
+        assert f_eunit.tolist() == eunit.tolist()
+        assert f_weight[: cols.size].tobytes() == w.tobytes()
     ent_ptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n_ent))])
     base = vals.copy()
     _fill.avoid_coef(ent_ptr, ue, eptr, eunit, w, by_entry, eweight, share, base)
@@ -303,3 +329,29 @@ def test_runs_are_those_of_the_engine_before(
     )
     got = r.finish_ps.tobytes() + r.start_ps.tobytes() + r.unit_bytes.tobytes()
     assert hashlib.sha256(got).hexdigest()[:16] == digest
+
+
+def test_the_fused_avoidance_map_gives_the_general_maps_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Path avoidance's map made as the entries merge (every flow avoiding) and by the
+    general pass (``_fill.avoid_entries``, what a run with dropped entries or mixed weights
+    takes): every finish and unit's bytes the same, with and without a failure."""
+    from clusterloom.sim.flow import engine
+
+    traffic = permutation(128, 300_000, seed=5)
+    cases = ((), (parse_failure("link:300@20us", K8),))
+    tr = transport("mrc-spray", evs=32.0)
+    fused = [run(K8, traffic, tr, f, seed=2, rtol=0.01) for f in cases]
+    calls: list[int] = []
+
+    def general(self, order, starts, coef):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return None
+
+    monkeypatch.setattr(engine._Sim, "_merge_with_map", general)
+    plain = [run(K8, traffic, tr, f, seed=2, rtol=0.01) for f in cases]
+    assert calls
+    for a, b in zip(fused, plain, strict=True):
+        assert a.finish_ps.tobytes() == b.finish_ps.tobytes()
+        assert a.unit_bytes.tobytes() == b.unit_bytes.tobytes()

@@ -327,6 +327,66 @@ def merge_entries(
     AND. What a stable sort of the unit entries by (entity, link) and ``reduceat`` give, to
     the bit. Returns (entity, link, value, hop, control) per entry and the entry of every
     unit entry in position order."""
+    none = np.empty(0, dtype=np.int64)
+    rows, cols, vals, hops, ctl, merged_of_pos, _, _ = _merge(
+        order, ent_start, unit_ptr, unit_link, link_weight, control, coef, n_links,
+        False, none, none, none, none, none, np.empty(0),
+    )  # fmt: skip
+    return rows, cols, vals, hops, ctl, merged_of_pos
+
+
+@njit(cache=True)
+def merge_entries_map(
+    order: Any,
+    ent_start: Any,
+    unit_ptr: Any,
+    unit_link: Any,
+    link_weight: Any,
+    control: Any,
+    coef: Any,
+    n_links: int,
+    dptr: Any,
+    dlink: Any,
+    dentry: Any,
+    eptr: Any,
+    eunit: Any,
+    weight: Any,
+) -> Any:
+    """:func:`merge_entries` (without the entry of every unit entry) when every entity
+    avoids, with the map of path avoidance :func:`avoid_entries` gives when every entry is
+    kept (every unit is a map unit, its position in ``order``), in the arrays given: per
+    position its data entries (CSR ``dptr``, zeroed, one more than the positions; their
+    links ``dlink`` and entries ``dentry``), per entry its positions in order (CSR ``eptr``,
+    one more than the unit entries; ``eunit``) and ``weight`` per entry. Returns (entity,
+    link, value, hop, control) per entry, the number of data entries and whether every
+    entry's unit entries have one weight (if not, ``weight`` is not theirs: use
+    :func:`avoid_entries`)."""
+    rows, cols, vals, hops, ctl, _, n_data, uniform = _merge(
+        order, ent_start, unit_ptr, unit_link, link_weight, control, coef, n_links,
+        True, dptr, dlink, dentry, eptr, eunit, weight,
+    )  # fmt: skip
+    return rows, cols, vals, hops, ctl, n_data, uniform
+
+
+@njit(cache=True)
+def _merge(
+    order: Any,
+    ent_start: Any,
+    unit_ptr: Any,
+    unit_link: Any,
+    link_weight: Any,
+    control: Any,
+    coef: Any,
+    n_links: int,
+    with_map: bool,
+    dptr: Any,
+    dlink: Any,
+    dentry: Any,
+    eptr: Any,
+    eunit: Any,
+    weight: Any,
+) -> Any:
+    """:func:`merge_entries` and, ``with_map``, :func:`merge_entries_map`."""
     n_ent = ent_start.shape[0] - 1
     total = 0
     for i in range(order.shape[0]):
@@ -336,7 +396,7 @@ def merge_entries(
     vals = np.empty(total, dtype=np.float64)
     hops = np.empty(total, dtype=np.int64)
     ctl = np.empty(total, dtype=np.bool_)
-    merged_of_pos = np.empty(total, dtype=np.int64)
+    merged_of_pos = np.empty(0 if with_map else total, dtype=np.int64)
     stamp = np.full(n_links, -1, dtype=np.int64)
     count = np.zeros(n_links, dtype=np.int64)
     slot = np.zeros(n_links, dtype=np.int64)
@@ -344,6 +404,8 @@ def merge_entries(
     distinct = np.empty(n_links, dtype=np.int64)
     buf = np.empty(0, dtype=np.float64)
     n_out = 0
+    n_data = 0
+    uniform = True
     t0 = 0
     for e in range(n_ent):
         nd = 0
@@ -368,6 +430,9 @@ def merge_entries(
             m = n_out + r
             slot[link] = m
             put[link] = off
+            if with_map:
+                eptr[m] = t0 + off
+                weight[m] = np.nan
             off += count[link]
             rows[m] = e
             cols[m] = link
@@ -380,7 +445,19 @@ def merge_entries(
             for k in range(unit_ptr[u], unit_ptr[u + 1]):
                 link = unit_link[k]
                 m = slot[link]
-                merged_of_pos[t] = m
+                if with_map:
+                    eunit[t0 + put[link]] = i
+                    if not control[k]:
+                        dlink[n_data] = link
+                        dentry[n_data] = m
+                        n_data += 1
+                    w = link_weight[k]
+                    if np.isnan(weight[m]):
+                        weight[m] = w
+                    elif weight[m] != w:
+                        uniform = False
+                else:
+                    merged_of_pos[t] = m
                 t += 1
                 buf[put[link]] = c * link_weight[k]
                 put[link] += 1
@@ -388,6 +465,8 @@ def merge_entries(
                 if hop < hops[m]:
                     hops[m] = hop
                 ctl[m] = ctl[m] and control[k]
+            if with_map:
+                dptr[i + 1] = n_data
         for r in range(nd):
             link = links[r]
             n = count[link]
@@ -398,7 +477,18 @@ def merge_entries(
             vals[n_out + r] = value
         n_out += nd
         t0 = t
-    return rows[:n_out], cols[:n_out], vals[:n_out], hops[:n_out], ctl[:n_out], merged_of_pos
+    if with_map:
+        eptr[n_out] = t0
+    return (
+        rows[:n_out],
+        cols[:n_out],
+        vals[:n_out],
+        hops[:n_out],
+        ctl[:n_out],
+        merged_of_pos,
+        n_data,
+        uniform,
+    )
 
 
 @njit(cache=True)

@@ -881,12 +881,21 @@ class _Sim:
         # A, entity-major; duplicates (a coupled flow's units sharing a link) summed;
         # ``ent_hop``: the link's position on the unit's path (its first one)
         merged_of_pos: _I64 | None = None
-        if coupled.any():  # only a coupled flow's units can share a link within one entity
-            # by entity, then link, in one compiled pass (``_fill.merge_entries``): what a
-            # stable sort by (entity, link) and ``np.add.reduceat`` gave, to the bit
+        self.ent_avoid = f.avoid[uf][new_ent]
+        avoiding = self.ent_avoid > 0
+        starts = np.append(np.flatnonzero(new_ent), order.size).astype(np.int64)
+        fused: tuple[Any, ...] | None = None
+        if n_ent and avoiding.all():  # every flow coupled and avoiding: the map as it merges
+            fused = self._merge_with_map(order, starts, coef)
+            if fused is not None:
+                rows, cols, vals, hops, ctl = fused[0]
+        if fused is None and coupled.any():
+            # only a coupled flow's units can share a link within one entity: by entity,
+            # then link, in one compiled pass (``_fill.merge_entries``): what a stable sort
+            # by (entity, link) and ``np.add.reduceat`` gave, to the bit
             rows, cols, vals, hops, ctl, merged_of_pos = _fill.merge_entries(
                 order,
-                np.append(np.flatnonzero(new_ent), order.size).astype(np.int64),
+                starts,
                 u.unit_ptr,
                 u.unit_link,
                 u.link_weight,
@@ -894,7 +903,7 @@ class _Sim:
                 coef,
                 self.n_links,
             )
-        else:
+        elif fused is None:
             pos, counts = _ranges(u.unit_ptr, order)
             rows = np.repeat(ent_of_pos, counts)
             cols = u.unit_link[pos]
@@ -906,13 +915,14 @@ class _Sim:
             rows, cols, vals, hops, ctl = rows[nz], cols[nz], vals[nz], hops[nz], ctl[nz]
         self.ent_ctl = ctl.astype(np.bool_)
         self.ent_lossless = f.lossless[uf][new_ent]
-        self.ent_avoid = f.avoid[uf][new_ent]
         self.ent_ptr = _csr_ptr(np.bincount(rows, minlength=n_ent))
         self.avoid_map: _AvoidMap | None = None
-        if (self.ent_avoid > 0).any():  # unit entries -> entries, to re-split coupled flows
+        if fused is not None:  # every unit of ``order`` a map unit, every entry kept
+            _, units, dptr, dlink, dentry, eptr, eunit, weight = fused
+            by_entry = True
+            eweight = np.empty(0)
+        elif avoiding.any():  # unit entries -> entries, to re-split coupled flows
             assert merged_of_pos is not None  # avoiding flows are coupled
-            starts = np.append(np.flatnonzero(new_ent), order.size).astype(np.int64)
-            avoiding = self.ent_avoid > 0
             entry_of = np.where(nz, np.cumsum(nz) - 1, -1).astype(np.int64)
             # entries, links and unit entries fit int32 unless there are 2**31 of them
             total = merged_of_pos.size
@@ -945,6 +955,7 @@ class _Sim:
             units, dptr = units[:n_units], dptr[: n_units + 1]
             dlink, dentry, eunit = dlink[:n_data], dentry[:n_data], eunit[: eptr[-1]]
             eweight = eweight[: eptr[-1]] if not by_entry else eweight[:0]
+        if fused is not None or avoiding.any():
             ue = self.ent_of_unit[units]
             base = vals.astype(np.float64)  # sequential sums of the transport's split
             _fill.avoid_coef(
@@ -1008,6 +1019,51 @@ class _Sim:
         self.fill: _Fill | None = None
         self.load: tuple[_I64, _F64, float] | None = None
         self.dirty = True
+
+    def _merge_with_map(self, order: _I64, starts: _I64, coef: _F64) -> tuple[Any, ...] | None:
+        """The entries of ``A`` and the map of path avoidance in one compiled pass
+        (``_fill.merge_entries_map``) when every entity avoids: ((entity, link, value, hop,
+        control) per entry, units, dptr, dlink, dentry, eptr, eunit, weight per entry), or
+        None when an entry is dropped (value 0) or the unit entries of an entry differ in
+        weight (the general map, ``_fill.avoid_entries``, handles those)."""
+        u = self.units
+        total = int((u.unit_ptr[order + 1] - u.unit_ptr[order]).sum())
+        idx = np.int32 if max(total, self.n_links) < 2**31 else np.int64
+        dptr = np.zeros(order.size + 1, dtype=idx)
+        dlink = np.empty(total, dtype=idx)
+        dentry = np.empty(total, dtype=idx)
+        eptr = np.empty(total + 1, dtype=idx)
+        eunit = np.empty(total, dtype=idx)
+        weight = np.empty(total)
+        rows, cols, vals, hops, ctl, n_data, uniform = _fill.merge_entries_map(
+            order,
+            starts,
+            u.unit_ptr,
+            u.unit_link,
+            u.link_weight,
+            u.control,
+            coef,
+            self.n_links,
+            dptr,
+            dlink,
+            dentry,
+            eptr,
+            eunit,
+            weight,
+        )
+        if not uniform or not (vals > 0).all():
+            return None
+        n = cols.size
+        return (
+            (rows, cols, vals, hops, ctl),
+            order,
+            dptr,
+            dlink[:n_data],
+            dentry[:n_data],
+            eptr[: n + 1],
+            eunit,
+            weight[:n],
+        )
 
     def _sync_out(self) -> None:
         """Write group remainders back to units (split flows) and flows (the others)."""
