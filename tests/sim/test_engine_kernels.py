@@ -355,3 +355,16 @@ def test_the_fused_avoidance_map_gives_the_general_maps_runs(
     for a, b in zip(fused, plain, strict=True):
         assert a.finish_ps.tobytes() == b.finish_ps.tobytes()
         assert a.unit_bytes.tobytes() == b.unit_bytes.tobytes()
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(0, 50), st.integers(1, 8))
+@settings(max_examples=40, deadline=None)
+def test_compacted_rows_are_the_numpy_mask(seed: int, n: int, width: int) -> None:
+    """Padded path rows to CSR: the entries of ``paths[paths >= 0]`` and the row counts'
+    cumulative sums, rows without an entry included."""
+    rng = np.random.default_rng(seed)
+    paths = np.where(rng.random((n, width)) < 0.3, -1, rng.integers(0, 99, (n, width)))
+    ptr, links = _fill.compact_rows(paths.astype(np.int64))
+    valid = paths >= 0
+    assert links.tolist() == paths[valid].tolist()
+    assert ptr.tolist() == [0, *np.cumsum(valid.sum(axis=1)).tolist()]

@@ -223,6 +223,28 @@ def by_link(links: Any, n_links: int) -> Any:
 
 
 @njit(cache=True)
+def compact_rows(paths: Any) -> Any:
+    """The non-negative entries of ``paths`` row by row as CSR (pointer per row, entries in
+    row-major order): what ``paths[paths >= 0]`` and the cumulative row counts give."""
+    n, width = paths.shape
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        c = 0
+        for j in range(width):
+            if paths[i, j] >= 0:
+                c += 1
+        ptr[i + 1] = ptr[i] + c
+    links = np.empty(ptr[n], dtype=np.int64)
+    k = 0
+    for i in range(n):
+        for j in range(width):
+            if paths[i, j] >= 0:
+                links[k] = paths[i, j]
+                k += 1
+    return ptr, links
+
+
+@njit(cache=True)
 def merge_rows(f: Any, paths: Any, share: Any) -> Any:
     """The distinct (flow, path) rows of ``f``/``paths`` in the order of their first
     occurrence, each with the sum of its rows' ``share`` added in row order (what
