@@ -368,3 +368,22 @@ def test_compacted_rows_are_the_numpy_mask(seed: int, n: int, width: int) -> Non
     valid = paths >= 0
     assert links.tolist() == paths[valid].tolist()
     assert ptr.tolist() == [0, *np.cumsum(valid.sum(axis=1)).tolist()]
+
+
+def test_inputs_keep_read_only_arrays_and_copy_writable_memory() -> None:
+    """The inputs' classes keep an array numba made once it is frozen (and a view of it,
+    as ``np.asarray`` gives), and copy any array whose memory a writable array shares."""
+    from clusterloom.sim.flow.engine import _ro, frozen
+
+    made = _fill.compact_rows(np.arange(12, dtype=np.int64).reshape(3, 4))[1]
+    frozen(made)
+    assert _ro(made, np.int64) is made
+    view = made[:5]
+    assert _ro(view, np.int64) is view
+    own = np.arange(8)
+    part = own[:4]
+    part.setflags(write=False)
+    kept = _ro(part, np.int64)
+    assert kept is not part and not np.shares_memory(kept, own)
+    own[0] = 99
+    assert kept[0] == 0

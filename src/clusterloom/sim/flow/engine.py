@@ -70,7 +70,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -138,13 +137,11 @@ class SimInputError(ClusterloomError, ValueError):
 
 def _owned(a: NDArray[Any]) -> bool:
     """``a`` holds its memory alone: it owns it, or numba's allocator does for it (an array
-    a compiled function returned), possibly as a view of read-only arrays or of arrays
-    nothing else refers to (``np.asarray`` of an array numba made is a view of it; a slice
-    of an array since let go), so no other array can write it."""
+    a compiled function returned), possibly as a view of read-only arrays (``np.asarray``
+    of an array numba made is a view of it), so no other array can write it."""
     base = a.base
     while isinstance(base, np.ndarray):
-        # referred to by ``a`` (or the view below), ``base`` and getrefcount's argument
-        if base.flags.writeable and sys.getrefcount(base) > 3:
+        if base.flags.writeable:
             return False
         base = base.base
     return base is None or type(base).__name__ == "_MemInfo"
