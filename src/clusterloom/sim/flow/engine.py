@@ -770,7 +770,8 @@ class _AvoidMap:
     entry has it) or ``eweight`` one per map unit of ``eunit``; ``coef`` the entries'
     coefficients summed unit by unit from the transport's split (what a round of avoidance
     rebuilds for a flow whose shares did not move); per map unit ``ent`` its entity and
-    ``factor`` what a step multiplies its share by; ``units_per_ent``."""
+    ``factor`` what a step multiplies its share by, ``split`` its share in the transport's
+    split; ``units_per_ent``."""
 
     units: _I64
     dptr: NDArray[np.signedinteger[Any]]
@@ -785,6 +786,7 @@ class _AvoidMap:
     ent: _I64
     units_per_ent: _I64
     factor: _F64
+    split: _F64
 
 
 class _Sim:
@@ -954,6 +956,7 @@ class _Sim:
             eweight = eweight[: eptr[-1]] if not by_entry else eweight[:0]
         if fused is not None or avoiding.any():
             ue = self.ent_of_unit[units]
+            split = frozen(u.unit_share[units])  # the transport's split: each round's start
             base = vals.astype(np.float64)  # sequential sums of the transport's split
             _fill.avoid_coef(
                 self.ent_ptr,
@@ -963,7 +966,7 @@ class _Sim:
                 weight,
                 by_entry,
                 eweight,
-                u.unit_share[units],
+                split,
                 base,
             )
             self.avoid_coef = np.empty_like(base)
@@ -981,6 +984,7 @@ class _Sim:
                 ue,
                 np.bincount(ue, minlength=n_ent),
                 1.0 - self.ent_avoid[ue],
+                split,
             )
         self.entry_ent = rows.astype(np.int64, copy=False)
         self.ent_link = cols.astype(np.int64, copy=False)
@@ -1338,7 +1342,7 @@ class _Sim:
         fill = self.fill
         assert fill is not None and self.avoid_map is not None
         m = self.avoid_map
-        share = self.units.unit_share[m.units]
+        share = m.split  # a round's steps make new arrays; the split is never written
         on = active[m.ent]
         tol = max(AVOID_HOT, 2.0 * self.rtol)
         cap = self.capacity
