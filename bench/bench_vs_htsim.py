@@ -18,8 +18,10 @@ ACK. Ours is run with ``notify_us`` set to that ACK's trip (two 1 us links and 6
 way inside a group of 8, one leaf), so both tools mean the same dependency.
 
 and ECMP over seeds (``--seeds N``, default 10): the permutation of seed s through htsim_roce
-``-seed s`` and roce-ecmp with seed s; hash functions differ, so the median over seeds of each
-tool's p99 is compared. Pairs:
+``-seed s`` and roce-ecmp with seed s; hash functions differ (and htsim_roce's path ids are
+seeded by the clock, so it does not repeat a run), so the median over seeds of each tool's
+p99 (and mean, p50, max) is compared, and the quantiles of every flow of every seed pooled.
+Pairs:
 
     clusterloom mrc-spray        vs  htsim_eqds  (sprayed, receiver-credited)
     clusterloom receiver-driven  vs  htsim_ndp   (sprayed, receiver pulls)
@@ -299,34 +301,67 @@ ECMP_RUNS = (
 ECMP_PACKET = ("packet roce-ecmp htsim configuration", "packet", "roce-ecmp+htsim")
 
 
+#: the statistics of each seed's FCTs the ECMP sweep compares (the median over seeds of each)
+ECMP_STATS = ("mean", "p50", "p99", "max")
+#: quantiles of the FCTs pooled over every seed (one distribution of all flows of all seeds)
+POOLED = (10.0, 50.0, 90.0, 99.0, 99.9)
+
+
 def ecmp_seeds(bin_dir: Path, topology, tmp: Path, seeds: int, packet: bool) -> dict:  # type: ignore[no-untyped-def, type-arg]
     """The permutation of seed s through htsim_roce ``-seed s`` and our runs with seed s:
-    the median over seeds of each one's p99 against htsim_roce's (hashes differ between the
-    tools; ours are the same in both engines, so their seeds are the same collisions)."""
+    the median over seeds of each one's mean, p50, p99 and max against htsim_roce's, and the
+    quantiles of the FCTs pooled over all seeds. Hashes differ between the tools, and htsim_roce
+    does not even repeat itself: each ``RoceSrc`` reseeds ``random()`` from the clock
+    (``srand(time(NULL))``) before drawing its path id, so the same ``-seed`` gives other paths
+    in another second. Ours are the same in both engines, so their seeds are the same
+    collisions. Only distributions over seeds compare."""
     from clusterloom.sim.htsim import write_htsim
 
     runs = ECMP_RUNS + ((ECMP_PACKET,) if packet else ())
-    p99: dict[str, list[float]] = {"htsim_roce": [], **{label: [] for label, _, _ in runs}}
+    labels = ["htsim_roce", *(label for label, _, _ in runs)]
+    per: dict[str, dict[str, list[float]]] = {k: {s: [] for s in ECMP_STATS} for k in labels}
+    fcts: dict[str, list[np.ndarray]] = {k: [] for k in labels}
     for seed in range(seeds):
         load = traffic_for("permutation", seed)
         cm = tmp / f"perm-{seed}.cm"
         write_htsim(load, cm)
         out, _ = run_htsim(bin_dir, "roce", cm, len(load), seed, 20_000)
-        p99["htsim_roce"].append(float(np.percentile(htsim_times(out, topology)[1], 99)))
+        got = {"htsim_roce": htsim_times(out, topology)[1]}
         for label, engine, name in runs:
-            got = ours(engine, name, cm, seed, 0.01 if engine == "flow" else 0.0, tmp)
-            p99[label].append(float(np.percentile(got["fct"], 99)))
+            fct = ours(engine, name, cm, seed, 0.01 if engine == "flow" else 0.0, tmp)["fct"]
+            got[label] = fct[fct >= 0]
+        for label, x in got.items():
+            fcts[label].append(x)
+            for stat, value in zip(ECMP_STATS, _stats(x), strict=True):
+                per[label][stat].append(value)
         print(
-            f"seed {seed}: p99 us " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in p99.items()),
+            f"seed {seed}: p99 / max us "
+            + ", ".join(f"{k} {v['p99'][-1]:.1f} / {v['max'][-1]:.1f}" for k, v in per.items()),
             flush=True,
         )
-    med = {k: float(np.median(v)) for k, v in p99.items()}
+    med = {k: {s: float(np.median(v)) for s, v in d.items()} for k, d in per.items()}
+    pooled = {
+        k: [float(np.percentile(np.concatenate(v), q)) for q in POOLED] for k, v in fcts.items()
+    }
+    ref, ref_q = med["htsim_roce"], pooled["htsim_roce"]
     for label, _, _ in runs:
         print(
-            f"ECMP median p99 over {seeds} seeds: {label} {med[label]:.1f} us, htsim_roce "
-            f"{med['htsim_roce']:.1f} us, ratio {med[label] / med['htsim_roce']:.3f}"
+            f"ECMP median p99 over {seeds} seeds: {label} {med[label]['p99']:.1f} us, htsim_roce "
+            f"{ref['p99']:.1f} us, ratio {med[label]['p99'] / ref['p99']:.3f}"
         )
-    return {"ecmp_p99_us": p99, "ecmp_median_p99_us": med}
+        print(
+            "  median over seeds of mean / p50 / p99 / max, ratio: "
+            + " / ".join(f"{med[label][s] / ref[s]:.3f}" for s in ECMP_STATS)
+            + f"; pooled p{' / p'.join(f'{q:g}' for q in POOLED)}: "
+            + " / ".join(f"{a / b:.3f}" for a, b in zip(pooled[label], ref_q, strict=True))
+        )
+    return {
+        "ecmp_p99_us": {k: v["p99"] for k, v in per.items()},
+        "ecmp_per_seed_us": per,
+        "ecmp_median_us": med,
+        "ecmp_median_p99_us": {k: v["p99"] for k, v in med.items()},
+        "ecmp_pooled_us": {"quantiles": list(POOLED), **pooled},
+    }
 
 
 #: the speed target's case: the 8,192-host (k=32) fat tree of bench_sim.py, a 2 MB permutation

@@ -308,7 +308,7 @@ BEFORE = [
     ("mrc-spray", {}, 0.0, ("link:40@20us",), "26f51cda0d63ffea"),
     ("mrc-spray", {"balance": 1.0}, 0.01, ("link:40@20us",), "16f66f3385576616"),
     ("receiver-driven", {}, 0.01, (), "d4aee41ccc38ba87"),
-    ("roce-ecmp", {"dcqcn": 0.0}, 0.01, (), "a49c7a6e4f46fd3c"),
+    ("roce-ecmp", {"dcqcn": 0.0}, 0.01, (), "234e2f4487356115"),  # ACKs out of the fill (flow-ecmp)
 ]
 
 

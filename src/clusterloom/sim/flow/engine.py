@@ -1275,7 +1275,14 @@ class _Sim:
           link carries its entities in proportion to their shares of it, so an entity crossing
           it towards another next link is held to ``r_A * share_B / share_A`` of the entity
           ``A`` that pauses it (the lowest such bound), and the links before that one are
-          paused in turn.
+          paused in turn;
+        - ACKs do not hold their sender: the control entries of lossless entities (their ACKs
+          on the reverse links) are taken out of the fill and their load, at the entities'
+          current rates, out of the links' capacity (ACKs served first, as the packet
+          engine's priority FIFO does). A sender without congestion control is not clocked by
+          its ACKs, so a saturated reverse link must not freeze it at that link's level, as
+          it would as one of the link's entities in the max-min fill. A last fill, each
+          entity capped at its rate, puts the ACK load of the final rates within capacity.
 
         Entities that are not lossless keep weight 1 and no bound."""
         fill = self.fill
@@ -1290,8 +1297,46 @@ class _Sim:
         weight = np.ones(n_ent)
         bound = np.full(n_ent, np.inf)
         held_at = np.full(n_ent, _NEVER, dtype=np.int64)  # the hop where a bound holds it
-        cap = self.capacity
+        full = self.capacity
+        acks = self.ent_ctl & lossy[self.entry_ent]  # ACK entries: a load, not a constraint
+        if keep is not None:
+            acks &= keep
+        fill_keep = keep
+        ack_idx = np.flatnonzero(acks)
+        if ack_idx.size:
+            fill_keep = (np.ones(acks.size, dtype=np.bool_) if keep is None else keep) & ~acks
+        ack_link, ack_coef, ack_ent = (
+            self.ent_link[ack_idx],
+            self.ent_coef[ack_idx],
+            self.entry_ent[ack_idx],
+        )
+
+        def ack_load(r: _F64) -> _F64:
+            return np.bincount(ack_link, ack_coef * r[ack_ent], minlength=self.n_links).astype(
+                np.float64
+            )
+
+        def refill(cap: _F64, ent_cap: _F64, w: _F64) -> _Fill:
+            return _water_fill(
+                self.ent_ptr,
+                self.ent_link,
+                self.ent_coef * w[self.entry_ent],
+                self.link_ptr,
+                self.link_entry,
+                self.link_ent,
+                cap,
+                ent_cap / w,
+                active,
+                self.rtol,
+                fill_keep,
+            )
+
         rate = fill.rate
+        cap = full
+        if ack_idx.size:  # the max-min fill froze senders at their reverse links: refill
+            cap = np.maximum(full - ack_load(rate), 0.0)
+            fill = refill(cap, self.ent_cap, weight)
+            rate = fill.rate
         for _ in range(LOSSLESS_ROUNDS):
             r = rate[ent]
             level = (rate / weight)[ent]  # the weighted fill's level of each entity
@@ -1313,22 +1358,21 @@ class _Sim:
             if same:
                 break
             weight, bound, held_at = new_weight, new_bound, new_held
-            w = weight[self.entry_ent]
-            fill = _water_fill(
-                self.ent_ptr,
-                self.ent_link,
-                self.ent_coef * w,
-                self.link_ptr,
-                self.link_entry,
-                self.link_ent,
-                cap,
-                np.minimum(self.ent_cap, bound) / weight,
-                active,
-                self.rtol,
-                keep,
-            )
+            if ack_idx.size:
+                cap = np.maximum(full - ack_load(rate), 0.0)
+            fill = refill(cap, np.minimum(self.ent_cap, bound), weight)
             rate = fill.rate * weight
-        return _Fill(rate, fill.rounds, fill.load)
+        if not ack_idx.size:
+            return _Fill(rate, fill.rounds, fill.load)
+        acked = ack_load(rate)
+        if (fill.load + acked > full * (1.0 + 1e-9)).any():
+            # rates rose since the capacity was set aside: fill once more under the ACK load of
+            # these rates, none above its own, so the ACK load can only fall
+            cap = np.maximum(full - acked, 0.0)
+            fill = refill(cap, np.minimum(np.minimum(self.ent_cap, bound), rate), weight)
+            rate = fill.rate * weight
+            acked = ack_load(rate)
+        return _Fill(rate, fill.rounds, fill.load + acked)
 
     def _avoid(self, active: _B, keep: _B | None) -> _Fill:
         """Coupled flows that steer away from congested paths (``FlowSet.avoid`` = a): from

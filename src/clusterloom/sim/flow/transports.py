@@ -12,7 +12,8 @@ does when a link fails. One interface (``Transport``), four models, each with it
     ``dcqcn=0`` the QPs have no congestion control (htsim's RoCE; the packet engine's
     ``roce-ecmp.dcqcn=0``) on a lossless (PFC) fabric, and the engine's lossless model replaces
     per-flow max-min (input-port sharing at congested ports, head-of-line blocking on paused
-    links; docs/sim.md, "Lossless fabric"). ``pfc_hol`` (left out: on exactly when ``dcqcn``
+    links, ACKs that load the reverse links without holding their sender back; docs/sim.md,
+    "Lossless fabric"). ``pfc_hol`` (left out: on exactly when ``dcqcn``
     is off) sets that model apart from ``dcqcn``. With DCQCN (the default) rates are max-min:
     the fluid share that rate control aims at, and PFC rarely pauses.
 ``mrc-spray``
