@@ -144,30 +144,71 @@ def test_an_avoidance_round_equals_the_numpy_steps(
     share = 1.0 / per_ent[ue]
     order = np.arange(n_units, dtype=np.int64)
     starts = np.append(np.flatnonzero(first), n_units).astype(np.int64)
-    _, cols, vals, _, _, merged = _fill.merge_entries(
+    rows, cols, vals, _, _, merged = _fill.merge_entries(
         order, starts, u.unit_ptr, u.unit_link, weight, u.control, share, n_links
     )
     avoiding = np.ones(n_ent, dtype=np.bool_)
-    code = np.empty(merged.size, dtype=np.int32)
-    units, ptr, dptr, dlink, w, by_entry = _fill.avoid_entries(
+    total = merged.size
+    units = np.empty(n_units, dtype=np.int64)
+    dptr = np.zeros(n_units + 1, dtype=np.int32)
+    dlink, dentry, eunit = (np.empty(total, dtype=np.int32) for _ in range(3))
+    eptr = np.zeros(cols.size + 1, dtype=np.int32)
+    eweight = np.empty(total)
+    n_map, n_data, w, by_entry = _fill.avoid_entries(
         order, starts, avoiding, u.unit_ptr, weight, u.control, merged,
-        np.arange(cols.size, dtype=np.int64), cols, code,
+        np.arange(cols.size, dtype=np.int64), cols, units, dptr, dlink, dentry, eptr, eunit,
+        eweight,
     )  # fmt: skip
-    assert units.tolist() == order.tolist()
-    code = code[: ptr[-1]]
-    if not by_entry:
-        w = _fill.avoid_weights(
-            order, starts, avoiding, u.unit_ptr, weight, u.control, merged,
-            np.arange(cols.size, dtype=np.int64), code.size,
-        )  # fmt: skip
+    assert n_map == n_units and units.tolist() == order.tolist()
+    data = ~u.control
+    assert n_data == data.sum() and dentry[:n_data].tolist() == merged[data].tolist()
+    assert dlink[:n_data].tolist() == cols[merged[data]].tolist()
+    assert np.diff(dptr).tolist() == np.add.reduceat(data, u.unit_ptr[:-1]).tolist()
+    # per entry its units in unit order: the unit entries sorted by entry, stably
+    at = np.repeat(np.arange(n_units), np.diff(u.unit_ptr))
+    by = np.argsort(merged, kind="stable")
+    assert eptr[-1] == total and eunit.tolist() == at[by].tolist()
+    assert np.diff(eptr).tolist() == np.bincount(merged, minlength=cols.size).tolist()
     low, high = np.full(cols.size, np.inf), np.full(cols.size, -np.inf)
     np.minimum.at(low, merged, weight)
     np.maximum.at(high, merged, weight)
     assert by_entry == bool((low == high).all())  # one weight per entry: kept per entry
+    if not by_entry:
+        assert eweight.tolist() == weight[by].tolist()
+    # merged and mapped in one pass: the same entries and, with one weight per entry and
+    # every entry kept, the same map
+    fused_arrays = (
+        np.zeros(n_units + 1, dtype=np.int32),
+        *(np.empty(total, dtype=np.int32) for _ in range(2)),
+        np.empty(total + 1, dtype=np.int32),
+        np.empty(total, dtype=np.int32),
+        np.empty(total),
+    )
+    *entries, f_data, f_uniform = _fill.merge_entries_map(
+        order, starts, u.unit_ptr, u.unit_link, weight, u.control, share, n_links, *fused_arrays
+    )  # fmt: skip
+    plain = _fill.merge_entries(
+        order, starts, u.unit_ptr, u.unit_link, weight, u.control, share, n_links
+    )
+    for got, want in zip(entries, plain[:5], strict=True):
+        assert got.tobytes() == want.tobytes()
+    assert f_uniform == by_entry
+    if by_entry and (vals > 0).all():
+        f_dptr, f_dlink, f_dentry, f_eptr, f_eunit, f_weight = fused_arrays
+        assert f_data == n_data and f_dptr.tolist() == dptr.tolist()
+        assert f_dlink[:n_data].tolist() == dlink[:n_data].tolist()
+        assert f_dentry[:n_data].tolist() == dentry[:n_data].tolist()
+        assert f_eptr[: cols.size + 1].tolist() == eptr.tolist()
+        assert f_eunit.tolist() == eunit.tolist()
+        assert f_weight[: cols.size].tobytes() == w.tobytes()
+    ent_ptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n_ent))])
     base = vals.copy()
-    _fill.avoid_coef(ptr, code, w, by_entry, share, base)
+    _fill.avoid_coef(ent_ptr, ue, eptr, eunit, w, by_entry, eweight, share, base)
+    ref_base = np.zeros(cols.size)
+    for k in range(merged.size):
+        ref_base[merged[k]] += share[at[k]] * weight[k]
+    assert base.tobytes() == ref_base.tobytes()
     keep = rng.random(cols.size) < 0.8 if black_holes else np.ones(cols.size, dtype=np.bool_)
-    at = np.repeat(np.arange(n_units), np.diff(u.unit_ptr))
     cap = rng.choice([0.0, 1.0, 2.0], n_links)
     factor = np.full(n_units, 0.8)
     on = rng.random(n_units) < 0.9
@@ -179,8 +220,8 @@ def test_an_avoidance_round_equals_the_numpy_steps(
             per_ent, factor, ref_share, vals, weight,
         )  # fmt: skip
         stepped, got_share = _fill.avoid_step(
-            load, cap, 0.02, keep, black_holes, ptr, code, dptr, dlink, w, by_entry, ue, on,
-            per_ent, factor, got_share, got_coef,
+            load, cap, 0.02, keep, black_holes, dptr, dlink[:n_data], dentry[:n_data], ue, on,
+            per_ent, factor, got_share, ent_ptr, eptr, eunit, w, by_entry, eweight, got_coef,
         )  # fmt: skip
         assert stepped == ok
         assert got_share.tobytes() == ref_share.tobytes()
@@ -288,3 +329,61 @@ def test_runs_are_those_of_the_engine_before(
     )
     got = r.finish_ps.tobytes() + r.start_ps.tobytes() + r.unit_bytes.tobytes()
     assert hashlib.sha256(got).hexdigest()[:16] == digest
+
+
+def test_the_fused_avoidance_map_gives_the_general_maps_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Path avoidance's map made as the entries merge (every flow avoiding) and by the
+    general pass (``_fill.avoid_entries``, what a run with dropped entries or mixed weights
+    takes): every finish and unit's bytes the same, with and without a failure."""
+    from clusterloom.sim.flow import engine
+
+    traffic = permutation(128, 300_000, seed=5)
+    cases = ((), (parse_failure("link:300@20us", K8),))
+    tr = transport("mrc-spray", evs=32.0)
+    fused = [run(K8, traffic, tr, f, seed=2, rtol=0.01) for f in cases]
+    calls: list[int] = []
+
+    def general(self, order, starts, coef):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return None
+
+    monkeypatch.setattr(engine._Sim, "_merge_with_map", general)
+    plain = [run(K8, traffic, tr, f, seed=2, rtol=0.01) for f in cases]
+    assert calls
+    for a, b in zip(fused, plain, strict=True):
+        assert a.finish_ps.tobytes() == b.finish_ps.tobytes()
+        assert a.unit_bytes.tobytes() == b.unit_bytes.tobytes()
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(0, 50), st.integers(1, 8))
+@settings(max_examples=40, deadline=None)
+def test_compacted_rows_are_the_numpy_mask(seed: int, n: int, width: int) -> None:
+    """Padded path rows to CSR: the entries of ``paths[paths >= 0]`` and the row counts'
+    cumulative sums, rows without an entry included."""
+    rng = np.random.default_rng(seed)
+    paths = np.where(rng.random((n, width)) < 0.3, -1, rng.integers(0, 99, (n, width)))
+    ptr, links = _fill.compact_rows(paths.astype(np.int64))
+    valid = paths >= 0
+    assert links.tolist() == paths[valid].tolist()
+    assert ptr.tolist() == [0, *np.cumsum(valid.sum(axis=1)).tolist()]
+
+
+def test_inputs_keep_read_only_arrays_and_copy_writable_memory() -> None:
+    """The inputs' classes keep an array numba made once it is frozen (and a view of it,
+    as ``np.asarray`` gives), and copy any array whose memory a writable array shares."""
+    from clusterloom.sim.flow.engine import _ro, frozen
+
+    made = _fill.compact_rows(np.arange(12, dtype=np.int64).reshape(3, 4))[1]
+    frozen(made)
+    assert _ro(made, np.int64) is made
+    view = made[:5]
+    assert _ro(view, np.int64) is view
+    own = np.arange(8)
+    part = own[:4]
+    part.setflags(write=False)
+    kept = _ro(part, np.int64)
+    assert kept is not part and not np.shares_memory(kept, own)
+    own[0] = 99
+    assert kept[0] == 0

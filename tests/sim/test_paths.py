@@ -120,3 +120,53 @@ def test_compiled_hop_hash_is_splitmix64(values: list[int]) -> None:
 
     x = np.array(values, dtype=np.uint64)
     assert [int(_mix(np.uint64(v))) for v in x] == splitmix64(x).tolist()
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        pytest.param(lambda: build_plan(accelerators=512, switch="qm9700"), id="2-tier-rail"),
+        pytest.param(lambda: kport_plan(128, 8, tiers=3), id="3-tier-fat-tree"),
+        pytest.param(lambda: kport_plan(96, 8, tiers=3), id="3-tier-partial"),
+        pytest.param(
+            lambda: build_plan(
+                accelerators=1024, switch="qm9700", ports_per_accelerator=2, port_speed_gbps=400
+            ),
+            id="2-planes",
+        ),
+    ],
+)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_the_healthy_fabrics_direct_picks_are_the_general_ones(plan, seed: int) -> None:  # type: ignore[no-untyped-def]
+    """With every link live the direct pick (``cands[h % count]`` where every candidate of
+    a hop is valid) routes each row onto the links the general pass, testing every
+    candidate, gives; and it routes the rows of a whole fat tree by itself."""
+    import dataclasses
+
+    from clusterloom.sim.paths import _route_fast, route_view
+
+    r = build_router(generate(plan()))
+    rng = np.random.default_rng(seed)
+    hosts, ports = r.host_link.shape
+    n = 300
+    src = rng.integers(0, hosts, n)
+    dst = np.where(rng.random(n) < 0.1, src, (src + rng.integers(1, hosts, n)) % hosts)
+    port = rng.integers(0, ports, n)
+    ev = rng.integers(0, 2**32, n)
+    view = route_view(r)
+    assert view.fast
+    general = dataclasses.replace(view, fast=False)
+    got = route(r, src, dst, port, ev, seed=seed, view=view)
+    assert got.tolist() == route(r, src, dst, port, ev, seed=seed, view=general).tolist()
+    done = np.zeros(n, dtype=np.bool_)
+    fresh = route_view(r)
+    _route_fast(
+        r.host_link, r.up, r.down, r.lower_slot, fresh.link_src, fresh.link_dst,
+        fresh.node_pod, r.topology.plan.tiers, src, dst, port, ev, np.uint64(seed),
+        np.uint64(seed ^ 0x5EED), fresh.up_any, fresh.down_any, fresh.n_up, fresh.n_down,
+        fresh.upper, fresh.same, fresh.cross, fresh.far, np.full_like(got, -1), done,
+    )  # fmt: skip
+    assert done.all() or "partial" in str(plan)
+    dead = np.ones(r.topology.n_links, dtype=bool)
+    dead[int(rng.integers(0, dead.size))] = False
+    assert not route_view(r, dead).fast  # a dead link: the general pass only

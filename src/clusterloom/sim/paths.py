@@ -13,7 +13,8 @@ going up and the live parallel links going down; a fabric where no live path rem
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -94,6 +95,13 @@ def build_router(t: Topology) -> Router:
     return Router(t, host_link, up, down, lower_slot, 2 * p.tiers)
 
 
+_NONE = np.zeros(0, dtype=np.int64)
+_NONE8 = np.zeros((0, 0, 0), dtype=np.int8)
+
+#: the most bytes the fast path's tables of which hops are whole may take (else no fast path)
+FAST_TABLE_BYTES = 1 << 24
+
+
 @dataclass(frozen=True, eq=False)
 class RouteView:
     """What :func:`route` derives from one state of the links, kept for many calls (the packet
@@ -107,6 +115,18 @@ class RouteView:
     link_dst: I64
     node_pod: I64
     degraded: bool  # a 3-tier fabric with a dead link: uplinks must still reach the target
+    # every link live (and the tables padded at their ends): a hop whose candidates are all
+    # valid picks ``cands[h % count]``, as the general pick does; which hops have all their
+    # candidates valid is found once per key and kept (-1 unknown, 0 no, 1 yes) per switch
+    # with uplinks (``upper``), for its uplinks towards a leaf's slot in its pod (``same``),
+    # towards another pod (``cross``) and, from a spine, towards a (pod, slot) (``far``)
+    fast: bool = False
+    n_up: I64 = field(default_factory=lambda: _NONE)
+    n_down: I64 = field(default_factory=lambda: _NONE)
+    upper: I64 = field(default_factory=lambda: _NONE)
+    same: NDArray[np.int8] = field(default_factory=lambda: _NONE8)
+    cross: NDArray[np.int8] = field(default_factory=lambda: _NONE8)
+    far: NDArray[np.int8] = field(default_factory=lambda: _NONE8)
 
 
 def route_view(r: Router, alive: NDArray[np.bool_] | None = None) -> RouteView:
@@ -118,7 +138,7 @@ def route_view(r: Router, alive: NDArray[np.bool_] | None = None) -> RouteView:
     down_any: NDArray[np.bool_] = np.asarray(
         ((r.down >= 0) & live[np.maximum(r.down, 0)]).any(axis=2)
     )
-    return RouteView(
+    view = RouteView(
         r,
         live,
         up_any,
@@ -127,6 +147,29 @@ def route_view(r: Router, alive: NDArray[np.bool_] | None = None) -> RouteView:
         t.link_dst.astype(np.int64),
         t.node_pod.astype(np.int64),
         t.plan.tiers == 3 and not bool(live.all()),
+    )
+    up_ok, down_ok = r.up >= 0, r.down >= 0
+    # padded at the ends only: the k-th existing candidate is column k
+    padded = bool((up_ok[:, 1:] <= up_ok[:, :-1]).all()) and bool(
+        (down_ok[:, :, 1:] <= down_ok[:, :, :-1]).all()
+    )
+    has_up = up_ok.any(axis=1)
+    n_upper = int(has_up.sum())
+    pods = int(t.node_pod.max(initial=0)) + 1
+    slots = int(r.lower_slot.max(initial=0)) + 1
+    if not (live.all() and padded) or n_upper * (pods + 1) * slots > FAST_TABLE_BYTES:
+        return view
+    upper = np.full(t.n_nodes, -1, dtype=np.int64)
+    upper[has_up] = np.arange(n_upper)
+    return dataclasses.replace(
+        view,
+        fast=True,
+        n_up=up_ok.sum(axis=1).astype(np.int64),
+        n_down=down_ok.sum(axis=2).astype(np.int64),
+        upper=upper,
+        same=np.full((n_upper, slots, 1), -1, dtype=np.int8),
+        cross=np.full((n_upper, 1, 1), -1, dtype=np.int8),
+        far=np.full((n_upper, pods, slots), -1, dtype=np.int8),
     )
 
 
@@ -149,27 +192,29 @@ def route(
     """
     v = view if view is not None else route_view(r, alive)
     out = np.full((np.shape(src)[0], r.max_hops), -1, dtype=np.int64)
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    port, ev = np.asarray(port, dtype=np.int64), np.asarray(ev, dtype=np.int64)
+    s_near, s_far = np.uint64(seed & _MASK64), np.uint64((seed ^ 0x5EED) & _MASK64)
+    rows: I64 | None = None  # the rows the general pass routes (None: all)
+    if v.fast:  # every link live: the rows whose hops are all whole, directly
+        done = np.zeros(out.shape[0], dtype=np.bool_)
+        _route_fast(
+            r.host_link, r.up, r.down, r.lower_slot, v.link_src, v.link_dst, v.node_pod,
+            r.topology.plan.tiers, src, dst, port, ev, s_near, s_far, v.up_any, v.down_any,
+            v.n_up, v.n_down, v.upper, v.same, v.cross, v.far, out, done,
+        )  # fmt: skip
+        if done.all():
+            return out
+        rows = np.flatnonzero(~done)
+        src, dst, port, ev = src[rows], dst[rows], port[rows], ev[rows]
+    part = out if rows is None else np.full((rows.size, r.max_hops), -1, dtype=np.int64)
     _route_rows(
-        r.host_link,
-        r.up,
-        r.down,
-        r.lower_slot,
-        v.link_src,
-        v.link_dst,
-        v.node_pod,
-        r.topology.plan.tiers,
-        np.asarray(src, dtype=np.int64),
-        np.asarray(dst, dtype=np.int64),
-        np.asarray(port, dtype=np.int64),
-        np.asarray(ev, dtype=np.int64),
-        np.uint64(seed & _MASK64),
-        np.uint64((seed ^ 0x5EED) & _MASK64),
-        v.live,
-        v.up_any,
-        v.down_any,
-        v.degraded,
-        out,
-    )
+        r.host_link, r.up, r.down, r.lower_slot, v.link_src, v.link_dst, v.node_pod,
+        r.topology.plan.tiers, src, dst, port, ev, s_near, s_far, v.live, v.up_any,
+        v.down_any, v.degraded, part,
+    )  # fmt: skip
+    if rows is not None:
+        out[rows] = part
     return out
 
 
@@ -322,6 +367,137 @@ def _route_rows(
         if not ok:
             for k in range(out.shape[1]):
                 out[i, k] = -1
+
+
+@njit(cache=True)
+def _whole(memo: Any, key0: int, key1: int, key2: int) -> int:
+    """The memo's value at the key (-1: not yet known)."""
+    return int(memo[key0, key1, key2])
+
+
+@njit(cache=True)
+def _route_fast(
+    host_link: Any,
+    up: Any,
+    down: Any,
+    lower_slot: Any,
+    link_src: Any,
+    link_dst: Any,
+    node_pod: Any,
+    tiers: int,
+    src: Any,
+    dst: Any,
+    port: Any,
+    ev: Any,
+    seed: Any,
+    seed_far: Any,
+    up_any: Any,
+    down_any: Any,
+    n_up: Any,
+    n_down: Any,
+    upper: Any,
+    same: Any,
+    cross: Any,
+    far: Any,
+    out: Any,
+    done: Any,
+) -> None:
+    """The rows of :func:`_route_rows` on a fabric whose links are all live, where every
+    hop has all its candidates valid (then the general pick, the ``h mod live``-th valid
+    candidate, is ``cands[h % count]``): the same links, without testing each candidate.
+    Which hops have all their candidates valid is found once per key (the switch, the
+    target's pod and slot) and kept in ``same``/``cross``/``far``; a row with a hop that
+    has not, or with no candidate, is left to the general pass (``done`` False)."""
+    golden = np.uint64(0x9E3779B97F4A7C15)
+    for i in range(src.shape[0]):
+        a = host_link[src[i], port[i]]
+        b = host_link[dst[i], port[i]]
+        la = link_dst[a]
+        lb = link_dst[b]
+        e = np.uint64(ev[i])
+        if la == lb:
+            out[i, 0] = 2 * a
+            out[i, 1] = 2 * b + 1
+            done[i] = True
+            continue
+        pb = node_pod[lb]
+        slot_b = lower_slot[lb]
+        is_cross = tiers == 3 and node_pod[la] != pb
+        ua = upper[la]
+        nu = n_up[la]
+        if ua < 0 or nu == 0:
+            continue
+        # are all of la's uplinks valid towards the target?
+        if is_cross:
+            ok = _whole(cross, ua, 0, 0)
+            if ok < 0:
+                ok = 1
+                for k in range(nu):
+                    if not up_any[link_dst[up[la, k]]]:
+                        ok = 0
+                cross[ua, 0, 0] = ok
+        else:
+            ok = _whole(same, ua, slot_b, 0)
+            if ok < 0:
+                ok = 1
+                for k in range(nu):
+                    if not down_any[link_dst[up[la, k]], slot_b]:
+                        ok = 0
+                same[ua, slot_b, 0] = ok
+        if ok == 0:
+            continue
+        h = _mix(e ^ seed ^ (np.uint64(la) * golden))
+        leaf_up = up[la, h % np.uint64(nu)]
+        s1 = link_dst[leaf_up]
+        if not is_cross:  # spine -> leaf_b over a parallel link (all live)
+            nd = n_down[s1, slot_b]
+            if nd == 0:
+                continue
+            h = _mix(e ^ seed ^ (np.uint64(s1) * golden))
+            down1 = down[s1, slot_b, h % np.uint64(nd)]
+            out[i, 0] = 2 * a
+            out[i, 1] = 2 * leaf_up
+            out[i, 2] = 2 * down1 + 1
+            out[i, 3] = 2 * b + 1
+            done[i] = True
+            continue
+        us = upper[s1]
+        ns = n_up[s1]
+        if us < 0 or ns == 0:
+            continue
+        ok = _whole(far, us, pb, slot_b)
+        if ok < 0:
+            ok = 1
+            for k in range(ns):
+                core = link_dst[up[s1, k]]
+                first = down[core, pb, 0]
+                other = link_src[first] if first >= 0 else 0
+                if not (down_any[core, pb] and down_any[other, slot_b]):
+                    ok = 0
+            far[us, pb, slot_b] = ok
+        if ok == 0:
+            continue
+        h = _mix(e ^ seed_far ^ (np.uint64(s1) * golden))
+        spine_up = up[s1, h % np.uint64(ns)]
+        c = link_dst[spine_up]
+        nc = n_down[c, pb]
+        if nc == 0:
+            continue
+        h = _mix(e ^ seed ^ (np.uint64(c) * golden))
+        core_down = down[c, pb, h % np.uint64(nc)]
+        s2 = link_src[core_down]
+        n2 = n_down[s2, slot_b]
+        if n2 == 0:
+            continue
+        h = _mix(e ^ seed ^ (np.uint64(s2) * golden))
+        spine_down = down[s2, slot_b, h % np.uint64(n2)]
+        out[i, 0] = 2 * a
+        out[i, 1] = 2 * leaf_up
+        out[i, 2] = 2 * spine_up
+        out[i, 3] = 2 * core_down + 1
+        out[i, 4] = 2 * spine_down + 1
+        out[i, 5] = 2 * b + 1
+        done[i] = True
 
 
 def path_count(r: Router, src: int, dst: int, port: int) -> int:

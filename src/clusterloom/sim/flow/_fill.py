@@ -223,6 +223,28 @@ def by_link(links: Any, n_links: int) -> Any:
 
 
 @njit(cache=True)
+def compact_rows(paths: Any) -> Any:
+    """The non-negative entries of ``paths`` row by row as CSR (pointer per row, entries in
+    row-major order): what ``paths[paths >= 0]`` and the cumulative row counts give."""
+    n, width = paths.shape
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        c = 0
+        for j in range(width):
+            if paths[i, j] >= 0:
+                c += 1
+        ptr[i + 1] = ptr[i] + c
+    links = np.empty(ptr[n], dtype=np.int64)
+    k = 0
+    for i in range(n):
+        for j in range(width):
+            if paths[i, j] >= 0:
+                links[k] = paths[i, j]
+                k += 1
+    return ptr, links
+
+
+@njit(cache=True)
 def merge_rows(f: Any, paths: Any, share: Any) -> Any:
     """The distinct (flow, path) rows of ``f``/``paths`` in the order of their first
     occurrence, each with the sum of its rows' ``share`` added in row order (what
@@ -327,6 +349,66 @@ def merge_entries(
     AND. What a stable sort of the unit entries by (entity, link) and ``reduceat`` give, to
     the bit. Returns (entity, link, value, hop, control) per entry and the entry of every
     unit entry in position order."""
+    none = np.empty(0, dtype=np.int64)
+    rows, cols, vals, hops, ctl, merged_of_pos, _, _ = _merge(
+        order, ent_start, unit_ptr, unit_link, link_weight, control, coef, n_links,
+        False, none, none, none, none, none, np.empty(0),
+    )  # fmt: skip
+    return rows, cols, vals, hops, ctl, merged_of_pos
+
+
+@njit(cache=True)
+def merge_entries_map(
+    order: Any,
+    ent_start: Any,
+    unit_ptr: Any,
+    unit_link: Any,
+    link_weight: Any,
+    control: Any,
+    coef: Any,
+    n_links: int,
+    dptr: Any,
+    dlink: Any,
+    dentry: Any,
+    eptr: Any,
+    eunit: Any,
+    weight: Any,
+) -> Any:
+    """:func:`merge_entries` (without the entry of every unit entry) when every entity
+    avoids, with the map of path avoidance :func:`avoid_entries` gives when every entry is
+    kept (every unit is a map unit, its position in ``order``), in the arrays given: per
+    position its data entries (CSR ``dptr``, zeroed, one more than the positions; their
+    links ``dlink`` and entries ``dentry``), per entry its positions in order (CSR ``eptr``,
+    one more than the unit entries; ``eunit``) and ``weight`` per entry. Returns (entity,
+    link, value, hop, control) per entry, the number of data entries and whether every
+    entry's unit entries have one weight (if not, ``weight`` is not theirs: use
+    :func:`avoid_entries`)."""
+    rows, cols, vals, hops, ctl, _, n_data, uniform = _merge(
+        order, ent_start, unit_ptr, unit_link, link_weight, control, coef, n_links,
+        True, dptr, dlink, dentry, eptr, eunit, weight,
+    )  # fmt: skip
+    return rows, cols, vals, hops, ctl, n_data, uniform
+
+
+@njit(cache=True)
+def _merge(
+    order: Any,
+    ent_start: Any,
+    unit_ptr: Any,
+    unit_link: Any,
+    link_weight: Any,
+    control: Any,
+    coef: Any,
+    n_links: int,
+    with_map: bool,
+    dptr: Any,
+    dlink: Any,
+    dentry: Any,
+    eptr: Any,
+    eunit: Any,
+    weight: Any,
+) -> Any:
+    """:func:`merge_entries` and, ``with_map``, :func:`merge_entries_map`."""
     n_ent = ent_start.shape[0] - 1
     total = 0
     for i in range(order.shape[0]):
@@ -336,7 +418,7 @@ def merge_entries(
     vals = np.empty(total, dtype=np.float64)
     hops = np.empty(total, dtype=np.int64)
     ctl = np.empty(total, dtype=np.bool_)
-    merged_of_pos = np.empty(total, dtype=np.int64)
+    merged_of_pos = np.empty(0 if with_map else total, dtype=np.int64)
     stamp = np.full(n_links, -1, dtype=np.int64)
     count = np.zeros(n_links, dtype=np.int64)
     slot = np.zeros(n_links, dtype=np.int64)
@@ -344,6 +426,8 @@ def merge_entries(
     distinct = np.empty(n_links, dtype=np.int64)
     buf = np.empty(0, dtype=np.float64)
     n_out = 0
+    n_data = 0
+    uniform = True
     t0 = 0
     for e in range(n_ent):
         nd = 0
@@ -368,6 +452,9 @@ def merge_entries(
             m = n_out + r
             slot[link] = m
             put[link] = off
+            if with_map:
+                eptr[m] = t0 + off
+                weight[m] = np.nan
             off += count[link]
             rows[m] = e
             cols[m] = link
@@ -380,7 +467,19 @@ def merge_entries(
             for k in range(unit_ptr[u], unit_ptr[u + 1]):
                 link = unit_link[k]
                 m = slot[link]
-                merged_of_pos[t] = m
+                if with_map:
+                    eunit[t0 + put[link]] = i
+                    if not control[k]:
+                        dlink[n_data] = link
+                        dentry[n_data] = m
+                        n_data += 1
+                    w = link_weight[k]
+                    if np.isnan(weight[m]):
+                        weight[m] = w
+                    elif weight[m] != w:
+                        uniform = False
+                else:
+                    merged_of_pos[t] = m
                 t += 1
                 buf[put[link]] = c * link_weight[k]
                 put[link] += 1
@@ -388,6 +487,8 @@ def merge_entries(
                 if hop < hops[m]:
                     hops[m] = hop
                 ctl[m] = ctl[m] and control[k]
+            if with_map:
+                dptr[i + 1] = n_data
         for r in range(nd):
             link = links[r]
             n = count[link]
@@ -398,7 +499,18 @@ def merge_entries(
             vals[n_out + r] = value
         n_out += nd
         t0 = t
-    return rows[:n_out], cols[:n_out], vals[:n_out], hops[:n_out], ctl[:n_out], merged_of_pos
+    if with_map:
+        eptr[n_out] = t0
+    return (
+        rows[:n_out],
+        cols[:n_out],
+        vals[:n_out],
+        hops[:n_out],
+        ctl[:n_out],
+        merged_of_pos,
+        n_data,
+        uniform,
+    )
 
 
 @njit(cache=True)
@@ -412,112 +524,134 @@ def avoid_entries(
     merged_of_pos: Any,
     entry_of_merged: Any,
     ent_link: Any,
-    code: Any,
+    units: Any,
+    dptr: Any,
+    dlink: Any,
+    dentry: Any,
+    eptr: Any,
+    eunit: Any,
+    eweight: Any,
 ) -> Any:
-    """The unit entries of avoiding entities (``avoiding``) that add to a kept entry
-    (``entry_of_merged`` >= 0), as CSR by unit in position order, each unit's data entries
-    first (an entry's sum has one term per unit, so the order inside a unit changes no sum).
-    Fills ``code`` (per unit entry its entry, ``~entry`` for one carrying control packets
-    only) and returns (the units, their pointer, the link of every data entry as CSR by
-    unit, per entry the weight of its unit entries, whether every entry's unit entries have
-    one weight). The units are those with at least
-    one such entry."""
+    """The map of path avoidance (``engine._AvoidMap``) from the unit entries of avoiding
+    entities (``avoiding``) that add to a kept entry (``entry_of_merged`` >= 0), in two
+    passes over them. Fills, in the arrays given (each long enough; ``eptr`` zeroed, one more
+    than the entries): ``units``, the units with at least one such entry in position order
+    (their index in it is the *map unit*); per map unit its data entries as CSR ``dptr``,
+    each with its link (``dlink``) and entry (``dentry``); and per entry, CSR ``eptr``, the
+    map units adding to it in unit order (``eunit``) with, when the unit entries of some
+    entry differ in weight, each one's weight (``eweight``). Returns (the number of map
+    units, of data entries, per entry the weight of its unit entries, whether every entry's
+    unit entries have one weight)."""
     n_entries = ent_link.shape[0]
-    units = np.empty(order.shape[0], dtype=np.int64)
-    ptr = np.zeros(order.shape[0] + 1, dtype=np.int64)
-    dptr = np.zeros(order.shape[0] + 1, dtype=np.int64)
-    dlink = np.empty(code.shape[0], dtype=code.dtype)
     weight = np.full(n_entries, np.nan)
     uniform = True
     n_units = 0
-    n = 0
     nd = 0
     t = 0
     for e in range(ent_start.shape[0] - 1):
         for i in range(ent_start[e], ent_start[e + 1]):
             u = order[i]
-            before = n
             if avoiding[e]:
-                for data in (True, False):
-                    for k in range(unit_ptr[u], unit_ptr[u + 1]):
-                        if control[k] == data:
-                            continue
-                        entry = entry_of_merged[merged_of_pos[t + k - unit_ptr[u]]]
-                        if entry < 0:
-                            continue
-                        code[n] = entry if data else ~entry
-                        n += 1
-                        if data:
-                            dlink[nd] = ent_link[entry]
-                            nd += 1
-                        w = link_weight[k]
-                        if np.isnan(weight[entry]):
-                            weight[entry] = w
-                        elif weight[entry] != w:
-                            uniform = False
+                had = False
+                for k in range(unit_ptr[u], unit_ptr[u + 1]):
+                    entry = entry_of_merged[merged_of_pos[t + k - unit_ptr[u]]]
+                    if entry < 0:
+                        continue
+                    had = True
+                    eptr[entry + 1] += 1
+                    if not control[k]:
+                        dlink[nd] = ent_link[entry]
+                        dentry[nd] = entry
+                        nd += 1
+                    w = link_weight[k]
+                    if np.isnan(weight[entry]):
+                        weight[entry] = w
+                    elif weight[entry] != w:
+                        uniform = False
+                if had:
+                    units[n_units] = u
+                    n_units += 1
+                    dptr[n_units] = nd
             t += unit_ptr[u + 1] - unit_ptr[u]
-            if n > before:
-                units[n_units] = u
-                n_units += 1
-                ptr[n_units] = n
-                dptr[n_units] = nd
-    return (
-        units[:n_units],
-        ptr[: n_units + 1],
-        dptr[: n_units + 1],
-        dlink[:nd],
-        weight,
-        uniform,
-    )
-
-
-@njit(cache=True)
-def avoid_weights(
-    order: Any,
-    ent_start: Any,
-    avoiding: Any,
-    unit_ptr: Any,
-    link_weight: Any,
-    control: Any,
-    merged_of_pos: Any,
-    entry_of_merged: Any,
-    n: int,
-) -> Any:
-    """The link weight of every unit entry of :func:`avoid_entries`, in its order (for
-    entries whose unit entries do not share one weight)."""
-    weight = np.empty(n, dtype=np.float64)
-    n = 0
+    for j in range(n_entries):
+        eptr[j + 1] += eptr[j]
+    at = eptr[:-1].copy()
+    m = 0
     t = 0
     for e in range(ent_start.shape[0] - 1):
         for i in range(ent_start[e], ent_start[e + 1]):
             u = order[i]
             if avoiding[e]:
-                for data in (True, False):
-                    for k in range(unit_ptr[u], unit_ptr[u + 1]):
-                        if control[k] == data:
-                            continue
-                        if entry_of_merged[merged_of_pos[t + k - unit_ptr[u]]] >= 0:
-                            weight[n] = link_weight[k]
-                            n += 1
+                had = False
+                for k in range(unit_ptr[u], unit_ptr[u + 1]):
+                    entry = entry_of_merged[merged_of_pos[t + k - unit_ptr[u]]]
+                    if entry < 0:
+                        continue
+                    had = True
+                    eunit[at[entry]] = m
+                    if not uniform:
+                        eweight[at[entry]] = link_weight[k]
+                    at[entry] += 1
+                if had:
+                    m += 1
             t += unit_ptr[u + 1] - unit_ptr[u]
-    return weight
+    return n_units, nd, weight, uniform
 
 
 @njit(cache=True)
-def avoid_coef(ptr: Any, code: Any, weight: Any, by_entry: bool, share: Any, coef: Any) -> None:
-    """The coefficients of the avoiding entries from the units' ``share``, in place: each
-    entry the sum of ``share * weight`` over its unit entries, in unit order (as
-    :func:`avoid_step` rebuilds them); ``weight`` per entry (``by_entry``) or unit entry."""
-    for u in range(ptr.shape[0] - 1):
-        for k in range(ptr[u], ptr[u + 1]):
-            c = code[k]
-            coef[c if c >= 0 else ~c] = 0.0
-    for u in range(ptr.shape[0] - 1):
-        s = share[u]
-        for k in range(ptr[u], ptr[u + 1]):
-            c = code[k]
-            j = c if c >= 0 else ~c
-            coef[j] += s * (weight[j] if by_entry else weight[k])
+def _rebuild(
+    a: int,
+    b: int,
+    eptr: Any,
+    eunit: Any,
+    weight: Any,
+    by_entry: bool,
+    eweight: Any,
+    share: Any,
+    coef: Any,
+) -> None:
+    """Entries ``a`` to ``b`` of ``coef``, each the sum of ``share * weight`` over the map
+    units adding to it, in unit order from 0 (an entry no unit adds to is left as it is)."""
+    for j in range(a, b):
+        lo, hi = eptr[j], eptr[j + 1]
+        if lo == hi:
+            continue
+        acc = 0.0
+        if by_entry:
+            w = weight[j]
+            for q in range(lo, hi):
+                acc += share[eunit[q]] * w
+        else:
+            for q in range(lo, hi):
+                acc += share[eunit[q]] * eweight[q]
+        coef[j] = acc
+
+
+@njit(cache=True)
+def avoid_coef(
+    ent_ptr: Any,
+    ue: Any,
+    eptr: Any,
+    eunit: Any,
+    weight: Any,
+    by_entry: bool,
+    eweight: Any,
+    share: Any,
+    coef: Any,
+) -> None:
+    """The coefficients of the avoiding entities' entries from the map units' ``share``, in
+    place: each the sum of ``share * weight`` over its map units in unit order (as
+    :func:`avoid_step` rebuilds them); ``weight`` per entry (``by_entry``) or ``eweight``
+    per map unit entry."""
+    n_units = ue.shape[0]
+    first = 0
+    while first < n_units:
+        e = ue[first]
+        last = first
+        while last < n_units and ue[last] == e:
+            last += 1
+        _rebuild(ent_ptr[e], ent_ptr[e + 1], eptr, eunit, weight, by_entry, eweight, share, coef)
+        first = last
 
 
 @njit(cache=True)
@@ -527,28 +661,31 @@ def avoid_step(
     tol: float,
     keep: Any,
     has_keep: bool,
-    ptr: Any,
-    code: Any,
     dptr: Any,
     dlink: Any,
-    weight: Any,
-    by_entry: bool,
+    dentry: Any,
     ue: Any,
     on: Any,
     units_per_ent: Any,
     factor: Any,
     share: Any,
+    ent_ptr: Any,
+    eptr: Any,
+    eunit: Any,
+    weight: Any,
+    by_entry: bool,
+    eweight: Any,
     coef: Any,
 ) -> Any:
-    """One round of path avoidance (``engine._Sim._avoid``): units of active flows (``on``)
-    whose data crosses a link loaded within ``tol`` of its capacity (``dlink``, CSR by unit;
-    with ``has_keep``, through a kept entry) have their share times ``factor``, unless every
-    unit of their entity would; shares are renormalised per entity (summed in unit order).
-    ``coef`` holds the coefficients :func:`avoid_coef` gives for ``share`` and is updated in
-    place, the entries of an entity rebuilt only when one of its shares changed (the others
+    """One round of path avoidance (``engine._Sim._avoid``): map units of active flows
+    (``on``) whose data crosses a link loaded within ``tol`` of its capacity (``dlink``, CSR
+    by map unit; with ``has_keep``, through a kept entry ``dentry``) have their share times
+    ``factor``, unless every unit of their entity would; shares are renormalised per entity
+    (summed in unit order). ``coef`` holds the coefficients :func:`avoid_coef` gives for
+    ``share`` and is updated in place, the entries of an entity (``ent_ptr``) rebuilt from
+    their map units (CSR ``eptr``/``eunit``) only when one of its shares changed (the others
     would be rebuilt to the same bits). The units of an entity are consecutive (``ue``
-    rises), so each entity's entries are visited together. Returns (whether any unit
-    stepped, the new shares)."""
+    rises). Returns (whether any unit stepped, the new shares)."""
     n_units = share.shape[0]
     n_links = cap.shape[0]
     hot_link = np.zeros(n_links, dtype=np.bool_)
@@ -564,9 +701,7 @@ def avoid_step(
         while last < n_units and ue[last] == e:
             if on[last]:
                 for k in range(dptr[last], dptr[last + 1]):
-                    if hot_link[dlink[k]] and (
-                        not has_keep or keep[code[ptr[last] + k - dptr[last]]]
-                    ):
+                    if hot_link[dlink[k]] and (not has_keep or keep[dentry[k]]):
                         hot[last] = True
                         stepped += 1
                         break
@@ -595,15 +730,7 @@ def avoid_step(
             out[u] = out[u] / total
             moved = moved or out[u] != share[u]
         if moved:
-            for k in range(ptr[first], ptr[last]):
-                c = code[k]
-                coef[c if c >= 0 else ~c] = 0.0
-            for u in range(first, last):
-                s = out[u]
-                for k in range(ptr[u], ptr[u + 1]):
-                    c = code[k]
-                    j = c if c >= 0 else ~c
-                    coef[j] += s * (weight[j] if by_entry else weight[k])
+            _rebuild(ent_ptr[e], ent_ptr[e + 1], eptr, eunit, weight, by_entry, eweight, out, coef)
         first = last
     return True, out
 

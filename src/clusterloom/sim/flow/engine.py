@@ -137,8 +137,14 @@ class SimInputError(ClusterloomError, ValueError):
 
 def _owned(a: NDArray[Any]) -> bool:
     """``a`` holds its memory alone: it owns it, or numba's allocator does for it (an array
-    a compiled function returned), so no other array can write it."""
-    return a.base is None or type(a.base).__name__ == "_MemInfo"
+    a compiled function returned), possibly as a view of read-only arrays (``np.asarray``
+    of an array numba made is a view of it), so no other array can write it."""
+    base = a.base
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        base = base.base
+    return base is None or type(base).__name__ == "_MemInfo"
 
 
 def _ro(a: ArrayLike, dtype: Any) -> NDArray[Any]:
@@ -324,16 +330,16 @@ class UnitSet:
         share = _per(np.asarray(self.unit_share, dtype=np.float64), n)
         cap = np.asarray(self.cap, dtype=np.float64)
         if cap.size == 0:
-            cap = np.full(n, np.inf)
+            cap = frozen(np.full(n, np.inf))
         cap = _per(cap, n)
         weight = np.asarray(self.link_weight, dtype=np.float64)
-        if weight.size == 0:
-            weight = np.ones(link.shape[0])
+        if weight.size == 0:  # made here, so kept without a copy
+            weight = frozen(np.ones(link.shape[0]))
         if weight.shape != link.shape:
             raise SimInputError(f"units: link_weight needs {link.shape[0]} entries")
         control = np.asarray(self.control, dtype=np.bool_)
         if control.size == 0:
-            control = np.zeros(link.shape[0], dtype=np.bool_)
+            control = frozen(np.zeros(link.shape[0], dtype=np.bool_))
         if control.shape != link.shape:
             raise SimInputError(f"units: control needs {link.shape[0]} entries")
         if ptr.shape != (n + 1,) or ptr[0] != 0 or ptr[-1] != link.shape[0]:
@@ -756,26 +762,31 @@ _PENDING, _ACTIVE, _DONE = 0, 1, 2
 
 @dataclass(frozen=True)
 class _AvoidMap:
-    """The unit entries of avoiding coupled flows (``_Sim._avoid``), CSR by unit: ``units``
-    (in the order of their entities), ``ptr``, per unit entry ``code`` the entry it adds to
-    (``~entry`` when it carries control packets only; a unit's data entries first), the
-    links of its data entries (``dlink``, CSR ``dptr``), ``weight`` the link weight per entry
-    (``by_entry``: every unit entry of an entry has it) or per unit entry; ``coef`` the
-    entries' coefficients summed unit by unit from the transport's split (what a round of
-    avoidance rebuilds for a flow whose shares did not move); per unit ``ent`` its entity
-    and ``factor`` what a step multiplies its share by; ``units_per_ent``."""
+    """The unit entries of avoiding coupled flows (``_Sim._avoid``). ``units``: the units
+    with such entries, in the order of their entities (a *map unit* is an index into it);
+    per map unit its data entries as CSR ``dptr``, each with its link ``dlink`` and entry
+    ``dentry``; per entry, CSR ``eptr``, the map units adding to it in unit order
+    (``eunit``); ``weight`` the link weight per entry (``by_entry``: every unit entry of an
+    entry has it) or ``eweight`` one per map unit of ``eunit``; ``coef`` the entries'
+    coefficients summed unit by unit from the transport's split (what a round of avoidance
+    rebuilds for a flow whose shares did not move); per map unit ``ent`` its entity and
+    ``factor`` what a step multiplies its share by, ``split`` its share in the transport's
+    split; ``units_per_ent``."""
 
     units: _I64
-    ptr: _I64
-    code: NDArray[np.signedinteger[Any]]
-    dptr: _I64
+    dptr: NDArray[np.signedinteger[Any]]
     dlink: NDArray[np.signedinteger[Any]]
+    dentry: NDArray[np.signedinteger[Any]]
+    eptr: NDArray[np.signedinteger[Any]]
+    eunit: NDArray[np.signedinteger[Any]]
     weight: _F64
     by_entry: bool
+    eweight: _F64
     coef: _F64
     ent: _I64
     units_per_ent: _I64
     factor: _F64
+    split: _F64
 
 
 class _Sim:
@@ -869,12 +880,21 @@ class _Sim:
         # A, entity-major; duplicates (a coupled flow's units sharing a link) summed;
         # ``ent_hop``: the link's position on the unit's path (its first one)
         merged_of_pos: _I64 | None = None
-        if coupled.any():  # only a coupled flow's units can share a link within one entity
-            # by entity, then link, in one compiled pass (``_fill.merge_entries``): what a
-            # stable sort by (entity, link) and ``np.add.reduceat`` gave, to the bit
+        self.ent_avoid = f.avoid[uf][new_ent]
+        avoiding = self.ent_avoid > 0
+        starts = np.append(np.flatnonzero(new_ent), order.size).astype(np.int64)
+        fused: tuple[Any, ...] | None = None
+        if n_ent and avoiding.all():  # every flow coupled and avoiding: the map as it merges
+            fused = self._merge_with_map(order, starts, coef)
+            if fused is not None:
+                rows, cols, vals, hops, ctl = fused[0]
+        if fused is None and coupled.any():
+            # only a coupled flow's units can share a link within one entity: by entity,
+            # then link, in one compiled pass (``_fill.merge_entries``): what a stable sort
+            # by (entity, link) and ``np.add.reduceat`` gave, to the bit
             rows, cols, vals, hops, ctl, merged_of_pos = _fill.merge_entries(
                 order,
-                np.append(np.flatnonzero(new_ent), order.size).astype(np.int64),
+                starts,
                 u.unit_ptr,
                 u.unit_link,
                 u.link_weight,
@@ -882,7 +902,7 @@ class _Sim:
                 coef,
                 self.n_links,
             )
-        else:
+        elif fused is None:
             pos, counts = _ranges(u.unit_ptr, order)
             rows = np.repeat(ent_of_pos, counts)
             cols = u.unit_link[pos]
@@ -894,19 +914,26 @@ class _Sim:
             rows, cols, vals, hops, ctl = rows[nz], cols[nz], vals[nz], hops[nz], ctl[nz]
         self.ent_ctl = ctl.astype(np.bool_)
         self.ent_lossless = f.lossless[uf][new_ent]
-        self.ent_avoid = f.avoid[uf][new_ent]
+        self.ent_ptr = _csr_ptr(np.bincount(rows, minlength=n_ent))
         self.avoid_map: _AvoidMap | None = None
-        if (self.ent_avoid > 0).any():  # unit entries -> entries, to re-split coupled flows
+        if fused is not None:  # every unit of ``order`` a map unit, every entry kept
+            _, units, dptr, dlink, dentry, eptr, eunit, weight = fused
+            by_entry = True
+            eweight = np.empty(0)
+        elif avoiding.any():  # unit entries -> entries, to re-split coupled flows
             assert merged_of_pos is not None  # avoiding flows are coupled
-            starts = np.append(np.flatnonzero(new_ent), order.size).astype(np.int64)
-            avoiding = self.ent_avoid > 0
             entry_of = np.where(nz, np.cumsum(nz) - 1, -1).astype(np.int64)
-            # entries and links fit int32 unless there are 2**31 of them
-            small = max(cols.size, self.n_links) < 2**31
-            code: NDArray[np.signedinteger[Any]] = np.empty(
-                merged_of_pos.size, np.int32 if small else np.int64
-            )
-            units, ptr, dptr, dlink, weight, by_entry = _fill.avoid_entries(
+            # entries, links and unit entries fit int32 unless there are 2**31 of them
+            total = merged_of_pos.size
+            idx = np.int32 if max(total, cols.size, self.n_links) < 2**31 else np.int64
+            units = np.empty(order.size, dtype=np.int64)
+            dptr = np.zeros(order.size + 1, dtype=idx)
+            dlink = np.empty(total, dtype=idx)
+            dentry = np.empty(total, dtype=idx)
+            eptr = np.zeros(cols.size + 1, dtype=idx)
+            eunit = np.empty(total, dtype=idx)
+            eweight = np.empty(total)
+            n_units, n_data, weight, by_entry = _fill.avoid_entries(
                 order,
                 starts,
                 avoiding,
@@ -916,39 +943,49 @@ class _Sim:
                 merged_of_pos,
                 entry_of,
                 cols.astype(np.int64, copy=False),
-                code,
+                units,
+                dptr,
+                dlink,
+                dentry,
+                eptr,
+                eunit,
+                eweight,
             )
-            code = code[: ptr[-1]]
-            if not by_entry:  # some entry's unit entries differ in weight: one per unit entry
-                weight = _fill.avoid_weights(
-                    order,
-                    starts,
-                    avoiding,
-                    u.unit_ptr,
-                    u.link_weight,
-                    u.control,
-                    merged_of_pos,
-                    entry_of,
-                    code.size,
-                )
-            base = vals.astype(np.float64)  # sequential sums of the transport's split
-            _fill.avoid_coef(ptr, code, weight, by_entry, u.unit_share[units], base)
+            units, dptr = units[:n_units], dptr[: n_units + 1]
+            dlink, dentry, eunit = dlink[:n_data], dentry[:n_data], eunit[: eptr[-1]]
+            eweight = eweight[: eptr[-1]] if not by_entry else eweight[:0]
+        if fused is not None or avoiding.any():
             ue = self.ent_of_unit[units]
+            split = frozen(u.unit_share[units])  # the transport's split: each round's start
+            base = vals.astype(np.float64)  # sequential sums of the transport's split
+            _fill.avoid_coef(
+                self.ent_ptr,
+                ue,
+                eptr,
+                eunit,
+                weight,
+                by_entry,
+                eweight,
+                split,
+                base,
+            )
             self.avoid_coef = np.empty_like(base)
             self.avoid_map = _AvoidMap(
                 units,
-                ptr,
-                code,
                 dptr,
                 dlink,
+                dentry,
+                eptr,
+                eunit,
                 weight,
                 bool(by_entry),
+                eweight,
                 base,
                 ue,
                 np.bincount(ue, minlength=n_ent),
                 1.0 - self.ent_avoid[ue],
+                split,
             )
-        self.ent_ptr = _csr_ptr(np.bincount(rows, minlength=n_ent))
         self.entry_ent = rows.astype(np.int64, copy=False)
         self.ent_link = cols.astype(np.int64, copy=False)
         self.ent_coef = vals.astype(np.float64, copy=False)
@@ -983,6 +1020,51 @@ class _Sim:
         self.fill: _Fill | None = None
         self.load: tuple[_I64, _F64, float] | None = None
         self.dirty = True
+
+    def _merge_with_map(self, order: _I64, starts: _I64, coef: _F64) -> tuple[Any, ...] | None:
+        """The entries of ``A`` and the map of path avoidance in one compiled pass
+        (``_fill.merge_entries_map``) when every entity avoids: ((entity, link, value, hop,
+        control) per entry, units, dptr, dlink, dentry, eptr, eunit, weight per entry), or
+        None when an entry is dropped (value 0) or the unit entries of an entry differ in
+        weight (the general map, ``_fill.avoid_entries``, handles those)."""
+        u = self.units
+        total = int((u.unit_ptr[order + 1] - u.unit_ptr[order]).sum())
+        idx = np.int32 if max(total, self.n_links) < 2**31 else np.int64
+        dptr = np.zeros(order.size + 1, dtype=idx)
+        dlink = np.empty(total, dtype=idx)
+        dentry = np.empty(total, dtype=idx)
+        eptr = np.empty(total + 1, dtype=idx)
+        eunit = np.empty(total, dtype=idx)
+        weight = np.empty(total)
+        rows, cols, vals, hops, ctl, n_data, uniform = _fill.merge_entries_map(
+            order,
+            starts,
+            u.unit_ptr,
+            u.unit_link,
+            u.link_weight,
+            u.control,
+            coef,
+            self.n_links,
+            dptr,
+            dlink,
+            dentry,
+            eptr,
+            eunit,
+            weight,
+        )
+        if not uniform or not (vals > 0).all():
+            return None
+        n = cols.size
+        return (
+            (rows, cols, vals, hops, ctl),
+            order,
+            dptr,
+            dlink[:n_data],
+            dentry[:n_data],
+            eptr[: n + 1],
+            eunit,
+            weight[:n],
+        )
 
     def _sync_out(self) -> None:
         """Write group remainders back to units (split flows) and flows (the others)."""
@@ -1304,7 +1386,7 @@ class _Sim:
         fill = self.fill
         assert fill is not None and self.avoid_map is not None
         m = self.avoid_map
-        share = self.units.unit_share[m.units]
+        share = m.split  # a round's steps make new arrays; the split is never written
         on = active[m.ent]
         tol = max(AVOID_HOT, 2.0 * self.rtol)
         cap = self.capacity
@@ -1319,17 +1401,20 @@ class _Sim:
                 tol,
                 kept,
                 keep is not None,
-                m.ptr,
-                m.code,
                 m.dptr,
                 m.dlink,
-                m.weight,
-                m.by_entry,
+                m.dentry,
                 m.ent,
                 on,
                 m.units_per_ent,
                 m.factor,
                 share,
+                self.ent_ptr,
+                m.eptr,
+                m.eunit,
+                m.weight,
+                m.by_entry,
+                m.eweight,
                 coef,
             )
             if not stepped:

@@ -74,7 +74,7 @@ from numpy.typing import NDArray
 
 from clusterloom.errors import PluginError, Problem, SpecError
 from clusterloom.fabric.topology import Role
-from clusterloom.sim.flow._fill import merge_rows
+from clusterloom.sim.flow._fill import compact_rows, merge_rows
 from clusterloom.sim.flow.engine import UnitSet, frozen
 from clusterloom.sim.paths import Router, connection_hash, route, splitmix64
 from clusterloom.sim.registry import REGISTRY, implemented_by, plugin_implementation
@@ -94,12 +94,12 @@ HDR_BYTES = 64
 
 def _units(flow: I64, paths: I64, share: NDArray[np.float64]) -> UnitSet:
     """Units from per-unit owning flows and ``-1``-padded path rows."""
-    valid = paths >= 0
-    counts = valid.sum(axis=1)
+    # compiled (``_fill.compact_rows``): the CSR of ``paths >= 0`` row by row
+    ptr, links = compact_rows(np.ascontiguousarray(paths, dtype=np.int64))
     return UnitSet(
         unit_flow=frozen(flow.astype(np.int64)),
-        unit_ptr=frozen(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)),
-        unit_link=frozen(paths[valid].astype(np.int64, copy=False)),
+        unit_ptr=frozen(ptr),
+        unit_link=frozen(links),
         unit_share=frozen(share.astype(np.float64)),
     )
 
