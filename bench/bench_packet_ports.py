@@ -3,7 +3,8 @@ k-ary fat tree, run without counters, with them (sampled every 10 us), and again
 CPU seconds of each (back to back, so the machine's load hits them alike) and whether the
 runs are the same event for event.
 
-Run: ``python bench/bench_packet_ports.py [K] [SIZE_KB]`` (default k=8, 128 hosts, 512 KB);
+Run: ``python bench/bench_packet_ports.py [K] [SIZE_KB] [TRANSPORT,...]`` (default k=8, 128
+hosts, 512 KB, mrc-spray, roce-ecmp and receiver-driven);
 figures go to ``bench/RESULTS.md`` by hand. The first run of each transport warms the
 compiled loop (numba's cache) and is not timed.
 """
@@ -28,12 +29,12 @@ def _cpu(fn: object) -> tuple[float, PacketResult]:
     return time.process_time() - t0, r
 
 
-def main(k: int, size_kb: int) -> None:
+def main(k: int, size_kb: int, transports: tuple[str, ...] = TRANSPORTS) -> None:
     topo = fat_tree(k)
     hosts = int(topo.plan.hosts)
     traffic = permutation(hosts, size_kb * 1024, seed=1)
     print(f"k={k} fat tree, {hosts} hosts, {topo.n_links} links, permutation of {size_kb} KB")
-    for name in TRANSPORTS:
+    for name in transports:
         small = permutation(hosts, 16 * 1024, seed=1)
         run_packets(topo, small, name)  # warm the compiled loop
         run_packets(topo, small, name, ports_sample_ps=10_000_000)
@@ -60,5 +61,9 @@ def main(k: int, size_kb: int) -> None:
 
 
 if __name__ == "__main__":
-    args = [int(x) for x in sys.argv[1:]]
-    main(args[0] if args else 8, args[1] if len(args) > 1 else 512)
+    args = sys.argv[1:]
+    main(
+        int(args[0]) if args else 8,
+        int(args[1]) if len(args) > 1 else 512,
+        tuple(args[2].split(",")) if len(args) > 2 else TRANSPORTS,
+    )
