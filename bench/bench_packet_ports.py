@@ -5,8 +5,10 @@ runs are the same event for event.
 
 Run: ``python bench/bench_packet_ports.py [K] [SIZE_KB] [TRANSPORT,...]`` (default k=8, 128
 hosts, 512 KB, mrc-spray, roce-ecmp and receiver-driven);
-figures go to ``bench/RESULTS.md`` by hand. The first run of each transport warms the
-compiled loop (numba's cache) and is not timed.
+figures go to ``bench/RESULTS.md`` by hand. ``--off-only`` times only runs without counters,
+twice (it runs on a tree without them too: with ``PYTHONPATH`` at another checkout it gives
+that tree's cost of the same runs, to compare back to back). The first run of each transport
+warms the compiled loop (numba's cache) and is not timed.
 """
 
 from __future__ import annotations
@@ -27,6 +29,16 @@ def _cpu(fn: object) -> tuple[float, PacketResult]:
     t0 = time.process_time()
     r = fn()  # type: ignore[operator]
     return time.process_time() - t0, r
+
+
+def off_only(k: int, size_kb: int, transports: tuple[str, ...]) -> None:
+    topo = fat_tree(k)
+    traffic = permutation(int(topo.plan.hosts), size_kb * 1024, seed=1)
+    for name in transports:
+        run_packets(topo, permutation(int(topo.plan.hosts), 16 * 1024, seed=1), name)  # warm
+        off1, a = _cpu(partial(run_packets, topo, traffic, name, seed=2))
+        off2, _ = _cpu(partial(run_packets, topo, traffic, name, seed=2))
+        print(f"  {name:16s} off {off1:6.2f} s / {off2:6.2f} s CPU; {a.events:,} events")
 
 
 def main(k: int, size_kb: int, transports: tuple[str, ...] = TRANSPORTS) -> None:
@@ -61,8 +73,9 @@ def main(k: int, size_kb: int, transports: tuple[str, ...] = TRANSPORTS) -> None
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    main(
+    args = [a for a in sys.argv[1:] if a != "--off-only"]
+    run = off_only if "--off-only" in sys.argv else main
+    run(
         int(args[0]) if args else 8,
         int(args[1]) if len(args) > 1 else 512,
         tuple(args[2].split(",")) if len(args) > 2 else TRANSPORTS,
