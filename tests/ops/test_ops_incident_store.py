@@ -4,7 +4,9 @@ store too, as the file holds it after each command (proposed, approved, measured
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from typer.testing import CliRunner
@@ -50,7 +52,7 @@ def test_the_incident_follows_the_commands_into_the_store(tmp_path: Path) -> Non
     assert written.chosen is not None
     pid = written.chosen.proposal
 
-    def stored() -> tuple[str, object]:
+    def stored() -> tuple[str, Any]:
         store = open_store(url)
         try:
             (rec,) = store.incidents()
@@ -68,6 +70,9 @@ def test_the_incident_follows_the_commands_into_the_store(tmp_path: Path) -> Non
     assert r.exit_code == 0, r.output
     status, body = stored()
     assert status == "measured" and body == read_incident(inc)
+    listed = runner.invoke(app, ["store", "incidents", "--store", url, "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert [(r["id"], r["status"]) for r in json.loads(listed.stdout)] == [(body.id, "measured")]
     assert read_incident(inc).chosen.measured_ps == 44_000_000  # type: ignore[union-attr]
     # a second decision is refused by the store: the incident there is left as it was
     r = runner.invoke(app, ["ops", "approve", pid, "--by", "eve", "--note", "no", *at])
