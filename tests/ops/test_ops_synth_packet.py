@@ -107,6 +107,16 @@ def test_a_slow_nic_ports_queue_marks_at_the_leaf_port_toward_it(
     assert after[leaf_port][2] == 0
 
 
+def test_a_dead_link_is_routed_around_from_the_steady_state(fabric: OpsFabric) -> None:
+    """The packet runs start with the routes converged (the flow engine's steady state): a
+    dead core link drops nothing, no packet is sent into it, and nothing is resent."""
+    label = next(str(x) for x in fabric.link_labels.tolist() if "core0001" in str(x))
+    syn = synthesize(fabric, [parse_fault(f"dead-link:{label}@20s", fabric)], engine="packet", **KW)
+    assert all(v[0] == 0 for v in _increase(syn, 0, 60).values())
+    assert any(" 0 retransmissions" in n for n in syn.notes)
+    assert any("2 packet run(s)" in n for n in syn.notes)  # healthy, and the link dead
+
+
 def test_same_inputs_same_tables(fabric: OpsFabric, healthy: Synthetic) -> None:
     fresh = ops_fabric(parse_spec(SPEC, source="k4"))  # no cached runs
     again = synthesize(fresh, [], engine="packet", **KW)
