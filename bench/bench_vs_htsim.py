@@ -29,7 +29,11 @@ htsim's RoCE has no congestion control on a lossless fabric, so ``roce-ecmp`` ru
 default (DCQCN: max-min) and as htsim runs it (``dcqcn=0 ack_every=1``: the lossless model, the
 rule of docs/sim.md; with ``pfc_hol=0`` beside it, max-min on that configuration), and with
 ``--packet`` the packet engine in its default and in htsim's configuration
-(``sim.crossval.HTSIM_ROCE``), the ECMP sweep too.
+(``sim.crossval.HTSIM_ROCE``), the ECMP sweep too. The packet engine runs every case, the
+chains included; a packet run whose flows do not all finish stops the bench (its child exits
+3 and says which and why). After the table, each packet run's peak memory against htsim's,
+with and without its floor: the same child on 16 hosts' 40 KB permutation (the interpreter,
+numpy, numba, the modules, the topology and the compiled loop: what no run goes under).
 
 with the same framing (htsim's ``-mtu 4000`` is 4000 payload bytes + 64 header for NDP and
 RoCE, 4000 bytes on the wire for EQDS: ``mss`` 4000 or 3936, ``hdr`` 64) and paths (256 EVs).
@@ -99,7 +103,9 @@ def _timed(args: list[str], cwd: Path | None = None) -> tuple[str, dict[str, flo
     )
     m = TIME.search(done.stderr)
     if done.returncode != 0 or m is None:
-        raise RuntimeError(f"{args[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
+        raise RuntimeError(
+            f"{args[0]} failed ({done.returncode}): {done.stdout[-2000:]}{done.stderr[-2000:]}"
+        )
     wall, user, sys_, kb = m.groups()
     return done.stdout, {
         "wall": float(wall),
@@ -151,7 +157,13 @@ def one(engine: str, name: str, cm: str, seed: int, rtol: float, out: str) -> No
     from clusterloom.fabric import generate, plan_fabric
     from clusterloom.sim.htsim import read_htsim
 
-    traffic = read_htsim(cm)
+    floor = engine == "packet-floor"  # the same process on 16 hosts' 40 KB: its floor
+    if floor:
+        from clusterloom.sim.traffic import permutation
+
+        engine, traffic = "packet", permutation(16, 40_000, seed=0)
+    else:
+        traffic = read_htsim(cm)
     if traffic.n_hosts == SPEED_HOSTS:  # the speed case: bench_sim.py's k=32 fat tree
         sys.path.insert(0, str(Path(__file__).parent))
         from bench_sim import K32
@@ -191,6 +203,10 @@ def one(engine: str, name: str, cm: str, seed: int, rtol: float, out: str) -> No
             cfg, options = config_for(name, HTSIM_ROCE[0]), dict(HTSIM_ROCE[1])
         res = run_packets(topology, traffic, name, seed=seed, config=cfg, options=options)
         fct, finish = res.fct_ps, res.finish_ps
+        if res.unfinished:  # an honest run: every flow finishes, or the bench stops here
+            print(f"packet {name}: {len(traffic) - res.finished} flow(s) did not finish:")
+            print("\n".join(res.unfinished))
+            sys.exit(3)
     sim_s = time.perf_counter() - start
     np.savez(out, fct_us=fct / 1e6, finish_us=finish / 1e6, sim_s=sim_s)
 
@@ -405,6 +421,7 @@ def main() -> int:
     topology = generate(plan_fabric(parse_spec(example_text("fat-tree-k16"))))
     record: dict[str, object] = {}
     rows = []
+    floors: dict[str, float] = {}  # per packet run's transport: its floor's peak MB
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         for case in filter(None, opts.cases.split(",")):  # --cases "": the ECMP sweep only
@@ -418,8 +435,9 @@ def main() -> int:
                 if t_us.size < len(load):
                     print(f"htsim_{theirs} {case}: {t_us.size}/{len(load)} finished")
                 ref = {"fct": t_us, **cost}
-                # the packet engine skips the chains: 14,336 connections of 256 EVs (about 5 GB)
-                packet = opts.packet and not chained
+                # the chains too: 14,336 connections, made as they start (5 GB once, now
+                # about 2x htsim's: docs/packet.md, "Memory on chained collectives")
+                packet = opts.packet
                 runs = [("flow", 0.0, ""), ("flow", 0.01, "")]
                 runs += [("flow", 0.01, v) for v in VARIANTS.get(ours_name, [])]
                 if packet:
@@ -446,6 +464,10 @@ def main() -> int:
                         "htsim_cost": cost,
                         "finished": f"{int((got['finish'] >= 0).sum())}/{t_us.size}/{len(load)}",
                     }
+                    if engine == "packet":  # the same process's floor (imports, compile)
+                        if full not in floors:
+                            floors[full] = ours("packet-floor", full, cm, 0, 0.0, tmp)["mb"]
+                        row["floor_mb"] = floors[full]
                     rows.append(row)
                     print(_line(row), flush=True)
         if opts.seeds:
@@ -459,12 +481,34 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|")
     for row in rows:
         print(_line(row))
+    _memory_lines(rows)
     if opts.json:
         Path(opts.json).write_text(json.dumps(record, indent=1, default=float))
     return 0
 
 
 CHAINS = ("allreduce", "chainfresh")
+
+
+def _memory_lines(rows: list[dict]) -> None:  # type: ignore[type-arg]
+    """The packet engine's peak memory against htsim's, with and without its floor: the same
+    child process on 16 hosts' 40 KB permutation (Python, numpy, numba, the clusterloom
+    modules, the topology, the compiled loop loaded), which no run can go under."""
+    packet = [r for r in rows if "floor_mb" in r]
+    if not packet:
+        return
+    print()
+    print(
+        "| case | clusterloom | MB ours | floor | ours - floor | htsim | ours / htsim | "
+        "(ours - floor) / htsim |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r in packet:
+        mb, floor, theirs = r["cost"]["mb"], r["floor_mb"], r["htsim_cost"]["mb"]
+        print(
+            f"| {r['case']} | {r['ours']} | {mb:.0f} | {floor:.0f} | {mb - floor:.0f} | "
+            f"{theirs:.0f} | {mb / theirs:.2f} | {(mb - floor) / theirs:.2f} |"
+        )
 
 
 def _line(row: dict) -> str:  # type: ignore[type-arg]

@@ -106,14 +106,44 @@ R_NXT, R_RR, R_PSEEN, R_CREDIT, R_FAST = 25, 26, 27, 28, 29
 #: ``_roce_receive``, ``_roce_acked``): the first unacknowledged sequence, timeouts without
 #: progress, packets received since the last ACK, whether a NAK was sent, ACK every so many
 RC_UNA, RC_RETRIES, RC_UNACKED, RC_NAKSENT, RC_EVERY = 30, 31, 32, 33, 34
-R_COLS = 35
+#: an ``mrc-spray`` connection's sender in the loop (``_mrc_sacked``; MR_ON set by Python,
+#: which holds the same state while one of its handlers runs: ``MrcSpray._pull``, ``_push``):
+#: its block of RR (``MB_*`` below) and of records (``MQ_*``, 4 integers each: sequence,
+#: transmission, time, next; a free list from MR_QF), its retransmission queue (records from
+#: MR_RH to MR_RT), EVs, acknowledged prefix, packets acknowledged, bytes in flight, next new
+#: sequence, last EV used, window and its ceiling (float64 bits), the window's round (end,
+#: ACKs, congested ACKs), whether its timeout timer is set, whether it failed, base RTT, the
+#: delay bound of a congested ACK, the timeout, max_skip, ecn_threshold (float64 bits),
+#: retransmissions
+MR_ON, MR_A, MR_QB, MR_QF, MR_RH, MR_RT, MR_K, MR_SNDCUM = 35, 36, 37, 38, 39, 40, 41, 42
+MR_NACKED, MR_INFL, MR_NXT, MR_RR, MR_CWND, MR_MAXCWND = 43, 44, 45, 46, 47, 48
+MR_WEND, MR_WACKS, MR_WMARKS, MR_TIMER, MR_FAILED, MR_RTT = 49, 50, 51, 52, 53, 54
+MR_DBOUND, MR_RTO, MR_MAXSKIP, MR_ECNT, MR_RETX = 55, 56, 57, 58, 59
+#: a ``roce-ecmp`` connection's pacer in the loop (``_roce_pace``; without DCQCN, RP_ON set by
+#: Python at start): the next sequence, whether it paces, when the port is free, whether it
+#: failed, the highest sequence sent plus one (a send below it is a retransmission: go-back-N
+#: sends in order from ``nxt``), retransmissions, the serialization time of a full packet and
+#: of the last (at line rate: no DCQCN)
+RP_ON, RP_NXT, RP_PACING, RP_NEXTFREE, RP_FAILED, RP_HW = 60, 61, 62, 63, 64, 65
+RP_RETX, RP_SERF, RP_SERL = 66, 67, 68
+R_COLS = 69
+#: an mrc-spray sender's block of RR from MR_A, by k EVs and n packets: the index
+#: ``ev_index`` gives each EV's value (an echo's EV), the forward route (-2: not computed
+#: yet), penalty, level, bad, the head and tail record of its packets in flight; then per
+#: packet its transmissions and when it was last sent
+MB_MAP, MB_FWD, MB_PEN, MB_LEV, MB_BAD, MB_EVH, MB_EVT, MB_TXC = 0, 1, 2, 3, 4, 5, 6, 7
+#: (the per-packet parts start at 7 k: MB_TXC k, then n further on)
+NOT_HELD = -2
+#: the timer token of the sender's timeout (``transports._RTO``)
+TOKEN_RTO = 1
 #: R_CRX: which transport's receiver the loop runs for the connection (0: none)
-CRX_RD, CRX_ROCE = 1, 2
+CRX_RD, CRX_ROCE, CRX_MRC = 1, 2, 3
 
 # scalars
 S_NOW, S_SEQ, S_HN, S_NFREE, S_EVENTS, S_RUN_N = 0, 1, 2, 3, 4, 5
 S_DROPS, S_TRIMS, S_MARKS, S_PAUSES, S_RNG, S_TN = 6, 7, 8, 9, 10, 11
 S_QSYNC, S_NOROUTE, S_DELIV = 12, 13, 14
+S_MRC_SEQ = 15  # the sequence an mrc-spray pump stopped at (EV_MRC_PUMP)
 
 # configuration, in S after the scalars
 C_NHOSTS, C_HEADER, C_CTRL, C_KMIN, C_KMAX, C_ECN = 16, 17, 18, 19, 20, 21
@@ -128,6 +158,13 @@ NEVER = 1 << 62
 EV_TIMER, EV_ACTION, EV_ARRIVE, EV_DELIVER = 0, 1, 2, 3
 EV_WIRE, EV_TXDONE, EV_PAUSE, EV_RESUME = 4, 5, 6, 7
 EV_PACE, EV_DELIVER_MADE = 8, 9  # a compiled pacer's turn; a packet the core made delivered
+#: an ``mrc-spray`` SACK the loop made reached its sender: ``step`` returns its fields
+#: ``(ST_PYTHON, EV_SACK, flow, evi << 24 | seq, now, cum, sack bits, ecn echo, 0)``
+EV_SACK = 10
+#: an ``mrc-spray`` sender in the loop stopped its pump for Python: ``(ST_PYTHON, EV_MRC_PUMP,
+#: flow, EV index or -1, now, sequence, 0, 0, 0)``: send that sequence on that EV (its route
+#: is not held yet) and pump on, or (-1: the loop's room ran short) pump from there
+EV_MRC_PUMP = 11
 
 # commands
 CMD_SEND, CMD_PUSH, CMD_DOWN, CMD_UP = 0, 1, 2, 3
@@ -511,10 +548,46 @@ def step(
                         if crx == CRX_RD:
                             if _receive(L, P, H, S, T, RL, R, RR, B, c, tag, P[pid, P_SIZE]):
                                 continue
-                        elif _roce_receive(L, P, H, S, T, RL, R, RR, B, c, tag, P[pid, P_SIZE]):
+                        elif crx == CRX_ROCE:
+                            if _roce_receive(L, P, H, S, T, RL, R, RR, B, c, tag, P[pid, P_SIZE]):
+                                continue
+                        elif _mrc_receive(
+                            L, P, H, S, T, RL, R, RR, B, c, tag, P[pid, P_SIZE], P[pid, P_ECN]
+                        ):
                             continue
                 elif tag & TAG_MADE and not tag & TAG_QUIET:  # a pull the loop may answer
                     c = (tag >> TAG_FLOW_SHIFT) & TAG_FLOW_MASK
+                    if R[c, R_CRX] == CRX_MRC:  # a SACK the loop made: its sender's
+                        v = -2 - P[pid, P_ING]
+                        if R[c, MR_ON]:
+                            i = _mrc_sacked(
+                                L, P, H, S, T, RL, R, RR, B, c, tag & TAG_CUM_MASK,
+                                v >> 1, P[pid, P_ECN], v & 1,
+                            )  # fmt: skip
+                            if i == -3:
+                                continue
+                            return (
+                                ST_PYTHON,
+                                EV_MRC_PUMP,
+                                c,
+                                i,
+                                time,
+                                S[S_MRC_SEQ],
+                                0,
+                                0,
+                                0,
+                            )
+                        return (
+                            ST_PYTHON,
+                            EV_SACK,
+                            c,
+                            tag & TAG_CUM_MASK,
+                            time,
+                            v >> 1,
+                            P[pid, P_ECN],
+                            v & 1,
+                            0,
+                        )
                     if (
                         R[c, R_CRX]
                         and R[c, R_FAST]
@@ -579,6 +652,8 @@ def step(
                         push(H, S, L[a, L_FREE], EV_TXDONE, a, 0)
         elif kind == EV_PACE:
             _pace(L, P, H, S, T, RL, R, RR, a)
+        elif kind == EV_TIMER and b == 0 and R[a, RP_ON] and S[S_NFREE] >= 2:
+            _roce_pace(L, P, H, S, T, RL, R, RR, a)  # a roce-ecmp pacer's turn (token 0)
         else:
             return ST_PYTHON, kind, a, b, time, 0, 0, 0, 0
 
@@ -819,6 +894,431 @@ def _roce_receive(
     P[pid, P_TAG] = TAG_QUIET | TAG_MADE | (c << TAG_FLOW_SHIFT) | (cum + 1)
     _enqueue(L, P, H, S, T, RL[r], pid)
     return True
+
+
+@_jit
+def _mrc_receive(
+    L: Any,
+    P: Any,
+    H: Any,
+    S: Any,
+    T: Any,
+    RL: Any,
+    R: Any,
+    RR: Any,
+    B: Any,
+    c: int,
+    tag: int,
+    size: int,
+    ecn: int,
+) -> bool:
+    """``mrc-spray``'s receiver (``MrcSpray.receiver_packet`` for a data packet not trimmed)
+    takes the packet of the EV index and sequence in ``tag``: placed out of order, answered
+    with a SACK on the EV's reverse source route (``RR``): the sequence and EV index in the
+    tag, the cumulative sequence and the ECN echo in ``P_ING`` (``-2 - (2 cum + ecn)``, below
+    zero as a control packet's ingress always is) and the 64 bits of packets received above
+    the cumulative sequence in ``P_ECN`` (a control packet is never marked). A made packet
+    without ``TAG_QUIET`` or ``TAG_RX``; at the sender the loop returns its fields
+    (``EV_SACK``). False, with nothing changed, for Python: the packet that completes the flow."""
+    seq = tag & TAG_SEQ_MASK
+    n = R[c, R_N]
+    got = R[c, R_BOFF]
+    cum = R[c, R_CUM]
+    if seq < n and not B[got + seq]:
+        if seq == cum:
+            cum += 1
+            while cum < n and B[got + cum]:
+                cum += 1
+            if cum >= n:
+                return False
+            R[c, R_CUM] = cum
+        B[got + seq] = 1
+        R[c, R_PLACED] += _pay(R, c, seq)
+    S[S_DELIV] += size - S[C_HEADER]
+    sack = 0
+    base = got + cum + 1
+    for j in range(min(64, n - cum - 1)):
+        if B[base + j]:
+            sack |= 1 << j
+    r = RR[R[c, R_ROFF] + ((tag >> TAG_EVI_SHIFT) & 255)]
+    if r < 0:  # no reverse path: the SACK is lost, as a send without a route
+        S[S_NOROUTE] += 1
+        return True
+    k = S[S_NFREE] - 1  # the delivery freed a slot
+    S[S_NFREE] = k
+    pid = P[k, P_FREE]
+    P[pid, P_SIZE] = S[C_HEADER]
+    P[pid, P_PRIO] = 1
+    P[pid, P_ECN] = sack
+    P[pid, P_TRIM] = 0
+    P[pid, P_ROUTE] = r
+    P[pid, P_HOP] = 1
+    P[pid, P_ING] = -2 - (2 * cum + (1 if ecn else 0))
+    P[pid, P_TAG] = TAG_MADE | (c << TAG_FLOW_SHIFT) | (tag & TAG_CUM_MASK)
+    _enqueue(L, P, H, S, T, RL[r], pid)
+    return True
+
+
+@_jit
+def _mrc_ack(R: Any, B: Any, c: int, s: int, now: int) -> None:
+    """``_Sprayer._ack`` of packet ``s`` (acknowledged once, out of flight)."""
+    n = R[c, R_N]
+    a = R[c, R_BOFF] + n + s
+    if B[a]:
+        return
+    B[a] = 1
+    R[c, MR_NACKED] += 1
+    if B[a + n]:
+        B[a + n] = 0
+        R[c, MR_INFL] -= _pay(R, c, s)
+    if R[c, MR_NACKED] == n and R[c, R_SDPS] < 0:
+        R[c, R_SDPS] = now
+
+
+@_jit
+def _mrc_record(RR: Any, R: Any, c: int, seq: int, tx: int, time: int) -> Any:
+    """A record from the connection's free list (the caller made sure there is one)."""
+    q = R[c, MR_QF]
+    at = R[c, MR_QB] + 4 * q
+    R[c, MR_QF] = RR[at + 3]
+    RR[at] = seq
+    RR[at + 1] = tx
+    RR[at + 2] = time
+    RR[at + 3] = NIL
+    return q
+
+
+@_jit
+def _mrc_lost(RR: Any, R: Any, B: Any, c: int, s: int) -> None:
+    """``_Sprayer._lost``: out of flight, queued for retransmission unless acknowledged."""
+    n = R[c, R_N]
+    o = R[c, R_BOFF] + 2 * n + s
+    if B[o]:
+        B[o] = 0
+        R[c, MR_INFL] -= _pay(R, c, s)
+    if not B[o - n]:
+        q = _mrc_record(RR, R, c, s, 0, 0)
+        t = R[c, MR_RT]
+        if t == NIL:
+            R[c, MR_RH] = q
+        else:
+            RR[R[c, MR_QB] + 4 * t + 3] = q
+        R[c, MR_RT] = q
+
+
+@_jit
+def _mrc_sacked(
+    L: Any,
+    P: Any,
+    H: Any,
+    S: Any,
+    T: Any,
+    RL: Any,
+    R: Any,
+    RR: Any,
+    B: Any,
+    c: int,
+    count: int,
+    cum: int,
+    bits: int,
+    ecn: int,
+) -> int:
+    """``MrcSpray._sacked`` (with ``_window`` and ``pump``) of a SACK the loop made, over the
+    sender's state in the loop: the ACK of the sequence and EV index in ``count``. Returns
+    -3 when done, else the pump stopped for Python (``EV_MRC_PUMP``: the EV index, or -1,
+    and the sequence in ``S[S_MRC_SEQ]``)."""
+    F = R.view(np.float64)
+    now = S[S_NOW]
+    seq = count & TAG_SEQ_MASK
+    k = R[c, MR_K]
+    a = R[c, MR_A]
+    i = RR[a + MB_MAP * k + (count >> TAG_EVI_SHIFT)]
+    for s in range(R[c, MR_SNDCUM], cum):
+        _mrc_ack(R, B, c, s, now)
+    if cum > R[c, MR_SNDCUM]:
+        R[c, MR_SNDCUM] = cum
+    _mrc_ack(R, B, c, seq, now)
+    n = R[c, R_N]
+    acked = R[c, R_BOFF] + n
+    txc = a + MB_TXC * k
+    qb = R[c, MR_QB]
+    if i >= 0:
+        h = RR[a + MB_EVH * k + i]
+        while h != NIL:  # the EV's packets in flight sent before this one
+            at = qb + 4 * h
+            s = RR[at]
+            t = RR[at + 1]
+            nxt = RR[at + 3]
+            RR[at + 3] = R[c, MR_QF]  # the record back to the free list
+            R[c, MR_QF] = h
+            h = nxt
+            if s == seq:
+                break
+            if (
+                not B[acked + s]
+                and RR[txc + s] == t
+                and not (s > cum and s - cum - 1 < 64 and (bits >> (s - cum - 1)) & 1)
+            ):
+                _mrc_lost(RR, R, B, c, s)
+        RR[a + MB_EVH * k + i] = h
+        if h == NIL:
+            RR[a + MB_EVT * k + i] = NIL
+        if ecn:  # _penalise
+            lev = min(R[c, MR_MAXSKIP], 2 * RR[a + MB_LEV * k + i] + 1)
+            RR[a + MB_LEV * k + i] = lev
+            RR[a + MB_PEN * k + i] = lev
+        elif RR[a + MB_LEV * k + i]:
+            RR[a + MB_LEV * k + i] >>= 1
+    # _window
+    R[c, MR_WACKS] += 1
+    if ecn and now - RR[txc + n + seq] > R[c, MR_DBOUND]:
+        R[c, MR_WMARKS] += 1
+    else:
+        mss = R[c, R_MSS]
+        F[c, MR_CWND] = min(F[c, MR_MAXCWND], F[c, MR_CWND] + mss * mss / F[c, MR_CWND])
+    if now >= R[c, MR_WEND]:
+        frac = R[c, MR_WMARKS] / max(R[c, MR_WACKS], 1)
+        if frac > F[c, MR_ECNT]:
+            F[c, MR_CWND] = max(float(R[c, R_MSS]), F[c, MR_CWND] * (1 - frac / 2))
+        R[c, MR_WEND] = now + R[c, MR_RTT]
+        R[c, MR_WACKS] = 0
+        R[c, MR_WMARKS] = 0
+    return _mrc_pump(L, P, H, S, T, RL, R, RR, B, c, now)
+
+
+@_jit
+def _mrc_pump(
+    L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, R: Any, RR: Any, B: Any, c: int, now: int
+) -> int:
+    """``MrcSpray.pump``: send while the window has room (retransmissions first), each on the
+    next good EV round-robin skipping penalised ones (``_pick``); then the timeout timer if
+    it is not set. Stops for Python (returns the EV index or -1, the sequence in
+    ``S[S_MRC_SEQ]``) before a send the loop cannot make: its EV's route not held yet, or
+    no room left (a record, two packet slots, the heap)."""
+    F = R.view(np.float64)
+    n = R[c, R_N]
+    k = R[c, MR_K]
+    a = R[c, MR_A]
+    qb = R[c, MR_QB]
+    boff = R[c, R_BOFF]
+    hcap = H.shape[0]
+    while not R[c, MR_FAILED]:
+        # _next_seq: retransmissions first (those acknowledged or in flight are dropped)
+        seq = -1
+        h = R[c, MR_RH]
+        while h != NIL:
+            s = RR[qb + 4 * h]
+            if B[boff + n + s] or B[boff + 2 * n + s]:
+                nxt = RR[qb + 4 * h + 3]
+                RR[qb + 4 * h + 3] = R[c, MR_QF]
+                R[c, MR_QF] = h
+                h = nxt
+                R[c, MR_RH] = h
+                if h == NIL:
+                    R[c, MR_RT] = NIL
+                continue
+            seq = s
+            break
+        if seq < 0 and R[c, MR_NXT] < n:
+            seq = R[c, MR_NXT]
+        if seq < 0 or R[c, MR_INFL] + _pay(R, c, seq) > F[c, MR_CWND]:
+            break
+        if R[c, MR_QF] == NIL or S[S_NFREE] < 2 or S[S_HN] + 8 > hcap:
+            S[S_MRC_SEQ] = seq
+            return -1
+        # _pick
+        best = -1
+        best_pen = 1 << 30
+        i = R[c, MR_RR]
+        pen = a + MB_PEN * k
+        bad = a + MB_BAD * k
+        found = -1
+        for _ in range(k):
+            i = i + 1 if i + 1 < k else 0
+            if RR[bad + i]:
+                continue
+            if RR[pen + i] == 0:
+                found = i
+                break
+            RR[pen + i] -= 1
+            if RR[pen + i] < best_pen:
+                best = i
+                best_pen = RR[pen + i]
+        if found < 0:
+            found = best
+        if found < 0:
+            break
+        R[c, MR_RR] = found
+        i = found
+        fwd = RR[a + MB_FWD * k + i]
+        if fwd == NOT_HELD:
+            S[S_MRC_SEQ] = seq
+            return i
+        # _take
+        if R[c, MR_RH] != NIL and RR[qb + 4 * R[c, MR_RH]] == seq:
+            h = R[c, MR_RH]
+            nxt = RR[qb + 4 * h + 3]
+            RR[qb + 4 * h + 3] = R[c, MR_QF]
+            R[c, MR_QF] = h
+            R[c, MR_RH] = nxt
+            if nxt == NIL:
+                R[c, MR_RT] = NIL
+        else:
+            R[c, MR_NXT] += 1
+        # send_on: data (a transmission counted), its time, its record on the EV
+        txc = a + MB_TXC * k + seq
+        tx = RR[txc] + 1
+        RR[txc] = tx
+        if tx > 1:
+            R[c, MR_RETX] += 1
+        RR[txc + n] = now
+        q = _mrc_record(RR, R, c, seq, tx, now)
+        t = RR[a + MB_EVT * k + i]
+        if t == NIL:
+            RR[a + MB_EVH * k + i] = q
+        else:
+            RR[qb + 4 * t + 3] = q
+        RR[a + MB_EVT * k + i] = q
+        B[boff + 2 * n + seq] = 1
+        pay = _pay(R, c, seq)
+        R[c, MR_INFL] += pay
+        if fwd < 0:  # no route: lost, as a send without one
+            S[S_NOROUTE] += 1
+            continue
+        f = S[S_NFREE] - 1
+        S[S_NFREE] = f
+        pid = P[f, P_FREE]
+        P[pid, P_SIZE] = S[C_HEADER] + pay
+        P[pid, P_PRIO] = 0
+        P[pid, P_ECN] = 0
+        P[pid, P_TRIM] = 0
+        P[pid, P_ROUTE] = fwd
+        P[pid, P_HOP] = 1
+        P[pid, P_ING] = NIL
+        P[pid, P_TAG] = TAG_RX | TAG_MADE | (c << TAG_FLOW_SHIFT) | (i << TAG_EVI_SHIFT) | seq
+        _enqueue(L, P, H, S, T, RL[fwd], pid)
+    if not R[c, MR_TIMER] and R[c, MR_NACKED] < n and not R[c, MR_FAILED]:
+        R[c, MR_TIMER] = 1
+        push(H, S, now + R[c, MR_RTO] // 2, EV_TIMER, c, TOKEN_RTO)
+    return -3
+
+
+@_jit
+def mrc_export(R: Any, RR: Any, c: int) -> Any:
+    """An mrc-spray sender's records for Python (``MrcSpray._pull``): rows (EV index,
+    sequence, transmission, time) of each EV's packets in flight in order, then (-1,
+    sequence, 0, 0) of its retransmission queue."""
+    k = R[c, MR_K]
+    a = R[c, MR_A]
+    qb = R[c, MR_QB]
+    m = 0
+    for i in range(k):
+        h = RR[a + MB_EVH * k + i]
+        while h != NIL:
+            m += 1
+            h = RR[qb + 4 * h + 3]
+    h = R[c, MR_RH]
+    while h != NIL:
+        m += 1
+        h = RR[qb + 4 * h + 3]
+    out = np.empty((m, 4), dtype=np.int64)
+    j = 0
+    for i in range(k):
+        h = RR[a + MB_EVH * k + i]
+        while h != NIL:
+            out[j, 0] = i
+            out[j, 1] = RR[qb + 4 * h]
+            out[j, 2] = RR[qb + 4 * h + 1]
+            out[j, 3] = RR[qb + 4 * h + 2]
+            j += 1
+            h = RR[qb + 4 * h + 3]
+    h = R[c, MR_RH]
+    while h != NIL:
+        out[j, 0] = -1
+        out[j, 1] = RR[qb + 4 * h]
+        out[j, 2] = 0
+        out[j, 3] = 0
+        j += 1
+        h = RR[qb + 4 * h + 3]
+    return out
+
+
+@_jit
+def mrc_import(R: Any, RR: Any, c: int, rows: Any, cap: int) -> None:
+    """The records back from Python (``MrcSpray._push``), rows as :func:`mrc_export` gives
+    them, in a block of ``cap`` records at MR_QB; the rest is the free list."""
+    k = R[c, MR_K]
+    a = R[c, MR_A]
+    qb = R[c, MR_QB]
+    for i in range(k):
+        RR[a + MB_EVH * k + i] = NIL
+        RR[a + MB_EVT * k + i] = NIL
+    R[c, MR_RH] = NIL
+    R[c, MR_RT] = NIL
+    m = rows.shape[0]
+    for j in range(m):
+        at = qb + 4 * j
+        RR[at] = rows[j, 1]
+        RR[at + 1] = rows[j, 2]
+        RR[at + 2] = rows[j, 3]
+        RR[at + 3] = NIL
+        i = rows[j, 0]
+        if i >= 0:
+            t = RR[a + MB_EVT * k + i]
+            if t == NIL:
+                RR[a + MB_EVH * k + i] = j
+            else:
+                RR[qb + 4 * t + 3] = j
+            RR[a + MB_EVT * k + i] = j
+        else:
+            t = R[c, MR_RT]
+            if t == NIL:
+                R[c, MR_RH] = j
+            else:
+                RR[qb + 4 * t + 3] = j
+            R[c, MR_RT] = j
+    for j in range(m, cap):
+        RR[qb + 4 * j + 3] = j + 1 if j + 1 < cap else NIL
+    R[c, MR_QF] = m if m < cap else NIL
+
+
+@_jit
+def _roce_pace(L: Any, P: Any, H: Any, S: Any, T: Any, RL: Any, R: Any, RR: Any, c: int) -> None:
+    """``roce-ecmp``'s pacer turn (``RoceEcmp.on_timer``'s ``_PACE`` without DCQCN): the next
+    sequence on the queue pair's ECMP path (``RR``, the entry after the ACKs', kept up to
+    date with the routing view), a data packet without an object tagged for the loop's
+    receiver, the next turn one serialization time later; none when failed, every sequence
+    sent or every packet acknowledged (pacing stops)."""
+    n = R[c, R_N]
+    if R[c, RP_FAILED] or R[c, RP_NXT] >= n or R[c, RC_UNA] >= n:
+        R[c, RP_PACING] = 0
+        return
+    seq = R[c, RP_NXT]
+    R[c, RP_NXT] = seq + 1
+    if seq < R[c, RP_HW]:
+        R[c, RP_RETX] += 1
+    else:
+        R[c, RP_HW] = seq + 1
+    pay = _pay(R, c, seq)
+    r = RR[R[c, R_ROFF] + 1]
+    if r < 0:  # no path: lost, as a send without a route
+        S[S_NOROUTE] += 1
+    else:
+        f = S[S_NFREE] - 1
+        S[S_NFREE] = f
+        pid = P[f, P_FREE]
+        P[pid, P_SIZE] = S[C_HEADER] + pay
+        P[pid, P_PRIO] = 0
+        P[pid, P_ECN] = 0
+        P[pid, P_TRIM] = 0
+        P[pid, P_ROUTE] = r
+        P[pid, P_HOP] = 1
+        P[pid, P_ING] = NIL
+        P[pid, P_TAG] = TAG_RX | TAG_MADE | (c << TAG_FLOW_SHIFT) | seq
+        _enqueue(L, P, H, S, T, RL[r], pid)
+    nf = S[S_NOW] + (R[c, RP_SERL] if seq == n - 1 else R[c, RP_SERF])
+    R[c, RP_NEXTFREE] = nf
+    push(H, S, nf, EV_TIMER, c, 0)
 
 
 @_jit

@@ -78,7 +78,9 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     EV_ARRIVE,
     EV_DELIVER,
     EV_DELIVER_MADE,
+    EV_MRC_PUMP,
     EV_PACE,
+    EV_SACK,
     EV_TIMER,
     L_ALIVE,
     L_LIMIT,
@@ -468,7 +470,13 @@ class PacketSim:
         #: routing view changes, until the connection is done: drop_pull_routes)
         self._rr = np.zeros(1024, dtype=np.int64)
         self._rr_used = 0
-        self._rr_keys: dict[int, tuple[int, list[tuple[int, int, int, int]]]] = {}
+        #: the keys as an n x 4 array (32 bytes a key, not a tuple of four ints' 100 or so)
+        self._rr_keys: dict[int, tuple[int, NDArray[np.int64]]] = {}
+        #: room in _rr of connections done with it (drop_pull_routes), by size: reused by the
+        #: next connection that needs that many (a chained collective makes 14,336 of them,
+        #: 1,024 at a time: 512 routes each for receiver-driven, 59 MB never reused before)
+        #: (route_slots' blocks given back too)
+        self._rr_free: dict[int, list[int]] = {}
         #: per packet of a connection that keeps its flags here (receiver-driven: received,
         #: acknowledged, outstanding), read and written by the compiled loop and the
         #: connection's Python side (views, :meth:`packet_flags`); never reused in a run
@@ -489,6 +497,9 @@ class PacketSim:
         self.impair: Impair | None = None
         #: state shared by the connections of one host (receiver pacers, rate hints), by name
         self.shared: dict[str, dict[int, Any]] = {}
+        #: read-only values the run's connections share (``base.shared``: segmentations,
+        #: option dicts)
+        self.shared_values: dict[Any, Any] = {}
         self._no_route = 0
         self._delivered = 0
         self._header = cfg.header
@@ -593,17 +604,24 @@ class PacketSim:
     def pull_routes(self, conn: int, keys: list[tuple[int, int, int, int]]) -> int:
         """The ECMP routes of connection ``conn``'s pulls, ``keys`` (src, dst, port, ev),
         stored for the compiled loop (the offsets of their links, -1 for none) and kept up to
-        date as the routing view changes while it may pull; returns where they start."""
-        at = self._rr_used
-        need = at + len(keys)
-        if need > len(self._rr):
-            rr = np.zeros(max(2 * len(self._rr), need), dtype=np.int64)
-            rr[:at] = self._rr[:at]
-            self._rr = rr
-            self._grown += 1
+        date as the routing view changes while it may pull; returns where they start. The
+        room may be that of a connection done with its own (:meth:`drop_pull_routes`)."""
+        n = len(keys)
+        free = self._rr_free.get(n)
+        if free:
+            at = free.pop()
+            need = at + n
+        else:
+            at = self._rr_used
+            need = at + n
+            if need > len(self._rr):
+                rr = np.zeros(max(2 * len(self._rr), need), dtype=np.int64)
+                rr[:at] = self._rr[:at]
+                self._rr = rr
+                self._grown += 1
+            self._rr_used = need
         self._rr[at:need] = self._route_offsets(keys)
-        self._rr_used = need
-        self._rr_keys[conn] = (at, keys)
+        self._rr_keys[conn] = (at, np.array(keys, dtype=np.int64).reshape(-1, 4))
         return at
 
     def packet_flags(
@@ -633,9 +651,57 @@ class PacketSim:
         """Connection ``conn`` no longer needs its flags' views kept up to date."""
         self._b_views.pop(conn, None)
 
+    def route_slots(self, n: int) -> int:
+        """``n`` entries of the compiled loop's route offsets (``RR``), at -1 (no route), for a
+        caller that fills them (:meth:`set_route_slots`) with routes that never change (a
+        connection's held source routes) and gives them back (:meth:`free_route_slots`);
+        returns where they start. Freed entries are reused by the next caller of that size."""
+        free = self._rr_free.get(n)
+        if free:
+            at = free.pop()
+        else:
+            at = self._rr_used
+            need = at + n
+            if need > len(self._rr):
+                rr = np.zeros(max(2 * len(self._rr), need), dtype=np.int64)
+                rr[:at] = self._rr[:at]
+                self._rr = rr
+                self._grown += 1
+            self._rr_used = need
+        self._rr[at : at + n] = -1
+        return at
+
+    @property
+    def ep_array(self) -> NDArray[np.int64]:
+        """The endpoint state the compiled loop shares (:attr:`ep_state` as its array; it
+        is replaced when it grows: read it each time)."""
+        return self._r
+
+    @property
+    def rr_array(self) -> NDArray[np.int64]:
+        """The loop's route offsets and the blocks of :meth:`route_slots` (replaced when it
+        grows: read it each time)."""
+        return self._rr
+
+    def set_route_slots(self, at: int, offsets: Sequence[int]) -> None:
+        """Route offsets (entries' second fields) into the entries from ``at`` (route_slots)."""
+        self._rr[at : at + len(offsets)] = offsets
+
+    def free_route_slots(self, at: int, n: int) -> None:
+        """Give back ``n`` entries from ``at`` (:meth:`route_slots`): the loop reads them no
+        more (the caller made sure)."""
+        self._rr_free.setdefault(n, []).append(at)
+
     def drop_pull_routes(self, conn: int) -> None:
-        """Connection ``conn`` pulls no more: its pull routes are no longer kept up to date."""
-        self._rr_keys.pop(conn, None)
+        """Connection ``conn`` is done with its pull routes: they are no longer kept up to
+        date, and their room goes to the next connection that needs as many. The caller
+        guarantees the loop reads them no more: both ends are done (``R_FIN`` and
+        ``R_SDONE``: the pacer skips it) and ``R_CRX`` is cleared (its late packets go to
+        Python), as the transports' ``compact`` does."""
+        held = self._rr_keys.pop(conn, None)
+        if held is not None:
+            at, keys = held
+            self._rr_free.setdefault(len(keys), []).append(at)
 
     def _route_offsets(self, keys: list[tuple[int, int, int, int]]) -> list[int]:
         table = self._ecmp
@@ -1168,7 +1234,9 @@ class PacketSim:
         r = self.ep_state
         for c, (at, pull) in self._rr_keys.items():  # pull routes follow the view
             if not (r[c * R_COLS + R_FIN] and r[c * R_COLS + R_SDONE]):  # pulls may follow
-                self._rr[at : at + len(pull)] = self._route_offsets(pull)
+                self._rr[at : at + len(pull)] = self._route_offsets(
+                    [(a, b, p, e) for a, b, p, e in pull.tolist()]
+                )
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -1218,6 +1286,10 @@ class PacketSim:
                 kind = out[1]
                 if kind == EV_TIMER:
                     conns[out[2]].on_timer(out[3], now)
+                elif kind == EV_MRC_PUMP:  # an mrc-spray sender's pump stopped for Python
+                    conns[out[2]].made_pump(out[3], out[5], now)  # type: ignore[attr-defined]
+                elif kind == EV_SACK:  # an mrc-spray SACK the loop made, by its fields
+                    conns[out[2]].made_sack(out[3], out[5], out[6], out[7], now)  # type: ignore[attr-defined]
                 elif kind == EV_DELIVER_MADE and self.impair is None and self.tracer is None:
                     # a compiled pacer's pull: no object, its connection told the pull count
                     tag = self._pmv[out[2] * P_COLS + P_TAG]

@@ -65,7 +65,9 @@ from typing import Any, ClassVar, overload
 import numpy as np
 
 from clusterloom.errors import PluginError, Problem
+from clusterloom.sim.packet import _core
 from clusterloom.sim.packet._core import (
+    CRX_MRC,
     CRX_RD,
     CRX_ROCE,
     NIL,
@@ -184,6 +186,28 @@ class _InRow:
         obj.sim.ep_state[obj.flow * R_COLS + self.col] = value
 
 
+class _FlagInRow:
+    """A boolean attribute of a connection kept in its row of the engine's endpoint state
+    (column ``col``, 0 or 1), as :class:`_InRow`."""
+
+    __slots__ = ("col",)
+
+    def __init__(self, col: int) -> None:
+        self.col = col
+
+    @overload
+    def __get__(self, obj: None, owner: Any) -> _FlagInRow: ...
+    @overload
+    def __get__(self, obj: Connection, owner: Any) -> bool: ...
+    def __get__(self, obj: Connection | None, owner: Any) -> bool | _FlagInRow:
+        if obj is None:
+            return self
+        return obj.sim.ep_state[obj.flow * R_COLS + self.col] != 0
+
+    def __set__(self, obj: Connection, value: bool) -> None:
+        obj.sim.ep_state[obj.flow * R_COLS + self.col] = 1 if value else 0
+
+
 class RoceEcmp(Connection):
     name: ClassVar[str] = "roce-ecmp"
     #: no "ecn_cc": on its lossless fabric a 6-to-1 incast pauses the senders' links and a
@@ -221,6 +245,12 @@ class RoceEcmp(Connection):
     retries = _InRow(RC_RETRIES)
     unacked = _InRow(RC_UNACKED)
     nak_sent = _InRow(RC_NAKSENT)
+    # and its pacer's (_core._roce_pace)
+    nxt = _InRow(_core.RP_NXT)
+    pacing = _FlagInRow(_core.RP_PACING)
+    next_free = _InRow(_core.RP_NEXTFREE)
+    failed = _FlagInRow(_core.RP_FAILED)
+    retransmissions = _InRow(_core.RP_RETX)
 
     def __init__(
         self,
@@ -279,9 +309,35 @@ class RoceEcmp(Connection):
         self.rx_in_loop = own and not self.dcqcn and sim.makes_packets
         self.rx_in_loop &= len(self.msg_end) == 1 and n <= TAG_SEQ_MASK + 1
         self._rx_tag = TAG_RX | (flow << TAG_FLOW_SHIFT)
+        #: whether the loop paces it too (_core._roce_pace, once started): the same, and
+        #: on_timer and the pacer's steps its own; a retransmission then is a send below the
+        #: highest sequence sent (go-back-N sends in order), not a count per packet
+        self.pace_in_loop = self.rx_in_loop and cls.on_timer is RoceEcmp.on_timer
 
     def _bind_flags(self, view: memoryview) -> None:
         self.got = view
+
+    def _data_hw(self, seq: int) -> Packet:
+        """:meth:`data` as the loop's pacer counts transmissions (``_core._roce_pace``): a
+        retransmission is a send below the highest sequence sent plus one."""
+        pkt = Packet(DATA, self.flow, self.src, self.dst, seq, self.pay[seq], self.hdr)
+        pkt.key, pkt.job, pkt.msg = self.spec.key, self.spec.job, 0
+        at = self.flow * R_COLS + _core.RP_HW
+        r = self.sim.ep_state
+        if seq < r[at]:
+            self.retransmissions += 1
+        else:
+            r[at] = seq + 1
+        return pkt
+
+    def made_data(self, tag: int) -> Packet:
+        """The object of a data packet the loop's pacer sent (``_core._roce_pace``), for the
+        Python receiver (out of order, or the one that completes the flow)."""
+        seq = tag & TAG_SEQ_MASK
+        pkt = Packet(DATA, self.flow, self.src, self.dst, seq, self.pay[seq], self.hdr)
+        pkt.key, pkt.job, pkt.msg = self.spec.key, self.spec.job, 0
+        pkt.ev, pkt.port = self.ev, self.port
+        return pkt
 
     def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
         return [
@@ -292,10 +348,19 @@ class RoceEcmp(Connection):
     def start(self) -> None:
         if self.rx_in_loop:  # the ACKs' path, kept up to date for the loop
             sim = self.sim
-            at = sim.pull_routes(self.flow, [(self.dst, self.src, self.port, self.ev ^ 1)])
+            keys = [(self.dst, self.src, self.port, self.ev ^ 1)]
+            if self.pace_in_loop:  # and the data's
+                keys.append((self.src, self.dst, self.port, self.ev))
+            at = sim.pull_routes(self.flow, keys)
             row = self.flow * R_COLS
-            sim.ep_state[row + R_ROFF] = at
-            sim.ep_state[row + R_CRX] = CRX_ROCE
+            r = sim.ep_state
+            r[row + R_ROFF] = at
+            r[row + R_CRX] = CRX_ROCE
+            if self.pace_in_loop:
+                full = _ser(self.mss + self.hdr, self.rc)
+                r[row + _core.RP_SERF] = full
+                r[row + _core.RP_SERL] = _ser(self.pay[-1] + self.hdr, self.rc) if self.n else full
+                r[row + _core.RP_ON] = 1
         self.sim.timer(self.start_ps, self.flow, _PACE)
         self.pacing = True
         self.sim.timer(self.start_ps + self.rto, self.flow, _RTO)
@@ -314,7 +379,7 @@ class RoceEcmp(Connection):
                 return
             seq = self.nxt
             self.nxt += 1
-            pkt = self.data(seq)
+            pkt = self._data_hw(seq) if self.pace_in_loop else self.data(seq)
             if self.rx_in_loop:  # tagged for the loop's receiver (_core._roce_receive)
                 self.sim.send_tagged(pkt, self.port, self.ev, self._rx_tag | seq)
             else:
@@ -407,8 +472,72 @@ class RoceEcmp(Connection):
         Python answers it) and its ACKs' path is no longer kept up to date."""
         sim = self.sim
         sim.ep_state[self.flow * R_COLS + R_CRX] = 0
+        sim.ep_state[self.flow * R_COLS + _core.RP_ON] = 0  # its late turns: Python's
         sim.drop_pull_routes(self.flow)
         sim.release_flags(self.flow)
+
+    def retired(self) -> _RoceAnswerer | None:
+        """Both ends done: a small answerer (:class:`_RoceAnswerer`) unless a subclass
+        handles packets or timers itself."""
+        cls = type(self)
+        own = (
+            cls.on_packet is Connection.on_packet
+            and cls.receiver_packet is RoceEcmp.receiver_packet
+            and cls.sender_packet is RoceEcmp.sender_packet
+            and cls.on_timer is RoceEcmp.on_timer
+        )
+        return _RoceAnswerer(self) if own else None
+
+
+class _RoceAnswerer:
+    """A retired ``roce-ecmp`` connection (both ends done: every packet placed in order and
+    acknowledged), answering late packets as the connection would: a late data packet is
+    below the cumulative sequence, so it gets an ACK of it with the cumulative sequence at
+    the end, and a CNP first if it is marked and DCQCN's CNP interval has passed (the
+    connection's last CNP time carried over); a packet to its sender (ACK, NACK, CNP) and
+    every timer change nothing it would send. About 150 bytes instead of several kilobytes
+    per finished flow (a chained all-reduce keeps 14,336 of them)."""
+
+    __slots__ = (
+        "cnp_us",
+        "dcqcn",
+        "dst",
+        "ev",
+        "flow",
+        "hdr",
+        "job",
+        "key",
+        "last_cnp",
+        "n",
+        "port",
+        "sim",
+        "src",
+    )
+
+    def __init__(self, c: RoceEcmp) -> None:
+        self.sim, self.flow, self.src, self.dst = c.sim, c.flow, c.src, c.dst
+        self.key, self.job, self.n, self.hdr = c.spec.key, c.spec.job, c.cum, c.hdr
+        self.port, self.ev = c.port, c.ev
+        self.dcqcn, self.cnp_us, self.last_cnp = c.dcqcn, c.opt["cnp_us"], c.last_cnp
+
+    def on_timer(self, token: int, now: int) -> None:
+        return  # every timer of a connection done at both ends returns at once
+
+    def made_ack(self, seq: int, now: int) -> None:
+        return  # a late ACK: everything was acknowledged
+
+    def on_packet(self, pkt: Packet, now: int) -> None:
+        if pkt.kind != DATA or pkt.key != self.key or pkt.job != self.job:
+            return
+        if pkt.ecn and self.dcqcn and now - self.last_cnp >= self.cnp_us * PS_PER_US:
+            self.last_cnp = now
+            cnp = Packet(CNP, self.flow, self.dst, self.src, 0, 0, self.hdr)
+            self.sim.send(cnp, self.port, self.ev ^ 1)
+        if pkt.trimmed:
+            return
+        a = Packet(ACK, self.flow, self.dst, self.src, pkt.seq, 0, self.hdr)
+        a.cum = self.n
+        self.sim.send(a, self.port, self.ev ^ 1)
 
 
 class _Sprayer(Connection):
@@ -462,6 +591,14 @@ class _Sprayer(Connection):
             self.event("lost", s)
 
 
+_MASK64 = (1 << 64) - 1
+#: the records an mrc-spray sender in the loop starts with: so many per packet of its
+#: largest window, and spare (its packets in flight and retransmissions; when they run
+#: short the loop stops for Python, which gives it a larger block)
+_Q_PER_WINDOW, _Q_SPARE, _Q_GROWTH = 2, 64, 2
+#: what an mrc-spray sender in the loop holds of its state between Python's handlers
+_NO_STATE: list[int] = []
+_NO_RTX: deque[int] = deque()
 #: the packets in flight of an EV that has sent none (shared, never appended to)
 _NO_PACKETS: list[tuple[int, int, int]] = []
 #: EVs whose source routes a connection computes together, on the first use of one of them
@@ -508,6 +645,12 @@ class MrcSpray(_Sprayer):
         "delay_factor": ("float", 1.0, 1_000.0),
         "ecmp": ("bool", 0, 1),
     }
+    # the receiver's state the compiled loop shares (_core._mrc_receive), in the engine's row,
+    # and what the run reads of the sender's while the loop runs it (_core._mrc_sacked)
+    cum = _InRow(R_CUM)
+    placed_bytes = _InRow(R_PLACED)
+    sender_done_ps = _InRow(_core.R_SDPS)
+    retransmissions = _InRow(_core.MR_RETX)
 
     def __init__(
         self,
@@ -519,6 +662,7 @@ class MrcSpray(_Sprayer):
         start_ps: int,
         spec: ConnSpec,
     ) -> None:
+        sim.endpoint_row(flow)  # the row holds attributes the base sets
         super().__init__(sim, flow, src, dst, nbytes, start_ps, spec)
         k = int(self.opt["evs"])
         if not 1 <= k <= 256:
@@ -556,6 +700,46 @@ class MrcSpray(_Sprayer):
         self._held = self.sr and sim.holds_routes
         self._fwd: list[tuple[tuple[int, ...] | None, int] | None] = []
         self._rev: list[tuple[tuple[int, ...] | None, int] | None] = []
+        cls = type(self)
+        own = (
+            cls.on_packet is Connection.on_packet
+            and cls.receiver_packet is MrcSpray.receiver_packet
+            and cls.sender_packet is MrcSpray.sender_packet
+            and cls._on_ack is MrcSpray._on_ack
+            and cls._reply is MrcSpray._reply
+            and cls.send_on is MrcSpray.send_on
+            and cls.on_timer is MrcSpray.on_timer
+            and cls.pump is MrcSpray.pump
+            and cls._pick is MrcSpray._pick
+            and cls._window is MrcSpray._window
+            and cls._penalise is MrcSpray._penalise
+            and cls._lost is MrcSpray._lost
+        )
+        #: whether the compiled loop receives its data and answers with SACKs
+        #: (_core._mrc_receive, once started): held source routes (their reverse routes in
+        #: the loop's route slots, filled as _hold computes them), a plain engine, one
+        #: message, sequences in the tag's 24 bits
+        n = self.n
+        self.rx_in_loop = own and self._held and sim.makes_packets and src != dst
+        self.rx_in_loop &= len(self.msg_end) == 1 and n <= TAG_SEQ_MASK + 1
+        self._rx_tag = TAG_RX | (flow << TAG_FLOW_SHIFT)
+        self._slots = -1
+        #: the sender in the loop (_core._mrc_sacked, from start to compact): its state is
+        #: the loop's between Python's handlers, each of which takes it (_pull) and gives it
+        #: back (_push); the RR blocks of its EVs and packets and of its records
+        self._loop = False
+        self._in = False
+        self._blk = self._qb = -1
+        self._qcap = 0
+        if self.rx_in_loop:
+            self.got = self.acked = self.outstanding = memoryview(b"")
+            at = sim.packet_flags(flow, n, self._bind_got, regions=3)
+            self._slots = sim.route_slots(k)
+            row = flow * R_COLS
+            r = sim.ep_state
+            r[row + R_N], r[row + R_BOFF], r[row + R_MSS] = n, at, self.mss
+            r[row + R_LAST] = self.pay[-1] if n else 0
+            r[row + R_ROFF] = self._slots
         first = None
         if self._held:
             self._fwd = [None] * k
@@ -582,7 +766,120 @@ class MrcSpray(_Sprayer):
         n = hi - lo
         self._fwd[lo:hi] = entries[:n]
         self._rev[lo:hi] = entries[n:]
+        if self._slots >= 0:  # the SACKs' routes, for the loop's receiver
+            self.sim.set_route_slots(self._slots + lo, [e[1] for e in entries[n:]])
+        if self._blk >= 0:  # the data's, for the loop's sender
+            self.sim.set_route_slots(self._blk + self.k + lo, [e[1] for e in entries[:n]])
         return entries[i - lo]
+
+    def _bind_got(self, view: memoryview) -> None:
+        """The received, acknowledged and outstanding flags as views of the engine's array
+        (``packet_flags``)."""
+        n = self.n
+        self.got, self.acked, self.outstanding = view[:n], view[n : 2 * n], view[2 * n :]
+
+    # -- the sender in the loop --------------------------------------------------------------
+
+    def _loop_on(self) -> None:
+        """Hand the sender to the loop (at start): its blocks made, its state written."""
+        sim, k, n = self.sim, self.k, self.n
+        self._blk = sim.route_slots(7 * k + 2 * n)
+        fwd = [_core.NOT_HELD if e is None else e[1] for e in self._fwd]
+        evmap = [self.ev_index.get(ev, -1) for ev in self.evs]
+        sim.set_route_slots(self._blk, evmap + fwd)
+        self._qcap = _Q_PER_WINDOW * int(self.max_cwnd // self.mss) + _Q_SPARE
+        self._qb = sim.route_slots(4 * self._qcap)
+        row = self.flow * R_COLS
+        r = sim.ep_state
+        r[row + _core.MR_A], r[row + _core.MR_QB], r[row + _core.MR_K] = self._blk, self._qb, k
+        r[row + _core.MR_RTT], r[row + _core.MR_DBOUND] = self.rtt, self.delay_bound
+        r[row + _core.MR_RTO] = self.rto
+        r[row + _core.MR_MAXSKIP] = int(self.opt["max_skip"])
+        f = r.cast("B").cast("d")
+        f[row + _core.MR_MAXCWND] = self.max_cwnd
+        f[row + _core.MR_ECNT] = float(self.opt["ecn_threshold"])
+        self._push()
+        r[row + _core.MR_ON] = 1
+        self._loop = True
+
+    def _enter(self) -> bool:
+        """At the start of a Python handler: take the sender's state from the loop (once,
+        for nested handlers); True if this call did (then :meth:`_leave` gives it back)."""
+        if self._loop and not self._in:
+            self._pull()
+            self._in = True
+            return True
+        return False
+
+    def _leave(self, entered: bool) -> None:
+        if entered:
+            self._in = False
+            self._push()
+
+    def _pull(self) -> None:
+        """The sender's state as the Python handlers keep it, from the loop's."""
+        sim, k, n = self.sim, self.k, self.n
+        row = self.flow * R_COLS
+        r = sim.ep_state
+        (
+            self.snd_cum, self.n_acked, self.inflight, self.nxt, self.rr, _, _,
+            self.win_end, self.win_acks, self.win_marks, timer, failed,
+        ) = r[row + _core.MR_SNDCUM : row + _core.MR_FAILED + 1].tolist()  # fmt: skip
+        self.timer_on, self.failed = bool(timer), bool(failed)
+        self.cwnd = r.cast("B").cast("d")[row + _core.MR_CWND]
+        blk = sim.rr_array[self._blk + 2 * k : self._blk + 7 * k + 2 * n].tolist()
+        self.penalty, self.level = blk[:k], blk[k : 2 * k]
+        self.bad = [x != 0 for x in blk[2 * k : 3 * k]]
+        self.tx_count, self.sent_at = blk[5 * k : 5 * k + n], blk[5 * k + n :]
+        ev_out: list[list[tuple[int, int, int]]] = [[] for _ in range(k)]
+        rtx: deque[int] = deque()
+        for i, seq, tx, t in _core.mrc_export(sim.ep_array, sim.rr_array, self.flow).tolist():
+            if i >= 0:
+                ev_out[i].append((seq, tx, t))
+            else:
+                rtx.append(seq)
+        self.ev_out, self.rtx = ev_out, rtx
+
+    def _push(self) -> None:
+        """The Python handlers' state of the sender back to the loop."""
+        sim, k = self.sim, self.k
+        row = self.flow * R_COLS
+        r = sim.ep_state
+        for col, v in (
+            (_core.MR_SNDCUM, self.snd_cum), (_core.MR_NACKED, self.n_acked),
+            (_core.MR_INFL, self.inflight), (_core.MR_NXT, self.nxt), (_core.MR_RR, self.rr),
+            (_core.MR_WEND, self.win_end), (_core.MR_WACKS, self.win_acks),
+            (_core.MR_WMARKS, self.win_marks), (_core.MR_TIMER, int(self.timer_on)),
+            (_core.MR_FAILED, int(self.failed)),
+        ):  # fmt: skip
+            r[row + col] = v
+        r.cast("B").cast("d")[row + _core.MR_CWND] = self.cwnd
+        state = self.penalty + self.level + [int(b) for b in self.bad]
+        sim.set_route_slots(self._blk + 2 * k, state)
+        sim.set_route_slots(self._blk + 7 * k, self.tx_count + self.sent_at)
+        rows = [(i, s, t, tm) for i, dq in enumerate(self.ev_out) for s, t, tm in dq]
+        rows += [(-1, s, 0, 0) for s in self.rtx]
+        if len(rows) + _Q_SPARE > self._qcap:  # a larger block of records
+            sim.free_route_slots(self._qb, 4 * self._qcap)
+            self._qcap = _Q_GROWTH * len(rows) + _Q_SPARE
+            self._qb = sim.route_slots(4 * self._qcap)
+            r[row + _core.MR_QB] = self._qb
+        arr = np.array(rows, dtype=np.int64).reshape(-1, 4)
+        _core.mrc_import(sim.ep_array, sim.rr_array, self.flow, arr, self._qcap)
+        # the loop's now: the Python copies go until the next handler takes them (_pull)
+        self.tx_count = self.sent_at = self.penalty = self.level = _NO_STATE
+        self.ev_out, self.bad = [], []
+        self.rtx = _NO_RTX
+
+    def made_pump(self, i: int, seq: int, now: int) -> None:
+        """The loop's pump stopped before a send it could not make (``EV_MRC_PUMP``): send
+        ``seq`` on EV ``i`` (its route computed here) and pump on, or (``i`` -1) pump."""
+        e = self._enter()
+        if i >= 0:
+            self._take(seq)
+            self.send_on(seq, i, now)
+        self.pump(now)
+        self._leave(e)
 
     def path_keys(self) -> list[tuple[int, int, int, int, bool]]:
         if self._held:  # held by the connection
@@ -595,11 +892,29 @@ class MrcSpray(_Sprayer):
         return out
 
     def start(self) -> None:
+        if self.rx_in_loop:  # from now on the loop receives its data and SACKs
+            self.sim.ep_state[self.flow * R_COLS + R_CRX] = CRX_MRC
+            self._loop_on()
         self.sim.timer(self.start_ps, self.flow, _PACE)
 
     def compact(self) -> None:
         """Every packet acknowledged: no EV is picked, timed or probed again, and a late ACK
-        finds no EV (its echo is unknown), so the per-EV state goes (128 deques and lists)."""
+        finds no EV (its echo is unknown), so the per-EV state goes (128 deques and lists).
+        The loop receives no more for it (late packets: Python's answerer; a late SACK the
+        loop made: :meth:`made_pull`), its route slots are given back."""
+        if self.rx_in_loop and self._slots >= 0:
+            sim = self.sim
+            if self._loop:  # the sender's state back from the loop, its blocks given back
+                self._pull()
+                self._loop = False
+                sim.ep_state[self.flow * R_COLS + _core.MR_ON] = 0
+                sim.free_route_slots(self._blk, 7 * self.k + 2 * self.n)
+                sim.free_route_slots(self._qb, 4 * self._qcap)
+                self._blk = self._qb = -1
+            sim.ep_state[self.flow * R_COLS + R_CRX] = 0
+            sim.release_flags(self.flow)
+            sim.free_route_slots(self._slots, self.k)
+            self._slots = -1
         self.ev_index = {}
         self.ev_out = []
         self._fwd = self._rev = []
@@ -614,12 +929,19 @@ class MrcSpray(_Sprayer):
         """The control plane denies entropy value ``ev``: never used again."""
         i = self.ev_index.get(ev, -1)
         if i >= 0:
+            e = self._enter()
             self.denied[i] = self.bad[i] = True
             self.event("ev-deny", i, ev)
+            self._leave(e)
 
     def withdraw_ev(self, ev: int, now: int) -> None:
         """The endpoint is told that ``ev``'s path is dead (a notified failover): the EV is
         denied, its packets in flight count as lost at once and go out on the other EVs."""
+        e = self._enter()
+        self._withdraw_ev(ev, now)
+        self._leave(e)
+
+    def _withdraw_ev(self, ev: int, now: int) -> None:
         i = self.ev_index.get(ev, -1)
         if i < 0 or self.denied[i]:
             return
@@ -682,13 +1004,59 @@ class MrcSpray(_Sprayer):
         dq.append((seq, self.tx_count[seq], now))
         self.outstanding[seq] = 1
         self.inflight += pkt.payload
-        if self._held:
+        if self._slots >= 0:  # tagged for the loop's receiver (_core._mrc_receive)
+            entry = self._fwd[i] or self._hold(i)
+            tag = self._rx_tag | (i << TAG_EVI_SHIFT) | seq
+            self.sim.send_routed(pkt, self.ev_port[i], self.evs[i], entry, tag)
+        elif self._held:
             entry = self._fwd[i] or self._hold(i)
             self.sim.send_routed(pkt, self.ev_port[i], self.evs[i], entry)
         else:
             self.sim.send(pkt, self.ev_port[i], self.evs[i], source_route=self.sr)
 
+    def made_sack(self, count: int, cum: int, sack: int, ecn: int, now: int) -> None:
+        """A SACK the loop made (``_core._mrc_receive``) reached the sender: the ACK of
+        sequence ``count & TAG_SEQ_MASK`` sent on EV index ``count >> TAG_EVI_SHIFT``, with
+        the cumulative sequence, the 64 SACK bits (as a signed 64-bit integer) and the ECN
+        echo; handled as :meth:`sender_packet` handles the ACK it stands for."""
+        i = self.ev_index.get(self.evs[count >> TAG_EVI_SHIFT], -1)
+        e = self._enter()
+        self._sacked(cum, sack & _MASK64, count & TAG_SEQ_MASK, ecn != 0, i, now)
+        self._leave(e)
+
+    def made_data(self, tag: int) -> Packet:
+        """The object of a data packet the loop sent (``_core._mrc_pump``), for the Python
+        receiver: the fields :meth:`data` gives it, on the EV of its index."""
+        seq = tag & TAG_SEQ_MASK
+        i = (tag >> TAG_EVI_SHIFT) & 255
+        pkt = Packet(DATA, self.flow, self.src, self.dst, seq, self.pay[seq], self.hdr)
+        pkt.key, pkt.job, pkt.msg = self.spec.key, self.spec.job, 0
+        pkt.ev, pkt.port = self.evs[i], self.ev_port[i]
+        return pkt
+
+    def made_pull(self, count: int, now: int) -> None:
+        """A SACK the loop made reached the sender after both ends were done (the loop gave
+        it to Python, :meth:`compact`): every packet was acknowledged, nothing changes."""
+        return
+
+    def sack_bits(self, width: int = 64) -> int:
+        """Received packets above ``cum`` (the base's), read from the flags the loop shares
+        when it receives for the connection (it does not keep ``rbits``)."""
+        if not self.rx_in_loop:
+            return super().sack_bits(width)
+        got, cum = self.got, self.cum
+        bits = 0
+        for j in range(min(width, self.n - cum - 1)):
+            if got[cum + 1 + j]:
+                bits |= 1 << j
+        return bits
+
     def on_timer(self, token: int, now: int) -> None:
+        e = self._enter()
+        self._on_timer(token, now)
+        self._leave(e)
+
+    def _on_timer(self, token: int, now: int) -> None:
         if token == _PACE:
             self.window_event(-1, int(self.cwnd))
             self.pump(now)
@@ -749,6 +1117,11 @@ class MrcSpray(_Sprayer):
         self.sim.timer(now + round(self.opt["probe_us"] * PS_PER_US), self.flow, _AUX)
 
     def sender_packet(self, pkt: Packet, now: int) -> None:
+        e = self._enter()
+        self._sender_packet(pkt, now)
+        self._leave(e)
+
+    def _sender_packet(self, pkt: Packet, now: int) -> None:
         i = self.ev_index.get(pkt.echo, -1)
         if pkt.kind == ACK:
             self._on_ack(pkt, i, now)
@@ -768,7 +1141,11 @@ class MrcSpray(_Sprayer):
             self.pump(now)
 
     def _on_ack(self, pkt: Packet, i: int, now: int) -> None:
-        cum, bits, seq = pkt.cum, pkt.sack, pkt.seq
+        self._sacked(pkt.cum, pkt.sack, pkt.seq, pkt.ecn, i, now)
+
+    def _sacked(self, cum: int, bits: int, seq: int, ecn: bool, i: int, now: int) -> None:
+        """An ACK of ``seq`` on EV index ``i`` (-1: unknown) with its cumulative sequence,
+        SACK bits and ECN echo (:meth:`_on_ack`, :meth:`made_sack`)."""
         for s in range(self._acked_upto(), cum):
             self._ack(s, now)
         self.snd_cum = max(self.snd_cum, cum)
@@ -785,11 +1162,11 @@ class MrcSpray(_Sprayer):
                     and not (s > cum and s - cum - 1 < 64 and bits >> (s - cum - 1) & 1)
                 ):
                     self._lost(s)
-            if pkt.ecn:
+            if ecn:
                 self._penalise(i)
             elif self.level[i]:
                 self.level[i] >>= 1
-        self._window(pkt.ecn and now - self.sent_at[seq] > self.delay_bound, now)
+        self._window(ecn and now - self.sent_at[seq] > self.delay_bound, now)
         self.pump(now)
 
     snd_cum = 0
@@ -1606,13 +1983,27 @@ class _Answerer:
     NACK for a trimmed one; a probe's answer), and a late packet to its sender changes nothing
     it would send. About 100 bytes instead of several kilobytes per finished flow."""
 
-    __slots__ = ("dst", "flow", "hdr", "job", "key", "n", "reverse", "sim", "source_route", "src")
+    __slots__ = (
+        "dst",
+        "ev_is_index",
+        "flow",
+        "hdr",
+        "job",
+        "key",
+        "n",
+        "reverse",
+        "sim",
+        "source_route",
+        "src",
+    )
 
     def __init__(self, c: _Sprayer, *, echo_path: bool, source_route: bool) -> None:
         self.sim, self.flow, self.src, self.dst = c.sim, c.flow, c.src, c.dst
         self.key, self.job, self.n, self.hdr = c.spec.key, c.spec.job, c.cum, c.hdr
         self.reverse = 1 if echo_path else 0  # receiver-driven answers on ev ^ 1
         self.source_route = source_route
+        #: an mrc-spray run given its source routes: EV i is the table's index i
+        self.ev_is_index = source_route and c.sim.source_routes is not None
 
     def on_timer(self, token: int, now: int) -> None:
         return  # every timer of a connection done at both ends returns at once
@@ -1634,7 +2025,8 @@ class _Answerer:
         pay = r[row + R_LAST] if seq == r[row + R_N] - 1 else r[row + R_MSS]
         pkt = Packet(DATA, self.flow, self.src, self.dst, seq, pay, self.hdr)
         pkt.key, pkt.job, pkt.msg = self.key, self.job, 0
-        pkt.ev, pkt.port = entropy(sim.seed, self.flow, i), i % sim.ports_per_host
+        ev = i if self.ev_is_index else entropy(sim.seed, self.flow, i)
+        pkt.ev, pkt.port = ev, i % sim.ports_per_host
         return pkt
 
     def on_packet(self, pkt: Packet, now: int) -> None:
