@@ -197,19 +197,23 @@ def phase_hour(work: Path) -> dict[str, object]:
 
 def phase_localise(work: Path) -> dict[str, object]:
     from clusterloom.ops.fabric import load_fabric
-    from clusterloom.ops.localise import localise
+    from clusterloom.ops.localise import localise_store
     from clusterloom.ops.telemetry import TelemetryStore
 
     fabric = load_fabric(EXAMPLE)
     store = TelemetryStore(work / "store-hour", fabric)
-    store.downsample()
-    rates = store.rates(resolution="1m")
-    probes = store.probes()
-    found = localise(fabric, rates=rates, probes=probes)
+    before = _usage()
+    rolled = store.downsample()
+    rollup = _usage()
+    # the hour's 1-minute rates (only the columns the detectors read) and its raw probes,
+    # read in batches into narrow arrays
+    found = localise_store(fabric, store, rates_resolution="1m", probes_resolution="raw")
     return {
-        "rate_rows": rates.num_rows,
-        "probe_rows": probes.num_rows,
+        "hours_rolled": rolled,
+        "rollup_cpu_s": round(rollup["cpu_s"] - before["cpu_s"], 1),
+        "rss_gb_after_rollup": round(rollup["rss_gb"], 2),
         "suspects": len(found.suspects),
+        "first": found.suspects[0].target if found.suspects else None,
         "congestion": found.congestion,
     }
 

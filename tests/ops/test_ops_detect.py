@@ -65,6 +65,7 @@ class Rates:
             "fec_uncorrected_ps": np.zeros(n * N_T),
             "up": np.ones(n * N_T),
             "flaps": np.zeros(n * N_T, dtype=np.int32),
+            "speed_bps": cap.copy(),  # every port at its design speed
         }
 
     def rows(self, link: int, end: int | None = None, t: slice = slice(None)) -> np.ndarray:

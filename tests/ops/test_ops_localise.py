@@ -326,7 +326,7 @@ def test_a_healthy_fabric_blames_nothing(hgx) -> None:  # type: ignore[no-untype
 #: top-1 per fault kind of ``evaluate(hgx-1k-roce, every kind, 15, seed 0)``, as docs/ops.md
 #: states it (fractions of 15)
 _TOP1_HGX_15 = {
-    "gray-link": 14 / 15,
+    "gray-link": 1.0,  # 14/15 before the speed gauge: the miss a rate cut nothing else showed
     "flapping-link": 1.0,
     "dead-link": 1.0,
     "slow-nic-port": 1.0,

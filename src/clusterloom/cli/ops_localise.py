@@ -3,7 +3,8 @@
 
 ``ops localise DESIGN`` reads telemetry files (``--counters`` through ``ops.ingest``'s
 readers and its rates, or ``--rates`` already as rates; ``--probes``, ``--collectives``;
-Parquet, CSV or OpenMetrics text by suffix) or a telemetry store (``--store DIR``) and prints
+Parquet, CSV or OpenMetrics text by suffix) or a telemetry store (``--store DIR``, read
+compactly by ``ops.localise.localise_store``, its rates at ``--resolution``) and prints
 the ranked suspects with their evidence (``--json`` as JSON). Exit 0 when nothing is to
 repair (no suspect, or only congestion), 1 when a fault is suspected (a finding), 2 bad input.
 ``ops evaluate DESIGN`` localises seeded synthetic incidents of each fault kind and prints
@@ -87,6 +88,24 @@ def _read(
         _problems(collectives, got.problems)
         c = got.table
     return r, p, c
+
+
+def _from_store(
+    fabric: OpsFabric, store: Path, files: tuple[Path | None, ...], resolution: str
+) -> Localisation:
+    """Localise over a telemetry store, read compactly (``ops.localise.localise_store``)."""
+    from clusterloom.errors import Problem, SpecError
+    from clusterloom.ops.localise import localise_store
+    from clusterloom.ops.telemetry import TelemetryStore
+
+    if any(x is not None for x in files):
+        raise SpecError([Problem("--store", "give either --store or telemetry files")])
+    if resolution not in ("raw", "1m", "1h"):
+        raise SpecError([Problem("--resolution", f"raw, 1m or 1h, not {resolution!r}")])
+    if not Path(store).is_dir():
+        raise SpecError([Problem(str(store), "not a telemetry store directory")])
+    st = TelemetryStore(store, fabric)
+    return localise_store(fabric, st, rates_resolution=resolution)  # type: ignore[arg-type]
 
 
 def _parquet(path: Path) -> pa.Table:
@@ -200,6 +219,10 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
         store: Annotated[
             Path | None, typer.Option(help="a telemetry store directory (ops ingest)")
         ] = None,
+        resolution: Annotated[
+            str,
+            typer.Option(help="with --store: the rates' resolution, raw, 1m or 1h (ops retain)"),
+        ] = "raw",
         hash_seed: Annotated[int, typer.Option(help="the switches' ECMP hash seed")] = 0,
         top: Annotated[int, typer.Option(min=1, help="suspects to print")] = 10,
         as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
@@ -213,8 +236,11 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
             from clusterloom.ops.model import SuspectKind
 
             fabric = load_fabric(design, hash_seed=hash_seed)
-            r, p, c = _read(fabric, out, counters, rates, probes, collectives, store)
-            loc = do_localise(fabric, rates=r, probes=p, collectives=c)
+            if store is not None:
+                loc = _from_store(fabric, store, (counters, rates, probes, collectives), resolution)
+            else:
+                r, p, c = _read(fabric, out, counters, rates, probes, collectives, None)
+                loc = do_localise(fabric, rates=r, probes=p, collectives=c)
             if as_json:
                 out.print_json(json.dumps(localisation_dict(loc)))
             else:

@@ -27,6 +27,10 @@ otherwise flag any nonzero count). The thresholds and their reasons:
   a link running below its rate;
 - ``flaps`` / ``down``: any up/down change in the window (``flaps``) or a link down at the end
   of the window after one change (``down``, a dead link);
+- ``speed``: an operational speed (the exporters' speed gauge, ``speed_bps``) below
+  :data:`SPEED_SHARE` of the design's rate in an interval while the link is up: a link
+  trained down to fewer lanes (no peers needed: the design says what it should be; value the
+  lowest share of the rate seen, score its inverse);
 - ``skew``: interval by interval, a switch whose busiest uplink carries at least
   :data:`SKEW_MIN_REL` (4) and :data:`SKEW_SHARE` times an even share of its uplink traffic,
   beyond its peer switches' (same tier and plane) median by :data:`Z_SKEW` scales, in at
@@ -64,12 +68,13 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from clusterloom.errors import Problem, SpecError
-from clusterloom.ops.model import COLLECTIVE_SCHEMA, RATE_SCHEMA
+from clusterloom.ops.model import COLLECTIVE_SCHEMA, OPTIONAL_RATE_COLUMNS, RATE_SCHEMA
 
 if TYPE_CHECKING:
     from clusterloom.ops.fabric import OpsFabric
 
 __all__ = [
+    "RATE_COLUMNS_READ",
     "Anomaly",
     "Signal",
     "collective_anomalies",
@@ -107,6 +112,8 @@ RANK_REL_FLOOR = 0.03
 STRAGGLER_SHARE = 0.5
 MIN_STEPS = 3
 SLOW_STEP_REL = 0.2
+#: an interface whose operational speed is below this share of its design rate is flagged
+SPEED_SHARE = 0.99
 
 
 class Signal(StrEnum):
@@ -124,10 +131,29 @@ class Signal(StrEnum):
     SKEW = "skew"
     STRAGGLER = "straggler"
     SLOW_STEP = "slow-step"
+    SPEED = "speed"
 
 
 #: emit(signal, flagged interfaces, value, threshold, baseline, flagged rows, unit)
 Emit = Callable[[Signal, B, F64, F64, F64, B, str], None]
+
+#: the columns of a rates table (``RATE_SCHEMA``) the detectors read; a table may hold only
+#: these (``speed_bps`` may be left out too: no speed exported)
+RATE_COLUMNS_READ: tuple[str, ...] = (
+    "ts_ms",
+    "link",
+    "end",
+    "tx_bps",
+    "tx_pps",
+    "rx_pps",
+    "drops_ps",
+    "ecn_ps",
+    "pfc_ps",
+    "fec_uncorrected_ps",
+    "up",
+    "flaps",
+    "speed_bps",
+)
 
 #: signals of load (queues, line rate), as opposed to faults
 LOAD_SIGNALS = frozenset({Signal.ECN, Signal.PFC, Signal.HOT, Signal.HOT_SWITCH})
@@ -197,8 +223,18 @@ def _col(table: pa.Table, name: str) -> F64:
     return np.asarray(table[name].to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
-def _check_columns(table: pa.Table, schema: pa.Schema, what: str) -> None:
-    missing = [f.name for f in schema if f.name not in table.column_names]
+def _check_columns(
+    table: pa.Table, schema: pa.Schema, what: str, read: tuple[str, ...] | None = None
+) -> None:
+    """``SpecError`` naming the columns of ``schema`` (those in ``read`` only, when given;
+    optional ones aside) that ``table`` lacks."""
+    missing = [
+        f.name
+        for f in schema
+        if f.name not in table.column_names
+        and (read is None or f.name in read)
+        and f.name not in OPTIONAL_RATE_COLUMNS
+    ]
     if missing:
         raise SpecError(
             [Problem(what, f"missing column(s) {', '.join(missing)} (see ops.model {what})")]
@@ -258,7 +294,7 @@ def _flag_high(peer: I64, n_peer: int, x: F64, floor: float) -> tuple[NDArray[np
 def counter_anomalies(rates: pa.Table, fabric: OpsFabric) -> tuple[Anomaly, ...]:
     """The anomalies of interface counters given as rates (``RATE_SCHEMA``), sorted by score
     (highest first). Vectorised over rows: no per-row Python."""
-    _check_columns(rates, RATE_SCHEMA, "rates")
+    _check_columns(rates, RATE_SCHEMA, "rates", RATE_COLUMNS_READ)
     if rates.num_rows == 0:
         return ()
     t = fabric.topology
@@ -373,6 +409,8 @@ def counter_anomalies(rates: pa.Table, fabric: OpsFabric) -> tuple[Anomaly, ...]
         down_rows | (flaps > 0),
         "up/down changes in the window",
     )
+    if "speed_bps" in rates.column_names:
+        _speed(iface, cap, _col(rates, "speed_bps"), up, emit)
     out.extend(_skew(fabric, iface, ulink, uend, tier, plane, tx_bps))
     out.extend(_hot_switches(fabric, iface, ulink, uend, plane, util_row))
     return tuple(sorted(out, key=lambda a: (-a.score, a.signal, a.where)))
@@ -401,6 +439,32 @@ def _low_rate(iface: _Iface, peer: I64, n_peer: int, util: F64, util_row: F64, e
         1.0 / np.maximum(np.nan_to_num(m), 1e-12),
         rows,
         "1/utilisation",
+    )
+
+
+def _speed(iface: _Iface, cap: F64, speed: F64, up: F64, emit: Emit) -> None:
+    """Interfaces whose operational speed fell below :data:`SPEED_SHARE` of the design's
+    rate in some interval while up (a down link's speed says nothing): value the lowest share
+    seen, threshold the share, so the score is how far below; the rows flagged give the
+    span."""
+    share = speed / cap[iface.inv]
+    rows = ~np.isnan(share) & (np.nan_to_num(up, nan=1.0) > 0) & (share < SPEED_SHARE)
+    if not rows.any():
+        return
+    low = np.full(iface.n, np.inf)
+    np.minimum.at(low, iface.inv[rows], share[rows])
+    flag = np.isfinite(low)
+    with np.errstate(divide="ignore"):
+        value = np.where(flag, 1.0 / np.maximum(low, 1e-12), 0.0)
+    ones = np.ones(iface.n)
+    emit(
+        Signal.SPEED,
+        flag,
+        value,
+        ones / SPEED_SHARE,
+        np.where(flag, low, 1.0),
+        rows,
+        "design rate / operational speed",
     )
 
 

@@ -32,8 +32,10 @@ from clusterloom.ops.model import Fault, FaultKind, Suspect, SuspectKind
 
 if TYPE_CHECKING:
     from clusterloom.ops.fabric import OpsFabric
+    from clusterloom.ops.synth import Synthetic
 
 __all__ = [
+    "RATE_HIDDEN",
     "TOP1_TARGET",
     "Evaluation",
     "KindScore",
@@ -47,6 +49,9 @@ __all__ = [
 
 #: share of single-fault incidents whose culprit must be ranked first (issue 23)
 TOP1_TARGET = 0.9
+#: the variant of a gray link below its rate localised again with the cut not shown in the
+#: speed gauge (``synthesize(speed_shows_rate_cut=False)``); not in the kind's own scores
+RATE_HIDDEN = "rate-hidden"
 #: the incidents' telemetry: window and interval
 DURATION_S = 60.0
 INTERVAL_S = 10.0
@@ -65,7 +70,8 @@ class Outcome:
     first_fault: str
     false_first: bool
     seconds: float
-    #: a gray link's variant: ``loss`` or ``rate`` (empty for the other kinds)
+    #: a gray link's variant: ``loss``, ``rate`` (the cut in the speed gauge) or
+    #: :data:`RATE_HIDDEN` (the same incident without it; empty for the other kinds)
     variant: str = ""
 
 
@@ -150,8 +156,6 @@ def evaluate(
     """Localise ``incidents_per_kind`` seeded single-fault incidents of each kind and score
     them. Incident ``i`` of kind number ``k`` draws from ``default_rng([seed, k, i])``."""
     from clusterloom.ops.faults import random_fault
-    from clusterloom.ops.ingest import counter_rates
-    from clusterloom.ops.localise import localise
     from clusterloom.ops.synth import synthesize
 
     order = list(FaultKind)
@@ -162,34 +166,57 @@ def evaluate(
             t0 = time.perf_counter()
             rng = np.random.default_rng([seed, kn, i])
             fault = random_fault(fabric, kind, rng, duration_ms=int(duration_s * 1000))
+            seed_i = int(rng.integers(2**31))
             syn = synthesize(
-                fabric,
-                [fault],
-                duration_s=duration_s,
-                interval_s=interval_s,
-                seed=int(rng.integers(2**31)),
+                fabric, [fault], duration_s=duration_s, interval_s=interval_s, seed=seed_i
             )
-            rates = counter_rates(syn.counters, fabric)
-            loc = localise(fabric, rates=rates, probes=syn.probes, collectives=syn.collectives)
             truth = syn.truth[0] if syn.truth else fault
-            rank = next((j for j, s in enumerate(loc.suspects) if matches(fabric, truth, s)), None)
-            first = loc.suspects[0] if loc.suspects else None
-            false_first = first is not None and _is_fault(first) and rank != 0
-            outcomes.append(
-                Outcome(
-                    kind,
-                    i,
-                    truth.target,
-                    rank,
-                    "" if first is None else first.target,
-                    "" if first is None or first.fault is None else str(first.fault),
-                    false_first,
-                    time.perf_counter() - t0,
-                    _variant(truth),
+            outcomes.append(_outcome(fabric, kind, i, syn, truth, t0, _variant(truth)))
+            if _variant(truth) == "rate":  # the same incident with the cut not in the speed
+                t0 = time.perf_counter()
+                hidden = synthesize(
+                    fabric,
+                    [fault],
+                    duration_s=duration_s,
+                    interval_s=interval_s,
+                    seed=seed_i,
+                    speed_shows_rate_cut=False,
                 )
-            )
-    scores = tuple(_score(k, [o for o in outcomes if o.kind is k]) for k in kinds)
+                outcomes.append(_outcome(fabric, kind, i, hidden, truth, t0, RATE_HIDDEN))
+    scores = tuple(
+        _score(k, [o for o in outcomes if o.kind is k and o.variant != RATE_HIDDEN]) for k in kinds
+    )
     return Evaluation(design, seed, incidents_per_kind, scores, tuple(outcomes))
+
+
+def _outcome(
+    fabric: OpsFabric,
+    kind: FaultKind,
+    index: int,
+    syn: Synthetic,
+    truth: Fault,
+    t0: float,
+    variant: str,
+) -> Outcome:
+    """Localise one incident's telemetry and score it against its truth."""
+    from clusterloom.ops.ingest import counter_rates
+    from clusterloom.ops.localise import localise
+
+    rates = counter_rates(syn.counters, fabric)
+    loc = localise(fabric, rates=rates, probes=syn.probes, collectives=syn.collectives)
+    rank = next((j for j, s in enumerate(loc.suspects) if matches(fabric, truth, s)), None)
+    first = loc.suspects[0] if loc.suspects else None
+    return Outcome(
+        kind,
+        index,
+        truth.target,
+        rank,
+        "" if first is None else first.target,
+        "" if first is None or first.fault is None else str(first.fault),
+        first is not None and _is_fault(first) and rank != 0,
+        time.perf_counter() - t0,
+        variant,
+    )
 
 
 def _variant(fault: Fault) -> str:
@@ -200,7 +227,7 @@ def _variant(fault: Fault) -> str:
 
 def variant_scores(ev: Evaluation) -> tuple[tuple[FaultKind, str, KindScore], ...]:
     """The scores of each kind's variants (a gray link losing packets, or running below its
-    rate), for the kinds that have them."""
+    rate with the cut in its speed gauge, or without), for the kinds that have them."""
     out = []
     for k in ev.scores:
         variants = sorted({o.variant for o in ev.outcomes if o.kind is k.kind} - {""})
@@ -262,7 +289,13 @@ def evaluation_dict(ev: Evaluation) -> dict[str, object]:
             for kind, v, k in variant_scores(ev)
         ],
         "misses": [
-            {"kind": str(o.kind), "index": o.index, "truth": o.truth, "first": o.first}
+            {
+                "kind": str(o.kind),
+                "variant": o.variant,
+                "index": o.index,
+                "truth": o.truth,
+                "first": o.first,
+            }
             for o in ev.outcomes
             if o.rank != 0
         ],

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -806,6 +807,8 @@ class _Metric:
     exact: bool = True
     value: str = "plain"
     host_label: bool = False  #: the device label is a Prometheus ``instance``: drop ``:port``
+    #: the value times this is the column's unit (a speed in Mb/s or bytes/s to bits/s)
+    scale: int = 1
 
     @property
     def wanted(self) -> frozenset[str]:
@@ -826,6 +829,7 @@ NATIVE: dict[str, dict[str, _Metric]] = {
     "counters": {
         **{f"clusterloom_interface_{c}_total": _Metric(c, _IF) for c in COUNTERS},
         "clusterloom_interface_link_up": _Metric("link_up", _IF),
+        "clusterloom_interface_speed_bps": _Metric("speed_bps", _IF),
     },
     "probes": {
         **{f"clusterloom_probe_{c}_total": _Metric(c, _PROBE) for c in ("sent", "lost")},
@@ -845,7 +849,9 @@ _SNMP = (("device", "instance"), ("interface", "ifName"))
 #: Prometheus node_exporter's netdev and netclass collectors (the host from the ``instance``
 #: label, its port dropped; the interface from ``device``) and snmp_exporter's ``if_mib``
 #: module, the IF-MIB names SONiC and most switches serve (the switch from ``instance``, the
-#: interface from ``ifName``). Receive and transmit drops add into ``drops``.
+#: interface from ``ifName``). Receive and transmit drops add into ``drops``. The operational
+#: speed is a gauge in its exporter's unit, scaled to bits per second: node_exporter's
+#: ``node_network_speed_bytes`` (bytes/s), IF-MIB's ``ifHighSpeed`` (Mb/s).
 FOREIGN_COUNTERS: dict[str, _Metric] = {
     "node_network_transmit_bytes_total": _Metric("bytes_tx", _NODE, exact=False, host_label=True),
     "node_network_receive_bytes_total": _Metric("bytes_rx", _NODE, exact=False, host_label=True),
@@ -867,6 +873,8 @@ FOREIGN_COUNTERS: dict[str, _Metric] = {
     "ifInDiscards": _Metric("drops", _SNMP, "sum", exact=False, host_label=True),
     "ifOutDiscards": _Metric("drops", _SNMP, "sum", exact=False, host_label=True),
     "ifOperStatus": _Metric("link_up", _SNMP, exact=False, value="oper-status", host_label=True),
+    "node_network_speed_bytes": _Metric("speed_bps", _NODE, exact=False, host_label=True, scale=8),
+    "ifHighSpeed": _Metric("speed_bps", _SNMP, exact=False, host_label=True, scale=1_000_000),
 }
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
@@ -975,6 +983,21 @@ def _lines(path: Path) -> Iterator[tuple[int, str | None]]:
             yield n + 1, None
         elif carry:
             yield n + 1, carry[:-1] if carry.endswith("\r") else carry
+
+
+def _scaled(value: str, scale: int) -> str:
+    """An exposition value times ``scale``, exactly for whole numbers; anything else (a
+    fraction, ``NaN``, ``Inf``) as it is, for the column's check to judge (a negative value
+    stays negative)."""
+    try:
+        if re.fullmatch(r"[+-]?[0-9]+", value):
+            return str(int(value) * scale)
+        v = float(value)
+    except ValueError:
+        return value
+    if math.isfinite(v) and v == int(v):
+        return str(int(v) * scale)
+    return value
 
 
 def _parse_exposition(
@@ -1106,6 +1129,8 @@ def _parse_exposition(
             last[series] = (when, n)
         if metric.value == "oper-status":
             value = "1" if value in ("1", "1.0") else "0"
+        elif metric.scale != 1:
+            value = _scaled(value, metric.scale)
         row = rows.get(key)
         if row is None:
             row = [None] * len(value_cols)
@@ -1356,6 +1381,8 @@ def to_exposition(kind: Kind, table: pa.Table, *, openmetrics: bool = False) -> 
     for name, m in metrics.items():
         family = name.removesuffix("_total") if name.endswith("_total") else name
         typ = "counter" if name.endswith("_total") else "gauge"
+        if m.column not in cols:  # an optional column the table leaves out
+            continue
         out.append(f"# TYPE {family} {typ}")
         values = cols[m.column]
         lab = [cols[c] for c, _ in m.labels]
@@ -1455,7 +1482,8 @@ def counter_rates_noted(
     (the interface restarted its counters): the rate is null for that interval. Bit rates
     count the counters' bytes (layer 2, without preamble and gap). ``up`` is 1 when the
     interval's closing sample has the link up, ``flaps`` 1 when the state differs from the
-    opening sample's; samples of interfaces the design lacks are ignored."""
+    opening sample's; ``speed_bps`` the closing sample's operational speed (a gauge: not
+    differenced); samples of interfaces the design lacks are ignored."""
     nm = _names(fabric)
     code = _pair_codes(counters.column("device"), counters.column("interface"), nm.interfaces)
     ts = np.asarray(counters.column("ts_ms").to_numpy(), dtype=np.int64)
@@ -1513,5 +1541,10 @@ def counter_rates_noted(
     ua, ub = up.take(pa.array(a_idx)), up.take(take_b)
     out["up"] = pc.if_else(ub, 1.0, 0.0).cast(pa.float64())
     out["flaps"] = pc.if_else(pc.not_equal(ua, ub), 1, 0).cast(pa.int32())
+    # the speed is a gauge: the closing sample's (null where not exported)
+    if "speed_bps" in counters.column_names:
+        out["speed_bps"] = _as_array(counters.column("speed_bps")).take(take_b).cast(pa.float64())
+    else:
+        out["speed_bps"] = pa.nulls(len(b_idx), pa.float64())
     table = pa.table([out[f.name] for f in RATE_SCHEMA], schema=RATE_SCHEMA)
     return table, tuple(resets)

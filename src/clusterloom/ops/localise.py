@@ -21,7 +21,8 @@ Two kinds of evidence are combined:
   A 007-style vote (each lossy probe's loss split evenly over its path) is kept beside each
   suspect in its evidence.
 - **Counters and collectives** (``ops.detect``): drops, FEC errors, flaps, a link down, low
-  rates, skewed uplinks, ECN/PFC marks and hot links, stragglers.
+  rates, skewed uplinks, ECN/PFC marks and hot links, an operational speed below the design's
+  rate, stragglers.
 
 :func:`localise` turns both into suspects of the right kind (``docs/ops.md`` lists every
 rule and the constants below): probes of one EV lost where other probes or the links' own
@@ -32,9 +33,17 @@ counters clear every link of their paths are a ``dead-ev``, on the switch all of
 ``congestion`` (``congested-spine``; ``Localisation.congestion``), blaming nothing to repair,
 and drops on a loaded link are the queue's; a skewed switch is ``mis-hashed-switch``; load on
 one link alone is a link (or NIC port) slower than its rate; a rank late to its collectives
-is a ``straggler-rank``, one slower in them points at its ports. Anomalies present from the
+is a ``straggler-rank``, one slower in them points at its ports; a link whose exporters report
+a speed below its design rate (trained down to fewer lanes) is a ``gray-link`` on that
+reading alone. Anomalies present from the
 window's start (no onset) count half. Assumptions: probes follow ``OpsFabric.paths`` out and
-back with their EV; counters of a link losing most packets show it (drops, FEC, down).
+back with their EV; counters of a link losing most packets show it (drops, FEC, down); a
+reported speed is the link's (the exporter's own reading, not a statistic).
+
+Memory at scale: :func:`localise_store` reads a store's window without names (the probes as
+:class:`ProbeRows`: a key per row, times, counts and RTTs in narrow arrays, filled batch by
+batch from DuckDB; the rates as the columns the detectors read only), and the dead-EV
+clearing expands one interval's probe paths at a time.
 """
 
 from __future__ import annotations
@@ -52,11 +61,23 @@ from scipy import optimize, sparse
 from clusterloom.errors import Problem, SpecError
 from clusterloom.ops.detect import LOAD_SIGNALS, Anomaly, Signal, detect
 from clusterloom.ops.model import PROBE_SCHEMA, FaultKind, Suspect, SuspectKind
+from clusterloom.units import to_gbps
 
 if TYPE_CHECKING:
     from clusterloom.ops.fabric import OpsFabric
+    from clusterloom.ops.telemetry import Resolution, TelemetryStore
 
-__all__ = ["Localisation", "localisation_dict", "localise", "suspect_dict", "tomography"]
+__all__ = [
+    "Localisation",
+    "ProbeRows",
+    "localisation_dict",
+    "localise",
+    "localise_store",
+    "probe_rows",
+    "store_probe_rows",
+    "suspect_dict",
+    "tomography",
+]
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -322,19 +343,30 @@ def _ranked(suspects: Sequence[Suspect]) -> tuple[Suspect, ...]:
 
 
 @dataclass(frozen=True)
-class _Probes:
-    """Probe rows grouped by key (source host, destination host, port, EV)."""
+class ProbeRows:
+    """Probe rows in a compact form, grouped by key (source host, destination host, port,
+    EV): per key its endpoints and path (out and back), per row its key, time and counts in
+    narrow dtypes, no names. :func:`probe_rows` makes it from a ``PROBE_SCHEMA`` table,
+    :func:`localise_store` from a telemetry store (read in batches, never as a table of
+    strings); :func:`localise` takes either."""
 
     src: I64  # per key
     dst: I64
     port: I64
     ev: I64
     paths: I64  # per key, directed links of the way out and back, -1 padded
-    key: I64  # per row: its key
+    key: NDArray[np.int32]  # per row: its key
     ts: I64  # per row
-    sent: F64  # per row
-    lost: F64
-    rtt: F64
+    sent: NDArray[np.int32]  # per row
+    lost: NDArray[np.int32]
+    rtt: NDArray[np.float32]  # mean RTT, NaN when every probe was lost
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.key.size)
+
+
+_Probes = ProbeRows
 
 
 def _factorize(values: NDArray[np.int64]) -> tuple[I64, I64]:
@@ -381,10 +413,9 @@ def _endpoint_ids(
     return host[inv], port[inv]
 
 
-def _probe_keys(fabric: OpsFabric, probes: pa.Table) -> _Probes:
-    missing = [f.name for f in PROBE_SCHEMA if f.name not in probes.column_names]
-    if missing:
-        raise SpecError([Problem("probes", f"missing column(s) {', '.join(missing)}")])
+def _keys(fabric: OpsFabric, probes: pa.Table) -> tuple[I64, I64, I64, I64, I64, NDArray[np.int32]]:
+    """The keys of a table of probe rows (or of distinct series): per key source host,
+    destination host, port, EV and path (out and back), sorted by those; per row its key."""
     sh, sp = _endpoint_ids(fabric, probes["src_device"], probes["src_interface"], "source")
     dh, dp = _endpoint_ids(fabric, probes["dst_device"], probes["dst_interface"], "destination")
     if (sp != dp).any():
@@ -397,7 +428,9 @@ def _probe_keys(fabric: OpsFabric, probes: pa.Table) -> _Probes:
     hosts, ports = int(fabric.topology.plan.hosts), max(fabric.host_ports, 1)
     if hosts * hosts * ports * max(evs.size, 1) < 2**62:
         code = ((sh * hosts + dh) * ports + sp) * max(evs.size, 1) + ev_i
+        del sh, dh, sp, dp, ev, ev_i
         uc, key = _factorize(code)
+        del code
         ev_k = evs[uc % max(evs.size, 1)]
         rest = uc // max(evs.size, 1)
         uniq = np.stack([rest // ports // hosts, rest // ports % hosts, rest % ports, ev_k], 1)
@@ -408,18 +441,73 @@ def _probe_keys(fabric: OpsFabric, probes: pa.Table) -> _Probes:
     forward = fabric.paths(uniq[:, 0], uniq[:, 1], uniq[:, 2], uniq[:, 3])
     reverse = fabric.paths(uniq[:, 1], uniq[:, 0], uniq[:, 2], uniq[:, 3])
     paths = np.concatenate([forward, reverse], axis=1)
-    return _Probes(
-        uniq[:, 0],
-        uniq[:, 1],
-        uniq[:, 2],
-        uniq[:, 3],
+    return uniq[:, 0], uniq[:, 1], uniq[:, 2], uniq[:, 3], paths, key.astype(np.int32)
+
+
+def _missing_probe_columns(names: Sequence[str]) -> None:
+    missing = [f.name for f in PROBE_SCHEMA if f.name not in names and f.name != "rtt_max_us"]
+    if missing:
+        raise SpecError([Problem("probes", f"missing column(s) {', '.join(missing)}")])
+
+
+def probe_rows(fabric: OpsFabric, probes: pa.Table) -> ProbeRows:
+    """A ``PROBE_SCHEMA`` table's rows as :class:`ProbeRows` (``SpecError`` naming
+    endpoints the design lacks)."""
+    _missing_probe_columns(probes.column_names)
+    src, dst, port, ev, paths, key = _keys(fabric, probes)
+    return ProbeRows(
+        src,
+        dst,
+        port,
+        ev,
         paths,
         key,
         np.asarray(probes["ts_ms"].to_numpy(), dtype=np.int64),
-        np.asarray(probes["sent"].to_numpy(), dtype=np.float64),
-        np.asarray(probes["lost"].to_numpy(), dtype=np.float64),
-        np.asarray(probes["rtt_us"].to_numpy(zero_copy_only=False), dtype=np.float64),
+        np.asarray(probes["sent"].to_numpy(), dtype=np.int32),
+        np.asarray(probes["lost"].to_numpy(), dtype=np.int32),
+        np.asarray(probes["rtt_us"].to_numpy(zero_copy_only=False), dtype=np.float32),
     )
+
+
+def _probe_keys(fabric: OpsFabric, probes: pa.Table | ProbeRows) -> ProbeRows:
+    return probes if isinstance(probes, ProbeRows) else probe_rows(fabric, probes)
+
+
+def store_probe_rows(
+    fabric: OpsFabric,
+    store: TelemetryStore,
+    start_ms: int | None = None,
+    end_ms: int | None = None,
+    *,
+    resolution: Resolution = "raw",
+) -> ProbeRows:
+    """The probe rows of a telemetry store's window as :class:`ProbeRows`, read without
+    their names: the distinct series first (their keys and paths), then the rows' times and
+    counts in batches into narrow arrays, sorted by time and key (so that every sum over them
+    is made in one order: deterministic)."""
+    series = store.probe_series(start_ms, end_ms, resolution=resolution)
+    src, dst, port, ev, paths, key_of = _keys(fabric, series)
+    n, batches = store.probe_values(series, start_ms, end_ms, resolution=resolution)
+    key = np.empty(n, dtype=np.int32)
+    ts = np.empty(n, dtype=np.int64)
+    sent = np.empty(n, dtype=np.int32)
+    lost = np.empty(n, dtype=np.int32)
+    rtt = np.empty(n, dtype=np.float32)
+    at = 0
+    for b in batches:
+        m = b.num_rows
+        key[at : at + m] = key_of[np.asarray(b.column(1).to_numpy(), dtype=np.int64)]
+        ts[at : at + m] = np.asarray(b.column(0).to_numpy(), dtype=np.int64)
+        sent[at : at + m] = np.asarray(b.column(2).to_numpy(), dtype=np.int32)
+        lost[at : at + m] = np.asarray(b.column(3).to_numpy(), dtype=np.int32)
+        rtt[at : at + m] = np.asarray(b.column(4).to_numpy(zero_copy_only=False), dtype=np.float32)
+        at += m
+    if at != n:  # the store changed between the count and the read
+        raise SpecError([Problem(str(store.path), "probes changed while being read: retry")])
+    order = np.lexsort((key, ts))
+    key, ts, sent, lost, rtt = key[order], ts[order], sent[order], lost[order], rtt[order]
+    del order
+    return ProbeRows(src, dst, port, ev, paths, key, ts, sent, lost, rtt)
 
 
 def _key_name(fabric: OpsFabric, p: _Probes, k: int) -> str:
@@ -478,6 +566,8 @@ def _max(a: int | None, b: int | None) -> int | None:
 #: base confidence of direct counter evidence: a link reported down, flapping, corrupting
 #: frames; the rest scale it by ``1 - exp(-score)`` (``score`` 1 at the detection threshold)
 BASE_STATE = 0.95
+#: a link whose operational speed is below its design rate (its own exporter says so)
+BASE_SPEED = 0.95
 BASE_ERRORS = 0.9
 BASE_RATE = 0.9
 BASE_SKEW = 0.85
@@ -517,28 +607,37 @@ def _intervals(p: _Probes) -> tuple[I64, I64]:
 
 
 def _cleared_by(
-    p: _Probes, t_idx: I64, n_t: int, rows: I64, clean: NDArray[np.bool_] | None = None
+    p: ProbeRows, t_idx: I64, n_t: int, rows: I64, clean: NDArray[np.bool_] | None = None
 ) -> F64:
     """For each of ``rows``: the fewest probes that other, clean rows (lost at most
     :data:`CLEAR_SHARE`) sent in the same interval over any one link of its path; a link
-    whose counters show no loss (``clean``) counts as cleared."""
+    whose counters show no loss (``clean``) counts as cleared. Interval by interval (only
+    those with ``rows``), so that only one interval's paths are ever expanded."""
+    n_dir = int(p.paths.max(initial=-1)) + 1
+    out = np.full(rows.size, np.inf)
+    if rows.size == 0 or n_dir == 0:
+        return out
     good = np.flatnonzero((p.sent > 0) & (p.lost <= CLEAR_SHARE * p.sent))
-    links_c = p.paths[p.key[good]]
-    code_c = (links_c * n_t + t_idx[good, None])[links_c >= 0]
-    w_c = np.broadcast_to(p.sent[good, None], links_c.shape)[links_c >= 0]
-    codes, inv = np.unique(code_c, return_inverse=True)
-    sums = np.bincount(inv.reshape(-1), weights=w_c, minlength=codes.size)
-    links_d = p.paths[p.key[rows]]
-    code_d = links_d * n_t + t_idx[rows, None]
-    if codes.size == 0:
-        got = np.zeros(code_d.shape)
-    else:
-        pos = np.minimum(np.searchsorted(codes, code_d), codes.size - 1)
-        got = np.where(codes[pos] == code_d, sums[pos], 0.0)
-    got = np.where(links_d >= 0, got, np.inf)
-    if clean is not None:
-        got = np.where(clean[np.maximum(links_d, 0)], np.inf, got)
-    return np.asarray(got.min(axis=1), dtype=np.float64)
+    good = good[np.argsort(t_idx[good], kind="stable")]
+    g_t = t_idx[good]
+    r_order = np.argsort(t_idx[rows], kind="stable")
+    r_t = t_idx[rows][r_order]
+    for t in np.unique(r_t).tolist():
+        g = good[np.searchsorted(g_t, t, "left") : np.searchsorted(g_t, t, "right")]
+        links_c = p.paths[p.key[g]]
+        on = links_c >= 0
+        sums = np.bincount(
+            links_c[on],
+            weights=np.broadcast_to(p.sent[g, None], links_c.shape)[on].astype(np.float64),
+            minlength=n_dir,
+        )
+        mine = r_order[np.searchsorted(r_t, t, "left") : np.searchsorted(r_t, t, "right")]
+        links_d = p.paths[p.key[rows[mine]]]
+        got = np.where(links_d >= 0, sums[np.maximum(links_d, 0)], np.inf)
+        if clean is not None:
+            got = np.where(clean[np.maximum(links_d, 0)] & (links_d >= 0), np.inf, got)
+        out[mine] = got.min(axis=1)
+    return out
 
 
 def _dead_evs(
@@ -685,7 +784,7 @@ def _time_fault(
 
 
 def _probe_evidence(
-    fabric: OpsFabric, probes: pa.Table, clean: NDArray[np.bool_] | None = None
+    fabric: OpsFabric, probes: pa.Table | ProbeRows, clean: NDArray[np.bool_] | None = None
 ) -> _Tomo:
     """The probes' evidence; ``clean`` marks directed links whose counters show no loss."""
     p = _probe_keys(fabric, probes)
@@ -783,6 +882,24 @@ def _counter_suspect(fabric: OpsFabric, an: Anomaly, load: set[int]) -> Suspect 
         fault, conf = FaultKind.SLOW_NIC_PORT, _conf(an.score, BASE_RATE)
     elif an.signal is Signal.LOW_RATE:
         fault, conf = FaultKind.GRAY_LINK, _conf(an.score, BASE_RATE)
+    elif an.signal is Signal.SPEED:  # the exporter's own reading: no statistics to discount
+        cap = float(fabric.topology.link_capacity_bps[an.link])
+        said = (
+            f"counters: operational speed at {an.where} {to_gbps(an.baseline * cap):.4g} Gb/s, "
+            f"{an.baseline:.0%} of the design's {to_gbps(cap):.4g} Gb/s, in {an.intervals} "
+            "interval(s): a link below its design speed (trained down to fewer lanes)"
+        )
+        return Suspect(
+            kind,
+            target,
+            BASE_SPEED,
+            FaultKind.GRAY_LINK,
+            an.intervals,
+            0,
+            an.first_ms,
+            an.last_ms,
+            (said,),
+        )
     else:
         return None
     evidence = (
@@ -796,10 +913,11 @@ def localise(
     fabric: OpsFabric,
     *,
     rates: pa.Table | None = None,
-    probes: pa.Table | None = None,
+    probes: pa.Table | ProbeRows | None = None,
     collectives: pa.Table | None = None,
 ) -> Localisation:
-    """Suspects for the symptoms in the telemetry given (any of the three tables), sorted by
+    """Suspects for the symptoms in the telemetry given (any of the three tables; the probes
+    also as :class:`ProbeRows`; the rates need only ``detect.RATE_COLUMNS_READ``), sorted by
     confidence; see the module's docstring for how each kind is told."""
     anomalies = detect(fabric, rates=rates, collectives=collectives)
     board = _Board()
@@ -870,6 +988,36 @@ def localise(
     _lone_load(fabric, anomalies, load, delay_links, congested, board)
     _stragglers(fabric, anomalies, board)
     return Localisation(board.ranked(), anomalies, bool(congested))
+
+
+def localise_store(
+    fabric: OpsFabric,
+    store: TelemetryStore,
+    start_ms: int | None = None,
+    end_ms: int | None = None,
+    *,
+    rates_resolution: Resolution = "1m",
+    probes_resolution: Resolution = "raw",
+    collectives: bool = True,
+) -> Localisation:
+    """:func:`localise` over a telemetry store's window (``start_ms <= ts_ms < end_ms``,
+    default everything), reading only what it needs: the rates at ``rates_resolution`` (the
+    1-minute rollups by default: a long window of raw 10-s rates is six times the rows),
+    only the columns the detectors read (no names); the probes at ``probes_resolution`` (raw
+    by default: the time pattern of a flap needs its intervals) as :class:`ProbeRows`, read in
+    batches into narrow arrays (``store_probe_rows``); the collectives as they are. Roll the
+    store up first (``TelemetryStore.downsample``) for a rollup resolution."""
+    from clusterloom.ops.detect import RATE_COLUMNS_READ
+
+    rates = store.columns("rates", RATE_COLUMNS_READ, start_ms, end_ms, resolution=rates_resolution)
+    probes = store_probe_rows(fabric, store, start_ms, end_ms, resolution=probes_resolution)
+    coll = store.collectives(start_ms, end_ms) if collectives else None
+    return localise(
+        fabric,
+        rates=rates if rates.num_rows else None,
+        probes=probes if probes.num_rows else None,
+        collectives=coll if coll is not None and coll.num_rows else None,
+    )
 
 
 def _lone_load(

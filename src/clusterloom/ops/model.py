@@ -7,7 +7,8 @@ devices ``node00012`` and ``be-p0-leaf0003``, interfaces ``gpu3p0`` and ``swp7s2
 
 - **counters** (:data:`COUNTER_SCHEMA`): one row per interface and sample, the interface's
   cumulative counters as a switch or NIC exports them (unsigned 64-bit, so they wrap at 2**64;
-  a column may be null when a source does not export it), and whether the link is up;
+  a column may be null when a source does not export it), whether the link is up and its
+  operational speed (a gauge);
 - **probes** (:data:`PROBE_SCHEMA`): Pingmesh-style path probes, one row per source endpoint,
   destination endpoint, entropy value (EV: the UDP source port, or the EV a spraying NIC puts
   in its header) and interval: probes sent, probes lost, the RTT of those that came back;
@@ -30,6 +31,7 @@ __all__ = [
     "COLLECTIVE_SCHEMA",
     "COUNTERS",
     "COUNTER_SCHEMA",
+    "OPTIONAL_RATE_COLUMNS",
     "PROBE_SCHEMA",
     "RATE_SCHEMA",
     "Fault",
@@ -59,6 +61,11 @@ COUNTER_SCHEMA = pa.schema(
         *(pa.field(c, pa.uint64()) for c in COUNTERS),
         #: operational state at the sample (null: not exported)
         pa.field("link_up", pa.bool_()),
+        #: operational speed at the sample, bits per second: a gauge, not a counter (IF-MIB
+        #: ``ifHighSpeed``, node_exporter ``node_network_speed_bytes``, gNMI
+        #: ``negotiated-port-speed``); below the design's rate when a link trained down to
+        #: fewer lanes (null: not exported)
+        pa.field("speed_bps", pa.uint64()),
     ]
 )
 
@@ -104,8 +111,14 @@ RATE_SCHEMA = pa.schema(
         pa.field("fec_uncorrected_ps", pa.float64()),
         pa.field("up", pa.float64()),
         pa.field("flaps", pa.int32()),
+        #: the operational speed at the interval's closing sample, bits per second (null: not
+        #: exported); optional in a rates table given to ``ops.detect``
+        pa.field("speed_bps", pa.float64()),
     ]
 )
+
+#: the columns of :data:`RATE_SCHEMA` a rates table may leave out (null)
+OPTIONAL_RATE_COLUMNS: tuple[str, ...] = ("speed_bps",)
 
 COLLECTIVE_SCHEMA = pa.schema(
     [

@@ -34,7 +34,11 @@ The model, assumption by assumption:
   **FEC** codewords (RS(544,514), 5,440 bits) at line rate whenever the link is up, each corrected
   with probability ``FEC_CORRECTED`` (a healthy pre-FEC BER of about 1e-8) and, on a lossy gray
   link, uncorrectable with probability ``loss / codewords per packet`` and corrected
-  ``FEC_GRAY_FACTOR`` times as often; **link up** as the state at the sample.
+  ``FEC_GRAY_FACTOR`` times as often; **link up** as the state at the sample; the **speed**
+  gauge (``speed_bps``) the design's rate, and a gray link's cut rate at both ends while it is
+  cut: the assumption that a rate cut is lanes trained down, which the port's operational
+  speed shows (``speed_shows_rate_cut=False``: a cut by another cause, invisible there; a slow
+  NIC port's is never shown).
 - **Probes** (Pingmesh-like): every host probes ``peers`` (2) distinct peers drawn with
   ``traffic_seed`` (a fixed pattern, as a deployment keeps it) among the hosts under other leaves,
   on port ``(host + j) % ports``, with each of ``PROBE_EVS`` as the UDP source port, ``probe_hz``
@@ -489,6 +493,7 @@ def synthesize(
     reconverge_s: float = 1.0,
     start_ms: int = DEFAULT_START_MS,
     traffic_seed: int = 0,
+    speed_shows_rate_cut: bool = True,
 ) -> Synthetic:
     """The telemetry of ``fabric`` running its traffic for ``duration_s`` with ``faults``
     (times as offsets from the start, ``ops.faults``), sampled every ``interval_s``; seeded
@@ -497,7 +502,9 @@ def synthesize(
     spent communicating; ``peers`` and ``evs`` the probes' pattern. ``traffic_seed`` seeds
     the traffic (a permutation's pairs) and the probe pairs, which a deployment keeps fixed:
     incidents with different ``seed`` on one fabric share one healthy run (cached); the
-    flows and probes hash under the fabric's ``hash_seed``."""
+    flows and probes hash under the fabric's ``hash_seed``. ``speed_shows_rate_cut``: a gray
+    link's rate cut shows in both ends' speed gauge (``speed_bps``: lanes trained down), or
+    not (another cause: the gauge keeps the design's rate)."""
     problems = _check(fabric, faults, duration_s, interval_s, engine, load, peers, evs, probe_hz)
     if problems:
         raise SpecError(problems)
@@ -623,6 +630,11 @@ def synthesize(
         )
     counters = _counters(
         fabric, rate, loss, util, up_at, weights, keys, interval_s, sample_ms, rng, measured
+    )
+    counters = counters.set_column(  # the speed gauge (ops-loc): a gauge, no draws
+        counters.schema.get_field_index("speed_bps"),
+        "speed_bps",
+        _speed(faults, fabric, n_int, interval_ms, horizon, speed_shows_rate_cut),
     )
     probes = _probes(
         fabric,
@@ -768,6 +780,30 @@ def _link_up(
     return up
 
 
+def _speed(
+    faults: Sequence[Fault],
+    fabric: OpsFabric,
+    n_int: int,
+    interval_ms: int,
+    horizon: int,
+    shows_cut: bool,
+) -> pa.Array:
+    """The ``speed_bps`` gauge of every interface at every sample, in the counters' row order
+    (samples, then end 0 of every link, then end 1): the design's rate, and a gray link's cut
+    rate at both ends while its fault is on when ``shows_cut`` (a rate cut by lanes trained
+    down is visible in the speed; one by other causes, a slow NIC port's included, is not)."""
+    t = fabric.topology
+    speed = np.tile(t.link_capacity_bps.astype(np.float64), (n_int + 1, 1))
+    at = np.arange(n_int + 1, dtype=np.int64) * interval_ms
+    for f in faults if shows_cut else ():
+        if f.kind is FaultKind.GRAY_LINK and f.rate < 1.0:
+            end = f.end_ms if f.end_ms is not None else horizon + 1
+            on = (at >= f.start_ms) & (at < end)
+            link = fabric.link_of_label(f.target)
+            speed[on, link] = np.floor(speed[on, link] * f.rate)
+    return pa.array(np.concatenate([speed, speed], axis=1).reshape(-1).astype(np.uint64))
+
+
 def _counters(
     fabric: OpsFabric,
     rate: F64,
@@ -850,6 +886,7 @@ def _counters(
         cols[name] = pa.array(cum.reshape(-1), pa.uint64())
         del inc, cum
     cols["link_up"] = pa.array(up_at[:, link2].reshape(-1), pa.bool_())
+    cols["speed_bps"] = pa.nulls(n_s * n_if, pa.uint64())  # synthesize sets it (_speed)
     return pa.table(cols, schema=COUNTER_SCHEMA)
 
 

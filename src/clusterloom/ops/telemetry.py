@@ -43,12 +43,12 @@ import contextlib
 import fcntl
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -85,6 +85,11 @@ SERIES: dict[str, tuple[str, ...]] = {
     "collectives": ("job", "rank", "collective", "step"),
 }
 BUCKET_MS: dict[str, int] = {"1m": MINUTE_MS, "1h": HOUR_MS}
+#: the memory DuckDB may use for a rollup (it spills to ``state/spill`` beyond it)
+ROLLUP_MEMORY = "1GB"
+#: columns added to the schemas since the store's format 1: parts written before lack them,
+#: and read them as null
+OPTIONAL = frozenset({"speed_bps"})
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,20 @@ def _hour_of(name: str) -> int | None:
     except ValueError:
         return None
     return int(dt.timestamp()) // 3600
+
+
+def _write_batches(path: Path, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> None:
+    """:func:`_write` of a stream of record batches (cast to ``schema``), never held whole."""
+    names = [f.name for f in schema if pa.types.is_string(f.type)]
+    with atomic_open(path, "wb") as fh:
+        writer = pq.ParquetWriter(
+            fh, schema, compression="zstd", compression_level=1, use_dictionary=names
+        )
+        try:
+            for b in batches:
+                writer.write_table(pa.Table.from_batches([b]).cast(schema), row_group_size=1 << 20)
+        finally:
+            writer.close()
 
 
 def _write(path: Path, table: pa.Table) -> None:
@@ -223,6 +242,9 @@ class TelemetryStore:
     def _checked(self, kind: str, table: pa.Table) -> pa.Table:
         schema = SCHEMAS[kind]
         try:
+            for f in schema:  # an optional column added since (the speed): null
+                if f.nullable and f.name in OPTIONAL and f.name not in table.column_names:
+                    table = table.append_column(f, pa.nulls(table.num_rows, f.type))
             return table.select(schema.names).cast(schema)
         except (KeyError, pa.ArrowInvalid, ValueError) as exc:
             raise SpecError(
@@ -352,10 +374,123 @@ class TelemetryStore:
             args.extend(params or [])
         order = ", ".join(("ts_ms", *SERIES[kind]))
         columns = ", ".join(f'"{c}"' for c in schema.names)
-        sql = f"SELECT {columns} FROM read_parquet(?) WHERE {' AND '.join(cond)} ORDER BY {order}"
         with duckdb.connect() as con:
-            got = con.sql(sql, params=[files, *args]).to_arrow_table()
+            src = _source(con, files, schema)
+            sql = f"SELECT {columns} FROM {src} WHERE {' AND '.join(cond)} ORDER BY {order}"
+            got = con.sql(sql, params=args).to_arrow_table()
         return _as_table(got).cast(schema)
+
+    def _where(self, start_ms: int | None, end_ms: int | None) -> tuple[str, list[object]]:
+        cond: list[str] = ["TRUE"]
+        args: list[object] = []
+        if start_ms is not None:
+            cond.append("ts_ms >= ?")
+            args.append(int(start_ms))
+        if end_ms is not None:
+            cond.append("ts_ms < ?")
+            args.append(int(end_ms))
+        return " AND ".join(cond), args
+
+    def columns(
+        self,
+        kind: Table,
+        names: Sequence[str],
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        *,
+        resolution: Resolution = "raw",
+    ) -> pa.Table:
+        """Only the columns ``names`` of ``kind``'s rows with ``start_ms <= ts_ms < end_ms``,
+        in the order the parts hold them (hour by hour, each part sorted by time and series:
+        deterministic, without a sort), typed as the schema: a narrow read for a long window
+        (the rates' names and strings are not read)."""
+        import duckdb
+
+        schema = SCHEMAS[kind]
+        unknown = [n for n in names if n not in schema.names]
+        if unknown:
+            raise SpecError([Problem("columns", f"not in the {kind} schema: {unknown}")])
+        files = self._files(kind, resolution, start_ms, end_ms)
+        want = pa.schema([schema.field(n) for n in names])
+        if not files:
+            return want.empty_table()
+        cond, args = self._where(start_ms, end_ms)
+        cols = ", ".join(f'"{n}"' for n in names)
+        with duckdb.connect() as con:
+            con.sql("SET threads TO 2")
+            src = _source(con, files, schema)
+            got = con.sql(f"SELECT {cols} FROM {src} WHERE {cond}", params=args).arrow()
+        return _as_table(got).cast(want)
+
+    def probe_series(
+        self,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        *,
+        resolution: Resolution = "raw",
+    ) -> pa.Table:
+        """The distinct probe series (source and destination endpoints, EV) with rows in the
+        window, sorted."""
+        import duckdb
+
+        files = self._files("probes", resolution, start_ms, end_ms)
+        names = list(SERIES["probes"])
+        want = pa.schema([PROBE_SCHEMA.field(n) for n in names])
+        if not files:
+            return want.empty_table()
+        cond, args = self._where(start_ms, end_ms)
+        cols = ", ".join(names)
+        with duckdb.connect() as con:
+            con.sql("SET threads TO 2")
+            src = _source(con, files, PROBE_SCHEMA)
+            sql = f"SELECT DISTINCT {cols} FROM {src} WHERE {cond} ORDER BY {cols}"
+            got = con.sql(sql, params=args).arrow()
+        return _as_table(got).cast(want)
+
+    def probe_values(
+        self,
+        series: pa.Table,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        *,
+        resolution: Resolution = "raw",
+        batch_rows: int = 1 << 20,
+    ) -> tuple[int, Iterator[pa.RecordBatch]]:
+        """The probe rows of the window without their names: how many, and record batches
+        of ``ts_ms``, ``series`` (the row of ``series``, as :meth:`probe_series` gives it, that
+        names the row; rows of other series are left out), ``sent``, ``lost`` and ``rtt_us``
+        (float32), in no particular order: a caller that needs one sorts them."""
+        import duckdb
+
+        files = self._files("probes", resolution, start_ms, end_ms)
+        if not files or series.num_rows == 0:
+            return 0, iter(())
+        cond, args = self._where(start_ms, end_ms)
+        keys = list(SERIES["probes"])
+        con = duckdb.connect()
+        con.sql("SET threads TO 2")
+        named = series.select(keys).append_column(
+            "series", pa.array(np.arange(series.num_rows, dtype=np.int32))
+        )
+        con.register("series_names", named)
+        src = _source(con, files, PROBE_SCHEMA)
+        join = " AND ".join(f"p.{k} = s.{k}" for k in keys)
+        body = (
+            f"FROM {src} p JOIN series_names s ON {join} WHERE {cond.replace('ts_ms', 'p.ts_ms')}"
+        )
+        n = int(con.execute(f"SELECT count(*) {body}", args).fetchall()[0][0])
+        reader = con.sql(
+            "SELECT p.ts_ms, s.series, p.sent, p.lost, p.rtt_us::FLOAT AS rtt_us " + body,
+            params=args,
+        ).to_arrow_reader(batch_rows)
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            try:
+                yield from reader
+            finally:
+                con.close()
+
+        return n, batches()
 
     def counters(
         self,
@@ -416,6 +551,13 @@ class TelemetryStore:
         done = 0
         with self._lock(), duckdb.connect() as con:
             con.sql("SET threads TO 2")
+            # a rollup of an hour of a large fabric (35M counter rows at 16k GPUs) is a
+            # grouping and a sort: bounded, spilling to disk beyond it, the result streamed
+            con.sql(f"SET memory_limit = '{ROLLUP_MEMORY}'")
+            con.sql("SET preserve_insertion_order = false")
+            spill = self.path / "state" / "spill"
+            spill.mkdir(parents=True, exist_ok=True)
+            con.execute("SET temp_directory = ?", [str(spill)])
             rolled = self._rolled()
             for kind in ("counters", "rates", "probes"):
                 for hour in self.hours(kind, "raw"):
@@ -427,13 +569,13 @@ class TelemetryStore:
                     if rolled.get(key) == parts:
                         continue
                     files = [str(self.path / "raw" / kind / name / p) for p in parts]
-                    src = f"read_parquet({_sql_list(files)})"
+                    src = _source(con, files, SCHEMAS[kind])
                     for res in ("1m", "1h"):
                         sql = _rollup_sql(kind, src, BUCKET_MS[res])
-                        out = _as_table(con.sql(sql).to_arrow_table()).cast(SCHEMAS[kind])
                         folder = self.path / res / kind / name
                         folder.mkdir(parents=True, exist_ok=True)
-                        _write(folder / "rollup.parquet", out)
+                        reader = con.sql(sql).to_arrow_reader(1 << 20)
+                        _write_batches(folder / "rollup.parquet", SCHEMAS[kind], reader)
                     rolled[key] = parts
                     done += 1
             if done:  # the rollups are rewritten whole, so a crash before this only redoes them
@@ -482,6 +624,18 @@ def _as_table(got: pa.Table | pa.RecordBatchReader) -> pa.Table:
     return got
 
 
+def _source(con: Any, files: list[str], schema: pa.Schema) -> str:
+    """A SQL source of the parts ``files`` with every column of ``schema``: an optional
+    column (:data:`OPTIONAL`) that no part has is null."""
+    scan = f"read_parquet({_sql_list(files)}, union_by_name = true)"
+    have = {str(r[0]) for r in con.sql(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
+    cols = [
+        f'"{f.name}"' if f.name in have or f.name not in OPTIONAL else f'NULL AS "{f.name}"'
+        for f in schema
+    ]
+    return f"(SELECT {', '.join(cols)} FROM {scan})"
+
+
 def _sql_list(files: list[str]) -> str:
     return "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
 
@@ -496,7 +650,8 @@ def _rollup_sql(kind: str, src: str, bucket_ms: int) -> str:
             f"GROUP BY device, interface, {b} ORDER BY ts_ms, device, interface"
         )
     if kind == "rates":
-        rate_cols = [f.name for f in RATE_SCHEMA][6:-2]
+        rate_cols = [f.name for f in RATE_SCHEMA if f.name.endswith(("_bps", "_pps", "_ps"))]
+        rate_cols.remove("speed_bps")
         weighted = ", ".join(
             f"sum({c} * seconds) / nullif(sum(CASE WHEN {c} IS NULL THEN 0 ELSE seconds END), 0)"
             f" AS {c}"
@@ -506,7 +661,7 @@ def _rollup_sql(kind: str, src: str, bucket_ms: int) -> str:
             f"SELECT max(ts_ms) AS ts_ms, device, interface, any_value(link) AS link, "
             f'any_value("end") AS "end", sum(seconds) AS seconds, {weighted}, '
             "sum(up * seconds) / nullif(sum(CASE WHEN up IS NULL THEN 0 ELSE seconds END), 0) "
-            "AS up, sum(flaps)::INTEGER AS flaps "
+            "AS up, sum(flaps)::INTEGER AS flaps, arg_max(speed_bps, ts_ms) AS speed_bps "
             f"FROM {src} GROUP BY device, interface, {b} ORDER BY ts_ms, device, interface"
         )
     if kind == "probes":
