@@ -28,6 +28,7 @@ def _concrete(path: str, world: World) -> str:
         "rack": "b1-h1-r01-p01",
         "proposal": world.proposal,
         "kind": "fct",
+        "incident": "inc-0123456789ab",  # refused for want of a token before any lookup
     }
     out = re.sub(r"\{(\w+)(:path)?\}", lambda m: values[m.group(1)], path)
     if "/runs/" in path and "/artifacts/" in path:

@@ -43,7 +43,10 @@ LogOpt = Annotated[
 ]
 IncidentOpt = Annotated[
     Path | None,
-    typer.Option("--incident", help="the incident file (JSON) to write or add to"),
+    typer.Option(
+        "--incident",
+        help="the incident file (JSON) to write or add to (with --store, kept there too)",
+    ),
 ]
 AtOpt = Annotated[
     int | None,
@@ -270,6 +273,8 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
                 inc = incident_from(spec_hash(fabric.spec), observed)
                 inc = with_mitigation(inc, checked, proposal, now)
                 atomic_write(incident, incident_json(inc))
+                if store is not None:  # --store: the incident is kept there too
+                    store.record_incident(incident_json(inc), user=user)
             if as_json:
                 doc = {
                     "checked": [c.to_dict() for c in checked],
@@ -331,6 +336,8 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
                 approval, decision = decide(
                     proposal, by=by, approved=not reject, note=note, store=store, log=log
                 )
+                if inc is not None and log is None:  # --store: the incident kept there too
+                    store.record_incident(incident_json(inc), user=by)
             if incident is not None and inc is not None:
                 atomic_write(incident, incident_json(inc))
             status = "APPROVED" if approval.approved else "REJECTED"
@@ -376,6 +383,8 @@ def register(group: typer.Typer, guard: Guard, out: Console) -> None:
                 decision = record_outcome(
                     proposal, measured_ps=ps, by=by, note=note, store=store, log=log
                 )
+                if inc is not None and log is None:  # --store: the incident kept there too
+                    store.record_incident(incident_json(inc), user=by)
             if incident is not None and inc is not None:
                 atomic_write(incident, incident_json(inc))
             out.print(f"proposal {proposal}: {decision.outcome}", markup=False, soft_wrap=True)

@@ -46,7 +46,12 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
         traffic_seed: Annotated[
             int, typer.Option("--traffic-seed", help="seed of the traffic and the probe pairs")
         ] = 0,
-        engine: Annotated[str, typer.Option("--engine", help="flow (packet: see docs)")] = "flow",
+        engine: Annotated[
+            str,
+            typer.Option(
+                "--engine", help="flow, or packet: drops, ECN, PFC from packet runs (docs)"
+            ),
+        ] = "flow",
         traffic: Annotated[
             str | None,
             typer.Option(

@@ -346,6 +346,40 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: C
 
         guard(run)
 
+    @group.command("incidents")
+    def incidents_command(
+        design: Annotated[
+            str | None, typer.Option("--design", help="only this design's (a reference)")
+        ] = None,
+        store: StoreOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
+        """The runtime incidents kept (ops mitigate/approve/outcome --incident --store), the
+        latest opened first: status, proposal, design (docs/ops.md)."""
+
+        def run() -> None:
+            from dataclasses import asdict
+
+            from rich.table import Table
+
+            found = _open(store).incidents(design)
+            if as_json:
+                _json([{k: v for k, v in asdict(r).items() if k != "body"} for r in found])
+                return
+            table = Table("incident", "design", "opened (ms)", "lasted (s)", "status", "proposal")
+            for r in found:
+                table.add_row(
+                    r.id,
+                    r.design_id or r.design[:16],
+                    str(r.opened_ms),
+                    f"{(r.last_ms - r.opened_ms) / 1000:,.1f}",
+                    r.status,
+                    r.proposal or "",
+                )
+            out.print(table if found else "no incident in the store")
+
+        guard(run)
+
     @group.command("import-records")
     def import_command(
         file: Annotated[Path, typer.Argument(help="a JSON-lines change log (changes.jsonl)")],

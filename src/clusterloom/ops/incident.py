@@ -31,6 +31,7 @@ __all__ = [
     "Observation",
     "Symptom",
     "incident_from",
+    "incident_from_dict",
     "incident_json",
     "read_incident",
     "read_suspects",
@@ -307,9 +308,15 @@ def read_incident(path: str | Path) -> Incident:
         d = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise SpecError([Problem(str(p), f"not a readable incident file: {exc}")]) from None
+    return incident_from_dict(d, str(p))
+
+
+def incident_from_dict(d: Any, where: str) -> Incident:
+    """An incident from its JSON form (``incident_json`` parsed; the store's copy), every
+    field checked; ``SpecError`` naming ``where`` and the field otherwise."""
     if not isinstance(d, dict) or d.get("schema") != SCHEMA:
-        raise SpecError([Problem(str(p), f"not an incident (schema {SCHEMA} expected)")])
-    w = str(p)
+        raise SpecError([Problem(where, f"not an incident (schema {SCHEMA} expected)")])
+    w = where
     try:
         obs = tuple(
             Observation(

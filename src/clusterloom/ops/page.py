@@ -13,7 +13,7 @@ from clusterloom.report._html import CSS, esc, table, td, toc
 if TYPE_CHECKING:
     from clusterloom.ops.incident import Incident
 
-__all__ = ["render_incident"]
+__all__ = ["effect_figure", "render_incident", "timeline_figure"]
 
 #: the suspects drawn over time: the most confident ones
 TOP_SUSPECTS = 8
@@ -54,7 +54,7 @@ def _timeline(inc: Incident) -> Any:
             xs.append(_s(o.ts_ms, base))
             ys.append(hit.confidence if hit is not None else 0.0)
         fig.add_trace(
-            go.Scatter(x=xs, y=ys, mode="lines+markers", name=target, legendgroup="suspects"),
+            go.Scatter(x=xs, y=ys, mode="lines+markers", name=esc(target), legendgroup="suspects"),
             row=1,
             col=1,
         )
@@ -79,8 +79,8 @@ def _timeline(inc: Incident) -> Any:
                 x=[_s(s.ts_ms, base) for s in mine],
                 y=[k] * len(mine),
                 mode="markers",
-                name=k,
-                text=[f"{s.target}: {s.value:g} {s.note}".strip() for s in mine],
+                name=esc(k),
+                text=[esc(f"{s.target}: {s.value:g} {s.note}".strip()) for s in mine],
                 hoverinfo="text+x",
                 legendgroup="symptoms",
             ),
@@ -115,7 +115,7 @@ def _effect_chart(inc: Incident) -> Any:
 
     c = inc.chosen
     assert c is not None
-    names = ["doing nothing (predicted)", f"{c.mitigation} (predicted)"]
+    names = ["doing nothing (predicted)", esc(f"{c.mitigation} (predicted)")]
     values = [c.nothing_ps / 1e6, c.predicted_ps / 1e6]
     if c.measured_ps is not None:
         names.append("after the mitigation (measured)")
@@ -130,6 +130,25 @@ def _effect_chart(inc: Incident) -> Any:
         template="none",
     )
     return fig
+
+
+def timeline_figure(inc: Incident) -> dict[str, Any]:
+    """The timeline chart as plotly's JSON (``data``, ``layout``): what the explorer's incident
+    page draws, the same figure as the page's; every name in it escaped."""
+    import json
+
+    out: dict[str, Any] = json.loads(_timeline(inc).to_json())
+    return out
+
+
+def effect_figure(inc: Incident) -> dict[str, Any] | None:
+    """The predicted and measured effect as plotly's JSON; None when nothing was chosen."""
+    import json
+
+    if inc.chosen is None:
+        return None
+    out: dict[str, Any] = json.loads(_effect_chart(inc).to_json())
+    return out
 
 
 def _html(fig: Any, div_id: str, with_js: bool) -> str:

@@ -66,10 +66,22 @@ The model, assumption by assumption:
   with probability ``share``; a congested spine carries ``load`` of its links' capacity as extra
   traffic (the flow engine runs with that capacity taken).
 
-Which engine supplies which signal: this flow-engine synthesis derives rates, utilisation,
-collective times and probe RTTs from the simulated link loads; drops, ECN marks and PFC pauses
-are the stated models above, not simulated queues (the packet engine simulates those; see
-``docs/ops.md``). Same inputs and seed give identical tables.
+Which engine supplies which signal: the flow engine derives rates, utilisation, collective
+times and probe RTTs from the simulated link loads; with ``engine="flow"`` drops, ECN marks and
+PFC pauses are the stated models above. With ``engine="packet"`` (designs of at most
+:data:`PACKET_HOSTS_MAX` hosts and traffic of at most :data:`PACKET_FLOWS_MAX` flows) they come
+from the packet engine's per-port counters instead (``sim.packet.run.PortCounters``): one step
+of the same traffic runs per (fabric state, losses in force) on ``roce-ecmp`` over a lossless
+fabric (PFC, DCQCN's ECN marking, the engine's buffers), failures and losses from the step's
+start with the routes already converged; a segment of the timeline counts its seconds times
+that run's count per second of a step (the run's communication time plus the healthy step's
+compute time). Drops are counted where they happen: a packet lost on a link's wire (a gray
+link's loss) at the interface receiving it, one dropped at a full or dead output port at the
+interface sending it. Every other column, the probes and the collectives are the flow
+synthesis' (the same draws are made, so they are identical). Faults the packet engine does not
+express (a mis-hashed switch, a dead EV, a straggler) leave the packet counters as the fabric
+state's; a congested spine is its capacity taken, as in the flow engine. Same inputs and seed
+give identical tables.
 """
 
 from __future__ import annotations
@@ -248,6 +260,177 @@ def _run_state(fabric: OpsFabric, traffic: Traffic, fractions: dict[int, float])
     )
 
 
+# -- the packet engine's states (engine="packet") --------------------------------------------
+
+#: the largest fabric and traffic ``engine="packet"`` runs: one packet run of a 2 MB
+#: permutation on 1,024 hosts takes tens of seconds per fabric state (docs/ops.md)
+PACKET_HOSTS_MAX = 1024
+PACKET_FLOWS_MAX = 16_384
+#: the transport of the packet runs: RoCE on a lossless (PFC) fabric with DCQCN's ECN
+PACKET_TRANSPORT = "roce-ecmp"
+
+
+@dataclass(frozen=True, eq=False)
+class _PacketState:
+    """One (fabric state, losses)'s packet run: per directed link, what one step did
+    (``sim.packet.run.PortCounters``' totals) and the step's communication time (ps)."""
+
+    drops: I64  # dropped at the link's output port
+    lost: I64  # lost on its wire
+    marks: I64
+    pauses: I64
+    retransmissions: int
+    makespan_ps: int
+    unfinished: int
+
+
+def _check_packet_size(fabric: OpsFabric, traffic: Traffic) -> None:
+    hosts = int(fabric.topology.plan.hosts)
+    problems = []
+    if hosts > PACKET_HOSTS_MAX:
+        problems.append(
+            Problem(
+                "--engine",
+                f"the packet engine runs designs of at most {PACKET_HOSTS_MAX:,} hosts here "
+                f"(this one has {hosts:,}); use --engine flow (drops, ECN and PFC modelled)",
+            )
+        )
+    if len(traffic) > PACKET_FLOWS_MAX:
+        problems.append(
+            Problem(
+                "--engine",
+                f"the packet engine runs at most {PACKET_FLOWS_MAX:,} flows a step here (this "
+                f"traffic has {len(traffic):,}); use --traffic permutation or --engine flow",
+            )
+        )
+    if problems:
+        raise SpecError(problems)
+
+
+def _loss_windows(
+    faults: Sequence[Fault], fabric: OpsFabric, horizon_ms: int
+) -> list[tuple[int, int, dict[int, float]]]:
+    """``(start, end, {link: loss})`` of the gray links that lose packets."""
+    out = []
+    for f in faults:
+        if f.kind is FaultKind.GRAY_LINK and f.loss > 0.0:
+            end = f.end_ms if f.end_ms is not None else horizon_ms
+            out.append((f.start_ms, end, {fabric.link_of_label(f.target): f.loss}))
+    return out
+
+
+def _run_packet_state(
+    fabric: OpsFabric,
+    traffic: Traffic,
+    fractions: dict[int, float],
+    losses: dict[int, float],
+    limit_ps: int,
+) -> _PacketState:
+    """The packet engine on one step of ``traffic`` with physical links ``fractions`` (0:
+    down) and ``losses`` in force from the start. The traffic starts 1 ps after the failures,
+    whose reroute is immediate, so its routes are the fabric's after reconvergence (the
+    flow engine's steady state)."""
+    from dataclasses import replace
+
+    from clusterloom.sim.failures import Failure
+    from clusterloom.sim.packet.engine import PacketConfig
+    from clusterloom.sim.packet.run import config_for, run_packets
+
+    fails = tuple(
+        Failure(f"link:{link}", np.array([link], dtype=np.int64), 0, None, frac)
+        for link, frac in sorted(fractions.items())
+    )
+    cfg = config_for(PACKET_TRANSPORT, PacketConfig(reroute_ps=0, max_time_ps=limit_ps))
+    later = replace(traffic, start_ps=traffic.start_ps + 1)
+    r = run_packets(
+        fabric.topology,
+        later,
+        PACKET_TRANSPORT,
+        fails,
+        config=cfg,
+        seed=fabric.hash_seed,
+        router=fabric.router,
+        ports_sample_ps=limit_ps,  # one sample: the step's totals are what is used
+        losses=losses,
+    )
+    p = r.ports
+    assert p is not None
+    real = ~traffic.barrier if traffic.barrier.size else np.ones(len(traffic), dtype=bool)
+    done = (r.finish_ps >= 0) & real
+    end = int(r.finish_ps[done].max(initial=0))
+    return _PacketState(
+        drops=p.total("drops").astype(np.int64),
+        lost=p.total("lost").astype(np.int64),
+        marks=p.total("marks").astype(np.int64),
+        pauses=p.total("pauses").astype(np.int64),
+        retransmissions=int(r.retransmissions.sum()),
+        makespan_ps=max(end if done.sum() == real.sum() else int(r.end_ps), 1),
+        unfinished=int(real.sum() - done.sum()),
+    )
+
+
+def _packet_counters(
+    fabric: OpsFabric,
+    traffic: Traffic,
+    cache_key: tuple[str | None, int],
+    seg_a: I64,
+    seg_b: I64,
+    seg_interval: I64,
+    seg_state: list[tuple[tuple[int, float], ...]],
+    losses: list[tuple[int, int, dict[int, float]]],
+    states: dict[tuple[tuple[int, float], ...], _State],
+    compute_ps: float,
+    n_int: int,
+    interval_ms: int,
+) -> tuple[dict[str, I64], str]:
+    """Per interval and directed link, the packet engine's drops (``drops`` at the output
+    port, ``lost`` on the wire), ECN ``marks`` and PFC ``pauses``: each segment of the
+    timeline takes its (fabric state, losses)'s packet run, repeated as the job's steps are
+    (a step: the run's communication time and the healthy step's compute time), so a
+    segment's count is its seconds times the run's count per second; an interval's counts
+    are the whole part of the running sum (cumulative counts exact to one). A note says what
+    was run."""
+    seg_key = []
+    for a, b, cap_key in zip(seg_a.tolist(), seg_b.tolist(), seg_state, strict=True):
+        lo: dict[int, float] = {}
+        for wa, wb, links in losses:
+            if wa <= a and b <= wb:
+                for link, p in links.items():
+                    lo[link] = 1.0 - (1.0 - lo.get(link, 0.0)) * (1.0 - p)
+        seg_key.append((cap_key, tuple(sorted(lo.items()))))
+    runs: dict[Any, _PacketState] = {}
+    for key in sorted(set(seg_key)):
+        cap_key, loss_key = key
+        flow = states[cap_key]
+        limit = 50 * flow.makespan_ps + 1_000_000_000  # a partition's flows: cut off
+
+        def make(cap_key: Any = cap_key, loss_key: Any = loss_key, limit: int = limit) -> Any:
+            return _run_packet_state(fabric, traffic, dict(cap_key), dict(loss_key), limit)
+
+        if key == ((), ()):
+            runs[key] = _cached(fabric, ("packet:" + str(cache_key[0]), cache_key[1]), make)
+        else:
+            runs[key] = make()
+    n_dir = 2 * fabric.topology.n_links
+    out: dict[str, I64] = {}
+    seconds = (seg_b - seg_a).astype(np.float64) / 1000.0
+    for name in ("drops", "lost", "marks", "pauses"):
+        expected = np.zeros((n_int, n_dir))
+        for j, key in enumerate(seg_key):
+            r = runs[key]
+            per_s = getattr(r, name).astype(np.float64) / ((r.makespan_ps + compute_ps) / 1e12)
+            expected[seg_interval[j]] += seconds[j] * per_s
+        cum = np.floor(np.cumsum(expected, axis=0) + 1e-9).astype(np.int64)
+        out[name] = np.diff(cum, axis=0, prepend=np.zeros((1, n_dir), dtype=np.int64))
+    unfinished = sum(r.unfinished for r in runs.values())
+    note = (
+        f"packet engine ({PACKET_TRANSPORT}, PFC, DCQCN): drops, ECN marks and PFC pauses "
+        f"from {len(runs)} packet run(s) of one step, "
+        f"{sum(r.retransmissions for r in runs.values()):,} retransmissions"
+    ) + (f", {unfinished:,} flow(s) cut off (no path left)" if unfinished else "")
+    return out, note
+
+
 def _ranges(starts: I64, counts: I64) -> I64:
     total = int(counts.sum())
     if total == 0:
@@ -325,16 +508,6 @@ def synthesize(
     problems = _check(fabric, faults, duration_s, interval_s, engine, load, peers, evs, probe_hz)
     if problems:
         raise SpecError(problems)
-    if engine == "packet":
-        raise SpecError(
-            [
-                Problem(
-                    "--engine",
-                    "this synthesis runs on the flow engine; its drops, ECN and PFC are "
-                    "modelled (docs/ops.md); use --engine flow",
-                )
-            ]
-        )
     interval_ms = round(interval_s * 1000)
     horizon = _horizon_ms(duration_s, interval_s)
     n_int = horizon // interval_ms
@@ -344,6 +517,8 @@ def synthesize(
         ("traffic:" + str(traffic), traffic_seed),
         lambda: _traffic(fabric, traffic, traffic_seed),
     )
+    if engine == "packet":
+        _check_packet_size(fabric, load_traffic)
     t = fabric.topology
     n_dir = 2 * t.n_links
     cap = fabric.router.capacity_bytes()  # bytes/s per directed link
@@ -353,7 +528,8 @@ def synthesize(
     for f in faults:
         windows += _capacity_windows(f, fabric, horizon)
     cuts = {0, horizon, *(k * interval_ms for k in range(n_int + 1))}
-    for a, b, _ in windows:
+    losses = _loss_windows(faults, fabric, horizon) if engine == "packet" else []
+    for a, b, _ in [*windows, *losses]:
         cuts |= {min(max(a, 0), horizon), min(max(b, 0), horizon)}
     bounds = np.array(sorted(cuts), dtype=np.int64)
     seg_a, seg_b = bounds[:-1], bounds[1:]
@@ -436,7 +612,25 @@ def synthesize(
 
     up_at = _link_up(faults, fabric, n_int, interval_ms, horizon)
     sample_ms = start_ms + np.arange(n_int + 1, dtype=np.int64) * interval_ms
-    counters = _counters(fabric, rate, loss, util, up_at, weights, keys, interval_s, sample_ms, rng)
+    measured = None
+    if engine == "packet":
+        measured, packet_note = _packet_counters(
+            fabric,
+            load_traffic,
+            (traffic, traffic_seed),
+            seg_a,
+            seg_b,
+            seg_interval,
+            seg_state,
+            losses,
+            states,
+            compute_ps,
+            n_int,
+            interval_ms,
+        )
+    counters = _counters(
+        fabric, rate, loss, util, up_at, weights, keys, interval_s, sample_ms, rng, measured
+    )
     counters = counters.set_column(  # the speed gauge (ops-loc): a gauge, no draws
         counters.schema.get_field_index("speed_bps"),
         "speed_bps",
@@ -483,9 +677,13 @@ def synthesize(
     )
     truth = tuple(shifted(f, start_ms) for f in faults)
     notes = (
-        f"flow engine (roce-ecmp), {kind} traffic, load {load:g}, "
-        f"{len(keys)} fabric state(s) simulated",
-    ) + ((fallback,) if fallback else ())
+        (
+            f"flow engine (roce-ecmp), {kind} traffic, load {load:g}, "
+            f"{len(keys)} fabric state(s) simulated",
+        )
+        + ((packet_note,) if measured is not None else ())
+        + ((fallback,) if fallback else ())
+    )
     return Synthetic(counters, probes, collectives, truth, int(start_ms), notes)
 
 
@@ -617,7 +815,10 @@ def _counters(
     interval_s: float,
     sample_ms: I64,
     rng: np.random.Generator,
+    measured: dict[str, I64] | None = None,
 ) -> pa.Table:
+    """The counters table; ``measured`` (``engine="packet"``): the packet engine's drops,
+    losses, ECN marks and PFC pauses per interval and directed link, in place of the models."""
     t = fabric.topology
     n_int = rate.shape[0]
     links = np.arange(t.n_links, dtype=np.int64)
@@ -633,6 +834,11 @@ def _counters(
     rho = np.minimum(util, RHO_MAX)
     ecn = _binomial(rng, sent_pkts, rho**ECN_K)
     pfc = _poisson(rng, sent_pkts * rho**PFC_K / PFC_PACKETS_PER_PAUSE)
+    egress = np.zeros_like(drops)  # dropped at the output port before sending (packet engine)
+    if measured is not None:  # the packet engine's, in place of the models' (same draws made)
+        drops = np.minimum(measured["lost"], sent_pkts)
+        egress = measured["drops"]
+        ecn, pfc = measured["marks"], measured["pauses"]
     # FEC: codewords at line rate while the link is up (share of the interval up)
     down_share = np.zeros((n_int, t.n_links))
     for j, key in enumerate(keys):
@@ -654,7 +860,7 @@ def _counters(
         "bytes_rx": lambda: received * pkt,
         "packets_tx": lambda: sent_pkts[:, tx],
         "packets_rx": lambda: received,
-        "drops": lambda: drops[:, rx],
+        "drops": lambda: drops[:, rx] + egress[:, tx],
         "ecn_marks": lambda: ecn[:, tx],
         "pfc_pauses": lambda: pfc[:, tx],
         "fec_corrected": lambda: corr[:, rx],

@@ -168,3 +168,25 @@ class ChangeRecordRow(Base):
     user: Mapped[str] = mapped_column(String(200))
     created: Mapped[str] = mapped_column(String(32), index=True)
     body: Mapped[str] = mapped_column(Text)
+
+
+class IncidentRow(Base):
+    """An incident of runtime operations (``clusterloom.ops.incident``): the columns the
+    explorer lists and filters by, and the incident itself as JSON (``incident_json``),
+    replaced as the incident grows (mitigation checked, decided, measured)."""
+
+    __tablename__ = "incidents"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    design_id: Mapped[str | None] = mapped_column(String(12), ForeignKey("designs.id"), index=True)
+    #: the design as the incident names it (its spec hash, or its source)
+    design: Mapped[str] = mapped_column(String(200))
+    opened_ms: Mapped[int] = mapped_column(BigInteger, index=True)
+    last_ms: Mapped[int] = mapped_column(BigInteger)
+    #: open, proposed, approved, rejected or measured
+    status: Mapped[str] = mapped_column(String(16))
+    proposal_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    user: Mapped[str] = mapped_column(String(200))
+    created: Mapped[str] = mapped_column(String(32))
+    updated: Mapped[str] = mapped_column(String(32), index=True)
+    body: Mapped[str] = mapped_column(Text)

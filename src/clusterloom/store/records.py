@@ -59,3 +59,21 @@ class TokenRecord:
     role: Role
     created: str
     revoked: bool
+
+
+@dataclass(frozen=True)
+class IncidentRecord:
+    """A stored incident (``clusterloom.ops.incident``): what the store indexes it by, and the
+    incident itself (``body``, its JSON form: ``ops.incident.incident_from_json`` reads it)."""
+
+    id: str
+    design_id: str | None
+    design: str
+    opened_ms: int
+    last_ms: int
+    status: str
+    proposal: str | None
+    user: str
+    created: str
+    updated: str
+    body: dict[str, Any] = field(default_factory=dict)

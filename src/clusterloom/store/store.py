@@ -35,6 +35,7 @@ from clusterloom.store.models import (
     ChangeRecordRow,
     DesignRow,
     FindingRow,
+    IncidentRow,
     PictureRow,
     RunRow,
     SpecRow,
@@ -45,6 +46,7 @@ from clusterloom.store.records import (
     ROLES,
     Artifact,
     DesignRecord,
+    IncidentRecord,
     Role,
     RunRecord,
     TokenRecord,
@@ -224,6 +226,76 @@ def _run_files(run_dir: Path) -> list[tuple[str, Path, str | None]]:
         name = str(entry["path"])
         out.append((name, run_dir / name, str(entry["sha256"])))
     return sorted(out)
+
+
+#: what ``ops.incident.incident_json`` writes (the store reads its JSON, not its types)
+INCIDENT_SCHEMA = "clusterloom.ops.incident"
+_INCIDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,63}")
+
+
+def _ms(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise StoreError(f"incident: {where} must be an integer time in ms, got {value!r:.40}")
+    return value
+
+
+def _incident_fields(body: str) -> dict[str, Any]:
+    """The columns of an incident's JSON: id, design, opened and last times (the latest time
+    it names), status and proposal; ``StoreError`` naming the field otherwise."""
+    try:
+        d = json.loads(body)
+    except ValueError as exc:
+        raise StoreError(f"incident: not JSON ({exc})") from None
+    if not isinstance(d, dict) or d.get("schema") != INCIDENT_SCHEMA:
+        raise StoreError(f"incident: not an incident (schema {INCIDENT_SCHEMA} expected)")
+    iid, design = d.get("id"), d.get("design")
+    if not isinstance(iid, str) or _INCIDENT_ID.fullmatch(iid) is None:
+        raise StoreError(f"incident: id {iid!r:.80} is not a name (letters, digits, ._:+-)")
+    if not isinstance(design, str) or not 0 < len(design) <= 200:
+        raise StoreError(f"incident {iid}: design must be a name of 1 to 200 characters")
+    opened = _ms(d.get("opened_ms"), "opened_ms")
+    times = [opened]
+    for key in ("symptoms", "observations"):
+        items = d.get(key, [])
+        if not isinstance(items, list) or not all(isinstance(x, dict) for x in items):
+            raise StoreError(f"incident {iid}: {key} must be a list of objects")
+        times += [_ms(x.get("ts_ms"), f"{key}[{i}].ts_ms") for i, x in enumerate(items)]
+    chosen = d.get("chosen")
+    status, proposal = "open", None
+    if chosen is not None:
+        if not isinstance(chosen, dict) or not isinstance(chosen.get("proposal"), str):
+            raise StoreError(f"incident {iid}: chosen must be an object naming its proposal")
+        proposal = chosen["proposal"][:64]
+        for key in ("proposed_ms", "decided_ms", "measured_ms"):
+            if chosen.get(key) is not None:
+                times.append(_ms(chosen[key], f"chosen.{key}"))
+        status = str(chosen.get("status", "proposed"))[:16]
+        if chosen.get("measured_ps") is not None:
+            status = "measured"
+    return {
+        "id": iid,
+        "design": design,
+        "opened_ms": opened,
+        "last_ms": max(times),
+        "status": status,
+        "proposal": proposal,
+    }
+
+
+def _incident_record(row: IncidentRow) -> IncidentRecord:
+    return IncidentRecord(
+        id=row.id,
+        design_id=row.design_id,
+        design=row.design,
+        opened_ms=row.opened_ms,
+        last_ms=row.last_ms,
+        status=row.status,
+        proposal=row.proposal_id,
+        user=row.user,
+        created=row.created,
+        updated=row.updated,
+        body=json.loads(row.body),
+    )
 
 
 def _deciding(session: Session, proposal_id: str) -> ChangeRecordRow | None:
@@ -978,6 +1050,73 @@ class Store:
                 raise StoreError(f"{path}: line {n}: not a change record ({exc})") from exc
         return [self.record(rec, user=user) for rec in parsed]
 
+    # --- incidents -------------------------------------------------------------------------
+
+    def record_incident(
+        self, body: str, *, user: str = "cli", design_id: str | None = None
+    ) -> IncidentRecord:
+        """Store an incident (``ops.incident.incident_json``'s text), or its newer state
+        under the same id (its mitigation checked, decided, measured): the row is replaced,
+        ``created`` kept. It goes with the design ``design_id`` (a reference), else the
+        newest design of the spec hash the incident names, else its proposal's design, else
+        none. An incident recorded for another design is refused."""
+        _check_user(user)
+        f = _incident_fields(body)
+        with self._session() as session:
+            design: str | None
+            if design_id is not None:
+                design = self._design_row(session, design_id).id
+            else:
+                design = session.scalars(
+                    select(DesignRow.id)
+                    .where(DesignRow.spec_hash == f["design"])
+                    .order_by(DesignRow.created.desc())
+                    .limit(1)
+                ).first()
+                if design is None and f["proposal"] is not None:
+                    owner = session.get(ChangeRecordRow, f["proposal"])
+                    design = owner.design_id if owner is not None else None
+            row = session.get(IncidentRow, f["id"])
+            now = _now()
+            if row is None:
+                row = IncidentRow(id=f["id"], user=user, created=now)
+                session.add(row)
+            elif row.design != f["design"]:
+                raise StoreError(
+                    f"incident {f['id']!r}: recorded already for design {row.design[:16]!r}, "
+                    f"not {f['design'][:16]!r}; an incident keeps its design"
+                )
+            elif row.body == body:
+                return _incident_record(row)
+            row.design_id = design if design is not None else row.design_id
+            row.design = f["design"]
+            row.opened_ms = f["opened_ms"]
+            row.last_ms = f["last_ms"]
+            row.status = f["status"]
+            row.proposal_id = f["proposal"]
+            row.updated = now
+            row.body = body
+            session.flush()
+            return _incident_record(row)
+
+    def incidents(self, design_id: str | None = None) -> list[IncidentRecord]:
+        """The incidents (of one design, a reference), the latest opened first."""
+        with self._session() as session:
+            q = select(IncidentRow).order_by(IncidentRow.opened_ms.desc(), IncidentRow.id)
+            if design_id is not None:
+                q = q.where(IncidentRow.design_id == self._design_row(session, design_id).id)
+            return [_incident_record(r) for r in session.scalars(q)]
+
+    def incident(self, incident_id: str) -> IncidentRecord:
+        with self._session() as session:
+            row = session.get(IncidentRow, incident_id)
+            if row is None:
+                raise StoreError(
+                    f"incident {incident_id[:64]!r}: not found; `clusterloom store incidents` "
+                    "lists them"
+                )
+            return _incident_record(row)
+
     # --- comparing, collecting -------------------------------------------------------------
 
     def diff(self, a: str, b: str) -> dict[str, Any]:
@@ -1024,6 +1163,8 @@ class Store:
         return f"Store({self.url!r})"
 
 
-def asdict_record(rec: DesignRecord | RunRecord | Artifact | TokenRecord) -> dict[str, Any]:
+def asdict_record(
+    rec: DesignRecord | RunRecord | Artifact | TokenRecord | IncidentRecord,
+) -> dict[str, Any]:
     """A record as plain data (for ``--json``)."""
     return asdict(rec)

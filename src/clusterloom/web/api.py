@@ -1,6 +1,7 @@
 """The JSON API: designs and runs, a table page (what the table script fetches), a run's
-charts (plotly figures from ``charts.py``), and the write actions on proposals (the write
-role; from a browser session also its CSRF token, checked in ``auth.authenticate``)."""
+charts (plotly figures from ``charts.py``), incidents and their charts (``ops.page``'s), and
+the write actions on proposals (the write role; from a browser session also its CSRF token,
+checked in ``auth.authenticate``)."""
 
 from __future__ import annotations
 
@@ -102,6 +103,28 @@ def design_table(request: Request, design: str, name: str, t: Table) -> dict[str
 @router.get("/runs/{run}/tables/{name}")
 def run_table(request: Request, run: str, name: str, t: Table) -> dict[str, Any]:
     return _table(request, params.run_id(_store(request), run), name, t)
+
+
+@router.get("/incidents")
+def incidents(
+    request: Request, design: str | None = Query(None, max_length=64)
+) -> list[dict[str, Any]]:
+    store = _store(request)
+    did = params.design_id(store, design) if design else None
+    return [{k: v for k, v in asdict(r).items() if k != "body"} for r in store.incidents(did)]
+
+
+@router.get("/incidents/{incident}")
+def incident(request: Request, incident: str) -> dict[str, Any]:
+    store = _store(request)
+    return asdict(store.incident(params.incident_id(store, incident)))
+
+
+@router.get("/incidents/{incident}/charts/{kind}")
+def incident_chart(request: Request, incident: str, kind: str) -> dict[str, Any]:
+    store = _store(request)
+    rec = store.incident(params.incident_id(store, incident))
+    return queries.incident_chart(rec, kind)
 
 
 @router.get("/runs/{run}/charts/{kind}")

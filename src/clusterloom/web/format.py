@@ -128,3 +128,10 @@ def cell(value: Any) -> str:
     if isinstance(value, int):
         return f"{value:,}" if abs(value) >= 10_000 else str(value)
     return f"{value:g}"
+
+
+def utc_ms(ms: int) -> str:
+    """Milliseconds since the epoch as a UTC time to the second (``2026-12-01 00:00:00``)."""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")

@@ -97,6 +97,7 @@ def design(request: Request, design: str) -> Response:
         artifacts=store.artifacts(did),
         findings={stage: len(items) for stage, items in grouped.items()},
         designs=store.designs(),
+        incidents=store.incidents(did),
     )
 
 
@@ -371,4 +372,32 @@ def changes(request: Request, design: str | None = Query(None, max_length=64)) -
         records=records,
         statuses=statuses,
         design=store.design(did) if did else None,
+    )
+
+
+@router.get("/incidents")
+def incidents(request: Request, design: str | None = Query(None, max_length=64)) -> Response:
+    store = _store(request)
+    did = params.design_id(store, design) if design else None
+    return _page(
+        request,
+        "incidents.html",
+        title="incidents",
+        incidents=store.incidents(did),
+        design=store.design(did) if did else None,
+    )
+
+
+@router.get("/incidents/{incident}")
+def incident(request: Request, incident: str) -> Response:
+    store = _store(request)
+    rec = store.incident(params.incident_id(store, incident))
+    view = queries.incident_view(rec)
+    return _page(
+        request,
+        "incident.html",
+        title=f"incident {rec.id}",
+        record=rec,
+        view=view,
+        design=store.design(rec.design_id) if rec.design_id else None,
     )

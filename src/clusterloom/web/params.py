@@ -96,6 +96,21 @@ def run_id(store: Store, value: str) -> str:
     return value
 
 
+#: an incident's id (``ops.incident``: ``inc-`` and 12 hex digits, or one given)
+_INCIDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,63}")
+
+
+def incident_id(store: Store, value: str) -> str:
+    """An incident's id: a name, and an incident the store holds."""
+    if _INCIDENT.fullmatch(value) is None:
+        raise not_found("incident")
+    try:
+        store.incident(value)
+    except StoreError:
+        raise not_found("incident") from None
+    return value
+
+
 def column(value: str | None, what: str) -> str | None:
     if value is None or value == "":
         return None

@@ -13,7 +13,7 @@ from urllib.parse import quote, urlencode
 
 from fastapi import HTTPException
 
-from clusterloom.store import Artifact, Store, StoreError, TablePage
+from clusterloom.store import Artifact, IncidentRecord, Store, StoreError, TablePage
 from clusterloom.web import params
 
 #: how many of a rack's cables its page lists (each end; the cut sheet filtered by the rack
@@ -345,3 +345,96 @@ def _link_names(store: Store, run_id: str) -> dict[int, str] | None:
     if found is None or found.size > NODELINK_BYTES:
         return None
     return charts.link_names(store.artifact_path(design, found.name))
+
+
+#: an incident page's charts (``ops.page``'s figures, the same as ``ops timeline`` draws)
+INCIDENT_CHARTS = ("timeline", "effect")
+
+
+@dataclass(frozen=True)
+class IncidentView:
+    """What an incident's page shows, as rows of text (the template escapes them): the
+    symptoms, the suspects at each localisation, the mitigations checked, the chosen one."""
+
+    symptoms: tuple[tuple[str, ...], ...]
+    suspects: tuple[tuple[str, ...], ...]
+    checked: tuple[tuple[str, ...], ...]
+    chosen: tuple[tuple[str, str], ...]
+    charts: tuple[str, ...]
+    note: str
+
+
+def _incident(rec: IncidentRecord) -> Any:
+    from clusterloom.errors import SpecError
+    from clusterloom.ops.incident import incident_from_dict
+
+    try:
+        return incident_from_dict(rec.body, f"incident {rec.id}")
+    except SpecError as exc:
+        raise HTTPException(422, f"the stored incident cannot be read: {exc}") from None
+
+
+def incident_view(rec: IncidentRecord) -> IncidentView:
+    """The rows of an incident's page (:class:`IncidentView`), times in seconds since it
+    opened, durations as the simulators print them."""
+    from clusterloom.sim.flow.run import fmt_time
+
+    inc = _incident(rec)
+    base = inc.opened_ms
+
+    def s(ms: int) -> str:
+        return f"{(ms - base) / 1000:,.1f}"
+
+    def t(ps: int | None) -> str:
+        return "-" if ps is None else fmt_time(ps)
+
+    symptoms = tuple((s(x.ts_ms), x.kind, x.target, f"{x.value:g}", x.note) for x in inc.symptoms)
+    suspects = tuple(
+        (
+            s(o.ts_ms),
+            str(n),
+            x.kind.value,
+            x.target,
+            f"{x.confidence:.2f}",
+            x.fault.value if x.fault else "",
+            "congestion" if o.congestion else "",
+            "; ".join(x.evidence),
+        )
+        for o in inc.observations
+        for n, x in enumerate(sorted(o.suspects, key=lambda x: (-x.confidence, x.target)), 1)
+    )
+    checked = tuple(
+        (c.mitigation, c.verdict, t(c.predicted_ps), t(c.nothing_ps), c.reason) for c in inc.checked
+    )
+    chosen: tuple[tuple[str, str], ...] = ()
+    c = inc.chosen
+    if c is not None:
+        err = c.error
+        chosen = (
+            ("mitigation", c.mitigation),
+            ("proposal", c.proposal),
+            ("proposed at (s)", s(c.proposed_ms)),
+            ("status", c.status + (f" by {c.decided_by}" if c.decided_by else "")),
+            ("decided at (s)", "-" if c.decided_ms is None else s(c.decided_ms)),
+            ("doing nothing (predicted)", t(c.nothing_ps)),
+            ("mitigated (predicted)", t(c.predicted_ps)),
+            ("measured", t(c.measured_ps)),
+            ("measured against predicted", "-" if err is None else f"{err:+.1%}"),
+        )
+    charts = INCIDENT_CHARTS if c is not None else INCIDENT_CHARTS[:1]
+    return IncidentView(symptoms, suspects, checked, chosen, charts, inc.note)
+
+
+def incident_chart(rec: IncidentRecord, kind: str) -> dict[str, Any]:
+    """The plotly figure ``kind`` of an incident (``timeline``: its suspects' confidence over
+    time and its symptoms; ``effect``: the chosen mitigation's predicted and measured
+    effect), from ``ops.page``."""
+    if kind not in INCIDENT_CHARTS:
+        raise params.not_found("chart")
+    from clusterloom.ops.page import effect_figure, timeline_figure
+
+    inc = _incident(rec)
+    fig = timeline_figure(inc) if kind == "timeline" else effect_figure(inc)
+    if fig is None:
+        raise params.not_found("chart")
+    return fig

@@ -40,6 +40,7 @@ class Renderer:
         self.env.filters["cell"] = fmt.cell
         self.env.filters["label"] = fmt.label
         self.env.filters["number"] = fmt.number
+        self.env.filters["utc"] = fmt.utc_ms
         self.env.globals["query"] = _query
         self.env.globals["zip"] = zip
 

@@ -62,7 +62,17 @@ L_TO, L_RATE, L_PROP, L_SW, L_LIMIT = 0, 1, 2, 3, 4
 L_QH, L_QT, L_QB, L_HH, L_HT, L_HB = 5, 6, 7, 8, 9, 10
 L_MAXQ, L_FREE, L_PEND, L_PAUSED, L_ALIVE, L_EPOCH = 11, 12, 13, 14, 15, 16
 L_WH, L_WT, L_WN, L_ING = 17, 18, 19, 20
-L_COLS = 21
+#: per-port counters (``run.PortCounters``), counted while ``S[C_PORTS]`` is set: packets and
+#: bytes that started on the link's wire and that arrived at its far end, drops at its output
+#: port (buffer full, dead link), packets lost on its wire (random loss, a failure emptying
+#: it), trims, ECN marks at its port, PFC pauses that stopped it; and its random loss per
+#: packet arriving over it (a probability scaled to 2**53, :data:`LOSS_ONE`; 0: none)
+L_NTX, L_BTX, L_NRX, L_BRX, L_NDROP, L_NLOST, L_NTRIM, L_NMARK, L_NPAUSE = range(21, 30)
+L_LOSS = 30
+L_COLS = 31
+#: the counter columns, in ``run.PortCounters``' order
+L_COUNTERS = (L_NTX, L_BTX, L_NRX, L_BRX, L_NDROP, L_NLOST, L_NTRIM, L_NMARK, L_NPAUSE)
+LOSS_ONE = 1 << 53
 
 # packet columns
 P_SIZE, P_PRIO, P_ECN, P_TRIM, P_ROUTE, P_HOP, P_ING, P_NEXT, P_ARR, P_FREE = range(10)
@@ -138,7 +148,11 @@ S_MRC_SEQ = 15  # the sequence an mrc-spray pump stopped at (EV_MRC_PUMP)
 # configuration, in S after the scalars
 C_NHOSTS, C_HEADER, C_CTRL, C_KMIN, C_KMAX, C_ECN = 16, 17, 18, 19, 20, 21
 C_TRIMMING, C_PFC, C_XOFF, C_XON, C_RNGKEY, C_TRACE = 22, 23, 24, 25, 26, 27
-S_COLS = 28
+#: per-port counting on (``L_NTX``...), and the time of the next sample of the counters: the
+#: loop returns ``ST_SAMPLE`` before running the first event at or after it (never when off)
+C_PORTS, S_SAMPLE = 28, 29
+S_COLS = 30
+NEVER = 1 << 62
 
 # event kinds (those below EV_WIRE are Python's)
 EV_TIMER, EV_ACTION, EV_ARRIVE, EV_DELIVER = 0, 1, 2, 3
@@ -158,6 +172,7 @@ CMD_COLS = 8
 
 # what step returns
 ST_EMPTY, ST_LIMIT, ST_PYTHON, ST_STOP_CHECK, ST_GROW, ST_SYNC = 0, 1, 2, 3, 4, 5
+ST_SAMPLE = 6
 
 # trace record kinds
 TR_DROP, TR_TRIM, TR_QUIET, TR_SENT = 0, 1, 2, 3
@@ -290,6 +305,9 @@ def _transmit(L: Any, P: Any, H: Any, S: Any, dl: int) -> None:
         L[dl, L_QB] -= P[pid, P_SIZE]
     if P[pid, P_ING] >= 0:
         _release(L, P, H, S, pid)
+    if S[C_PORTS]:
+        L[dl, L_NTX] += 1
+        L[dl, L_BTX] += P[pid, P_SIZE]
     now = S[S_NOW]
     end = now + P[pid, P_SIZE] * PS8 // L[dl, L_RATE]
     L[dl, L_FREE] = end
@@ -319,6 +337,8 @@ def _enqueue(L: Any, P: Any, H: Any, S: Any, T: Any, dl: int, pid: int) -> None:
     """Queue packet ``pid`` on output port ``dl`` (or drop, mark, trim it)."""
     if not L[dl, L_ALIVE]:
         S[S_DROPS] += 1
+        if S[C_PORTS]:
+            L[dl, L_NDROP] += 1
         _release(L, P, H, S, pid)
         _free(P, S, pid)
         return
@@ -327,12 +347,16 @@ def _enqueue(L: Any, P: Any, H: Any, S: Any, T: Any, dl: int, pid: int) -> None:
         if qb + P[pid, P_SIZE] > L[dl, L_LIMIT] and not S[C_PFC]:
             if S[C_TRIMMING]:  # cut to the header, sent at high priority
                 S[S_TRIMS] += 1
+                if S[C_PORTS]:
+                    L[dl, L_NTRIM] += 1
                 P[pid, P_TRIM] = 1
                 P[pid, P_PRIO] = 1
                 P[pid, P_SIZE] = S[C_HEADER]
                 _trace(T, S, TR_TRIM, pid, dl)
             else:
                 S[S_DROPS] += 1
+                if S[C_PORTS]:
+                    L[dl, L_NDROP] += 1
                 _trace(T, S, TR_DROP, pid, dl)
                 _release(L, P, H, S, pid)
                 _free(P, S, pid)
@@ -347,11 +371,15 @@ def _enqueue(L: Any, P: Any, H: Any, S: Any, T: Any, dl: int, pid: int) -> None:
             ):
                 P[pid, P_ECN] = 1
                 S[S_MARKS] += 1
+                if S[C_PORTS]:
+                    L[dl, L_NMARK] += 1
     size = P[pid, P_SIZE]
     if P[pid, P_PRIO]:
         hb = L[dl, L_HB] + size
         if hb > S[C_CTRL] and L[dl, L_SW]:
             S[S_DROPS] += 1
+            if S[C_PORTS]:
+                L[dl, L_NDROP] += 1
             _release(L, P, H, S, pid)
             _free(P, S, pid)
             return
@@ -379,6 +407,8 @@ def _link_down(L: Any, P: Any, H: Any, S: Any, dl: int) -> None:
     L[dl, L_ALIVE] = 0
     L[dl, L_EPOCH] += 1
     S[S_DROPS] += L[dl, L_WN]
+    if S[C_PORTS]:
+        L[dl, L_NLOST] += L[dl, L_WN]
     pid = L[dl, L_WH]
     while pid != NIL:
         nxt = P[pid, P_NEXT]
@@ -392,6 +422,8 @@ def _link_down(L: Any, P: Any, H: Any, S: Any, dl: int) -> None:
         while pid != NIL:
             nxt = P[pid, P_NEXT]
             S[S_DROPS] += 1
+            if S[C_PORTS]:
+                L[dl, L_NDROP] += 1
             _release(L, P, H, S, pid)
             _free(P, S, pid)
             pid = nxt
@@ -452,9 +484,11 @@ def step(
     asks Python whether to go on; the event is not run); ``ST_GROW`` (the heap, the log or
     the packet pool needs room); ``ST_SYNC`` (a pacer's turn is due while the log holds a
     quiet delivery to a finished connection, which may end its pulls: Python takes the log
-    first; the event is not run). ``EV_DELIVER_MADE``: a packet the core made (a pull, or
-    a data packet it sent for a connection: ``TAG_RX`` in its tag), which has no Python
-    object."""
+    first; the event is not run); ``ST_SAMPLE`` (the next event is at or after ``S[S_SAMPLE]``:
+    Python samples the per-port counters and moves the time on; the event is not run, so a
+    sample sees every event before its time and none after). ``EV_DELIVER_MADE``: a packet
+    the core made (a pull, or a data packet it sent for a connection: ``TAG_RX`` in its tag),
+    which has no Python object."""
     _apply(L, P, H, S, T, RL, CM, n_cm)
     n_hosts = S[C_NHOSTS]
     hcap = H.shape[0]
@@ -470,6 +504,8 @@ def step(
             return ST_GROW, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
         if S[S_QSYNC] and H[0, 2] == EV_PACE:
             return ST_SYNC, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
+        if time >= S[S_SAMPLE]:  # the counters' sample is due (NEVER when not counting)
+            return ST_SAMPLE, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
         if check_stop and not skip and ((S[S_RUN_N] + 1) & 4095) == 0:
             return ST_STOP_CHECK, 0, 0, 0, S[S_NOW], 0, 0, 0, 0
         skip = False
@@ -492,6 +528,16 @@ def step(
                 L[dl, L_WT] = NIL
             else:
                 push(H, S, P[nxt, P_ARR], EV_WIRE, dl, b)
+            if L[dl, L_LOSS] and _uniform(S) * LOSS_ONE < L[dl, L_LOSS]:  # lost on the wire
+                S[S_DROPS] += 1
+                if S[C_PORTS]:
+                    L[dl, L_NLOST] += 1
+                _trace(T, S, TR_DROP, pid, dl)
+                _free(P, S, pid)
+                continue
+            if S[C_PORTS]:
+                L[dl, L_NRX] += 1
+                L[dl, L_BRX] += P[pid, P_SIZE]
             if L[dl, L_TO] < n_hosts:
                 _free(P, S, pid)  # its row is read by Python before the next send reuses it
                 tag = P[pid, P_TAG]
@@ -593,6 +639,8 @@ def step(
             if L[a, L_ING] > S[C_XON] and not L[a, L_PAUSED]:
                 L[a, L_PAUSED] = 1
                 S[S_PAUSES] += 1
+                if S[C_PORTS]:
+                    L[a, L_NPAUSE] += 1
         elif kind == EV_RESUME:
             if L[a, L_PAUSED] and L[a, L_ING] <= S[C_XON]:
                 L[a, L_PAUSED] = 0

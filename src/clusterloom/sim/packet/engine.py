@@ -63,6 +63,7 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     C_KMIN,
     C_NHOSTS,
     C_PFC,
+    C_PORTS,
     C_RNGKEY,
     C_TRACE,
     C_TRIMMING,
@@ -116,6 +117,7 @@ from clusterloom.sim.packet._core import (  # bound here: read on every event
     S_TRIMS,
     ST_GROW,
     ST_PYTHON,
+    ST_SAMPLE,
     ST_STOP_CHECK,
     ST_SYNC,
     TAG_CUM_MASK,
@@ -440,6 +442,10 @@ class PacketSim:
         c[C_XOFF], c[C_XON] = cfg.pfc_xoff, cfg.pfc_xon
         c[C_RNGKEY] = rng_key(seed)
         c[C_TRACE] = tracer is not None
+        c[core.S_SAMPLE] = core.NEVER  # no per-port counting unless count_ports() asks
+        #: the per-port counters' samples: (time, counters [links, counters]) (count_ports)
+        self._samples: list[tuple[int, NDArray[np.int64]]] = []
+        self._sample_ps = 0
         #: what the loop logs for Python: drops and trims (traced), quiet deliveries
         self._trace = np.zeros((4096, 4), dtype=np.int64)
         self._rl = np.zeros(1024, dtype=np.int64)  # the links of every route, back to back
@@ -1317,6 +1323,9 @@ class PacketSim:
                     self._grow_pool(1)
             elif status == ST_SYNC:  # the log is taken: run the pacer's turn now
                 skip = was_skip
+            elif status == ST_SAMPLE:  # the counters' sample is due: take it, then the event
+                self._sample(int(heap[0, 0]))
+                skip = was_skip
             elif status == ST_STOP_CHECK:
                 assert stop is not None
                 if stop():
@@ -1326,6 +1335,56 @@ class PacketSim:
                 break
         self.now = int(self._s[S_NOW])
         return self.now
+
+    # -- per-port counters -------------------------------------------------------------------
+
+    def count_ports(self, sample_ps: int) -> None:
+        """Count, per directed link, the packets and bytes sent and received, drops, losses,
+        trims, ECN marks and PFC pauses (``_core.L_COUNTERS``) from now on, sampled every
+        ``sample_ps`` of simulated time (:meth:`port_samples`). Counting is O(1) per event in
+        the compiled loop; a run that does not call this counts nothing."""
+        if sample_ps <= 0:
+            raise PacketSimError(f"the counters' sample interval must be positive, got {sample_ps}")
+        self._flush()
+        self._s[C_PORTS] = 1
+        self._sample_ps = int(sample_ps)
+        self._s[core.S_SAMPLE] = (self.now // sample_ps + 1) * sample_ps
+
+    def _sample(self, time: int) -> None:
+        """The loop reached ``time``, at or after the next sample: one sample at the last
+        multiple of the interval not after ``time`` (the counters are the same at every
+        multiple in between, since no event ran: they are left out, :meth:`port_samples`)."""
+        ivl = self._sample_ps
+        at = time // ivl * ivl
+        self._samples.append((at, self._links[:, list(core.L_COUNTERS)].copy()))
+        self._s[core.S_SAMPLE] = at + ivl
+
+    def port_samples(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """The per-port counters sampled so far and now: the sample times ``[samples]`` and
+        the cumulative counters ``[samples, directed links, counters]`` (``_core.L_COUNTERS``'
+        order). A sample is taken at each multiple of the interval at which an event is due
+        since the last one (a multiple with no event since is left out: its counters are the
+        previous sample's), and the last at ``now``."""
+        if not self._s[C_PORTS]:
+            raise PacketSimError("per-port counters were not asked for (count_ports)")
+        self._flush()
+        last = self._links[:, list(core.L_COUNTERS)].copy()
+        samples = [x for x in self._samples if x[0] < self.now] + [(self.now, last)]
+        times = np.array([t for t, _ in samples], dtype=np.int64)
+        return times, np.stack([c for _, c in samples])
+
+    def set_loss(self, link: int, loss: float) -> None:
+        """Lose each packet arriving over physical link ``link`` (both directions) with
+        probability ``loss`` (a gray link's bit errors after FEC), drawn from the run's
+        counter-based generator; counted as a drop (``NetStats.drops``) and, per port, as
+        lost on that directed link's wire."""
+        if not 0.0 <= loss <= 1.0:
+            raise PacketSimError(f"link {link}: loss must be in [0, 1], got {loss}")
+        if not 0 <= link < len(self.dl_to) // 2:
+            raise PacketSimError(f"loss on link {link}: the fabric has {len(self.dl_to) // 2}")
+        self._flush()
+        for dl in (2 * link, 2 * link + 1):
+            self._links[dl, core.L_LOSS] = round(loss * core.LOSS_ONE)
 
     # -- observation -------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ last flow it depends on has completed at its receiver, whichever is later.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -30,7 +30,78 @@ from clusterloom.sim.packet.transports import transport_class
 from clusterloom.sim.paths import Router
 from clusterloom.sim.traffic import Traffic
 
-__all__ = ["PacketResult", "config_for", "run_packets"]
+__all__ = ["PacketResult", "PortCounters", "config_for", "run_packets"]
+
+
+@dataclass(frozen=True)
+class PortCounters:
+    """Per directed link (``2i`` and ``2i + 1`` for physical link ``i``, as the engine's), the
+    counters of one run, cumulative from the run's start, sampled in simulated time: row ``k``
+    holds every event before ``times_ps[k]`` (the last row, at the run's end, every event).
+    Samples are at multiples of ``sample_ps``; a multiple at which no event was due since the
+    previous sample is left out (its counters equal the previous row's: :meth:`at`).
+
+    - ``tx_packets``, ``tx_bytes``: packets (data, control, trimmed headers) that started on
+      the link's wire at its source, and their bytes on the wire (headers included);
+    - ``rx_packets``, ``rx_bytes``: those that arrived at its far end (the same, less
+      ``lost`` and what is still on the wire);
+    - ``drops``: packets dropped at the link's output port (buffer or control FIFO full, the
+      link dead), before they were sent; ``lost``: packets lost on its wire (a random loss,
+      ``run_packets(losses=)``, or the wire emptied by a hard failure);
+    - ``trims``, ``marks``: packets trimmed, ECN-marked at the link's output port;
+    - ``pauses``: PFC pauses that stopped the link's sender (sent by the device at its far
+      end, received by the one at its source).
+
+    Summed over links, the last row's ``drops + lost``, ``trims``, ``marks`` and ``pauses``
+    equal the run's ``PacketResult.drops``, ``trims``, ``marks`` and ``pauses``."""
+
+    sample_ps: int
+    times_ps: NDArray[np.int64]
+    tx_packets: NDArray[np.int64]
+    tx_bytes: NDArray[np.int64]
+    rx_packets: NDArray[np.int64]
+    rx_bytes: NDArray[np.int64]
+    drops: NDArray[np.int64]
+    lost: NDArray[np.int64]
+    trims: NDArray[np.int64]
+    marks: NDArray[np.int64]
+    pauses: NDArray[np.int64]
+
+    #: the counter fields, in the engine's column order (``_core.L_COUNTERS``)
+    NAMES = (
+        "tx_packets",
+        "tx_bytes",
+        "rx_packets",
+        "rx_bytes",
+        "drops",
+        "lost",
+        "trims",
+        "marks",
+        "pauses",
+    )
+
+    @classmethod
+    def of(cls, sample_ps: int, times: NDArray[np.int64], cube: NDArray[np.int64]) -> PortCounters:
+        """From :meth:`PacketSim.port_samples`' ``(times, [samples, links, counters])``."""
+        cols = {name: np.ascontiguousarray(cube[:, :, j]) for j, name in enumerate(cls.NAMES)}
+        return cls(sample_ps, times, **cols)
+
+    def counter(self, name: str) -> NDArray[np.int64]:
+        """One counter by name, ``[samples, links]``."""
+        if name not in self.NAMES:
+            raise KeyError(f"no counter {name!r}; known: {', '.join(self.NAMES)}")
+        out: NDArray[np.int64] = getattr(self, name)
+        return out
+
+    def total(self, name: str) -> NDArray[np.int64]:
+        """One counter at the run's end, per link."""
+        out: NDArray[np.int64] = self.counter(name)[-1]
+        return out
+
+    def at(self, time_ps: int) -> int:
+        """The row that holds the counters at ``time_ps`` (every event before it), for any
+        time from the first sample on: the last sample at or before it."""
+        return max(0, int(np.searchsorted(self.times_ps, time_ps, side="right")) - 1)
 
 
 @dataclass(frozen=True)
@@ -53,6 +124,8 @@ class PacketResult:
     data_bytes_delivered: int
     #: why flows did not finish, one line per cause (empty when every flow finished)
     unfinished: tuple[str, ...] = ()
+    #: per-port counters, when asked for (``run_packets(ports_sample_ps=...)``)
+    ports: PortCounters | None = None
 
     @property
     def fct_ps(self) -> NDArray[np.int64]:
@@ -240,6 +313,8 @@ def run_packets(
     progress: Callable[[float, float], None] | None = None,
     source_routes: SourceRoutes | None = None,
     actions: Sequence[tuple[int, Callable[[PacketSim], None]]] = (),
+    ports_sample_ps: int | None = None,
+    losses: Mapping[int, float] | None = None,
 ) -> PacketResult:
     """Simulate ``traffic`` with one transport at the packet level (module docstring).
 
@@ -249,12 +324,20 @@ def run_packets(
     every flow: the work measure of an ETA (duplicates count, so it runs a little ahead
     under loss). It does not change the run. ``source_routes``: the run's explicit source
     routes (:class:`~clusterloom.sim.packet.engine.SourceRoutes`); ``actions``: (time, call)
-    pairs, each ``call(sim)`` run at its time (a control plane's notifications)."""
+    pairs, each ``call(sim)`` run at its time (a control plane's notifications).
+    ``ports_sample_ps``: count per-port counters, sampled every so many picoseconds
+    (``PacketResult.ports``, :class:`PortCounters`; None: not counted, nothing changes).
+    ``losses``: physical link -> the probability that a packet arriving over it (either
+    direction) is lost, for the whole run (:meth:`PacketSim.set_loss`)."""
     cfg = config_for(transport, config)
     sim = PacketSim(
         topology, cfg, seed=seed, router=router, tracer=tracer, source_routes=source_routes
     )
     t0 = time.perf_counter()
+    if ports_sample_ps is not None:
+        sim.count_ports(ports_sample_ps)
+    for link, p in sorted((losses or {}).items()):
+        sim.set_loss(link, p)
     flows = build(sim, traffic, transport, options=options)
     for f in failures:
         sim.schedule_failure(f)
@@ -281,6 +364,10 @@ def run_packets(
     sim.run(limit, stop)
     wall = time.perf_counter() - t0
     fig = flows.figures()
+    stats = sim.stats  # applies the queued commands: the counters below see them too
+    ports = None
+    if ports_sample_ps is not None:
+        ports = PortCounters.of(ports_sample_ps, *sim.port_samples())
     return PacketResult(
         transport=transport,
         start_ps=fig.start_ps.copy(),
@@ -290,13 +377,14 @@ def run_packets(
         end_ps=sim.now,
         events=sim.events,
         wall_s=wall,
-        drops=sim.stats.drops,
-        trims=sim.stats.trims,
-        marks=sim.stats.marks,
-        pauses=sim.stats.pauses,
+        drops=stats.drops,
+        trims=stats.trims,
+        marks=stats.marks,
+        pauses=stats.pauses,
         max_queue_bytes=sim.max_queue_bytes(),
-        data_bytes_delivered=sim.stats.data_bytes_delivered,
+        data_bytes_delivered=stats.data_bytes_delivered,
         unfinished=why_unfinished(flows, sim.now, limit, sim.pending_events > 0),
+        ports=ports,
     )
 
 
