@@ -31,7 +31,16 @@ slips; power, caps and prices as the plan states them). The figures are smoothed
 measurement noise (``NOISE``: relative and absolute, per quantity) so that a fixed figure
 restated with a rounding is not a surprise. ``p`` is the two-sided tail probability
 ``2 min(F(x), 1 - F(x))`` of the smoothed distribution ``F``; novelty is ``1 - p``; a signal
-is **novel** when ``p < ALPHA``. Assumption: each signal is scored (and applied) alone.
+is **novel** when ``p < ALPHA`` and ``p`` is within the Benjamini-Hochberg cutoff of the
+stream at the false discovery rate ``FDR`` (``bh_cutoff``: the largest ``p_(k)`` with
+``p_(k) <= k FDR / m`` over the ``m`` signals scored). The second test is the correction for
+how many signals are scored: alone, ``ALPHA`` lets ``m ALPHA`` routine signals through in
+expectation, which outgrows a handful of novel ones in a long stream; with it the expected
+share of routine signals among those flagged stays at most ``FDR`` (precision at least
+``1 - FDR``, for independent or positively dependent p-values). It only tightens: up to a few
+hundred signals, or with a few novel ones among them, the cutoff is above ``ALPHA``.
+Assumptions: each signal is scored (and applied) alone; the ``p`` of a signal the plan's
+model would draw is uniform or conservative (tested as a property).
 
 **The decision it changes.** The most novel signals (``solve`` of them) are applied to the
 plan one at a time and the two-stage model (``capacity.optimise``) re-solved on a few
@@ -79,16 +88,20 @@ from clusterloom.spec.limits import MAX_ACCELERATORS
 
 __all__ = [
     "ALPHA",
+    "FDR",
     "SIGNAL_FIELDS",
     "DecisionChange",
     "Signal",
     "Triage",
     "Triaged",
     "apply_signal",
+    "bh_cutoff",
     "parse_signals",
     "read_signals",
     "recall_precision",
     "signals_text",
+    "spread",
+    "sweep_stream",
     "synthetic_stream",
     "tail_p",
     "triage",
@@ -103,6 +116,8 @@ UNITS = {
 }
 #: a signal is novel when its two-sided tail probability under the plan is below this
 ALPHA = 1e-3
+#: ... and within the Benjamini-Hochberg cutoff of the stream at this false discovery rate
+FDR = 0.2
 #: draws of the scenario model a signal is held against
 REFERENCE = 4000
 #: measurement noise (relative, absolute) smoothing each quantity's distribution
@@ -162,10 +177,14 @@ class Triage:
     scenarios: int
     seed: int
     base_objective_cents: int
+    fdr: float = FDR
+    cutoff: float = 1.0  #: the stream's Benjamini-Hochberg cutoff (``bh_cutoff``)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "alpha": self.alpha,
+            "fdr": self.fdr,
+            "cutoff": self.cutoff,
             "scenarios": self.scenarios,
             "seed": self.seed,
             "base_objective_cents": self.base_objective_cents,
@@ -409,6 +428,18 @@ def tail_p(x: float, values: NDArray[np.float64], noise: tuple[float, float]) ->
     return float(min(1.0, 2.0 * min(f, 1.0 - f)))
 
 
+def bh_cutoff(p: NDArray[np.float64] | list[float], fdr: float) -> float:
+    """The Benjamini-Hochberg cutoff of tail probabilities ``p`` at ``fdr``: the largest
+    ``p_(k)`` (sorted ascending) with ``p_(k) <= k fdr / m``; -1 when there is none (nothing
+    passes)."""
+    x = np.sort(np.asarray(p, dtype=np.float64))
+    m = x.size
+    if m == 0:
+        return -1.0
+    ok = np.nonzero(x <= fdr * np.arange(1, m + 1) / m)[0]
+    return float(x[ok[-1]]) if ok.size else -1.0
+
+
 def _period(plan: PlanInput, s: Signal) -> int:
     return quarter_index(s.period) - quarter_index(plan.horizon.start) if s.period else 0
 
@@ -615,24 +646,31 @@ def triage(
     scenarios: int = 8,
     seed: int = 0,
     alpha: float = ALPHA,
+    fdr: float = FDR,
     reference: int = REFERENCE,
 ) -> Triage:
     """Score ``signals`` against ``plan`` and re-solve the ``solve`` most novel (module
-    docstring); ``curves`` are needed when ``solve > 0``."""
+    docstring); ``curves`` are needed when ``solve > 0``. ``fdr = 1`` turns the correction
+    for the number of signals off (every ``p < alpha`` is novel)."""
+    if not (0.0 < alpha <= 1.0 and 0.0 < fdr <= 1.0):
+        raise SpecError([Problem("alpha/fdr", f"{alpha}, {fdr}: each is in (0, 1]")])
     ref = _Reference(plan, reference, seed)
-    scored: list[Triaged] = []
+    held: list[tuple[str, float, float, float]] = []  # what, value, the plan's median, p
     for s in signals:
         what, x, draws, noise = _held_against(plan, ref, s)
-        p = tail_p(x, draws, noise)
+        held.append((what, x, float(np.median(draws)), tail_p(x, draws, noise)))
+    cutoff = 1.0 if fdr >= 1.0 else bh_cutoff([h[3] for h in held], fdr)
+    scored: list[Triaged] = []
+    for s, (what, x, median, p) in zip(signals, held, strict=True):
         scored.append(
             Triaged(
                 s,
                 what,
                 round(x, 6),
-                round(float(np.median(draws)), 6),
+                round(median, 6),
                 p,
                 round(1.0 - p, 12),
-                p < alpha,
+                p < alpha and p <= cutoff,
                 False,
                 (),
                 0,
@@ -669,7 +707,15 @@ def triage(
         tier = 0 if t.novel and t.changes_decision else 1 if t.novel else 2
         return tier, t.p, t.signal.line
 
-    return Triage(tuple(sorted(scored, key=key)), alpha, scenarios, seed, round(base_objective))
+    return Triage(
+        tuple(sorted(scored, key=key)),
+        alpha,
+        scenarios,
+        seed,
+        round(base_objective),
+        fdr,
+        round(cutoff, 15),
+    )
 
 
 # ---- the labelled synthetic stream ---------------------------------------------------------
@@ -875,3 +921,137 @@ def recall_precision(result: Triage) -> tuple[float, float]:
     recall = tp / max(1, sum(truth))
     precision = tp / max(1, sum(flagged))
     return recall, precision
+
+
+# ---- the harder labelled stream: novel events swept toward the plan's tails ----------------
+
+
+def spread(values: NDArray[np.float64], noise: tuple[float, float]) -> float:
+    """The plan's own spread of a quantity: the standard deviation of its draws smoothed by
+    the measurement noise (``sqrt(var(draws) + mean(sigma^2))``), the unit of a sweep."""
+    rel, absolute = noise
+    sigma = rel * np.abs(values) + absolute
+    return float(np.sqrt(np.var(values) + np.mean(sigma**2)))
+
+
+def sweep_stream(
+    plan: PlanInput,
+    *,
+    shift: float,
+    n: int = 400,
+    novel: float = 0.05,
+    tails: float = 0.1,
+    seed: int = 0,
+) -> tuple[Signal, ...]:
+    """A labelled stream whose novel events sit ``shift`` times the plan's own spread
+    (``spread``) away from a draw of the plan's model; seeded.
+
+    Routine signals are ``synthetic_stream``'s, except that a ``tails`` share of the routine
+    forecast revisions and lead times is drawn from the outermost 1 % of the plan's draws
+    (half from each end): the plan's own tails, routine by definition.
+
+    Each novel event takes a quantity, a routine value of it (a draw of the plan's model,
+    or the stated figure with 1 % noise), and moves it by ``shift`` spreads: a hall's power
+    down (its spread is the measurement noise alone, 2 % + 0.001 MW); a program's demand at
+    a site and period up or down (down only where that stays at or above 0: demand pinned at
+    0 is what the plan may draw, not a novel event); a part's lead time up (rounded up to whole
+    quarters, at least one more). At a large ``shift`` this is the easy stream; near 3 the
+    novel events overlap the plan's tails, which a threshold at ``ALPHA`` cannot separate.
+    Assumption: a novel event is one quantity moved, not several moved together."""
+    if not 1 <= n <= MAX_SIGNALS:
+        raise SpecError([Problem("-n", f"give 1 to {MAX_SIGNALS:,} signals")])
+    if not (math.isfinite(shift) and shift >= 0):
+        raise SpecError([Problem("--shift", f"{shift}: give a shift of at least 0 spreads")])
+    rng = np.random.default_rng(seed)
+    ref = _Reference(plan, 2000, seed + 1)
+    T, start = plan.horizon.periods, quarter_index(plan.horizon.start)
+    halls = [
+        (i, j, k, f"{s.name}/{b.name}/{h.name}")
+        for i, s in enumerate(plan.sites)
+        for j, b in enumerate(s.buildings)
+        for k, h in enumerate(b.halls)
+    ]
+    forecasts = [
+        (r, [x.name for x in plan.sites].index(site), f"{p.name}@{site}")
+        for r, p in enumerate(plan.programs)
+        for site in p.demand
+    ]
+    out: list[tuple[str, str, str, str, str, str, str, str]] = []
+    day = dt.date(2026, 12, 1)
+    S = ref.demand.shape[0]
+    for i in range(n):
+        when = (day + dt.timedelta(hours=i * 7 // 24)).isoformat()
+        u = float(rng.random())
+        if u < novel:
+            out.append(_swept(plan, ref, rng, when, halls, forecasts, shift, T, start))
+            continue
+        row = _routine(plan, ref, rng, when, halls, forecasts, T, start)
+        if row[6] in ("accelerators", "lead_time_quarters") and rng.random() < tails:
+            low = bool(rng.random() < 0.5)
+            if row[6] == "accelerators":
+                r, nn, _ = next(f for f in forecasts if f[2] == row[3])
+                t = quarter_index(row[4]) - start
+                draws = np.sort(ref.demand[:, r, nn, t])
+            else:
+                p = [x.id for x in plan.parts].index(row[3])
+                draws = np.sort(ref.lead[:, p].astype(np.float64))
+            edge = max(1, S // 100)
+            pick = int(rng.integers(0, edge))
+            v = float(draws[pick] if low else draws[S - 1 - pick])
+            text = str(int(v)) if row[6] == "lead_time_quarters" else _fmt(max(v, 0.0))
+            row = (*row[:5], text, row[6], "routine")
+        out.append(row)
+    return tuple(Signal(line, *row) for line, row in enumerate(out, start=2))
+
+
+def _swept(
+    plan: PlanInput,
+    ref: _Reference,
+    rng: np.random.Generator,
+    when: str,
+    halls: list[tuple[int, int, int, str]],
+    forecasts: list[tuple[int, int, str]],
+    shift: float,
+    T: int,
+    start: int,
+) -> tuple[str, str, str, str, str, str, str, str]:
+    what = int(rng.integers(0, 3))
+    s = int(rng.integers(0, ref.demand.shape[0]))
+    if what == 0:
+        i, j, k, name = halls[int(rng.integers(0, len(halls)))]
+        mw = plan.sites[i].buildings[j].halls[k].power.it_kw / 1000.0
+        step = shift * spread(np.array([mw]), NOISE["power"])
+        x = mw * (1 + float(rng.normal(0.0, 0.01))) - min(step, mw)
+        return (when, "facilities", "site-update", name, "", _fmt(max(x, 0.0)), "it_mw", "novel")
+    if what == 1:
+        r, nn, name = forecasts[int(rng.integers(0, len(forecasts)))]
+        t = int(rng.integers(0, T))
+        draws = ref.demand[:, r, nn, t]
+        step = shift * spread(draws, NOISE["demand"])
+        down = rng.random() < 0.5 and float(draws[s]) - step >= 0.0
+        x = float(draws[s]) + (-step if down else step)
+        return (
+            when,
+            "program",
+            "forecast-revision",
+            name,
+            quarter_label(start + t),
+            _fmt(max(x, 0.0)),
+            "accelerators",
+            "novel",
+        )
+    p = int(rng.integers(0, len(plan.parts)))
+    lead = ref.lead[:, p].astype(np.float64)
+    base = float(lead[s])
+    lt = int(max(base + 1, math.ceil(base + shift * spread(lead, NOISE["lead_time"]))))
+    lt = min(lt, MAX_PERIODS)
+    return (
+        when,
+        "supplier",
+        "supplier-notice",
+        plan.parts[p].id,
+        "",
+        str(lt),
+        "lead_time_quarters",
+        "novel",
+    )
