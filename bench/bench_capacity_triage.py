@@ -9,8 +9,15 @@ power, a forecast revision, a lead time), to show where the threshold sits. Then
 triaged with its ``--top`` most novel re-solved on 8 scenarios (the decisions they change),
 timed.
 
-Run: ``nice python bench/bench_capacity_triage.py [--seeds 10] [-n 400] [--novel 0.05]``;
-figures go to ``bench/RESULTS.md`` by hand.
+With ``--sweep``: the harder stream instead (``sweep_stream``: novel events moved a number of
+the plan's own spreads from a draw of its model, routine signals including the plan's own
+outer 1 %), per shift over the seeds: recall and precision of the triage as it runs (p <
+ALPHA within the stream's Benjamini-Hochberg cutoff at FDR), then the curve at other
+thresholds (p < 1e-4, 1e-2 alone, and the cutoff at FDR alone) from the same p; then a long
+stream (``--long`` signals, 0.1 % novel) with and without the correction.
+
+Run: ``nice python bench/bench_capacity_triage.py [--seeds 10] [-n 400] [--novel 0.05]
+[--sweep]``; figures go to ``bench/RESULTS.md`` by hand.
 """
 
 from __future__ import annotations
@@ -20,15 +27,78 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from clusterloom.capacity.curves import compute_curves
 from clusterloom.capacity.input import PlanInput, example_plan, load_plan
 from clusterloom.capacity.triage import (
     ALPHA,
+    FDR,
     Signal,
+    bh_cutoff,
     recall_precision,
+    sweep_stream,
     synthetic_stream,
     triage,
 )
+
+SHIFTS = (8.0, 6.0, 5.0, 4.0, 3.5, 3.0, 2.5, 2.0)
+
+
+def _rp(flag: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
+    tp = int((flag & truth).sum())
+    return tp / max(1, int(truth.sum())), tp / max(1, int(flag.sum()))
+
+
+def sweep(plan: PlanInput, seeds: int, n: int, novel: float, long: int) -> None:
+    """Recall and precision per shift (in the plan's spreads) over ``seeds`` streams."""
+    print(
+        f"sweep: {n} signals a stream, novel share {novel}, {seeds} seeds, routine tails 10 %; "
+        f"triage: p < {ALPHA:g} within the BH cutoff at FDR {FDR:g}"
+    )
+    rules = ("triage", "p<1e-4", "p<1e-3 alone", "p<1e-2", "BH 0.2 alone")
+    print(
+        "shift  "
+        + "  ".join(f"{r:>22}" for r in rules)
+        + "   (recall min/mean, precision min/mean)"
+    )
+    t0 = time.process_time()
+    for shift in SHIFTS:
+        got: dict[str, list[tuple[float, float]]] = {r: [] for r in rules}
+        for seed in range(seeds):
+            result = triage(
+                plan, sweep_stream(plan, shift=shift, n=n, novel=novel, seed=seed), solve=0
+            )
+            got["triage"].append(recall_precision(result))
+            p = np.array([t.p for t in result.ranked])
+            truth = np.array([t.signal.label == "novel" for t in result.ranked])
+            got["p<1e-4"].append(_rp(p < 1e-4, truth))
+            got["p<1e-3 alone"].append(_rp(p < ALPHA, truth))
+            got["p<1e-2"].append(_rp(p < 1e-2, truth))
+            got["BH 0.2 alone"].append(_rp(p <= bh_cutoff(p, FDR), truth))
+        cells = []
+        for r in rules:
+            rec = [a for a, _ in got[r]]
+            pre = [b for _, b in got[r]]
+            cells.append(f"{min(rec):.2f}/{np.mean(rec):.2f} {min(pre):.2f}/{np.mean(pre):.2f}")
+        print(f"{shift:5.1f}  " + "  ".join(f"{c:>22}" for c in cells))
+    print(f"  CPU {time.process_time() - t0:.1f} s for {len(SHIFTS) * seeds} streams")
+    print(f"long streams: {long} signals, 0.1 % novel, shift 4 (recall, precision, false flags)")
+    for seed in range(3):
+        stream = sweep_stream(plan, shift=4.0, n=long, novel=0.001, seed=seed)
+        t1 = time.process_time()
+        on = triage(plan, stream, solve=0)
+        took = time.process_time() - t1
+        off = triage(plan, stream, solve=0, fdr=1.0)
+        row = []
+        for res in (on, off):
+            r, pr = recall_precision(res)
+            fp = sum(1 for t in res.ranked if t.novel and t.signal.label != "novel")
+            row.append(f"{r:.3f} {pr:.3f} {fp}")
+        print(
+            f"  seed {seed}: with the correction {row[0]} (cutoff {on.cutoff:.2e}, "
+            f"{took:.1f} s CPU); alone {row[1]}"
+        )
 
 
 def edges(plan: PlanInput) -> None:
@@ -75,8 +145,13 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=400, help="signals per stream")
     ap.add_argument("--novel", type=float, default=0.05, help="share of novel events")
     ap.add_argument("--top", type=int, default=10, help="signals re-solved in the last run")
+    ap.add_argument("--sweep", action="store_true", help="the harder stream, swept")
+    ap.add_argument("--long", type=int, default=20_000, help="signals of the long streams")
     args = ap.parse_args()
     plan = load_plan(example_plan())
+    if args.sweep:
+        sweep(plan, args.seeds, args.n, args.novel, args.long)
+        return
     print(f"two-sites, {args.n} signals a stream, novel share {args.novel}, alpha {ALPHA:g}")
     print("seed  signals  novel  flagged  recall  precision  max p novel  min p routine  s")
     recalls, precisions = [], []
