@@ -268,3 +268,38 @@ def test_the_default_backtest_has_no_lead_case(tmp_path: Path) -> None:
 def test_cli_lead_slip_out_of_range_exits_2() -> None:
     result = CliRunner().invoke(app, ["capacity", "backtest", "--lead-slip", "9"])
     assert result.exit_code == 2 and "--lead-slip" in result.output
+
+
+def test_cli_plan_learns_slips_from_a_log(plan: PlanInput, tmp_path: Path) -> None:
+    """End to end: a log whose outcome has deliveries and a ready date; ``plan --learn-from``
+    says the slips in menu.json, its JSON and the page, and refuses a bad delivered row."""
+    import json
+
+    from clusterloom.capacity.input import example_plan
+    from clusterloom.capacity.memory import record_decision
+
+    acts = [
+        Actual("delivered", "east", "", "2027Q1", 16, "switch:sn5600", "2027Q4"),
+        Actual("ready", "east/h2", "", "2027Q4", 1),
+    ]
+    log = tmp_path / "d.jsonl"
+    record_decision(_decision(plan, acts), log=log)
+    run = tmp_path / "run"
+    env = {"CLUSTERLOOM_CACHE": str(tmp_path / "cache")}
+    args = ["plan", str(example_plan()), "-n", "4", "--no-menu", "--learn-from", str(log)]
+    r = CliRunner().invoke(app, [*args, "--json", "-o", str(run)], env=env)
+    assert r.exit_code == 0, r.output
+    learning = json.loads(r.stdout)["learning"]
+    assert json.loads((run / "menu.json").read_text())["learning"] == learning
+    sn = learning["slips"]["lead:nvidia/switch:sn5600"]
+    assert sn["mean"] == 1.0 and sn["applied"] == pytest.approx(0.2)  # one of 1, prior 4
+    assert learning["slips"]["ready:east"]["mean"] == 1.0  # stated 2027Q3, ready 2027Q4
+    said = " ".join(learning["statements"])
+    assert "nvidia/switch:sn5600: lead time slipped +1.00" in said and "site east" in said
+    assert "lead time slipped" in (run / "plan.html").read_text()
+    bad = tmp_path / "bad.csv"
+    bad.write_text(HEADER + "delivered,east,,2027Q2,1,switch:sn5600,2027Q1\n")
+    r = CliRunner().invoke(
+        app, ["capacity", "outcome", "p", "--actuals", str(bad), "--log", str(log)], env=env
+    )
+    assert r.exit_code == 2 and "bad.csv:2 delivered" in r.output and "Traceback" not in r.output
