@@ -251,6 +251,22 @@ def test_the_learned_lead_slip_converges_to_the_generated_one(lead_case: object)
     assert doc["lead_time"]["slipped"] == key and doc["lead_time"]["generated_slip"] == 1.0
 
 
+def test_learning_the_slip_is_worth_something(
+    lead_case: object, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The same history and slips, the learning planner with demand learning alone (its
+    lead times as quoted): learning the slip lowers its realised cost."""
+    alone = run_backtest(
+        24, 0, lead_slip=1.0, learn_lead=False, cache=tmp_path_factory.mktemp("curves2")
+    )
+    # the slip is still learned (from that planner's own orders), only not applied
+    key = f"{SLIPPED_PART[0]}/{SLIPPED_PART[1]}"
+    assert alone.learned_slip[key][-1] > 0.3
+    assert lead_case.total("learning") < alone.total("learning")  # type: ignore[attr-defined]
+    for p in ("median", "p90", "stochastic"):  # the others are untouched by it
+        assert alone.total(p) == lead_case.total(p)  # type: ignore[attr-defined]
+
+
 def _outcome_rows(rec: Decision) -> list[list[object]]:
     import json
 

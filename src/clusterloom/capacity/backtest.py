@@ -369,9 +369,11 @@ def run_backtest(
     sources: tuple[SourceSpec, ...] = DEFAULT_SOURCES,
     cache: Path | None = None,
     lead_slip: float = 0.0,
+    learn_lead: bool = True,
 ) -> Backtest:
     """The backtest of the module docstring; deterministic for ``seed``; ``lead_slip`` > 0
-    runs the lead-time case."""
+    runs the lead-time case; ``learn_lead`` False keeps the learning planner's lead times
+    as quoted (demand learning alone: what learning the slip is worth)."""
     from clusterloom.capacity.curves import compute_curves
     from clusterloom.capacity.memory import (
         Realised,
@@ -425,6 +427,10 @@ def run_backtest(
         for k, arr in learned_slip.items():
             sl = learned.slip("lead", k)
             arr[q] = sl.applied if sl is not None else 0.0
+        if not learn_lead:
+            from dataclasses import replace as _replace
+
+            learned = _replace(learned, slips={})
         stated = backtest_plan(history, q)
         truth = _problem(
             backtest_plan(history, q, "truth", int(drawn[q])), curves, history, q, 1, seed

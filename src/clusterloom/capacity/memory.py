@@ -22,7 +22,8 @@ them (orders of the moves in the plan, the tier of a site the menu names) priced
 actual demand with the plan's own costs: the plan's recourse problem (``optimise.build``)
 with one scenario, the actuals, over the periods for which every forecast has an actual;
 the recourse (later orders, expediting, idle accelerators, carrying) re-optimised on it.
-*Assumptions:* lead times at their median (actuals carry none), no vendor slip, halls ready
+*Assumptions:* lead times at their median (``delivered`` actuals teach the next plan's lead
+times, ``slip_observations``, but do not reprice this one), no vendor slip, halls ready
 at their median quarter unless a ``ready`` actual says when, accelerators delivered as they
 are wanted; an order the menu does not list (beyond its ``max_decisions``) counts as not
 made; a landing share is not in the menu (it lists accelerators landed) and is re-optimised
