@@ -36,7 +36,8 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
         actuals: Annotated[
             Path,
             typer.Option(
-                "--actuals", help="what happened (CSV: quantity,site,program,period,value)"
+                "--actuals",
+                help="what happened (CSV: quantity,site,program,period,value[,part,delivered])",
             ),
         ],
         record: Annotated[
