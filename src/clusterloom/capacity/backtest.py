@@ -40,6 +40,17 @@ expected cost (``risk_weight`` 0 by default: the backtest scores the realised co
 risk premium would raise by design). *Assumptions:* the window's stock left at its end has
 no salvage value (the optimisation's own horizon rule); accelerators arrive when wanted;
 lead times are certain, so the only uncertainty is demand.
+
+**The lead-time case** (``lead_slip`` > 0; ``capacity backtest --lead-slip``): the supplier of
+one part (``SLIPPED_PART``, nvidia's switch) delivers late by a seeded Poisson number of
+quarters with mean ``lead_slip``, one draw a quarter (a vendor's slip hits every order of that
+quarter), drawn from its own stream so the demand history is the same. The truth each
+decision is priced against has that quarter's lead; the planners plan with the quoted one,
+the learning planner with the lead learned (``learn.learn_slips``) from the ``delivered``
+actuals recorded so far (each part the learning plan ordered, arriving ``quoted + slip``
+quarters later, known once it has arrived). Every other part delivers as quoted, so its
+learned slip must stay 0. With ``lead_slip`` 0 (the default) no delivery is recorded and every
+figure above is unchanged.
 """
 
 from __future__ import annotations
@@ -69,6 +80,8 @@ __all__ = [
 ]
 
 PLANNERS = ("median", "p90", "stochastic", "learning")
+#: the part whose supplier slips in the lead-time case, and its quoted lead
+SLIPPED_PART = ("nvidia", "switch:sn5600", 2)
 #: the longest history (the demand grows past the curves' largest size beyond it)
 MAX_QUARTERS = 40
 START = "2027Q1"
@@ -154,8 +167,29 @@ _PARTS = """
 """  # noqa: E501
 
 
+def _parts(extra_lead: int) -> str:
+    """The parts, the slipped part's lead ``extra_lead`` quarters longer than quoted."""
+    if extra_lead == 0:
+        return _PARTS
+    _vendor, part, quoted = SLIPPED_PART
+    old = f'{part}", supplier: {{vendor: nvidia, lead_time: {quoted},'
+    assert old in _PARTS
+    return _PARTS.replace(
+        old, f'{part}", supplier: {{vendor: nvidia, lead_time: {quoted + extra_lead},'
+    )
+
+
+def _quoted_lead(part: str) -> int:
+    line = next(x for x in _PARTS.splitlines() if f'"{part}"' in x)
+    return int(line.split("lead_time:")[1].split(",")[0])
+
+
 def _plan_yaml(
-    start: str, horizon: int, demand: dict[str, list[list[float]]], sources: tuple[str, ...]
+    start: str,
+    horizon: int,
+    demand: dict[str, list[list[float]]],
+    sources: tuple[str, ...],
+    extra_lead: int = 0,
 ) -> str:
     levels = "[0.1, 0.5, 0.9]" if len(next(iter(demand.values()))[0]) == 3 else "[0.5]"
     progs = []
@@ -178,7 +212,7 @@ sites:
           - {{name: h1, rows: 16, positions_per_row: 24, position_power_kw: 45, power: {{it_mw: 17, pue: 1.25}}}}
           - {{name: h2, rows: 16, positions_per_row: 24, position_power_kw: 45, power: {{it_mw: 17, pue: 1.25}}}}
 programs:
-{"".join(progs)}parts:{_PARTS}costs:
+{"".join(progs)}parts:{_parts(extra_lead)}costs:
   idle_usd_per_accelerator_quarter: 4380
   expedite_fraction: 0.25
   carry_fraction_per_quarter: 0.03
@@ -186,9 +220,12 @@ programs:
 """  # noqa: E501
 
 
-def backtest_plan(history: History, quarter: int, demand: str = "forecast") -> PlanInput:
+def backtest_plan(
+    history: History, quarter: int, demand: str = "forecast", extra_lead: int = 0
+) -> PlanInput:
     """The plan made at ``quarter``: its programs' forecasts as made then (``forecast``),
-    one path at the forecast's ``median`` or ``p90``, or the ``truth`` of the window."""
+    one path at the forecast's ``median`` or ``p90``, or the ``truth`` of the window;
+    ``extra_lead``: the slipped part's lead that many quarters beyond its quote."""
     start = quarter_label(quarter_index(START) + quarter)
     H = history.horizon
     rows: dict[str, list[list[float]]] = {}
@@ -204,7 +241,7 @@ def backtest_plan(history: History, quarter: int, demand: str = "forecast") -> P
         else:
             raise ValueError(f"demand {demand!r}")
     names = tuple(s.name for s in history.sources)
-    return parse_plan(_plan_yaml(start, H, rows, names), source="<backtest>")
+    return parse_plan(_plan_yaml(start, H, rows, names, extra_lead), source="<backtest>")
 
 
 def _problem(
@@ -262,6 +299,12 @@ class Backtest:
     #: what had been learned by the end (from every actual of the history)
     final: Learned
     records: tuple[Decision, ...] = field(default=())
+    #: the lead-time case: the generated mean slip of ``SLIPPED_PART`` (0: not run)
+    lead_slip: float = 0.0
+    #: [quarters] the slip drawn each quarter (the lead-time case)
+    slip_drawn: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: ``vendor/part`` -> [quarters] the applied lead-time slip learned before each quarter
+    learned_slip: dict[str, np.ndarray] = field(default_factory=dict)
 
     def total(self, planner: str) -> float:
         return float(self.cost_cents[:, self.planners.index(planner)].sum())
@@ -297,6 +340,21 @@ class Backtest:
                 }
                 for s in self.history.sources
             },
+            **({"lead_time": self._lead_dict()} if self.lead_slip > 0 else {}),
+        }
+
+    def _lead_dict(self) -> dict[str, Any]:
+        vendor, part, _quoted = SLIPPED_PART
+        return {
+            "slipped": f"{vendor}/{part}",
+            "generated_slip": self.lead_slip,
+            "slip_drawn_by_quarter": [int(v) for v in self.slip_drawn],
+            "learned_slip_by_quarter": {
+                k: [round(float(x), 6) for x in v] for k, v in sorted(self.learned_slip.items())
+            },
+            "final": {
+                k: v.to_dict() for k, v in sorted(self.final.slips.items()) if v.kind == "lead"
+            },
         }
 
 
@@ -310,8 +368,12 @@ def run_backtest(
     prior: Prior | None = None,
     sources: tuple[SourceSpec, ...] = DEFAULT_SOURCES,
     cache: Path | None = None,
+    lead_slip: float = 0.0,
+    learn_lead: bool = True,
 ) -> Backtest:
-    """The backtest of the module docstring; deterministic for ``seed``."""
+    """The backtest of the module docstring; deterministic for ``seed``; ``lead_slip`` > 0
+    runs the lead-time case; ``learn_lead`` False keeps the learning planner's lead times
+    as quoted (demand learning alone: what learning the slip is worth)."""
     from clusterloom.capacity.curves import compute_curves
     from clusterloom.capacity.memory import (
         Realised,
@@ -335,6 +397,8 @@ def run_backtest(
         problems.append(Problem("--risk-weight", f"{risk_weight} is not between 0 and 10"))
     if seed < 0:
         problems.append(Problem("--seed", "a seed is at least 0"))
+    if not (math.isfinite(lead_slip) and 0.0 <= lead_slip <= 4.0):
+        problems.append(Problem("--lead-slip", f"{lead_slip} is not between 0 and 4 quarters"))
     if problems:
         raise SpecError(problems)
     history = synthetic_history(quarters, seed, horizon=horizon, sources=sources)
@@ -346,6 +410,13 @@ def run_backtest(
     outcomes = {s: np.zeros(quarters, dtype=np.int64) for s in names}
     memory: list[tuple[str, Decision]] = []
     records: list[Decision] = []
+    drawn = (
+        np.random.default_rng([seed, 22]).poisson(lead_slip, size=quarters)
+        if lead_slip > 0
+        else np.zeros(quarters, dtype=np.int64)
+    )
+    slip_keys = [f"{v['vendor']}/{p['id']}" for p, v in _part_suppliers()]
+    learned_slip = {k: np.zeros(quarters) for k in slip_keys} if lead_slip > 0 else {}
     for q in range(quarters):
         label = quarter_label(quarter_index(START) + q)
         learned = learn_from_records(memory, prior=prior, known_before=label)
@@ -353,8 +424,17 @@ def run_backtest(
             got = learned.get(s)
             learned_bias[s][q] = got.bias if got is not None else 0.0
             outcomes[s][q] = got.outcomes if got is not None else 0
+        for k, arr in learned_slip.items():
+            sl = learned.slip("lead", k)
+            arr[q] = sl.applied if sl is not None else 0.0
+        if not learn_lead:
+            from dataclasses import replace as _replace
+
+            learned = _replace(learned, slips={})
         stated = backtest_plan(history, q)
-        truth = _problem(backtest_plan(history, q, "truth"), curves, history, q, 1, seed)
+        truth = _problem(
+            backtest_plan(history, q, "truth", int(drawn[q])), curves, history, q, 1, seed
+        )
         plans = {
             "median": (backtest_plan(history, q, "median"), 1),
             "p90": (backtest_plan(history, q, "p90"), 1),
@@ -380,6 +460,8 @@ def run_backtest(
                     for name, rows in _truth_rows(history, q).items()
                     for t, v in enumerate(rows)
                 ]
+                if lead_slip > 0:
+                    actuals += _deliveries(buy, label, int(drawn[q]))
                 realised = Realised(
                     periods=tuple(stated.periods),
                     cost_cents=c,
@@ -402,7 +484,31 @@ def run_backtest(
         outcomes=outcomes,
         final=final,
         records=tuple(records),
+        lead_slip=lead_slip,
+        slip_drawn=drawn,
+        learned_slip=learned_slip,
     )
+
+
+def _part_suppliers() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    import yaml
+
+    parts: list[dict[str, Any]] = yaml.safe_load(_PARTS)
+    return [(p, p["supplier"]) for p in parts]
+
+
+def _deliveries(buy: dict[str, dict[str, float]], label: str, slip: int) -> list[Actual]:
+    """What the orders ``buy`` placed in ``label`` delivered: the slipped part ``slip``
+    quarters beyond its quote, every other as quoted."""
+    out = []
+    for site, by_part in sorted(buy.items()):
+        for part, units in sorted(by_part.items()):
+            if units <= 0:
+                continue
+            lead = _quoted_lead(part) + (slip if part == SLIPPED_PART[1] else 0)
+            arrived = quarter_label(quarter_index(label) + lead)
+            out.append(Actual("delivered", site, "", label, float(units), part, arrived))
+    return out
 
 
 def _truth_rows(history: History, quarter: int) -> dict[str, list[list[float]]]:

@@ -36,6 +36,26 @@ those observed takes the pooled bias. Cumulative demand is then kept non-decreas
 periods (a running maximum per level). *Assumptions:* a source's error is multiplicative and
 the same for every program and site it forecasts; outcomes are exchangeable (no drift in the
 source's bias over time); a lead's bias is stationary.
+
+**Lead-time and readiness slips** (``SlipObservation``, ``learn_slips``). Per supplier and
+part (``vendor/part``), the **lead-time slip** of each recorded delivery: its delivered lead
+(``delivered`` actual: arrival quarter minus the quarter ordered) minus the lead quoted in the
+decision's plan (the quoted distribution's median); per site, the **readiness slip** of each
+hall with a stated ready date: the first quarter a ``ready`` actual marks it ready (the hall's
+own row, else the site's) minus the stated date's median. Both in quarters. The estimate is
+the same shrunk mean as the bias: the prior is **no slip**, worth ``prior.outcomes`` outcomes,
+applied slip ``d = n s̄ / (n + n0)``, with the standard error of ``s̄`` clustered (lead:
+by the quarter ordered, since a vendor's slip in a quarter hits all its orders; readiness:
+by hall, since one hall's date seen by several decisions is one draw) and the spread of the
+slips (their standard deviation) beside it. **Applying**: a quoted lead time's quantiles
+(a certain lead: ``[L]``) and a hall's stated ready date (as quarters from the plan's start)
+move by ``d``; a certain figure becomes the distribution ``{0.1, 0.5, 0.9}`` at
+``L + d ∓ 1.2816 sd`` (the slips' spread; the scenarios round each draw to a quarter, so a
+fractional slip shows as a share of later quarters), a stated distribution keeps its own
+spread and moves. Clipped to ``[0, MAX_PERIODS]`` (a ready date before the start: ready from
+the start). *Assumptions:* a supplier's slip is the same for every site it delivers to and
+does not drift; a hall not yet ready gives no observation (censored, not counted); every
+order is one observation whatever its size.
 """
 
 from __future__ import annotations
@@ -55,10 +75,13 @@ __all__ = [
     "Learned",
     "Observation",
     "Prior",
+    "SlipLearning",
+    "SlipObservation",
     "SourceLearning",
     "apply_learning",
     "forecast_observations",
     "learn",
+    "learn_slips",
     "learning_statements",
     "program_source",
     "stated_spread",
@@ -156,18 +179,80 @@ class SourceLearning:
         return text
 
 
+@dataclass(frozen=True, order=True)
+class SlipObservation:
+    """One delivery's lead-time slip or one hall's readiness slip, in quarters."""
+
+    kind: str  #: ``lead`` or ``ready``
+    key: str  #: lead: ``vendor/part``; ready: the site
+    slip: float  #: delivered lead minus quoted; ready quarter minus stated
+    cluster: str = ""  #: observations that may share one error (module docstring)
+
+
+@dataclass(frozen=True)
+class SlipLearning:
+    kind: str
+    key: str
+    outcomes: int
+    clusters: int
+    mean: float  #: raw mean slip, quarters
+    stderr: float  #: clustered (nan below 2 clusters)
+    spread: float  #: standard deviation of the slips (0 with one)
+    applied: float  #: shrunk toward no slip
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}:{self.key}"
+
+    def statement(self) -> str:
+        what = "lead time" if self.kind == "lead" else "readiness"
+        who = f"supplier/part {self.key}" if self.kind == "lead" else f"site {self.key}"
+        err = "" if math.isnan(self.stderr) else f" ± {self.stderr:.2f}"
+        unit = "deliveries" if self.kind == "lead" else "hall dates"
+        return (
+            f"{who}: {what} slipped {self.mean:+.2f} quarters{err} on average over "
+            f"{self.outcomes} {unit} (spread {self.spread:.2f}); shrunk toward no slip, "
+            f"{'lead times' if self.kind == 'lead' else 'ready dates'} moved by "
+            f"{self.applied:+.2f} quarters"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "key": self.key,
+            "outcomes": self.outcomes,
+            "clusters": self.clusters,
+            "mean": _round(self.mean),
+            "stderr": _round(self.stderr),
+            "spread": _round(self.spread),
+            "applied": _round(self.applied),
+            "statement": self.statement(),
+        }
+
+
 @dataclass(frozen=True)
 class Learned:
-    """What was learned, per source."""
+    """What was learned, per source, and the lead-time and readiness slips."""
 
     sources: dict[str, SourceLearning]
     prior: Prior = field(default_factory=Prior)
     decisions: int = 0  #: decisions with an outcome that gave observations
+    #: ``lead:vendor/part`` or ``ready:site`` -> the slip learned
+    slips: dict[str, SlipLearning] = field(default_factory=dict)
 
     def get(self, source: str) -> SourceLearning | None:
         return self.sources.get(source)
 
+    def slip(self, kind: str, key: str) -> SlipLearning | None:
+        return self.slips.get(f"{kind}:{key}")
+
     def to_dict(self) -> dict[str, Any]:
+        out = self._sources_dict()
+        if self.slips:
+            out["slips"] = {k: v.to_dict() for k, v in sorted(self.slips.items())}
+        return out
+
+    def _sources_dict(self) -> dict[str, Any]:
         return {
             "prior_outcomes": self.prior.outcomes,
             "decisions": self.decisions,
@@ -227,8 +312,42 @@ def _stderr(x: np.ndarray, cluster: Sequence[str]) -> float:
     return float(math.sqrt(G / (G - 1) * float(np.sum(sums**2))) / len(x))
 
 
-def learn(observations: Iterable[Observation], prior: Prior | None = None) -> Learned:
-    """Bias and spread per source from ``observations`` (module docstring)."""
+def learn_slips(
+    observations: Iterable[SlipObservation], prior: Prior | None = None
+) -> dict[str, SlipLearning]:
+    """The shrunk mean slip per (kind, key) from ``observations`` (module docstring)."""
+    n0 = (prior or Prior()).outcomes
+    groups: dict[tuple[str, str], list[SlipObservation]] = {}
+    for o in observations:
+        if math.isfinite(o.slip):
+            groups.setdefault((o.kind, o.key), []).append(o)
+    out: dict[str, SlipLearning] = {}
+    for (kind, key), obs in sorted(groups.items()):
+        x = np.array([o.slip for o in obs])
+        clusters = [o.cluster or f"#{i}" for i, o in enumerate(obs)]
+        n = len(x)
+        mean = float(x.mean())
+        got = SlipLearning(
+            kind=kind,
+            key=key,
+            outcomes=n,
+            clusters=len(set(clusters)),
+            mean=mean,
+            stderr=_stderr(x, clusters),
+            spread=float(x.std(ddof=1)) if n > 1 else 0.0,
+            applied=n * mean / (n + n0),
+        )
+        out[got.name] = got
+    return out
+
+
+def learn(
+    observations: Iterable[Observation],
+    prior: Prior | None = None,
+    slips: Iterable[SlipObservation] = (),
+) -> Learned:
+    """Bias and spread per source from ``observations``, and the lead-time and readiness
+    slips from ``slips`` (module docstring)."""
     prior = prior or Prior()
     n0 = prior.outcomes
     by_source: dict[str, list[Observation]] = {}
@@ -275,7 +394,7 @@ def learn(observations: Iterable[Observation], prior: Prior | None = None) -> Le
             spread=min(max(k, 1.0 / MAX_FACTOR), MAX_FACTOR),
             coverage=(sum(inside) / len(inside)) if inside else None,
         )
-    return Learned(out, prior)
+    return Learned(out, prior, slips=learn_slips(slips, prior))
 
 
 def forecast_observations(
@@ -378,6 +497,8 @@ def apply_learning(plan: PlanInput, learned: Learned) -> PlanInput:
         programs.append(p.model_copy(update={"demand": demand}))
     data = plan.model_dump(mode="json")
     data["programs"] = [q.model_dump(mode="json") for q in programs]
+    if learned.slips:
+        _apply_slips(plan, learned, data)
     try:
         new = PlanInput.model_validate(data)
     except ValidationError as exc:  # a correction breaking the plan's own rules is a bug
@@ -386,6 +507,56 @@ def apply_learning(plan: PlanInput, learned: Learned) -> PlanInput:
     if problems:
         raise SpecError(problems)
     return new
+
+
+def _shifted(
+    levels: Sequence[float], values: Sequence[float], slip: SlipLearning, certain: bool
+) -> dict[str, list[float]]:
+    """A lead time or ready date (quarters) moved by the applied slip (module docstring)."""
+    from clusterloom.capacity.input import MAX_PERIODS
+
+    if certain:
+        v = values[0] + slip.applied
+        lv = [0.1, 0.5, 0.9]
+        qs = [v - Z90 * slip.spread, v, v + Z90 * slip.spread]
+    else:
+        lv, qs = list(levels), [v + slip.applied for v in values]
+    return {
+        "levels": [float(x) for x in lv],
+        "quarters": [round(min(max(q, 0.0), float(MAX_PERIODS)), 6) for q in qs],
+    }
+
+
+def _apply_slips(plan: PlanInput, learned: Learned, data: dict[str, Any]) -> None:
+    """``data`` (the plan as JSON) with lead times and ready dates moved by the slips."""
+    from clusterloom.capacity.input import Distribution, quarter_index
+
+    for part, p_data in zip(plan.parts, data["parts"], strict=True):
+        slip = learned.slip("lead", f"{part.supplier.vendor}/{part.id}")
+        if slip is None or slip.outcomes == 0:
+            continue
+        lt = part.supplier.lead_time
+        if isinstance(lt, Distribution):
+            p_data["supplier"]["lead_time"] = _shifted(lt.levels, lt.values(), slip, False)
+        else:
+            p_data["supplier"]["lead_time"] = _shifted([0.5], [float(lt)], slip, True)
+    start = quarter_index(plan.horizon.start)
+    for site, s_data in zip(plan.sites, data["sites"], strict=True):
+        slip = learned.slip("ready", site.name)
+        if slip is None or slip.outcomes == 0:
+            continue
+        for b, b_data in zip(site.buildings, s_data["buildings"], strict=True):
+            for h, h_data in zip(b.halls, b_data["halls"], strict=True):
+                if h.ready is None:
+                    continue
+                if isinstance(h.ready, Distribution):
+                    off = 0 if not isinstance(h.ready.quarters[0], str) else start
+                    values = [v - off for v in h.ready.values()]
+                    h_data["ready"] = _shifted(h.ready.levels, values, slip, False)
+                else:
+                    h_data["ready"] = _shifted(
+                        [0.5], [float(quarter_index(h.ready) - start)], slip, True
+                    )
 
 
 def learning_statements(plan: PlanInput, learned: Learned) -> tuple[str, ...]:
@@ -402,4 +573,15 @@ def learning_statements(plan: PlanInput, learned: Learned) -> tuple[str, ...]:
             else f"{src}: no outcomes yet; forecasts used as stated"
         )
         out.append(f"{head} (programs: {', '.join(names)})")
+    for part in plan.parts:
+        slip = learned.slip("lead", f"{part.supplier.vendor}/{part.id}")
+        if slip is not None and slip.outcomes:
+            out.append(slip.statement())
+    for site in plan.sites:
+        slip = learned.slip("ready", site.name)
+        if slip is not None and slip.outcomes:
+            stated = any(h.ready is not None for h in site.halls)
+            out.append(
+                slip.statement() + ("" if stated else " (no hall states a date: none moved)")
+            )
     return tuple(out)

@@ -22,7 +22,8 @@ them (orders of the moves in the plan, the tier of a site the menu names) priced
 actual demand with the plan's own costs: the plan's recourse problem (``optimise.build``)
 with one scenario, the actuals, over the periods for which every forecast has an actual;
 the recourse (later orders, expediting, idle accelerators, carrying) re-optimised on it.
-*Assumptions:* lead times at their median (actuals carry none), no vendor slip, halls ready
+*Assumptions:* lead times at their median (``delivered`` actuals teach the next plan's lead
+times, ``slip_observations``, but do not reprice this one), no vendor slip, halls ready
 at their median quarter unless a ``ready`` actual says when, accelerators delivered as they
 are wanted; an order the menu does not list (beyond its ``max_decisions``) counts as not
 made; a landing share is not in the menu (it lists accelerators landed) and is re-optimised
@@ -48,6 +49,7 @@ from clusterloom.capacity.learn import (
     Learned,
     Observation,
     Prior,
+    SlipObservation,
     forecast_observations,
     learn,
     program_source,
@@ -75,6 +77,7 @@ __all__ = [
     "realised_cost",
     "record_decision",
     "record_id",
+    "slip_observations",
 ]
 
 MEMORY_SCHEMA = "clusterloom.capacity.memory"
@@ -404,7 +407,7 @@ def outcome_record(
     doc = {
         "schema": OUTCOME_SCHEMA,
         "schema_version": 1,
-        "actuals": [[a.quantity, a.site, a.program, a.period, a.value] for a in sorted(actuals)],
+        "actuals": [a.as_list() for a in sorted(actuals)],
         "realised": realised.to_dict() if realised is not None else None,
         "not_priced": "" if realised is not None else reason,
     }
@@ -498,7 +501,7 @@ def observations(
         if doc is None or not isinstance(mem, dict):
             continue
         actual: dict[tuple[str, str], dict[str, float]] = {}
-        for quantity, site, program, period, value in doc.get("actuals", []):
+        for quantity, site, program, period, value, *_delivery in doc.get("actuals", []):
             if quantity == "demand" and quarter_index(period) < cut:
                 actual.setdefault((program, site), {})[period] = float(value)
         before = len(obs)
@@ -523,8 +526,77 @@ def learn_from_records(
     prior: Prior | None = None,
     known_before: str | None = None,
 ) -> Learned:
-    """``learn`` over the observations of the decisions in memory."""
+    """``learn`` over the observations of the decisions in memory: forecasts against demand,
+    and the lead-time and readiness slips (``slip_observations``)."""
     from dataclasses import replace
 
+    decisions = list(decisions)
     obs, used = observations(decisions, known_before=known_before)
-    return replace(learn(obs, prior), decisions=used)
+    slips = slip_observations(decisions, known_before=known_before)
+    return replace(learn(obs, prior, slips), decisions=used)
+
+
+def _median(d: Distribution) -> float:
+    return float(np.interp(0.5, d.levels, d.values()))
+
+
+def slip_observations(
+    decisions: Iterable[tuple[str, Decision]], *, known_before: str | None = None
+) -> list[SlipObservation]:
+    """The lead-time slips (every ``delivered`` actual of a part the decision's plan quotes,
+    once however many outcomes list it, arrived before ``known_before``) and readiness slips
+    (every hall of the decision's plan with a stated ready date and a ``ready`` actual of 1
+    before ``known_before``) of every proposal's latest decision with an outcome
+    (``learn``'s module docstring)."""
+    cut = quarter_index(known_before) if known_before is not None else math.inf
+    out: list[SlipObservation] = []
+    orders: set[tuple[str, str, str, str, float]] = set()
+    for _proposal, (_rid, d) in sorted(latest(decisions).items()):
+        doc = outcome_of(d)
+        mem = d.context.get("memory")
+        if doc is None or not isinstance(mem, dict) or not isinstance(mem.get("plan"), dict):
+            continue
+        plan = PlanInput.model_validate(mem["plan"])
+        quoted: dict[str, tuple[str, float]] = {}
+        for part in plan.parts:
+            lt = part.supplier.lead_time
+            quoted[part.id] = (
+                part.supplier.vendor,
+                _median(lt) if isinstance(lt, Distribution) else float(lt),
+            )
+        ready: dict[str, int] = {}
+        for row in doc.get("actuals", []):
+            quantity, site, _program, period, value = row[:5]
+            if quantity == "delivered" and len(row) == 7:
+                part_id, delivered = str(row[5]), str(row[6])
+                key = (site, part_id, period, delivered, float(value))
+                if part_id not in quoted or quarter_index(delivered) >= cut or key in orders:
+                    continue
+                orders.add(key)
+                vendor, lead = quoted[part_id]
+                out.append(
+                    SlipObservation(
+                        "lead",
+                        f"{vendor}/{part_id}",
+                        quarter_index(delivered) - quarter_index(period) - lead,
+                        cluster=f"{vendor}@{period}",
+                    )
+                )
+            elif quantity == "ready" and float(value) >= 1 and quarter_index(period) < cut:
+                q = quarter_index(period)
+                ready[site] = min(q, ready.get(site, q))
+        start = quarter_index(plan.horizon.start)
+        for site_in in plan.sites:
+            for b in site_in.buildings:
+                for h in b.halls:
+                    hall = f"{site_in.name}/{h.name}"
+                    got = ready.get(hall, ready.get(site_in.name))
+                    if h.ready is None or got is None:
+                        continue
+                    if isinstance(h.ready, Distribution):
+                        off = start if not isinstance(h.ready.quarters[0], str) else 0
+                        stated = off + _median(h.ready)
+                    else:
+                        stated = float(quarter_index(h.ready))
+                    out.append(SlipObservation("ready", site_in.name, got - stated, cluster=hall))
+    return out

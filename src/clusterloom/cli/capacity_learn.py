@@ -36,7 +36,8 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
         actuals: Annotated[
             Path,
             typer.Option(
-                "--actuals", help="what happened (CSV: quantity,site,program,period,value)"
+                "--actuals",
+                help="what happened (CSV: quantity,site,program,period,value[,part,delivered])",
             ),
         ],
         record: Annotated[
@@ -125,6 +126,13 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
         risk_weight: Annotated[
             float, typer.Option("--risk-weight", help="weight of the CVaR in their objective")
         ] = 0.0,
+        lead_slip: Annotated[
+            float,
+            typer.Option(
+                "--lead-slip",
+                help="mean quarters nvidia's switch deliveries slip (0: no lead-time case)",
+            ),
+        ] = 0.0,
         as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
     ) -> None:
         """Backtest learning on a seeded synthetic history of biased, noisy forecasts:
@@ -141,6 +149,7 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
                 scenarios=scenarios,
                 risk_weight=risk_weight,
                 cache=default_cache(),
+                lead_slip=lead_slip,
             )
             if as_json:
                 sys.stdout.write(json.dumps(bt.to_dict(), indent=2, sort_keys=True) + "\n")
@@ -184,3 +193,15 @@ def _say_backtest(out: Console, bt: Any) -> None:
     out.print(bias)
     for s in bt.final.sources.values():
         out.print(s.statement(), markup=False)
+    if bt.lead_slip > 0:
+        key = bt.to_dict()["lead_time"]["slipped"]
+        got = bt.learned_slip.get(key)
+        last = float(got[-1]) if got is not None and len(got) else 0.0
+        out.print(
+            f"lead-time case: {key} generated slip {bt.lead_slip:g} quarters (drawn mean "
+            f"{float(bt.slip_drawn.mean()):.2f}); learned before the last quarter {last:+.2f}",
+            markup=False,
+        )
+        for sl in bt.final.slips.values():
+            if sl.kind == "lead":
+                out.print(sl.statement(), markup=False)
