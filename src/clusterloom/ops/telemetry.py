@@ -637,7 +637,9 @@ class TelemetryStore:
         the rates' rollup at ``resolution`` over the window (the rolled rows with
         ``start_ms <= ts_ms < end_ms``), without a stored rollup: each hour whose raw rates
         are kept is grouped here, by ``link``, ``end`` and bucket, with the stored rollup's
-        own aggregates (the same values; :meth:`downsample` need not have run); an hour whose
+        own aggregates over the rows in the same order (:meth:`downsample` need not have run:
+        the same values, to the bit on an hour DuckDB groups in one piece; where it combines
+        partial sums of a large hour, a few ulp apart: 4.2e-16 relative at 16k); an hour whose
         raw rates are gone (retention) is read from its stored rollup. Rows ordered by
         ``ts_ms``, ``link``, ``end`` (one row per interface and bucket: a total order).
         Each hour is one grouping of its own (a bucket never spans hours), in one DuckDB thread:
