@@ -5,8 +5,10 @@
   twelve 5-minute Parquet files) and Pingmesh-like probes (each host's port 0 probes one peer
   half the fabric away on 4 EVs every 10 s: 65,536 series, 23.6M rows, twelve files), read
   and checked (``ops.ingest``) and appended to a telemetry store (their rates with them);
-  then, when ``ops.localise`` is there, localised over the hour (the store's 1-minute rate
-  rollups and the probes). Target: under 2 minutes and 4 GB.
+  then localised over the hour (``localise_store``: the rates' 1-minute rollup grouped in
+  the read, no rollup stored first, and the raw probes). Target: under 2 minutes and 4 GB.
+- **rollup** (not in the default phases): the rates' 1-minute rollup of the hour grouped in
+  the read and stored by ``downsample(kinds=("rates",), resolutions=("1m",))``, compared.
 - **day**: one day of 1-minute counters (1,440 scrapes, 141.6M rows, 24 hourly files), read,
   checked and appended with their rates. Target: under 5 minutes and 8 GB.
 - **text**: one scrape of every interface as CSV and as OpenMetrics text (98,304 rows; 983,040
@@ -18,9 +20,9 @@ input is generated first (not timed in the targets), by numpy: counters growing 
 a link carries at a per-interface utilisation (packets at 4 KiB mean, drops, marks, pauses and
 FEC codewords by Poisson draws), a few interfaces started near 2**64 so that they wrap.
 
-Run: ``python -u bench/bench_ops.py [--phases gen,hour,day,text] [--workdir DIR] [--scale F]
-[--keep]``; ``--scale`` shrinks the number of scrapes (for trying it out). Figures go to
-``bench/RESULTS.md`` by hand.
+Run: ``python -u bench/bench_ops.py [--phases gen,hour,localise,day,text,rollup]
+[--workdir DIR] [--scale F] [--keep]``; ``--scale`` shrinks the number of scrapes (for trying
+it out). Figures go to ``bench/RESULTS.md`` by hand.
 """
 
 from __future__ import annotations
@@ -202,19 +204,53 @@ def phase_localise(work: Path) -> dict[str, object]:
 
     fabric = load_fabric(EXAMPLE)
     store = TelemetryStore(work / "store-hour", fabric)
-    before = _usage()
-    rolled = store.downsample()
-    rollup = _usage()
-    # the hour's 1-minute rates (only the columns the detectors read) and its raw probes,
-    # read in batches into narrow arrays
+    # no rollup made first (that is the retention's job): the hour's 1-minute rates grouped
+    # in the read by link, end and minute (only the columns the detectors read), and its raw
+    # probes read in batches into narrow arrays
     found = localise_store(fabric, store, rates_resolution="1m", probes_resolution="raw")
     return {
-        "hours_rolled": rolled,
-        "rollup_cpu_s": round(rollup["cpu_s"] - before["cpu_s"], 1),
-        "rss_gb_after_rollup": round(rollup["rss_gb"], 2),
+        "rollups_stored": store.hours("rates", "1m"),
         "suspects": len(found.suspects),
         "first": found.suspects[0].target if found.suspects else None,
         "congestion": found.congestion,
+    }
+
+
+def phase_rollup(work: Path) -> dict[str, object]:
+    """The rates' 1-minute rollup alone: grouped in the read (``rate_rollup``), then stored
+    (``downsample(kinds=("rates",), resolutions=("1m",))``), and the two compared."""
+    import numpy as np
+
+    from clusterloom.ops.detect import RATE_COLUMNS_READ
+    from clusterloom.ops.fabric import load_fabric
+    from clusterloom.ops.telemetry import TelemetryStore
+
+    fabric = load_fabric(EXAMPLE)
+    store = TelemetryStore(work / "store-hour", fabric)
+    t0 = _usage()
+    got = store.rate_rollup(RATE_COLUMNS_READ)
+    t1 = _usage()
+    store.downsample(kinds=("rates",), resolutions=("1m",))
+    t2 = _usage()
+    stored = store.columns("rates", RATE_COLUMNS_READ, resolution="1m").sort_by(
+        [("ts_ms", "ascending"), ("link", "ascending"), ("end", "ascending")]
+    )
+    worst = 0.0
+    for c in RATE_COLUMNS_READ:
+        a = got[c].to_numpy(zero_copy_only=False).astype(np.float64)
+        b = stored[c].to_numpy(zero_copy_only=False).astype(np.float64)
+        ok = ~(np.isnan(a) | np.isnan(b))
+        if (np.isnan(a) != np.isnan(b)).any():
+            worst = float("inf")
+        den = np.maximum(np.abs(b[ok]), 1e-300)
+        worst = max(worst, float(np.max(np.abs(a[ok] - b[ok]) / den, initial=0.0)))
+    return {
+        "rows": got.num_rows,
+        "in_read_cpu_s": round(t1["cpu_s"] - t0["cpu_s"], 1),
+        "in_read_rss_gb": round(t1["rss_gb"], 2),
+        "stored_cpu_s": round(t2["cpu_s"] - t1["cpu_s"], 1),
+        "identical": bool(got.equals(stored)),
+        "max_rel_diff": worst,
     }
 
 
@@ -243,6 +279,7 @@ PHASES = {
     "gen": None,
     "hour": phase_hour,
     "localise": phase_localise,
+    "rollup": phase_rollup,
     "day": phase_day,
     "text": phase_text,
 }

@@ -1002,14 +1002,20 @@ def localise_store(
 ) -> Localisation:
     """:func:`localise` over a telemetry store's window (``start_ms <= ts_ms < end_ms``,
     default everything), reading only what it needs: the rates at ``rates_resolution`` (the
-    1-minute rollups by default: a long window of raw 10-s rates is six times the rows),
-    only the columns the detectors read (no names); the probes at ``probes_resolution`` (raw
-    by default: the time pattern of a flap needs its intervals) as :class:`ProbeRows`, read in
-    batches into narrow arrays (``store_probe_rows``); the collectives as they are. Roll the
-    store up first (``TelemetryStore.downsample``) for a rollup resolution."""
+    1-minute rollup by default: a long window of raw 10-s rates is six times the rows), only
+    the columns the detectors read (no names). A rollup resolution is grouped from the raw
+    rates in the read (``TelemetryStore.rate_rollup``: by link, end and minute, integers
+    only, the stored rollup's values, rows ordered by time, link and end), so the store need
+    not be rolled up first (the full rollup is the retention's job); an hour whose raw rates
+    have expired is read from its stored rollup. The probes at ``probes_resolution`` (raw by
+    default: the time pattern of a flap needs its intervals) as :class:`ProbeRows`, read in
+    batches into narrow arrays (``store_probe_rows``); the collectives as they are."""
     from clusterloom.ops.detect import RATE_COLUMNS_READ
 
-    rates = store.columns("rates", RATE_COLUMNS_READ, start_ms, end_ms, resolution=rates_resolution)
+    if rates_resolution == "raw":
+        rates = store.columns("rates", RATE_COLUMNS_READ, start_ms, end_ms, resolution="raw")
+    else:
+        rates = store.rate_rollup(RATE_COLUMNS_READ, start_ms, end_ms, resolution=rates_resolution)
     probes = store_probe_rows(fabric, store, start_ms, end_ms, resolution=probes_resolution)
     coll = store.collectives(start_ms, end_ms) if collectives else None
     return localise(
