@@ -19,7 +19,10 @@ otherwise flag any nonzero count). The thresholds and their reasons:
 - ``fec``: uncorrectable FEC codewords above :data:`FEC_FLOOR` per second (any sustained rate
   is a link that corrupts frames);
 - ``ecn`` / ``pfc``: ECN marks over packets above :data:`ECN_RATIO_FLOOR` (1e-3), PFC pauses
-  above :data:`PFC_FLOOR` per second: queues building, the signature of load;
+  above :data:`PFC_FLOOR` per second: queues building, the signature of load; in a peer
+  group where marking is the normal (ECMP collisions spread over the fabric: at least
+  :data:`MARKING_SHARE` of its interfaces marking, spread over its devices), only beyond the
+  markers' own spread (``_marking_normal``);
 - ``hot``: utilisation (transmit rate over capacity) above :data:`HOT_UTIL` (0.9) and above
   its peers: a link near its line rate where its peers are not;
 - ``low-rate``: a transmit rate below :data:`LOW_RATE_RATIO` (0.7) of its peers' median
