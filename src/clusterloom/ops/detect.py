@@ -19,7 +19,10 @@ otherwise flag any nonzero count). The thresholds and their reasons:
 - ``fec``: uncorrectable FEC codewords above :data:`FEC_FLOOR` per second (any sustained rate
   is a link that corrupts frames);
 - ``ecn`` / ``pfc``: ECN marks over packets above :data:`ECN_RATIO_FLOOR` (1e-3), PFC pauses
-  above :data:`PFC_FLOOR` per second: queues building, the signature of load;
+  above :data:`PFC_FLOOR` per second: queues building, the signature of load; in a peer
+  group where marking is the normal (ECMP collisions spread over the fabric: at least
+  :data:`MARKING_SHARE` of its interfaces marking, spread over its devices), only beyond the
+  markers' own spread (``_marking_normal``);
 - ``hot``: utilisation (transmit rate over capacity) above :data:`HOT_UTIL` (0.9) and above
   its peers: a link near its line rate where its peers are not;
 - ``low-rate``: a transmit rate below :data:`LOW_RATE_RATIO` (0.7) of its peers' median
@@ -112,6 +115,12 @@ RANK_REL_FLOOR = 0.03
 STRAGGLER_SHARE = 0.5
 MIN_STEPS = 3
 SLOW_STEP_REL = 0.2
+#: a peer group marks (ECN, PFC) as its normal when this share of its interfaces do ...
+MARKING_SHARE = 0.05
+#: ... spread over this share of the devices they could be on (collisions, not one hot device)
+MARKING_DEVICES = 0.5
+#: the smallest robust scale of the markers, as a share of their median
+MARKING_SPREAD = 0.5
 #: an interface whose operational speed is below this share of its design rate is flagged
 SPEED_SHARE = 0.99
 
@@ -291,6 +300,46 @@ def _flag_high(peer: I64, n_peer: int, x: F64, floor: float) -> tuple[NDArray[np
     return flag, threshold, med[peer]
 
 
+def _marking_normal(
+    peer: I64, n_peer: int, node: I64, x: F64, floor: float
+) -> tuple[NDArray[np.bool_], F64, F64]:
+    """Per interface: whether marking (ECN, PFC) is its peer group's normal, the line beyond
+    which it is not (``inf`` where it is not the normal) and the markers' median.
+
+    A group's marking is its normal when at least :data:`MARKING_SHARE` of its interfaces
+    are above ``floor`` (and at least :data:`MIN_PEERS`) and those markers sit on at least
+    :data:`MARKING_DEVICES` of the devices they could be spread over (the group's devices, or
+    as many as the markers when fewer; at least :data:`MIN_PEERS`): spread across the fabric,
+    as ECMP collisions are (every switch meets some), not gathered on one device, as a
+    congested switch's links are, nor a few ports, as a slow port's queue is. The line is
+    the markers' own median plus :data:`Z_PEER` of their robust scales, a scale being at
+    least :data:`MARKING_SPREAD` of the median (collisions of two, three or four flows mark
+    in steps, so many markers can share one value and a zero MAD): an interface within the
+    spread of the fabric's collisions is a collision.
+    """
+    n = x.size
+    over = np.nan_to_num(x) > floor
+    size = np.bincount(peer, minlength=n_peer)
+    markers = np.bincount(peer[over], minlength=n_peer)
+    pd = np.unique(peer * (int(node.max(initial=0)) + 1) + node)
+    devs = np.bincount(pd // (int(node.max(initial=0)) + 1), minlength=n_peer)
+    pm = np.unique(peer[over] * (int(node.max(initial=0)) + 1) + node[over])
+    mdevs = np.bincount(pm // (int(node.max(initial=0)) + 1), minlength=n_peer)
+    normal_g = (
+        (size >= MIN_PEERS)
+        & (markers >= MIN_PEERS)
+        & (markers >= MARKING_SHARE * size)
+        & (mdevs >= np.maximum(MIN_PEERS, MARKING_DEVICES * np.minimum(devs, markers)))
+    )
+    line, m_med = np.full(n, np.inf), np.full(n, np.nan)
+    if over.any():
+        med, scale, _ = robust(peer[over], x[over], n_peer)
+        spread = np.maximum(scale, MARKING_SPREAD * med)
+        line = np.where(normal_g[peer], (med + Z_PEER * spread)[peer], np.inf)
+        m_med = med[peer]
+    return normal_g[peer], line, m_med
+
+
 def counter_anomalies(rates: pa.Table, fabric: OpsFabric) -> tuple[Anomaly, ...]:
     """The anomalies of interface counters given as rates (``RATE_SCHEMA``), sorted by score
     (highest first). Vectorised over rows: no per-row Python."""
@@ -370,6 +419,7 @@ def counter_anomalies(rates: pa.Table, fabric: OpsFabric) -> tuple[Anomaly, ...]
         row_ecn = np.where(np.nan_to_num(tx_pps) > 0, ecn / tx_pps, 0.0)
     row_loss = np.where(np.isnan(drops), np.nan, row_loss)
     row_ecn = np.where(np.isnan(ecn), np.nan, row_ecn)
+    node = np.where(uend == 0, t.link_src[ulink], t.link_dst[ulink]).astype(np.int64)
     for signal, row, floor, unit in (
         (Signal.DROPS, row_loss, LOSS_RATIO_FLOOR, "drops per packet carried"),
         (Signal.FEC, fec, FEC_FLOOR, "uncorrectable FEC codewords per second"),
@@ -378,6 +428,12 @@ def counter_anomalies(rates: pa.Table, fabric: OpsFabric) -> tuple[Anomaly, ...]
     ):
         mean = _mean_per(iface, row)
         flag, thr, med = _flag_high(peer, n_peer, mean, floor)
+        if signal in (Signal.ECN, Signal.PFC):
+            # ECMP collisions mark across the fabric: judged against the markers' spread
+            normal, line, m_med = _marking_normal(peer, n_peer, node, mean, floor)
+            thr = np.where(normal, np.maximum(thr, line), thr)
+            med = np.where(normal, m_med, med)
+            flag &= np.nan_to_num(mean) > thr
         emit(signal, flag, mean, thr, med, np.nan_to_num(row) > floor, unit)
 
     # utilisation: hot and low-rate

@@ -1037,15 +1037,35 @@ def _lone_load(
     """Links at their line rate (ECN/PFC marks, utilisation, RTT growth) that no congested
     switch or skewed uplink explains: a link running below its rate (``gray-link``), or on a
     host link a slow NIC port (``slow-nic-port``): the queue builds because the link is slow,
-    not because the load is high."""
+    not because the load is high. A switch link needs a symptom of its own beside its marks
+    (line rate, a rate far below its peers', drops, queueing delay on its probes): ECMP
+    collisions mark links of a healthy fabric from the window's start, so a switch link's ECN
+    marks alone count only with an onset in the window (``persistent`` false); a host link's
+    ECN marks (the queue toward one port) are enough for a slow NIC port; PFC pauses
+    received alone never are (the queue is the pausing device's)."""
     t = fabric.topology
     hot = set()
     for s in congested:
         node = np.flatnonzero(fabric.names.device(np.arange(t.n_nodes)) == s.target)
         hot |= set(np.flatnonzero(np.isin(t.link_src, node) | np.isin(t.link_dst, node)).tolist())
     fav = {an.link for an in anomalies if an.signal is Signal.SKEW and an.link is not None}
+    # a symptom of the link's own beyond its queue's marks: its rate (line rate, or far
+    # below its peers'), a loss, a delay on its probes
+    own = set(delay_links) | {
+        an.link
+        for an in anomalies
+        if an.link is not None and an.signal in (Signal.HOT, Signal.LOW_RATE, Signal.DROPS)
+    }
     for link in sorted((set(load) | set(delay_links)) - hot - fav):
         marks = [an for an in load.get(link, []) if an.signal is not Signal.HOT_SWITCH]
+        if link not in own:
+            # pauses received are another device's queue, never this link's; marks alone on
+            # a switch link are a collision's (ECMP's normal); on a host link, the queue
+            # toward one port, a slow NIC port's
+            ecn = [an for an in marks if an.signal is Signal.ECN]
+            tier1 = int(t.link_tier[link]) == 1
+            if not ((tier1 and ecn) or any(not an.persistent for an in ecn)):
+                continue
         if marks:
             score = max(an.score for an in marks)
             persistent = all(an.persistent for an in marks)
