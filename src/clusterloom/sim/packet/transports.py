@@ -59,6 +59,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from typing import Any, ClassVar, overload
 
@@ -686,13 +687,20 @@ class MrcSpray(_Sprayer):
         if table is not None and self.sr:  # explicit programs: EV i is the table's index i
             if k > table.evs:
                 raise PacketSimError(f"{self.name}: evs {k} exceeds the {table.evs} EVs routed")
-            self.evs = list(range(k))
+            evs = list(range(k))
         else:
-            self.evs = entropy_range((sim.seed, flow), k)
-        self.ev_port = [i % self.ports for i in range(k)]
-        self.ev_index = {ev: i for i, ev in enumerate(self.evs)}
+            evs = entropy_range((sim.seed, flow), k)
+        #: the EVs' values (32-bit) and ports as machine arrays, the denied flags as bytes: a
+        #: Python list of 256 ints is about 9 KB, these 1.3 KB (issue 15, pkt-mem2); read as
+        #: the lists were (an int per index)
+        self.evs: array[int] = array("I", evs)
+        self.ev_port: array[int] = array("H", [i % self.ports for i in range(k)])
+        #: EV value -> index (the last index of a value, as a dict built in order keeps it);
+        #: no dict when the values are distinct and the loop runs the connection
+        #: (:meth:`_evi` searches the array then: a handler's look-up, not a packet's)
+        self._ev_index: dict[int, int] | None = {ev: i for i, ev in enumerate(evs)}
         self.bad = [False] * k
-        self.denied = [False] * k
+        self.denied: bytearray | list[bool] = bytearray(k)
         self.penalty = [0] * k  # uses to skip, earned by ECN echoes and trims
         self.level = [0] * k  # the penalty a signal earns: doubles while signals repeat
         #: per EV, its packets in flight in sending order (seq, transmission, time): a list,
@@ -736,6 +744,8 @@ class MrcSpray(_Sprayer):
         self.rx_in_loop &= len(self.msg_end) == 1 and n <= TAG_SEQ_MASK + 1
         self._rx_tag = TAG_RX | (flow << TAG_FLOW_SHIFT)
         self._slots = -1
+        if self.rx_in_loop and len(self._ev_index) == k:  # distinct values: the array serves
+            self._ev_index = None
         #: the sender in the loop (_core._mrc_sacked, from start to compact): its state is
         #: the loop's between Python's handlers, each of which takes it (_pull) and gives it
         #: back (_push); the RR blocks of its EVs and packets and of its records
@@ -784,6 +794,25 @@ class MrcSpray(_Sprayer):
             self.sim.set_route_slots(self._blk + self.k + lo, [e[1] for e in entries[:n]])
         return entries[i - lo]
 
+    @property
+    def ev_index(self) -> dict[int, int]:
+        """EV value -> its index (for plug-ins and tests; the transport uses :meth:`_evi`)."""
+        if self._ev_index is not None:
+            return self._ev_index
+        return {ev: i for i, ev in enumerate(self.evs)}
+
+    def _evi(self, ev: int) -> int:
+        """The index of EV value ``ev``, -1 if none (``ev_index.get(ev, -1)``)."""
+        d = self._ev_index
+        if d is not None:
+            return d.get(ev, -1)
+        if 0 <= ev <= 0xFFFFFFFF:
+            try:
+                return self.evs.index(ev)  # distinct values: the first is the last
+            except ValueError:
+                pass
+        return -1
+
     def _bind_got(self, view: memoryview) -> None:
         """The received, acknowledged and outstanding flags as views of the engine's array
         (``packet_flags``)."""
@@ -797,7 +826,7 @@ class MrcSpray(_Sprayer):
         sim, k, n = self.sim, self.k, self.n
         self._blk = sim.route_slots(7 * k + 2 * n)
         fwd = [_core.NOT_HELD if e is None else e[1] for e in self._fwd]
-        evmap = [self.ev_index.get(ev, -1) for ev in self.evs]
+        evmap = [self._evi(ev) for ev in self.evs]
         sim.set_route_slots(self._blk, evmap + fwd)
         self._qcap = _Q_PER_WINDOW * int(self.max_cwnd // self.mss) + _Q_SPARE
         self._qb = sim.route_slots(4 * self._qcap)
@@ -927,10 +956,10 @@ class MrcSpray(_Sprayer):
             sim.release_flags(self.flow)
             sim.free_route_slots(self._slots, self.k)
             self._slots = -1
-        self.ev_index = {}
+        self._ev_index = {}
         self.ev_out = []
         self._fwd = self._rev = []
-        self.evs = self.ev_port = []
+        self.evs = self.ev_port = array("I")
         self.bad = self.denied = []
         self.penalty = self.level = []
 
@@ -939,7 +968,7 @@ class MrcSpray(_Sprayer):
 
     def deny_ev(self, ev: int) -> None:
         """The control plane denies entropy value ``ev``: never used again."""
-        i = self.ev_index.get(ev, -1)
+        i = self._evi(ev)
         if i >= 0:
             e = self._enter()
             self.denied[i] = self.bad[i] = True
@@ -954,7 +983,7 @@ class MrcSpray(_Sprayer):
         self._leave(e)
 
     def _withdraw_ev(self, ev: int, now: int) -> None:
-        i = self.ev_index.get(ev, -1)
+        i = self._evi(ev)
         if i < 0 or self.denied[i]:
             return
         self.deny_ev(ev)
@@ -1031,7 +1060,7 @@ class MrcSpray(_Sprayer):
         sequence ``count & TAG_SEQ_MASK`` sent on EV index ``count >> TAG_EVI_SHIFT``, with
         the cumulative sequence, the 64 SACK bits (as a signed 64-bit integer) and the ECN
         echo; handled as :meth:`sender_packet` handles the ACK it stands for."""
-        i = self.ev_index.get(self.evs[count >> TAG_EVI_SHIFT], -1)
+        i = self._evi(self.evs[count >> TAG_EVI_SHIFT])
         e = self._enter()
         self._sacked(cum, sack & _MASK64, count & TAG_SEQ_MASK, ecn != 0, i, now)
         self._leave(e)
@@ -1134,7 +1163,7 @@ class MrcSpray(_Sprayer):
         self._leave(e)
 
     def _sender_packet(self, pkt: Packet, now: int) -> None:
-        i = self.ev_index.get(pkt.echo, -1)
+        i = self._evi(pkt.echo)
         if pkt.kind == ACK:
             self._on_ack(pkt, i, now)
         elif pkt.kind == NACK:  # a trimmed packet: resend, the EV stays good
@@ -1223,7 +1252,7 @@ class MrcSpray(_Sprayer):
 
     def _reply(self, a: Packet, to: Packet) -> None:
         """Send ``a`` back on the reverse path of ``to``'s port and EV."""
-        i = self.ev_index.get(to.ev, -1) if self._held else -1
+        i = self._evi(to.ev) if self._held else -1
         if i >= 0 and self.ev_port[i] == to.port:
             entry = self._rev[i]
             if entry is None:
