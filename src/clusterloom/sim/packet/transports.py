@@ -718,8 +718,13 @@ class MrcSpray(_Sprayer):
         #: flow uses about 64 of its 256 EVs; None until then. The same paths either way
         #: (source routes are fixed on the healthy fabric).
         self._held = self.sr and sim.holds_routes
-        self._fwd: list[tuple[tuple[int, ...] | None, int] | None] = []
-        self._rev: list[tuple[tuple[int, ...] | None, int] | None] = []
+        self._fwd_l: list[tuple[tuple[int, ...] | None, int] | None] = []
+        self._rev_l: list[tuple[tuple[int, ...] | None, int] | None] = []
+        #: while the loop runs the sender (from start to compaction) the routes' offsets in
+        #: its blocks are the only copy (_fwd_l and _rev_l go: 4 KB at 256 EVs): EV i's
+        #: forward offset at MB_FWD (NOT_HELD until its batch is computed), its reverse at
+        #: the receiver's route slots, their entries by offset (``PacketSim.entry_at``)
+        self._lean = False
         cls = type(self)
         own = (
             cls.on_packet is Connection.on_packet
@@ -764,8 +769,8 @@ class MrcSpray(_Sprayer):
             r[row + R_ROFF] = self._slots
         first = None
         if self._held:
-            self._fwd = [None] * k
-            self._rev = [None] * k
+            self._fwd_l = [None] * k
+            self._rev_l = [None] * k
             first = self._hold(0)[0]  # EV 0's path, port 0
         self.rtt = self.base_rtt_ps(0, self.evs[0], first)
         bdp = bdp_bytes(self.line_rate_bps() * self.ports, self.rtt)
@@ -786,13 +791,56 @@ class MrcSpray(_Sprayer):
         hi = min(lo + _ROUTE_BATCH, self.k)
         entries = self.sim.pair_entries(self.src, self.dst, self.ev_port[lo:hi], self.evs[lo:hi])
         n = hi - lo
-        self._fwd[lo:hi] = entries[:n]
-        self._rev[lo:hi] = entries[n:]
+        if not self._lean:
+            self._fwd_l[lo:hi] = entries[:n]
+            self._rev_l[lo:hi] = entries[n:]
         if self._slots >= 0:  # the SACKs' routes, for the loop's receiver
             self.sim.set_route_slots(self._slots + lo, [e[1] for e in entries[n:]])
         if self._blk >= 0:  # the data's, for the loop's sender
             self.sim.set_route_slots(self._blk + self.k + lo, [e[1] for e in entries[:n]])
         return entries[i - lo]
+
+    def _fwd_entry(self, i: int) -> tuple[tuple[int, ...] | None, int]:
+        """EV ``i``'s held forward entry, its batch computed if it was not."""
+        if self._lean:
+            off = int(self.sim.rr_array[self._blk + self.k + i])
+            return self._hold(i) if off == _core.NOT_HELD else self.sim.entry_at(off)
+        return self._fwd_l[i] or self._hold(i)
+
+    def _rev_entry(self, i: int) -> tuple[tuple[int, ...] | None, int]:
+        """EV ``i``'s held reverse entry, its batch computed if it was not."""
+        if self._lean:
+            if self.sim.rr_array[self._blk + self.k + i] == _core.NOT_HELD:
+                self._hold(i)
+            return self.sim.entry_at(int(self.sim.rr_array[self._slots + i]))
+        entry = self._rev_l[i]
+        if entry is None:
+            self._hold(i)
+            entry = self._rev_l[i]
+            assert entry is not None
+        return entry
+
+    @property
+    def _fwd(self) -> list[tuple[tuple[int, ...] | None, int] | None]:
+        """The held forward entries by EV index (None: not computed), for tests."""
+        if not self._lean:
+            return self._fwd_l
+        rr, at = self.sim.rr_array, self._blk + self.k
+        return [
+            None if rr[at + i] == _core.NOT_HELD else self.sim.entry_at(int(rr[at + i]))
+            for i in range(self.k)
+        ]
+
+    @property
+    def _rev(self) -> list[tuple[tuple[int, ...] | None, int] | None]:
+        """The held reverse entries by EV index (None: not computed), for tests."""
+        if not self._lean:
+            return self._rev_l
+        rr, at = self.sim.rr_array, self._blk + self.k
+        return [
+            None if rr[at + i] == _core.NOT_HELD else self.sim.entry_at(int(rr[self._slots + i]))
+            for i in range(self.k)
+        ]
 
     @property
     def ev_index(self) -> dict[int, int]:
@@ -825,7 +873,7 @@ class MrcSpray(_Sprayer):
         """Hand the sender to the loop (at start): its blocks made, its state written."""
         sim, k, n = self.sim, self.k, self.n
         self._blk = sim.route_slots(7 * k + 2 * n)
-        fwd = [_core.NOT_HELD if e is None else e[1] for e in self._fwd]
+        fwd = [_core.NOT_HELD if e is None else e[1] for e in self._fwd_l]
         evmap = [self._evi(ev) for ev in self.evs]
         sim.set_route_slots(self._blk, evmap + fwd)
         self._qcap = _Q_PER_WINDOW * int(self.max_cwnd // self.mss) + _Q_SPARE
@@ -842,6 +890,9 @@ class MrcSpray(_Sprayer):
         self._push()
         r[row + _core.MR_ON] = 1
         self._loop = True
+        if self._held and self._slots >= 0:  # the blocks hold the routes' offsets from now on
+            self._lean = True
+            self._fwd_l = self._rev_l = []
 
     def _enter(self) -> bool:
         """At the start of a Python handler: take the sender's state from the loop (once,
@@ -949,6 +1000,7 @@ class MrcSpray(_Sprayer):
                 self._pull()
                 self._loop = False
                 sim.ep_state[self.flow * R_COLS + _core.MR_ON] = 0
+                self._lean = False
                 sim.free_route_slots(self._blk, 7 * self.k + 2 * self.n)
                 sim.free_route_slots(self._qb, 4 * self._qcap)
                 self._blk = self._qb = -1
@@ -958,7 +1010,7 @@ class MrcSpray(_Sprayer):
             self._slots = -1
         self._ev_index = {}
         self.ev_out = []
-        self._fwd = self._rev = []
+        self._fwd_l = self._rev_l = []
         self.evs = self.ev_port = array("I")
         self.bad = self.denied = []
         self.penalty = self.level = []
@@ -1046,11 +1098,11 @@ class MrcSpray(_Sprayer):
         self.outstanding[seq] = 1
         self.inflight += pkt.payload
         if self._slots >= 0:  # tagged for the loop's receiver (_core._mrc_receive)
-            entry = self._fwd[i] or self._hold(i)
+            entry = self._fwd_entry(i)
             tag = self._rx_tag | (i << TAG_EVI_SHIFT) | seq
             self.sim.send_routed(pkt, self.ev_port[i], self.evs[i], entry, tag)
         elif self._held:
-            entry = self._fwd[i] or self._hold(i)
+            entry = self._fwd_entry(i)
             self.sim.send_routed(pkt, self.ev_port[i], self.evs[i], entry)
         else:
             self.sim.send(pkt, self.ev_port[i], self.evs[i], source_route=self.sr)
@@ -1150,7 +1202,7 @@ class MrcSpray(_Sprayer):
             p = Packet(PROBE, self.flow, self.src, self.dst, 0, 0, self.hdr)
             p.key, p.job = self.spec.key, self.spec.job
             if self._held:
-                entry = self._fwd[i] or self._hold(i)
+                entry = self._fwd_entry(i)
                 self.sim.send_routed(p, self.ev_port[i], self.evs[i], entry)
             else:
                 self.sim.send(p, self.ev_port[i], self.evs[i], source_route=self.sr)
@@ -1254,11 +1306,7 @@ class MrcSpray(_Sprayer):
         """Send ``a`` back on the reverse path of ``to``'s port and EV."""
         i = self._evi(to.ev) if self._held else -1
         if i >= 0 and self.ev_port[i] == to.port:
-            entry = self._rev[i]
-            if entry is None:
-                self._hold(i)
-                entry = self._rev[i]
-                assert entry is not None
+            entry = self._rev_entry(i)
             self.sim.send_routed(a, to.port, to.ev, entry)
         else:
             self.sim.send(a, to.port, to.ev, source_route=self.sr)
