@@ -452,6 +452,8 @@ class PacketSim:
         self._rl_used = 0
         #: each route once: its links (the one tuple every key of it shares) and offset in _rl
         self._route_at: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = {}
+        #: the same entries by offset (and no route's at -1): :meth:`entry_at`
+        self._entry_at: dict[int, tuple[tuple[int, ...] | None, int]] = {-1: (None, -1)}
         self._link_ints: list[int] = list(range(n))  # the routes' links share these objects
         #: commands for the data plane (CMD_COLS integers each), applied at the next step
         self._cm = np.zeros((256, CMD_COLS), dtype=np.int64)
@@ -777,6 +779,7 @@ class PacketSim:
         table = self._static if static else self._ecmp
         entries: list[tuple[tuple[int, ...] | None, int]] = []
         route_at = self._route_at
+        entry_at = self._entry_at
         link_ints = self._link_ints
         start = used = self._rl_used
         new: list[tuple[int, ...]] = []
@@ -788,7 +791,7 @@ class PacketSim:
             entry = route_at.get(links)
             if entry is None:  # keys of one route share its entry (hundreds of bytes each)
                 links = tuple(map(link_ints.__getitem__, links))  # one int object per link
-                entry = route_at[links] = (links, used)
+                entry = route_at[links] = entry_at[used] = (links, used)
                 used += len(links)
                 new.append(links)
             entries.append(entry)
@@ -880,6 +883,11 @@ class PacketSim:
         if n and not ((arr[:, 2] >= 0) & (arr[:, 2] < self.ports_per_host)).all():
             raise PacketSimError(f"a path key's port is out of range: {list(ports)}")
         return self._store((), self._paths(arr, True), True, cache=False)
+
+    def entry_at(self, offset: int) -> tuple[tuple[int, ...] | None, int]:
+        """The entry (:meth:`route_entries`) of the route whose links start at ``offset`` (its
+        second field; -1: no route), for a caller that keeps offsets instead of entries."""
+        return self._entry_at[offset]
 
     def send_routed(
         self,

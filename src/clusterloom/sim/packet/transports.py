@@ -59,6 +59,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from typing import Any, ClassVar, overload
 
@@ -686,13 +687,20 @@ class MrcSpray(_Sprayer):
         if table is not None and self.sr:  # explicit programs: EV i is the table's index i
             if k > table.evs:
                 raise PacketSimError(f"{self.name}: evs {k} exceeds the {table.evs} EVs routed")
-            self.evs = list(range(k))
+            evs = list(range(k))
         else:
-            self.evs = entropy_range((sim.seed, flow), k)
-        self.ev_port = [i % self.ports for i in range(k)]
-        self.ev_index = {ev: i for i, ev in enumerate(self.evs)}
+            evs = entropy_range((sim.seed, flow), k)
+        #: the EVs' values (32-bit) and ports as machine arrays, the denied flags as bytes: a
+        #: Python list of 256 ints is about 9 KB, these 1.3 KB (issue 15, pkt-mem2); read as
+        #: the lists were (an int per index)
+        self.evs: array[int] = array("I", evs)
+        self.ev_port: array[int] = array("H", [i % self.ports for i in range(k)])
+        #: EV value -> index (the last index of a value, as a dict built in order keeps it);
+        #: no dict when the values are distinct and the loop runs the connection
+        #: (:meth:`_evi` searches the array then: a handler's look-up, not a packet's)
+        self._ev_index: dict[int, int] | None = {ev: i for i, ev in enumerate(evs)}
         self.bad = [False] * k
-        self.denied = [False] * k
+        self.denied: bytearray | list[bool] = bytearray(k)
         self.penalty = [0] * k  # uses to skip, earned by ECN echoes and trims
         self.level = [0] * k  # the penalty a signal earns: doubles while signals repeat
         #: per EV, its packets in flight in sending order (seq, transmission, time): a list,
@@ -710,8 +718,13 @@ class MrcSpray(_Sprayer):
         #: flow uses about 64 of its 256 EVs; None until then. The same paths either way
         #: (source routes are fixed on the healthy fabric).
         self._held = self.sr and sim.holds_routes
-        self._fwd: list[tuple[tuple[int, ...] | None, int] | None] = []
-        self._rev: list[tuple[tuple[int, ...] | None, int] | None] = []
+        self._fwd_l: list[tuple[tuple[int, ...] | None, int] | None] = []
+        self._rev_l: list[tuple[tuple[int, ...] | None, int] | None] = []
+        #: while the loop runs the sender (from start to compaction) the routes' offsets in
+        #: its blocks are the only copy (_fwd_l and _rev_l go: 4 KB at 256 EVs): EV i's
+        #: forward offset at MB_FWD (NOT_HELD until its batch is computed), its reverse at
+        #: the receiver's route slots, their entries by offset (``PacketSim.entry_at``)
+        self._lean = False
         cls = type(self)
         own = (
             cls.on_packet is Connection.on_packet
@@ -736,6 +749,8 @@ class MrcSpray(_Sprayer):
         self.rx_in_loop &= len(self.msg_end) == 1 and n <= TAG_SEQ_MASK + 1
         self._rx_tag = TAG_RX | (flow << TAG_FLOW_SHIFT)
         self._slots = -1
+        if self.rx_in_loop and len(self._ev_index) == k:  # distinct values: the array serves
+            self._ev_index = None
         #: the sender in the loop (_core._mrc_sacked, from start to compact): its state is
         #: the loop's between Python's handlers, each of which takes it (_pull) and gives it
         #: back (_push); the RR blocks of its EVs and packets and of its records
@@ -754,8 +769,8 @@ class MrcSpray(_Sprayer):
             r[row + R_ROFF] = self._slots
         first = None
         if self._held:
-            self._fwd = [None] * k
-            self._rev = [None] * k
+            self._fwd_l = [None] * k
+            self._rev_l = [None] * k
             first = self._hold(0)[0]  # EV 0's path, port 0
         self.rtt = self.base_rtt_ps(0, self.evs[0], first)
         bdp = bdp_bytes(self.line_rate_bps() * self.ports, self.rtt)
@@ -776,13 +791,75 @@ class MrcSpray(_Sprayer):
         hi = min(lo + _ROUTE_BATCH, self.k)
         entries = self.sim.pair_entries(self.src, self.dst, self.ev_port[lo:hi], self.evs[lo:hi])
         n = hi - lo
-        self._fwd[lo:hi] = entries[:n]
-        self._rev[lo:hi] = entries[n:]
+        if not self._lean:
+            self._fwd_l[lo:hi] = entries[:n]
+            self._rev_l[lo:hi] = entries[n:]
         if self._slots >= 0:  # the SACKs' routes, for the loop's receiver
             self.sim.set_route_slots(self._slots + lo, [e[1] for e in entries[n:]])
         if self._blk >= 0:  # the data's, for the loop's sender
             self.sim.set_route_slots(self._blk + self.k + lo, [e[1] for e in entries[:n]])
         return entries[i - lo]
+
+    def _fwd_entry(self, i: int) -> tuple[tuple[int, ...] | None, int]:
+        """EV ``i``'s held forward entry, its batch computed if it was not."""
+        if self._lean:
+            off = int(self.sim.rr_array[self._blk + self.k + i])
+            return self._hold(i) if off == _core.NOT_HELD else self.sim.entry_at(off)
+        return self._fwd_l[i] or self._hold(i)
+
+    def _rev_entry(self, i: int) -> tuple[tuple[int, ...] | None, int]:
+        """EV ``i``'s held reverse entry, its batch computed if it was not."""
+        if self._lean:
+            if self.sim.rr_array[self._blk + self.k + i] == _core.NOT_HELD:
+                self._hold(i)
+            return self.sim.entry_at(int(self.sim.rr_array[self._slots + i]))
+        entry = self._rev_l[i]
+        if entry is None:
+            self._hold(i)
+            entry = self._rev_l[i]
+            assert entry is not None
+        return entry
+
+    @property
+    def _fwd(self) -> list[tuple[tuple[int, ...] | None, int] | None]:
+        """The held forward entries by EV index (None: not computed), for tests."""
+        if not self._lean:
+            return self._fwd_l
+        rr, at = self.sim.rr_array, self._blk + self.k
+        return [
+            None if rr[at + i] == _core.NOT_HELD else self.sim.entry_at(int(rr[at + i]))
+            for i in range(self.k)
+        ]
+
+    @property
+    def _rev(self) -> list[tuple[tuple[int, ...] | None, int] | None]:
+        """The held reverse entries by EV index (None: not computed), for tests."""
+        if not self._lean:
+            return self._rev_l
+        rr, at = self.sim.rr_array, self._blk + self.k
+        return [
+            None if rr[at + i] == _core.NOT_HELD else self.sim.entry_at(int(rr[self._slots + i]))
+            for i in range(self.k)
+        ]
+
+    @property
+    def ev_index(self) -> dict[int, int]:
+        """EV value -> its index (for plug-ins and tests; the transport uses :meth:`_evi`)."""
+        if self._ev_index is not None:
+            return self._ev_index
+        return {ev: i for i, ev in enumerate(self.evs)}
+
+    def _evi(self, ev: int) -> int:
+        """The index of EV value ``ev``, -1 if none (``ev_index.get(ev, -1)``)."""
+        d = self._ev_index
+        if d is not None:
+            return d.get(ev, -1)
+        if 0 <= ev <= 0xFFFFFFFF:
+            try:
+                return self.evs.index(ev)  # distinct values: the first is the last
+            except ValueError:
+                pass
+        return -1
 
     def _bind_got(self, view: memoryview) -> None:
         """The received, acknowledged and outstanding flags as views of the engine's array
@@ -796,8 +873,8 @@ class MrcSpray(_Sprayer):
         """Hand the sender to the loop (at start): its blocks made, its state written."""
         sim, k, n = self.sim, self.k, self.n
         self._blk = sim.route_slots(7 * k + 2 * n)
-        fwd = [_core.NOT_HELD if e is None else e[1] for e in self._fwd]
-        evmap = [self.ev_index.get(ev, -1) for ev in self.evs]
+        fwd = [_core.NOT_HELD if e is None else e[1] for e in self._fwd_l]
+        evmap = [self._evi(ev) for ev in self.evs]
         sim.set_route_slots(self._blk, evmap + fwd)
         self._qcap = _Q_PER_WINDOW * int(self.max_cwnd // self.mss) + _Q_SPARE
         self._qb = sim.route_slots(4 * self._qcap)
@@ -813,6 +890,9 @@ class MrcSpray(_Sprayer):
         self._push()
         r[row + _core.MR_ON] = 1
         self._loop = True
+        if self._held and self._slots >= 0:  # the blocks hold the routes' offsets from now on
+            self._lean = True
+            self._fwd_l = self._rev_l = []
 
     def _enter(self) -> bool:
         """At the start of a Python handler: take the sender's state from the loop (once,
@@ -920,6 +1000,7 @@ class MrcSpray(_Sprayer):
                 self._pull()
                 self._loop = False
                 sim.ep_state[self.flow * R_COLS + _core.MR_ON] = 0
+                self._lean = False
                 sim.free_route_slots(self._blk, 7 * self.k + 2 * self.n)
                 sim.free_route_slots(self._qb, 4 * self._qcap)
                 self._blk = self._qb = -1
@@ -927,10 +1008,10 @@ class MrcSpray(_Sprayer):
             sim.release_flags(self.flow)
             sim.free_route_slots(self._slots, self.k)
             self._slots = -1
-        self.ev_index = {}
+        self._ev_index = {}
         self.ev_out = []
-        self._fwd = self._rev = []
-        self.evs = self.ev_port = []
+        self._fwd_l = self._rev_l = []
+        self.evs = self.ev_port = array("I")
         self.bad = self.denied = []
         self.penalty = self.level = []
 
@@ -939,7 +1020,7 @@ class MrcSpray(_Sprayer):
 
     def deny_ev(self, ev: int) -> None:
         """The control plane denies entropy value ``ev``: never used again."""
-        i = self.ev_index.get(ev, -1)
+        i = self._evi(ev)
         if i >= 0:
             e = self._enter()
             self.denied[i] = self.bad[i] = True
@@ -954,7 +1035,7 @@ class MrcSpray(_Sprayer):
         self._leave(e)
 
     def _withdraw_ev(self, ev: int, now: int) -> None:
-        i = self.ev_index.get(ev, -1)
+        i = self._evi(ev)
         if i < 0 or self.denied[i]:
             return
         self.deny_ev(ev)
@@ -1017,11 +1098,11 @@ class MrcSpray(_Sprayer):
         self.outstanding[seq] = 1
         self.inflight += pkt.payload
         if self._slots >= 0:  # tagged for the loop's receiver (_core._mrc_receive)
-            entry = self._fwd[i] or self._hold(i)
+            entry = self._fwd_entry(i)
             tag = self._rx_tag | (i << TAG_EVI_SHIFT) | seq
             self.sim.send_routed(pkt, self.ev_port[i], self.evs[i], entry, tag)
         elif self._held:
-            entry = self._fwd[i] or self._hold(i)
+            entry = self._fwd_entry(i)
             self.sim.send_routed(pkt, self.ev_port[i], self.evs[i], entry)
         else:
             self.sim.send(pkt, self.ev_port[i], self.evs[i], source_route=self.sr)
@@ -1031,7 +1112,7 @@ class MrcSpray(_Sprayer):
         sequence ``count & TAG_SEQ_MASK`` sent on EV index ``count >> TAG_EVI_SHIFT``, with
         the cumulative sequence, the 64 SACK bits (as a signed 64-bit integer) and the ECN
         echo; handled as :meth:`sender_packet` handles the ACK it stands for."""
-        i = self.ev_index.get(self.evs[count >> TAG_EVI_SHIFT], -1)
+        i = self._evi(self.evs[count >> TAG_EVI_SHIFT])
         e = self._enter()
         self._sacked(cum, sack & _MASK64, count & TAG_SEQ_MASK, ecn != 0, i, now)
         self._leave(e)
@@ -1121,7 +1202,7 @@ class MrcSpray(_Sprayer):
             p = Packet(PROBE, self.flow, self.src, self.dst, 0, 0, self.hdr)
             p.key, p.job = self.spec.key, self.spec.job
             if self._held:
-                entry = self._fwd[i] or self._hold(i)
+                entry = self._fwd_entry(i)
                 self.sim.send_routed(p, self.ev_port[i], self.evs[i], entry)
             else:
                 self.sim.send(p, self.ev_port[i], self.evs[i], source_route=self.sr)
@@ -1134,7 +1215,7 @@ class MrcSpray(_Sprayer):
         self._leave(e)
 
     def _sender_packet(self, pkt: Packet, now: int) -> None:
-        i = self.ev_index.get(pkt.echo, -1)
+        i = self._evi(pkt.echo)
         if pkt.kind == ACK:
             self._on_ack(pkt, i, now)
         elif pkt.kind == NACK:  # a trimmed packet: resend, the EV stays good
@@ -1223,13 +1304,9 @@ class MrcSpray(_Sprayer):
 
     def _reply(self, a: Packet, to: Packet) -> None:
         """Send ``a`` back on the reverse path of ``to``'s port and EV."""
-        i = self.ev_index.get(to.ev, -1) if self._held else -1
+        i = self._evi(to.ev) if self._held else -1
         if i >= 0 and self.ev_port[i] == to.port:
-            entry = self._rev[i]
-            if entry is None:
-                self._hold(i)
-                entry = self._rev[i]
-                assert entry is not None
+            entry = self._rev_entry(i)
             self.sim.send_routed(a, to.port, to.ev, entry)
         else:
             self.sim.send(a, to.port, to.ev, source_route=self.sr)
