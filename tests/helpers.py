@@ -275,3 +275,24 @@ def two_hall_spec_text(rows: int = 2) -> str:
     doc["site"]["buildings"][0]["halls"] = [hall, {**hall, "name": "h2", "x_m": 20}]
     doc.pop("job")
     return str(yaml.safe_dump(doc))
+
+
+def packet_figures(r: Any) -> tuple[object, ...]:
+    """Every figure of a ``sim.packet.run.PacketResult`` that two runs meant to be the same run
+    must share (the tests that compare a compiled path, a saving or a counter against the
+    plain run)."""
+    return (
+        r.start_ps.tolist(),
+        r.finish_ps.tolist(),
+        r.retransmissions.tolist(),
+        r.failed.tolist(),
+        r.end_ps,
+        r.events,
+        r.drops,
+        r.trims,
+        r.marks,
+        r.pauses,
+        r.max_queue_bytes,
+        r.data_bytes_delivered,
+        r.unfinished,
+    )

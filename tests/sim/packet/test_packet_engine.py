@@ -17,8 +17,9 @@ from clusterloom.sim.packet._core import S_DELIV
 from clusterloom.sim.packet.base import ConnSpec
 from clusterloom.sim.packet.engine import PacketConfig, PacketSim, PacketSimError
 from clusterloom.sim.packet.fabrics import fat_tree, small_fabric
-from clusterloom.sim.packet.run import PacketResult, config_for, run_packets
+from clusterloom.sim.packet.run import config_for, run_packets
 from clusterloom.sim.traffic import Traffic, incast, permutation
+from helpers import packet_figures
 
 SER = (4096 + 64) * 8 * 10**12 // (100 * 10**9)  # one full packet at 100 Gb/s, ps
 PROP = 1_000_000  # 1 us
@@ -95,21 +96,6 @@ def test_deterministic_byte_for_byte(fabric8) -> None:  # type: ignore[no-untype
     assert other.records != runs[0][0]  # the seed changes the entropy values
 
 
-def _figures(r: PacketResult) -> tuple[object, ...]:
-    return (
-        r.finish_ps.tolist(),
-        r.retransmissions.tolist(),
-        r.events,
-        r.end_ps,
-        r.drops,
-        r.trims,
-        r.marks,
-        r.pauses,
-        r.max_queue_bytes,
-        r.data_bytes_delivered,
-    )
-
-
 @pytest.mark.parametrize("name", ["roce-ecmp", "mrc-spray", "metaroce", "receiver-driven"])
 def test_a_tracer_does_not_change_the_run(fabric8, name: str) -> None:  # type: ignore[no-untyped-def]
     """The traced and the untraced run are one engine: same events, same figures, including
@@ -120,7 +106,7 @@ def test_a_tracer_does_not_change_the_run(fabric8, name: str) -> None:  # type: 
     plain = run_packets(fabric8, traffic, name, f, seed=4)
     trace = Trace()
     traced = run_packets(fabric8, traffic, name, f, seed=4, tracer=trace)
-    assert _figures(plain) == _figures(traced)
+    assert packet_figures(plain) == packet_figures(traced)
     assert plain.marks + plain.drops + plain.trims + plain.pauses > 0
     # every trim is reported; drops by overflow are, those of a failed link are not
     assert len(trace.of("trim")) == traced.trims
@@ -130,7 +116,7 @@ def test_a_tracer_does_not_change_the_run(fabric8, name: str) -> None:  # type: 
 def test_untraced_runs_are_deterministic(fabric8) -> None:  # type: ignore[no-untyped-def]
     traffic = incast(6, 256 * 1024, receiver=7, n_hosts=8)
     a, b = (run_packets(fabric8, traffic, "mrc-spray", seed=9) for _ in range(2))
-    assert _figures(a) == _figures(b) and a.marks > 0
+    assert packet_figures(a) == packet_figures(b) and a.marks > 0
 
 
 def test_failed_link_is_avoided_by_a_sprayer(fabric8) -> None:  # type: ignore[no-untyped-def]
@@ -245,7 +231,7 @@ def test_compiled_pacer_and_quiet_acks_are_the_python_run(monkeypatch) -> None: 
         traced = run_packets(t, traffic, "receiver-driven", f, config=cfg, seed=2, tracer=Trace())
     finally:
         run_mod.PacketSim = original  # type: ignore[misc]
-    assert _figures(plain) == _figures(traced)
+    assert packet_figures(plain) == packet_figures(traced)
     assert plain.finished == len(traffic) and plain.trims + plain.drops > 0
     compiled = [[p.compiled for p in s.shared["pacer"].values()] for s in made]
     assert all(compiled[0]) and not any(compiled[1])
@@ -292,7 +278,7 @@ def test_roce_receiver_in_the_loop_is_the_python_run() -> None:
         )
     finally:
         run_mod.PacketSim = original  # type: ignore[misc]
-    assert _figures(plain) == _figures(traced)
+    assert packet_figures(plain) == packet_figures(traced)
     assert plain.finished == len(traffic) and plain.drops > 0 and plain.retransmissions.sum() > 0
     in_loop = [int(s._s[S_DELIV]) for s in made]
     assert in_loop[0] > 0.8 * int(traffic.nbytes.sum()) and in_loop[1] == 0

@@ -25,7 +25,6 @@ from clusterloom.sim.failures import parse_failure
 from clusterloom.sim.packet.engine import PacketConfig, PacketSim, PacketSimError
 from clusterloom.sim.packet.fabrics import small_fabric
 from clusterloom.sim.packet.run import (
-    PacketResult,
     PortCounters,
     build,
     config_for,
@@ -33,6 +32,7 @@ from clusterloom.sim.packet.run import (
     start_with_deps,
 )
 from clusterloom.sim.traffic import Traffic, incast, permutation
+from helpers import packet_figures
 
 TRANSPORTS = ["roce-ecmp", "mrc-spray", "metaroce", "receiver-driven"]
 SAMPLE_PS = 5_000_000  # 5 us
@@ -47,21 +47,6 @@ def pair():  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def fabric8():  # type: ignore[no-untyped-def]
     return small_fabric(8, planes=2)
-
-
-def _figures(r: PacketResult) -> tuple[object, ...]:
-    return (
-        r.finish_ps.tolist(),
-        r.retransmissions.tolist(),
-        r.events,
-        r.end_ps,
-        r.drops,
-        r.trims,
-        r.marks,
-        r.pauses,
-        r.max_queue_bytes,
-        r.data_bytes_delivered,
-    )
 
 
 def _drained(
@@ -104,7 +89,7 @@ def test_counting_changes_nothing_and_totals_are_the_runs(fabric8, name: str) ->
     plain = run_packets(fabric8, traffic, name, f, seed=4)
     counted = run_packets(fabric8, traffic, name, f, seed=4, ports_sample_ps=SAMPLE_PS)
     assert plain.ports is None
-    assert _figures(plain) == _figures(counted)
+    assert packet_figures(plain) == packet_figures(counted)
     p = counted.ports
     assert p is not None
     assert int(p.total("drops").sum() + p.total("lost").sum()) == counted.drops
@@ -206,10 +191,10 @@ def test_a_lossy_link_loses_on_its_wire_only(fabric8) -> None:  # type: ignore[n
     assert lost.sum() == r.drops > 0 and lost[2:].sum() == 0
     assert r.retransmissions[0] > 0
     again = run_packets(fabric8, traffic, "roce-ecmp", losses={0: 0.02}, seed=2)
-    assert _figures(again) == _figures(r)  # deterministic
+    assert packet_figures(again) == packet_figures(r)  # deterministic
     none = run_packets(fabric8, traffic, "roce-ecmp", losses={0: 0.0}, seed=2)
     clean = run_packets(fabric8, traffic, "roce-ecmp", seed=2)
-    assert _figures(none) == _figures(clean) and clean.drops == 0
+    assert packet_figures(none) == packet_figures(clean) and clean.drops == 0
 
 
 def test_bad_arguments_refused(fabric8) -> None:  # type: ignore[no-untyped-def]

@@ -17,6 +17,7 @@ from clusterloom.sim.packet.fabrics import fat_tree
 from clusterloom.sim.packet.run import PacketResult, config_for, run_packets
 from clusterloom.sim.packet.transports import MrcSpray
 from clusterloom.sim.traffic import permutation
+from helpers import packet_figures
 
 
 class _Trace:
@@ -30,20 +31,6 @@ class _Trace:
 
     def routed(self, pkt: Packet) -> None:
         return
-
-
-def _figures(r: PacketResult) -> tuple[object, ...]:
-    return (
-        r.finish_ps.tolist(),
-        r.retransmissions.tolist(),
-        r.failed.tolist(),
-        r.events,
-        r.end_ps,
-        r.drops,
-        r.marks,
-        r.max_queue_bytes,
-        r.data_bytes_delivered,
-    )
 
 
 def _live(sim: PacketSim) -> list[MrcSpray]:
@@ -91,7 +78,7 @@ def test_a_lean_sender_answers_as_the_dict_and_lists_did() -> None:
     assert len(seen) >= 16  # the checks ran on live connections
     traced_seen: list[int] = []
     traced = _run(tracer=_Trace(), actions=[(0, at)])  # the same events (the checks' own)
-    assert not traced_seen and _figures(plain) == _figures(traced)
+    assert not traced_seen and packet_figures(plain) == packet_figures(traced)
 
 
 def test_compaction_gives_the_lean_state_back(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,4 +123,4 @@ def test_duplicate_ev_values_keep_the_dict_and_the_run(monkeypatch: pytest.Monke
 
     plain = _run(actions=[(0, at)])
     assert kept and all(kept)
-    assert _figures(plain) == _figures(_run(tracer=_Trace(), actions=[(0, at)]))
+    assert packet_figures(plain) == packet_figures(_run(tracer=_Trace(), actions=[(0, at)]))

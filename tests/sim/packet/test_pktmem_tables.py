@@ -23,6 +23,7 @@ from clusterloom.sim.packet.fabrics import fat_tree, small_fabric
 from clusterloom.sim.packet.run import PacketResult, build, config_for, run_packets
 from clusterloom.sim.packet.transports import ReceiverDriven, RoceEcmp, _RoceAnswerer
 from clusterloom.sim.traffic import Traffic
+from helpers import packet_figures
 
 
 @pytest.fixture(scope="module")
@@ -43,24 +44,6 @@ def _run(
     held: list[PacketSim] = []
     res = run_packets(topology, traffic, transport, actions=[(0, held.append)], **kw)
     return res, held[0]
-
-
-def _figures(r: PacketResult) -> tuple[Any, ...]:
-    return (
-        r.start_ps.tolist(),
-        r.finish_ps.tolist(),
-        r.retransmissions.tolist(),
-        r.failed.tolist(),
-        r.end_ps,
-        r.events,
-        r.drops,
-        r.trims,
-        r.marks,
-        r.pauses,
-        r.max_queue_bytes,
-        r.data_bytes_delivered,
-        r.unfinished,
-    )
 
 
 def _no_reuse(self: PacketSim, conn: int) -> None:
@@ -87,7 +70,7 @@ def test_pull_routes_room_is_reused_and_the_run_unchanged(
     with monkeypatch.context() as m:
         m.setattr(PacketSim, "drop_pull_routes", _no_reuse)
         old, old_sim = _run(k4, chain, transport, **kw)
-    assert _figures(got) == _figures(old)
+    assert packet_figures(got) == packet_figures(old)
     # without the reuse every connection has its own room: receiver-driven its pulls' and
     # its data's routes by EV, roce-ecmp its ACKs' route (and its data's, paced in the loop)
     per_conn, rest = divmod(old_sim._rr_used, len(chain))
@@ -131,7 +114,7 @@ def test_finished_roce_connections_retire_and_the_run_is_unchanged(
         m.setattr(RoceEcmp, "retired", lambda self: None)
         old, old_sim = _run(k4, chain, "roce-ecmp", **kw)
     assert not any(isinstance(c, _RoceAnswerer) for c in old_sim.conns)
-    assert _figures(got) == _figures(old)
+    assert packet_figures(got) == packet_figures(old)
 
 
 def _finished_roce(dcqcn: bool) -> tuple[PacketSim, RoceEcmp]:

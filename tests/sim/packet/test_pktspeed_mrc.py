@@ -22,6 +22,7 @@ from clusterloom.sim.packet.fabrics import fat_tree
 from clusterloom.sim.packet.run import PacketResult, config_for, run_packets
 from clusterloom.sim.packet.transports import MrcSpray
 from clusterloom.sim.traffic import Traffic, incast, permutation
+from helpers import packet_figures
 
 
 class _Trace:
@@ -35,23 +36,6 @@ class _Trace:
 
     def routed(self, pkt: Packet) -> None:
         return
-
-
-def _figures(r: PacketResult) -> tuple[object, ...]:
-    return (
-        r.finish_ps.tolist(),
-        r.retransmissions.tolist(),
-        r.failed.tolist(),
-        r.events,
-        r.end_ps,
-        r.drops,
-        r.trims,
-        r.marks,
-        r.pauses,
-        r.max_queue_bytes,
-        r.data_bytes_delivered,
-        r.unfinished,
-    )
 
 
 _CALLS: dict[str, int] = {}
@@ -113,7 +97,7 @@ def test_the_loops_receiver_is_the_python_run(monkeypatch: pytest.MonkeyPatch, c
     plain, traced, made = _both(
         monkeypatch, t, traffic, "mrc-spray", failures, config=cfg, options=options, seed=3
     )
-    assert _figures(plain) == _figures(traced)
+    assert packet_figures(plain) == packet_figures(traced)
     assert plain.finished == len(traffic)
     if case == "incast-droptail":
         assert plain.drops > 0 and plain.retransmissions.sum() > 0 and plain.marks > 0
@@ -183,7 +167,7 @@ def test_any_small_traffic_runs_the_same_in_the_loop(
     plain, traced, _ = _both(
         monkeypatch, t, traffic, "mrc-spray", config=cfg, options={"evs": float(evs)}, seed=seed
     )
-    assert _figures(plain) == _figures(traced)
+    assert packet_figures(plain) == packet_figures(traced)
 
 
 def test_a_sender_short_of_room_stops_for_python(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -209,7 +193,7 @@ def test_a_sender_short_of_room_stops_for_python(monkeypatch: pytest.MonkeyPatch
     plain = run_packets(t, traffic, "mrc-spray", f, seed=1)
     assert -1 in stopped
     traced = run_packets(t, traffic, "mrc-spray", f, seed=1, tracer=_Trace())
-    assert _figures(plain) == _figures(traced) and plain.finished == len(traffic)
+    assert packet_figures(plain) == packet_figures(traced) and plain.finished == len(traffic)
 
 
 def test_a_retired_connection_gives_a_late_loop_packet_its_ev() -> None:
@@ -274,7 +258,7 @@ def test_roce_pacer_in_the_loop_is_the_python_run(monkeypatch: pytest.MonkeyPatc
     traced = run_packets(
         t, traffic, "roce-ecmp", f, config=cfg, options=options, seed=2, tracer=_Trace()
     )
-    assert _figures(plain) == _figures(traced)
+    assert packet_figures(plain) == packet_figures(traced)
     assert plain.finished == len(traffic) and plain.retransmissions.sum() > 0
     packets = int(traffic.nbytes.sum()) // 4096
     assert turns[0] >= packets  # the traced run paced every packet in Python
