@@ -721,6 +721,25 @@ def triage(
 # ---- the labelled synthetic stream ---------------------------------------------------------
 
 
+def _stream_targets(
+    plan: PlanInput,
+) -> tuple[list[tuple[int, int, int, str]], list[tuple[int, int, str]]]:
+    """The halls (site, building, hall indices and path) and the forecasts (program, site
+    index and name) a synthetic stream's signals are about."""
+    halls = [
+        (i, j, k, f"{s.name}/{b.name}/{h.name}")
+        for i, s in enumerate(plan.sites)
+        for j, b in enumerate(s.buildings)
+        for k, h in enumerate(b.halls)
+    ]
+    forecasts = [
+        (r, [x.name for x in plan.sites].index(site), f"{p.name}@{site}")
+        for r, p in enumerate(plan.programs)
+        for site in p.demand
+    ]
+    return halls, forecasts
+
+
 def synthetic_stream(
     plan: PlanInput, *, n: int = 200, novel: float = 0.05, seed: int = 0
 ) -> tuple[Signal, ...]:
@@ -740,17 +759,7 @@ def synthetic_stream(
     rng = np.random.default_rng(seed)
     ref = _Reference(plan, 2000, seed + 1)
     T, start = plan.horizon.periods, quarter_index(plan.horizon.start)
-    halls = [
-        (i, j, k, f"{s.name}/{b.name}/{h.name}")
-        for i, s in enumerate(plan.sites)
-        for j, b in enumerate(s.buildings)
-        for k, h in enumerate(b.halls)
-    ]
-    forecasts = [
-        (r, [x.name for x in plan.sites].index(site), f"{p.name}@{site}")
-        for r, p in enumerate(plan.programs)
-        for site in p.demand
-    ]
+    halls, forecasts = _stream_targets(plan)
     movable = [
         (r, src, dst)
         for r, p in enumerate(plan.programs)
@@ -965,17 +974,7 @@ def sweep_stream(
     rng = np.random.default_rng(seed)
     ref = _Reference(plan, 2000, seed + 1)
     T, start = plan.horizon.periods, quarter_index(plan.horizon.start)
-    halls = [
-        (i, j, k, f"{s.name}/{b.name}/{h.name}")
-        for i, s in enumerate(plan.sites)
-        for j, b in enumerate(s.buildings)
-        for k, h in enumerate(b.halls)
-    ]
-    forecasts = [
-        (r, [x.name for x in plan.sites].index(site), f"{p.name}@{site}")
-        for r, p in enumerate(plan.programs)
-        for site in p.demand
-    ]
+    halls, forecasts = _stream_targets(plan)
     out: list[tuple[str, str, str, str, str, str, str, str]] = []
     day = dt.date(2026, 12, 1)
     S = ref.demand.shape[0]
