@@ -8,7 +8,10 @@ htsim on the chained all-reduce").
 The case is the bench_vs_htsim one (2 MB per host; the all-reduce in groups of 8 consecutive
 hosts, 256 EVs, htsim's framing); the figures are this process's (``/proc/self/statm``),
 sampled each time the engine checks whether to stop (every 4,096 events), so the peak is
-that of the samples. It prints a digest of the run's figures (start, finish,
+that of the samples; the process's own peak (``VmHWM``) is printed too. The steps before the
+run are the floor: the interpreter and numpy, the packet path's modules, the kernels loaded
+(from their ahead-of-time extensions, ``sim._aot``; numba is not imported unless they run
+under numba's JIT, ``CLUSTERLOOM_AOT=0``). It prints a digest of the run's figures (start, finish,
 retransmissions, failures, events, counters) so that two versions can be compared run for
 run.
 """
@@ -36,9 +39,9 @@ def main() -> int:
     p.add_argument("--transport", default="mrc-spray")
     opts = p.parse_args()
     steps = [("Python and numpy", rss_mib())]
-    import numba  # noqa: F401
+    import sys
 
-    steps.append(("numba imported", rss_mib()))
+    from clusterloom.sim import _aot
     from clusterloom.sim.crossval import HTSIM_ROCE, chained_ring_all_reduce
     from clusterloom.sim.packet.engine import PacketConfig, PacketSim
     from clusterloom.sim.packet.fabrics import fat_tree
@@ -46,6 +49,9 @@ def main() -> int:
     from clusterloom.sim.traffic import permutation
 
     steps.append(("clusterloom modules", rss_mib()))
+    for module in ("clusterloom.sim.packet._core", "clusterloom.sim.paths"):
+        _aot.load(module)
+    steps.append(("kernels loaded", rss_mib()))
     t = fat_tree(opts.k)
     hosts = t.plan.hosts
     if opts.case == "allreduce":
@@ -99,6 +105,9 @@ def main() -> int:
     with open("/proc/self/status") as f:
         hwm = next(line.split()[1] for line in f if line.startswith("VmHWM"))
     print(f"{'peak resident (VmHWM)':40s} {int(hwm) / 1024:8.1f} MiB")
+    print(f"numba imported: {'numba' in sys.modules}")
+    for module, how in _aot.status().items():
+        print(f"  {module}: {how}")
     h = hashlib.sha256()
     for a in (res.start_ps, res.finish_ps, res.retransmissions, res.failed):
         h.update(np.ascontiguousarray(a).tobytes())

@@ -21,8 +21,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clusterloom.fabric.topology import Topology
-from clusterloom.sim.flow.run import run as run_flow
-from clusterloom.sim.flow.transports import transport as flow_transport
 from clusterloom.sim.packet.engine import PacketConfig
 from clusterloom.sim.packet.run import config_for, run_packets
 from clusterloom.sim.packet.transports import transport_class
@@ -152,6 +150,10 @@ def compare(
     """Run ``traffic`` with transport ``name`` through both engines (module docstring).
     ``options`` go to both (keys both transports take, e.g. ``dcqcn``, ``ack_every``),
     ``flow_extra`` to the flow engine only (``pfc_hol``)."""
+    # the flow engine imported here: a packet run reading HTSIM_ROCE loads no flow kernels
+    from clusterloom.sim.flow.run import run as run_flow
+    from clusterloom.sim.flow.transports import transport as flow_transport
+
     router = router or build_router(topology)
     cfg = config_for(name, config)
     both = dict(options or {})

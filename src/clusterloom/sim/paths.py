@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
 from clusterloom.fabric.topology import Role, Topology
+from clusterloom.sim._aot import njit  # numba's, or built ahead of time (no numba at run)
 from clusterloom.units import BITS_PER_BYTE
 
 I64 = NDArray[np.int64]

@@ -53,8 +53,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
 
+from clusterloom.sim._aot import njit
 from clusterloom.units import BITS_PER_BYTE, PS_PER_S
 
 # link columns
@@ -180,8 +180,9 @@ TR_DROP, TR_TRIM, TR_QUIET, TR_SENT = 0, 1, 2, 3
 PS8 = BITS_PER_BYTE * PS_PER_S  # bits to picoseconds at 1 b/s
 NIL = -1
 
-#: compiled and cached; integer division by a rate never sees zero (rates are at least 1 b/s),
-#: so numpy's error model spares the check
+#: compiled and cached (numba; the kernels Python calls built ahead of time, ``sim._aot``, so
+#: a run loads them without numba); integer division by a rate never sees zero (rates are at
+#: least 1 b/s), so numpy's error model spares the check
 _jit = njit(cache=True, error_model="numpy")
 
 
