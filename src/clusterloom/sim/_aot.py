@@ -16,8 +16,8 @@ Assumptions and fallbacks (each keeps results identical: the code is the same nu
 - The extension is keyed by a digest of the module's source, the sources of the clusterloom
   modules it imports (constants are frozen into machine code), this file, the versions of
   Python, numpy, numba and llvmlite, and the machine (architecture, CPU model and flags): any
-  change builds a new one. It lives in the module's ``__pycache__`` (as numba's cache) or, if
-  that cannot be written, ``$CLUSTERLOOM_AOT_DIR`` or ``~/.cache/clusterloom/aot``.
+  change builds a new one. It lives in ``$CLUSTERLOOM_AOT_DIR`` if set, else in the module's
+  ``__pycache__`` (as numba's cache), else in ``~/.cache/clusterloom/aot``.
 - A call whose arguments are not exactly the listed types (an array of another dtype, rank,
   a non-contiguous one where a contiguous one is listed, a read-only one; a scalar of another
   type) goes to numba's JIT, which is then imported: the machine code converts arguments
@@ -25,10 +25,12 @@ Assumptions and fallbacks (each keeps results identical: the code is the same nu
   which checks once and hands back the unchecked function (the packet loop's per-event call,
   whose arrays keep their types when they grow, as numba's own entry point assumes).
 - No compiler, no numba.pycc, a failed build (recorded next to where the library would be,
-  so it is not tried again for the same digest), ``CLUSTERLOOM_AOT=0`` or
-  ``NUMBA_DISABLE_JIT=1``: the module's kernels are numba's JIT dispatchers, as before.
+  ``<name>.failed`` with the child's error, so it is not tried again for the same digest:
+  delete it to retry), ``CLUSTERLOOM_AOT=0`` or ``NUMBA_DISABLE_JIT=1``: the module's
+  kernels are numba's JIT dispatchers, as before.
 - The first use on a machine pays the build (about 30 s with numba's cache warm, 60-80 s
-  cold, in the child, whose memory, about 230 MB, is the child's); :func:`status` says for each module whether it runs compiled ahead of time.
+  cold, in the child, whose memory, about 230 MB, is the child's); :func:`status` says for
+  each module whether it runs compiled ahead of time.
 """
 
 from __future__ import annotations
