@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,10 @@ def _child(aot: bool) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    not any(shutil.which(c) for c in ("cc", "gcc", "clang")),
+    reason="no C compiler: the kernels cannot be built ahead of time here (numba's JIT runs)",
+)
 def test_a_run_loads_no_numba_and_is_the_jit_run() -> None:
     aot, jit = _child(True), _child(False)
     # no numba: every call of every kernel matched its listed types (a mismatch imports it)
