@@ -42,12 +42,12 @@ Assumptions of the check (docs/ops.md, "Mitigations checked before they are prop
   ``detect_s`` (a fixed split; a balanced one loses the EV's share only, taken as nothing), a
   RoCE queue pair on it never delivers (the same 5-tuple, the same path), so its flow and
   those waiting for it never finish.
-- **The packet engine** (``engine="packet"``, small designs and traffic only): the same
-  faults as failures, router and traffic, and a dead EV as the engine's black-holed bucket
+- **The packet engine** (``engine="packet"``, small designs and traffic only): the same faults
+  as failures, router and traffic, and a dead EV as the engine's black-holed bucket
   (``run_packets(dead=)``: the packets a switch hashes into it dropped at its port, RoCE
-  retransmitting on the same path until its retries run out, a sprayer resending elsewhere
-  after its own detection); retiring the dead EV takes the bucket away (the sprayer sends
-  nothing into it; its other EVs carry what it sent there); a drain there is a failure at time 0 that the
+  retransmitting on the same path until its retries run out, a sprayer resending elsewhere after
+  its own detection); retiring the dead EV takes the bucket away (the sprayer sends nothing into
+  it; its other EVs carry what it sent there); a drain there is a failure at time 0 that the
   transport learns as it learns any (no planned retirement: pessimistic for a sprayer), and
   reweighting a sprayer has no counterpart (its EVs follow its own feedback).
 - **What each mitigation is in the engine.** Drain: the links down from time 0 (every
@@ -723,16 +723,17 @@ def check_mitigations(
     by risk then time, the others by time; then the refused (module docstring).
 
     ``engine`` is ``flow`` (default) or ``packet`` (small designs and traffic only:
-    :data:`PACKET_MAX_HOSTS`, :data:`PACKET_MAX_FLOWS`, :data:`PACKET_MAX_BYTES`; a dead EV
-    is the engine's black-holed bucket there). ``traffic`` is a ``sim.scenario`` traffic kind (default: ``step`` when
-    the spec has a job, else the standard permutation), ``size`` its message size, ``hosts``
-    how many hosts it spans (the rest are spares to move ranks to); ``transport`` the job's
-    transport (default: the spec scenario's first, else ``roce-ecmp``); ``min_gain`` the share
-    of doing nothing's time a mitigation must save (default the engine's rate tolerance);
-    ``progress`` is told what runs as each run starts; ``assumed_rate`` the rate a suspected
-    gray link or slow port keeps when its evidence does not say; ``seeds`` how many seeds
-    (``seed``, ``seed + 1``...: the traffic's draw and the switches' hash) every run is made
-    with: the figures are their means, and a candidate is proposable only when it is better on
+    :data:`PACKET_MAX_HOSTS`, :data:`PACKET_MAX_FLOWS`, :data:`PACKET_MAX_BYTES`; a dead EV is
+    the engine's black-holed bucket there). ``traffic`` is a ``sim.scenario`` traffic kind
+    (default: ``step`` when the spec has a job, else the standard permutation), ``size`` its
+    message size, ``hosts`` how many hosts it spans (the rest are spares to move ranks to);
+    ``transport`` the job's transport (default: the spec scenario's first, else ``roce-ecmp``);
+    ``min_gain`` the share of doing nothing's time a mitigation must save (default the engine's
+    rate tolerance); ``progress`` is told what runs as each run starts; ``assumed_rate`` the
+    rate a suspected gray link or slow port keeps when its evidence does not say; ``seeds`` how
+    many seeds (``seed``, ``seed + 1``...: the traffic's draw and the switches' hash) every run
+    is made with: the figures are their means, and a candidate is proposable only when it is
+    better on
     every one."""
     from clusterloom.sim.scenario import DEFAULT_TRAFFIC, build_traffic, resolve_scenario
 
