@@ -733,8 +733,7 @@ def check_mitigations(
     rate a suspected gray link or slow port keeps when its evidence does not say; ``seeds`` how
     many seeds (``seed``, ``seed + 1``...: the traffic's draw and the switches' hash) every run
     is made with: the figures are their means, and a candidate is proposable only when it is
-    better on
-    every one."""
+    better on every one."""
     from clusterloom.sim.scenario import DEFAULT_TRAFFIC, build_traffic, resolve_scenario
 
     if engine not in ("flow", "packet"):
