@@ -86,6 +86,7 @@ give identical tables.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import weakref
@@ -118,6 +119,7 @@ from clusterloom.ops.model import (
 )
 
 if TYPE_CHECKING:
+    from clusterloom.sim.faultforms import DeadBucket
     from clusterloom.sim.traffic import Traffic
 
 __all__ = [
@@ -146,6 +148,9 @@ FEC_CORRECTED = 5.4e-5  #: share of codewords corrected on a healthy link (pre-F
 FEC_GRAY_FACTOR = 100.0  #: corrected codewords per uncorrectable one on a gray link
 RHO_MAX = 0.99
 COUNTER_BASE_MAX = 2**40
+#: the transport of the runs (flow and packet): RoCE, on a lossless (PFC) fabric with DCQCN's
+#: ECN in the packet engine
+PACKET_TRANSPORT = "roce-ecmp"
 
 
 @dataclass(frozen=True, eq=False)
@@ -176,6 +181,11 @@ class _State:
     unit_flow: I64
     unit_ptr: I64
     unit_link: I64
+    unit_bytes: F64 = field(default_factory=lambda: np.zeros(0))
+    #: [groups, hosts]: the rank's collective never ends (a flow of it stalled on a dead EV)
+    hung: NDArray[np.bool_] | None = None
+    #: when the dead EV that hangs them struck (offset ms)
+    hung_since_ms: int = 0
 
 
 #: per fabric (weakly: a fabric dropped drops its entries): the traffic built and the
@@ -257,6 +267,132 @@ def _run_state(fabric: OpsFabric, traffic: Traffic, fractions: dict[int, float])
         unit_flow=units.unit_flow[sel].astype(np.int64),
         unit_ptr=ptr,
         unit_link=units.unit_link[idx].astype(np.int64),
+        unit_bytes=np.asarray(r.unit_bytes, dtype=np.float64)[sel],
+    )
+
+
+# -- dead EVs: the check's form (sim.faultforms.black_holed) ---------------------------------
+
+#: a dead EV's entry in a fabric state's key: ``(DEAD_KEY - i, 1.0)`` for fault ``i`` of the
+#: incident (no link has a negative id); :func:`_split_key` separates them from the links
+DEAD_KEY = -1
+
+
+def _split_key(key: tuple[tuple[int, float], ...]) -> tuple[dict[int, float], tuple[int, ...]]:
+    """A state key's links (link -> fraction) and its dead EVs (indices into the faults)."""
+    links = {link: x for link, x in key if link >= 0}
+    dead = tuple(DEAD_KEY - link for link, _x in key if link < 0)
+    return links, dead
+
+
+def dead_bucket(fabric: OpsFabric, fault: Fault) -> DeadBucket:
+    """The ``sim.faultforms.DeadBucket`` of a dead-EV fault (``SWITCH#EV`` or ``SRC>DST#EV``),
+    as ``ops.mitigate.fault_form`` reads it."""
+    from clusterloom.ops.faults import switch_node
+    from clusterloom.sim.faultforms import DeadBucket
+
+    path, _, ev_text = fault.target.rpartition("#")
+    if ">" in path:
+        a, _, b = path.partition(">")
+        ha, hb = fabric.host_of(*a.split(":", 1)), fabric.host_of(*b.split(":", 1))
+        assert ha is not None and hb is not None
+        return DeadBucket(int(ev_text), pair=(ha[0], hb[0], ha[1]))
+    return DeadBucket(int(ev_text), switch=switch_node(fabric, path, path))
+
+
+def stalled_flows(
+    fabric: OpsFabric,
+    traffic: Traffic,
+    faults: Sequence[Fault],
+    alive: NDArray[np.bool_] | None = None,
+) -> tuple[NDArray[np.bool_], I64, NDArray[np.bool_]]:
+    """``(dead, unit_flow, stalled)`` of ``traffic`` on the synthesis' transport (RoCE, one
+    queue pair per host port and flow) under the dead-EV ``faults``: per unit (as
+    ``sim.faultforms.unit_evs`` draws them) whether a dead bucket loses it, the unit's flow,
+    and per flow whether it never finishes (a dead queue pair, or waiting for such a flow):
+    exactly what ``ops.mitigate``'s check takes for the same fault (``black_holed`` with the
+    fabric's hash seed)."""
+    from clusterloom.ops.mitigate import _waiting
+    from clusterloom.sim.faultforms import black_holed
+
+    src = traffic.src.astype(np.int64)
+    dst = traffic.dst.astype(np.int64)
+    dead_any: NDArray[np.bool_] | None = None
+    owner = np.zeros(0, dtype=np.int64)
+    for f in faults:
+        hole = dead_bucket(fabric, f)
+        dead, owner = black_holed(
+            fabric.router,
+            PACKET_TRANSPORT,
+            src,
+            dst,
+            fabric.hash_seed,
+            alive=alive,
+            switch=hole.switch,
+            ev=hole.ev,
+            pair=hole.pair,
+        )
+        dead_any = dead if dead_any is None else dead_any | dead
+    if dead_any is None:
+        return np.zeros(0, dtype=bool), owner, np.zeros(len(traffic), dtype=bool)
+    hit = np.bincount(owner[dead_any], minlength=len(traffic)) > 0
+    return dead_any, owner, _waiting(traffic, hit)
+
+
+def _dead_state(
+    fabric: OpsFabric,
+    traffic: Traffic,
+    st: _State,
+    fractions: dict[int, float],
+    dead_faults: Sequence[Fault],
+) -> _State:
+    """``st`` (the fabric state's run) with its dead EVs in force, as the check has them: a
+    queue pair in a dead bucket never delivers and the flows waiting for it never start, so
+    their bytes leave every link they crossed (a stalled queue pair resends a window per
+    retransmission timeout: nothing at these rates), and the collective of a rank holding one
+    never ends (``hung``). The others' step is the run's (the check's run: the stalled flows
+    had their share of the links in it)."""
+    t = fabric.topology
+    alive = np.ones(t.n_links, dtype=bool)
+    for link, x in fractions.items():
+        if x == 0.0:
+            alive[link] = False
+    dead, owner, stalled = stalled_flows(fabric, traffic, dead_faults, alive)
+    n_dir = 2 * t.n_links
+    counts = np.diff(st.unit_ptr)
+    first = np.full(counts.size, -1, dtype=np.int64)  # a unit's first data link: its host's
+    first[counts > 0] = st.unit_link[st.unit_ptr[:-1][counts > 0]]
+    # the state's units by (flow, first link): the host link of their port
+    _f, port, _ev = _units_of(fabric, traffic)
+    src = traffic.src.astype(np.int64)
+    host_dl = 2 * fabric.router.host_link[src[owner], port]
+    dead_key = set((owner[dead] * n_dir + host_dl[dead]).tolist())
+    key = st.unit_flow * n_dir + first
+    gone = np.isin(key, np.fromiter(dead_key, np.int64, len(dead_key))) | stalled[st.unit_flow]
+    gone_bytes = np.repeat(np.where(gone, st.unit_bytes, 0.0), counts)
+    link_bytes = st.link_bytes - np.bincount(st.unit_link, weights=gone_bytes, minlength=n_dir)
+    hosts = int(t.plan.hosts)
+    hung = np.zeros(st.rank_us.shape, dtype=bool)
+    if stalled.any():
+        g = np.where(traffic.group >= 0, traffic.group, 0).astype(np.int64)
+        hung.reshape(-1)[np.unique(g[stalled] * hosts + src[stalled])] = True
+    return dataclasses.replace(
+        st,
+        link_bytes=np.maximum(link_bytes, 0.0),
+        hung=hung,
+        hung_since_ms=min(f.start_ms for f in dead_faults),
+    )
+
+
+def _units_of(fabric: OpsFabric, traffic: Traffic) -> tuple[I64, I64, I64]:
+    from clusterloom.sim.faultforms import unit_evs
+
+    return unit_evs(
+        PACKET_TRANSPORT,
+        fabric.router,
+        traffic.src.astype(np.int64),
+        traffic.dst.astype(np.int64),
+        fabric.hash_seed,
     )
 
 
@@ -266,8 +402,6 @@ def _run_state(fabric: OpsFabric, traffic: Traffic, fractions: dict[int, float])
 #: permutation on 1,024 hosts takes tens of seconds per fabric state (docs/ops.md)
 PACKET_HOSTS_MAX = 1024
 PACKET_FLOWS_MAX = 16_384
-#: the transport of the packet runs: RoCE on a lossless (PFC) fabric with DCQCN's ECN
-PACKET_TRANSPORT = "roce-ecmp"
 
 
 @dataclass(frozen=True, eq=False)
@@ -525,8 +659,11 @@ def synthesize(
 
     # elementary segments: interval ends and every capacity window's ends
     windows: list[tuple[int, int, dict[int, float]]] = []
-    for f in faults:
+    for i, f in enumerate(faults):
         windows += _capacity_windows(f, fabric, horizon)
+        if f.kind is FaultKind.DEAD_EV:  # a state of its own: its stalled flows (_dead_state)
+            end = f.end_ms if f.end_ms is not None else horizon
+            windows.append((f.start_ms, end, {DEAD_KEY - i: 1.0}))
     cuts = {0, horizon, *(k * interval_ms for k in range(n_int + 1))}
     losses = _loss_windows(faults, fabric, horizon) if engine == "packet" else []
     for a, b, _ in [*windows, *losses]:
@@ -548,8 +685,18 @@ def synthesize(
         return _run_state(fabric, load_traffic, {})
 
     base: _State = _cached(fabric, ("baseline:" + str(traffic), traffic_seed), healthy)
+    runs: dict[tuple[tuple[int, float], ...], _State] = {(): base}
     for key in keys:
-        states[key] = base if not key else _run_state(fabric, load_traffic, dict(key))
+        links, dead = _split_key(key)
+        cap_key = tuple(sorted(links.items()))
+        if cap_key not in runs:
+            runs[cap_key] = _run_state(fabric, load_traffic, links)
+        run = runs[cap_key]
+        states[key] = (
+            _dead_state(fabric, load_traffic, run, links, [faults[i] for i in dead])
+            if dead
+            else run
+        )
     compute_ps = base.makespan_ps * (1.0 / load - 1.0)
     state_index = {k: i for i, k in enumerate(keys)}
     seg_interval = np.searchsorted(np.arange(1, n_int + 1) * interval_ms, seg_b, side="left")
@@ -679,7 +826,8 @@ def synthesize(
     notes = (
         (
             f"flow engine (roce-ecmp), {kind} traffic, load {load:g}, "
-            f"{len(keys)} fabric state(s) simulated",
+            f"{len({tuple(sorted(_split_key(k)[0].items())) for k in keys})} fabric "
+            "state(s) simulated",
         )
         + ((packet_note,) if measured is not None else ())
         + ((fallback,) if fallback else ())
@@ -1030,24 +1178,19 @@ def _probes(
         hit = np.isin(fwd, dl).any(axis=1) | np.isin(rev, dl).any(axis=1)
         share = min(reconverge_s * 1000 / interval_ms, 1.0)
         p_ok[i, hit] = np.maximum(p_ok[i, hit] - share, 0.0)
-    # dead EVs
+    # dead EVs: a probe (either way) that a dead bucket holds (the check's rule,
+    # sim.faultforms.dead_hops), on the paths of the healthy fabric
     starts_ms = np.arange(n_int, dtype=np.int64) * interval_ms
     for f in faults:
         if f.kind is not FaultKind.DEAD_EV:
             continue
-        path, _, ev_text = f.target.rpartition("#")
-        e = int(ev_text)
-        if ">" in path:
-            a, _, b = path.partition(">")
-            ha, hb = fabric.host_of(*a.split(":", 1)), fabric.host_of(*b.split(":", 1))
-            assert ha is not None and hb is not None
-            hit = (src == ha[0]) & (port == ha[1]) & (dst == hb[0]) & (ev == e)
-        else:
-            node = switch_node(fabric, path, path)
-            node_links = np.flatnonzero((t.link_src == node) | (t.link_dst == node))
-            fwd, _rev = paths(frozenset())
-            dl = np.concatenate([2 * node_links, 2 * node_links + 1])
-            hit = (ev == e) & np.isin(fwd, dl).any(axis=1)
+        from clusterloom.sim.faultforms import dead_hops
+
+        hole = dead_bucket(fabric, f)
+        fwd, rev = paths(frozenset())
+        seed = fabric.hash_seed
+        hit = dead_hops(fabric.router, fwd, src, dst, port, ev, seed, hole) >= 0
+        hit |= dead_hops(fabric.router, rev, dst, src, port, ev, seed, hole) >= 0
         act = np.array([_active(f, int(x), int(x) + interval_ms, horizon) for x in starts_ms])
         p_ok[:, hit] *= (1.0 - act)[:, None]
     sent_n = max(1, round(probe_hz * interval_ms / 1000))
@@ -1150,6 +1293,9 @@ def _collectives(
                 f_rank = np.ones(dur.size)
                 np.maximum.at(f_rank, g_all * hosts + src_all, per_flow)
                 dur = dur * f_rank.reshape(dur.shape)
+        if st.hung is not None:  # a collective that never ends: its time so far at the sample
+            stuck = st.hung & np.isfinite(dur)
+            dur[stuck] = float(int(ends[i]) - st.hung_since_ms) * 1000.0
         for f in stragglers:
             if not _active(f, int(ends[i]) - 1, int(ends[i]), 10**15) > 0:
                 continue

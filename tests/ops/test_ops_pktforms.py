@@ -1,0 +1,99 @@
+"""Dead EVs, mis-hashed switches and stragglers in ``ops synth`` take the forms the mitigation
+check takes (``sim.faultforms``): the same units dead for the same fault, on the flow engine and
+on the packet engine; and the retransmissions counter."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from clusterloom.ops.fabric import OpsFabric, ops_fabric
+from clusterloom.ops.faults import parse_fault
+from clusterloom.ops.mitigate import _formed, fault_form
+from clusterloom.ops.model import Fault
+from clusterloom.ops.synth import _traffic, stalled_flows, synthesize
+from clusterloom.sim.scenario import resolve_scenario
+from clusterloom.spec import parse_spec
+from helpers import FAT_TREE_K4_SPEC
+
+
+@pytest.fixture(scope="module")
+def fabric() -> OpsFabric:
+    return ops_fabric(parse_spec(FAT_TREE_K4_SPEC, source="k4"))
+
+
+def _name(fabric: OpsFabric, node: int) -> str:
+    return str(fabric.names.device(np.array([node]))[0])
+
+
+def _dead_ev(fabric: OpsFabric) -> Fault:
+    """The first (leaf, EV) from 49152 whose dead bucket stalls a queue pair of the default
+    traffic (a k=4 permutation: 16 flows, 1 queue pair each: about one leaf EV in eight)."""
+    traffic = _traffic(fabric, None, 0)[0]
+    t = fabric.topology
+    leaves = np.flatnonzero(t.node_role == 1)  # Role.LEAF
+    for ev in range(49152, 49152 + 400):
+        for leaf in leaves.tolist():
+            f = parse_fault(f"dead-ev:{_name(fabric, leaf)}#{ev}@20s", fabric)
+            if stalled_flows(fabric, traffic, [f])[2].any():
+                return f
+    raise AssertionError("no dead EV of the traffic found")
+
+
+def test_synth_and_the_check_take_the_same_units_dead(fabric: OpsFabric) -> None:
+    """The same fault on the same traffic and hash: the flows ``ops synth`` stalls are exactly
+    those the check (``ops.mitigate``, doing nothing on ``roce-ecmp``) counts as never
+    finishing."""
+    f = _dead_ev(fabric)
+    traffic = _traffic(fabric, None, 0)[0]
+    base = resolve_scenario(
+        fabric.spec, fabric.topology, traffic="permutation", transports=["roce-ecmp"],
+        seed=fabric.hash_seed,
+    )  # fmt: skip
+    assert base.traffic is not None
+    assert np.array_equal(base.traffic.src, traffic.src)
+    assert np.array_equal(base.traffic.dst, traffic.dst)
+    _sc, _router, stalled = _formed(fabric, base, fault_form([f], fabric), None, base)
+    assert stalled is not None
+    mine = stalled_flows(fabric, traffic, [dataclasses.replace(f, start_ms=0)])[2]
+    assert mine.any()
+    assert np.array_equal(mine, stalled)
+
+
+def test_a_dead_ev_stalls_its_flows_in_the_telemetry(fabric: OpsFabric) -> None:
+    """From the fault on, the stalled flow's destination receives its bytes no more (its port's
+    rate drops by its share), its rank's collective never ends (its duration is the time since
+    the fault at each sample), every other rank's collective is as on the healthy fabric (up to
+    its 1% jitter, drawn after the counters' draws, which the fault changes), and
+    the probes the dead bucket holds are lost."""
+    f = _dead_ev(fabric)
+    traffic = _traffic(fabric, None, 0)[0]
+    stalled = stalled_flows(fabric, traffic, [f])[2]
+    kw = {"duration_s": 60, "interval_s": 10, "seed": 4}
+    healthy = synthesize(fabric, [], **kw)  # type: ignore[arg-type]
+    syn = synthesize(fabric, [f], **kw)  # type: ignore[arg-type]
+    c, h = syn.collectives.to_pandas(), healthy.collectives.to_pandas()
+    hung = set(traffic.src[stalled].tolist())
+    after = c["ts_ms"] > syn.start_ms + f.start_ms
+    stuck = c[after & c["rank"].isin(hung)]
+    assert len(stuck) > 0
+    since_us = (stuck["ts_ms"] - syn.start_ms - f.start_ms) * 1000.0
+    assert np.allclose(stuck["duration_us"], since_us, rtol=0.05)
+    same = ~(after & c["rank"].isin(hung))  # the same but for the 1% jitter's draws
+    assert np.allclose(c[same]["duration_us"], h[same]["duration_us"], rtol=0.06)
+    assert (stuck["duration_us"] > 10 * h[same]["duration_us"].max()).all()
+    # the stalled flow's receiving interface gets less from the fault on
+    dst = int(traffic.dst[stalled][0])
+    dev, port = fabric.endpoint(dst, 0)
+    rx = syn.counters.to_pandas()
+    rx_h = healthy.counters.to_pandas()
+    sel = (rx["device"] == dev) & (rx["interface"] == port)
+    got = np.diff(rx[sel]["bytes_rx"].to_numpy().astype(np.int64))
+    ref = np.diff(rx_h[sel]["bytes_rx"].to_numpy().astype(np.int64))
+    assert (got[3:] < ref[3:]).all() and (got[:2] == ref[:2]).all()
+    # probes: lost only from the fault on, and some are
+    p = syn.probes.to_pandas()
+    assert p[p["ts_ms"] <= syn.start_ms + f.start_ms]["lost"].sum() == 0
+    assert p[p["ts_ms"] > syn.start_ms + f.start_ms + 10_000]["lost"].sum() > 0
