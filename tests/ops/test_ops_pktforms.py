@@ -7,13 +7,14 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from clusterloom.ops.fabric import OpsFabric, ops_fabric
 from clusterloom.ops.faults import parse_fault
 from clusterloom.ops.mitigate import _formed, fault_form
 from clusterloom.ops.model import Fault
-from clusterloom.ops.synth import _traffic, stalled_flows, synthesize
+from clusterloom.ops.synth import Synthetic, _traffic, stalled_flows, synthesize
 from clusterloom.sim.scenario import resolve_scenario
 from clusterloom.spec import parse_spec
 from helpers import FAT_TREE_K4_SPEC
@@ -97,3 +98,76 @@ def test_a_dead_ev_stalls_its_flows_in_the_telemetry(fabric: OpsFabric) -> None:
     p = syn.probes.to_pandas()
     assert p[p["ts_ms"] <= syn.start_ms + f.start_ms]["lost"].sum() == 0
     assert p[p["ts_ms"] > syn.start_ms + f.start_ms + 10_000]["lost"].sum() > 0
+
+
+# -- ops synth --engine packet ------------------------------------------------------------------
+
+KW = {"duration_s": 60, "interval_s": 10, "seed": 1, "engine": "packet"}
+
+
+@pytest.fixture(scope="module")
+def healthy_packets(fabric: OpsFabric) -> Synthetic:
+    return synthesize(fabric, [], **KW)  # type: ignore[arg-type]
+
+
+def _increase(syn: Synthetic, column: str, a_s: int = 30, b_s: int = 60) -> pd.Series:
+    """Per (device, interface), a counter's increase from ``a_s`` to ``b_s`` seconds in."""
+    c = syn.counters.to_pandas()
+    at = c.set_index(["device", "interface"])
+    first = at[c["ts_ms"].to_numpy() == syn.start_ms + 1000 * a_s][column].astype(float)
+    last = at[c["ts_ms"].to_numpy() == syn.start_ms + 1000 * b_s][column].astype(float)
+    return last - first
+
+
+def test_a_dead_ev_on_the_packet_engine_drops_at_its_switch_port(fabric: OpsFabric) -> None:
+    """The stalled queue pair's packets are dropped at the dead leaf's port toward the spine on
+    its path, and nowhere else; the sender retransmits (the note counts it)."""
+    f = _dead_ev(fabric)
+    syn = synthesize(fabric, [f], **KW)  # type: ignore[arg-type]
+    drops = _increase(syn, "drops")
+    where = drops[drops > 0]
+    leaf = f.target.rpartition("#")[0]
+    assert len(where) == 1 and where.index[0][0] == leaf
+    dev, ifs = fabric.end_names
+    t = fabric.topology
+    link = int(np.flatnonzero((dev[:, 0] == leaf) & (ifs[:, 0] == where.index[0][1]))[0])
+    assert int(t.link_tier[link]) == 2  # the leaf's uplink: the hop it hashes
+    assert _increase(syn, "drops", 0, 20).sum() == 0  # nothing before the fault
+    assert "retransmissions" in syn.notes[1] and " 0 retransmissions" not in syn.notes[1]
+
+
+def test_a_mis_hashed_leaf_on_the_packet_engine_queues_at_its_first_uplink(
+    fabric: OpsFabric, healthy_packets: Synthetic
+) -> None:
+    """Every hash of the leaf on its first uplink (share 1): the flows that took the other one
+    meet there, and that port (the leaf's side of its first uplink) marks as it did not."""
+    from clusterloom.ops.faults import uplinks
+
+    t = fabric.topology
+    leaf = int(np.flatnonzero(t.node_role == 1)[0])
+    f = parse_fault(f"mis-hashed-switch:{_name(fabric, leaf)}@20s*share=1.0", fabric)
+    syn = synthesize(fabric, [f], **KW)  # type: ignore[arg-type]
+    first = int(uplinks(fabric, leaf)[0])
+    dev, ifs = fabric.end_names
+    port = (str(dev[first, 0]), str(ifs[first, 0]))
+    grew = _increase(syn, "ecn_marks") - _increase(healthy_packets, "ecn_marks")
+    assert _increase(healthy_packets, "ecn_marks")[port] == 0
+    assert grew[port] > 0 and port in set(grew.sort_values().index[-2:])
+    assert (_increase(syn, "drops") == 0).all()  # lossless
+
+
+def test_a_straggler_on_the_packet_engine_stretches_the_step(
+    fabric: OpsFabric, healthy_packets: Synthetic
+) -> None:
+    """A straggler's flows start ``delay`` late in the packet run: the step is longer, so the
+    marks a second fall; the straggler itself shows in the collectives (the flow synthesis')."""
+    f = parse_fault("straggler-rank:rank:3@20s*delay=2ms", fabric)
+    syn = synthesize(fabric, [f], **KW)  # type: ignore[arg-type]
+    assert "2 packet run(s)" in syn.notes[1]
+    after = _increase(syn, "ecn_marks").sum()
+    before = _increase(healthy_packets, "ecn_marks").sum()
+    assert 0 < after < before
+    assert (
+        _increase(syn, "ecn_marks", 0, 20).sum()
+        == _increase(healthy_packets, "ecn_marks", 0, 20).sum()
+    )

@@ -273,13 +273,16 @@ def _run_state(fabric: OpsFabric, traffic: Traffic, fractions: dict[int, float])
 
 # -- dead EVs: the check's form (sim.faultforms.black_holed) ---------------------------------
 
-#: a dead EV's entry in a fabric state's key: ``(DEAD_KEY - i, 1.0)`` for fault ``i`` of the
-#: incident (no link has a negative id); :func:`_split_key` separates them from the links
+#: the entry in a fabric state's key of fault ``i`` of the incident that has a form of its own
+#: (``sim.faultforms``: a dead EV, and with ``engine="packet"`` a mis-hashed switch and a
+#: straggler): ``(DEAD_KEY - i, 1.0)`` (no link has a negative id); :func:`_split_key`
+#: separates them from the links
 DEAD_KEY = -1
 
 
 def _split_key(key: tuple[tuple[int, float], ...]) -> tuple[dict[int, float], tuple[int, ...]]:
-    """A state key's links (link -> fraction) and its dead EVs (indices into the faults)."""
+    """A state key's links (link -> fraction) and its formed faults (indices into the
+    faults)."""
     links = {link: x for link, x in key if link >= 0}
     dead = tuple(DEAD_KEY - link for link, _x in key if link < 0)
     return links, dead
@@ -453,12 +456,40 @@ def _loss_windows(
     return out
 
 
+def _packet_forms(
+    fabric: OpsFabric, traffic: Traffic, formed: Sequence[Fault]
+) -> tuple[Any, Traffic, tuple[DeadBucket, ...]]:
+    """The packet run's router, traffic and dead EVs for the faults that have a form of their
+    own, as the check (``ops.mitigate``) has them: a mis-hashed switch its skewed ECMP group
+    (``faultforms.skewed_router``, ``share`` of its hashes on its first uplink), a straggler its
+    rank's flows that wait for nothing ``delay`` late (``faultforms.straggling``), a dead EV
+    its black-holed bucket (``run_packets(dead=)``)."""
+    from clusterloom.ops.faults import switch_node
+    from clusterloom.sim.faultforms import skewed_router, straggling
+    from clusterloom.units import PS_PER_US
+
+    router = fabric.router
+    dead: list[DeadBucket] = []
+    for f in formed:
+        if f.kind is FaultKind.MIS_HASHED_SWITCH:
+            router, _ = skewed_router(router, switch_node(fabric, f.target, f.target), f.severity)
+        elif f.kind is FaultKind.STRAGGLER_RANK:
+            host = int(f.target.split(":")[1])
+            traffic = straggling(traffic, [host], max(1, round(f.severity * PS_PER_US)))
+        elif f.kind is FaultKind.DEAD_EV:
+            dead.append(dead_bucket(fabric, f))
+    return router, traffic, tuple(dead)
+
+
 def _run_packet_state(
     fabric: OpsFabric,
     traffic: Traffic,
     fractions: dict[int, float],
     losses: dict[int, float],
     limit_ps: int,
+    *,
+    router: Any = None,
+    dead: Sequence[DeadBucket] = (),
 ) -> _PacketState:
     """The packet engine on one step of ``traffic`` with physical links ``fractions`` (0:
     down) and ``losses`` in force from the start. The traffic starts 1 ps after the failures,
@@ -483,9 +514,10 @@ def _run_packet_state(
         fails,
         config=cfg,
         seed=fabric.hash_seed,
-        router=fabric.router,
+        router=router if router is not None else fabric.router,
         ports_sample_ps=limit_ps,  # one sample: the step's totals are what is used
         losses=losses,
+        dead=dead,
     )
     p = r.ports
     assert p is not None
@@ -498,13 +530,16 @@ def _run_packet_state(
         marks=p.total("marks").astype(np.int64),
         pauses=p.total("pauses").astype(np.int64),
         retransmissions=int(r.retransmissions.sum()),
-        makespan_ps=max(end if done.sum() == real.sum() else int(r.end_ps), 1),
+        # flows stalled on a dead EV: the step goes on without them (as the flow synthesis');
+        # a partition's flows are cut off at the run's end
+        makespan_ps=max(end if done.sum() == real.sum() or dead else int(r.end_ps), 1),
         unfinished=int(real.sum() - done.sum()),
     )
 
 
 def _packet_counters(
     fabric: OpsFabric,
+    faults: Sequence[Fault],
     traffic: Traffic,
     cache_key: tuple[str | None, int],
     seg_a: I64,
@@ -536,10 +571,19 @@ def _packet_counters(
     for key in sorted(set(seg_key)):
         cap_key, loss_key = key
         flow = states[cap_key]
-        limit = 50 * flow.makespan_ps + 1_000_000_000  # a partition's flows: cut off
+        late = sum(  # a straggler's flows start this late
+            round(faults[i].severity * 1_000_000)
+            for i in _split_key(cap_key)[1]
+            if faults[i].kind is FaultKind.STRAGGLER_RANK
+        )
+        limit = 50 * flow.makespan_ps + 1_000_000_000 + late  # a partition's flows: cut off
 
         def make(cap_key: Any = cap_key, loss_key: Any = loss_key, limit: int = limit) -> Any:
-            return _run_packet_state(fabric, traffic, dict(cap_key), dict(loss_key), limit)
+            links, formed = _split_key(cap_key)
+            router, load, dead = _packet_forms(fabric, traffic, [faults[i] for i in formed])
+            return _run_packet_state(
+                fabric, load, links, dict(loss_key), limit, router=router, dead=dead
+            )
 
         if key == ((), ()):
             runs[key] = _cached(fabric, ("packet:" + str(cache_key[0]), cache_key[1]), make)
@@ -561,7 +605,11 @@ def _packet_counters(
         f"packet engine ({PACKET_TRANSPORT}, PFC, DCQCN): drops, ECN marks and PFC pauses "
         f"from {len(runs)} packet run(s) of one step, "
         f"{sum(r.retransmissions for r in runs.values()):,} retransmissions"
-    ) + (f", {unfinished:,} flow(s) cut off (no path left)" if unfinished else "")
+    ) + (
+        f", {unfinished:,} flow(s) unfinished (no path left, or stalled on a dead EV)"
+        if unfinished
+        else ""
+    )
     return out, note
 
 
@@ -661,7 +709,10 @@ def synthesize(
     windows: list[tuple[int, int, dict[int, float]]] = []
     for i, f in enumerate(faults):
         windows += _capacity_windows(f, fabric, horizon)
-        if f.kind is FaultKind.DEAD_EV:  # a state of its own: its stalled flows (_dead_state)
+        formed = f.kind is FaultKind.DEAD_EV or (  # a state of its own (_split_key)
+            engine == "packet" and f.kind in (FaultKind.MIS_HASHED_SWITCH, FaultKind.STRAGGLER_RANK)
+        )
+        if formed:
             end = f.end_ms if f.end_ms is not None else horizon
             windows.append((f.start_ms, end, {DEAD_KEY - i: 1.0}))
     cuts = {0, horizon, *(k * interval_ms for k in range(n_int + 1))}
@@ -692,10 +743,9 @@ def synthesize(
         if cap_key not in runs:
             runs[cap_key] = _run_state(fabric, load_traffic, links)
         run = runs[cap_key]
+        dead_faults = [faults[i] for i in dead if faults[i].kind is FaultKind.DEAD_EV]
         states[key] = (
-            _dead_state(fabric, load_traffic, run, links, [faults[i] for i in dead])
-            if dead
-            else run
+            _dead_state(fabric, load_traffic, run, links, dead_faults) if dead_faults else run
         )
     compute_ps = base.makespan_ps * (1.0 / load - 1.0)
     state_index = {k: i for i, k in enumerate(keys)}
@@ -763,6 +813,7 @@ def synthesize(
     if engine == "packet":
         measured, packet_note = _packet_counters(
             fabric,
+            faults,
             load_traffic,
             (traffic, traffic_seed),
             seg_a,
