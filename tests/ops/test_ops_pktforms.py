@@ -5,9 +5,12 @@ on the packet engine; and the retransmissions counter."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute
 import pytest
 
 from clusterloom.ops.fabric import OpsFabric, ops_fabric
@@ -171,3 +174,100 @@ def test_a_straggler_on_the_packet_engine_stretches_the_step(
         _increase(syn, "ecn_marks", 0, 20).sum()
         == _increase(healthy_packets, "ecn_marks", 0, 20).sum()
     )
+
+
+# -- the retransmissions counter ----------------------------------------------------------------
+
+
+def _host_link(fabric: OpsFabric, host: int) -> int:
+    return int(fabric.router.host_link[host, 0])
+
+
+def test_the_packet_synthesis_counts_each_nics_retransmissions(fabric: OpsFabric) -> None:
+    """A lossy host link (host 0's): the packets lost on it are resent by the NICs whose queue
+    pairs cross it; the counter is cumulative on host interfaces, null on switch ports, null
+    everywhere with the flow engine, and its total over the window is the packet runs'
+    retransmissions a second times the seconds (to one per interval and NIC)."""
+    link = _host_link(fabric, 0)
+    f = parse_fault(f"gray-link:{fabric.link_label(link)}@0s*loss=0.02", fabric)
+    syn = synthesize(fabric, [f], **KW)  # type: ignore[arg-type]
+    flow = synthesize(fabric, [f], duration_s=60, interval_s=10, seed=1)
+    assert flow.counters["retransmissions"].null_count == flow.counters.num_rows
+    c = syn.counters.to_pandas()
+    dev, ifs = fabric.end_names
+    t = fabric.topology
+    hosts = {(str(dev[i, 0]), str(ifs[i, 0])) for i in np.flatnonzero(t.link_tier == 1)}
+    is_nic = [k in hosts for k in zip(c["device"], c["interface"], strict=True)]
+    assert c[is_nic]["retransmissions"].notna().all()
+    assert c[[not x for x in is_nic]]["retransmissions"].isna().all()
+    grew = _increase(syn, "retransmissions", 0, 60)
+    assert grew.max() > 0
+    assert grew[(str(dev[link, 0]), str(ifs[link, 0]))] > 0  # host 0 sends over the lossy link
+    per = c[is_nic].sort_values("ts_ms").groupby(["device", "interface"])["retransmissions"]
+    assert (per.diff().dropna() >= 0).all()
+    # ingested back from the files, the same values (OpenMetrics text of the last scrape, the
+    # Parquet file), and a rate per second
+    import tempfile
+
+    from clusterloom.ops.ingest import counter_rates, read_counters
+    from clusterloom.ops.synth import write_synthetic
+
+    with tempfile.TemporaryDirectory() as d:
+        write_synthetic(syn, d)
+        got = read_counters(Path(d) / "counters.parquet", fabric)
+        assert not got.problems
+        assert got.table["retransmissions"].equals(syn.counters["retransmissions"])
+        prom = read_counters(Path(d) / "counters.prom", fabric)
+        assert not prom.problems
+        last = syn.counters.filter(
+            pa.compute.equal(syn.counters["ts_ms"], syn.start_ms + 60_000)
+        ).to_pandas()
+        p = prom.table.to_pandas()
+        key = ["device", "interface"]
+        both = p.merge(last, on=key, suffixes=("", "_want"))
+        assert len(both) == len(last)
+        assert (both["retransmissions"].fillna(-1) == both["retransmissions_want"].fillna(-1)).all()
+    rates = counter_rates(syn.counters, fabric).to_pandas()
+    nic = rates[rates["retx_ps"].notna()]
+    assert len(nic) > 0 and (nic["retx_ps"] >= 0).all()
+    assert (rates[rates["retx_ps"].notna()]["end"] == 0).all()  # the hosts' ends only
+
+
+def test_retransmissions_are_read_from_csv_optional_wrapping_and_checked(
+    fabric: OpsFabric, tmp_path: Path
+) -> None:
+    """A CSV with the column: read as uint64; a bad value names its line and keeps the good
+    rows; without the column every row reads it as null; across a 64-bit wrap the rate is the
+    increase."""
+    from clusterloom.ops.ingest import counter_rates, read_counters
+    from clusterloom.ops.model import COUNTERS
+
+    dev, port = fabric.endpoint(0, 0)
+    head = "ts_ms,device,interface," + ",".join(COUNTERS) + ",link_up,retransmissions\n"
+    zeros = ",".join("0" for _ in COUNTERS)
+    wrap = 2**64 - 5
+    lines = [
+        f"1000,{dev},{port},{zeros},true,{wrap}",
+        f"2000,{dev},{port},{zeros},true,7",  # wrapped: +12
+        f"3000,{dev},{port},{zeros},true,-3",  # bad
+        f"4000,{dev},{port},{zeros},true,19",
+    ]
+    path = tmp_path / "c.csv"
+    path.write_text(head + "\n".join(lines) + "\n")
+    got = read_counters(path, fabric)
+    assert got.table.num_rows == 3
+    assert [p.where for p in got.problems] == ["c.csv line 4"]
+    assert "retransmissions" in got.problems[0].message
+    assert got.table["retransmissions"].to_pylist() == [wrap, 7, 19]
+    r = counter_rates(got.table, fabric).to_pandas().sort_values("ts_ms")
+    assert r["retx_ps"].tolist() == [12.0, 6.0]
+    # without the column: null, and no problem
+    plain = tmp_path / "p.csv"
+    plain.write_text(
+        "ts_ms,device,interface," + ",".join(COUNTERS) + ",link_up\n"
+        + "\n".join(",".join(x.split(",")[:-1]) for x in (lines[0], lines[1])) + "\n"
+    )  # fmt: skip
+    got = read_counters(plain, fabric)
+    assert not got.problems
+    assert got.table["retransmissions"].null_count == 2
+    assert counter_rates(got.table, fabric)["retx_ps"].null_count == 1

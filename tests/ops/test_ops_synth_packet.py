@@ -21,7 +21,7 @@ from helpers import FAT_TREE_K4_SPEC
 
 SPEC = FAT_TREE_K4_SPEC
 KW = {"duration_s": 60, "interval_s": 10, "seed": 1}
-FROM_PACKETS = ("drops", "ecn_marks", "pfc_pauses")
+FROM_PACKETS = ("drops", "ecn_marks", "pfc_pauses", "retransmissions")
 
 
 @pytest.fixture(scope="module")

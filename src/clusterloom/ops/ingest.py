@@ -830,6 +830,7 @@ NATIVE: dict[str, dict[str, _Metric]] = {
         **{f"clusterloom_interface_{c}_total": _Metric(c, _IF) for c in COUNTERS},
         "clusterloom_interface_link_up": _Metric("link_up", _IF),
         "clusterloom_interface_speed_bps": _Metric("speed_bps", _IF),
+        "clusterloom_interface_retransmissions_total": _Metric("retransmissions", _IF),
     },
     "probes": {
         **{f"clusterloom_probe_{c}_total": _Metric(c, _PROBE) for c in ("sent", "lost")},
@@ -1416,6 +1417,7 @@ _RATE_OF = {
     "pfc_pauses": "pfc_ps",
     "fec_corrected": "fec_corrected_ps",
     "fec_uncorrected": "fec_uncorrected_ps",
+    "retransmissions": "retx_ps",  # optional (OPTIONAL_COUNTERS): NICs only
 }
 
 
@@ -1504,6 +1506,9 @@ def counter_rates_noted(
     per_s = 1.0 / seconds
     resets: list[Problem] = []
     for col, rate in _RATE_OF.items():
+        if col not in counters.column_names:  # an optional counter not given: null
+            out[rate] = pa.nulls(len(b_idx), pa.float64())
+            continue
         arr = _as_array(counters.column(col))
         if arr.null_count:
             null = _is_null(arr)

@@ -419,6 +419,9 @@ class _PacketState:
     retransmissions: int
     makespan_ps: int
     unfinished: int
+    #: per directed link: the retransmissions of the queue pairs sending on it (a host
+    #: port's uplink: the NIC's own), 0 elsewhere
+    retx: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 def _check_packet_size(fabric: OpsFabric, traffic: Traffic) -> None:
@@ -524,7 +527,15 @@ def _run_packet_state(
     real = ~traffic.barrier if traffic.barrier.size else np.ones(len(traffic), dtype=bool)
     done = (r.finish_ps >= 0) & real
     end = int(r.finish_ps[done].max(initial=0))
+    # each flow's one queue pair sends on host port ``flow % ports`` (transports.RoceEcmp)
+    rt = router if router is not None else fabric.router
+    ports = int(rt.host_link.shape[1])
+    flows = np.arange(len(traffic), dtype=np.int64)
+    nic = 2 * rt.host_link[traffic.src.astype(np.int64), flows % ports]
+    n_dir = 2 * fabric.topology.n_links
+    retx = np.bincount(nic, weights=r.retransmissions, minlength=n_dir).astype(np.int64)
     return _PacketState(
+        retx=retx,
         drops=p.total("drops").astype(np.int64),
         lost=p.total("lost").astype(np.int64),
         marks=p.total("marks").astype(np.int64),
@@ -592,7 +603,7 @@ def _packet_counters(
     n_dir = 2 * fabric.topology.n_links
     out: dict[str, I64] = {}
     seconds = (seg_b - seg_a).astype(np.float64) / 1000.0
-    for name in ("drops", "lost", "marks", "pauses"):
+    for name in ("drops", "lost", "marks", "pauses", "retx"):
         expected = np.zeros((n_int, n_dir))
         for j, key in enumerate(seg_key):
             r = runs[key]
@@ -826,8 +837,20 @@ def synthesize(
             n_int,
             interval_ms,
         )
+    retx_rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5E7, 1]))
     counters = _counters(
-        fabric, rate, loss, util, up_at, weights, keys, interval_s, sample_ms, rng, measured
+        fabric,
+        rate,
+        loss,
+        util,
+        up_at,
+        weights,
+        keys,
+        interval_s,
+        sample_ms,
+        rng,
+        measured,
+        retx_rng,
     )
     counters = counters.set_column(  # the speed gauge (ops-loc): a gauge, no draws
         counters.schema.get_field_index("speed_bps"),
@@ -1015,6 +1038,7 @@ def _counters(
     sample_ms: I64,
     rng: np.random.Generator,
     measured: dict[str, I64] | None = None,
+    retx_rng: np.random.Generator | None = None,
 ) -> pa.Table:
     """The counters table; ``measured`` (``engine="packet"``): the packet engine's drops,
     losses, ECN marks and PFC pauses per interval and directed link, in place of the models."""
@@ -1086,7 +1110,34 @@ def _counters(
         del inc, cum
     cols["link_up"] = pa.array(up_at[:, link2].reshape(-1), pa.bool_())
     cols["speed_bps"] = pa.nulls(n_s * n_if, pa.uint64())  # synthesize sets it (_speed)
+    cols["retransmissions"] = _retransmissions(fabric, measured, tx, n_s, retx_rng)
     return pa.table(cols, schema=COUNTER_SCHEMA)
+
+
+def _retransmissions(
+    fabric: OpsFabric,
+    measured: dict[str, I64] | None,
+    tx: I64,
+    n_s: int,
+    rng: np.random.Generator | None,
+) -> pa.Array:
+    """The NICs' retransmissions counter: with the packet engine, per host interface the
+    retransmissions of the queue pairs it sends (cumulative from a seeded base below 2**40,
+    drawn from a generator of its own so that no other draw moves); null on switch
+    interfaces (they export none) and with the flow engine (not simulated)."""
+    t = fabric.topology
+    n_if = 2 * t.n_links
+    if measured is None or rng is None:
+        return pa.nulls(n_s * n_if, pa.uint64())
+    # interfaces: end 0 of every link, then end 1; a host is end 0 of its tier-1 link
+    nic = np.concatenate([t.link_tier == 1, np.zeros(t.n_links, dtype=bool)])
+    inc = measured["retx"][:, tx].astype(np.uint64)
+    cum = np.empty((n_s, n_if), dtype=np.uint64)
+    cum[0] = rng.integers(0, COUNTER_BASE_MAX, size=n_if, dtype=np.uint64)
+    for k in range(n_s - 1):
+        np.add(cum[k], inc[k], out=cum[k + 1])
+    mask = np.broadcast_to(~nic, (n_s, n_if)).reshape(-1)
+    return pa.array(cum.reshape(-1), pa.uint64(), mask=mask)
 
 
 #: above this variance a binomial draw is taken from its normal approximation (rounded,
@@ -1439,6 +1490,16 @@ def openmetrics(counters: pa.Table, *, last_only: bool = True) -> str:
             for lab, v, s in zip(labels, vals, stamp, strict=True)
             if v is not None
         ]
+    if "retransmissions" in table.column_names:  # the NICs' (optional): where exported
+        metric = "clusterloom_interface_retransmissions"
+        retx = table["retransmissions"].to_pylist()
+        if any(v is not None for v in retx):
+            lines.append(f"# TYPE {metric} counter")
+            lines += [
+                f"{metric}_total{lab} {v} {s}"
+                for lab, v, s in zip(labels, retx, stamp, strict=True)
+                if v is not None
+            ]
     lines.append("# TYPE clusterloom_interface_link_up gauge")
     ups = table["link_up"].to_pylist()
     lines += [
