@@ -1417,7 +1417,6 @@ _RATE_OF = {
     "pfc_pauses": "pfc_ps",
     "fec_corrected": "fec_corrected_ps",
     "fec_uncorrected": "fec_uncorrected_ps",
-    "retransmissions": "retx_ps",  # optional (OPTIONAL_COUNTERS): NICs only
 }
 
 
@@ -1506,9 +1505,6 @@ def counter_rates_noted(
     per_s = 1.0 / seconds
     resets: list[Problem] = []
     for col, rate in _RATE_OF.items():
-        if col not in counters.column_names:  # an optional counter not given: null
-            out[rate] = pa.nulls(len(b_idx), pa.float64())
-            continue
         arr = _as_array(counters.column(col))
         if arr.null_count:
             null = _is_null(arr)

@@ -74,7 +74,8 @@ COUNTER_SCHEMA = pa.schema(
 )
 
 #: the cumulative counters of :data:`COUNTER_SCHEMA` a source may leave out (null): exported
-#: by NICs only (read, wrap-handled and differenced as :data:`COUNTERS` are)
+#: by NICs only (read and checked as :data:`COUNTERS` are; not in the rates yet: a 64-bit wrap
+#: is taken as :data:`COUNTERS`' are, modulo 2**64, by whoever differences it)
 OPTIONAL_COUNTERS: tuple[str, ...] = ("retransmissions",)
 
 PROBE_SCHEMA = pa.schema(
@@ -122,14 +123,11 @@ RATE_SCHEMA = pa.schema(
         #: the operational speed at the interval's closing sample, bits per second (null: not
         #: exported); optional in a rates table given to ``ops.detect``
         pa.field("speed_bps", pa.float64()),
-        #: the NIC's retransmissions per second (``retransmissions``; null: not exported);
-        #: optional in a rates table given to ``ops.detect``
-        pa.field("retx_ps", pa.float64()),
     ]
 )
 
 #: the columns of :data:`RATE_SCHEMA` a rates table may leave out (null)
-OPTIONAL_RATE_COLUMNS: tuple[str, ...] = ("speed_bps", "retx_ps")
+OPTIONAL_RATE_COLUMNS: tuple[str, ...] = ("speed_bps",)
 
 COLLECTIVE_SCHEMA = pa.schema(
     [
