@@ -184,8 +184,6 @@ class _State:
     unit_bytes: F64 = field(default_factory=lambda: np.zeros(0))
     #: [groups, hosts]: the rank's collective never ends (a flow of it stalled on a dead EV)
     hung: NDArray[np.bool_] | None = None
-    #: when the dead EV that hangs them struck (offset ms)
-    hung_since_ms: int = 0
 
 
 #: per fabric (weakly: a fabric dropped drops its entries): the traffic built and the
@@ -353,8 +351,8 @@ def _dead_state(
     queue pair in a dead bucket never delivers and the flows waiting for it never start, so
     their bytes leave every link they crossed (a stalled queue pair resends a window per
     retransmission timeout: nothing at these rates), and the collective of a rank holding one
-    never ends (``hung``). The others' step is the run's (the check's run: the stalled flows
-    had their share of the links in it)."""
+    never ends (``hung``: the profiler reports no duration for it). The others' step is the
+    run's (the check's run: the stalled flows had their share of the links in it)."""
     t = fabric.topology
     alive = np.ones(t.n_links, dtype=bool)
     for link, x in fractions.items():
@@ -383,7 +381,6 @@ def _dead_state(
         st,
         link_bytes=np.maximum(link_bytes, 0.0),
         hung=hung,
-        hung_since_ms=min(f.start_ms for f in dead_faults),
     )
 
 
@@ -1395,9 +1392,8 @@ def _collectives(
                 f_rank = np.ones(dur.size)
                 np.maximum.at(f_rank, g_all * hosts + src_all, per_flow)
                 dur = dur * f_rank.reshape(dur.shape)
-        if st.hung is not None:  # a collective that never ends: its time so far at the sample
-            stuck = st.hung & np.isfinite(dur)
-            dur[stuck] = float(int(ends[i]) - st.hung_since_ms) * 1000.0
+        if st.hung is not None:  # a collective that never ends reports no duration
+            dur[st.hung] = np.nan
         for f in stragglers:
             if not _active(f, int(ends[i]) - 1, int(ends[i]), 10**15) > 0:
                 continue
