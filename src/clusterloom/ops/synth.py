@@ -58,9 +58,11 @@ The model, assumption by assumption:
   ``delay`` late: the collective is synchronous, so every *other* rank waits ``delay`` longer in
   it and the straggler's own duration is the base (a straggler is the rank that does not wait).
 - **Faults no failure expresses**: a gray link's loss (both directions) acts on the packets
-  counted over it, its FEC and the probes crossing it; a dead EV black-holes the probes of that EV
-  (on that pair, or through that switch) — the data flows' counters are left as they are (the flow
-  engine's queue pairs hash their own 5-tuples); a mis-hashed switch sends ``share`` of the bytes
+  counted over it, its FEC and the probes crossing it; a dead EV is the check's black-holed
+  bucket (``sim.faultforms.black_holed``, :func:`stalled_flows`): the probes (either way) and the
+  queue pairs the switch hashes into it are lost, a stalled queue pair's flow and those waiting
+  for it carry nothing from the fault on and its rank's collective reports no duration (it never
+  ends; the step goes on without it); a mis-hashed switch sends ``share`` of the bytes
   it sends up to its first uplink and the rest evenly to the others (the flows beyond the
   favourite's capacity are slowed by the overload), and the probes it forwards up take that uplink
   with probability ``share``; a congested spine carries ``load`` of its links' capacity as extra
@@ -78,10 +80,13 @@ that run's count per second of a step (the run's communication time plus the hea
 compute time). Drops are counted where they happen: a packet lost on a link's wire (a gray
 link's loss) at the interface receiving it, one dropped at a full or dead output port at the
 interface sending it. Every other column, the probes and the collectives are the flow
-synthesis' (the same draws are made, so they are identical). Faults the packet engine does not
-express (a mis-hashed switch, a dead EV, a straggler) leave the packet counters as the fabric
-state's; a congested spine is its capacity taken, as in the flow engine. Same inputs and seed
-give identical tables.
+synthesis' (the same draws are made, so they are identical). The faults with a form of their
+own take the check's (``sim.faultforms``) in the packet runs: a mis-hashed switch its skewed ECMP
+group, a straggler its flows late, a dead EV its black-holed bucket (``run_packets(dead=)``,
+dropped at the switch's port); a congested spine is its capacity taken, as in the flow engine.
+The NICs' ``retransmissions`` counter is the packet runs' retransmissions of the queue pairs each
+host port sends (null on switch ports, and with the flow engine). Same inputs and seed give
+identical tables.
 """
 
 from __future__ import annotations

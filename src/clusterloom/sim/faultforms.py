@@ -30,7 +30,10 @@ texts), so neither engine changes:
   ``SRC>DST#EV`` black-holes that EV's path between the two hosts only: the units of the pair
   on that port whose path is the EV's. No routing event sees it (the links are up): RoCE
   retransmits on the same 5-tuple, so a dead queue pair never delivers; a sprayer detects the
-  losses and retires the EV after its ``detect_s``.
+  losses and retires the EV after its ``detect_s``. The rule is :func:`dead_hops` on any path
+  (the dead hop: where the packet is lost, at the switch's output port it would take), so the
+  flow-engine check (:func:`black_holed`), ``ops synth`` and the packet engine
+  (:class:`DeadBucket`, ``sim.packet.run.run_packets(dead=)``) lose the same units.
 """
 
 from __future__ import annotations
