@@ -1000,16 +1000,9 @@ def _formed(
 
 def _waiting(traffic: Traffic, hit: NDArray[np.bool_]) -> NDArray[np.bool_]:
     """``hit`` and every flow that waits for one of them, directly or not."""
-    out = hit.copy()
-    ptr, idx = traffic.dep_ptr, traffic.dep_idx
-    owner = np.repeat(np.arange(len(traffic)), np.diff(ptr))
-    while True:
-        more = np.zeros_like(out)
-        more[owner[out[idx]]] = True
-        grown = out | more
-        if grown.sum() == out.sum():
-            return out
-        out = grown
+    from clusterloom.sim.faultforms import waiting_on
+
+    return waiting_on(traffic, hit)
 
 
 def _transport_of(spec: Any, given: str | None, engine: str = "flow") -> str:

@@ -318,8 +318,7 @@ def stalled_flows(
     and per flow whether it never finishes (a dead queue pair, or waiting for such a flow):
     exactly what ``ops.mitigate``'s check takes for the same fault (``black_holed`` with the
     fabric's hash seed)."""
-    from clusterloom.ops.mitigate import _waiting
-    from clusterloom.sim.faultforms import black_holed
+    from clusterloom.sim.faultforms import black_holed, waiting_on
 
     src = traffic.src.astype(np.int64)
     dst = traffic.dst.astype(np.int64)
@@ -342,7 +341,7 @@ def stalled_flows(
     if dead_any is None:
         return np.zeros(0, dtype=bool), owner, np.zeros(len(traffic), dtype=bool)
     hit = np.bincount(owner[dead_any], minlength=len(traffic)) > 0
-    return dead_any, owner, _waiting(traffic, hit)
+    return dead_any, owner, waiting_on(traffic, hit)
 
 
 def _dead_state(

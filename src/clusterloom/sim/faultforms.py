@@ -63,6 +63,7 @@ __all__ = [
     "skewed_router",
     "straggling",
     "unit_evs",
+    "waiting_on",
 ]
 
 I64 = NDArray[np.int64]
@@ -186,6 +187,21 @@ def straggling(traffic: Traffic, hosts: Sequence[int], delay_ps: int) -> Traffic
 
 
 # --- dead EV ---------------------------------------------------------------------------------
+
+
+def waiting_on(traffic: Traffic, hit: B) -> B:
+    """``hit`` and every flow of ``traffic`` that waits for one of them, directly or not (the
+    flows a stalled one keeps from ever starting)."""
+    out = hit.copy()
+    ptr, idx = traffic.dep_ptr, traffic.dep_idx
+    owner = np.repeat(np.arange(len(traffic)), np.diff(ptr))
+    while True:
+        more = np.zeros_like(out)
+        more[owner[out[idx]]] = True
+        grown = out | more
+        if grown.sum() == out.sum():
+            return grown
+        out = grown
 
 
 def unit_evs(
