@@ -135,6 +135,10 @@ def test_a_dead_ev_on_the_packet_engine_drops_at_its_switch_port(fabric: OpsFabr
     link = int(np.flatnonzero((dev[:, 0] == leaf) & (ifs[:, 0] == where.index[0][1]))[0])
     assert int(t.link_tier[link]) == 2  # the leaf's uplink: the hop it hashes
     assert _increase(syn, "drops", 0, 20).sum() == 0  # nothing before the fault
+    # a stalled queue pair retries at the rate of its run (go-back-N: its message again every
+    # 500 us timeout until its retries run out), not once per step: below its line rate
+    line_pps = float(t.link_capacity_bps[link]) / 8 / (4096 + 64)
+    assert 0.01 * line_pps < float(where.iloc[0]) / 30 < line_pps
     assert "retransmissions" in syn.notes[1] and " 0 retransmissions" not in syn.notes[1]
 
 

@@ -423,6 +423,12 @@ class _PacketState:
     #: per directed link: the retransmissions of the queue pairs sending on it (a host
     #: port's uplink: the NIC's own), 0 elsewhere
     retx: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: a dead EV's part (not in the above): the drops at the dead buckets' ports and the
+    #: stalled queue pairs' retransmissions over the whole run, which lasted ``run_ps`` (until
+    #: their retries ran out): a stalled queue pair keeps retrying at that rate, step or not
+    dead_drops: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    dead_retx: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    run_ps: int = 0
 
 
 def _check_packet_size(fabric: OpsFabric, traffic: Traffic) -> None:
@@ -534,10 +540,20 @@ def _run_packet_state(
     flows = np.arange(len(traffic), dtype=np.int64)
     nic = 2 * rt.host_link[traffic.src.astype(np.int64), flows % ports]
     n_dir = 2 * fabric.topology.n_links
-    retx = np.bincount(nic, weights=r.retransmissions, minlength=n_dir).astype(np.int64)
+    stalled = (r.finish_ps < 0) & real if dead else np.zeros(len(traffic), dtype=bool)
+    retx = np.bincount(nic, weights=r.retransmissions * ~stalled, minlength=n_dir)
+    dead_retx = np.bincount(nic, weights=r.retransmissions * stalled, minlength=n_dir)
+    dead_drops = (
+        r.dead_drops.astype(np.int64)
+        if r.dead_drops is not None
+        else np.zeros(n_dir, dtype=np.int64)
+    )
     return _PacketState(
-        retx=retx,
-        drops=p.total("drops").astype(np.int64),
+        retx=retx.astype(np.int64),
+        dead_retx=dead_retx.astype(np.int64),
+        dead_drops=dead_drops,
+        run_ps=int(r.end_ps),
+        drops=p.total("drops").astype(np.int64) - dead_drops,
         lost=p.total("lost").astype(np.int64),
         marks=p.total("marks").astype(np.int64),
         pauses=p.total("pauses").astype(np.int64),
@@ -609,6 +625,8 @@ def _packet_counters(
         for j, key in enumerate(seg_key):
             r = runs[key]
             per_s = getattr(r, name).astype(np.float64) / ((r.makespan_ps + compute_ps) / 1e12)
+            if name in ("drops", "retx") and r.run_ps > 0:  # a stalled queue pair's, in time
+                per_s = per_s + getattr(r, "dead_" + name) / (r.run_ps / 1e12)
             expected[seg_interval[j]] += seconds[j] * per_s
         cum = np.floor(np.cumsum(expected, axis=0) + 1e-9).astype(np.int64)
         out[name] = np.diff(cum, axis=0, prepend=np.zeros((1, n_dir), dtype=np.int64))

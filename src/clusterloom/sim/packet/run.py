@@ -145,6 +145,9 @@ class PacketResult:
     unfinished: tuple[str, ...] = ()
     #: per-port counters, when asked for (``run_packets(ports_sample_ps=...)``)
     ports: PortCounters | None = None
+    #: with dead EVs and per-port counters: per directed link, the drops of the packets a dead
+    #: bucket held at that port (included in ``ports.drops`` and ``drops``)
+    dead_drops: NDArray[np.int64] | None = None
 
     @property
     def fct_ps(self) -> NDArray[np.int64]:
@@ -422,6 +425,16 @@ class DeadPorts:
             out[i] = (*p[:j], int(self.phantom_of[p[j]]))
         return out
 
+    def dropped(self, cube: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Per design directed link, the phantoms' drops at the run's end (the packets the
+        dead buckets held at that port)."""
+        out = np.zeros(self.real_dirs, dtype=np.int64)
+        drop = PortCounters.NAMES.index("drops")
+        last = cube[-1, self.real_dirs :, drop]
+        real = self.real_of >= 0
+        np.add.at(out, self.real_of[real], last[real])
+        return out
+
     def fold(self, cube: NDArray[np.int64]) -> NDArray[np.int64]:
         """Per-port counters ``[samples, run's directed links, counters]`` with the phantoms'
         drops counted at their real ports, and the phantoms' columns left out."""
@@ -533,9 +546,11 @@ def run_packets(
     fig = flows.figures()
     stats = sim.stats  # applies the queued commands: the counters below see them too
     ports = None
+    dead_drops = None
     if ports_sample_ps is not None:
         times, cube = sim.port_samples()
         if holes is not None:
+            dead_drops = holes.dropped(cube)
             cube = holes.fold(cube)
         ports = PortCounters.of(ports_sample_ps, times, cube)
     return PacketResult(
@@ -555,6 +570,7 @@ def run_packets(
         data_bytes_delivered=stats.data_bytes_delivered,
         unfinished=why_unfinished(flows, sim.now, limit, sim.pending_events > 0),
         ports=ports,
+        dead_drops=dead_drops,
     )
 
 
