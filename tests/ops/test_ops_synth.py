@@ -622,7 +622,8 @@ def test_the_stated_models_hold(fabric: OpsFabric) -> None:
 
 def test_a_random_dead_ev_is_one_the_probes_cross(fabric: OpsFabric) -> None:
     """A switch hashes only the EV, so a (switch, EV) pair may carry no probe; random dead EVs
-    are drawn on probe paths and always lose probes, of that EV only."""
+    are drawn on probe paths and always lose probes, here of that EV only (a dead bucket also
+    holds 1 in 64 of the others' hashes: none of these draws puts another probe EV in it)."""
     for seed in range(6):
         f = random_fault(fabric, FaultKind.DEAD_EV, np.random.default_rng(seed), duration_ms=60_000)
         syn = synthesize(fabric, [f], duration_s=60, interval_s=10, seed=seed)
