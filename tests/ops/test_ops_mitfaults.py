@@ -284,9 +284,6 @@ def test_the_packet_engine_checks_small_designs_only(fabric: OpsFabric) -> None:
         engine="packet",
     )
     assert checked[0].verdict == Verdict.BETTER
-    dead = parse_fault(f"dead-ev:{leaf}#49153@0s", small)
-    with pytest.raises(SpecError, match="not expressible in the packet engine"):
-        check_mitigations(small, [dead], [], hosts=16, engine="packet")
     with pytest.raises(SpecError, match="packet engine checks up to"):
         check_mitigations(small, [f], [], engine="packet")  # 1,024 flows
 
@@ -331,12 +328,39 @@ def test_the_command_checks_every_kind(fabric: OpsFabric) -> None:
     r = CliRunner().invoke(app, [*base, "--fault", f"dead-ev:{leaf}#49153@0s"])
     assert r.exit_code == 1, r.output
     assert "nothing proposed" in r.output
+    # on the packet engine (a small check): a sprayer's dead EV, retired, is proposed
+    small = load_fabric("fat-tree-k16")
     r = CliRunner().invoke(
-        app, [*base, "--fault", f"dead-ev:{leaf}#49153@0s", "--engine", "packet"]
-    )
-    assert r.exit_code == 2
-    assert "not expressible in the packet engine" in r.output
+        app,
+        [
+            "ops", "mitigate", "fat-tree-k16", "--hosts", "16", "--size", "256KB",
+            "--transport", "mrc-spray", "--engine", "packet", "--no-progress", "--json",
+            "--fault", f"dead-ev:{_name(small, _leaf0(small))}#49153@0s",
+        ],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["proposal"].startswith("ops-retire-evs-")
     assert "Traceback" not in r.output
+
+
+def test_a_dead_ev_on_the_packet_engine_stalls_a_sprayer_until_retired() -> None:
+    """``--engine packet``: the dead EV is the packet engine's black-holed bucket
+    (``run_packets(dead=)``); doing nothing, the sprayer's connections holding an EV in it
+    lose packets there and wait for their timeout (a tail loss: 60 us); retiring the EV is
+    proposed, draining the leaf cuts its rack off (unfinished, refused)."""
+    small = load_fabric("fat-tree-k16")
+    f = parse_fault(f"dead-ev:{_name(small, _leaf0(small))}#49153@0s", small)
+    checked = check_mitigations(
+        small, [f], candidates(small, [f]), transport="mrc-spray", hosts=16, size="256KB",
+        engine="packet",
+    )  # fmt: skip
+    first = checked[0]
+    assert first.mitigation.kind == MitigationKind.RETIRE_EVS
+    assert first.verdict == Verdict.BETTER and first.finished == first.flows
+    assert first.predicted_ps is not None
+    assert first.nothing_ps > first.predicted_ps + 30_000_000  # at least half a timeout
+    drain = _by_id(checked, MitigationKind.DRAIN_SWITCH)
+    assert drain.verdict == Verdict.UNFINISHED  # type: ignore[attr-defined]
 
 
 def test_a_dead_ev_of_a_pair_black_holes_that_pairs_path_only(fabric: OpsFabric) -> None:

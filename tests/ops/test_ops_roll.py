@@ -55,6 +55,7 @@ def _counters(fabric: OpsFabric, minutes: int, *, seed: int) -> pa.Table:
     cols["link_up"] = rng.random(n * 6) > 0.05
     speed = np.tile(np.where(np.arange(6) < 3, 4e11, np.nan), n)
     cols["speed_bps"] = pa.array(speed, pa.float64(), mask=np.isnan(speed))
+    cols["retransmissions"] = pa.nulls(n * 6, pa.uint64())  # a NIC counter: none here
     return pa.table(cols).select(COUNTER_SCHEMA.names).cast(COUNTER_SCHEMA)
 
 

@@ -830,6 +830,7 @@ NATIVE: dict[str, dict[str, _Metric]] = {
         **{f"clusterloom_interface_{c}_total": _Metric(c, _IF) for c in COUNTERS},
         "clusterloom_interface_link_up": _Metric("link_up", _IF),
         "clusterloom_interface_speed_bps": _Metric("speed_bps", _IF),
+        "clusterloom_interface_retransmissions_total": _Metric("retransmissions", _IF),
     },
     "probes": {
         **{f"clusterloom_probe_{c}_total": _Metric(c, _PROBE) for c in ("sent", "lost")},

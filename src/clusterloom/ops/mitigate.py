@@ -42,9 +42,12 @@ Assumptions of the check (docs/ops.md, "Mitigations checked before they are prop
   ``detect_s`` (a fixed split; a balanced one loses the EV's share only, taken as nothing), a
   RoCE queue pair on it never delivers (the same 5-tuple, the same path), so its flow and
   those waiting for it never finish.
-- **The packet engine** (``engine="packet"``, small designs and traffic only): the same
-  faults as failures, router and traffic, except a dead EV (its switches forward by
-  ``route()``: no bucket black-holes); a drain there is a failure at time 0 that the
+- **The packet engine** (``engine="packet"``, small designs and traffic only): the same faults
+  as failures, router and traffic, and a dead EV as the engine's black-holed bucket
+  (``run_packets(dead=)``: the packets a switch hashes into it dropped at its port, RoCE
+  retransmitting on the same path until its retries run out, a sprayer resending elsewhere after
+  its own detection); retiring the dead EV takes the bucket away (the sprayer sends nothing into
+  it; its other EVs carry what it sent there); a drain there is a failure at time 0 that the
   transport learns as it learns any (no planned retirement: pessimistic for a sprayer), and
   reweighting a sprayer has no counterpart (its EVs follow its own feedback).
 - **What each mitigation is in the engine.** Drain: the links down from time 0 (every
@@ -90,6 +93,7 @@ from clusterloom.ops.model import Fault, FaultKind, Suspect, SuspectKind
 if TYPE_CHECKING:
     from clusterloom.changes import Approval, Decision, Proposal, Step
     from clusterloom.ops.fabric import OpsFabric
+    from clusterloom.sim.faultforms import DeadBucket
     from clusterloom.sim.scenario import Scenario
     from clusterloom.sim.traffic import Traffic
     from clusterloom.store import Store
@@ -719,17 +723,17 @@ def check_mitigations(
     by risk then time, the others by time; then the refused (module docstring).
 
     ``engine`` is ``flow`` (default) or ``packet`` (small designs and traffic only:
-    :data:`PACKET_MAX_HOSTS`, :data:`PACKET_MAX_FLOWS`, :data:`PACKET_MAX_BYTES`; a dead EV
-    is refused there). ``traffic`` is a ``sim.scenario`` traffic kind (default: ``step`` when
-    the spec has a job, else the standard permutation), ``size`` its message size, ``hosts``
-    how many hosts it spans (the rest are spares to move ranks to); ``transport`` the job's
-    transport (default: the spec scenario's first, else ``roce-ecmp``); ``min_gain`` the share
-    of doing nothing's time a mitigation must save (default the engine's rate tolerance);
-    ``progress`` is told what runs as each run starts; ``assumed_rate`` the rate a suspected
-    gray link or slow port keeps when its evidence does not say; ``seeds`` how many seeds
-    (``seed``, ``seed + 1``...: the traffic's draw and the switches' hash) every run is made
-    with: the figures are their means, and a candidate is proposable only when it is better on
-    every one."""
+    :data:`PACKET_MAX_HOSTS`, :data:`PACKET_MAX_FLOWS`, :data:`PACKET_MAX_BYTES`; a dead EV is
+    the engine's black-holed bucket there). ``traffic`` is a ``sim.scenario`` traffic kind
+    (default: ``step`` when the spec has a job, else the standard permutation), ``size`` its
+    message size, ``hosts`` how many hosts it spans (the rest are spares to move ranks to);
+    ``transport`` the job's transport (default: the spec scenario's first, else ``roce-ecmp``);
+    ``min_gain`` the share of doing nothing's time a mitigation must save (default the engine's
+    rate tolerance); ``progress`` is told what runs as each run starts; ``assumed_rate`` the
+    rate a suspected gray link or slow port keeps when its evidence does not say; ``seeds`` how
+    many seeds (``seed``, ``seed + 1``...: the traffic's draw and the switches' hash) every run
+    is made with: the figures are their means, and a candidate is proposable only when it is
+    better on every one."""
     from clusterloom.sim.scenario import DEFAULT_TRAFFIC, build_traffic, resolve_scenario
 
     if engine not in ("flow", "packet"):
@@ -836,14 +840,6 @@ def check_mitigations(
 def _packet_fits(fabric: OpsFabric, base: Scenario, form: FaultForm) -> None:
     """Refuse a packet-engine check the engine cannot express or that is too big."""
     problems: list[Problem] = []
-    if form.dead_evs:
-        problems.append(
-            Problem(
-                "--engine packet",
-                "a dead EV is not expressible in the packet engine (its switches forward by "
-                "route(), no hash bucket black-holes): check it on the flow engine",
-            )
-        )
     hosts = int(fabric.topology.plan.hosts)
     load = base.traffic
     assert load is not None
@@ -877,6 +873,8 @@ def _figures(
 
     topo = fabric.topology
     sc, router, stalled = _formed(fabric, sc, form, m, base)
+    if sc.engine == "packet" and form.dead_evs:
+        return _packet_figures(fabric, sc, router, _dead_buckets(form, m))
     p = predict(topo, sc, router=router, keep_runs=stalled is not None)
     if isinstance(p, FlowPrediction):
         sm = p.summaries[0]
@@ -888,6 +886,45 @@ def _figures(
             done -= int(((finish >= 0) & stalled & real).sum())
         return ps, done, flows
     r = p.outcomes[0].result
+    fin = np.asarray(r.finish_ps)
+    ok = fin >= 0
+    return int(fin[ok].max(initial=0)), int(ok.sum()), int(fin.size)
+
+
+def _dead_buckets(form: FaultForm, m: Mitigation | None) -> tuple[DeadBucket, ...]:
+    """The dead EVs of ``form`` as the packet engine takes them, less the one ``m`` retires
+    (a sprayer that retires the EV sends nothing into its bucket)."""
+    from clusterloom.sim.faultforms import DeadBucket
+
+    return tuple(
+        DeadBucket(ev, None if pair is not None else switch, pair)
+        for target, switch, pair, ev in form.dead_evs
+        if not (m is not None and m.kind == MitigationKind.RETIRE_EVS and m.ev == target)
+    )
+
+
+def _packet_figures(
+    fabric: OpsFabric, sc: Scenario, router: Any, dead: Sequence[DeadBucket]
+) -> tuple[int, int, int]:
+    """``(completion ps, flows finished, flows)`` of ``sc`` on the packet engine with the
+    ``dead`` EVs (``run_packets(dead=)``), run as ``sim.predict`` runs its transport."""
+    from clusterloom.sim.packet.options import config_from, split_options
+    from clusterloom.sim.packet.run import run_packets
+
+    name = sc.transports[0]
+    assert sc.traffic is not None
+    knobs, opts = split_options(sc.options_of(name))
+    r = run_packets(
+        fabric.topology,
+        sc.traffic,
+        name,
+        sc.failures,
+        seed=sc.seed,
+        options=opts or None,
+        config=config_from({**dict(sc.packet), **knobs}),
+        router=router or fabric.router,
+        dead=dead,
+    )
     fin = np.asarray(r.finish_ps)
     ok = fin >= 0
     return int(fin[ok].max(initial=0)), int(ok.sum()), int(fin.size)
@@ -927,7 +964,7 @@ def _formed(
             if f.fraction == 0.0 and f.start_ps == 0:
                 alive[f.links] = False
     opts = sc.options_of(name)
-    for target, switch, pair, ev in form.dead_evs:
+    for target, switch, pair, ev in form.dead_evs if sc.engine != "packet" else ():
         if m is not None and m.kind == MitigationKind.RETIRE_EVS and m.ev == target:
             continue
         src = traffic.src.astype(np.int64)
@@ -963,16 +1000,9 @@ def _formed(
 
 def _waiting(traffic: Traffic, hit: NDArray[np.bool_]) -> NDArray[np.bool_]:
     """``hit`` and every flow that waits for one of them, directly or not."""
-    out = hit.copy()
-    ptr, idx = traffic.dep_ptr, traffic.dep_idx
-    owner = np.repeat(np.arange(len(traffic)), np.diff(ptr))
-    while True:
-        more = np.zeros_like(out)
-        more[owner[out[idx]]] = True
-        grown = out | more
-        if grown.sum() == out.sum():
-            return out
-        out = grown
+    from clusterloom.sim.faultforms import waiting_on
+
+    return waiting_on(traffic, hit)
 
 
 def _transport_of(spec: Any, given: str | None, engine: str = "flow") -> str:

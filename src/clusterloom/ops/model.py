@@ -8,7 +8,7 @@ devices ``node00012`` and ``be-p0-leaf0003``, interfaces ``gpu3p0`` and ``swp7s2
 - **counters** (:data:`COUNTER_SCHEMA`): one row per interface and sample, the interface's
   cumulative counters as a switch or NIC exports them (unsigned 64-bit, so they wrap at 2**64;
   a column may be null when a source does not export it), whether the link is up and its
-  operational speed (a gauge);
+  operational speed (a gauge), and for a host's NIC its retransmissions (optional);
 - **probes** (:data:`PROBE_SCHEMA`): Pingmesh-style path probes, one row per source endpoint,
   destination endpoint, entropy value (EV: the UDP source port, or the EV a spraying NIC puts
   in its header) and interval: probes sent, probes lost, the RTT of those that came back;
@@ -31,6 +31,7 @@ __all__ = [
     "COLLECTIVE_SCHEMA",
     "COUNTERS",
     "COUNTER_SCHEMA",
+    "OPTIONAL_COUNTERS",
     "OPTIONAL_RATE_COLUMNS",
     "PROBE_SCHEMA",
     "RATE_SCHEMA",
@@ -66,8 +67,16 @@ COUNTER_SCHEMA = pa.schema(
         #: ``negotiated-port-speed``); below the design's rate when a link trained down to
         #: fewer lanes (null: not exported)
         pa.field("speed_bps", pa.uint64()),
+        #: packets the interface's RoCE NIC sent again (a host interface; cumulative, like
+        #: mlx5's ``roce_adp_retrans`` hardware counter; null: not exported, as a switch port)
+        pa.field("retransmissions", pa.uint64()),
     ]
 )
+
+#: the cumulative counters of :data:`COUNTER_SCHEMA` a source may leave out (null): exported
+#: by NICs only (read and checked as :data:`COUNTERS` are; not in the rates yet: a 64-bit wrap
+#: is taken as :data:`COUNTERS`' are, modulo 2**64, by whoever differences it)
+OPTIONAL_COUNTERS: tuple[str, ...] = ("retransmissions",)
 
 PROBE_SCHEMA = pa.schema(
     [

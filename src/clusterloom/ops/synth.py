@@ -58,9 +58,11 @@ The model, assumption by assumption:
   ``delay`` late: the collective is synchronous, so every *other* rank waits ``delay`` longer in
   it and the straggler's own duration is the base (a straggler is the rank that does not wait).
 - **Faults no failure expresses**: a gray link's loss (both directions) acts on the packets
-  counted over it, its FEC and the probes crossing it; a dead EV black-holes the probes of that EV
-  (on that pair, or through that switch) — the data flows' counters are left as they are (the flow
-  engine's queue pairs hash their own 5-tuples); a mis-hashed switch sends ``share`` of the bytes
+  counted over it, its FEC and the probes crossing it; a dead EV is the check's black-holed
+  bucket (``sim.faultforms.black_holed``, :func:`stalled_flows`): the probes (either way) and the
+  queue pairs the switch hashes into it are lost, a stalled queue pair's flow and those waiting
+  for it carry nothing from the fault on and its rank's collective reports no duration (it never
+  ends; the step goes on without it); a mis-hashed switch sends ``share`` of the bytes
   it sends up to its first uplink and the rest evenly to the others (the flows beyond the
   favourite's capacity are slowed by the overload), and the probes it forwards up take that uplink
   with probability ``share``; a congested spine carries ``load`` of its links' capacity as extra
@@ -78,14 +80,18 @@ that run's count per second of a step (the run's communication time plus the hea
 compute time). Drops are counted where they happen: a packet lost on a link's wire (a gray
 link's loss) at the interface receiving it, one dropped at a full or dead output port at the
 interface sending it. Every other column, the probes and the collectives are the flow
-synthesis' (the same draws are made, so they are identical). Faults the packet engine does not
-express (a mis-hashed switch, a dead EV, a straggler) leave the packet counters as the fabric
-state's; a congested spine is its capacity taken, as in the flow engine. Same inputs and seed
-give identical tables.
+synthesis' (the same draws are made, so they are identical). The faults with a form of their
+own take the check's (``sim.faultforms``) in the packet runs: a mis-hashed switch its skewed ECMP
+group, a straggler its flows late, a dead EV its black-holed bucket (``run_packets(dead=)``,
+dropped at the switch's port); a congested spine is its capacity taken, as in the flow engine.
+The NICs' ``retransmissions`` counter is the packet runs' retransmissions of the queue pairs each
+host port sends (null on switch ports, and with the flow engine). Same inputs and seed give
+identical tables.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import weakref
@@ -118,6 +124,7 @@ from clusterloom.ops.model import (
 )
 
 if TYPE_CHECKING:
+    from clusterloom.sim.faultforms import DeadBucket
     from clusterloom.sim.traffic import Traffic
 
 __all__ = [
@@ -146,6 +153,9 @@ FEC_CORRECTED = 5.4e-5  #: share of codewords corrected on a healthy link (pre-F
 FEC_GRAY_FACTOR = 100.0  #: corrected codewords per uncorrectable one on a gray link
 RHO_MAX = 0.99
 COUNTER_BASE_MAX = 2**40
+#: the transport of the runs (flow and packet): RoCE, on a lossless (PFC) fabric with DCQCN's
+#: ECN in the packet engine
+PACKET_TRANSPORT = "roce-ecmp"
 
 
 @dataclass(frozen=True, eq=False)
@@ -176,6 +186,9 @@ class _State:
     unit_flow: I64
     unit_ptr: I64
     unit_link: I64
+    unit_bytes: F64 = field(default_factory=lambda: np.zeros(0))
+    #: [groups, hosts]: the rank's collective never ends (a flow of it stalled on a dead EV)
+    hung: NDArray[np.bool_] | None = None
 
 
 #: per fabric (weakly: a fabric dropped drops its entries): the traffic built and the
@@ -257,6 +270,133 @@ def _run_state(fabric: OpsFabric, traffic: Traffic, fractions: dict[int, float])
         unit_flow=units.unit_flow[sel].astype(np.int64),
         unit_ptr=ptr,
         unit_link=units.unit_link[idx].astype(np.int64),
+        unit_bytes=np.asarray(r.unit_bytes, dtype=np.float64)[sel],
+    )
+
+
+# -- dead EVs: the check's form (sim.faultforms.black_holed) ---------------------------------
+
+#: the entry in a fabric state's key of fault ``i`` of the incident that has a form of its own
+#: (``sim.faultforms``: a dead EV, and with ``engine="packet"`` a mis-hashed switch and a
+#: straggler): ``(DEAD_KEY - i, 1.0)`` (no link has a negative id); :func:`_split_key`
+#: separates them from the links
+DEAD_KEY = -1
+
+
+def _split_key(key: tuple[tuple[int, float], ...]) -> tuple[dict[int, float], tuple[int, ...]]:
+    """A state key's links (link -> fraction) and its formed faults (indices into the
+    faults)."""
+    links = {link: x for link, x in key if link >= 0}
+    dead = tuple(DEAD_KEY - link for link, _x in key if link < 0)
+    return links, dead
+
+
+def dead_bucket(fabric: OpsFabric, fault: Fault) -> DeadBucket:
+    """The ``sim.faultforms.DeadBucket`` of a dead-EV fault (``SWITCH#EV`` or ``SRC>DST#EV``),
+    as ``ops.mitigate.fault_form`` reads it."""
+    from clusterloom.ops.faults import switch_node
+    from clusterloom.sim.faultforms import DeadBucket
+
+    path, _, ev_text = fault.target.rpartition("#")
+    if ">" in path:
+        a, _, b = path.partition(">")
+        ha, hb = fabric.host_of(*a.split(":", 1)), fabric.host_of(*b.split(":", 1))
+        assert ha is not None and hb is not None
+        return DeadBucket(int(ev_text), pair=(ha[0], hb[0], ha[1]))
+    return DeadBucket(int(ev_text), switch=switch_node(fabric, path, path))
+
+
+def stalled_flows(
+    fabric: OpsFabric,
+    traffic: Traffic,
+    faults: Sequence[Fault],
+    alive: NDArray[np.bool_] | None = None,
+) -> tuple[NDArray[np.bool_], I64, NDArray[np.bool_]]:
+    """``(dead, unit_flow, stalled)`` of ``traffic`` on the synthesis' transport (RoCE, one
+    queue pair per host port and flow) under the dead-EV ``faults``: per unit (as
+    ``sim.faultforms.unit_evs`` draws them) whether a dead bucket loses it, the unit's flow,
+    and per flow whether it never finishes (a dead queue pair, or waiting for such a flow):
+    exactly what ``ops.mitigate``'s check takes for the same fault (``black_holed`` with the
+    fabric's hash seed)."""
+    from clusterloom.sim.faultforms import black_holed, waiting_on
+
+    src = traffic.src.astype(np.int64)
+    dst = traffic.dst.astype(np.int64)
+    dead_any: NDArray[np.bool_] | None = None
+    owner = np.zeros(0, dtype=np.int64)
+    for f in faults:
+        hole = dead_bucket(fabric, f)
+        dead, owner = black_holed(
+            fabric.router,
+            PACKET_TRANSPORT,
+            src,
+            dst,
+            fabric.hash_seed,
+            alive=alive,
+            switch=hole.switch,
+            ev=hole.ev,
+            pair=hole.pair,
+        )
+        dead_any = dead if dead_any is None else dead_any | dead
+    if dead_any is None:
+        return np.zeros(0, dtype=bool), owner, np.zeros(len(traffic), dtype=bool)
+    hit = np.bincount(owner[dead_any], minlength=len(traffic)) > 0
+    return dead_any, owner, waiting_on(traffic, hit)
+
+
+def _dead_state(
+    fabric: OpsFabric,
+    traffic: Traffic,
+    st: _State,
+    fractions: dict[int, float],
+    dead_faults: Sequence[Fault],
+) -> _State:
+    """``st`` (the fabric state's run) with its dead EVs in force, as the check has them: a
+    queue pair in a dead bucket never delivers and the flows waiting for it never start, so
+    their bytes leave every link they crossed (a stalled queue pair resends a window per
+    retransmission timeout: nothing at these rates), and the collective of a rank holding one
+    never ends (``hung``: the profiler reports no duration for it). The others' step is the
+    run's (the check's run: the stalled flows had their share of the links in it)."""
+    t = fabric.topology
+    alive = np.ones(t.n_links, dtype=bool)
+    for link, x in fractions.items():
+        if x == 0.0:
+            alive[link] = False
+    dead, owner, stalled = stalled_flows(fabric, traffic, dead_faults, alive)
+    n_dir = 2 * t.n_links
+    counts = np.diff(st.unit_ptr)
+    first = np.full(counts.size, -1, dtype=np.int64)  # a unit's first data link: its host's
+    first[counts > 0] = st.unit_link[st.unit_ptr[:-1][counts > 0]]
+    # the state's units by (flow, first link): the host link of their port
+    _f, port, _ev = _units_of(fabric, traffic)
+    src = traffic.src.astype(np.int64)
+    host_dl = 2 * fabric.router.host_link[src[owner], port]
+    dead_key = set((owner[dead] * n_dir + host_dl[dead]).tolist())
+    key = st.unit_flow * n_dir + first
+    gone = np.isin(key, np.fromiter(dead_key, np.int64, len(dead_key))) | stalled[st.unit_flow]
+    gone_bytes = np.repeat(np.where(gone, st.unit_bytes, 0.0), counts)
+    link_bytes = st.link_bytes - np.bincount(st.unit_link, weights=gone_bytes, minlength=n_dir)
+    hosts = int(t.plan.hosts)
+    hung = np.zeros(st.rank_us.shape, dtype=bool)
+    if stalled.any():
+        g = np.where(traffic.group >= 0, traffic.group, 0).astype(np.int64)
+        hung.reshape(-1)[np.unique(g[stalled] * hosts + src[stalled])] = True
+    return dataclasses.replace(
+        st,
+        link_bytes=np.maximum(link_bytes, 0.0),
+        hung=hung,
+    )
+
+
+def _units_of(fabric: OpsFabric, traffic: Traffic) -> tuple[I64, I64, I64]:
+    from clusterloom.sim.faultforms import unit_evs
+
+    return unit_evs(
+        PACKET_TRANSPORT,
+        fabric.router,
+        traffic.src.astype(np.int64),
+        traffic.dst.astype(np.int64),
+        fabric.hash_seed,
     )
 
 
@@ -266,8 +406,6 @@ def _run_state(fabric: OpsFabric, traffic: Traffic, fractions: dict[int, float])
 #: permutation on 1,024 hosts takes tens of seconds per fabric state (docs/ops.md)
 PACKET_HOSTS_MAX = 1024
 PACKET_FLOWS_MAX = 16_384
-#: the transport of the packet runs: RoCE on a lossless (PFC) fabric with DCQCN's ECN
-PACKET_TRANSPORT = "roce-ecmp"
 
 
 @dataclass(frozen=True, eq=False)
@@ -282,6 +420,15 @@ class _PacketState:
     retransmissions: int
     makespan_ps: int
     unfinished: int
+    #: per directed link: the retransmissions of the queue pairs sending on it (a host
+    #: port's uplink: the NIC's own), 0 elsewhere
+    retx: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: a dead EV's part (not in the above): the drops at the dead buckets' ports and the
+    #: stalled queue pairs' retransmissions over the whole run, which lasted ``run_ps`` (until
+    #: their retries ran out): a stalled queue pair keeps retrying at that rate, step or not
+    dead_drops: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    dead_retx: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    run_ps: int = 0
 
 
 def _check_packet_size(fabric: OpsFabric, traffic: Traffic) -> None:
@@ -319,12 +466,40 @@ def _loss_windows(
     return out
 
 
+def _packet_forms(
+    fabric: OpsFabric, traffic: Traffic, formed: Sequence[Fault]
+) -> tuple[Any, Traffic, tuple[DeadBucket, ...]]:
+    """The packet run's router, traffic and dead EVs for the faults that have a form of their
+    own, as the check (``ops.mitigate``) has them: a mis-hashed switch its skewed ECMP group
+    (``faultforms.skewed_router``, ``share`` of its hashes on its first uplink), a straggler its
+    rank's flows that wait for nothing ``delay`` late (``faultforms.straggling``), a dead EV
+    its black-holed bucket (``run_packets(dead=)``)."""
+    from clusterloom.ops.faults import switch_node
+    from clusterloom.sim.faultforms import skewed_router, straggling
+    from clusterloom.units import PS_PER_US
+
+    router = fabric.router
+    dead: list[DeadBucket] = []
+    for f in formed:
+        if f.kind is FaultKind.MIS_HASHED_SWITCH:
+            router, _ = skewed_router(router, switch_node(fabric, f.target, f.target), f.severity)
+        elif f.kind is FaultKind.STRAGGLER_RANK:
+            host = int(f.target.split(":")[1])
+            traffic = straggling(traffic, [host], max(1, round(f.severity * PS_PER_US)))
+        elif f.kind is FaultKind.DEAD_EV:
+            dead.append(dead_bucket(fabric, f))
+    return router, traffic, tuple(dead)
+
+
 def _run_packet_state(
     fabric: OpsFabric,
     traffic: Traffic,
     fractions: dict[int, float],
     losses: dict[int, float],
     limit_ps: int,
+    *,
+    router: Any = None,
+    dead: Sequence[DeadBucket] = (),
 ) -> _PacketState:
     """The packet engine on one step of ``traffic`` with physical links ``fractions`` (0:
     down) and ``losses`` in force from the start. The traffic starts 1 ps after the failures,
@@ -349,28 +524,50 @@ def _run_packet_state(
         fails,
         config=cfg,
         seed=fabric.hash_seed,
-        router=fabric.router,
+        router=router if router is not None else fabric.router,
         ports_sample_ps=limit_ps,  # one sample: the step's totals are what is used
         losses=losses,
+        dead=dead,
     )
     p = r.ports
     assert p is not None
     real = ~traffic.barrier if traffic.barrier.size else np.ones(len(traffic), dtype=bool)
     done = (r.finish_ps >= 0) & real
     end = int(r.finish_ps[done].max(initial=0))
+    # each flow's one queue pair sends on host port ``flow % ports`` (transports.RoceEcmp)
+    rt = router if router is not None else fabric.router
+    ports = int(rt.host_link.shape[1])
+    flows = np.arange(len(traffic), dtype=np.int64)
+    nic = 2 * rt.host_link[traffic.src.astype(np.int64), flows % ports]
+    n_dir = 2 * fabric.topology.n_links
+    stalled = (r.finish_ps < 0) & real if dead else np.zeros(len(traffic), dtype=bool)
+    retx = np.bincount(nic, weights=r.retransmissions * ~stalled, minlength=n_dir)
+    dead_retx = np.bincount(nic, weights=r.retransmissions * stalled, minlength=n_dir)
+    dead_drops = (
+        r.dead_drops.astype(np.int64)
+        if r.dead_drops is not None
+        else np.zeros(n_dir, dtype=np.int64)
+    )
     return _PacketState(
-        drops=p.total("drops").astype(np.int64),
+        retx=retx.astype(np.int64),
+        dead_retx=dead_retx.astype(np.int64),
+        dead_drops=dead_drops,
+        run_ps=int(r.end_ps),
+        drops=p.total("drops").astype(np.int64) - dead_drops,
         lost=p.total("lost").astype(np.int64),
         marks=p.total("marks").astype(np.int64),
         pauses=p.total("pauses").astype(np.int64),
         retransmissions=int(r.retransmissions.sum()),
-        makespan_ps=max(end if done.sum() == real.sum() else int(r.end_ps), 1),
+        # flows stalled on a dead EV: the step goes on without them (as the flow synthesis');
+        # a partition's flows are cut off at the run's end
+        makespan_ps=max(end if done.sum() == real.sum() or dead else int(r.end_ps), 1),
         unfinished=int(real.sum() - done.sum()),
     )
 
 
 def _packet_counters(
     fabric: OpsFabric,
+    faults: Sequence[Fault],
     traffic: Traffic,
     cache_key: tuple[str | None, int],
     seg_a: I64,
@@ -402,10 +599,19 @@ def _packet_counters(
     for key in sorted(set(seg_key)):
         cap_key, loss_key = key
         flow = states[cap_key]
-        limit = 50 * flow.makespan_ps + 1_000_000_000  # a partition's flows: cut off
+        late = sum(  # a straggler's flows start this late
+            round(faults[i].severity * 1_000_000)
+            for i in _split_key(cap_key)[1]
+            if faults[i].kind is FaultKind.STRAGGLER_RANK
+        )
+        limit = 50 * flow.makespan_ps + 1_000_000_000 + late  # a partition's flows: cut off
 
         def make(cap_key: Any = cap_key, loss_key: Any = loss_key, limit: int = limit) -> Any:
-            return _run_packet_state(fabric, traffic, dict(cap_key), dict(loss_key), limit)
+            links, formed = _split_key(cap_key)
+            router, load, dead = _packet_forms(fabric, traffic, [faults[i] for i in formed])
+            return _run_packet_state(
+                fabric, load, links, dict(loss_key), limit, router=router, dead=dead
+            )
 
         if key == ((), ()):
             runs[key] = _cached(fabric, ("packet:" + str(cache_key[0]), cache_key[1]), make)
@@ -414,11 +620,13 @@ def _packet_counters(
     n_dir = 2 * fabric.topology.n_links
     out: dict[str, I64] = {}
     seconds = (seg_b - seg_a).astype(np.float64) / 1000.0
-    for name in ("drops", "lost", "marks", "pauses"):
+    for name in ("drops", "lost", "marks", "pauses", "retx"):
         expected = np.zeros((n_int, n_dir))
         for j, key in enumerate(seg_key):
             r = runs[key]
             per_s = getattr(r, name).astype(np.float64) / ((r.makespan_ps + compute_ps) / 1e12)
+            if name in ("drops", "retx") and r.run_ps > 0:  # a stalled queue pair's, in time
+                per_s = per_s + getattr(r, "dead_" + name) / (r.run_ps / 1e12)
             expected[seg_interval[j]] += seconds[j] * per_s
         cum = np.floor(np.cumsum(expected, axis=0) + 1e-9).astype(np.int64)
         out[name] = np.diff(cum, axis=0, prepend=np.zeros((1, n_dir), dtype=np.int64))
@@ -427,7 +635,11 @@ def _packet_counters(
         f"packet engine ({PACKET_TRANSPORT}, PFC, DCQCN): drops, ECN marks and PFC pauses "
         f"from {len(runs)} packet run(s) of one step, "
         f"{sum(r.retransmissions for r in runs.values()):,} retransmissions"
-    ) + (f", {unfinished:,} flow(s) cut off (no path left)" if unfinished else "")
+    ) + (
+        f", {unfinished:,} flow(s) unfinished (no path left, or stalled on a dead EV)"
+        if unfinished
+        else ""
+    )
     return out, note
 
 
@@ -525,8 +737,14 @@ def synthesize(
 
     # elementary segments: interval ends and every capacity window's ends
     windows: list[tuple[int, int, dict[int, float]]] = []
-    for f in faults:
+    for i, f in enumerate(faults):
         windows += _capacity_windows(f, fabric, horizon)
+        formed = f.kind is FaultKind.DEAD_EV or (  # a state of its own (_split_key)
+            engine == "packet" and f.kind in (FaultKind.MIS_HASHED_SWITCH, FaultKind.STRAGGLER_RANK)
+        )
+        if formed:
+            end = f.end_ms if f.end_ms is not None else horizon
+            windows.append((f.start_ms, end, {DEAD_KEY - i: 1.0}))
     cuts = {0, horizon, *(k * interval_ms for k in range(n_int + 1))}
     losses = _loss_windows(faults, fabric, horizon) if engine == "packet" else []
     for a, b, _ in [*windows, *losses]:
@@ -548,8 +766,17 @@ def synthesize(
         return _run_state(fabric, load_traffic, {})
 
     base: _State = _cached(fabric, ("baseline:" + str(traffic), traffic_seed), healthy)
+    runs: dict[tuple[tuple[int, float], ...], _State] = {(): base}
     for key in keys:
-        states[key] = base if not key else _run_state(fabric, load_traffic, dict(key))
+        links, dead = _split_key(key)
+        cap_key = tuple(sorted(links.items()))
+        if cap_key not in runs:
+            runs[cap_key] = _run_state(fabric, load_traffic, links)
+        run = runs[cap_key]
+        dead_faults = [faults[i] for i in dead if faults[i].kind is FaultKind.DEAD_EV]
+        states[key] = (
+            _dead_state(fabric, load_traffic, run, links, dead_faults) if dead_faults else run
+        )
     compute_ps = base.makespan_ps * (1.0 / load - 1.0)
     state_index = {k: i for i, k in enumerate(keys)}
     seg_interval = np.searchsorted(np.arange(1, n_int + 1) * interval_ms, seg_b, side="left")
@@ -616,6 +843,7 @@ def synthesize(
     if engine == "packet":
         measured, packet_note = _packet_counters(
             fabric,
+            faults,
             load_traffic,
             (traffic, traffic_seed),
             seg_a,
@@ -628,8 +856,20 @@ def synthesize(
             n_int,
             interval_ms,
         )
+    retx_rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5E7, 1]))
     counters = _counters(
-        fabric, rate, loss, util, up_at, weights, keys, interval_s, sample_ms, rng, measured
+        fabric,
+        rate,
+        loss,
+        util,
+        up_at,
+        weights,
+        keys,
+        interval_s,
+        sample_ms,
+        rng,
+        measured,
+        retx_rng,
     )
     counters = counters.set_column(  # the speed gauge (ops-loc): a gauge, no draws
         counters.schema.get_field_index("speed_bps"),
@@ -679,7 +919,8 @@ def synthesize(
     notes = (
         (
             f"flow engine (roce-ecmp), {kind} traffic, load {load:g}, "
-            f"{len(keys)} fabric state(s) simulated",
+            f"{len({tuple(sorted(_split_key(k)[0].items())) for k in keys})} fabric "
+            "state(s) simulated",
         )
         + ((packet_note,) if measured is not None else ())
         + ((fallback,) if fallback else ())
@@ -816,6 +1057,7 @@ def _counters(
     sample_ms: I64,
     rng: np.random.Generator,
     measured: dict[str, I64] | None = None,
+    retx_rng: np.random.Generator | None = None,
 ) -> pa.Table:
     """The counters table; ``measured`` (``engine="packet"``): the packet engine's drops,
     losses, ECN marks and PFC pauses per interval and directed link, in place of the models."""
@@ -887,7 +1129,34 @@ def _counters(
         del inc, cum
     cols["link_up"] = pa.array(up_at[:, link2].reshape(-1), pa.bool_())
     cols["speed_bps"] = pa.nulls(n_s * n_if, pa.uint64())  # synthesize sets it (_speed)
+    cols["retransmissions"] = _retransmissions(fabric, measured, tx, n_s, retx_rng)
     return pa.table(cols, schema=COUNTER_SCHEMA)
+
+
+def _retransmissions(
+    fabric: OpsFabric,
+    measured: dict[str, I64] | None,
+    tx: I64,
+    n_s: int,
+    rng: np.random.Generator | None,
+) -> pa.Array:
+    """The NICs' retransmissions counter: with the packet engine, per host interface the
+    retransmissions of the queue pairs it sends (cumulative from a seeded base below 2**40,
+    drawn from a generator of its own so that no other draw moves); null on switch
+    interfaces (they export none) and with the flow engine (not simulated)."""
+    t = fabric.topology
+    n_if = 2 * t.n_links
+    if measured is None or rng is None:
+        return pa.nulls(n_s * n_if, pa.uint64())
+    # interfaces: end 0 of every link, then end 1; a host is end 0 of its tier-1 link
+    nic = np.concatenate([t.link_tier == 1, np.zeros(t.n_links, dtype=bool)])
+    inc = measured["retx"][:, tx].astype(np.uint64)
+    cum = np.empty((n_s, n_if), dtype=np.uint64)
+    cum[0] = rng.integers(0, COUNTER_BASE_MAX, size=n_if, dtype=np.uint64)
+    for k in range(n_s - 1):
+        np.add(cum[k], inc[k], out=cum[k + 1])
+    mask = np.broadcast_to(~nic, (n_s, n_if)).reshape(-1)
+    return pa.array(cum.reshape(-1), pa.uint64(), mask=mask)
 
 
 #: above this variance a binomial draw is taken from its normal approximation (rounded,
@@ -1030,24 +1299,19 @@ def _probes(
         hit = np.isin(fwd, dl).any(axis=1) | np.isin(rev, dl).any(axis=1)
         share = min(reconverge_s * 1000 / interval_ms, 1.0)
         p_ok[i, hit] = np.maximum(p_ok[i, hit] - share, 0.0)
-    # dead EVs
+    # dead EVs: a probe (either way) that a dead bucket holds (the check's rule,
+    # sim.faultforms.dead_hops), on the paths of the healthy fabric
     starts_ms = np.arange(n_int, dtype=np.int64) * interval_ms
     for f in faults:
         if f.kind is not FaultKind.DEAD_EV:
             continue
-        path, _, ev_text = f.target.rpartition("#")
-        e = int(ev_text)
-        if ">" in path:
-            a, _, b = path.partition(">")
-            ha, hb = fabric.host_of(*a.split(":", 1)), fabric.host_of(*b.split(":", 1))
-            assert ha is not None and hb is not None
-            hit = (src == ha[0]) & (port == ha[1]) & (dst == hb[0]) & (ev == e)
-        else:
-            node = switch_node(fabric, path, path)
-            node_links = np.flatnonzero((t.link_src == node) | (t.link_dst == node))
-            fwd, _rev = paths(frozenset())
-            dl = np.concatenate([2 * node_links, 2 * node_links + 1])
-            hit = (ev == e) & np.isin(fwd, dl).any(axis=1)
+        from clusterloom.sim.faultforms import dead_hops
+
+        hole = dead_bucket(fabric, f)
+        fwd, rev = paths(frozenset())
+        seed = fabric.hash_seed
+        hit = dead_hops(fabric.router, fwd, src, dst, port, ev, seed, hole) >= 0
+        hit |= dead_hops(fabric.router, rev, dst, src, port, ev, seed, hole) >= 0
         act = np.array([_active(f, int(x), int(x) + interval_ms, horizon) for x in starts_ms])
         p_ok[:, hit] *= (1.0 - act)[:, None]
     sent_n = max(1, round(probe_hz * interval_ms / 1000))
@@ -1150,6 +1414,8 @@ def _collectives(
                 f_rank = np.ones(dur.size)
                 np.maximum.at(f_rank, g_all * hosts + src_all, per_flow)
                 dur = dur * f_rank.reshape(dur.shape)
+        if st.hung is not None:  # a collective that never ends reports no duration
+            dur[st.hung] = np.nan
         for f in stragglers:
             if not _active(f, int(ends[i]) - 1, int(ends[i]), 10**15) > 0:
                 continue
@@ -1242,6 +1508,16 @@ def openmetrics(counters: pa.Table, *, last_only: bool = True) -> str:
             for lab, v, s in zip(labels, vals, stamp, strict=True)
             if v is not None
         ]
+    if "retransmissions" in table.column_names:  # the NICs' (optional): where exported
+        metric = "clusterloom_interface_retransmissions"
+        retx = table["retransmissions"].to_pylist()
+        if any(v is not None for v in retx):
+            lines.append(f"# TYPE {metric} counter")
+            lines += [
+                f"{metric}_total{lab} {v} {s}"
+                for lab, v, s in zip(labels, retx, stamp, strict=True)
+                if v is not None
+            ]
     lines.append("# TYPE clusterloom_interface_link_up gauge")
     ups = table["link_up"].to_pylist()
     lines += [

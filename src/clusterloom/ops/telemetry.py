@@ -89,7 +89,7 @@ BUCKET_MS: dict[str, int] = {"1m": MINUTE_MS, "1h": HOUR_MS}
 ROLLUP_MEMORY = "1GB"
 #: columns added to the schemas since the store's format 1: parts written before lack them,
 #: and read them as null
-OPTIONAL = frozenset({"speed_bps"})
+OPTIONAL = frozenset({"speed_bps", "retransmissions"})
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,10 @@ texts), so neither engine changes:
   ``SRC>DST#EV`` black-holes that EV's path between the two hosts only: the units of the pair
   on that port whose path is the EV's. No routing event sees it (the links are up): RoCE
   retransmits on the same 5-tuple, so a dead queue pair never delivers; a sprayer detects the
-  losses and retires the EV after its ``detect_s``.
+  losses and retires the EV after its ``detect_s``. The rule is :func:`dead_hops` on any path
+  (the dead hop: where the packet is lost, at the switch's output port it would take), so the
+  flow-engine check (:func:`black_holed`), ``ops synth`` and the packet engine
+  (:class:`DeadBucket`, ``sim.packet.run.run_packets(dead=)``) lose the same units.
 """
 
 from __future__ import annotations
@@ -50,14 +53,17 @@ __all__ = [
     "CONGESTION_FLOOR",
     "DEAD_EV_BUCKETS",
     "MAX_GROUP",
+    "DeadBucket",
     "black_holed",
     "congestion_failures",
+    "dead_hops",
     "hop_hashes",
     "moved_congestion",
     "peers",
     "skewed_router",
     "straggling",
     "unit_evs",
+    "waiting_on",
 ]
 
 I64 = NDArray[np.int64]
@@ -183,6 +189,21 @@ def straggling(traffic: Traffic, hosts: Sequence[int], delay_ps: int) -> Traffic
 # --- dead EV ---------------------------------------------------------------------------------
 
 
+def waiting_on(traffic: Traffic, hit: B) -> B:
+    """``hit`` and every flow of ``traffic`` that waits for one of them, directly or not (the
+    flows a stalled one keeps from ever starting)."""
+    out = hit.copy()
+    ptr, idx = traffic.dep_ptr, traffic.dep_idx
+    owner = np.repeat(np.arange(len(traffic)), np.diff(ptr))
+    while True:
+        more = np.zeros_like(out)
+        more[owner[out[idx]]] = True
+        grown = out | more
+        if grown.sum() == out.sum():
+            return grown
+        out = grown
+
+
 def unit_evs(
     transport: str, router: Router, src: I64, dst: I64, seed: int, *, qps: int | None = None,
     evs: int | None = None,
@@ -236,6 +257,89 @@ def hop_hashes(
     return node, h
 
 
+@dataclasses.dataclass(frozen=True)
+class DeadBucket:
+    """A dead EV as a data plane holds it (module docstring): with ``switch``, the entry of
+    that switch's ECMP table of ``buckets`` entries where ``ev`` hashes black-holes every
+    packet the switch hashes there (at the switch's output port it would have taken); with
+    ``pair=(src, dst, port)``, the path of ``ev`` from host ``src`` to ``dst`` on ``port``
+    is black-holed at its first switch (its output port there): the units of that pair and
+    port whose path is the EV's. The packet engine takes these (``run_packets(dead=)``); the
+    flow-engine check and ``ops synth`` use the same rule (:func:`dead_hops`)."""
+
+    ev: int
+    switch: int | None = None
+    pair: tuple[int, int, int] | None = None
+    buckets: int = DEAD_EV_BUCKETS
+
+    def __post_init__(self) -> None:
+        if (self.switch is None) == (self.pair is None) or self.buckets < 1:
+            raise SpecError(
+                [Problem("dead EV", "name a switch (SWITCH#EV) or a pair (SRC>DST#EV), not both")]
+            )
+
+
+def dead_hops(
+    router: Router,
+    paths: I64,
+    src: I64,
+    dst: I64,
+    port: I64,
+    ev: I64,
+    seed: int,
+    hole: DeadBucket,
+    *,
+    alive: B | None = None,
+) -> I64:
+    """Per path row (``sim.paths.route``'s rows of the units ``(src, dst, port, ev)``, under
+    ``alive``): the index of the hop at whose output port ``hole`` loses the unit's packets,
+    -1 where it does not. The switch form: the first hop chosen by ``hole.switch`` whose hash
+    (``sim.paths``'s, the far seed for a 3-tier spine's uplink) lands in the dead EV's bucket
+    under the same hop's seed; the pair form: hop 1 (the first switch's output port) of the
+    pair's units on the dead EV's path."""
+    t = router.topology
+    rows = paths.shape[0]
+    out = np.full(rows, -1, dtype=np.int64)
+    if rows == 0:
+        return out
+    if hole.pair is not None:
+        a, b, p = hole.pair
+        probe = route(
+            router,
+            np.array([a], dtype=np.int64),
+            np.array([b], dtype=np.int64),
+            np.array([p], dtype=np.int64),
+            np.array([hole.ev], dtype=np.int64),
+            seed=seed,
+            alive=alive,
+        )[0]
+        if not (probe >= 0).any():
+            return out
+        same = (src == a) & (dst == b) & (port == p) & (paths == probe[None, :]).all(axis=1)
+        out[same] = 1
+        return out
+    switch = hole.switch
+    assert switch is not None
+    node, h = hop_hashes(t, paths, ev, seed)
+    at = node == switch
+    s = np.uint64(seed & _MASK64)
+    far = np.uint64((seed ^ 0x5EED) & _MASK64)
+    buckets = np.uint64(hole.buckets)
+    with np.errstate(over="ignore"):
+        key = np.uint64(hole.ev & 0xFFFFFFFF) ^ (np.uint64(switch) * _GOLDEN)
+        b_near = int(splitmix64(np.array([key ^ s], dtype=np.uint64))[0] % buckets)
+        b_far = int(splitmix64(np.array([key ^ far], dtype=np.uint64))[0] % buckets)
+    bucket = (h % buckets).astype(np.int64)
+    # the hop's seed: the far one for a spine's uplink (the bucket of the EV under it)
+    d = np.maximum(paths, 0)
+    spine_up = (d % 2 == 0) & (t.node_role[t.link_src[d // 2]] == int(Role.SPINE))
+    want = np.where(spine_up, b_far, b_near)
+    hit = at & (bucket == want)
+    any_hit = hit.any(axis=1)
+    out[any_hit] = np.argmax(hit[any_hit], axis=1)
+    return out
+
+
 def black_holed(
     router: Router,
     transport: str,
@@ -252,39 +356,13 @@ def black_holed(
     evs: int | None = None,
 ) -> tuple[B, I64]:
     """``(dead, units)``: per unit (:func:`unit_evs`, routed over the ``alive`` links), whether
-    the dead EV loses it, and the flow of each unit (module docstring). ``switch#EV``: the
-    units ``switch`` hashes into the dead EV's bucket; ``pair=(src, dst, port)``: the units of
-    that pair and port on the dead EV's path."""
-    t = router.topology
+    the dead EV loses it (:func:`dead_hops`), and the flow of each unit (module docstring).
+    ``switch#EV``: the units ``switch`` hashes into the dead EV's bucket; ``pair=(src, dst,
+    port)``: the units of that pair and port on the dead EV's path."""
+    if pair is None and switch is None:
+        raise SpecError([Problem("dead EV", "name a switch (SWITCH#EV) or a pair (SRC>DST#EV)")])
+    hole = DeadBucket(ev, None if pair is not None else switch, pair, buckets)
     f, port, uev = unit_evs(transport, router, src, dst, seed, qps=qps, evs=evs)
     paths = route(router, src[f], dst[f], port, uev, seed=seed, alive=alive)
-    if pair is not None:
-        a, b, p = pair
-        probe = route(
-            router,
-            np.array([a], dtype=np.int64),
-            np.array([b], dtype=np.int64),
-            np.array([p], dtype=np.int64),
-            np.array([ev], dtype=np.int64),
-            seed=seed,
-            alive=alive,
-        )[0]
-        same = (src[f] == a) & (dst[f] == b) & (port == p) & (paths == probe[None, :]).all(axis=1)
-        return np.asarray(same & (probe >= 0).any()), f
-    if switch is None or buckets < 1:
-        raise SpecError([Problem("dead EV", "name a switch (SWITCH#EV) or a pair (SRC>DST#EV)")])
-    node, h = hop_hashes(t, paths, uev, seed)
-    at = node == switch
-    s = np.uint64(seed & _MASK64)
-    far = np.uint64((seed ^ 0x5EED) & _MASK64)
-    with np.errstate(over="ignore"):
-        key = np.uint64(ev & 0xFFFFFFFF) ^ (np.uint64(switch) * _GOLDEN)
-        b_near = int(splitmix64(np.array([key ^ s], dtype=np.uint64))[0] % np.uint64(buckets))
-        b_far = int(splitmix64(np.array([key ^ far], dtype=np.uint64))[0] % np.uint64(buckets))
-    bucket = (h % np.uint64(buckets)).astype(np.int64)
-    # the hop's seed: the far one for a spine's uplink (the bucket of the EV under it)
-    d = np.maximum(paths, 0)
-    spine_up = (d % 2 == 0) & (t.node_role[t.link_src[d // 2]] == int(Role.SPINE))
-    want = np.where(spine_up, b_far, b_near)
-    dead = (at & (bucket == want)).any(axis=1)
-    return np.asarray(dead), f
+    hop = dead_hops(router, paths, src[f], dst[f], port, uev, seed, hole, alive=alive)
+    return np.asarray(hop >= 0), f

@@ -3,14 +3,30 @@ packet-level transport, under failures, and the figures of the run.
 
 Flow dependencies of a ``Traffic`` are honoured: a flow starts at its ``start_ps`` or when the
 last flow it depends on has completed at its receiver, whichever is later.
+
+A dead EV (``run_packets(dead=...)``, :class:`clusterloom.sim.faultforms.DeadBucket`) is a
+black-holed entry of a switch's ECMP table: no link is down and no routing event happens; the
+packets whose hash lands in the dead bucket at that switch are dropped at the output port they
+would have taken. The engine is given it through its inputs: every output port of a dead
+switch gets a *phantom* port (a physical link of the run's topology beyond the design's, from
+the switch to itself, down from time 0, never on any ECMP path since the router is the
+design's), and a path the switch hashes into the dead bucket (``faultforms.dead_hops``, the
+rule the flow-engine check and ``ops synth`` use) leaves the switch on the phantom of the port
+it would have taken, where the packet is dropped. ``PortCounters`` count those drops at that
+real port (the phantoms' columns folded in and left out); the run's ``drops`` include them.
+Every path a dead bucket does not touch is the same, so units outside it run as without the
+fault, event for event (when they share no queue with the dead ones). Source routes given to
+the run (``source_routes``: SRv6 path programs) are not hashed and never hit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,10 +43,13 @@ from clusterloom.sim.packet.engine import (
 )
 from clusterloom.sim.packet.options import config_for
 from clusterloom.sim.packet.transports import transport_class
-from clusterloom.sim.paths import Router
+from clusterloom.sim.paths import Router, build_router
 from clusterloom.sim.traffic import Traffic
 
-__all__ = ["PacketResult", "PortCounters", "config_for", "run_packets"]
+if TYPE_CHECKING:
+    from clusterloom.sim.faultforms import DeadBucket
+
+__all__ = ["DeadPorts", "PacketResult", "PortCounters", "config_for", "run_packets"]
 
 
 @dataclass(frozen=True)
@@ -126,6 +145,9 @@ class PacketResult:
     unfinished: tuple[str, ...] = ()
     #: per-port counters, when asked for (``run_packets(ports_sample_ps=...)``)
     ports: PortCounters | None = None
+    #: with dead EVs and per-port counters: per directed link, the drops of the packets a dead
+    #: bucket held at that port (included in ``ports.drops`` and ``drops``)
+    dead_drops: NDArray[np.int64] | None = None
 
     @property
     def fct_ps(self) -> NDArray[np.int64]:
@@ -298,6 +320,145 @@ def start_with_deps(sim: PacketSim, traffic: Traffic, flows: Flows) -> list[int]
     return finished
 
 
+@dataclass(frozen=True, eq=False)
+class DeadPorts:
+    """The phantom ports of a run's dead EVs (module docstring): the run's topology (the
+    design's links, then one phantom per real output port of a dead switch), and per phantom
+    directed link the real one whose drops it counts."""
+
+    holes: tuple[DeadBucket, ...]
+    topology: Topology
+    router: Router
+    seed: int
+    real_dirs: int  # directed links of the design
+    phantom_of: NDArray[np.int64]  # per design directed link: its phantom (-1: none)
+    real_of: NDArray[np.int64]  # per phantom directed link (from real_dirs on): the real one
+
+    @classmethod
+    def make(
+        cls, topology: Topology, router: Router, holes: Sequence[DeadBucket], seed: int
+    ) -> DeadPorts:
+        t = topology
+        n = t.n_links
+        switches: set[int] = set()
+        for h in holes:
+            if h.switch is not None:
+                if not t.plan.hosts <= h.switch < t.n_nodes:
+                    raise PacketSimError(f"dead EV {h.ev}: node {h.switch} is not a switch")
+                switches.add(int(h.switch))
+            else:
+                assert h.pair is not None
+                a, b, p = h.pair
+                if not (0 <= a < t.plan.hosts and 0 <= b < t.plan.hosts):
+                    raise PacketSimError(f"dead EV {h.ev}: hosts {a}, {b} out of range")
+                if not 0 <= p < router.host_link.shape[1]:
+                    raise PacketSimError(f"dead EV {h.ev}: port {p} out of range")
+                switches.add(int(t.link_dst[router.host_link[a, p]]))
+        sw = np.array(sorted(switches), dtype=np.int64)
+        up = np.isin(t.link_src, sw)  # the link leaves the switch upward: 2l
+        down = np.isin(t.link_dst, sw)  # downward: 2l + 1
+        real = np.sort(
+            np.concatenate([2 * np.flatnonzero(up), 2 * np.flatnonzero(down) + 1])
+        ).astype(np.int64)
+        frm = np.where(real % 2 == 0, t.link_src[real // 2], t.link_dst[real // 2])
+        k = real.size
+        phys = real // 2
+
+        def grown(a: Any, extra: Any) -> Any:
+            out = np.concatenate([a, np.asarray(extra).astype(a.dtype)])
+            out.setflags(write=False)
+            return out
+
+        ran = dataclasses.replace(
+            t,
+            link_src=grown(t.link_src, frm),
+            link_dst=grown(t.link_dst, frm),
+            link_src_port=grown(t.link_src_port, np.full(k, -1)),
+            link_dst_port=grown(t.link_dst_port, np.full(k, -1)),
+            link_plane=grown(t.link_plane, t.link_plane[phys]),
+            link_tier=grown(t.link_tier, t.link_tier[phys]),
+            link_capacity_bps=grown(t.link_capacity_bps, t.link_capacity_bps[phys]),
+            link_latency_ps=grown(t.link_latency_ps, t.link_latency_ps[phys]),
+        )
+        phantom_of = np.full(2 * n, -1, dtype=np.int64)
+        phantom_of[real] = 2 * (n + np.arange(k, dtype=np.int64))
+        real_of = np.full(2 * k, -1, dtype=np.int64)
+        real_of[0::2] = real
+        return cls(tuple(holes), ran, router, seed, 2 * n, phantom_of, real_of)
+
+    @property
+    def failure(self) -> Failure:
+        """The phantom ports down from time 0 (a packet sent onto one is dropped there)."""
+        n = self.real_dirs // 2
+        links = np.arange(n, n + self.real_of.size // 2, dtype=np.int64)
+        return Failure("dead-ev-ports", links, 0, None, 0.0)
+
+    def apply(
+        self,
+        keys: NDArray[np.int64],
+        paths: list[tuple[int, ...] | None],
+        alive: NDArray[np.bool_] | None,
+    ) -> list[tuple[int, ...] | None]:
+        """``paths`` of the (src, dst, port, ev) ``keys`` with each path a dead bucket holds
+        cut at its dead hop, which leaves on the phantom of the port it would have taken."""
+        from clusterloom.sim.faultforms import dead_hops
+
+        width = self.router.max_hops
+        rows = np.full((len(paths), width), -1, dtype=np.int64)
+        for i, p in enumerate(paths):
+            if p is not None:
+                rows[i, : len(p)] = p
+        ev = keys[:, 3] & 0xFFFFFFFF
+        hop = np.full(len(paths), -1, dtype=np.int64)
+        live = None if alive is None else np.asarray(alive[: self.real_dirs // 2], dtype=bool)
+        for h in self.holes:
+            got = dead_hops(
+                self.router, rows, keys[:, 0], keys[:, 1], keys[:, 2], ev, self.seed, h,
+                alive=live,
+            )  # fmt: skip
+            hop = np.where((got >= 0) & ((hop < 0) | (got < hop)), got, hop)
+        out = list(paths)
+        for i in np.flatnonzero(hop >= 0).tolist():
+            p = paths[i]
+            assert p is not None
+            j = int(hop[i])
+            out[i] = (*p[:j], int(self.phantom_of[p[j]]))
+        return out
+
+    def dropped(self, cube: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Per design directed link, the phantoms' drops at the run's end (the packets the
+        dead buckets held at that port)."""
+        out = np.zeros(self.real_dirs, dtype=np.int64)
+        drop = PortCounters.NAMES.index("drops")
+        last = cube[-1, self.real_dirs :, drop]
+        real = self.real_of >= 0
+        np.add.at(out, self.real_of[real], last[real])
+        return out
+
+    def fold(self, cube: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Per-port counters ``[samples, run's directed links, counters]`` with the phantoms'
+        drops counted at their real ports, and the phantoms' columns left out."""
+        out = cube[:, : self.real_dirs, :].copy()
+        drop = PortCounters.NAMES.index("drops")
+        for j, real in enumerate(self.real_of.tolist()):
+            if real >= 0:
+                out[:, real, drop] += cube[:, self.real_dirs + j, drop]
+        return out
+
+
+class _HoledSim(PacketSim):
+    """The engine with a run's dead EVs (:class:`DeadPorts`): its ECMP paths (and the
+    sprayers' paths, ECMP on the healthy fabric) pass through the dead buckets."""
+
+    dead: DeadPorts
+
+    def _paths(self, arr: NDArray[np.int64], static: bool) -> list[tuple[int, ...] | None]:
+        paths = super()._paths(arr, static)
+        if static and self.source_routes is not None:
+            return paths  # explicit source routes: not hashed
+        return self.dead.apply(arr, paths, None if static else self.live_view)
+
+
 def run_packets(
     topology: Topology,
     traffic: Traffic,
@@ -315,6 +476,7 @@ def run_packets(
     actions: Sequence[tuple[int, Callable[[PacketSim], None]]] = (),
     ports_sample_ps: int | None = None,
     losses: Mapping[int, float] | None = None,
+    dead: Sequence[DeadBucket] = (),
 ) -> PacketResult:
     """Simulate ``traffic`` with one transport at the packet level (module docstring).
 
@@ -328,11 +490,29 @@ def run_packets(
     ``ports_sample_ps``: count per-port counters, sampled every so many picoseconds
     (``PacketResult.ports``, :class:`PortCounters`; None: not counted, nothing changes).
     ``losses``: physical link -> the probability that a packet arriving over it (either
-    direction) is lost, for the whole run (:meth:`PacketSim.set_loss`)."""
+    direction) is lost, for the whole run (:meth:`PacketSim.set_loss`). ``dead``: dead EVs
+    (:class:`~clusterloom.sim.faultforms.DeadBucket`) for the whole run, their packets
+    dropped at the output port of the switch where they hash into the dead bucket (module
+    docstring)."""
     cfg = config_for(transport, config)
-    sim = PacketSim(
-        topology, cfg, seed=seed, router=router, tracer=tracer, source_routes=source_routes
-    )
+    holes: DeadPorts | None = None
+    if dead:
+        router = router or build_router(topology)
+        holes = DeadPorts.make(topology, router, dead, seed)
+        failures = (*failures, holes.failure)
+        sim: PacketSim = _HoledSim(
+            holes.topology,
+            cfg,
+            seed=seed,
+            router=router,
+            tracer=tracer,
+            source_routes=source_routes,
+        )
+        sim.dead = holes  # type: ignore[attr-defined]
+    else:
+        sim = PacketSim(
+            topology, cfg, seed=seed, router=router, tracer=tracer, source_routes=source_routes
+        )
     t0 = time.perf_counter()
     if ports_sample_ps is not None:
         sim.count_ports(ports_sample_ps)
@@ -366,8 +546,13 @@ def run_packets(
     fig = flows.figures()
     stats = sim.stats  # applies the queued commands: the counters below see them too
     ports = None
+    dead_drops = None
     if ports_sample_ps is not None:
-        ports = PortCounters.of(ports_sample_ps, *sim.port_samples())
+        times, cube = sim.port_samples()
+        if holes is not None:
+            dead_drops = holes.dropped(cube)
+            cube = holes.fold(cube)
+        ports = PortCounters.of(ports_sample_ps, times, cube)
     return PacketResult(
         transport=transport,
         start_ps=fig.start_ps.copy(),
@@ -385,6 +570,7 @@ def run_packets(
         data_bytes_delivered=stats.data_bytes_delivered,
         unfinished=why_unfinished(flows, sim.now, limit, sim.pending_events > 0),
         ports=ports,
+        dead_drops=dead_drops,
     )
 
 
