@@ -10,6 +10,15 @@ round costs O(1) per entry it touches plus O(log links) per link it inspects, no
 A round takes the lowest level ``x`` (never below the previous round's), saturates every
 link within a relative ``rtol`` of it and every entity whose cap is within ``rtol``, and
 freezes the unfrozen entities crossing them at ``x``.
+
+Control entries (``ctl``, with ``has_ctl``: a unit's ACKs or pulls on a reverse link) are a
+load and not a constraint: they add their entity's ``coef * level`` to the link as data
+entries do (so a link saturates under its data and the ACKs crossing it), but a saturated
+link freezes only the entities whose data crosses it, and a link crossed by no unfrozen data
+entity is no constraint. A sender is not held at the level of a link that carries only its
+ACKs (docs/sim.md, "ACKs in max-min"). An entity whose ACKs still rise after a link's data
+froze can load that link past its capacity by its ACK coefficient times the rise:
+``engine._water_fill`` then fills once more under that ACK load.
 """
 
 from __future__ import annotations
@@ -73,13 +82,16 @@ def fill(
     keep: Any,
     has_keep: bool,
     rtol: float,
+    ctl: Any,
+    has_ctl: bool,
 ) -> Any:
     """Rates (levels) of every entity, the number of rounds, the entities left unfrozen
     (unbounded) and the load of every link; inactive entities get 0, as do entities crossing a
     zero-capacity link through a kept entry (stalled: they hold no one back) and entities
     capped at 0. ``link_entry`` lists the entries link by link and ``link_ent`` their
     entities (read in that order, so a saturated link's entities are found without a lookup
-    per entry); ``keep`` (one flag per entry) is read only when ``has_keep``."""
+    per entry); ``keep`` (one flag per entry) is read only when ``has_keep``, ``ctl`` (one
+    flag per entry: a control entry, a load that freezes no one) only when ``has_ctl``."""
     n_ent = active.shape[0]
     n_links = capacity.shape[0]
     rate = np.zeros(n_ent)
@@ -111,7 +123,8 @@ def fill(
             for j in range(ent_ptr[e], ent_ptr[e + 1]):
                 if not has_keep or keep[j]:
                     a[ent_link[j]] += ent_coef[j]
-                    count[ent_link[j]] += 1
+                    if not has_ctl or not ctl[j]:
+                        count[ent_link[j]] += 1  # data entries: what the link can freeze
     key = np.full(n_links, np.inf)
     keys = np.empty(n_links + 1)  # one entry per link at most (re-queued only when popped)
     vals = np.empty(n_links + 1, dtype=np.int64)
@@ -173,7 +186,8 @@ def fill(
             link = sat[s]
             for k in range(link_ptr[link], link_ptr[link + 1]):
                 e = link_ent[k]
-                if unfrozen[e] and (not has_keep or keep[link_entry[k]]):
+                j = link_entry[k]
+                if unfrozen[e] and (not has_keep or keep[j]) and (not has_ctl or not ctl[j]):
                     unfrozen[e] = False
                     newly[n_new] = e
                     n_new += 1
@@ -196,7 +210,8 @@ def fill(
                 link = ent_link[j]
                 frozen[link] += ent_coef[j] * level
                 a[link] -= ent_coef[j]
-                count[link] -= 1
+                if not has_ctl or not ctl[j]:
+                    count[link] -= 1
                 if count[link] == 0:
                     key[link] = np.inf
                 elif np.isfinite(key[link]):

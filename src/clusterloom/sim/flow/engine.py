@@ -658,12 +658,23 @@ def _water_fill(
     active: _B,
     rtol: float = RTOL_SATURATED,
     keep_entry: _B | None = None,
+    control: _B | None = None,
 ) -> _Fill:
     """Progressive filling over the active entities (``A`` as CSR by entity, by link as entry
     indices with their entities), compiled (:mod:`clusterloom.sim.flow._fill`).
     ``keep_entry`` (one flag per entry) drops the entries that load nothing (a black-holed
-    path beyond its dead link)."""
+    path beyond its dead link).
+
+    ``control`` (one flag per entry) marks the entries that carry only ACKs or pulls: a load
+    on their link, not a constraint (docs/sim.md, "ACKs in max-min"). An entity whose ACKs
+    rose after a link's data froze may leave that link over its capacity (by the ACK
+    coefficient times the rise, about 1.6% of it at most for a 64-byte ACK per 4,000-byte
+    packet); then one more fill without the control entries, under the capacity less their
+    load at these rates and with each entity capped at its rate, puts the link within its
+    capacity (the ACK load can only fall) and hands the ACKs' part to the link's data."""
     keep = np.ones(1, dtype=np.bool_) if keep_entry is None else keep_entry
+    has_ctl = control is not None and bool(control.any())
+    ctl = np.zeros(1, dtype=np.bool_) if control is None or not has_ctl else control
     rate, rounds, left, load = _fill.fill(
         ent_ptr,
         ent_link,
@@ -677,11 +688,47 @@ def _water_fill(
         keep,
         keep_entry is not None,
         float(rtol),
+        ctl,
+        has_ctl,
     )
     if left:
         stuck = np.flatnonzero(active & (rate == 0) & (ent_cap > 0))
         raise SimInputError(f"entity {stuck[0] if stuck.size else '?'}: unbounded rate")
-    return _Fill(np.asarray(rate, dtype=np.float64), int(rounds), np.asarray(load, np.float64))
+    rate = np.asarray(rate, dtype=np.float64)
+    load = np.asarray(load, dtype=np.float64)
+    rounds = int(rounds)
+    if has_ctl and (load > capacity * (1.0 + 1e-9)).any():
+        acks = ctl if keep_entry is None else ctl & keep_entry
+        ack_idx = np.flatnonzero(acks)
+        ack_link = ent_link[ack_idx]
+        ack_coef = ent_coef[ack_idx]
+        owner = np.repeat(np.arange(ent_ptr.shape[0] - 1, dtype=np.int64), np.diff(ent_ptr))
+        ack_ent = owner[ack_idx]
+
+        def ack_load(r: _F64) -> _F64:
+            n = capacity.shape[0]
+            return np.bincount(ack_link, ack_coef * r[ack_ent], minlength=n).astype(np.float64)
+
+        rate2, rounds2, _, load2 = _fill.fill(
+            ent_ptr,
+            ent_link,
+            ent_coef,
+            link_ptr,
+            link_entry,
+            link_ent,
+            np.maximum(capacity - ack_load(rate), 0.0),
+            np.minimum(ent_cap, rate),
+            active,
+            ~ctl if keep_entry is None else keep_entry & ~ctl,
+            True,
+            float(rtol),
+            ctl,
+            False,
+        )
+        rate = np.asarray(rate2, dtype=np.float64)
+        load = np.asarray(load2, dtype=np.float64) + ack_load(rate)
+        rounds += int(rounds2)
+    return _Fill(rate, rounds, load)
 
 
 def _pause_bounds(
@@ -1214,6 +1261,7 @@ class _Sim:
             active,
             self.rtol,
             keep,
+            self.ent_ctl,
         )
         if (self.ent_lossless & active).any():
             self.fill = self._lossless(active, keep)
@@ -1329,6 +1377,7 @@ class _Sim:
                 active,
                 self.rtol,
                 fill_keep,
+                self.ent_ctl,
             )
 
         rate = fill.rate
@@ -1431,6 +1480,7 @@ class _Sim:
                 active,
                 self.rtol,
                 keep,
+                self.ent_ctl,
             )
         self.unit_factor[m.units] = share
         return fill
