@@ -306,10 +306,10 @@ K8 = fat_tree(8)
 #: ACK entries stopped freezing max-min entities (``_fill.fill``'s ``ctl``): every run's
 #: coupled flows or units carry ACK entries on the reverse links, so all five moved
 BEFORE = [
-    ("mrc-spray", {}, 0.01, (), "cd3c204c544060b0"),
-    ("mrc-spray", {}, 0.0, ("link:40@20us",), "34930a02f5cde45b"),
-    ("mrc-spray", {"balance": 1.0}, 0.01, ("link:40@20us",), "b756d3aeda484109"),
-    ("receiver-driven", {}, 0.01, (), "53af8705cf2709e0"),
+    ("mrc-spray", {}, 0.01, (), "74c1288805522790"),
+    ("mrc-spray", {}, 0.0, ("link:40@20us",), "22717233c8ed9d95"),
+    ("mrc-spray", {"balance": 1.0}, 0.01, ("link:40@20us",), "d674c6cc41b793e2"),
+    ("receiver-driven", {}, 0.01, (), "a8cd65103ee8ed04"),
     ("roce-ecmp", {"dcqcn": 0.0}, 0.01, (), "af378a96c4fb7369"),  # ACKs out of the fill (flow-ecmp)
 ]
 

@@ -149,8 +149,8 @@ def test_simulate_with_a_seeded_scenario_runs_receiver_driven(tmp_path: Path) ->
 BEFORE = {
     "flows.parquet": "9bff6c01b59292023e5ca95d7531c1dc057220a864b9c806eb5d0e086dcf2215",
     "groups.parquet": "a65e6b24401c7ab256f4bc16a785ef6f4aa6c1ad84440b689dd42dd6ffc56fb3",
-    "link_utilisation.parquet": "b4e5153a2012af11ea52c1524fe3088e371e995f81f24f2ead0246dd2fbbac73",
-    "utilisation.parquet": "4241f4e8e34def0b69c1bb977b3655033e5ce816879e00301a4b8b0f81d0d012",
+    "link_utilisation.parquet": "4f643d89f3d199f000af9ce0a60997181ccd80d8d67c5142a0aef038e06c2946",
+    "utilisation.parquet": "3667819db1053781e404c80dae36efea170a1d52c54c0f4da334bd1a11de53f7",
 }
 
 

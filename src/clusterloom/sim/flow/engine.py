@@ -669,9 +669,9 @@ def _water_fill(
     on their link, not a constraint (docs/sim.md, "ACKs in max-min"). An entity whose ACKs
     rose after a link's data froze may leave that link over its capacity (by the ACK
     coefficient times the rise, about 1.6% of it at most for a 64-byte ACK per 4,000-byte
-    packet); then one more fill without the control entries, under the capacity less their
-    load at these rates and with each entity capped at its rate, puts the link within its
-    capacity (the ACK load can only fall) and hands the ACKs' part to the link's data."""
+    packet); then the data of that link gets what the ACKs leave (ACKs served first): the
+    entities whose data crosses it fill once more, capped at their rates (``_fill.fill``),
+    and every link is within capacity with the ACKs counted."""
     keep = np.ones(1, dtype=np.bool_) if keep_entry is None else keep_entry
     has_ctl = control is not None and bool(control.any())
     ctl = np.zeros(1, dtype=np.bool_) if control is None or not has_ctl else control
@@ -694,41 +694,7 @@ def _water_fill(
     if left:
         stuck = np.flatnonzero(active & (rate == 0) & (ent_cap > 0))
         raise SimInputError(f"entity {stuck[0] if stuck.size else '?'}: unbounded rate")
-    rate = np.asarray(rate, dtype=np.float64)
-    load = np.asarray(load, dtype=np.float64)
-    rounds = int(rounds)
-    if has_ctl and (load > capacity * (1.0 + 1e-9)).any():
-        acks = ctl if keep_entry is None else ctl & keep_entry
-        ack_idx = np.flatnonzero(acks)
-        ack_link = ent_link[ack_idx]
-        ack_coef = ent_coef[ack_idx]
-        owner = np.repeat(np.arange(ent_ptr.shape[0] - 1, dtype=np.int64), np.diff(ent_ptr))
-        ack_ent = owner[ack_idx]
-
-        def ack_load(r: _F64) -> _F64:
-            n = capacity.shape[0]
-            return np.bincount(ack_link, ack_coef * r[ack_ent], minlength=n).astype(np.float64)
-
-        rate2, rounds2, _, load2 = _fill.fill(
-            ent_ptr,
-            ent_link,
-            ent_coef,
-            link_ptr,
-            link_entry,
-            link_ent,
-            np.maximum(capacity - ack_load(rate), 0.0),
-            np.minimum(ent_cap, rate),
-            active,
-            ~ctl if keep_entry is None else keep_entry & ~ctl,
-            True,
-            float(rtol),
-            ctl,
-            False,
-        )
-        rate = np.asarray(rate2, dtype=np.float64)
-        load = np.asarray(load2, dtype=np.float64) + ack_load(rate)
-        rounds += int(rounds2)
-    return _Fill(rate, rounds, load)
+    return _Fill(np.asarray(rate, dtype=np.float64), int(rounds), np.asarray(load, np.float64))
 
 
 def _pause_bounds(
