@@ -205,6 +205,7 @@ def test_a_failed_build_leaves_the_jit_and_is_not_tried_again(
     monkeypatch.setenv("CLUSTERLOOM_AOT", "1")
     monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
     monkeypatch.setitem(_aot.EXPORTS, "pm3_tiny", {"twice": ("int64[::1]",)})
+    monkeypatch.setattr(_aot, "_numba_loaded", lambda: False)  # as in a run without numba
     import pm3_tiny
 
     try:
@@ -220,3 +221,35 @@ def test_a_failed_build_leaves_the_jit_and_is_not_tried_again(
         _aot._LOADED.pop("pm3_tiny", None)
         _aot._WHY.pop("pm3_tiny", None)
         sys.modules.pop("pm3_tiny", None)
+
+
+def test_a_process_with_numba_loaded_does_not_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """numba already imported (this process: a flow run's kernels are numba's): a missing
+    extension is not built, the kernel runs under the JIT, and nothing is written."""
+    mod = tmp_path / "pm3_loaded.py"
+    mod.write_text(
+        "from clusterloom.sim._aot import njit\n\n"
+        "@njit(cache=False)\n"
+        "def thrice(a):\n"
+        "    return 3 * a.sum()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("CLUSTERLOOM_AOT_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CLUSTERLOOM_AOT", "1")
+    monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
+    monkeypatch.setitem(_aot.EXPORTS, "pm3_loaded", {"thrice": ("int64[::1]",)})
+    assert "numba" in sys.modules
+    import pm3_loaded
+
+    try:
+        assert pm3_loaded.thrice(np.arange(4, dtype=np.int64)) == 18
+        assert _aot.status()["pm3_loaded"].startswith("numba's JIT (numba already loaded")
+        cache = tmp_path / "cache"
+        assert not cache.exists() or not any(cache.iterdir())
+    finally:
+        _aot._KERNELS.pop("pm3_loaded", None)
+        _aot._LOADED.pop("pm3_loaded", None)
+        _aot._WHY.pop("pm3_loaded", None)
+        sys.modules.pop("pm3_loaded", None)

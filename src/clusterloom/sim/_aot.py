@@ -28,6 +28,8 @@ Assumptions and fallbacks (each keeps results identical: the code is the same nu
   ``<name>.failed`` with the child's error, so it is not tried again for the same digest:
   delete it to retry), ``CLUSTERLOOM_AOT=0`` or ``NUMBA_DISABLE_JIT=1``: the module's
   kernels are numba's JIT dispatchers, as before.
+- A process that has imported numba already (a flow run, whose own kernels are numba's) does
+  not build a missing extension: it would save nothing there. It uses one that is built.
 - The first use on a machine pays the build (about 30 s with numba's cache warm, 60-80 s
   cold, in the child, whose memory, about 230 MB, is the child's); :func:`status` says for
   each module whether it runs compiled ahead of time.
@@ -211,6 +213,10 @@ def _jit_module(name: str) -> dict[str, Any]:
     return out
 
 
+def _numba_loaded() -> bool:
+    return "numba" in sys.modules
+
+
 def _enabled() -> bool:
     return os.environ.get("CLUSTERLOOM_AOT", "1") != "0" and os.environ.get(
         "NUMBA_DISABLE_JIT", "0"
@@ -301,6 +307,10 @@ def _extension(name: str) -> ModuleType | None:
         where = None if found else next((d for d in _dirs(name) if _writable(d)), None)
         if found is None and where is None:
             _WHY[name] = "no writable cache directory"
+        elif found is None and _numba_loaded():
+            # numba is loaded already (a flow run's kernels): building would save nothing here
+            # and cost the build; the first process that runs without numba builds it
+            _WHY[name] = "numba's JIT (numba already loaded; the extension is not built yet)"
         elif found is None and where is not None:
             with _locked(where / (ext_name + ".lock")):  # one build at a time, others wait
                 failed = where / (ext_name + ".failed")
