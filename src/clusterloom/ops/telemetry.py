@@ -61,6 +61,7 @@ from clusterloom.errors import OutputError, Problem, SpecError
 from clusterloom.ops.fabric import OpsFabric
 from clusterloom.ops.ingest import (
     Ingested,
+    Kind,
     counter_rates_noted,
     guess_kind,
     interface_codes,
@@ -300,6 +301,7 @@ class TelemetryStore:
             raise OutputError(f"{self.path}: cannot lock the store: {exc}") from exc
         try:
             fcntl.flock(fh, fcntl.LOCK_EX)
+            self._recover()  # a batch a crash left half renamed is finished first
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
@@ -339,7 +341,13 @@ class TelemetryStore:
         if not staged:
             return
         doc = [[str(t.relative_to(self.path)), str(f.relative_to(self.path))] for t, f in staged]
-        atomic_write(self.path / JOURNAL, json.dumps(doc) + "\n")
+        try:
+            atomic_write(self.path / JOURNAL, json.dumps(doc) + "\n")
+        except BaseException:  # no journal: the batch is not there, nor its temporary files
+            for tmp, _ in staged:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+            raise
         try:
             for tmp, final in staged:
                 os.replace(tmp, final)
@@ -347,11 +355,16 @@ class TelemetryStore:
                 _fsync_directory(d)
             (self.path / JOURNAL).unlink()
         except OSError as exc:
-            raise OutputError(f"{self.path}: cannot commit a batch: {exc}") from exc
+            raise OutputError(
+                f"{self.path}: a batch's renames failed ({exc}); the next write to the store "
+                "finishes them"
+            ) from exc
 
     def _write_batch(self, parts: Sequence[tuple[Path, pa.Table]]) -> None:
         """Stage ``parts`` (two at a time: Parquet encoding releases the GIL), then commit
-        them; on any failure nothing of the batch is left."""
+        them. A failure while staging leaves nothing of the batch (its temporary files are
+        removed); once the journal is written the batch is whole: a failed rename leaves the
+        journal for the next writer to finish (:meth:`_recover`)."""
         staged: list[tuple[Path, Path]] = []
         try:
             if len(parts) == 1:
@@ -364,12 +377,12 @@ class TelemetryStore:
                             staged.append((fut.result(), path))
                     for fut, _ in futures:
                         fut.result()  # the first failure, raised
-            self._commit(staged)
         except BaseException:
             for tmp, _ in staged:
                 with contextlib.suppress(OSError):
                     tmp.unlink()
             raise
+        self._commit(staged)
 
     def _parts(
         self, kind: str, table: pa.Table, seqs: dict[Path, int]
@@ -490,9 +503,6 @@ class TelemetryStore:
         before it are stored, nothing of it or after it is. At most three files are held in
         memory at once."""
         paths = [Path(s) for s in sources]
-        kinds = [guess_kind(p, fmt=fmt) for p in paths]
-        if "counters" in kinds and self.fabric is None:
-            raise SpecError([Problem(str(self.path), "adding counters needs the design's fabric")])
         fabric = self.fabric
         if fabric is None:  # probes and collectives are checked against a design too
             raise SpecError([Problem(str(self.path), "adding files needs the design's fabric")])
@@ -503,30 +513,30 @@ class TelemetryStore:
             ThreadPoolExecutor(max_workers=1) as reader,
             ThreadPoolExecutor(max_workers=1) as writer,
         ):
-            self._recover()
             last: pa.Table | None = None
             seqs: dict[Path, int] = {}
 
-            def read(i: int) -> Ingested:
+            def read(i: int) -> tuple[Kind, Ingested]:
                 if i + 1 < len(paths):
                     _will_need(paths[i + 1])
-                return read_telemetry(kinds[i], paths[i], fabric, fmt=fmt)
+                kind = guess_kind(paths[i], fmt=fmt)
+                return kind, read_telemetry(kind, paths[i], fabric, fmt=fmt)
 
-            ahead: Future[Ingested] | None = reader.submit(read, 0) if paths else None
+            ahead: Future[tuple[Kind, Ingested]] | None = reader.submit(read, 0) if paths else None
             wrote: Future[None] | None = None
             try:
                 for i, path in enumerate(paths):
                     assert ahead is not None
-                    got = ahead.result()
+                    kind, got = ahead.result()
                     ahead = reader.submit(read, i + 1) if i + 1 < len(paths) else None
-                    table = self._checked(kinds[i], got.table)
-                    if kinds[i] == "counters":
+                    table = self._checked(kind, got.table)
+                    if kind == "counters":
                         if last is None:
                             last = self._last()
                         parts, added, last = self._counter_batch(table, last, seqs)
                     else:
-                        parts, added = self._parts(kinds[i], table, seqs), Added(table.num_rows)
-                    stored = Stored(str(path), kinds[i], got.rows_read, got.problems, added)
+                        parts, added = self._parts(kind, table, seqs), Added(table.num_rows)
+                    stored = Stored(str(path), kind, got.rows_read, got.problems, added)
                     del got, table
                     if wrote is not None:
                         pending, wrote = wrote, None
