@@ -8,9 +8,13 @@ Layout under the store's directory (each part a Parquet file in the model's sche
     1h/{counters,rates,probes}/2026-12-01T19/rollup.parquet
     state/last.parquet                  each interface's latest counter sample
 
-Parts are partitioned by the UTC hour of their rows' ``ts_ms``. Appends are atomic per part:
-a part is written under a temporary name and renamed (``clusterloom.atomic``); one writer at a
-time (an advisory lock on ``.lock``). Adding counters also adds their rates
+Parts are partitioned by the UTC hour of their rows' ``ts_ms``. Appends are atomic per
+batch (one ``add_*`` call, one file of :meth:`TelemetryStore.add_files`): its parts are written
+under temporary names and fsynced, the renames recorded in a journal (``state/commit.json``)
+and made, so a batch is all there or not at all (a crash after the journal is finished by the
+next writer); one writer at a time (an advisory lock on ``.lock``).
+:meth:`TelemetryStore.add_files` reads, checks and appends files with the reading, the rates
+and the writing overlapped in three threads. Adding counters also adds their rates
 (:func:`~clusterloom.ops.ingest.counter_rates`), the first interval of each interface running
 from its latest stored sample (``state/last.parquet``), so a stream appended in pieces has the
 same rates as one appended whole; a counter sample not after the interface's latest stored one
