@@ -264,3 +264,24 @@ def test_system_pool_is_restored(fabric: OpsFabric) -> None:
             raise ValueError
         assert pa.default_memory_pool().backend_name == "system"
     assert pa.default_memory_pool().backend_name == before
+
+
+def test_rates_in_slices_are_those_of_the_whole(
+    fabric: OpsFabric, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clusterloom.ops import ingest
+
+    table = _counters(fabric, 0, 12, wrap=True)
+    bad = table.to_pylist()
+    bad[5 * N_IF + 3]["bytes_rx"] = 10  # a reset (back far more than a wrap explains)
+    bad[7 * N_IF + 9]["drops"] = None  # not exported once
+    table = pa.Table.from_pylist(bad, schema=COUNTER_SCHEMA)
+    whole, whole_notes = ingest.counter_rates_noted(table, fabric)
+    assert whole.column("tx_bps").null_count == 0 and whole.column("rx_bps").null_count == 1
+    assert whole.column("drops_ps").null_count == 2
+    assert len(whole_notes) == 1 and "bytes_rx went back" in whole_notes[0].message
+    for size in (1, 5, N_IF + 1):
+        monkeypatch.setattr(ingest, "RATE_SLICE", size)
+        sliced, notes = ingest.counter_rates_noted(table, fabric)
+        assert sliced.equals(whole), size
+        assert notes == whole_notes
