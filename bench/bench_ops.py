@@ -21,13 +21,17 @@ a link carries at a per-interface utilisation (packets at 4 KiB mean, drops, mar
 FEC codewords by Poisson draws), a few interfaces started near 2**64 so that they wrap.
 
 Run: ``python -u bench/bench_ops.py [--phases gen,hour,localise,day,text,rollup]
-[--workdir DIR] [--scale F] [--keep]``; ``--scale`` shrinks the number of scrapes (for trying
-it out). Figures go to ``bench/RESULTS.md`` by hand.
+[--workdir DIR] [--stores DIR] [--scale F] [--keep]``; ``--scale`` shrinks the number of
+scrapes (for trying it out); ``--stores`` puts the stores elsewhere than the inputs (the
+work directory). Per phase it prints wall, CPU (and of it system), the bytes read from and
+written to the storage layer (``/proc/self/io``), the peak RSS and the load average before and
+after. Figures go to ``bench/RESULTS.md`` by hand.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import shutil
@@ -44,11 +48,34 @@ import pyarrow.parquet as pq
 EXAMPLE = "rail-16k"
 T0 = 1_764_547_200_000  # 2025-12-01T00:00:00Z
 EVS = 4
+#: where the phases' stores go (``--stores``; the work directory by default)
+STORES = Path(".")
 
 
 def _usage() -> dict[str, float]:
+    """CPU (user + system), system alone, peak RSS, and the bytes this process read from
+    and wrote to the storage layer (``/proc/self/io``: page-cache hits are not reads)."""
     ru = resource.getrusage(resource.RUSAGE_SELF)
-    return {"cpu_s": ru.ru_utime + ru.ru_stime, "rss_gb": ru.ru_maxrss * 1024 / 1e9}
+    io = {"read_bytes": 0, "write_bytes": 0}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/io").read_text().splitlines():
+            k, _, v = line.partition(": ")
+            if k in io:
+                io[k] = int(v)
+    return {
+        "cpu_s": ru.ru_utime + ru.ru_stime,
+        "sys_s": ru.ru_stime,
+        "rss_gb": ru.ru_maxrss * 1024 / 1e9,
+        "read_gb": io["read_bytes"] / 1e9,
+        "write_gb": io["write_bytes"] / 1e9,
+    }
+
+
+def _load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
 
 
 def _counter_files(
@@ -170,26 +197,24 @@ def phase_gen(work: Path, scale: float) -> dict[str, object]:
 
 def _ingest(work: Path, folder: str, store_dir: str) -> dict[str, object]:
     from clusterloom.ops.fabric import load_fabric
-    from clusterloom.ops.ingest import read_counters, read_probes
     from clusterloom.ops.telemetry import TelemetryStore
 
     fabric = load_fabric(EXAMPLE)
-    shutil.rmtree(work / store_dir, ignore_errors=True)  # a fresh store each run
-    store = TelemetryStore(work / store_dir, fabric)
+    store_path = STORES / store_dir
+    shutil.rmtree(store_path, ignore_errors=True)  # a fresh store each run
+    store = TelemetryStore(store_path, fabric)
     rows = {"counters": 0, "rates": 0, "probes": 0, "problems": 0}
     files = sorted((work / folder).glob("*.parquet"))
-    for path in sorted(files, key=lambda p: p.name.split("-")[1]):
-        if path.name.startswith("counters"):
-            got = read_counters(path, fabric)
-            added = store.add_counters(got.table)
-            rows["counters"] += added.rows
-            rows["rates"] += added.rates
+    # in time order, counters and probes of one 5 minutes side by side; read ahead, checked,
+    # their rates made and written in three overlapped stages (``TelemetryStore.add_files``)
+    files = sorted(files, key=lambda p: p.name.split("-")[1])
+    for got in store.add_files(files):
+        if got.kind == "counters":
+            rows["counters"] += got.added.rows
+            rows["rates"] += got.added.rates
         else:
-            got = read_probes(path, fabric)
-            added = store.add_probes(got.table)
-            rows["probes"] += added.rows
+            rows["probes"] += got.added.rows
         rows["problems"] += len(got.problems)
-        del got
     return rows
 
 
@@ -203,7 +228,7 @@ def phase_localise(work: Path) -> dict[str, object]:
     from clusterloom.ops.telemetry import TelemetryStore
 
     fabric = load_fabric(EXAMPLE)
-    store = TelemetryStore(work / "store-hour", fabric)
+    store = TelemetryStore(STORES / "store-hour", fabric)
     # no rollup made first (that is the retention's job): the hour's 1-minute rates grouped
     # in the read by link, end and minute (only the columns the detectors read), and its raw
     # probes read in batches into narrow arrays
@@ -226,7 +251,7 @@ def phase_rollup(work: Path) -> dict[str, object]:
     from clusterloom.ops.telemetry import TelemetryStore
 
     fabric = load_fabric(EXAMPLE)
-    store = TelemetryStore(work / "store-hour", fabric)
+    store = TelemetryStore(STORES / "store-hour", fabric)
     t0 = _usage()
     got = store.rate_rollup(RATE_COLUMNS_READ)
     t1 = _usage()
@@ -287,6 +312,7 @@ PHASES = {
 
 def _child(phase: str, work: Path, scale: float) -> None:
     start = time.perf_counter()
+    load = _load()
     base = _usage()
     result = phase_gen(work, scale) if phase == "gen" else PHASES[phase](work)  # type: ignore[misc]
     use = _usage()
@@ -294,7 +320,11 @@ def _child(phase: str, work: Path, scale: float) -> None:
         "phase": phase,
         "wall_s": time.perf_counter() - start,
         "cpu_s": use["cpu_s"] - base["cpu_s"],
+        "sys_s": use["sys_s"] - base["sys_s"],
+        "read_gb": use["read_gb"] - base["read_gb"],
+        "write_gb": use["write_gb"] - base["write_gb"],
         "rss_gb": use["rss_gb"],
+        "load": f"{load} -> {_load()}",
         "result": result,
     }
     print("RESULT " + json.dumps(doc), flush=True)
@@ -306,9 +336,17 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument(
+        "--stores",
+        type=Path,
+        default=None,
+        help="where the stores go (default: the work directory, which holds the inputs)",
+    )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-ops-"))
+    global STORES
+    STORES = args.stores or work
     if args.child:
         _child(args.child, work, args.scale)
         return
@@ -333,6 +371,8 @@ def main() -> None:
                 str(work),
                 "--scale",
                 str(args.scale),
+                "--stores",
+                str(STORES),
             ]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
@@ -341,8 +381,10 @@ def main() -> None:
                 continue
             doc = json.loads(line[0][7:])
             print(
-                f"{phase:9s} wall {doc['wall_s']:7.1f} s  CPU {doc['cpu_s']:7.1f} s  "
-                f"peak RSS {doc['rss_gb']:5.2f} GB  {json.dumps(doc['result'])}",
+                f"{phase:9s} wall {doc['wall_s']:7.1f} s  CPU {doc['cpu_s']:7.1f} s "
+                f"(sys {doc['sys_s']:5.1f})  read {doc['read_gb']:5.2f} GB  "
+                f"written {doc['write_gb']:5.2f} GB  peak RSS {doc['rss_gb']:5.2f} GB  "
+                f"load {doc['load']}  {json.dumps(doc['result'])}",
                 flush=True,
             )
             if phase in targets:

@@ -91,6 +91,8 @@ WRAP_SLACK = 1.05
 #: smallest Ethernet frame on the wire (64 bytes plus 8 of preamble and 12 of gap): no packet
 #: counter of a link can run faster than its rate over this many bits
 MIN_FRAME_BITS = (64 + 20) * 8
+#: rows of rates worked out at once per counter (temporaries of 8 MB a column)
+RATE_SLICE = 1 << 20
 
 SCHEMAS: dict[str, pa.Schema] = {
     "counters": COUNTER_SCHEMA,
@@ -1513,17 +1515,25 @@ def counter_rates_noted(
         else:
             v = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.uint64)
             missing = None
-        va, vb = v[a_idx], v[b_idx]
-        delta = (vb - va).astype(np.float64)  # modulo 2**64: across a wrap, its increase
-        back = vb < va
-        reset = None
-        if back.any():
-            unit_bits = 8.0 if col.startswith("bytes") else float(MIN_FRAME_BITS)
-            reset = back & (delta > WRAP_SLACK * cap * seconds / unit_bits)
-            if not reset.any():
-                reset = None
+        unit_bits = 8.0 if col.startswith("bytes") else float(MIN_FRAME_BITS)
         scale = 8.0 if col.startswith("bytes") else 1.0
-        values = delta * per_s * scale if scale != 1.0 else delta * per_s
+        values = np.empty(len(b_idx), dtype=np.float64)
+        reset = None
+        # in slices, so that the temporaries stay small (a day's file has 5.9M rows: whole
+        # columns of temporaries are mapped and faulted in afresh each time); elementwise,
+        # so the values are those of the whole at once
+        for lo in range(0, len(b_idx), RATE_SLICE):
+            hi = min(lo + RATE_SLICE, len(b_idx))
+            va, vb = v[a_idx[lo:hi]], v[b_idx[lo:hi]]
+            delta = (vb - va).astype(np.float64)  # modulo 2**64: across a wrap, its increase
+            back = vb < va
+            if back.any():
+                cut = back & (delta > WRAP_SLACK * cap[lo:hi] * seconds[lo:hi] / unit_bits)
+                if cut.any():
+                    if reset is None:
+                        reset = np.zeros(len(b_idx), dtype=np.bool_)
+                    reset[lo:hi] = cut
+            values[lo:hi] = delta * per_s[lo:hi] * scale if scale != 1.0 else delta * per_s[lo:hi]
         mask = missing
         if reset is not None:
             mask = reset if mask is None else (mask | reset)
@@ -1533,7 +1543,8 @@ def counter_rates_noted(
                     Problem(
                         f"{out['device'][r].as_py()}:{out['interface'][r].as_py()} "
                         f"at {int(ts[b_idx[r]])}",
-                        f"{col} went back from {int(va[r]):,} to {int(vb[r]):,}, more than a "
+                        f"{col} went back from {int(v[a_idx[r]]):,} to {int(v[b_idx[r]]):,}, "
+                        "more than a "
                         "64-bit wrap explains: taken as a reset, rate null for the interval",
                     )
                 )

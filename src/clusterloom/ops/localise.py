@@ -1009,21 +1009,41 @@ def localise_store(
     not be rolled up first (the full rollup is the retention's job); an hour whose raw rates
     have expired is read from its stored rollup. The probes at ``probes_resolution`` (raw by
     default: the time pattern of a flap needs its intervals) as :class:`ProbeRows`, read in
-    batches into narrow arrays (``store_probe_rows``); the collectives as they are."""
-    from clusterloom.ops.detect import RATE_COLUMNS_READ
+    batches into narrow arrays (``store_probe_rows``); the collectives as they are. The rates
+    are read in a thread beside the probes (each read deterministic by itself, so the values
+    are those of the two read one after the other), and Arrow allocates from ``malloc``
+    meanwhile (``telemetry.system_pool``)."""
+    from concurrent.futures import ThreadPoolExecutor
 
-    if rates_resolution == "raw":
-        rates = store.columns("rates", RATE_COLUMNS_READ, start_ms, end_ms, resolution="raw")
-    else:
-        rates = store.rate_rollup(RATE_COLUMNS_READ, start_ms, end_ms, resolution=rates_resolution)
-    probes = store_probe_rows(fabric, store, start_ms, end_ms, resolution=probes_resolution)
-    coll = store.collectives(start_ms, end_ms) if collectives else None
-    return localise(
-        fabric,
-        rates=rates if rates.num_rows else None,
-        probes=probes if probes.num_rows else None,
-        collectives=coll if coll is not None and coll.num_rows else None,
-    )
+    from clusterloom.ops.detect import RATE_COLUMNS_READ
+    from clusterloom.ops.telemetry import system_pool
+
+    # the rates' read (a one-thread DuckDB grouping: its sums in a fixed order) runs beside the
+    # probes' read in a thread of its own: both spend their time in DuckDB, Arrow and numpy,
+    # which release the GIL, so the two cores work at once; each is what it was alone
+    with system_pool():
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            if rates_resolution == "raw":
+                rates_read = pool.submit(
+                    store.columns, "rates", RATE_COLUMNS_READ, start_ms, end_ms, resolution="raw"
+                )
+            else:
+                rates_read = pool.submit(
+                    store.rate_rollup,
+                    RATE_COLUMNS_READ,
+                    start_ms,
+                    end_ms,
+                    resolution=rates_resolution,
+                )
+            probes = store_probe_rows(fabric, store, start_ms, end_ms, resolution=probes_resolution)
+            coll = store.collectives(start_ms, end_ms) if collectives else None
+            rates = rates_read.result()
+        return localise(
+            fabric,
+            rates=rates if rates.num_rows else None,
+            probes=probes if probes.num_rows else None,
+            collectives=coll if coll is not None and coll.num_rows else None,
+        )
 
 
 def _lone_load(
