@@ -52,6 +52,7 @@ def _counters(fabric: OpsFabric, k0: int, k: int, *, wrap: bool = False) -> pa.T
         cols[c] = run[k0 : k0 + k, j, :].reshape(-1)
     cols["link_up"] = np.ones(k * N_IF, dtype=np.bool_)
     cols["speed_bps"] = pa.nulls(k * N_IF, pa.uint64())
+    cols["retransmissions"] = pa.nulls(k * N_IF, pa.uint64())  # a NIC counter: none here
     return pa.table(cols).cast(COUNTER_SCHEMA)
 
 
