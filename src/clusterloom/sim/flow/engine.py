@@ -67,16 +67,16 @@ Link-load time series
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import sparse
 
 from clusterloom.errors import ClusterloomError
 from clusterloom.sim.flow import _fill
@@ -129,6 +129,32 @@ _NEVER = int(np.iinfo(np.int64).max)
 _F64 = NDArray[np.float64]
 _I64 = NDArray[np.int64]
 _B = NDArray[np.bool_]
+
+
+@contextlib.contextmanager
+def small_pages() -> Iterator[None]:
+    """numpy's large allocations without its transparent-huge-page hint inside the block.
+
+    numpy marks every allocation of 4 MB or more ``MADV_HUGEPAGE``. Where the kernel's THP
+    ``defrag`` setting is ``madvise`` (a common default), a fault in such a region that finds
+    no free huge page stalls on synchronous reclaim and compaction instead of falling back
+    to small pages (numpy issue 31590). The flow engine's build faults in about 0.8 GB of
+    fresh arrays once per run; on the shared machine of ``bench/RESULTS.md`` the hint cost
+    0.6 s of system time of 1.4 on the k=32 permutation, and dropping it 0.1 s of user time
+    (more TLB misses). Results do not depend on it. The previous setting is restored on
+    exit; without numpy's private toggle (``_set_madvise_hugepage``) nothing changes."""
+    core = getattr(np, "_core", None)
+    toggle: Callable[[bool], bool] | None = getattr(
+        getattr(core, "multiarray", None), "_set_madvise_hugepage", None
+    )
+    if toggle is None:
+        yield
+        return
+    before = toggle(False)
+    try:
+        yield
+    finally:
+        toggle(before)
 
 
 class SimInputError(ClusterloomError, ValueError):
@@ -729,6 +755,8 @@ def max_min_fair(coef: Any, capacity: ArrayLike, cap: ArrayLike | None = None) -
     """Max-min fair rates of the entities (columns) of ``coef`` (links x entities, dense or
     scipy.sparse; the load on each link per unit rate) under ``capacity`` and optional
     per-entity ``cap``. Entities crossing a zero-capacity link get 0."""
+    from scipy import sparse  # only here: the event loop does without scipy.sparse
+
     a_t = sparse.csr_matrix(coef).T.tocsr()
     a_t.sum_duplicates()
     a_t.eliminate_zeros()
@@ -1600,6 +1628,7 @@ class _Sim:
         )
 
 
+@small_pages()
 def simulate(
     capacity: ArrayLike,
     flows: FlowSet,
