@@ -677,8 +677,8 @@ def _water_fill(
     ent_link: _I64,
     ent_coef: _F64,
     link_ptr: _I64,
-    link_entry: _I64,
-    link_ent: _I64,
+    link_entry: NDArray[np.signedinteger[Any]],
+    link_ent: NDArray[np.signedinteger[Any]],
     capacity: _F64,
     ent_cap: _F64,
     active: _B,
@@ -1018,8 +1018,14 @@ class _Sim:
         self.ent_link = cols.astype(np.int64, copy=False)
         self.ent_coef = vals.astype(np.float64, copy=False)
         self.ent_hop = hops.astype(np.int64, copy=False)
-        self.link_ptr, self.link_entry = _fill.by_link(self.ent_link, self.n_links)
-        self.link_ent = self.entry_ent[self.link_entry]
+        # entries by link for the fill, 32-bit when they fit (half the bytes it reads)
+        n_entries = self.ent_link.shape[0]
+        by = np.int32 if max(n_entries, n_ent) < 2**31 else np.int64
+        self.link_entry = np.empty(n_entries, dtype=by)
+        self.link_ent = np.empty(n_entries, dtype=by)
+        self.link_ptr = _fill.by_link_owner(
+            self.ent_link, self.entry_ent, self.n_links, self.link_entry, self.link_ent
+        )
 
         with np.errstate(divide="ignore", invalid="ignore"):
             per_unit = np.where(
