@@ -265,28 +265,26 @@ def compact_rows(paths: Any) -> Any:
 
 
 @njit(cache=True)
-def merge_rows(f: Any, paths: Any, share: Any) -> Any:
-    """The distinct (flow, path) rows of ``f``/``paths`` in the order of their first
-    occurrence, each with the sum of its rows' ``share`` added in row order (what
-    ``np.unique(axis=0)`` with ``np.bincount`` gives, to the bit). An open-addressing table
-    keyed by a hash of the row; rows whose hashes meet are compared in full, so the result
-    is exact whatever the hash. Returns (index of each kept row's first occurrence, summed
-    shares)."""
-    n, width = paths.shape
-    size = 1
-    while size < 2 * n:
-        size *= 2
-    table = np.full(size, -1, dtype=np.int64)  # slot -> position in ``first``
-    first = np.empty(n, dtype=np.int64)
-    total = np.zeros(n, dtype=np.float64)
-    kept = 0
+def _row_hash(f: Any, paths: Any, i: int) -> Any:
+    h = np.uint64(f[i]) * np.uint64(0x9E3779B97F4A7C15)
+    for j in range(paths.shape[1]):
+        h = (h ^ np.uint64(paths[i, j] + 1)) * np.uint64(0x100000001B3)
+        h ^= h >> np.uint64(29)
+    return h
+
+
+@njit(cache=True)
+def _merge_into(
+    f: Any, paths: Any, share: Any, lo: int, hi: int, table: Any, size: int, first: Any,
+    total: Any, kept: int,
+) -> int:  # fmt: skip
+    """Rows ``lo`` to ``hi`` into an open-addressing table of ``size`` slots (a power of
+    two, all -1): each row's first occurrence appended to ``first`` (its share to
+    ``total``), a repeat's share added to its first's, in row order. Returns the count."""
     mask = np.uint64(size - 1)
-    for i in range(n):
-        h = np.uint64(f[i]) * np.uint64(0x9E3779B97F4A7C15)
-        for j in range(width):
-            h = (h ^ np.uint64(paths[i, j] + 1)) * np.uint64(0x100000001B3)
-            h ^= h >> np.uint64(29)
-        slot = h & mask
+    width = paths.shape[1]
+    for i in range(lo, hi):
+        slot = _row_hash(f, paths, i) & mask
         while True:
             at = table[slot]
             if at < 0:
@@ -306,6 +304,58 @@ def merge_rows(f: Any, paths: Any, share: Any) -> Any:
                 total[at] += share[i]
                 break
             slot = (slot + np.uint64(1)) & mask
+    return kept
+
+
+@njit(cache=True)
+def merge_rows(f: Any, paths: Any, share: Any) -> Any:
+    """The distinct (flow, path) rows of ``f``/``paths`` in the order of their first
+    occurrence, each with the sum of its rows' ``share`` added in row order (what
+    ``np.unique(axis=0)`` with ``np.bincount`` gives, to the bit). An open-addressing table
+    keyed by a hash of the row; rows whose hashes meet are compared in full, so the result
+    is exact whatever the hash. When each flow's rows are one run (a sprayer's EVs, flow
+    by flow), one small table per run, reused, since rows of different flows never merge:
+    the same rows in the same order, from a table that stays in cache (a fifth of the
+    time of one table over 2**18 EVs). Returns (index of each kept row's first
+    occurrence, summed shares)."""
+    n = paths.shape[0]
+    first = np.empty(n, dtype=np.int64)
+    total = np.zeros(n, dtype=np.float64)
+    runs = n > 0 and f.min() >= 0
+    if runs:  # is every flow's run its only one?
+        seen = np.zeros(f.max() + 1, dtype=np.bool_)
+        i = 0
+        while i < n and runs:
+            if seen[f[i]]:
+                runs = False
+            seen[f[i]] = True
+            j = i + 1
+            while j < n and f[j] == f[i]:
+                j += 1
+            i = j
+    kept = 0
+    if runs:
+        table = np.full(16, -1, dtype=np.int64)
+        i = 0
+        while i < n:
+            j = i + 1
+            while j < n and f[j] == f[i]:
+                j += 1
+            size = 16
+            while size < 2 * (j - i):
+                size *= 2
+            if table.shape[0] < size:
+                table = np.full(size, -1, dtype=np.int64)
+            else:
+                table[:size] = -1
+            kept = _merge_into(f, paths, share, i, j, table, size, first, total, kept)
+            i = j
+    else:
+        size = 1
+        while size < 2 * n:
+            size *= 2
+        table = np.full(size, -1, dtype=np.int64)  # slot -> position in ``first``
+        kept = _merge_into(f, paths, share, 0, n, table, size, first, total, kept)
     return first[:kept].copy(), total[:kept].copy()
 
 
