@@ -852,3 +852,22 @@ def repeated_link(ptr: Any, link: Any, n_links: int) -> Any:
         if found >= 0:
             return u, found
     return -1, -1
+
+
+@njit(cache=True)
+def check_entries(ptr: Any, link: Any, weight: Any, n_links: int) -> Any:
+    """The checks of the units' entries in one pass each (``engine._check_units``, without
+    the boolean arrays of every entry): the first entry whose link is out of range (-1:
+    none), then, when all are in range, :func:`repeated_link`, and the first entry whose
+    weight is not finite and >= 0 (-1: none)."""
+    for k in range(link.shape[0]):
+        if link[k] < 0 or link[k] >= n_links:
+            return k, -1, -1, -1
+    twice, twice_link = repeated_link(ptr, link, n_links)
+    bad_weight = -1
+    for k in range(weight.shape[0]):
+        w = weight[k]
+        if not np.isfinite(w) or w < 0:
+            bad_weight = k
+            break
+    return -1, twice, twice_link, bad_weight

@@ -573,21 +573,22 @@ def _check_units(units: UnitSet, n_flows: int, n_links: int, who: str) -> None:
     def owner(entry: int) -> int:  # the unit of an entry of ``unit_link`` (every unit has one)
         return int(np.searchsorted(units.unit_ptr, entry, side="right")) - 1
 
-    bad = np.flatnonzero((units.unit_link < 0) | (units.unit_link >= n_links))
-    if bad.size:
+    # compiled, one pass over the entries each (no boolean arrays of 15 million entries)
+    out_of_range, twice, link, bad_weight = _fill.check_entries(
+        units.unit_ptr, units.unit_link, units.link_weight, n_links
+    )
+    if out_of_range >= 0:
         raise SimInputError(
-            f"{who} unit {owner(bad[0])}: link {units.unit_link[bad[0]]} out of range "
-            f"(0..{n_links - 1})"
+            f"{who} unit {owner(out_of_range)}: link {units.unit_link[out_of_range]} out of "
+            f"range (0..{n_links - 1})"
         )
-    twice, link = _fill.repeated_link(units.unit_ptr, units.unit_link, n_links)
     if twice >= 0:
         raise SimInputError(f"{who} unit {twice}: link {link} listed twice")
     bad = np.flatnonzero(~np.isfinite(units.unit_share) | (units.unit_share < 0))
     if bad.size:
         raise SimInputError(f"{who} unit {bad[0]}: share {units.unit_share[bad[0]]} invalid")
-    bad = np.flatnonzero(~np.isfinite(units.link_weight) | (units.link_weight < 0))
-    if bad.size:
-        raise SimInputError(f"{who} unit {owner(bad[0])}: link weight invalid")
+    if bad_weight >= 0:
+        raise SimInputError(f"{who} unit {owner(bad_weight)}: link weight invalid")
     bad = np.flatnonzero(np.isnan(units.cap) | (units.cap < 0))
     if bad.size:
         raise SimInputError(f"{who} unit {bad[0]}: cap {units.cap[bad[0]]} invalid")
