@@ -1,0 +1,180 @@
+"""The speed changes of the flow engine at k=32 (issue 15, branch flow-k32) against what they
+replaced: each kernel gives the arrays of the step it took over to the bit, on generated
+inputs, and the huge-page switch leaves numpy as it found it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clusterloom.sim.flow import _fill
+from clusterloom.sim.flow.engine import (
+    SimInputError,
+    UnitSet,
+    _check_units,
+    _water_fill,
+    max_min_fair,
+    small_pages,
+)
+
+
+@given(
+    st.lists(st.integers(0, 2**40), min_size=0, max_size=400),
+    st.sampled_from([1, 2, 255, 256, 257, 49152, 65536, 2**24 + 3, 2**40 + 1]),
+)
+@settings(max_examples=60, deadline=None)
+def test_the_radix_sort_is_np_sort(values: list[int], bound: int) -> None:
+    """Any count, duplicates included, every number of 8-bit passes a bound needs."""
+    v = np.array([x % bound for x in values], dtype=np.int64)
+    n = v.size
+    buf = np.concatenate([v, np.full(5, 7, dtype=np.int64)])  # longer than n: only v[:n]
+    out = _fill._radix_sort(buf, n, np.empty_like(buf), np.empty(257, dtype=np.int64), bound)
+    assert out[:n].tobytes() == np.sort(v).tobytes()
+
+
+def _merge_reference(f: np.ndarray, paths: np.ndarray, share: np.ndarray):  # type: ignore[no-untyped-def]
+    """Distinct (flow, path) rows by first occurrence, shares added in row order."""
+    first: dict[tuple[int, ...], int] = {}
+    total: list[float] = []
+    rows: list[int] = []
+    for i in range(f.size):
+        key = (int(f[i]), *map(int, paths[i]))
+        if key not in first:
+            first[key] = len(rows)
+            rows.append(i)
+            total.append(float(share[i]))
+        else:
+            total[first[key]] += float(share[i])
+    return np.array(rows, dtype=np.int64), np.array(total, dtype=np.float64)
+
+
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 40),
+    st.integers(1, 300),
+    st.integers(1, 6),
+    st.sampled_from(["runs", "shuffled", "split runs"]),
+)
+@settings(max_examples=60, deadline=None)
+def test_merged_rows_are_the_first_occurrences_summed_in_order(
+    seed: int, n_flows: int, evs: int, width: int, layout: str
+) -> None:
+    """Each flow's rows in one run (a sprayer's EVs: one small table per run), shuffled,
+    or a flow's run split in two (both the general table): the same rows and sums."""
+    rng = np.random.default_rng(seed)
+    f = np.repeat(np.arange(n_flows, dtype=np.int64), evs)
+    if layout == "shuffled":
+        f = rng.permutation(f)
+    elif layout == "split runs" and f.size:
+        f = np.concatenate([f, f[: max(1, f.size // 3)]])
+    paths = rng.integers(-1, 3, size=(f.size, width)).astype(np.int64)
+    share = rng.random(f.size) / 7.0
+    want = _merge_reference(f, paths, share)
+    got = _fill.merge_rows(f, paths, share)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(0, 500), st.integers(1, 40))
+@settings(max_examples=40, deadline=None)
+def test_entries_by_link_with_owners_are_by_link_gathered(seed: int, n: int, n_links: int) -> None:
+    rng = np.random.default_rng(seed)
+    links = rng.integers(0, n_links, n).astype(np.int64)
+    owner = rng.integers(0, 1000, n).astype(np.int64)
+    ptr, order = _fill.by_link(links, n_links)
+    got_order = np.empty(n, dtype=np.int32)
+    got_owner = np.empty(n, dtype=np.int32)
+    got_ptr = _fill.by_link_owner(links, owner, n_links, got_order, got_owner)
+    assert got_ptr.tobytes() == ptr.tobytes()
+    assert (got_order == order).all() and (got_owner == owner[order]).all()
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(1, 60), st.integers(2, 20))
+@settings(max_examples=30, deadline=None)
+def test_the_fill_is_the_same_on_32_and_64_bit_indices(seed: int, n_ent: int, n_links: int) -> None:
+    """The engine hands the fill 32-bit links and by-link lists, ``max_min_fair`` 64-bit
+    ones: the same rates, rounds and loads to the bit."""
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1, n_links + 1, n_ent)
+    ent_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    link = np.concatenate([np.sort(rng.permutation(n_links)[:c]) for c in counts])
+    coef = rng.random(link.size) + 0.01
+    capacity = rng.random(n_links) * 10.0
+    capacity[rng.random(n_links) < 0.1] = 0.0
+    cap = np.where(rng.random(n_ent) < 0.3, rng.random(n_ent), np.inf)
+    active = rng.random(n_ent) < 0.8
+    owner = np.repeat(np.arange(n_ent, dtype=np.int64), counts)
+    ptr, entry = _fill.by_link(link, n_links)
+    wide = _water_fill(ent_ptr, link, coef, ptr, entry, owner[entry], capacity, cap, active, 0.01)
+    narrow = _water_fill(
+        ent_ptr,
+        link.astype(np.int32),
+        coef,
+        ptr,
+        entry.astype(np.int32),
+        owner[entry].astype(np.int32),
+        capacity,
+        cap,
+        active,
+        0.01,
+    )
+    assert wide.rate.tobytes() == narrow.rate.tobytes()
+    assert wide.load.tobytes() == narrow.load.tobytes() and wide.rounds == narrow.rounds
+
+
+def test_max_min_fair_still_solves_the_textbook_case() -> None:
+    """scipy.sparse is imported inside it now: two flows on one link, one also on another
+    link of half the capacity."""
+    coef = np.array([[1.0, 1.0], [0.0, 1.0]])
+    rates = max_min_fair(coef, [10.0, 2.0])
+    assert rates.tolist() == [8.0, 2.0]
+
+
+def _units(links: list[list[int]], weight: list[float] | None = None) -> UnitSet:
+    flat = [x for p in links for x in p]
+    return UnitSet(
+        unit_flow=np.zeros(len(links), dtype=np.int64),
+        unit_ptr=np.concatenate([[0], np.cumsum([len(p) for p in links])]),
+        unit_link=np.array(flat, dtype=np.int64),
+        unit_share=np.full(len(links), 1.0 / len(links)),
+        link_weight=np.array(weight if weight is not None else [1.0] * len(flat)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("links", "weight", "message"),
+    [
+        ([[0, 5], [1, 9]], None, "unit 0: link 5 out of range (0..3)"),
+        ([[0, 1], [2, 3, 2]], None, "unit 1: link 2 listed twice"),
+        ([[0, 1], [2, 3]], [1.0, 1.0, np.nan, 1.0], "unit 1: link weight invalid"),
+        ([[0, 1], [2, 3]], [1.0, -1.0, 1.0, 1.0], "unit 0: link weight invalid"),
+        ([[0, 1], [2, 7, 2]], None, "unit 1: link 7 out of range"),  # range before repeats
+    ],
+)
+def test_broken_entries_are_named_as_before(
+    links: list[list[int]], weight: list[float] | None, message: str
+) -> None:
+    with pytest.raises(SimInputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        _check_units(_units(links, weight), 1, 4, "")
+
+
+def test_small_pages_restores_numpys_setting() -> None:
+    """Off inside (nested too), back as it was after, also when the block raises."""
+    multiarray = np._core.multiarray
+    before = multiarray._get_madvise_hugepage()
+    try:
+        for start in (True, False):
+            multiarray._set_madvise_hugepage(start)
+            with small_pages():
+                assert multiarray._get_madvise_hugepage() is False
+                with small_pages():
+                    assert multiarray._get_madvise_hugepage() is False
+                assert multiarray._get_madvise_hugepage() is False
+            assert multiarray._get_madvise_hugepage() is start
+            with pytest.raises(RuntimeError), small_pages():
+                raise RuntimeError("inside")
+            assert multiarray._get_madvise_hugepage() is start
+    finally:
+        multiarray._set_madvise_hugepage(before)
