@@ -178,3 +178,55 @@ def test_small_pages_restores_numpys_setting() -> None:
             assert multiarray._get_madvise_hugepage() is start
     finally:
         multiarray._set_madvise_hugepage(before)
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(1, 80), st.integers(2, 12), st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_a_round_from_the_hot_links_is_the_round_from_every_unit(
+    seed: int, n_units: int, n_links: int, uniform: bool
+) -> None:
+    """Without black holes, ``avoid_step_by_link`` (hot units from the hot links' lists)
+    gives ``avoid_step``'s shares and coefficients to the bit, two rounds running, also
+    when no unit or every unit of an entity is hot."""
+    rng = np.random.default_rng(seed)
+    ue = np.sort(rng.integers(0, max(1, n_units // 4), n_units)).astype(np.int64)
+    n_ent = int(ue.max()) + 1
+    per_ent = np.bincount(ue, minlength=n_ent).astype(np.int64)
+    counts = rng.integers(0, 4, n_units)
+    dptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    dlink = rng.integers(0, n_links, int(counts.sum())).astype(np.int32)
+    dentry = np.zeros(dlink.size, dtype=np.int32)
+    share = rng.random(n_units) + 0.1
+    share /= np.bincount(ue, share, minlength=n_ent)[ue]
+    factor = np.full(n_units, 0.8)
+    on = rng.random(n_units) < 0.9
+    # entries: per entity a few, each summing some of its units
+    ent_sizes = rng.integers(1, 4, n_ent)
+    ent_ptr = np.concatenate([[0], np.cumsum(ent_sizes)]).astype(np.int64)
+    lists: list[list[int]] = []
+    for e in range(n_ent):
+        mine = np.flatnonzero(ue == e)
+        for _ in range(ent_sizes[e]):
+            lists.append(sorted(rng.choice(mine, rng.integers(1, mine.size + 1), replace=False)))
+    eptr = np.concatenate([[0], np.cumsum([len(x) for x in lists])]).astype(np.int32)
+    eunit = np.array([u for x in lists for u in x], dtype=np.int32)
+    weight = rng.random(len(lists)) if uniform else np.full(len(lists), np.nan)
+    eweight = np.empty(0) if uniform else rng.random(eunit.size)
+    coef = np.zeros(len(lists))
+    _fill.avoid_coef(ent_ptr, ue, eptr, eunit, weight, uniform, eweight, share, coef)
+    cap = rng.random(n_links) + 0.5
+    hptr, hunit = _fill.units_by_link(dptr, dlink, n_links)
+    a_share, b_share, a_coef, b_coef = share, share, coef.copy(), coef.copy()
+    for _ in range(2):
+        load = cap * rng.choice([0.5, 0.99, 1.0], n_links)
+        keep = np.zeros(1, dtype=np.bool_)
+        sa, a_share = _fill.avoid_step(
+            load, cap, 0.02, keep, False, dptr, dlink, dentry, ue, on, per_ent, factor,
+            a_share, ent_ptr, eptr, eunit, weight, uniform, eweight, a_coef,
+        )  # fmt: skip
+        sb, b_share = _fill.avoid_step_by_link(
+            load, cap, 0.02, hptr, hunit, ue, on, per_ent, factor, b_share, ent_ptr, eptr,
+            eunit, weight, uniform, eweight, b_coef,
+        )  # fmt: skip
+        assert sa == sb
+        assert a_share.tobytes() == b_share.tobytes() and a_coef.tobytes() == b_coef.tobytes()

@@ -816,6 +816,18 @@ def avoid_step(
         first = last
     if not changed:
         return False, share
+    return True, _avoid_apply(hot, ue, factor, share, ent_ptr, eptr, eunit, weight, by_entry,
+                              eweight, coef)  # fmt: skip
+
+
+@njit(cache=True)
+def _avoid_apply(
+    hot: Any, ue: Any, factor: Any, share: Any, ent_ptr: Any, eptr: Any, eunit: Any,
+    weight: Any, by_entry: bool, eweight: Any, coef: Any,
+) -> Any:  # fmt: skip
+    """The second half of :func:`avoid_step`: the hot units' shares times ``factor``, every
+    entity's renormalised, the coefficients of those that moved rebuilt; the new shares."""
+    n_units = share.shape[0]
     out = share.copy()
     first = 0
     while first < n_units:
@@ -834,7 +846,64 @@ def avoid_step(
         if moved:
             _rebuild(ent_ptr[e], ent_ptr[e + 1], eptr, eunit, weight, by_entry, eweight, out, coef)
         first = last
-    return True, out
+    return out
+
+
+@njit(cache=True)
+def units_by_link(dptr: Any, dlink: Any, n_links: int) -> Any:
+    """The map units whose data cross each link (CSR: pointer per link, 32-bit map units;
+    a unit once per data entry), for :func:`avoid_step_by_link`."""
+    ptr = np.zeros(n_links + 1, dtype=np.int64)
+    for k in range(dlink.shape[0]):
+        ptr[dlink[k] + 1] += 1
+    for link in range(n_links):
+        ptr[link + 1] += ptr[link]
+    at = ptr[:-1].copy()
+    unit = np.empty(dlink.shape[0], dtype=np.int32)
+    for u in range(dptr.shape[0] - 1):
+        for k in range(dptr[u], dptr[u + 1]):
+            unit[at[dlink[k]]] = u
+            at[dlink[k]] += 1
+    return ptr, unit
+
+
+@njit(cache=True)
+def avoid_step_by_link(
+    load: Any, cap: Any, tol: float, hptr: Any, hunit: Any, ue: Any, on: Any,
+    units_per_ent: Any, factor: Any, share: Any, ent_ptr: Any, eptr: Any, eunit: Any,
+    weight: Any, by_entry: bool, eweight: Any, coef: Any,
+) -> Any:  # fmt: skip
+    """:func:`avoid_step` without black holes (every entry kept), the hot units found from
+    the hot links (``hptr``/``hunit``, :func:`units_by_link`) instead of every unit's data
+    links: the same flags, so the same shares and coefficients to the bit, for the few
+    units on hot links (a fortieth of the data entries at k=32) instead of all of them."""
+    n_units = share.shape[0]
+    hot = np.zeros(n_units, dtype=np.bool_)
+    for j in range(cap.shape[0]):
+        if cap[j] > 0 and load[j] >= cap[j] * (1.0 - tol):
+            for k in range(hptr[j], hptr[j + 1]):
+                u = hunit[k]
+                if on[u]:
+                    hot[u] = True
+    changed = False
+    first = 0
+    while first < n_units:  # one entity at a time: how many of its units are hot
+        e = ue[first]
+        last = first
+        stepped = 0
+        while last < n_units and ue[last] == e:
+            stepped += hot[last]
+            last += 1
+        if stepped and stepped < units_per_ent[e]:
+            changed = True
+        else:
+            for u in range(first, last):
+                hot[u] = False
+        first = last
+    if not changed:
+        return False, share
+    return True, _avoid_apply(hot, ue, factor, share, ent_ptr, eptr, eunit, weight, by_entry,
+                              eweight, coef)  # fmt: skip
 
 
 @njit(cache=True)

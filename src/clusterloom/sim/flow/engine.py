@@ -800,7 +800,8 @@ class _AvoidMap:
     coefficients summed unit by unit from the transport's split (what a round of avoidance
     rebuilds for a flow whose shares did not move); per map unit ``ent`` its entity and
     ``factor`` what a step multiplies its share by, ``split`` its share in the transport's
-    split; ``units_per_ent``."""
+    split; ``units_per_ent``; per link, CSR ``hptr``, the map units whose data cross it
+    (``hunit``: a round without black holes finds the hot units from the hot links)."""
 
     units: _I64
     dptr: NDArray[np.signedinteger[Any]]
@@ -816,6 +817,8 @@ class _AvoidMap:
     units_per_ent: _I64
     factor: _F64
     split: _F64
+    hptr: _I64
+    hunit: NDArray[np.int32]
 
 
 class _Sim:
@@ -1014,6 +1017,7 @@ class _Sim:
                 np.bincount(ue, minlength=n_ent),
                 1.0 - self.ent_avoid[ue],
                 split,
+                *_fill.units_by_link(dptr, dlink, self.n_links),
             )
         self.entry_ent = rows.astype(np.int64, copy=False)
         self.ent_link = cols.astype(np.int64, copy=False)
@@ -1431,29 +1435,37 @@ class _Sim:
         coef = self.avoid_coef  # updated in place by each round, from the split's
         np.copyto(coef, m.coef)
         for _ in range(AVOID_ROUNDS):
-            # compiled (``_fill.avoid_step``): a flow's entries rebuilt when its shares move
-            stepped, share = _fill.avoid_step(
-                fill.load,
-                cap,
-                tol,
-                kept,
-                keep is not None,
-                m.dptr,
-                m.dlink,
-                m.dentry,
-                m.ent,
-                on,
-                m.units_per_ent,
-                m.factor,
-                share,
-                self.ent_ptr,
-                m.eptr,
-                m.eunit,
-                m.weight,
-                m.by_entry,
-                m.eweight,
-                coef,
-            )
+            # compiled (``_fill.avoid_step``): a flow's entries rebuilt when its shares move;
+            # without black holes the hot units are found from the hot links' lists
+            if keep is None:
+                stepped, share = _fill.avoid_step_by_link(
+                    fill.load, cap, tol, m.hptr, m.hunit, m.ent, on, m.units_per_ent,
+                    m.factor, share, self.ent_ptr, m.eptr, m.eunit, m.weight, m.by_entry,
+                    m.eweight, coef,
+                )  # fmt: skip
+            else:
+                stepped, share = _fill.avoid_step(
+                    fill.load,
+                    cap,
+                    tol,
+                    kept,
+                    keep is not None,
+                    m.dptr,
+                    m.dlink,
+                    m.dentry,
+                    m.ent,
+                    on,
+                    m.units_per_ent,
+                    m.factor,
+                    share,
+                    self.ent_ptr,
+                    m.eptr,
+                    m.eunit,
+                    m.weight,
+                    m.by_entry,
+                    m.eweight,
+                    coef,
+                )
             if not stepped:
                 break
             fill = _water_fill(
