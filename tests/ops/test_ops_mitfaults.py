@@ -373,7 +373,15 @@ def test_a_congested_pod_spine_is_avoided_by_moving_the_pods_ranks() -> None:
     up = (t.link_tier == 1) & np.isin(t.link_src, list(move.hosts))
     assert len(move.hosts) == 64 and set(t.node_pod[t.link_dst[up]]) == {t.node_pod[sp]}
     checked = check_mitigations(k16, [f], ms, transport="mrc-spray", hosts=HOSTS)
-    assert checked[0].mitigation.kind == MitigationKind.MOVE_RANKS
+    # moving the ranks and reweighting the sprayer's paths both steer the job off the spine
+    # and are predicted within 2% of each other (reweight ahead since ACK entries stopped
+    # freezing sprayed flows at the spine's reverse links, docs/sim.md "ACKs in max-min";
+    # move-ranks ahead by 1% before), so their order is not what this test holds
+    (moved,) = [c for c in checked if c.mitigation.kind == MitigationKind.MOVE_RANKS]
+    drained = [c for c in checked if c.mitigation.kind == MitigationKind.DRAIN_SWITCH]
+    assert moved.verdict == Verdict.BETTER
+    assert moved.predicted_ps < 0.8 * moved.nothing_ps
+    assert all(moved.predicted_ps < d.predicted_ps for d in drained) and drained
     assert checked[0].verdict == Verdict.BETTER
     hgx = load_fabric("hgx-1k-roce")
     g = parse_fault(f"congested-spine:{_name(hgx, _spine(hgx))}@0s*load=0.5", hgx)

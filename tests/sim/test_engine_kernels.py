@@ -302,13 +302,15 @@ def test_a_link_listed_twice_is_found_as_the_sort_found_it() -> None:
 K8 = fat_tree(8)
 #: sha256 (first 16 hex digits) of ``finish_ps``, ``start_ps`` and ``unit_bytes`` of each
 #: run, as the engine gave them before its passes were compiled (main at ad3dd6d): a 128-host
-#: permutation of 300 KB (seed 5), transport seed 2
+#: permutation of 300 KB (seed 5), transport seed 2. Updated by flow-fid (2026-12-02) when
+#: ACK entries stopped freezing max-min entities (``_fill.fill``'s ``ctl``): every run's
+#: coupled flows or units carry ACK entries on the reverse links, so all five moved
 BEFORE = [
-    ("mrc-spray", {}, 0.01, (), "558e13c2c3b3ebe8"),
-    ("mrc-spray", {}, 0.0, ("link:40@20us",), "26f51cda0d63ffea"),
-    ("mrc-spray", {"balance": 1.0}, 0.01, ("link:40@20us",), "16f66f3385576616"),
-    ("receiver-driven", {}, 0.01, (), "d4aee41ccc38ba87"),
-    ("roce-ecmp", {"dcqcn": 0.0}, 0.01, (), "234e2f4487356115"),  # ACKs out of the fill (flow-ecmp)
+    ("mrc-spray", {}, 0.01, (), "74c1288805522790"),
+    ("mrc-spray", {}, 0.0, ("link:40@20us",), "22717233c8ed9d95"),
+    ("mrc-spray", {"balance": 1.0}, 0.01, ("link:40@20us",), "d674c6cc41b793e2"),
+    ("receiver-driven", {}, 0.01, (), "a8cd65103ee8ed04"),
+    ("roce-ecmp", {"dcqcn": 0.0}, 0.01, (), "af378a96c4fb7369"),  # ACKs out of the fill (flow-ecmp)
 ]
 
 

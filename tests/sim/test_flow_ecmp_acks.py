@@ -42,12 +42,13 @@ def _run(lossless: bool) -> tuple[list[float], list[float]]:
 
 
 def test_acks_do_not_hold_a_lossless_sender() -> None:
-    """Max-min: R saturates at 2x + A x = C and freezes all three at C/(2 + A), done together
-    at (2 + A) S/C. Lossless: flow 0 goes at C on its own link (done at S/C) while its ACKs
-    take A C of R; flows 1 and 2 share the rest, (1 - A) C/2 each, then C/2 each: done at
-    S/C + (1 + A) S/C = (2 + A) S/C. R is never over capacity, ACK load included."""
+    """Flow 0 goes at C on its own link (done at S/C) while its ACKs take A C of R; flows 1
+    and 2 share the rest, (1 - A) C/2 each, then C/2 each: done at S/C + (1 + A) S/C =
+    (2 + A) S/C. R is never over capacity, ACK load included. Max-min gives the same (ACK
+    entries freeze no one there either, tests/sim/test_flow_maxmin_acks.py); before, R froze
+    all three at C/(2 + A), done together at (2 + A) S/C."""
     plain, _ = _run(False)
-    assert plain == pytest.approx([2 + A] * 3, rel=1e-6)
+    assert plain == pytest.approx([1.0, 2 + A, 2 + A], rel=1e-6)
     fct, peak = _run(True)
     assert fct == pytest.approx([1.0, 2 + A, 2 + A], rel=1e-6)
     assert max(peak) <= 1.0 + 1e-9

@@ -142,13 +142,15 @@ def test_simulate_with_a_seeded_scenario_runs_receiver_driven(tmp_path: Path) ->
 #: and pinned again when the flow model changed on purpose (9b3a253: headers, latency, start-up,
 #: ACK load, the fixed split; issue 15), and when ``roce-ecmp``'s queue-pair hash was cut to 32
 #: bits as the packet engine's (the same ECMP paths in both engines; only its rows moved, the
-#: other transports' are identical). Any other change that moves them is a regression.
+#: other transports' are identical), and when ACK entries stopped freezing max-min entities
+#: at links only their ACKs cross (flow-fid, 2026-12-02; docs/sim.md "ACKs in max-min").
+#: Any other change that moves them is a regression.
 #: (simulation.html is left out: its page changes on its own.)
 BEFORE = {
-    "flows.parquet": "f2d8ec9b0d5ae0cf1b961aeaf046c715e5606df28a3d90a47864c4faea16b434",
+    "flows.parquet": "9bff6c01b59292023e5ca95d7531c1dc057220a864b9c806eb5d0e086dcf2215",
     "groups.parquet": "a65e6b24401c7ab256f4bc16a785ef6f4aa6c1ad84440b689dd42dd6ffc56fb3",
-    "link_utilisation.parquet": "24f5f929b7c1d205971aef5ec69a6d8ee48aac0891451b8beecca0570c71831d",
-    "utilisation.parquet": "3b03a93e814103d668344bdd56280769da409216eae5cb6d33acff1c52397263",
+    "link_utilisation.parquet": "4f643d89f3d199f000af9ce0a60997181ccd80d8d67c5142a0aef038e06c2946",
+    "utilisation.parquet": "3667819db1053781e404c80dae36efea170a1d52c54c0f4da334bd1a11de53f7",
 }
 
 

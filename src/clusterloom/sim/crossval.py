@@ -53,13 +53,17 @@ __all__ = [
 #: the fixed split, the most pessimistic load balancing, so the gap there is its start-up
 #: and window transients, not its path choice; the flow model's path avoidance (``avoid``
 #: 0.2, which puts it within 1.2% of the packet engine's mean on the k=16 permutation) widens
-#: it to 4.0% (mean) and 10.0% (last).
+#: it to 4.0% (mean) and 10.0% (last). Since ACK entries stopped freezing max-min entities at
+#: reverse links only their ACKs cross (docs/sim.md, "ACKs in max-min"; flow-fid 2026-12-02),
+#: the sprayers on that permutation are 1-2% faster in the flow model, so its gap to the
+#: packet engine's transients grew: ``mrc-spray`` 4.6% (mean) and 10.1% (last), held to 11%;
+#: ``receiver-driven`` 5.5% (mean), held to 6% (seeds 1-5: 3.2-9.2%, before 2.2-7.7%).
 TOLERANCE: dict[str, dict[str, tuple[float | None, float]]] = {
     "roce-ecmp": {"lone": (0.0, 0.0), "incast": (None, 0.001), "chain": (0.005, 0.005)},
-    "mrc-spray": {"lone": (0.0, 0.0), "permutation": (0.05, 0.10), "chain": (0.01, 0.01)},
+    "mrc-spray": {"lone": (0.0, 0.0), "permutation": (0.05, 0.11), "chain": (0.01, 0.01)},
     "receiver-driven": {
         "lone": (0.005, 0.005),
-        "permutation": (0.05, 0.02),
+        "permutation": (0.06, 0.02),
         "incast": (0.02, 0.05),
         "chain": (0.02, 0.02),
     },

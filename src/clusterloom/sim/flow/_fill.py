@@ -10,6 +10,16 @@ round costs O(1) per entry it touches plus O(log links) per link it inspects, no
 A round takes the lowest level ``x`` (never below the previous round's), saturates every
 link within a relative ``rtol`` of it and every entity whose cap is within ``rtol``, and
 freezes the unfrozen entities crossing them at ``x``.
+
+Control entries (``ctl``, with ``has_ctl``: a unit's ACKs or pulls on a reverse link) are a
+load and not a constraint: they add their entity's ``coef * level`` to the link as data
+entries do (so a link saturates under its data and the ACKs crossing it), but a saturated
+link freezes only the entities whose data crosses it, and a link crossed by no unfrozen data
+entity is no constraint. A sender is not held at the level of a link that carries only its
+ACKs (docs/sim.md, "ACKs in max-min"). An entity whose ACKs still rise after a link's data
+froze can load that link past its capacity by its ACK coefficient times the rise: then the
+link's data gets what its ACKs leave: the entities whose data crosses it fill once more
+under what the rest leave, capped at their rates (:func:`fill`).
 """
 
 from __future__ import annotations
@@ -60,7 +70,7 @@ def _pop(keys: Any, vals: Any, size: int) -> int:
 
 
 @njit(cache=True)
-def fill(
+def _core(
     ent_ptr: Any,
     ent_link: Any,
     ent_coef: Any,
@@ -73,13 +83,10 @@ def fill(
     keep: Any,
     has_keep: bool,
     rtol: float,
+    ctl: Any,
+    has_ctl: bool,
 ) -> Any:
-    """Rates (levels) of every entity, the number of rounds, the entities left unfrozen
-    (unbounded) and the load of every link; inactive entities get 0, as do entities crossing a
-    zero-capacity link through a kept entry (stalled: they hold no one back) and entities
-    capped at 0. ``link_entry`` lists the entries link by link and ``link_ent`` their
-    entities (read in that order, so a saturated link's entities are found without a lookup
-    per entry); ``keep`` (one flag per entry) is read only when ``has_keep``."""
+    """The progressive fill of :func:`fill`, without its settling of ACKs over capacity."""
     n_ent = active.shape[0]
     n_links = capacity.shape[0]
     rate = np.zeros(n_ent)
@@ -111,7 +118,8 @@ def fill(
             for j in range(ent_ptr[e], ent_ptr[e + 1]):
                 if not has_keep or keep[j]:
                     a[ent_link[j]] += ent_coef[j]
-                    count[ent_link[j]] += 1
+                    if not has_ctl or not ctl[j]:
+                        count[ent_link[j]] += 1  # data entries: what the link can freeze
     key = np.full(n_links, np.inf)
     keys = np.empty(n_links + 1)  # one entry per link at most (re-queued only when popped)
     vals = np.empty(n_links + 1, dtype=np.int64)
@@ -173,7 +181,8 @@ def fill(
             link = sat[s]
             for k in range(link_ptr[link], link_ptr[link + 1]):
                 e = link_ent[k]
-                if unfrozen[e] and (not has_keep or keep[link_entry[k]]):
+                j = link_entry[k]
+                if unfrozen[e] and (not has_keep or keep[j]) and (not has_ctl or not ctl[j]):
                     unfrozen[e] = False
                     newly[n_new] = e
                     n_new += 1
@@ -196,13 +205,98 @@ def fill(
                 link = ent_link[j]
                 frozen[link] += ent_coef[j] * level
                 a[link] -= ent_coef[j]
-                count[link] -= 1
+                if not has_ctl or not ctl[j]:
+                    count[link] -= 1
                 if count[link] == 0:
                     key[link] = np.inf
                 elif np.isfinite(key[link]):
                     new = (capacity[link] - frozen[link]) / a[link] if a[link] > 0 else level
                     key[link] = max(new, level, key[link])
     return rate, rounds, left, frozen
+
+
+@njit(cache=True)
+def fill(
+    ent_ptr: Any,
+    ent_link: Any,
+    ent_coef: Any,
+    link_ptr: Any,
+    link_entry: Any,
+    link_ent: Any,
+    capacity: Any,
+    ent_cap: Any,
+    active: Any,
+    keep: Any,
+    has_keep: bool,
+    rtol: float,
+    ctl: Any,
+    has_ctl: bool,
+) -> Any:
+    """Rates (levels) of every entity, the number of rounds, the entities left unfrozen
+    (unbounded) and the load of every link; inactive entities get 0, as do entities crossing a
+    zero-capacity link through a kept entry (stalled: they hold no one back) and entities
+    capped at 0. ``link_entry`` lists the entries link by link and ``link_ent`` their
+    entities (read in that order, so a saturated link's entities are found without a lookup
+    per entry); ``keep`` (one flag per entry) is read only when ``has_keep``, ``ctl`` (one
+    flag per entry: a control entry, a load that freezes no one) only when ``has_ctl``.
+
+    With control entries, a link their ACKs took past its capacity (they rose after its data
+    froze) has its data served after them: the entities whose data crosses such a link fill
+    once more, without the control entries, each capped at its rate, under what the other
+    entities' data and every ACK at these rates leave of each link; the others keep their
+    rates. Rates only fall in that fill, so the ACK load only falls and every link is within
+    capacity, the ACKs counted. (A link over its capacity with ACKs alone, no data on it, is
+    left as it is: docs/sim.md, "ACKs in max-min".)"""
+    rate, rounds, left, load = _core(
+        ent_ptr, ent_link, ent_coef, link_ptr, link_entry, link_ent, capacity, ent_cap,
+        active, keep, has_keep, rtol, ctl, has_ctl,
+    )  # fmt: skip
+    if not has_ctl or left > 0:
+        return rate, rounds, left, load
+    n_ent = rate.shape[0]
+    n_links = capacity.shape[0]
+    over = np.zeros(n_links, dtype=np.bool_)
+    any_over = False
+    for link in range(n_links):
+        if load[link] > capacity[link] * (1.0 + 1e-9):
+            over[link] = True
+            any_over = True
+    if not any_over:
+        return rate, rounds, left, load
+    hit = np.zeros(n_ent, dtype=np.bool_)  # entities whose data crosses a link over capacity
+    for e in range(n_ent):
+        if rate[e] > 0.0:
+            for j in range(ent_ptr[e], ent_ptr[e + 1]):
+                if not ctl[j] and (not has_keep or keep[j]) and over[ent_link[j]]:
+                    hit[e] = True
+                    break
+    data = np.empty(ent_link.shape[0], dtype=np.bool_)
+    used = np.zeros(n_links)  # the others' data and every ACK, at these rates
+    cap = np.full(n_ent, np.inf)
+    for e in range(n_ent):
+        cap[e] = min(ent_cap[e], rate[e])
+        for j in range(ent_ptr[e], ent_ptr[e + 1]):
+            kept = not has_keep or keep[j]
+            data[j] = kept and not ctl[j]
+            if kept and (ctl[j] or not hit[e]):
+                used[ent_link[j]] += ent_coef[j] * rate[e]
+    room = np.empty(n_links)
+    for link in range(n_links):
+        room[link] = max(capacity[link] - used[link], 0.0)
+    rate2, rounds2, _, _ = _core(
+        ent_ptr, ent_link, ent_coef, link_ptr, link_entry, link_ent, room, cap,
+        hit, data, True, rtol, ctl, False,
+    )  # fmt: skip
+    for e in range(n_ent):
+        if hit[e]:
+            rate[e] = rate2[e]
+    load[:] = 0.0
+    for e in range(n_ent):
+        if rate[e] > 0.0:
+            for j in range(ent_ptr[e], ent_ptr[e + 1]):
+                if not has_keep or keep[j]:
+                    load[ent_link[j]] += ent_coef[j] * rate[e]
+    return rate, rounds + rounds2, left, load
 
 
 @njit(cache=True)

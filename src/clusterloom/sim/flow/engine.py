@@ -685,12 +685,23 @@ def _water_fill(
     active: _B,
     rtol: float = RTOL_SATURATED,
     keep_entry: _B | None = None,
+    control: _B | None = None,
 ) -> _Fill:
     """Progressive filling over the active entities (``A`` as CSR by entity, by link as entry
     indices with their entities), compiled (:mod:`clusterloom.sim.flow._fill`).
     ``keep_entry`` (one flag per entry) drops the entries that load nothing (a black-holed
-    path beyond its dead link)."""
+    path beyond its dead link).
+
+    ``control`` (one flag per entry) marks the entries that carry only ACKs or pulls: a load
+    on their link, not a constraint (docs/sim.md, "ACKs in max-min"). An entity whose ACKs
+    rose after a link's data froze may leave that link over its capacity (by the ACK
+    coefficient times the rise, about 1.6% of it at most for a 64-byte ACK per 4,000-byte
+    packet); then the data of that link gets what the ACKs leave (ACKs served first): the
+    entities whose data crosses it fill once more, capped at their rates (``_fill.fill``),
+    and every link is within capacity with the ACKs counted."""
     keep = np.ones(1, dtype=np.bool_) if keep_entry is None else keep_entry
+    has_ctl = control is not None and bool(control.any())
+    ctl = np.zeros(1, dtype=np.bool_) if control is None or not has_ctl else control
     rate, rounds, left, load = _fill.fill(
         ent_ptr,
         ent_link,
@@ -704,6 +715,8 @@ def _water_fill(
         keep,
         keep_entry is not None,
         float(rtol),
+        ctl,
+        has_ctl,
     )
     if left:
         stuck = np.flatnonzero(active & (rate == 0) & (ent_cap > 0))
@@ -1255,6 +1268,7 @@ class _Sim:
             active,
             self.rtol,
             keep,
+            self.ent_ctl,
         )
         if (self.ent_lossless & active).any():
             self.fill = self._lossless(active, keep)
@@ -1370,6 +1384,7 @@ class _Sim:
                 active,
                 self.rtol,
                 fill_keep,
+                self.ent_ctl,
             )
 
         rate = fill.rate
@@ -1480,6 +1495,7 @@ class _Sim:
                 active,
                 self.rtol,
                 keep,
+                self.ent_ctl,
             )
         self.unit_factor[m.units] = share
         return fill
