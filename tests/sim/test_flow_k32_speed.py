@@ -189,7 +189,8 @@ def test_a_round_from_the_hot_links_is_the_round_from_every_unit(
     gives ``avoid_step``'s shares and coefficients to the bit, two rounds running, also
     when no unit or every unit of an entity is hot."""
     rng = np.random.default_rng(seed)
-    ue = np.sort(rng.integers(0, max(1, n_units // 4), n_units)).astype(np.int64)
+    raw = np.sort(rng.integers(0, max(1, n_units // 4), n_units))
+    ue = np.unique(raw, return_inverse=True)[1].reshape(-1).astype(np.int64)  # no empty entity
     n_ent = int(ue.max()) + 1
     per_ent = np.bincount(ue, minlength=n_ent).astype(np.int64)
     counts = rng.integers(0, 4, n_units)
@@ -230,3 +231,146 @@ def test_a_round_from_the_hot_links_is_the_round_from_every_unit(
         )  # fmt: skip
         assert sa == sb
         assert a_share.tobytes() == b_share.tobytes() and a_coef.tobytes() == b_coef.tobytes()
+
+
+def _fill_reference(args: tuple, core: tuple):  # type: ignore[no-untyped-def, type-arg]
+    """flow-fid's settling of ACKs over capacity as it was written (a pass over every entity's
+    entries for the hit set, ``data`` and the others' load over every entry), in Python,
+    from the first fill's result ``core``; links carry the control flag in bit 30, as the
+    fill takes them now."""
+    ent_ptr, ent_link, ent_coef, link_ptr, link_entry, link_ent, capacity, ent_cap = args[:8]
+    _active, keep, has_keep, rtol, ctl, has_ctl = args[8:]
+    rate, rounds, left, load = (x.copy() if isinstance(x, np.ndarray) else x for x in core)
+    if not has_ctl or left > 0:
+        return rate, rounds, left, load
+    over = load > capacity * (1.0 + 1e-9)
+    if not over.any():
+        return rate, rounds, left, load
+    n_ent = rate.shape[0]
+    hit = np.zeros(n_ent, dtype=np.bool_)
+    for e in range(n_ent):
+        if rate[e] > 0.0:
+            for j in range(ent_ptr[e], ent_ptr[e + 1]):
+                if not ctl[j] and (not has_keep or keep[j]) and over[ent_link[j] & _fill.LINK_MASK]:
+                    hit[e] = True
+                    break
+    data = np.empty(ent_link.shape[0], dtype=np.bool_)
+    used = np.zeros(capacity.shape[0])
+    cap = np.full(n_ent, np.inf)
+    for e in range(n_ent):
+        cap[e] = min(ent_cap[e], rate[e])
+        for j in range(ent_ptr[e], ent_ptr[e + 1]):
+            kept = not has_keep or keep[j]
+            data[j] = kept and not ctl[j]
+            if kept and (ctl[j] or not hit[e]):
+                used[ent_link[j] & _fill.LINK_MASK] += ent_coef[j] * rate[e]
+    room = np.maximum(capacity - used, 0.0)
+    rate2, rounds2, _, _ = _fill._core(
+        ent_ptr, ent_link, ent_coef, link_ptr, link_entry, link_ent, room, cap, hit, data,
+        True, rtol, ctl, False,
+    )  # fmt: skip
+    rate[hit] = rate2[hit]
+    load[:] = 0.0
+    for e in range(n_ent):
+        if rate[e] > 0.0:
+            for j in range(ent_ptr[e], ent_ptr[e + 1]):
+                if not has_keep or keep[j]:
+                    load[ent_link[j] & _fill.LINK_MASK] += ent_coef[j] * rate[e]
+    return rate, rounds + rounds2, left, load
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(2, 40), st.integers(3, 16), st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_settling_acks_over_capacity_is_the_pass_over_every_entry(
+    seed: int, n_ent: int, n_links: int, black_holes: bool
+) -> None:
+    """The fill with control entries (ACKs on other links than the data's) gives the rates,
+    rounds and loads of the settling as first written, to the bit."""
+    args = _acked_fill(seed, n_ent, n_links, black_holes)
+    want = _fill_reference(args, _fill._core(*args))
+    got = _fill.fill(*args)
+    assert got[1] == want[1] and got[2] == want[2]
+    assert got[0].tobytes() == want[0].tobytes() and got[3].tobytes() == want[3].tobytes()
+
+
+def _acked_fill(seed: int, n_ent: int, n_links: int, black_holes: bool):  # type: ignore[no-untyped-def]
+    """A fill's inputs: per entity a few data entries and ACK entries of a small weight on
+    other links, tight capacities so ACKs rising after a link froze take it over."""
+    rng = np.random.default_rng(seed)
+    ptr = [0]
+    links: list[int] = []
+    coef: list[float] = []
+    ctl: list[bool] = []
+    for _ in range(n_ent):
+        chosen = rng.permutation(n_links)[: rng.integers(2, n_links + 1)]
+        n_data = max(1, chosen.size // 2)
+        for k, link in enumerate(sorted(chosen)):
+            is_ack = k >= n_data
+            links.append(int(link))
+            coef.append(float(rng.random() * (0.3 if is_ack else 1.0) + 0.01))
+            ctl.append(is_ack)
+        ptr.append(len(links))
+    ent_ptr = np.array(ptr, dtype=np.int64)
+    plain = np.array(links, dtype=np.int64)
+    ent_coef = np.array(coef)
+    control = np.array(ctl, dtype=np.bool_)
+    link_ptr, link_entry = _fill.by_link(plain, n_links)
+    ent_link = plain | (control.astype(np.int64) << _fill.CTL_SHIFT)  # as the engine packs
+    owner = np.repeat(np.arange(n_ent, dtype=np.int64), np.diff(ent_ptr))
+    capacity = rng.random(n_links) * 4.0 + 0.5
+    ent_cap = np.where(rng.random(n_ent) < 0.2, rng.random(n_ent) * 3.0, np.inf)
+    active = rng.random(n_ent) < 0.9
+    keep = rng.random(ent_link.size) < 0.9 if black_holes else np.ones(1, dtype=np.bool_)
+    return (
+        ent_ptr, ent_link, ent_coef, link_ptr, link_entry, owner[link_entry], capacity,
+        ent_cap, active, keep, black_holes, 0.01, control, True,
+    )  # fmt: skip
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(2, 30), st.integers(3, 12), st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_packed_control_flags_fill_as_the_flag_array(
+    seed: int, n_ent: int, n_links: int, black_holes: bool
+) -> None:
+    """The engine hands the fill its links with each control flag in bit 30
+    (``packed=True``); a caller's plain links and flags are packed by ``_water_fill``: the
+    same rates, rounds and loads, and a plain fill without flags is untouched by the mask."""
+    args = _acked_fill(seed, n_ent, n_links, black_holes)
+    ent_ptr, packed_links, coef, ptr, entry, owner, capacity, ent_cap, active, keep = args[:10]
+    control = args[12]
+    link = packed_links & _fill.LINK_MASK
+    keep_entry = keep if black_holes else None
+    outcomes = []
+    for links, by, flag in (
+        (link, entry, False),
+        (packed_links.astype(np.int32), entry.astype(np.int32), True),
+    ):
+        try:
+            outcomes.append(
+                _water_fill(
+                    ent_ptr,
+                    links,
+                    coef,
+                    ptr,
+                    by,
+                    owner.astype(by.dtype),
+                    capacity,
+                    ent_cap,
+                    active,
+                    0.01,
+                    keep_entry,
+                    control,
+                    packed=flag,
+                )
+            )
+        except SimInputError as err:  # an entity with only ACKs kept: unbounded, both ways
+            outcomes.append(str(err))
+    plain, packed = outcomes
+    if isinstance(plain, str):
+        assert packed == plain
+        return
+    assert not isinstance(packed, str)
+    assert plain.rate.tobytes() == packed.rate.tobytes() and plain.rounds == packed.rounds
+    assert plain.load.tobytes() == packed.load.tobytes()
+    want = _fill_reference(args, _fill._core(*args))
+    assert plain.rate.tobytes() == want[0].tobytes()

@@ -29,6 +29,11 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+#: The fill's links carry a control entry's flag in bit 30 (``engine``'s ``fill_link``): the
+#: fill reads one array per entry for both, and a link is below 2**30 (``engine`` refuses more).
+CTL_SHIFT = 30
+LINK_MASK = (1 << CTL_SHIFT) - 1
+
 
 @njit(cache=True)
 def _push(keys: Any, vals: Any, size: int, key: float, val: int) -> int:
@@ -105,7 +110,7 @@ def _core(
         if not dead:
             continue
         for j in range(ent_ptr[e], ent_ptr[e + 1]):
-            if (not has_keep or keep[j]) and capacity[ent_link[j]] <= 0.0:
+            if (not has_keep or keep[j]) and capacity[ent_link[j] & LINK_MASK] <= 0.0:
                 unfrozen[e] = False
                 break
     a = np.zeros(n_links)
@@ -117,9 +122,12 @@ def _core(
             left += 1
             for j in range(ent_ptr[e], ent_ptr[e + 1]):
                 if not has_keep or keep[j]:
-                    a[ent_link[j]] += ent_coef[j]
-                    if not has_ctl or not ctl[j]:
-                        count[ent_link[j]] += 1  # data entries: what the link can freeze
+                    x = ent_link[j]
+                    link = x & LINK_MASK
+                    a[link] += ent_coef[j]
+                    # data entries: what the link can freeze (the control flag read from the
+                    # link's bit 30, not a second array)
+                    count[link] += 1 - (has_ctl & (x >> CTL_SHIFT))
     key = np.full(n_links, np.inf)
     keys = np.empty(n_links + 1)  # one entry per link at most (re-queued only when popped)
     vals = np.empty(n_links + 1, dtype=np.int64)
@@ -202,11 +210,11 @@ def _core(
             for j in range(ent_ptr[e], ent_ptr[e + 1]):
                 if has_keep and not keep[j]:
                     continue
-                link = ent_link[j]
+                x = ent_link[j]
+                link = x & LINK_MASK
                 frozen[link] += ent_coef[j] * level
                 a[link] -= ent_coef[j]
-                if not has_ctl or not ctl[j]:
-                    count[link] -= 1
+                count[link] -= 1 - (has_ctl & (x >> CTL_SHIFT))
                 if count[link] == 0:
                     key[link] = np.inf
                 elif np.isfinite(key[link]):
@@ -263,23 +271,33 @@ def fill(
             any_over = True
     if not any_over:
         return rate, rounds, left, load
-    hit = np.zeros(n_ent, dtype=np.bool_)  # entities whose data crosses a link over capacity
-    for e in range(n_ent):
-        if rate[e] > 0.0:
-            for j in range(ent_ptr[e], ent_ptr[e + 1]):
-                if not ctl[j] and (not has_keep or keep[j]) and over[ent_link[j]]:
+    # the entities whose data crosses a link over capacity, from those links' lists (the
+    # set a pass over every entity's entries finds)
+    hit = np.zeros(n_ent, dtype=np.bool_)
+    for link in range(n_links):
+        if over[link]:
+            for k in range(link_ptr[link], link_ptr[link + 1]):
+                e = link_ent[k]
+                j = link_entry[k]
+                if rate[e] > 0.0 and not ctl[j] and (not has_keep or keep[j]):
                     hit[e] = True
-                    break
+    # the refill reads ``data`` at the hit entities' entries only (its unfrozen ones): made
+    # there alone
     data = np.empty(ent_link.shape[0], dtype=np.bool_)
     used = np.zeros(n_links)  # the others' data and every ACK, at these rates
     cap = np.full(n_ent, np.inf)
     for e in range(n_ent):
         cap[e] = min(ent_cap[e], rate[e])
-        for j in range(ent_ptr[e], ent_ptr[e + 1]):
-            kept = not has_keep or keep[j]
-            data[j] = kept and not ctl[j]
-            if kept and (ctl[j] or not hit[e]):
-                used[ent_link[j]] += ent_coef[j] * rate[e]
+        if hit[e]:
+            for j in range(ent_ptr[e], ent_ptr[e + 1]):
+                kept = not has_keep or keep[j]
+                data[j] = kept and not ctl[j]
+                if kept and ctl[j]:
+                    used[ent_link[j] & LINK_MASK] += ent_coef[j] * rate[e]
+        else:
+            for j in range(ent_ptr[e], ent_ptr[e + 1]):
+                if not has_keep or keep[j]:
+                    used[ent_link[j] & LINK_MASK] += ent_coef[j] * rate[e]
     room = np.empty(n_links)
     for link in range(n_links):
         room[link] = max(capacity[link] - used[link], 0.0)
@@ -295,7 +313,7 @@ def fill(
         if rate[e] > 0.0:
             for j in range(ent_ptr[e], ent_ptr[e + 1]):
                 if not has_keep or keep[j]:
-                    load[ent_link[j]] += ent_coef[j] * rate[e]
+                    load[ent_link[j] & LINK_MASK] += ent_coef[j] * rate[e]
     return rate, rounds + rounds2, left, load
 
 

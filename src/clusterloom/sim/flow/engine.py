@@ -686,6 +686,7 @@ def _water_fill(
     rtol: float = RTOL_SATURATED,
     keep_entry: _B | None = None,
     control: _B | None = None,
+    packed: bool = False,
 ) -> _Fill:
     """Progressive filling over the active entities (``A`` as CSR by entity, by link as entry
     indices with their entities), compiled (:mod:`clusterloom.sim.flow._fill`).
@@ -698,10 +699,15 @@ def _water_fill(
     coefficient times the rise, about 1.6% of it at most for a 64-byte ACK per 4,000-byte
     packet); then the data of that link gets what the ACKs leave (ACKs served first): the
     entities whose data crosses it fill once more, capped at their rates (``_fill.fill``),
-    and every link is within capacity with the ACKs counted."""
+    and every link is within capacity with the ACKs counted. ``packed``: ``ent_link`` holds
+    each control entry's flag in bit 30 already (the engine's ``fill_link``)."""
+    if capacity.shape[0] > _fill.LINK_MASK:  # the fill's links keep bit 30 for a flag
+        raise SimInputError(f"{capacity.shape[0]} links: the fill takes at most 2**30")
     keep = np.ones(1, dtype=np.bool_) if keep_entry is None else keep_entry
     has_ctl = control is not None and bool(control.any())
     ctl = np.zeros(1, dtype=np.bool_) if control is None or not has_ctl else control
+    if has_ctl and not packed:  # the fill reads a control entry's flag from its link's bit 30
+        ent_link = np.asarray(ent_link, dtype=np.int64) | (ctl.astype(np.int64) << _fill.CTL_SHIFT)
     rate, rounds, left, load = _fill.fill(
         ent_ptr,
         ent_link,
@@ -1040,7 +1046,9 @@ class _Sim:
         # link of each entry, the entries by link and their entities
         n_entries = self.ent_link.shape[0]
         by = np.int32 if max(n_entries, n_ent, self.n_links) < 2**31 else np.int64
-        self.fill_link = self.ent_link.astype(by)
+        # with each control entry's flag in bit 30 (``_fill.CTL_SHIFT``): the fill reads one
+        # array per entry for both
+        self.fill_link = self.ent_link.astype(by) | (self.ent_ctl.astype(by) << _fill.CTL_SHIFT)
         self.link_entry = np.empty(n_entries, dtype=by)
         self.link_ent = np.empty(n_entries, dtype=by)
         self.link_ptr = _fill.by_link_owner(
@@ -1269,6 +1277,7 @@ class _Sim:
             self.rtol,
             keep,
             self.ent_ctl,
+            packed=True,
         )
         if (self.ent_lossless & active).any():
             self.fill = self._lossless(active, keep)
@@ -1374,7 +1383,7 @@ class _Sim:
         def refill(cap: _F64, ent_cap: _F64, w: _F64) -> _Fill:
             return _water_fill(
                 self.ent_ptr,
-                self.ent_link,
+                self.fill_link,
                 self.ent_coef * w[self.entry_ent],
                 self.link_ptr,
                 self.link_entry,
@@ -1385,6 +1394,7 @@ class _Sim:
                 self.rtol,
                 fill_keep,
                 self.ent_ctl,
+                packed=True,
             )
 
         rate = fill.rate
@@ -1496,6 +1506,7 @@ class _Sim:
                 self.rtol,
                 keep,
                 self.ent_ctl,
+                packed=True,
             )
         self.unit_factor[m.units] = share
         return fill
