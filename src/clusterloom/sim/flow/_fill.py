@@ -246,7 +246,9 @@ def fill(
     capped at 0. ``link_entry`` lists the entries link by link and ``link_ent`` their
     entities (read in that order, so a saturated link's entities are found without a lookup
     per entry); ``keep`` (one flag per entry) is read only when ``has_keep``, ``ctl`` (one
-    flag per entry: a control entry, a load that freezes no one) only when ``has_ctl``.
+    flag per entry: a control entry, a load that freezes no one) only when ``has_ctl``; the
+    same flags must be in bit 30 of ``ent_link`` (:data:`CTL_SHIFT`: the passes over every
+    entry read them there, the links masked by :data:`LINK_MASK`).
 
     With control entries, a link their ACKs took past its capacity (they rose after its data
     froze) has its data served after them: the entities whose data crosses such a link fill
