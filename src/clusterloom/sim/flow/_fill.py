@@ -29,6 +29,11 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+#: The fill's links carry a control entry's flag in bit 30 (``engine``'s ``fill_link``): the
+#: fill reads one array per entry for both, and a link is below 2**30 (``engine`` refuses more).
+CTL_SHIFT = 30
+LINK_MASK = (1 << CTL_SHIFT) - 1
+
 
 @njit(cache=True)
 def _push(keys: Any, vals: Any, size: int, key: float, val: int) -> int:
@@ -105,11 +110,11 @@ def _core(
         if not dead:
             continue
         for j in range(ent_ptr[e], ent_ptr[e + 1]):
-            if (not has_keep or keep[j]) and capacity[ent_link[j]] <= 0.0:
+            if (not has_keep or keep[j]) and capacity[ent_link[j] & LINK_MASK] <= 0.0:
                 unfrozen[e] = False
                 break
     a = np.zeros(n_links)
-    count = np.zeros(n_links, dtype=np.int64)
+    count = np.zeros(n_links, dtype=np.int32)  # unfrozen entries per link: < 2**31 entries
     frozen = np.zeros(n_links)
     left = 0
     for e in range(n_ent):
@@ -117,9 +122,12 @@ def _core(
             left += 1
             for j in range(ent_ptr[e], ent_ptr[e + 1]):
                 if not has_keep or keep[j]:
-                    a[ent_link[j]] += ent_coef[j]
-                    if not has_ctl or not ctl[j]:
-                        count[ent_link[j]] += 1  # data entries: what the link can freeze
+                    x = ent_link[j]
+                    link = x & LINK_MASK
+                    a[link] += ent_coef[j]
+                    # data entries: what the link can freeze (the control flag read from the
+                    # link's bit 30, not a second array)
+                    count[link] += 1 - (has_ctl & (x >> CTL_SHIFT))
     key = np.full(n_links, np.inf)
     keys = np.empty(n_links + 1)  # one entry per link at most (re-queued only when popped)
     vals = np.empty(n_links + 1, dtype=np.int64)
@@ -202,11 +210,11 @@ def _core(
             for j in range(ent_ptr[e], ent_ptr[e + 1]):
                 if has_keep and not keep[j]:
                     continue
-                link = ent_link[j]
+                x = ent_link[j]
+                link = x & LINK_MASK
                 frozen[link] += ent_coef[j] * level
                 a[link] -= ent_coef[j]
-                if not has_ctl or not ctl[j]:
-                    count[link] -= 1
+                count[link] -= 1 - (has_ctl & (x >> CTL_SHIFT))
                 if count[link] == 0:
                     key[link] = np.inf
                 elif np.isfinite(key[link]):
@@ -238,7 +246,9 @@ def fill(
     capped at 0. ``link_entry`` lists the entries link by link and ``link_ent`` their
     entities (read in that order, so a saturated link's entities are found without a lookup
     per entry); ``keep`` (one flag per entry) is read only when ``has_keep``, ``ctl`` (one
-    flag per entry: a control entry, a load that freezes no one) only when ``has_ctl``.
+    flag per entry: a control entry, a load that freezes no one) only when ``has_ctl``; the
+    same flags must be in bit 30 of ``ent_link`` (:data:`CTL_SHIFT`: the passes over every
+    entry read them there, the links masked by :data:`LINK_MASK`).
 
     With control entries, a link their ACKs took past its capacity (they rose after its data
     froze) has its data served after them: the entities whose data crosses such a link fill
@@ -263,23 +273,33 @@ def fill(
             any_over = True
     if not any_over:
         return rate, rounds, left, load
-    hit = np.zeros(n_ent, dtype=np.bool_)  # entities whose data crosses a link over capacity
-    for e in range(n_ent):
-        if rate[e] > 0.0:
-            for j in range(ent_ptr[e], ent_ptr[e + 1]):
-                if not ctl[j] and (not has_keep or keep[j]) and over[ent_link[j]]:
+    # the entities whose data crosses a link over capacity, from those links' lists (the
+    # set a pass over every entity's entries finds)
+    hit = np.zeros(n_ent, dtype=np.bool_)
+    for link in range(n_links):
+        if over[link]:
+            for k in range(link_ptr[link], link_ptr[link + 1]):
+                e = link_ent[k]
+                j = link_entry[k]
+                if rate[e] > 0.0 and not ctl[j] and (not has_keep or keep[j]):
                     hit[e] = True
-                    break
+    # the refill reads ``data`` at the hit entities' entries only (its unfrozen ones): made
+    # there alone
     data = np.empty(ent_link.shape[0], dtype=np.bool_)
     used = np.zeros(n_links)  # the others' data and every ACK, at these rates
     cap = np.full(n_ent, np.inf)
     for e in range(n_ent):
         cap[e] = min(ent_cap[e], rate[e])
-        for j in range(ent_ptr[e], ent_ptr[e + 1]):
-            kept = not has_keep or keep[j]
-            data[j] = kept and not ctl[j]
-            if kept and (ctl[j] or not hit[e]):
-                used[ent_link[j]] += ent_coef[j] * rate[e]
+        if hit[e]:
+            for j in range(ent_ptr[e], ent_ptr[e + 1]):
+                kept = not has_keep or keep[j]
+                data[j] = kept and not ctl[j]
+                if kept and ctl[j]:
+                    used[ent_link[j] & LINK_MASK] += ent_coef[j] * rate[e]
+        else:
+            for j in range(ent_ptr[e], ent_ptr[e + 1]):
+                if not has_keep or keep[j]:
+                    used[ent_link[j] & LINK_MASK] += ent_coef[j] * rate[e]
     room = np.empty(n_links)
     for link in range(n_links):
         room[link] = max(capacity[link] - used[link], 0.0)
@@ -295,7 +315,7 @@ def fill(
         if rate[e] > 0.0:
             for j in range(ent_ptr[e], ent_ptr[e + 1]):
                 if not has_keep or keep[j]:
-                    load[ent_link[j]] += ent_coef[j] * rate[e]
+                    load[ent_link[j] & LINK_MASK] += ent_coef[j] * rate[e]
     return rate, rounds + rounds2, left, load
 
 
@@ -314,6 +334,26 @@ def by_link(links: Any, n_links: int) -> Any:
         order[fill_at[links[j]]] = j
         fill_at[links[j]] += 1
     return ptr, order
+
+
+@njit(cache=True)
+def by_link_owner(links: Any, owner: Any, n_links: int, order: Any, order_owner: Any) -> Any:
+    """:func:`by_link` into the arrays given (``order`` and ``order_owner``, as long as
+    ``links``, e.g. int32 when there are fewer than 2**31 entries: half the bytes the fill
+    reads), with ``owner[order]`` (each entry's entity) in ``order_owner``; returns the CSR
+    pointer per link."""
+    ptr = np.zeros(n_links + 1, dtype=np.int64)
+    for j in range(links.shape[0]):
+        ptr[links[j] + 1] += 1
+    for link in range(n_links):
+        ptr[link + 1] += ptr[link]
+    fill_at = ptr[:-1].copy()
+    for j in range(links.shape[0]):
+        at = fill_at[links[j]]
+        order[at] = j
+        order_owner[at] = owner[j]
+        fill_at[links[j]] = at + 1
+    return ptr
 
 
 @njit(cache=True)
@@ -339,28 +379,26 @@ def compact_rows(paths: Any) -> Any:
 
 
 @njit(cache=True)
-def merge_rows(f: Any, paths: Any, share: Any) -> Any:
-    """The distinct (flow, path) rows of ``f``/``paths`` in the order of their first
-    occurrence, each with the sum of its rows' ``share`` added in row order (what
-    ``np.unique(axis=0)`` with ``np.bincount`` gives, to the bit). An open-addressing table
-    keyed by a hash of the row; rows whose hashes meet are compared in full, so the result
-    is exact whatever the hash. Returns (index of each kept row's first occurrence, summed
-    shares)."""
-    n, width = paths.shape
-    size = 1
-    while size < 2 * n:
-        size *= 2
-    table = np.full(size, -1, dtype=np.int64)  # slot -> position in ``first``
-    first = np.empty(n, dtype=np.int64)
-    total = np.zeros(n, dtype=np.float64)
-    kept = 0
+def _row_hash(f: Any, paths: Any, i: int) -> Any:
+    h = np.uint64(f[i]) * np.uint64(0x9E3779B97F4A7C15)
+    for j in range(paths.shape[1]):
+        h = (h ^ np.uint64(paths[i, j] + 1)) * np.uint64(0x100000001B3)
+        h ^= h >> np.uint64(29)
+    return h
+
+
+@njit(cache=True)
+def _merge_into(
+    f: Any, paths: Any, share: Any, lo: int, hi: int, table: Any, size: int, first: Any,
+    total: Any, kept: int,
+) -> int:  # fmt: skip
+    """Rows ``lo`` to ``hi`` into an open-addressing table of ``size`` slots (a power of
+    two, all -1): each row's first occurrence appended to ``first`` (its share to
+    ``total``), a repeat's share added to its first's, in row order. Returns the count."""
     mask = np.uint64(size - 1)
-    for i in range(n):
-        h = np.uint64(f[i]) * np.uint64(0x9E3779B97F4A7C15)
-        for j in range(width):
-            h = (h ^ np.uint64(paths[i, j] + 1)) * np.uint64(0x100000001B3)
-            h ^= h >> np.uint64(29)
-        slot = h & mask
+    width = paths.shape[1]
+    for i in range(lo, hi):
+        slot = _row_hash(f, paths, i) & mask
         while True:
             at = table[slot]
             if at < 0:
@@ -380,6 +418,58 @@ def merge_rows(f: Any, paths: Any, share: Any) -> Any:
                 total[at] += share[i]
                 break
             slot = (slot + np.uint64(1)) & mask
+    return kept
+
+
+@njit(cache=True)
+def merge_rows(f: Any, paths: Any, share: Any) -> Any:
+    """The distinct (flow, path) rows of ``f``/``paths`` in the order of their first
+    occurrence, each with the sum of its rows' ``share`` added in row order (what
+    ``np.unique(axis=0)`` with ``np.bincount`` gives, to the bit). An open-addressing table
+    keyed by a hash of the row; rows whose hashes meet are compared in full, so the result
+    is exact whatever the hash. When each flow's rows are one run (a sprayer's EVs, flow
+    by flow), one small table per run, reused, since rows of different flows never merge:
+    the same rows in the same order, from a table that stays in cache (a fifth of the
+    time of one table over 2**18 EVs). Returns (index of each kept row's first
+    occurrence, summed shares)."""
+    n = paths.shape[0]
+    first = np.empty(n, dtype=np.int64)
+    total = np.zeros(n, dtype=np.float64)
+    runs = n > 0 and f.min() >= 0
+    if runs:  # is every flow's run its only one?
+        seen = np.zeros(f.max() + 1, dtype=np.bool_)
+        i = 0
+        while i < n and runs:
+            if seen[f[i]]:
+                runs = False
+            seen[f[i]] = True
+            j = i + 1
+            while j < n and f[j] == f[i]:
+                j += 1
+            i = j
+    kept = 0
+    if runs:
+        table = np.full(16, -1, dtype=np.int64)
+        i = 0
+        while i < n:
+            j = i + 1
+            while j < n and f[j] == f[i]:
+                j += 1
+            size = 16
+            while size < 2 * (j - i):
+                size *= 2
+            if table.shape[0] < size:
+                table = np.full(size, -1, dtype=np.int64)
+            else:
+                table[:size] = -1
+            kept = _merge_into(f, paths, share, i, j, table, size, first, total, kept)
+            i = j
+    else:
+        size = 1
+        while size < 2 * n:
+            size *= 2
+        table = np.full(size, -1, dtype=np.int64)  # slot -> position in ``first``
+        kept = _merge_into(f, paths, share, 0, n, table, size, first, total, kept)
     return first[:kept].copy(), total[:kept].copy()
 
 
@@ -485,6 +575,31 @@ def merge_entries_map(
 
 
 @njit(cache=True)
+def _radix_sort(v: Any, n: int, tmp: Any, bucket: Any, bound: int) -> Any:
+    """``v[:n]`` (non-negative, below ``bound``) sorted, by a least-significant-digit radix
+    sort of 8 bits a pass (as many passes as ``bound`` needs; ``tmp`` as long as ``v``,
+    ``bucket`` 257 long): the array it ends in, ``v`` or ``tmp``. The sorted order of
+    distinct values is unique, so this is what ``np.sort`` gives; on the few hundred links
+    of a sprayed flow it takes a third of ``np.sort``'s time."""
+    src = v
+    dst = tmp
+    shift = 0
+    while shift < 63 and (bound - 1) >> shift > 0:
+        bucket[:] = 0
+        for i in range(n):
+            bucket[((src[i] >> shift) & 255) + 1] += 1
+        for b in range(256):
+            bucket[b + 1] += bucket[b]
+        for i in range(n):
+            d = (src[i] >> shift) & 255
+            dst[bucket[d]] = src[i]
+            bucket[d] += 1
+        src, dst = dst, src
+        shift += 8
+    return src
+
+
+@njit(cache=True)
 def _merge(
     order: Any,
     ent_start: Any,
@@ -518,6 +633,8 @@ def _merge(
     slot = np.zeros(n_links, dtype=np.int64)
     put = np.zeros(n_links, dtype=np.int64)
     distinct = np.empty(n_links, dtype=np.int64)
+    spare = np.empty(n_links, dtype=np.int64)
+    bucket = np.empty(257, dtype=np.int64)
     buf = np.empty(0, dtype=np.float64)
     n_out = 0
     n_data = 0
@@ -537,7 +654,7 @@ def _merge(
                     nd += 1
                 count[link] += 1
                 n_e += 1
-        links = np.sort(distinct[:nd])
+        links = _radix_sort(distinct, nd, spare, bucket, n_links)
         if buf.shape[0] < n_e:
             buf = np.empty(max(n_e, 2 * buf.shape[0]), dtype=np.float64)
         off = 0
@@ -708,6 +825,11 @@ def _rebuild(
     units adding to it, in unit order from 0 (an entry no unit adds to is left as it is)."""
     for j in range(a, b):
         lo, hi = eptr[j], eptr[j + 1]
+        if hi - lo == 1:  # most entries (nine in ten of a sprayed flow's): no inner loop
+            acc = 0.0
+            acc += share[eunit[lo]] * (weight[j] if by_entry else eweight[lo])
+            coef[j] = acc
+            continue
         if lo == hi:
             continue
         acc = 0.0
@@ -808,6 +930,18 @@ def avoid_step(
         first = last
     if not changed:
         return False, share
+    return True, _avoid_apply(hot, ue, factor, share, ent_ptr, eptr, eunit, weight, by_entry,
+                              eweight, coef)  # fmt: skip
+
+
+@njit(cache=True)
+def _avoid_apply(
+    hot: Any, ue: Any, factor: Any, share: Any, ent_ptr: Any, eptr: Any, eunit: Any,
+    weight: Any, by_entry: bool, eweight: Any, coef: Any,
+) -> Any:  # fmt: skip
+    """The second half of :func:`avoid_step`: the hot units' shares times ``factor``, every
+    entity's renormalised, the coefficients of those that moved rebuilt; the new shares."""
+    n_units = share.shape[0]
     out = share.copy()
     first = 0
     while first < n_units:
@@ -826,7 +960,64 @@ def avoid_step(
         if moved:
             _rebuild(ent_ptr[e], ent_ptr[e + 1], eptr, eunit, weight, by_entry, eweight, out, coef)
         first = last
-    return True, out
+    return out
+
+
+@njit(cache=True)
+def units_by_link(dptr: Any, dlink: Any, n_links: int) -> Any:
+    """The map units whose data cross each link (CSR: pointer per link, 32-bit map units;
+    a unit once per data entry), for :func:`avoid_step_by_link`."""
+    ptr = np.zeros(n_links + 1, dtype=np.int64)
+    for k in range(dlink.shape[0]):
+        ptr[dlink[k] + 1] += 1
+    for link in range(n_links):
+        ptr[link + 1] += ptr[link]
+    at = ptr[:-1].copy()
+    unit = np.empty(dlink.shape[0], dtype=np.int32)
+    for u in range(dptr.shape[0] - 1):
+        for k in range(dptr[u], dptr[u + 1]):
+            unit[at[dlink[k]]] = u
+            at[dlink[k]] += 1
+    return ptr, unit
+
+
+@njit(cache=True)
+def avoid_step_by_link(
+    load: Any, cap: Any, tol: float, hptr: Any, hunit: Any, ue: Any, on: Any,
+    units_per_ent: Any, factor: Any, share: Any, ent_ptr: Any, eptr: Any, eunit: Any,
+    weight: Any, by_entry: bool, eweight: Any, coef: Any,
+) -> Any:  # fmt: skip
+    """:func:`avoid_step` without black holes (every entry kept), the hot units found from
+    the hot links (``hptr``/``hunit``, :func:`units_by_link`) instead of every unit's data
+    links: the same flags, so the same shares and coefficients to the bit, for the few
+    units on hot links (a fortieth of the data entries at k=32) instead of all of them."""
+    n_units = share.shape[0]
+    hot = np.zeros(n_units, dtype=np.bool_)
+    for j in range(cap.shape[0]):
+        if cap[j] > 0 and load[j] >= cap[j] * (1.0 - tol):
+            for k in range(hptr[j], hptr[j + 1]):
+                u = hunit[k]
+                if on[u]:
+                    hot[u] = True
+    changed = False
+    first = 0
+    while first < n_units:  # one entity at a time: how many of its units are hot
+        e = ue[first]
+        last = first
+        stepped = 0
+        while last < n_units and ue[last] == e:
+            stepped += hot[last]
+            last += 1
+        if stepped and stepped < units_per_ent[e]:
+            changed = True
+        else:
+            for u in range(first, last):
+                hot[u] = False
+        first = last
+    if not changed:
+        return False, share
+    return True, _avoid_apply(hot, ue, factor, share, ent_ptr, eptr, eunit, weight, by_entry,
+                              eweight, coef)  # fmt: skip
 
 
 @njit(cache=True)
@@ -844,3 +1035,22 @@ def repeated_link(ptr: Any, link: Any, n_links: int) -> Any:
         if found >= 0:
             return u, found
     return -1, -1
+
+
+@njit(cache=True)
+def check_entries(ptr: Any, link: Any, weight: Any, n_links: int) -> Any:
+    """The checks of the units' entries in one pass each (``engine._check_units``, without
+    the boolean arrays of every entry): the first entry whose link is out of range (-1:
+    none), then, when all are in range, :func:`repeated_link`, and the first entry whose
+    weight is not finite and >= 0 (-1: none)."""
+    for k in range(link.shape[0]):
+        if link[k] < 0 or link[k] >= n_links:
+            return k, -1, -1, -1
+    twice, twice_link = repeated_link(ptr, link, n_links)
+    bad_weight = -1
+    for k in range(weight.shape[0]):
+        w = weight[k]
+        if not np.isfinite(w) or w < 0:
+            bad_weight = k
+            break
+    return -1, twice, twice_link, bad_weight

@@ -67,16 +67,16 @@ Link-load time series
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import sparse
 
 from clusterloom.errors import ClusterloomError
 from clusterloom.sim.flow import _fill
@@ -129,6 +129,32 @@ _NEVER = int(np.iinfo(np.int64).max)
 _F64 = NDArray[np.float64]
 _I64 = NDArray[np.int64]
 _B = NDArray[np.bool_]
+
+
+@contextlib.contextmanager
+def small_pages() -> Iterator[None]:
+    """numpy's large allocations without its transparent-huge-page hint inside the block.
+
+    numpy marks every allocation of 4 MB or more ``MADV_HUGEPAGE``. Where the kernel's THP
+    ``defrag`` setting is ``madvise`` (a common default), a fault in such a region that finds
+    no free huge page stalls on synchronous reclaim and compaction instead of falling back
+    to small pages (numpy issue 31590). The flow engine's build faults in about 0.8 GB of
+    fresh arrays once per run; on the shared machine of ``bench/RESULTS.md`` the hint cost
+    0.6 s of system time of 1.4 on the k=32 permutation, and dropping it 0.1 s of user time
+    (more TLB misses). Results do not depend on it. The previous setting is restored on
+    exit; without numpy's private toggle (``_set_madvise_hugepage``) nothing changes."""
+    core = getattr(np, "_core", None)
+    toggle: Callable[[bool], bool] | None = getattr(
+        getattr(core, "multiarray", None), "_set_madvise_hugepage", None
+    )
+    if toggle is None:
+        yield
+        return
+    before = toggle(False)
+    try:
+        yield
+    finally:
+        toggle(before)
 
 
 class SimInputError(ClusterloomError, ValueError):
@@ -547,21 +573,22 @@ def _check_units(units: UnitSet, n_flows: int, n_links: int, who: str) -> None:
     def owner(entry: int) -> int:  # the unit of an entry of ``unit_link`` (every unit has one)
         return int(np.searchsorted(units.unit_ptr, entry, side="right")) - 1
 
-    bad = np.flatnonzero((units.unit_link < 0) | (units.unit_link >= n_links))
-    if bad.size:
+    # compiled, one pass over the entries each (no boolean arrays of 15 million entries)
+    out_of_range, twice, link, bad_weight = _fill.check_entries(
+        units.unit_ptr, units.unit_link, units.link_weight, n_links
+    )
+    if out_of_range >= 0:
         raise SimInputError(
-            f"{who} unit {owner(bad[0])}: link {units.unit_link[bad[0]]} out of range "
-            f"(0..{n_links - 1})"
+            f"{who} unit {owner(out_of_range)}: link {units.unit_link[out_of_range]} out of "
+            f"range (0..{n_links - 1})"
         )
-    twice, link = _fill.repeated_link(units.unit_ptr, units.unit_link, n_links)
     if twice >= 0:
         raise SimInputError(f"{who} unit {twice}: link {link} listed twice")
     bad = np.flatnonzero(~np.isfinite(units.unit_share) | (units.unit_share < 0))
     if bad.size:
         raise SimInputError(f"{who} unit {bad[0]}: share {units.unit_share[bad[0]]} invalid")
-    bad = np.flatnonzero(~np.isfinite(units.link_weight) | (units.link_weight < 0))
-    if bad.size:
-        raise SimInputError(f"{who} unit {owner(bad[0])}: link weight invalid")
+    if bad_weight >= 0:
+        raise SimInputError(f"{who} unit {owner(bad_weight)}: link weight invalid")
     bad = np.flatnonzero(np.isnan(units.cap) | (units.cap < 0))
     if bad.size:
         raise SimInputError(f"{who} unit {bad[0]}: cap {units.cap[bad[0]]} invalid")
@@ -648,17 +675,18 @@ class _Fill:
 
 def _water_fill(
     ent_ptr: _I64,
-    ent_link: _I64,
+    ent_link: NDArray[np.signedinteger[Any]],
     ent_coef: _F64,
     link_ptr: _I64,
-    link_entry: _I64,
-    link_ent: _I64,
+    link_entry: NDArray[np.signedinteger[Any]],
+    link_ent: NDArray[np.signedinteger[Any]],
     capacity: _F64,
     ent_cap: _F64,
     active: _B,
     rtol: float = RTOL_SATURATED,
     keep_entry: _B | None = None,
     control: _B | None = None,
+    packed: bool = False,
 ) -> _Fill:
     """Progressive filling over the active entities (``A`` as CSR by entity, by link as entry
     indices with their entities), compiled (:mod:`clusterloom.sim.flow._fill`).
@@ -671,10 +699,15 @@ def _water_fill(
     coefficient times the rise, about 1.6% of it at most for a 64-byte ACK per 4,000-byte
     packet); then the data of that link gets what the ACKs leave (ACKs served first): the
     entities whose data crosses it fill once more, capped at their rates (``_fill.fill``),
-    and every link is within capacity with the ACKs counted."""
+    and every link is within capacity with the ACKs counted. ``packed``: ``ent_link`` holds
+    each control entry's flag in bit 30 already (the engine's ``fill_link``)."""
+    if capacity.shape[0] > _fill.LINK_MASK:  # the fill's links keep bit 30 for a flag
+        raise SimInputError(f"{capacity.shape[0]} links: the fill takes at most 2**30")
     keep = np.ones(1, dtype=np.bool_) if keep_entry is None else keep_entry
     has_ctl = control is not None and bool(control.any())
     ctl = np.zeros(1, dtype=np.bool_) if control is None or not has_ctl else control
+    if has_ctl and not packed:  # the fill reads a control entry's flag from its link's bit 30
+        ent_link = np.asarray(ent_link, dtype=np.int64) | (ctl.astype(np.int64) << _fill.CTL_SHIFT)
     rate, rounds, left, load = _fill.fill(
         ent_ptr,
         ent_link,
@@ -742,6 +775,8 @@ def max_min_fair(coef: Any, capacity: ArrayLike, cap: ArrayLike | None = None) -
     """Max-min fair rates of the entities (columns) of ``coef`` (links x entities, dense or
     scipy.sparse; the load on each link per unit rate) under ``capacity`` and optional
     per-entity ``cap``. Entities crossing a zero-capacity link get 0."""
+    from scipy import sparse  # only here: the event loop does without scipy.sparse
+
     a_t = sparse.csr_matrix(coef).T.tocsr()
     a_t.sum_duplicates()
     a_t.eliminate_zeros()
@@ -784,7 +819,8 @@ class _AvoidMap:
     coefficients summed unit by unit from the transport's split (what a round of avoidance
     rebuilds for a flow whose shares did not move); per map unit ``ent`` its entity and
     ``factor`` what a step multiplies its share by, ``split`` its share in the transport's
-    split; ``units_per_ent``."""
+    split; ``units_per_ent``; per link, CSR ``hptr``, the map units whose data cross it
+    (``hunit``: a round without black holes finds the hot units from the hot links)."""
 
     units: _I64
     dptr: NDArray[np.signedinteger[Any]]
@@ -800,6 +836,8 @@ class _AvoidMap:
     units_per_ent: _I64
     factor: _F64
     split: _F64
+    hptr: _I64
+    hunit: NDArray[np.int32]
 
 
 class _Sim:
@@ -998,13 +1036,24 @@ class _Sim:
                 np.bincount(ue, minlength=n_ent),
                 1.0 - self.ent_avoid[ue],
                 split,
+                *_fill.units_by_link(dptr, dlink, self.n_links),
             )
         self.entry_ent = rows.astype(np.int64, copy=False)
         self.ent_link = cols.astype(np.int64, copy=False)
         self.ent_coef = vals.astype(np.float64, copy=False)
         self.ent_hop = hops.astype(np.int64, copy=False)
-        self.link_ptr, self.link_entry = _fill.by_link(self.ent_link, self.n_links)
-        self.link_ent = self.entry_ent[self.link_entry]
+        # the fill's index arrays, 32-bit when they fit (a tenth off each fill at k=32): the
+        # link of each entry, the entries by link and their entities
+        n_entries = self.ent_link.shape[0]
+        by = np.int32 if max(n_entries, n_ent, self.n_links) < 2**31 else np.int64
+        # with each control entry's flag in bit 30 (``_fill.CTL_SHIFT``): the fill reads one
+        # array per entry for both
+        self.fill_link = self.ent_link.astype(by) | (self.ent_ctl.astype(by) << _fill.CTL_SHIFT)
+        self.link_entry = np.empty(n_entries, dtype=by)
+        self.link_ent = np.empty(n_entries, dtype=by)
+        self.link_ptr = _fill.by_link_owner(
+            self.ent_link, self.entry_ent, self.n_links, self.link_entry, self.link_ent
+        )
 
         with np.errstate(divide="ignore", invalid="ignore"):
             per_unit = np.where(
@@ -1217,7 +1266,7 @@ class _Sim:
         keep = self._black_holes(active)
         self.fill = _water_fill(
             self.ent_ptr,
-            self.ent_link,
+            self.fill_link,
             self.ent_coef,
             self.link_ptr,
             self.link_entry,
@@ -1228,6 +1277,7 @@ class _Sim:
             self.rtol,
             keep,
             self.ent_ctl,
+            packed=True,
         )
         if (self.ent_lossless & active).any():
             self.fill = self._lossless(active, keep)
@@ -1333,7 +1383,7 @@ class _Sim:
         def refill(cap: _F64, ent_cap: _F64, w: _F64) -> _Fill:
             return _water_fill(
                 self.ent_ptr,
-                self.ent_link,
+                self.fill_link,
                 self.ent_coef * w[self.entry_ent],
                 self.link_ptr,
                 self.link_entry,
@@ -1344,6 +1394,7 @@ class _Sim:
                 self.rtol,
                 fill_keep,
                 self.ent_ctl,
+                packed=True,
             )
 
         rate = fill.rate
@@ -1409,34 +1460,42 @@ class _Sim:
         coef = self.avoid_coef  # updated in place by each round, from the split's
         np.copyto(coef, m.coef)
         for _ in range(AVOID_ROUNDS):
-            # compiled (``_fill.avoid_step``): a flow's entries rebuilt when its shares move
-            stepped, share = _fill.avoid_step(
-                fill.load,
-                cap,
-                tol,
-                kept,
-                keep is not None,
-                m.dptr,
-                m.dlink,
-                m.dentry,
-                m.ent,
-                on,
-                m.units_per_ent,
-                m.factor,
-                share,
-                self.ent_ptr,
-                m.eptr,
-                m.eunit,
-                m.weight,
-                m.by_entry,
-                m.eweight,
-                coef,
-            )
+            # compiled (``_fill.avoid_step``): a flow's entries rebuilt when its shares move;
+            # without black holes the hot units are found from the hot links' lists
+            if keep is None:
+                stepped, share = _fill.avoid_step_by_link(
+                    fill.load, cap, tol, m.hptr, m.hunit, m.ent, on, m.units_per_ent,
+                    m.factor, share, self.ent_ptr, m.eptr, m.eunit, m.weight, m.by_entry,
+                    m.eweight, coef,
+                )  # fmt: skip
+            else:
+                stepped, share = _fill.avoid_step(
+                    fill.load,
+                    cap,
+                    tol,
+                    kept,
+                    keep is not None,
+                    m.dptr,
+                    m.dlink,
+                    m.dentry,
+                    m.ent,
+                    on,
+                    m.units_per_ent,
+                    m.factor,
+                    share,
+                    self.ent_ptr,
+                    m.eptr,
+                    m.eunit,
+                    m.weight,
+                    m.by_entry,
+                    m.eweight,
+                    coef,
+                )
             if not stepped:
                 break
             fill = _water_fill(
                 self.ent_ptr,
-                self.ent_link,
+                self.fill_link,
                 coef,
                 self.link_ptr,
                 self.link_entry,
@@ -1447,6 +1506,7 @@ class _Sim:
                 self.rtol,
                 keep,
                 self.ent_ctl,
+                packed=True,
             )
         self.unit_factor[m.units] = share
         return fill
@@ -1616,6 +1676,7 @@ class _Sim:
         )
 
 
+@small_pages()
 def simulate(
     capacity: ArrayLike,
     flows: FlowSet,

@@ -44,6 +44,7 @@ from clusterloom.sim.flow.engine import (
     UnitSet,
     frozen,
     simulate,
+    small_pages,
 )
 from clusterloom.sim.flow.transports import Transport
 from clusterloom.sim.paths import Router, build_router
@@ -61,6 +62,7 @@ def _alive(capacity: NDArray[np.float64]) -> NDArray[np.bool_]:
     return (capacity[0::2] > 0) & (capacity[1::2] > 0)
 
 
+@small_pages()  # the routing's and the engine's arrays (engine.small_pages)
 def run(
     topology: Topology,
     traffic: Traffic,

@@ -97,7 +97,7 @@ def _units(flow: I64, paths: I64, share: NDArray[np.float64]) -> UnitSet:
     # compiled (``_fill.compact_rows``): the CSR of ``paths >= 0`` row by row
     ptr, links = compact_rows(np.ascontiguousarray(paths, dtype=np.int64))
     return UnitSet(
-        unit_flow=frozen(flow.astype(np.int64)),
+        unit_flow=frozen(flow.astype(np.int64, copy=False)),
         unit_ptr=frozen(ptr),
         unit_link=frozen(links),
         unit_share=frozen(share.astype(np.float64)),
@@ -134,8 +134,8 @@ def _merge_same_paths(f: I64, paths: I64, share: F64) -> tuple[I64, I64, F64]:
         np.ascontiguousarray(paths, dtype=np.int64),
         np.ascontiguousarray(share, dtype=np.float64),
     )
-    kept_f: I64 = f[first].astype(np.int64)
-    kept_paths: I64 = paths[first].astype(np.int64)
+    kept_f: I64 = f[first].astype(np.int64, copy=False)  # a gather is a new array already
+    kept_paths: I64 = paths[first].astype(np.int64, copy=False)
     return kept_f, kept_paths, merged
 
 
