@@ -986,8 +986,33 @@ def localise(
         board.add(sus)
     _mis_hashed(fabric, anomalies, {s.target for s in congested}, board)
     _lone_load(fabric, anomalies, load, delay_links, congested, board)
+    _pauses(fabric, anomalies, rates, congested, faulty, board)
     _stragglers(fabric, anomalies, board)
     return Localisation(board.ranked(), anomalies, bool(congested))
+
+
+def _pauses(
+    fabric: OpsFabric,
+    anomalies: Sequence[Anomaly],
+    rates: pa.Table | None,
+    congested: Sequence[Suspect],
+    faulty: set[int],
+    board: _Board,
+) -> None:
+    """PFC pauses followed downstream to the port whose queue sends them
+    (``ops.pauses.pause_chains``); the congestion's switches and links, skewed switches and
+    their favourite uplinks, links down or flapping explain the pauses that meet them."""
+    from clusterloom.ops.pauses import pause_chains
+
+    t = fabric.topology
+    names = fabric.names.device(np.arange(t.n_nodes))
+    skews = [an for an in anomalies if an.signal is Signal.SKEW and an.link is not None]
+    nodes = {int(np.flatnonzero(names == s.target)[0]) for s in congested}
+    nodes |= {int(t.link_src[an.link or 0]) for an in skews}
+    hot = np.flatnonzero(np.isin(t.link_src, list(nodes)) | np.isin(t.link_dst, list(nodes)))
+    stop = set(hot.tolist()) | faulty | {int(an.link or 0) for an in skews}
+    for sus in pause_chains(fabric, anomalies, rates, stop_links=stop, stop_nodes=nodes):
+        board.add(sus)
 
 
 def localise_store(
