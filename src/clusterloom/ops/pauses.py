@@ -38,7 +38,7 @@ split its pauses and may stand out neither); pauses and marks per interval as ex
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -51,7 +51,7 @@ from clusterloom.ops.model import FaultKind, Suspect, SuspectKind
 if TYPE_CHECKING:
     from clusterloom.ops.fabric import OpsFabric
 
-__all__ = ["BASE_CHAIN", "Chain", "pause_chains"]
+__all__ = ["BASE_CHAIN", "Chain", "pause_chains", "pause_suspects"]
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -82,6 +82,10 @@ class Chain:
     link: int
     end: int
     why: str
+    #: the devices sending the pauses along the way (node ids, from the first)
+    nodes: tuple[int, ...] = ()
+    #: the suspect it names (set by :func:`pause_chains`)
+    suspect: Suspect | None = None
 
 
 @dataclass(frozen=True)
@@ -151,13 +155,16 @@ def _follow(
     link, end = int(start.link or 0), int(start.end or 0)
     hops = [start.where]
     seen: set[int] = set()
+    seen_order: list[int] = []
     for _ in range(MAX_HOPS):
         node = int(t.link_dst[link] if end == 0 else t.link_src[link])  # the pausing device
         if node in stop_nodes or node in seen:
             return None
         seen.add(node)
+        seen_order.append(node)
         if int(t.node_role[node]) == 0:  # a host pausing its leaf: its own port is slow
-            return Chain(tuple(hops), link, 1 - end, f"{dev[link, 1 - end]} pauses its feed")
+            why = f"{dev[link, 1 - end]} pauses its feed"
+            return Chain(tuple(hops), link, 1 - end, why, tuple(seen_order))
         cand = _egress(fabric, node, link, down_only=end == 1)
         if cand.size == 0 or np.isin(cand // 2, list(stop_links)).any():
             return None  # a link of the congestion or a broken one explains the pauses
@@ -181,7 +188,7 @@ def _follow(
             f"{m.marks[k]:.2g} ECN per packet, the device's other "
             f"{others.size} egress port(s) at most {others.max(initial=0.0):.2g}"
         )
-        return Chain(tuple(hops), k // 2, k % 2, why)
+        return Chain(tuple(hops), k // 2, k % 2, why, tuple(seen_order))
     return None
 
 
@@ -192,11 +199,12 @@ def pause_chains(
     *,
     stop_links: Iterable[int] = (),
     stop_nodes: Iterable[int] = (),
-) -> list[Suspect]:
-    """The ports that PFC pauses with an onset in the window lead to (module docstring),
-    one suspect per chain end, its evidence the chain. ``stop_links`` (links of the
-    congestion, a skewed switch's favourite uplink, links down or flapping) and
-    ``stop_nodes`` (congested or skewed switches) explain the pauses that meet them."""
+) -> list[Chain]:
+    """The chains from the PFC pauses with an onset in the window to the ports they lead to
+    (module docstring), each with the suspect it names, its evidence the chain.
+    ``stop_links`` (links of the congestion, a skewed switch's favourite uplink, links down
+    or flapping) and ``stop_nodes`` (congested or skewed switches) explain the pauses that
+    meet them."""
     starts = [
         a
         for a in anomalies
@@ -212,8 +220,7 @@ def pause_chains(
         if a.link is not None and a.end is not None and int(a.link) not in stop_l
     }
     t = fabric.topology
-    dev, ifs = fabric.end_names
-    out: list[Suspect] = []
+    out: list[Chain] = []
     spans: dict[tuple[int, int], _Measures] = {}
     for a in starts:
         if int(a.link or 0) in stop_l:
@@ -224,22 +231,53 @@ def pause_chains(
         chain = _follow(fabric, a, flagged, spans[span], stop_l, stop_n)
         if chain is None or chain.link in stop_l:
             continue
-        if int(t.link_tier[chain.link]) == 1:
-            target = f"{dev[chain.link, 0]}:{ifs[chain.link, 0]}"
-            kind, fault = SuspectKind.PORT, FaultKind.SLOW_NIC_PORT
-        else:
-            target, kind, fault = (
-                fabric.link_label(chain.link),
-                SuspectKind.LINK,
-                FaultKind.GRAY_LINK,
-            )
-        evidence = (
-            f"counters: PFC pauses followed downstream from {a.where} ({a.value:.3g}/s from "
-            f"an onset, peers' median {a.baseline:.3g}) through "
-            f"{' > '.join(chain.hops)}: {chain.why}: a port slower than its rate",
-        )
-        conf = BASE_CHAIN * float(-np.expm1(-max(a.score, 0.0)))
-        out.append(
-            Suspect(kind, target, conf, fault, len(chain.hops), 0, a.first_ms, a.last_ms, evidence)
-        )
-    return out
+        out.append(replace(chain, suspect=_suspect(fabric, a, chain)))
+    return _merged(out)
+
+
+def _merged(chains: list[Chain]) -> list[Chain]:
+    """One chain per port it ends at: the strongest (the first: starts are sorted by
+    score), the others' evidence added to its suspect's (several pauses behind one queue
+    are one piece of evidence, not independent ones, so their confidences are not
+    combined)."""
+    by_end: dict[tuple[int, int], Chain] = {}
+    for c in chains:
+        key = (c.link, c.end)
+        if key not in by_end:
+            by_end[key] = c
+            continue
+        old = by_end[key]
+        if old.suspect is not None and c.suspect is not None:
+            sus = replace(old.suspect, evidence=old.suspect.evidence + c.suspect.evidence)
+            by_end[key] = replace(old, nodes=tuple(dict.fromkeys(old.nodes + c.nodes)), suspect=sus)
+    return list(by_end.values())
+
+
+def pause_suspects(
+    fabric: OpsFabric,
+    anomalies: Sequence[Anomaly],
+    rates: pa.Table | None,
+    *,
+    stop_links: Iterable[int] = (),
+    stop_nodes: Iterable[int] = (),
+) -> list[Suspect]:
+    """The suspects of :func:`pause_chains`, one per chain."""
+    chains = pause_chains(fabric, anomalies, rates, stop_links=stop_links, stop_nodes=stop_nodes)
+    return [c.suspect for c in chains if c.suspect is not None]
+
+
+def _suspect(fabric: OpsFabric, a: Anomaly, chain: Chain) -> Suspect:
+    """The port (on a host link, the NIC's) or link a chain ends at, as a suspect."""
+    dev, ifs = fabric.end_names
+    if int(fabric.topology.link_tier[chain.link]) == 1:
+        target = f"{dev[chain.link, 0]}:{ifs[chain.link, 0]}"
+        kind, fault = SuspectKind.PORT, FaultKind.SLOW_NIC_PORT
+    else:
+        target, kind, fault = fabric.link_label(chain.link), SuspectKind.LINK, FaultKind.GRAY_LINK
+    evidence = (
+        f"counters: PFC pauses followed downstream from {a.where} ({a.value:.3g}/s from "
+        f"an onset, peers' median {a.baseline:.3g}) through "
+        f"{' > '.join(chain.hops)}: {chain.why}: a port slower than its rate",
+    )
+    conf = BASE_CHAIN * float(-np.expm1(-max(a.score, 0.0)))
+    return Suspect(kind, target, conf, fault, len(chain.hops), 0, a.first_ms, a.last_ms, evidence)
