@@ -219,3 +219,73 @@ def test_the_packet_evaluation_scores_incidents_and_healthy_windows(k8: OpsFabri
     }
     assert meets_targets(ev) == (ev.scores[0].top1 >= 0.9)
     assert FaultKind.DEAD_EV not in PACKET_KINDS
+
+
+def test_all_traffic_on_one_of_four_uplinks_is_not_a_mis_hash(k8: OpsFabric) -> None:
+    """A 4-uplink spine of ``fat-tree-k8`` sending everything up one uplink: a few flows
+    hashed together (a permutation's 128 flows give a spine about four), not a mis-hash
+    (one short of 100% cannot reach 4 times an even share there). The same on a switch
+    with more uplinks is a skew (``test_ops_detect``, on ``fat-tree-k16``'s 8)."""
+    rates = _rates(k8, {}, {})
+    t = k8.topology
+    spine = int(t.link_dst[np.flatnonzero(t.link_tier == 2)[0]])
+    ups = np.flatnonzero((t.link_src == spine) & (t.link_tier == 3))
+    assert ups.size == 4
+    tx = rates["tx_bps"].to_numpy().copy()
+    link = rates["link"].to_numpy()
+    end = rates["end"].to_numpy()
+    for k, u in enumerate(ups.tolist()):
+        tx[(link == u) & (end == 0)] *= 4.0 if k == 0 else 0.0
+    rates = rates.set_column(rates.schema.get_field_index("tx_bps"), "tx_bps", pa.array(tx))
+    found = counter_anomalies(rates, k8)
+    assert not [a for a in found if a.signal is Signal.SKEW]
+    assert [a for a in found if a.signal is Signal.LOW_RATE]  # the cold uplinks still show
+
+
+@pytest.mark.parametrize(("first", "persistent"), [(0.3, False), (1.0, True)])
+def test_an_onset_inside_the_first_interval_is_no_persistent_state(
+    k8: OpsFabric, first: float, persistent: bool
+) -> None:
+    """A leaf port toward a host marking 1% from part-way through the window's first
+    interval (a third of that interval's packets marked as often) has an onset; marking as
+    much from the start is the state the window began in."""
+    hl = _chain_links(k8)[0]
+    rates = _rates(k8, {}, {(hl, 1): (1e-2, 0)})
+    ecn = rates["ecn_ps"].to_numpy().copy()
+    t0 = rates["ts_ms"].to_numpy() == T0 + 10_000
+    ecn[t0] *= first
+    rates = rates.set_column(rates.schema.get_field_index("ecn_ps"), "ecn_ps", pa.array(ecn))
+    found = [a for a in counter_anomalies(rates, k8) if a.signal is Signal.ECN]
+    assert [(a.link, a.persistent) for a in found] == [(hl, persistent)]
+    assert found[0].first_ms == T0 + 10_000  # flagged from the first interval either way
+
+
+def test_a_switch_paused_because_paused_further_down_is_not_congested(k8: OpsFabric) -> None:
+    """Incident 12 of the packet evaluation's slow NIC ports (seed 0, traffic 2): the cores
+    feeding be-p0-spine0015 receive its pauses and its port toward be-p0-leaf0012 receives
+    the leaf's, so four of its links show load (all of it pauses received) and it was
+    called congested (0.65) above the slow port (0.60). The chain passes through it to
+    the leaf's port toward node00049: the port first, no congestion."""
+    from clusterloom.ops.faults import random_fault
+
+    rng = np.random.default_rng([0, list(FaultKind).index(FaultKind.SLOW_NIC_PORT), 12])
+    fault = random_fault(k8, FaultKind.SLOW_NIC_PORT, rng, duration_ms=60_000)
+    assert fault.target == "node00049:gpu0p0"
+    syn = synthesize(
+        k8,
+        [fault],
+        duration_s=60,
+        interval_s=10,
+        seed=int(rng.integers(2**31)),
+        engine="packet",
+        traffic_seed=2,
+    )
+    loc = localise(
+        k8, rates=counter_rates(syn.counters, k8), probes=syn.probes, collectives=syn.collectives
+    )
+    assert (loc.suspects[0].target, loc.suspects[0].fault) == (
+        "node00049:gpu0p0",
+        FaultKind.SLOW_NIC_PORT,
+    )
+    assert not loc.congestion
+    assert any("be-p0-spine0015:swp1" in e for e in loc.suspects[0].evidence)

@@ -37,7 +37,10 @@ otherwise flag any nonzero count). The thresholds and their reasons:
 - ``skew``: interval by interval, a switch whose busiest uplink carries at least
   :data:`SKEW_MIN_REL` (4) and :data:`SKEW_SHARE` times an even share of its uplink traffic,
   beyond its peer switches' (same tier and plane) median by :data:`Z_SKEW` scales, in at
-  least :data:`MIN_INTERVALS` intervals: a switch hashing most flows to one uplink;
+  least :data:`MIN_INTERVALS` intervals: a switch hashing most flows to one uplink; only a
+  switch with more than :data:`SKEW_MIN_REL` uplinks (with fewer, that multiple is reached
+  only with all traffic on one uplink: a few flows hashed together, as on a 128-host fat
+  tree's 4-uplink spines, not a mis-hash short of 100%);
 - ``hot-switch``: interval by interval, a switch whose links' median utilisation exceeds its
   peers' (same role and plane) by :data:`HOT_SWITCH_REL` times, :data:`Z_SWITCH` scales and
   :data:`HOT_SWITCH_EXCESS` of capacity, in at least :data:`MIN_INTERVALS` intervals: a
@@ -612,7 +615,9 @@ def _skew(
     pu, pg = np.unique(pk, return_inverse=True)
     med, line = _peer_line(pg.astype(np.int64), int(pu.size), rel, Z_SKEW)
     thr = np.maximum(SKEW_SHARE, np.where(np.isinf(line), SKEW_SHARE, line))
-    flag = (count >= 2) & (total > 0) & (rel > thr) & (rel >= SKEW_MIN_REL)
+    # with SKEW_MIN_REL uplinks or fewer, rel reaches it only with everything on one uplink,
+    # which a mis-hash short of 100% never does and a few flows hashed together often do
+    flag = (count > SKEW_MIN_REL) & (total > 0) & (rel > thr) & (rel >= SKEW_MIN_REL)
     nodes, hits, score = _flagged_switches(g_sw, g_t, flag, rel / thr)
     out = []
     for node, h, sc in zip(nodes.tolist(), hits.tolist(), score.tolist(), strict=True):
