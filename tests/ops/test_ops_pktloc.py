@@ -289,3 +289,13 @@ def test_a_switch_paused_because_paused_further_down_is_not_congested(k8: OpsFab
     )
     assert not loc.congestion
     assert any("be-p0-spine0015:swp1" in e for e in loc.suspects[0].evidence)
+
+
+def test_ops_evaluate_refuses_an_unknown_engine() -> None:
+    from typer.testing import CliRunner
+
+    from clusterloom.cli.main import app
+
+    got = CliRunner().invoke(app, ["ops", "evaluate", "fat-tree-k8", "--engine", "bogus"])
+    assert got.exit_code == 2
+    assert "--engine" in got.output

@@ -8,8 +8,11 @@ compactly by ``ops.localise.localise_store``, its rates at ``--resolution``) and
 the ranked suspects with their evidence (``--json`` as JSON). Exit 0 when nothing is to
 repair (no suspect, or only congestion), 1 when a fault is suspected (a finding), 2 bad input.
 ``ops evaluate DESIGN`` localises seeded synthetic incidents of each fault kind and prints
-top-1, top-3, precision and recall per kind; exit 0, or 1 when a kind misses its target
-(top-1 below 90%, or a false culprit ranked first for congestion).
+top-1, top-3, precision and recall per kind (``--engine packet``: the telemetry from the
+packet engine, for the kinds it expresses; ``--traffics N`` permutations cycled;
+``--healthy N`` healthy windows scored; DESIGN also ``fat-tree-k8`` or ``hgx-256-roce``,
+``ops.evaluate.SMALL_DESIGNS``); exit 0, or 1 when a kind misses its target (top-1 below
+90%, a false culprit ranked first for congestion, a fault named in a healthy window).
 """
 
 from __future__ import annotations
