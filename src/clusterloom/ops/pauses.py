@@ -97,23 +97,38 @@ class _Measures:
     marks: F64
 
 
-def _measures(rates: pa.Table, n_links: int, first_ms: int, last_ms: int) -> _Measures:
-    ts = np.asarray(rates["ts_ms"].to_numpy(), dtype=np.int64)
-    rows = np.flatnonzero((ts >= first_ms) & (ts <= last_ms))
-    key = (
-        2 * np.asarray(rates["link"].to_numpy(), dtype=np.int64)[rows]
-        + np.asarray(rates["end"].to_numpy(), dtype=np.int64)[rows]
-    )
+@dataclass(frozen=True)
+class _Columns:
+    """The rates' columns the chains read, once: interface key, time, pauses, marks,
+    packets sent."""
 
-    def col(name: str) -> F64:
-        x = np.asarray(rates[name].to_numpy(zero_copy_only=False), dtype=np.float64)[rows]
-        return np.nan_to_num(x)
+    key: I64
+    ts: I64
+    pfc: F64
+    ecn: F64
+    pps: F64
 
+    @staticmethod
+    def of(rates: pa.Table) -> _Columns:
+        def col(name: str) -> F64:
+            x = np.asarray(rates[name].to_numpy(zero_copy_only=False), dtype=np.float64)
+            return np.nan_to_num(x)
+
+        key = 2 * np.asarray(rates["link"].to_numpy(), dtype=np.int64) + np.asarray(
+            rates["end"].to_numpy(), dtype=np.int64
+        )
+        ts = np.asarray(rates["ts_ms"].to_numpy(), dtype=np.int64)
+        return _Columns(key, ts, col("pfc_ps"), col("ecn_ps"), col("tx_pps"))
+
+
+def _measures(c: _Columns, n_links: int, first_ms: int, last_ms: int) -> _Measures:
+    rows = np.flatnonzero((c.ts >= first_ms) & (c.ts <= last_ms))
+    key = c.key[rows]
     n = 2 * n_links
     count = np.maximum(np.bincount(key, minlength=n), 1)
-    pauses = np.bincount(key, weights=col("pfc_ps"), minlength=n) / count
-    ecn = np.bincount(key, weights=col("ecn_ps"), minlength=n)
-    pps = np.bincount(key, weights=col("tx_pps"), minlength=n)
+    pauses = np.bincount(key, weights=c.pfc[rows], minlength=n) / count
+    ecn = np.bincount(key, weights=c.ecn[rows], minlength=n)
+    pps = np.bincount(key, weights=c.pps[rows], minlength=n)
     with np.errstate(invalid="ignore", divide="ignore"):
         marks = np.where(pps > 0, ecn / pps, 0.0)
     return _Measures(pauses, marks)
@@ -222,12 +237,13 @@ def pause_chains(
     t = fabric.topology
     out: list[Chain] = []
     spans: dict[tuple[int, int], _Measures] = {}
+    cols = _Columns.of(rates)
     for a in starts:
         if int(a.link or 0) in stop_l:
             continue
         span = (a.first_ms, a.last_ms)
         if span not in spans:
-            spans[span] = _measures(rates, int(t.n_links), *span)
+            spans[span] = _measures(cols, int(t.n_links), *span)
         chain = _follow(fabric, a, flagged, spans[span], stop_l, stop_n)
         if chain is None or chain.link in stop_l:
             continue
