@@ -109,6 +109,8 @@ def _case(f: OpsFabric, **over: object) -> pa.Table:
     marks = {(hl, 1): (5e-4, 2)}  # below detect's floor (1e-3): the queue never flagged
     if over.get("start_persistent"):
         pauses[(sc, 1)] = (50.0, 0)
+    if over.get("end_persistent"):
+        marks[(hl, 1)] = (5e-4, 0)
     if over.get("sibling_marks"):
         marks[(sib[0], 1)] = (5e-4, 2)
     if over.get("marks_up_only"):
@@ -143,10 +145,13 @@ def test_pauses_are_followed_down_to_the_port_whose_queue_sends_them(k8: OpsFabr
     assert first.explained == 2  # two interfaces receiving pauses on the way
 
 
-@pytest.mark.parametrize("broken", ["start_persistent", "sibling_marks", "marks_up_only"])
+@pytest.mark.parametrize(
+    "broken", ["start_persistent", "end_persistent", "sibling_marks", "marks_up_only"]
+)
 def test_a_chain_names_nothing_where_nothing_tells_the_port(k8: OpsFabric, broken: str) -> None:
-    """Pauses from the window's start (the fabric's state), two ports marking alike (no
-    port stands out), marks only on an uplink the down-going traffic never takes: no
+    """Pauses from the window's start (the fabric's state), the port's marks from the
+    window's start (a collision's queue, there before the pauses), two ports marking alike
+    (no port stands out), marks only on an uplink the down-going traffic never takes: no
     suspect."""
     loc = localise(k8, rates=_case(k8, **{broken: True}))
     assert loc.suspects == ()

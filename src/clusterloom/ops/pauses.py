@@ -22,7 +22,9 @@ A step at device ``D``, entered over link ``L`` (``D`` the end sending the pause
   an onset), else one whose pauses received over the chain's span stand out among the
   candidates' (:data:`STANDOUT` times the next, and at least :data:`PAUSES_MIN` a second);
 - else the chain ends at the candidate whose ECN marks per packet stand out (the same test,
-  at least :data:`MARKS_MIN`): its queue is the slow one;
+  at least :data:`MARKS_MIN`), unless it marked as much in the window's first interval
+  (``detect.ONSET_SHARE`` of the span's marks: the collisions' queue, there before the
+  pauses' onset): its queue is the slow one;
 - else, or at a congested or skewed switch, a link down or flapping, a link of the
   congestion, the chain names nothing (the load explains the pauses, or nothing tells the
   ports apart).
@@ -45,7 +47,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from clusterloom.ops.detect import Anomaly, Signal
+from clusterloom.ops.detect import ONSET_SHARE, Anomaly, Signal
 from clusterloom.ops.model import FaultKind, Suspect, SuspectKind
 
 if TYPE_CHECKING:
@@ -161,6 +163,7 @@ def _follow(
     start: Anomaly,
     flagged: dict[int, Anomaly],
     m: _Measures,
+    first: _Measures,
     stop_links: set[int],
     stop_nodes: set[int],
 ) -> Chain | None:
@@ -197,6 +200,8 @@ def _follow(
         if i is None:
             return None
         k = int(cand[i])
+        if first.marks[k] >= ONSET_SHARE * m.marks[k]:
+            return None  # marking as much from the window's start: the collisions' queue
         others = np.delete(m.marks[cand], i)
         why = (
             f"its queue at {dev[k // 2, k % 2]}:{ifs[k // 2, k % 2]} marks "
@@ -238,13 +243,15 @@ def pause_chains(
     out: list[Chain] = []
     spans: dict[tuple[int, int], _Measures] = {}
     cols = _Columns.of(rates)
+    t0 = int(cols.ts.min())
+    first = _measures(cols, int(t.n_links), t0, t0)  # the window's first interval
     for a in starts:
         if int(a.link or 0) in stop_l:
             continue
         span = (a.first_ms, a.last_ms)
         if span not in spans:
             spans[span] = _measures(cols, int(t.n_links), *span)
-        chain = _follow(fabric, a, flagged, spans[span], stop_l, stop_n)
+        chain = _follow(fabric, a, flagged, spans[span], first, stop_l, stop_n)
         if chain is None or chain.link in stop_l:
             continue
         out.append(replace(chain, suspect=_suspect(fabric, a, chain)))
