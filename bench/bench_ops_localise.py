@@ -5,6 +5,15 @@ into rates by ``ops.ingest.counter_rates``), localised and scored (``ops.evaluat
 top-3, precision, recall, kind right, false first, silent; with the time taken per kind
 (synthesis included) and the peak memory. A kind's row is printed as soon as it is done.
 
+``--engine packet`` synthesises the telemetry on the packet engine instead (drops, ECN marks
+and PFC pauses simulated: ``synthesize(..., engine="packet")``), for the kinds it expresses
+(``ops.evaluate.PACKET_KINDS``) and ``--healthy`` windows with no fault, cycling
+``--traffics`` permutations so that the detectors meet as many patterns of ECMP collisions.
+Its designs default to two small ones made from the built-in examples, small enough for
+hundreds of incidents (a packet run costs about 1 s of CPU per 100 hosts): ``fat-tree-k8``
+(``fat-tree-k16`` with 8-port switches: 128 hosts, three tiers, 384 links) and
+``hgx-256-roce`` (``hgx-1k-roce`` with 256 GPUs: 32 nodes, scalable units of 32, 8 rails).
+
 ``--scale DESIGN`` instead times ``localise`` alone at scale, on the inputs ``bench_ops.py``'s
 hour hands it: ``--hours`` of 1-minute rates of every interface (a telemetry store's rollup;
 healthy utilisation with noise, one gray link dropping 0.5%) and 10-s probes (every host to
@@ -14,6 +23,8 @@ and the peak memory.
 
     python bench/bench_ops_localise.py [--designs fat-tree-k16,hgx-1k-roce] [--incidents 200]
         [--seed 0] [--kinds gray-link,...]
+    python bench/bench_ops_localise.py --engine packet [--designs fat-tree-k8,hgx-256-roce]
+        [--incidents 100] [--healthy 100] [--traffics 10]
     python bench/bench_ops_localise.py --scale rail-16k [--hours 1]
 """
 
@@ -142,37 +153,58 @@ def _scale(design: str, hours: float) -> None:
 
 
 def main() -> None:
-    from clusterloom.ops.evaluate import evaluate, variant_scores
+    from clusterloom.ops.evaluate import (
+        PACKET_KINDS,
+        SMALL_DESIGNS,
+        evaluate,
+        small_design,
+        variant_scores,
+    )
     from clusterloom.ops.fabric import load_fabric
     from clusterloom.ops.model import FaultKind
 
     parser = argparse.ArgumentParser()
-    parser.add_argument("--designs", default="fat-tree-k16,hgx-1k-roce")
-    parser.add_argument("--incidents", type=int, default=200)
+    parser.add_argument("--engine", choices=("flow", "packet"), default="flow")
+    parser.add_argument("--designs", default=None)
+    parser.add_argument("--incidents", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--kinds", default=",".join(k.value for k in FaultKind))
+    parser.add_argument("--kinds", default=None)
+    parser.add_argument("--healthy", type=int, default=None, help="healthy windows scored")
+    parser.add_argument("--traffics", type=int, default=None, help="permutations cycled")
     parser.add_argument("--scale", default=None, help="time localise alone on this design")
     parser.add_argument("--hours", type=float, default=1.0)
     args = parser.parse_args()
     if args.scale:
         _scale(args.scale, args.hours)
         return
-    kinds = [FaultKind(k) for k in args.kinds.split(",")]
+    packet = args.engine == "packet"
+    designs = args.designs or ("fat-tree-k8,hgx-256-roce" if packet else "fat-tree-k16,hgx-1k-roce")
+    n = args.incidents if args.incidents is not None else (100 if packet else 200)
+    healthy = args.healthy if args.healthy is not None else (100 if packet else 0)
+    traffics = args.traffics if args.traffics is not None else (10 if packet else 1)
+    default_kinds = PACKET_KINDS if packet else tuple(FaultKind)
+    kinds = [FaultKind(k) for k in args.kinds.split(",")] if args.kinds else list(default_kinds)
+    print(f"engine {args.engine}, seed {args.seed}, {traffics} traffic(s) cycled")
     head = (
         f"{'design':<14} {'fault kind':<18} {'n':>4} {'top-1':>6} {'top-3':>6} {'prec':>6} "
         f"{'recall':>6} {'kind':>6} {'false1':>6} {'silent':>6} {'s':>7}"
     )
     print(head)
-    for design in args.designs.split(","):
-        fabric = load_fabric(design)
+    for design in designs.split(","):
+        fabric = small_design(design) if design in SMALL_DESIGNS else load_fabric(design)
         t_design = time.perf_counter()
+        c_design = time.process_time()
         for kind in kinds:
-            ev = evaluate(fabric, [kind], args.incidents, args.seed, design=design)
+            c0 = time.process_time()
+            ev = evaluate(
+                fabric, [kind], n, args.seed, design=design, engine=args.engine, traffics=traffics
+            )
             k = ev.scores[0]
             print(
                 f"{design:<14} {kind.value:<18} {k.incidents:>4} {k.top1:>6.1%} {k.top3:>6.1%} "
                 f"{k.precision:>6.1%} {k.recall:>6.1%} {k.kind_right:>6.1%} "
-                f"{k.false_first:>6.1%} {k.silent:>6.1%} {k.seconds:>7.1f}"
+                f"{k.false_first:>6.1%} {k.silent:>6.1%} {k.seconds:>7.1f} "
+                f"(CPU {time.process_time() - c0:.1f} s)"
             )
             for _, variant, v in variant_scores(ev):
                 print(
@@ -181,10 +213,31 @@ def main() -> None:
                     f"{v.kind_right:>6.1%} {v.false_first:>6.1%} {v.silent:>6.1%} "
                     f"{v.seconds:>7.1f}"
                 )
+            for o in ev.outcomes:
+                if o.rank != 0:
+                    print(
+                        f"{'':<14}   miss {o.kind.value} {o.variant} #{o.index}: truth "
+                        f"{o.truth}, culprit at {o.rank}, first {o.first_fault} {o.first}"
+                    )
             sys.stdout.flush()
+        if healthy:
+            c0 = time.process_time()
+            ev = evaluate(
+                fabric, [], 0, args.seed, engine=args.engine, traffics=traffics, healthy=healthy
+            )
+            h = ev.healthy
+            assert h is not None
+            print(
+                f"{design:<14} {'healthy':<18} {h.incidents:>4} fault named first {h.named:.1%}, "
+                f"congestion called {h.congestion:.1%}, nothing suspected {h.silent:.1%} "
+                f"{h.seconds:>7.1f} (CPU {time.process_time() - c0:.1f} s)"
+            )
+            for f in h.firsts:
+                print(f"{'':<14}   false alarm {f}")
         print(
-            f"{design}: {time.perf_counter() - t_design:.0f} s for {len(kinds)} kinds x "
-            f"{args.incidents} incidents, peak RSS {_rss_mb():,.0f} MB"
+            f"{design}: {time.perf_counter() - t_design:.0f} s wall, "
+            f"{time.process_time() - c_design:.0f} s CPU for {len(kinds)} kinds x "
+            f"{n} incidents, peak RSS {_rss_mb():,.0f} MB"
         )
         sys.stdout.flush()
 

@@ -8,8 +8,11 @@ compactly by ``ops.localise.localise_store``, its rates at ``--resolution``) and
 the ranked suspects with their evidence (``--json`` as JSON). Exit 0 when nothing is to
 repair (no suspect, or only congestion), 1 when a fault is suspected (a finding), 2 bad input.
 ``ops evaluate DESIGN`` localises seeded synthetic incidents of each fault kind and prints
-top-1, top-3, precision and recall per kind; exit 0, or 1 when a kind misses its target
-(top-1 below 90%, or a false culprit ranked first for congestion).
+top-1, top-3, precision and recall per kind (``--engine packet``: the telemetry from the
+packet engine, for the kinds it expresses; ``--traffics N`` permutations cycled;
+``--healthy N`` healthy windows scored; DESIGN also ``fat-tree-k8`` or ``hgx-256-roce``,
+``ops.evaluate.SMALL_DESIGNS``); exit 0, or 1 when a kind misses its target (top-1 below
+90%, a false culprit ranked first for congestion, a fault named in a healthy window).
 """
 
 from __future__ import annotations
@@ -169,7 +172,8 @@ def _print_evaluation(out: Console, ev: Evaluation) -> None:
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
         pad_edge=False,
-        title=f"{ev.design}: {ev.incidents_per_kind} incidents per kind, seed {ev.seed}",
+        title=f"{ev.design}: {ev.incidents_per_kind} incidents per kind, seed {ev.seed}, "
+        f"{ev.engine} engine",
     )
     for heading in ("fault kind", "n", "top1", "top3", "prec", "rec", "kind", "false"):
         table.add_column(
@@ -197,6 +201,12 @@ def _print_evaluation(out: Console, ev: Evaluation) -> None:
             f"{k.seconds / max(k.incidents, 1):.1f}",
         )
     out.print(table)
+    if ev.healthy is not None:
+        h = ev.healthy
+        out.print(
+            f"healthy: {h.incidents} windows, a fault named first in {h.named:.0%}, "
+            f"congestion called in {h.congestion:.0%}, nothing suspected in {h.silent:.0%}"
+        )
 
 
 def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out: Console) -> None:
@@ -258,19 +268,35 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
             str | None,
             typer.Option(help="fault kinds, comma-separated [default: every kind]"),
         ] = None,
+        engine: Annotated[
+            str, typer.Option(help="the engine synthesising the telemetry: flow or packet")
+        ] = "flow",
+        traffics: Annotated[
+            int, typer.Option(min=1, help="permutations cycled over the incidents")
+        ] = 1,
+        healthy: Annotated[int, typer.Option(min=0, help="healthy windows scored too")] = 0,
         as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     ) -> None:
-        """Localise seeded synthetic single-fault incidents and score the answers."""
+        """Localise seeded synthetic single-fault incidents and score the answers
+        (DESIGN may also be fat-tree-k8 or hgx-256-roce, small ones for --engine packet)."""
 
         def run() -> int:
             from clusterloom.errors import Problem, SpecError
+            from clusterloom.ops.evaluate import (
+                PACKET_KINDS,
+                SMALL_DESIGNS,
+                evaluation_dict,
+                meets_targets,
+                small_design,
+            )
             from clusterloom.ops.evaluate import evaluate as do_evaluate
-            from clusterloom.ops.evaluate import evaluation_dict, meets_targets
             from clusterloom.ops.fabric import load_fabric
             from clusterloom.ops.model import FaultKind
 
-            fabric = load_fabric(design)
-            chosen = list(FaultKind)
+            if engine not in ("flow", "packet"):
+                raise SpecError([Problem("--engine", f"unknown '{engine}'; use flow or packet")])
+            fabric = small_design(design) if design in SMALL_DESIGNS else load_fabric(design)
+            chosen = list(PACKET_KINDS if engine == "packet" else FaultKind)
             if kinds is not None:
                 try:
                     chosen = [FaultKind(k.strip()) for k in kinds.split(",") if k.strip()]
@@ -278,7 +304,16 @@ def register(group: typer.Typer, guard: Callable[[Callable[[], Any]], Any], out:
                     raise SpecError(
                         [Problem("--kinds", f"{exc}; one of {', '.join(map(str, FaultKind))}")]
                     ) from exc
-            ev = do_evaluate(fabric, chosen, incidents, seed, design=design)
+            ev = do_evaluate(
+                fabric,
+                chosen,
+                incidents,
+                seed,
+                design=design,
+                engine=engine,
+                traffics=traffics,
+                healthy=healthy,
+            )
             if as_json:
                 out.print_json(json.dumps(evaluation_dict(ev)))
             else:

@@ -37,7 +37,10 @@ otherwise flag any nonzero count). The thresholds and their reasons:
 - ``skew``: interval by interval, a switch whose busiest uplink carries at least
   :data:`SKEW_MIN_REL` (4) and :data:`SKEW_SHARE` times an even share of its uplink traffic,
   beyond its peer switches' (same tier and plane) median by :data:`Z_SKEW` scales, in at
-  least :data:`MIN_INTERVALS` intervals: a switch hashing most flows to one uplink;
+  least :data:`MIN_INTERVALS` intervals: a switch hashing most flows to one uplink; only a
+  switch with more than :data:`SKEW_MIN_REL` uplinks (with fewer, that multiple is reached
+  only with all traffic on one uplink: a few flows hashed together, as on a 128-host fat
+  tree's 4-uplink spines, not a mis-hash short of 100%);
 - ``hot-switch``: interval by interval, a switch whose links' median utilisation exceeds its
   peers' (same role and plane) by :data:`HOT_SWITCH_REL` times, :data:`Z_SWITCH` scales and
   :data:`HOT_SWITCH_EXCESS` of capacity, in at least :data:`MIN_INTERVALS` intervals: a
@@ -143,8 +146,9 @@ class Signal(StrEnum):
     SPEED = "speed"
 
 
-#: emit(signal, flagged interfaces, value, threshold, baseline, flagged rows, unit)
-Emit = Callable[[Signal, B, F64, F64, F64, B, str], None]
+#: emit(signal, flagged interfaces, value, threshold, baseline, flagged rows, unit[, the
+#: rows' strength: the measure per row, larger is stronger, for the onset test])
+Emit = Callable[..., None]
 
 #: the columns of a rates table (``RATE_SCHEMA``) the detectors read; a table may hold only
 #: these (``speed_bps`` may be left out too: no speed exported)
@@ -387,9 +391,11 @@ def counter_anomalies(rates: pa.Table, fabric: OpsFabric) -> tuple[Anomaly, ...]
         baseline: F64,
         rows: NDArray[np.bool_],
         unit: str,
+        strength: F64 | None = None,
     ) -> None:
         first, last, count = _span(iface, rows)
         window_start = int(iface.ts.min())
+        onset = _onset(iface, rows, strength, window_start) if strength is not None else None
         for k in np.flatnonzero(flag).tolist():
             f, la = int(first[k]), int(last[k])
             if la < 0:  # flagged on the mean but no single row beyond: the window's span
@@ -409,7 +415,7 @@ def counter_anomalies(rates: pa.Table, fabric: OpsFabric) -> tuple[Anomaly, ...]
                     int(uend[k]),
                     str(dev[ulink[k], uend[k]]),
                     unit,
-                    f == window_start,
+                    f == window_start and (onset is None or not onset[k]),
                 )
             )
 
@@ -434,13 +440,14 @@ def counter_anomalies(rates: pa.Table, fabric: OpsFabric) -> tuple[Anomaly, ...]
             thr = np.where(normal, np.maximum(thr, line), thr)
             med = np.where(normal, m_med, med)
             flag &= np.nan_to_num(mean) > thr
-        emit(signal, flag, mean, thr, med, np.nan_to_num(row) > floor, unit)
+        emit(signal, flag, mean, thr, med, np.nan_to_num(row) > floor, unit, np.nan_to_num(row))
 
     # utilisation: hot and low-rate
     util_row = tx_bps / cap[iface.inv]
     util = _mean_per(iface, util_row)
     flag, thr, med = _flag_high(peer, n_peer, util, HOT_UTIL)
-    emit(Signal.HOT, flag, util, thr, med, np.nan_to_num(util_row) > HOT_UTIL, "utilisation")
+    hot_rows = np.nan_to_num(util_row) > HOT_UTIL
+    emit(Signal.HOT, flag, util, thr, med, hot_rows, "utilisation", np.nan_to_num(util_row))
     _low_rate(iface, peer, n_peer, util, util_row, emit)
 
     # link state
@@ -472,6 +479,23 @@ def counter_anomalies(rates: pa.Table, fabric: OpsFabric) -> tuple[Anomaly, ...]
     return tuple(sorted(out, key=lambda a: (-a.score, a.signal, a.where)))
 
 
+def _onset(iface: _Iface, rows: B, strength: F64, window_start: int) -> B:
+    """Per interface: whether its flagged rows have an onset inside the window although the
+    first is in the window's first interval: that interval's ``strength`` below
+    :data:`ONSET_SHARE` of the median over its flagged rows (a fault starting part-way
+    through the first interval shows there at part of its strength), as the switch-level
+    signals judge it (``_persistent``)."""
+    out = np.zeros(iface.n, dtype=bool)
+    if not rows.any():
+        return out
+    x = np.where(rows, strength, np.nan)
+    k = np.flatnonzero(rows)
+    med = group_median(iface.inv[k], x[k], iface.n)
+    at0 = np.flatnonzero(rows & (iface.ts == window_start))
+    out[iface.inv[at0]] = x[at0] < ONSET_SHARE * med[iface.inv[at0]]
+    return out
+
+
 def _low_rate(iface: _Iface, peer: I64, n_peer: int, util: F64, util_row: F64, emit: Emit) -> None:
     """Interfaces transmitting below :data:`LOW_RATE_RATIO` of their busy peers' median."""
     good = ~np.isnan(util)
@@ -495,6 +519,7 @@ def _low_rate(iface: _Iface, peer: I64, n_peer: int, util: F64, util_row: F64, e
         1.0 / np.maximum(np.nan_to_num(m), 1e-12),
         rows,
         "1/utilisation",
+        1.0 / np.maximum(np.nan_to_num(util_row, nan=1.0), 1e-12),
     )
 
 
@@ -590,7 +615,9 @@ def _skew(
     pu, pg = np.unique(pk, return_inverse=True)
     med, line = _peer_line(pg.astype(np.int64), int(pu.size), rel, Z_SKEW)
     thr = np.maximum(SKEW_SHARE, np.where(np.isinf(line), SKEW_SHARE, line))
-    flag = (count >= 2) & (total > 0) & (rel > thr) & (rel >= SKEW_MIN_REL)
+    # with SKEW_MIN_REL uplinks or fewer, rel reaches it only with everything on one uplink,
+    # which a mis-hash short of 100% never does and a few flows hashed together often do
+    flag = (count > SKEW_MIN_REL) & (total > 0) & (rel > thr) & (rel >= SKEW_MIN_REL)
     nodes, hits, score = _flagged_switches(g_sw, g_t, flag, rel / thr)
     out = []
     for node, h, sc in zip(nodes.tolist(), hits.tolist(), score.tolist(), strict=True):

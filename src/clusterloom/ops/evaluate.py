@@ -22,12 +22,13 @@ a dead switch's EV is not enough); for a congested spine a
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from clusterloom.errors import Problem, SpecError
 from clusterloom.ops.model import Fault, FaultKind, Suspect, SuspectKind
 
 if TYPE_CHECKING:
@@ -35,15 +36,19 @@ if TYPE_CHECKING:
     from clusterloom.ops.synth import Synthetic
 
 __all__ = [
+    "PACKET_KINDS",
     "RATE_HIDDEN",
+    "SMALL_DESIGNS",
     "TOP1_TARGET",
     "Evaluation",
+    "HealthyScore",
     "KindScore",
     "Outcome",
     "evaluate",
     "evaluation_dict",
     "matches",
     "meets_targets",
+    "small_design",
     "variant_scores",
 ]
 
@@ -55,6 +60,55 @@ RATE_HIDDEN = "rate-hidden"
 #: the incidents' telemetry: window and interval
 DURATION_S = 60.0
 INTERVAL_S = 10.0
+#: the fault kinds the packet engine expresses (``ops synth --engine packet``): the others
+#: (a dead EV, a mis-hashed switch, a straggler) leave its counters as the healthy fabric's
+PACKET_KINDS: tuple[FaultKind, ...] = (
+    FaultKind.GRAY_LINK,
+    FaultKind.FLAPPING_LINK,
+    FaultKind.DEAD_LINK,
+    FaultKind.SLOW_NIC_PORT,
+    FaultKind.CONGESTED_SPINE,
+)
+
+#: small designs made from built-in examples, for the packet engine's evaluation (hundreds
+#: of incidents: a packet run costs about a second of CPU per hundred hosts): name ->
+#: (example, the edits of its text)
+SMALL_DESIGNS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
+    # 8-port switches: 128 hosts, 3 tiers, 384 links
+    "fat-tree-k8": (
+        "fat-tree-k16",
+        (
+            ("accelerators: 1024", "accelerators: 128"),
+            ("ports: 16,", "ports: 8,"),
+            ("name: fat-tree-k16", "name: fat-tree-k8"),
+        ),
+    ),
+    # 32 nodes of 8 GPUs, one scalable unit of 32: 256 hosts on 8 rails, 2 tiers, 512 links
+    "hgx-256-roce": (
+        "hgx-1k-roce",
+        (
+            ("accelerators: 1024", "accelerators: 256"),
+            ("scalable_unit_nodes: 64", "scalable_unit_nodes: 32"),
+            ("name: hgx-1k-roce", "name: hgx-256-roce"),
+        ),
+    ),
+}
+
+
+def small_design(name: str) -> OpsFabric:
+    """The fabric of one of :data:`SMALL_DESIGNS`: its example's text edited, then read
+    through the spec's parser and checks as any spec."""
+    from clusterloom.examples import example_text
+    from clusterloom.ops.fabric import ops_fabric
+    from clusterloom.spec import parse_spec
+
+    base, edits = SMALL_DESIGNS[name]
+    text = example_text(base)
+    for old, new in edits:
+        if old not in text:  # the example changed under the edit
+            raise SpecError([Problem(name, f"example {base} no longer holds '{old}'")])
+        text = text.replace(old, new)
+    return ops_fabric(parse_spec(text, source=f"example {base}, made smaller: {name}"))
 
 
 @dataclass(frozen=True)
@@ -90,17 +144,33 @@ class KindScore:
 
 
 @dataclass(frozen=True)
+class HealthyScore:
+    """Windows with no fault: the share naming a fault first (``named``: a false alarm),
+    calling congestion (the traffic's own load; nothing to repair), suspecting nothing
+    (``silent``: the right answer), the first suspects of the false alarms."""
+
+    incidents: int
+    named: float
+    congestion: float
+    silent: float
+    seconds: float
+    firsts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Evaluation:
     design: str
     seed: int
     incidents_per_kind: int
     scores: tuple[KindScore, ...]
     outcomes: tuple[Outcome, ...]
+    #: the engine that synthesised the telemetry (``flow`` or ``packet``)
+    engine: str = "flow"
+    #: the healthy windows' score, when some were asked for
+    healthy: HealthyScore | None = None
 
 
 def _same_link(fabric: OpsFabric, a: str, b: str) -> bool:
-    from clusterloom.errors import SpecError
-
     try:
         return fabric.link_of_label(a) == fabric.link_of_label(b)
     except SpecError:
@@ -127,8 +197,6 @@ def matches(fabric: OpsFabric, truth: Fault, s: Suspect) -> bool:
 
 def _nic_end(fabric: OpsFabric, label: str) -> str | None:
     """The NIC port at the lower end of a host link (None for a link between switches)."""
-    from clusterloom.errors import SpecError
-
     try:
         link = fabric.link_of_label(label)
     except SpecError:
@@ -152,14 +220,42 @@ def evaluate(
     design: str = "",
     duration_s: float = DURATION_S,
     interval_s: float = INTERVAL_S,
+    engine: str = "flow",
+    traffics: int = 1,
+    healthy: int = 0,
 ) -> Evaluation:
     """Localise ``incidents_per_kind`` seeded single-fault incidents of each kind and score
-    them. Incident ``i`` of kind number ``k`` draws from ``default_rng([seed, k, i])``."""
+    them. Incident ``i`` of kind number ``k`` draws from ``default_rng([seed, k, i])``.
+
+    ``engine`` synthesises the telemetry (``"packet"``: drops, ECN marks and PFC pauses from
+    the packet engine, ``ops.synth``'s limits). ``traffics`` distinct traffics (permutations:
+    ``traffic_seed`` ``i % traffics``) are cycled over the incidents, so the detectors meet
+    as many patterns of ECMP collisions rather than one (1, the default: every incident on
+    traffic seed 0, as before). ``healthy`` windows with no fault (window ``i`` seeded by
+    ``[seed, len(FaultKind), i]``, on traffic ``i % traffics``) are scored too
+    (:class:`HealthyScore`)."""
     from clusterloom.ops.faults import random_fault
     from clusterloom.ops.synth import synthesize
 
+    if traffics < 1 or healthy < 0 or incidents_per_kind < 0:
+        raise SpecError(
+            [Problem("evaluate", "traffics must be at least 1, incidents and healthy at least 0")]
+        )
     order = list(FaultKind)
     outcomes: list[Outcome] = []
+
+    def synth(faults: list[Fault], seed_i: int, i: int, *, shown: bool = True) -> Synthetic:
+        return synthesize(
+            fabric,
+            faults,
+            duration_s=duration_s,
+            interval_s=interval_s,
+            seed=seed_i,
+            engine=engine,
+            traffic_seed=i % traffics,
+            speed_shows_rate_cut=shown,
+        )
+
     for kind in kinds:
         kn = order.index(kind)
         for i in range(incidents_per_kind):
@@ -167,26 +263,48 @@ def evaluate(
             rng = np.random.default_rng([seed, kn, i])
             fault = random_fault(fabric, kind, rng, duration_ms=int(duration_s * 1000))
             seed_i = int(rng.integers(2**31))
-            syn = synthesize(
-                fabric, [fault], duration_s=duration_s, interval_s=interval_s, seed=seed_i
-            )
+            syn = synth([fault], seed_i, i)
             truth = syn.truth[0] if syn.truth else fault
             outcomes.append(_outcome(fabric, kind, i, syn, truth, t0, _variant(truth)))
             if _variant(truth) == "rate":  # the same incident with the cut not in the speed
                 t0 = time.perf_counter()
-                hidden = synthesize(
-                    fabric,
-                    [fault],
-                    duration_s=duration_s,
-                    interval_s=interval_s,
-                    seed=seed_i,
-                    speed_shows_rate_cut=False,
-                )
+                hidden = synth([fault], seed_i, i, shown=False)
                 outcomes.append(_outcome(fabric, kind, i, hidden, truth, t0, RATE_HIDDEN))
     scores = tuple(
         _score(k, [o for o in outcomes if o.kind is k and o.variant != RATE_HIDDEN]) for k in kinds
     )
-    return Evaluation(design, seed, incidents_per_kind, scores, tuple(outcomes))
+    calm = None
+    if healthy:
+        calm = _healthy(fabric, healthy, seed, len(order), synth)
+    return Evaluation(design, seed, incidents_per_kind, scores, tuple(outcomes), engine, calm)
+
+
+def _healthy(
+    fabric: OpsFabric,
+    n: int,
+    seed: int,
+    stream: int,
+    synth: Callable[[list[Fault], int, int], Synthetic],
+) -> HealthyScore:
+    """Localise ``n`` healthy windows: what is named first, if anything."""
+    from clusterloom.ops.ingest import counter_rates
+    from clusterloom.ops.localise import localise
+
+    named, congestion, silent, seconds = 0, 0, 0, 0.0
+    firsts: list[str] = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        rng = np.random.default_rng([seed, stream, i])
+        syn = synth([], int(rng.integers(2**31)), i)
+        rates = counter_rates(syn.counters, fabric)
+        loc = localise(fabric, rates=rates, probes=syn.probes, collectives=syn.collectives)
+        congestion += loc.congestion
+        silent += not loc.suspects
+        if loc.suspects and _is_fault(loc.suspects[0]):
+            named += 1
+            firsts.append(f"{i}: {loc.suspects[0].fault} {loc.suspects[0].target}")
+        seconds += time.perf_counter() - t0
+    return HealthyScore(n, named / n, congestion / n, silent / n, seconds, tuple(firsts))
 
 
 def _outcome(
@@ -255,19 +373,22 @@ def _score(kind: FaultKind, got: Sequence[Outcome]) -> KindScore:
 
 
 def meets_targets(ev: Evaluation) -> bool:
-    """Top-1 at least :data:`TOP1_TARGET` per kind; no false culprit first for congestion."""
+    """Top-1 at least :data:`TOP1_TARGET` per kind; no false culprit first for congestion;
+    no fault named first in a healthy window (when healthy windows were scored)."""
     for k in ev.scores:
         if k.top1 < TOP1_TARGET:
             return False
         if k.kind is FaultKind.CONGESTED_SPINE and k.false_first > 0:
             return False
-    return True
+    return ev.healthy is None or ev.healthy.named == 0.0
 
 
 def evaluation_dict(ev: Evaluation) -> dict[str, object]:
     """An evaluation as JSON-ready data."""
+    calm = ev.healthy
     return {
         "design": ev.design,
+        "engine": ev.engine,
         "seed": ev.seed,
         "incidents_per_kind": ev.incidents_per_kind,
         "scores": [
@@ -299,4 +420,13 @@ def evaluation_dict(ev: Evaluation) -> dict[str, object]:
             for o in ev.outcomes
             if o.rank != 0
         ],
+        "healthy": None
+        if calm is None
+        else {
+            "incidents": calm.incidents,
+            "named": calm.named,
+            "congestion": calm.congestion,
+            "silent": calm.silent,
+            "false_alarms": list(calm.firsts),
+        },
     }

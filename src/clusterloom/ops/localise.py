@@ -982,12 +982,68 @@ def localise(
         for e in np.flatnonzero(tomo.delay > DELAY_MIN_US).tolist():
             delay_links[e // 2] = max(delay_links.get(e // 2, 0.0), float(tomo.delay[e]))
     congested = _congestion(fabric, anomalies, load, delay_links)
+    congested = _pauses(fabric, anomalies, rates, load, congested, faulty, board)
     for sus in congested:
         board.add(sus)
     _mis_hashed(fabric, anomalies, {s.target for s in congested}, board)
     _lone_load(fabric, anomalies, load, delay_links, congested, board)
     _stragglers(fabric, anomalies, board)
     return Localisation(board.ranked(), anomalies, bool(congested))
+
+
+def _pauses(
+    fabric: OpsFabric,
+    anomalies: Sequence[Anomaly],
+    rates: pa.Table | None,
+    load: dict[int, list[Anomaly]],
+    congested: list[Suspect],
+    faulty: set[int],
+    board: _Board,
+) -> list[Suspect]:
+    """PFC pauses followed downstream to the port whose queue sends them
+    (``ops.pauses.pause_chains``), each chain's port a suspect; the congestion kept.
+
+    A congested switch (a ``hot-switch``), a skewed one and its favourite uplink, links down
+    or flapping explain the pauses that meet them. A switch called congested only for the
+    load signals on its links (no ``hot-switch``) that are all pauses received, and that a
+    chain passes through (pausing its feeds because it is paused itself, further down), is
+    not congested: the chain explains its pauses. Any congestion left stops the chains
+    again."""
+    from clusterloom.ops.pauses import pause_chains
+
+    t = fabric.topology
+    names = fabric.names.device(np.arange(t.n_nodes))
+    hot_names = {an.where for an in anomalies if an.signal is Signal.HOT_SWITCH}
+    skews = [an for an in anomalies if an.signal is Signal.SKEW and an.link is not None]
+    skewed = {int(t.link_src[an.link or 0]) for an in skews}
+    fav = {int(an.link or 0) for an in skews}
+
+    def stops(kept: Sequence[Suspect]) -> tuple[set[int], set[int]]:
+        nodes = {int(np.flatnonzero(names == s.target)[0]) for s in kept} | skewed
+        at = np.isin(t.link_src, list(nodes)) | np.isin(t.link_dst, list(nodes))
+        return set(np.flatnonzero(at).tolist()) | faulty | fav, nodes
+
+    firm = [s for s in congested if s.target in hot_names]
+    links, nodes = stops(firm)
+    chains = pause_chains(fabric, anomalies, rates, stop_links=links, stop_nodes=nodes)
+    through = {int(n) for c in chains for n in c.nodes}
+    kept = list(firm)
+    for s in congested:
+        if s.target in hot_names:
+            continue
+        node = int(np.flatnonzero(names == s.target)[0])
+        mine = np.flatnonzero((t.link_src == node) | (t.link_dst == node)).tolist()
+        signals = {an.signal for k in mine for an in load.get(k, [])}
+        if node in through and signals <= {Signal.PFC}:
+            continue  # paused because paused further down: the chain's port explains it
+        kept.append(s)
+    if len(kept) > len(firm):  # congestion left: its switches stop the chains too
+        links, nodes = stops(kept)
+        chains = pause_chains(fabric, anomalies, rates, stop_links=links, stop_nodes=nodes)
+    for c in chains:
+        if c.suspect is not None:
+            board.add(c.suspect)
+    return kept
 
 
 def localise_store(
