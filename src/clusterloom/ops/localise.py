@@ -1232,8 +1232,16 @@ def _stragglers(fabric: OpsFabric, anomalies: Sequence[Anomaly], board: _Board) 
     ]
     most = max((a.baseline for a in longer), default=0.0)
     longer = [a for a in longer if a.baseline >= 0.5 * most]
+    # ranks slower to communicate from the window's first step, more than a slow port slows
+    # (its rank and its peer's): the job's own traffic colliding on the fabric (ECMP), not a
+    # fault of theirs (a healthy packet window of fat-tree-k8 slowed several ranks so, the
+    # same in every step); each is left out
+    collided = [
+        a for a in anomalies if a.signal is Signal.STRAGGLER and a.baseline > 0 and a.persistent
+    ]
+    skip = set(map(id, collided)) if len(collided) > 2 else set()
     for an in anomalies:
-        if an.signal is not Signal.STRAGGLER:
+        if an.signal is not Signal.STRAGGLER or id(an) in skip:
             continue
         conf = _conf(an.score, BASE_STRAGGLER, an.persistent)
         evidence: tuple[str, ...] = (f"collectives: {an.note}",)
