@@ -296,3 +296,27 @@ def packet_figures(r: Any) -> tuple[object, ...]:
         r.data_bytes_delivered,
         r.unfinished,
     )
+
+
+def ack_case_units(ack_weight: float) -> Any:
+    """The flow engine's three-flow ACK case (``tests/sim/test_flow_*_acks.py``): links nA, n1,
+    n2 (the senders' NICs) and R; flow 0 sends on nA alone and its ACKs (weight
+    ``ack_weight`` of its data) cross R, which flows 1 and 2 saturate with data::
+
+        0: nA ->            (ACKs on R)
+        1: n1 -+
+        2: n2 -+-> R
+    """
+    import numpy as np
+
+    from clusterloom.sim.flow.engine import UnitSet
+
+    nA, n1, n2, r = 0, 1, 2, 3
+    return UnitSet(
+        unit_flow=np.array([0, 1, 2]),
+        unit_ptr=np.array([0, 2, 4, 6]),
+        unit_link=np.array([nA, r, n1, r, n2, r]),
+        unit_share=np.ones(3),
+        link_weight=np.array([1.0, ack_weight, 1.0, 1.0, 1.0, 1.0]),
+        control=np.array([False, True, False, False, False, False]),
+    )

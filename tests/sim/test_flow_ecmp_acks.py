@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clusterloom.sim.flow.engine import FlowSet, UnitSet, simulate
+from clusterloom.sim.flow.engine import FlowSet, simulate
+from helpers import ack_case_units
 
 C = 1e9  # bytes/s
 S = 1e6  # bytes
@@ -23,15 +24,7 @@ def _run(lossless: bool) -> tuple[list[float], list[float]]:
         1: n1 -+
         2: n2 -+-> R
     """
-    nA, n1, n2, r = 0, 1, 2, 3
-    units = UnitSet(
-        unit_flow=np.array([0, 1, 2]),
-        unit_ptr=np.array([0, 2, 4, 6]),
-        unit_link=np.array([nA, r, n1, r, n2, r]),
-        unit_share=np.ones(3),
-        link_weight=np.array([1.0, A, 1.0, 1.0, 1.0, 1.0]),
-        control=np.array([False, True, False, False, False, False]),
-    )
+    units = ack_case_units(A)
     flows = FlowSet.create(np.full(3, S), lossless=lossless)
     res = simulate(np.full(4, C), flows, units)
     t_us = S / C * 1e6

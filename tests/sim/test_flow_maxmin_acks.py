@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from clusterloom.sim.flow import _fill
 from clusterloom.sim.flow.engine import FlowSet, UnitSet, _water_fill, simulate
+from helpers import ack_case_units
 
 C = 1e9  # bytes/s
 S = 1e6  # bytes
@@ -42,15 +43,7 @@ def test_a_max_min_sender_is_not_frozen_at_a_link_only_its_acks_cross() -> None:
     (1 - A) C/2 each, then C/2 each: done at S/C + (1 + A) S/C = (2 + A) S/C. The fill that
     froze R's ACK entity with its data ones held all three at C/(2 + A): flow 0 done at
     (2 + A) S/C, twice as late."""
-    nA, n1, n2, r = 0, 1, 2, 3
-    units = UnitSet(
-        unit_flow=np.array([0, 1, 2]),
-        unit_ptr=np.array([0, 2, 4, 6]),
-        unit_link=np.array([nA, r, n1, r, n2, r]),
-        unit_share=np.ones(3),
-        link_weight=np.array([1.0, A, 1.0, 1.0, 1.0, 1.0]),
-        control=np.array([False, True, False, False, False, False]),
-    )
+    units = ack_case_units(A)
     assert _fct(units, 3, 4, [False] * 3) == pytest.approx([1.0, 2 + A, 2 + A], rel=1e-6)
 
 
