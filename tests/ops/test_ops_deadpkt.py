@@ -56,6 +56,7 @@ def test_a_dead_ev_is_placed_on_the_switch_whose_port_drops(k8: OpsFabric) -> No
     gray = [s for s in suspects if s.kind is SuspectKind.LINK]
     assert gray and all(s.confidence < 0.5 for s in gray)
     assert any("black hole" in e for s in gray for e in s.evidence)
+    assert "output port with a clean wire" in first.evidence[0]
 
 
 def test_a_gray_link_losing_on_the_wire_is_not_a_black_hole(k8: OpsFabric) -> None:

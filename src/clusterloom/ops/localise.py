@@ -690,7 +690,13 @@ def _dead_evs(
         )
         if switches:
             for sw in switches:
-                evidence = (f"{what}; every one crosses {sw}, no live probe of EV {ev} does",)
+                how = (
+                    f"{sw} drops at an output port with a clean wire that every one crosses "
+                    f"and no live probe of EV {ev} leaves by"
+                    if holes is not None and holes.size and _leaves(fabric, holes, sw)
+                    else f"every one crosses {sw}, no live probe of EV {ev} does"
+                )
+                evidence = (f"{what}; {how}",)
                 out.append(
                     Suspect(
                         SuspectKind.EV,
@@ -721,6 +727,13 @@ def _dead_evs(
                 )
             )
     return explained, out
+
+
+def _leaves(fabric: OpsFabric, holes: I64, switch: str) -> bool:
+    """Whether one of the directed links ``holes`` is sent by ``switch``."""
+    t = fabric.topology
+    ends = np.where(holes % 2 == 0, t.link_src[holes // 2], t.link_dst[holes // 2])
+    return switch in set(fabric.names.device(ends).tolist())
 
 
 def _crosses(fabric: OpsFabric, p: _Probes, keys: NDArray[np.bool_], switches: list[str]) -> I64:
@@ -761,7 +774,7 @@ def _dead_ev_switches(
         through = np.array([(d_all == h).any(axis=1).all() for h in holes.tolist()])
         live = np.array([(d_out == h).any() for h in holes.tolist()])
         hit = holes[through & ~live]
-        if hit.size:
+        if hit.size:  # the evidence names the port (``_dead_evs``: "drops at ...")
             ends = np.where(hit % 2 == 0, t.link_src[hit // 2], t.link_dst[hit // 2])
             return sorted({str(x) for x in fabric.names.device(ends).tolist()})
     if dead_keys.size < 2:
