@@ -14,7 +14,9 @@ physical link (either end first), port, switch or rank (a host link and the NIC 
 end are one object: a link below its rate and a port below its rate look the same, ``kind
 right`` tells whether the kind was named too); for a dead EV the same EV where
 the truth names it (its pair, or the switch every dead path crosses: naming one dead pair of
-a dead switch's EV is not enough); for a congested spine a
+a dead switch's EV is not enough), or on the truth's switch an EV in the same dead bucket
+(:func:`same_bucket`: the switch black-holes all of them alike, about 1 in 64, and no
+telemetry tells which one the truth names); for a congested spine a
 ``congestion`` suspect on that switch. The targets (``meets_targets``): top-1 at least
 :data:`TOP1_TARGET` for every fault kind, no false culprit first for congestion.
 """
@@ -48,6 +50,7 @@ __all__ = [
     "evaluation_dict",
     "matches",
     "meets_targets",
+    "same_bucket",
     "small_design",
     "variant_scores",
 ]
@@ -60,14 +63,18 @@ RATE_HIDDEN = "rate-hidden"
 #: the incidents' telemetry: window and interval
 DURATION_S = 60.0
 INTERVAL_S = 10.0
-#: the fault kinds the packet engine expresses (``ops synth --engine packet``): the others
-#: (a dead EV, a mis-hashed switch, a straggler) leave its counters as the healthy fabric's
+#: the fault kinds the packet engine's evaluation scores (``ops synth --engine packet``
+#: expresses every one: a dead EV as its black-holed bucket, a mis-hashed switch as its
+#: skewed ECMP group, a straggler as its late flows; ``ops.synth``)
 PACKET_KINDS: tuple[FaultKind, ...] = (
     FaultKind.GRAY_LINK,
     FaultKind.FLAPPING_LINK,
     FaultKind.DEAD_LINK,
     FaultKind.SLOW_NIC_PORT,
+    FaultKind.DEAD_EV,
+    FaultKind.MIS_HASHED_SWITCH,
     FaultKind.CONGESTED_SPINE,
+    FaultKind.STRAGGLER_RANK,
 )
 
 #: small designs made from built-in examples, for the packet engine's evaluation (hundreds
@@ -191,8 +198,41 @@ def matches(fabric: OpsFabric, truth: Fault, s: Suspect) -> bool:
     if k is FaultKind.SLOW_NIC_PORT and s.kind is SuspectKind.LINK:
         return _nic_end(fabric, s.target) == truth.target
     if k is FaultKind.DEAD_EV:  # the same EV at the same place: its pair, or its switch
-        return s.kind is SuspectKind.EV and s.target == truth.target
+        if s.kind is not SuspectKind.EV:
+            return False
+        return s.target == truth.target or same_bucket(fabric, truth.target, s.target)
     return s.target == truth.target
+
+
+def same_bucket(fabric: OpsFabric, truth: str, named: str) -> bool:
+    """Whether ``named`` (``SWITCH#EV``) names the switch of ``truth`` (``SWITCH#EV``) and an
+    EV in its dead bucket: one that the switch's ECMP hash (``sim.faultforms.dead_hops``'s,
+    under the fabric's ``hash_seed``, near or far seed) puts in the same entry of its table of
+    ``DEAD_EV_BUCKETS``. Every EV there is black-holed alike (about 1 in 64), so the probes
+    cannot tell which of them the truth names; a pair's dead EV (``SRC>DST#EV``) is matched
+    exactly."""
+    from clusterloom.sim.faultforms import DEAD_EV_BUCKETS
+    from clusterloom.sim.paths import splitmix64
+
+    sw_t, _, ev_t = truth.rpartition("#")
+    sw_n, _, ev_n = named.rpartition("#")
+    if ">" in sw_t or sw_t != sw_n or not ev_t.isdigit() or not ev_n.isdigit():
+        return False
+    from clusterloom.ops.faults import switch_node
+
+    try:
+        node = switch_node(fabric, sw_t, truth)
+    except SpecError:
+        return False
+    mask = 0xFFFFFFFFFFFFFFFF
+    with np.errstate(over="ignore"):
+        evs = np.array([int(ev_t), int(ev_n)], dtype=np.uint64) & np.uint64(0xFFFFFFFF)
+        key = evs ^ (np.uint64(node) * np.uint64(0x9E3779B97F4A7C15))
+        near = splitmix64(key ^ np.uint64(fabric.hash_seed & mask)) % np.uint64(DEAD_EV_BUCKETS)
+        far = splitmix64(key ^ np.uint64((fabric.hash_seed ^ 0x5EED) & mask)) % np.uint64(
+            DEAD_EV_BUCKETS
+        )
+    return bool(near[0] == near[1] or far[0] == far[1])
 
 
 def _nic_end(fabric: OpsFabric, label: str) -> str | None:

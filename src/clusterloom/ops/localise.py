@@ -579,6 +579,10 @@ LOAD_DISCOUNT = 0.2
 PERSISTENT_DISCOUNT = 0.5
 #: a probe-loss suspect on a link whose counters show no loss keeps this share
 COUNTER_CLEAN_DISCOUNT = 0.3
+#: drops counted on a link with no FEC errors, flaps, down or load (dropped at an output
+#: port, not on the wire: a black hole such as a dead EV's bucket) keep this share as a
+#: gray link's evidence
+BLACK_HOLE_DISCOUNT = 0.3
 #: a rank slower than its peers in its collectives (rather than late to them) keeps this
 LONGER_DISCOUNT = 0.3
 #: a port of a rank slower than its peers (one or two such ranks)
@@ -641,7 +645,12 @@ def _cleared_by(
 
 
 def _dead_evs(
-    fabric: OpsFabric, p: _Probes, t_idx: I64, n_t: int, clean: NDArray[np.bool_] | None = None
+    fabric: OpsFabric,
+    p: _Probes,
+    t_idx: I64,
+    n_t: int,
+    clean: NDArray[np.bool_] | None = None,
+    holes: I64 | None = None,
 ) -> tuple[NDArray[np.bool_], list[Suspect]]:
     """Keys whose probes were (almost) all lost in intervals where every link of their path
     was cleared by other probes (at least :data:`CLEAR_MIN` of them): their EV's path
@@ -668,7 +677,7 @@ def _dead_evs(
         keys = np.flatnonzero(is_dead & (p.ev == ev))
         n = int(only_k[keys].sum())
         conf = float(only_k[keys].sum() / dead_k[keys].sum() * (1.0 - 0.5 ** min(n, 50)))
-        switches = _dead_ev_switches(fabric, p, keys, (p.ev == ev) & ~lossy_k)
+        switches = _dead_ev_switches(fabric, p, keys, (p.ev == ev) & ~lossy_k, holes)
         if switches:  # every dead probe of this EV crossing them is theirs, cleared or not
             crossing = _crosses(fabric, p, (p.ev == ev) & (dead_k > 0), switches)
             keys = np.union1d(keys, crossing)
@@ -681,7 +690,13 @@ def _dead_evs(
         )
         if switches:
             for sw in switches:
-                evidence = (f"{what}; every one crosses {sw}, no live probe of EV {ev} does",)
+                how = (
+                    f"{sw} drops at an output port with a clean wire that every one crosses "
+                    f"and no live probe of EV {ev} leaves by"
+                    if holes is not None and holes.size and _leaves(fabric, holes, sw)
+                    else f"every one crosses {sw}, no live probe of EV {ev} does"
+                )
+                evidence = (f"{what}; {how}",)
                 out.append(
                     Suspect(
                         SuspectKind.EV,
@@ -714,6 +729,13 @@ def _dead_evs(
     return explained, out
 
 
+def _leaves(fabric: OpsFabric, holes: I64, switch: str) -> bool:
+    """Whether one of the directed links ``holes`` is sent by ``switch``."""
+    t = fabric.topology
+    ends = np.where(holes % 2 == 0, t.link_src[holes // 2], t.link_dst[holes // 2])
+    return switch in set(fabric.names.device(ends).tolist())
+
+
 def _crosses(fabric: OpsFabric, p: _Probes, keys: NDArray[np.bool_], switches: list[str]) -> I64:
     """The keys among ``keys`` whose way out crosses one of ``switches``."""
     t = fabric.topology
@@ -727,15 +749,36 @@ def _crosses(fabric: OpsFabric, p: _Probes, keys: NDArray[np.bool_], switches: l
 
 
 def _dead_ev_switches(
-    fabric: OpsFabric, p: _Probes, dead_keys: I64, live_keys: NDArray[np.bool_]
+    fabric: OpsFabric,
+    p: _Probes,
+    dead_keys: I64,
+    live_keys: NDArray[np.bool_],
+    holes: I64 | None = None,
 ) -> list[str]:
     """The switches on the paths (out or back) of every one of ``dead_keys`` (at least two)
     that no key of ``live_keys`` (same EV, nothing lost) crosses on its way out (a switch
     black-holing an EV drops the probes it forwards; whether it also drops the replies with
-    that EV is left open, so a live key crossing it on the way back does not clear it)."""
+    that EV is left open, so a live key crossing it on the way back does not clear it).
+
+    First, ``holes`` (directed links whose sending port counts drops with a clean wire: no
+    FEC errors, flaps or down): the sending switch of such a port that every dead key's way
+    out (or back) crosses and no live key's way out does, for any number of dead keys. A dead
+    bucket is one entry of one hop's hash (a spine's uplinks hash under another seed than
+    its downlinks), so the same EV may leave that switch alive by another port: the port
+    says which switch dropped it."""
+    t = fabric.topology
+    if holes is not None and holes.size and dead_keys.size:
+        half = p.paths.shape[1] // 2
+        d_all = p.paths[dead_keys]
+        d_out = p.paths[np.flatnonzero(live_keys), :half]
+        through = np.array([(d_all == h).any(axis=1).all() for h in holes.tolist()])
+        live = np.array([(d_out == h).any() for h in holes.tolist()])
+        hit = holes[through & ~live]
+        if hit.size:  # the evidence names the port (``_dead_evs``: "drops at ...")
+            ends = np.where(hit % 2 == 0, t.link_src[hit // 2], t.link_dst[hit // 2])
+            return sorted({str(x) for x in fabric.names.device(ends).tolist()})
     if dead_keys.size < 2:
         return []
-    t = fabric.topology
     n_nodes = int(t.n_nodes)
 
     def nodes(keys: I64, forward: bool = False) -> I64:
@@ -784,13 +827,17 @@ def _time_fault(
 
 
 def _probe_evidence(
-    fabric: OpsFabric, probes: pa.Table | ProbeRows, clean: NDArray[np.bool_] | None = None
+    fabric: OpsFabric,
+    probes: pa.Table | ProbeRows,
+    clean: NDArray[np.bool_] | None = None,
+    holes: I64 | None = None,
 ) -> _Tomo:
-    """The probes' evidence; ``clean`` marks directed links whose counters show no loss."""
+    """The probes' evidence; ``clean`` marks directed links whose counters show no loss,
+    ``holes`` the directed links whose sending port drops with a clean wire."""
     p = _probe_keys(fabric, probes)
     n_dir = 2 * fabric.topology.n_links
     tu, t_idx = _intervals(p)
-    explained, dead_ev = _dead_evs(fabric, p, t_idx, int(tu.size), clean)
+    explained, dead_ev = _dead_evs(fabric, p, t_idx, int(tu.size), clean, holes)
     n_keys = p.src.size
     use = ~explained
     sent_k = np.asarray(np.bincount(p.key[use], weights=p.sent[use], minlength=n_keys), float)
@@ -935,6 +982,17 @@ def localise(
         for an in anomalies
         if an.signal is Signal.SKEW and an.link is not None
     }
+    # drops on a link with no FEC errors, flaps or down and no load: packets dropped at an
+    # output port, not lost on the wire (a wire's loss shows as FEC errors at the receiver):
+    # a black hole (a dead EV's bucket at that port), weak evidence of a gray link
+    holes = {
+        an.link
+        for an in anomalies
+        if an.signal is Signal.DROPS
+        and an.link is not None
+        and an.link not in faulty
+        and an.link not in load
+    }
     for an in anomalies:
         if an.signal is Signal.LOW_RATE and an.link is not None:
             if an.link in faulty:  # down or flapping: it carries less for that
@@ -942,6 +1000,16 @@ def localise(
             if int(t.link_src[an.link]) in skewed_nodes and int(t.link_tier[an.link]) >= 2:
                 continue
         sus = _counter_suspect(fabric, an, set(load))
+        if sus is not None and an.signal is Signal.DROPS and an.link in holes:
+            sus = replace(
+                sus,
+                confidence=sus.confidence * BLACK_HOLE_DISCOUNT,
+                evidence=(
+                    *sus.evidence,
+                    "no FEC errors and no wire loss on the link: dropped at an output port "
+                    "(a black hole), not lost on the wire",
+                ),
+            )
         if sus is not None:
             board.add(sus, settles=an.signal in (Signal.DOWN, Signal.FLAPS))
     # links whose counters were given and show no loss of their own (no drops, FEC errors,
@@ -949,11 +1017,12 @@ def localise(
     # the forwarding of their EV, not to the link
     clean: NDArray[np.bool_] | None = None
     if rates is not None and rates.num_rows:
-        errors = {
+        errors = {  # a black hole's drops are the port's, its wire is clean
             an.link
             for an in anomalies
             if an.link is not None
             and an.signal in (Signal.DROPS, Signal.FEC, Signal.FLAPS, Signal.DOWN)
+            and an.link not in holes
         }
         clean_links = np.zeros(t.n_links, dtype=bool)
         clean_links[np.unique(np.asarray(rates["link"].to_numpy(), dtype=np.int64))] = True
@@ -961,7 +1030,17 @@ def localise(
         clean = np.repeat(clean_links, 2)
     delay_links: dict[int, float] = {}
     if probes is not None and probes.num_rows:
-        tomo = _probe_evidence(fabric, probes, clean)
+        hole_dirs = np.array(
+            sorted(
+                {
+                    2 * an.link + int(an.end or 0)
+                    for an in anomalies
+                    if an.signal is Signal.DROPS and an.link in holes
+                }
+            ),
+            dtype=np.int64,
+        )
+        tomo = _probe_evidence(fabric, probes, clean, hole_dirs)
         for sus in tomo.loss:
             link = fabric.link_of_label(sus.target)
             if link in load and link not in faulty:
