@@ -222,3 +222,30 @@ def test_a_switch_off_a_ranks_paths_does_not_excuse_it(k8: OpsFabric) -> None:
         board = _Board()
         _stragglers(k8, [_slow_rank(3, late=False)], board, [replace(cong, target=name)])
         assert [s.target for s in board.ranked() if s.kind is SuspectKind.RANK] == named
+
+
+def test_healthy_packet_window_of_traffic_8_names_no_fault(k8: OpsFabric) -> None:
+    """Window 18 of ``evaluate(..., engine="packet", traffics=10, healthy=...)`` (seed 0):
+    before, a gray link on 2.1 us of fitted queueing alone (no onset) was named first; its
+    probes do show that delay, and the link is still a slow element to the congestion rule."""
+    from clusterloom.ops.ingest import counter_rates
+    from clusterloom.ops.model import FaultKind as FK
+    from clusterloom.ops.synth import synthesize
+
+    rng = np.random.default_rng([0, len(FK), 18])
+    syn = synthesize(
+        k8,
+        [],
+        duration_s=60.0,
+        interval_s=10.0,
+        seed=int(rng.integers(2**31)),
+        engine="packet",
+        traffic_seed=8,
+    )
+    loc = localise(
+        k8,
+        rates=counter_rates(syn.counters, k8),
+        probes=syn.probes,
+        collectives=syn.collectives,
+    )
+    assert [s for s in loc.suspects if s.fault is not None] == []
