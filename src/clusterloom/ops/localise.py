@@ -1166,7 +1166,10 @@ def _lone_load(
     collisions mark links of a healthy fabric from the window's start, so a switch link's ECN
     marks alone count only with an onset in the window (``persistent`` false); a host link's
     ECN marks (the queue toward one port) are enough for a slow NIC port; PFC pauses
-    received alone never are (the queue is the pausing device's)."""
+    received alone never are (the queue is the pausing device's). ``delay_links`` holds only
+    the delays that qualify (``localise``: an onset in the window, ``_delay_onset``, or far
+    beyond the tier's peers, ``_far_delay``): a healthy window's collisions queue a few
+    microseconds on some links from its start, which named a link at 0.07 before."""
     t = fabric.topology
     hot = set()
     for s in congested:
