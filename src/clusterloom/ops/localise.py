@@ -59,7 +59,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, sparse
 
 from clusterloom.errors import Problem, SpecError
-from clusterloom.ops.detect import LOAD_SIGNALS, Anomaly, Signal, detect
+from clusterloom.ops.detect import LOAD_SIGNALS, ONSET_SHARE, Anomaly, Signal, detect
 from clusterloom.ops.model import PROBE_SCHEMA, FaultKind, Suspect, SuspectKind
 from clusterloom.units import to_gbps
 
@@ -92,6 +92,9 @@ PENALTY = 1.0
 Z_MAX = 20.0
 #: delay an element must add to be slow, microseconds
 DELAY_MIN_US = 2.0
+#: a slow link's delay with no onset in the window names it alone when beyond its tier's
+#: median by this many spreads (``_far_delay``)
+DELAY_FAR = 5.0
 #: a probe key is dead in an interval when at least this share of its probes was lost
 DEAD_SHARE = 0.9
 #: the directed links the probes' evidence reports at most, the most likely first (each is
@@ -604,6 +607,7 @@ class _Tomo:
     dead_ev: list[Suspect]
     delay: F64  # per directed link, microseconds
     delay_share: F64
+    delay_onset: NDArray[np.bool_]  # per directed link: its delay begins inside the window
 
 
 def _intervals(p: _Probes) -> tuple[I64, I64]:
@@ -893,7 +897,47 @@ def _probe_evidence(
         if sel.any():
             excess[sel] = mean[sel] - np.percentile(mean[sel], 10)
     delay = fit_delay(a, excess)
-    return _Tomo(list(by_link.values()), dead_ev, delay, delay_share(a, excess, delay))
+    # the RTT excess of each row (against its key's hop count's floor), per interval over
+    # the keys through each slow element: has its delay an onset inside the window?
+    floor = mean - excess
+    row_x = np.where(rtt_ok, p.rtt - floor[p.key], np.nan)
+    onset = np.zeros(n_dir, dtype=bool)
+    for e in np.flatnonzero(delay > DELAY_MIN_US).tolist():
+        on_key = np.zeros(n_keys, dtype=bool)
+        on_key[csc.indices[csc.indptr[e] : csc.indptr[e + 1]]] = True
+        rows = np.flatnonzero(on_key[p.key] & rtt_ok)
+        onset[e] = _delay_onset(t_idx[rows], row_x[rows], int(tu.size))
+    return _Tomo(list(by_link.values()), dead_ev, delay, delay_share(a, excess, delay), onset)
+
+
+def _far_delay(fabric: OpsFabric, delay: F64) -> F64:
+    """Per directed link: the delay beyond which it is far beyond what its peers' queues
+    give (the links of its tier): their median plus :data:`DELAY_FAR` times their spread
+    (1.4826 median absolute deviations, at least :data:`DELAY_MIN_US`, as most links of a
+    window fit no delay at all)."""
+    tier = np.repeat(np.asarray(fabric.topology.link_tier, dtype=np.int64), 2)
+    out = np.full(delay.size, np.inf)
+    for k in np.unique(tier).tolist():
+        on = tier == k
+        d = delay[on]
+        med = float(np.median(d))
+        spread = max(1.4826 * float(np.median(np.abs(d - med))), DELAY_MIN_US)
+        out[on] = med + DELAY_FAR * spread
+    return out
+
+
+def _delay_onset(t: I64, x: F64, n_t: int) -> bool:
+    """Whether the RTT excess ``x`` of the probes through an element (interval ``t`` of
+    each) begins inside the window: its first interval below :data:`ONSET_SHARE` of the
+    median over the intervals (as ``detect`` judges a counter's onset). A delay there from
+    the first interval on is the state the window began in: on a healthy fabric, the
+    queues of its traffic's ECMP collisions."""
+    c = np.bincount(t, minlength=n_t)
+    m = np.bincount(t, weights=x, minlength=n_t) / np.maximum(c, 1)
+    seen = c > 0
+    if not seen[0] or int(seen.sum()) < 2:
+        return False
+    return bool(m[0] < ONSET_SHARE * float(np.median(m[seen])))
 
 
 # -- combining the evidence -----------------------------------------------------------------
@@ -1029,6 +1073,7 @@ def localise(
         clean_links[list(errors)] = False
         clean = np.repeat(clean_links, 2)
     delay_links: dict[int, float] = {}
+    delay_new: set[int] = set()  # with an onset in the window, or far beyond its peers'
     if probes is not None and probes.num_rows:
         hole_dirs = np.array(
             sorted(
@@ -1058,15 +1103,18 @@ def localise(
             board.add(sus)
         for sus in tomo.dead_ev:
             board.add(sus)
+        far = _far_delay(fabric, tomo.delay)
         for e in np.flatnonzero(tomo.delay > DELAY_MIN_US).tolist():
             delay_links[e // 2] = max(delay_links.get(e // 2, 0.0), float(tomo.delay[e]))
+            if tomo.delay_onset[e] or tomo.delay[e] > far[e]:
+                delay_new.add(e // 2)
     congested = _congestion(fabric, anomalies, load, delay_links)
     congested = _pauses(fabric, anomalies, rates, load, congested, faulty, board)
     for sus in congested:
         board.add(sus)
     _mis_hashed(fabric, anomalies, {s.target for s in congested}, board)
-    _lone_load(fabric, anomalies, load, delay_links, congested, board)
-    _stragglers(fabric, anomalies, board)
+    _lone_load(fabric, anomalies, load, {k: delay_links[k] for k in delay_new}, congested, board)
+    _stragglers(fabric, anomalies, board, congested)
     return Localisation(board.ranked(), anomalies, bool(congested))
 
 
@@ -1197,7 +1245,10 @@ def _lone_load(
     collisions mark links of a healthy fabric from the window's start, so a switch link's ECN
     marks alone count only with an onset in the window (``persistent`` false); a host link's
     ECN marks (the queue toward one port) are enough for a slow NIC port; PFC pauses
-    received alone never are (the queue is the pausing device's)."""
+    received alone never are (the queue is the pausing device's). ``delay_links`` holds only
+    the delays that qualify (``localise``: an onset in the window, ``_delay_onset``, or far
+    beyond the tier's peers, ``_far_delay``): a healthy window's collisions queue a few
+    microseconds on some links from its start, which named a link at 0.07 before."""
     t = fabric.topology
     hot = set()
     for s in congested:
@@ -1296,14 +1347,38 @@ def _slow_ports_of(fabric: OpsFabric, an: Anomaly, n_longer: int, board: _Board)
         )
 
 
-def _stragglers(fabric: OpsFabric, anomalies: Sequence[Anomaly], board: _Board) -> None:
+def _above(fabric: OpsFabric, host: int) -> set[str]:
+    """The switches on some path up from ``host`` (links run up the tiers, host to leaf to
+    spine to core): every switch its traffic may cross on its way out and back."""
+    t = fabric.topology
+    src, dst = np.asarray(t.link_src, dtype=np.int64), np.asarray(t.link_dst, dtype=np.int64)
+    seen = np.zeros(int(t.n_nodes), dtype=bool)
+    front = np.array([host], dtype=np.int64)
+    while front.size:
+        up = np.unique(dst[np.isin(src, front)])
+        front = up[~seen[up]]
+        seen[front] = True
+    return {str(x) for x in fabric.names.device(np.flatnonzero(seen)).tolist()}
+
+
+def _stragglers(
+    fabric: OpsFabric,
+    anomalies: Sequence[Anomaly],
+    board: _Board,
+    congested: Sequence[Suspect] = (),
+) -> None:
     """Straggler ranks: one late to its collectives spends less time in them than its peers,
     who wait for it (full confidence); one that spends longer is slow to communicate (a port
     or a path: discounted), and discounted again when a slow port of its server explains
-    it."""
+    it. A rank that spends longer while a congested switch (``congested``) lies on its
+    server's paths is the congestion's, not a straggler: left out (a congested spine slowed
+    four ranks of a fat-tree-k8 window so, named stragglers at 0.59; the ports of one or
+    two such ranks stay suspects); a late rank is kept (congestion slows a rank's
+    communication, not its arrival)."""
     port_hosts = {
         s.target.partition(":")[0] for s in board.items.values() if s.kind is SuspectKind.PORT
     }
+    hot = {s.target for s in congested}
     # the ranks slower to communicate since an onset in the window, the most slowed: those
     # at least half as slowed as the slowest
     longer = [
@@ -1329,6 +1404,9 @@ def _stragglers(fabric: OpsFabric, anomalies: Sequence[Anomaly], board: _Board) 
             evidence += ("it spends longer than its peers: slow communication, not compute",)
             if an in longer and len(longer) <= 2:  # a slow port slows its rank and its peer's
                 _slow_ports_of(fabric, an, len(longer), board)
+            host = int(an.where.partition(":")[2])
+            if hot and 0 <= host < fabric.topology.plan.hosts and hot & _above(fabric, host):
+                continue  # its paths cross a congested switch: the congestion slows it
         if an.device in port_hosts:
             conf *= 0.5
             evidence += (f"its server {an.device} has a slow port",)
