@@ -306,9 +306,11 @@ def test_ops_evaluate_refuses_an_unknown_engine() -> None:
     assert "--engine" in got.output
 
 
-def _slowed(k8: OpsFabric, ranks: list[int], steps: int = 6) -> pa.Table:
-    """A permutation's collective timings, 128 ranks: ``ranks`` take 1.5x in every step (the
-    first included, so no onset in the window), the others 1 ms +- 0.5%."""
+def _slowed(
+    k8: OpsFabric, ranks: list[int], steps: int = 6, *, quick: tuple[int, ...] = ()
+) -> pa.Table:
+    """A permutation's collective timings, 128 ranks: ``ranks`` take 1.5x and ``quick`` 0.6x
+    in every step (the first included, so no onset in the window), the others 1 ms +- 0.5%."""
     from clusterloom.ops.model import COLLECTIVE_SCHEMA
 
     rng = np.random.default_rng(3)
@@ -316,6 +318,7 @@ def _slowed(k8: OpsFabric, ranks: list[int], steps: int = 6) -> pa.Table:
     step = np.repeat(np.arange(steps), 128)
     dur = 1000.0 * (1 + rng.normal(0, 0.005, rank.size))
     dur[np.isin(rank, ranks)] *= 1.5
+    dur[np.isin(rank, quick)] *= 0.6
     n = rank.size
     return pa.table(
         {
@@ -339,3 +342,9 @@ def test_ranks_slowed_alike_from_the_start_are_collisions_not_stragglers(k8: Ops
     assert [s for s in crowd.suspects if s.kind is SuspectKind.RANK] == []
     lone = localise(k8, collectives=_slowed(k8, [15]))
     assert [s.target for s in lone.suspects if s.kind is SuspectKind.RANK] == ["rank:15"]
+    # ranks quicker from the first step beside the collided ones: the same spread's other
+    # side (healthy packet windows of traffic 4 named rank:0 so), not late ranks
+    both = localise(k8, collectives=_slowed(k8, [15, 23, 57], quick=(0, 9)))
+    assert [s for s in both.suspects if s.kind is SuspectKind.RANK] == []
+    late = localise(k8, collectives=_slowed(k8, [], quick=(0,)))
+    assert [s.target for s in late.suspects if s.kind is SuspectKind.RANK] == ["rank:0"]

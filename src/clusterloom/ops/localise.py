@@ -1389,11 +1389,12 @@ def _stragglers(
     # ranks slower to communicate from the window's first step, more than a slow port slows
     # (its rank and its peer's): the job's own traffic colliding on the fabric (ECMP), not a
     # fault of theirs (a healthy packet window of fat-tree-k8 slowed several ranks so, the
-    # same in every step); each is left out
-    collided = [
-        a for a in anomalies if a.signal is Signal.STRAGGLER and a.baseline > 0 and a.persistent
-    ]
-    skip = set(map(id, collided)) if len(collided) > 2 else set()
+    # same in every step); each is left out, and so is every rank spending less time from
+    # the first step: the other side of the same spread (its flows met no collision), which
+    # cannot be told from a rank late since before the window
+    persistent = [a for a in anomalies if a.signal is Signal.STRAGGLER and a.persistent]
+    collided = sum(a.baseline > 0 for a in persistent) > 2
+    skip = set(map(id, persistent)) if collided else set()
     for an in anomalies:
         if an.signal is not Signal.STRAGGLER or id(an) in skip:
             continue
