@@ -320,3 +320,48 @@ def ack_case_units(ack_weight: float) -> Any:
         link_weight=np.array([1.0, ack_weight, 1.0, 1.0, 1.0, 1.0]),
         control=np.array([False, True, False, False, False, False]),
     )
+
+
+def half_rate_table(
+    fabric: Any, intervals: int, t0_ms: int, *, ecn_ratio: Any = None, pfc_ps: Any = None
+) -> Any:
+    """Rates of every interface of ``fabric`` at half its rate over ``intervals`` 10-second
+    intervals from ``t0_ms`` (4,096-byte packets), with no drops or errors; ``ecn_ratio``
+    (marks per packet) and ``pfc_ps`` (pauses a second) per row of the result, none if not
+    given (``tests/ops/test_ops_fp_packet.py``, ``test_ops_pktloc.py``)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from clusterloom.ops import RATE_SCHEMA
+
+    table = fabric.interface_table()
+    n = table.num_rows * intervals
+    cap = np.tile(table["capacity_bps"].to_numpy().astype(float), intervals)
+    pps = 0.5 * cap / 8 / 4096
+    t = np.repeat(np.arange(intervals), table.num_rows)
+    zeros = np.zeros(n)
+    return pa.table(
+        {
+            "ts_ms": t0_ms + (t + 1) * 10_000,
+            "device": np.tile(
+                np.asarray(table["device"].to_pylist(), dtype=object), intervals
+            ).tolist(),
+            "interface": np.tile(np.asarray(table["interface"].to_pylist()), intervals).tolist(),
+            "link": np.tile(table["link"].to_numpy(), intervals),
+            "end": np.tile(table["end"].to_numpy(), intervals).astype(np.int8),
+            "seconds": np.full(n, 10.0),
+            "tx_bps": 0.5 * cap,
+            "rx_bps": 0.5 * cap,
+            "tx_pps": pps,
+            "rx_pps": pps,
+            "drops_ps": zeros,
+            "ecn_ps": zeros if ecn_ratio is None else ecn_ratio * pps,
+            "pfc_ps": zeros if pfc_ps is None else pfc_ps,
+            "fec_corrected_ps": zeros,
+            "fec_uncorrected_ps": zeros,
+            "up": np.ones(n),
+            "flaps": np.zeros(n, dtype=np.int32),
+            "speed_bps": cap,
+        },
+        schema=RATE_SCHEMA,
+    )

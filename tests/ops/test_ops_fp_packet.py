@@ -9,7 +9,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from clusterloom.ops import RATE_SCHEMA
 from clusterloom.ops.detect import Signal, counter_anomalies
 from clusterloom.ops.fabric import OpsFabric, load_fabric, ops_fabric
 from clusterloom.ops.faults import parse_fault
@@ -18,7 +17,7 @@ from clusterloom.ops.localise import localise
 from clusterloom.ops.model import FaultKind
 from clusterloom.ops.synth import synthesize
 from clusterloom.spec import parse_spec
-from helpers import FAT_TREE_K4_SPEC
+from helpers import FAT_TREE_K4_SPEC, half_rate_table
 
 K8_SPEC = (
     FAT_TREE_K4_SPEC.replace("k4", "k8")
@@ -44,35 +43,7 @@ def k8() -> OpsFabric:
 def _rates(fabric: OpsFabric, ecn_ratio: np.ndarray) -> pa.Table:
     """Every interface at half its rate over ``N_T`` intervals, ECN marks at the ratio given
     per interface (of ``fabric.interface_table()``'s rows)."""
-    table = fabric.interface_table()
-    n = table.num_rows
-    cap = np.tile(table["capacity_bps"].to_numpy().astype(float), N_T)
-    pps = 0.5 * cap / 8 / 4096
-    t = np.repeat(np.arange(N_T), n)
-    zeros = np.zeros(n * N_T)
-    return pa.table(
-        {
-            "ts_ms": T0 + (t + 1) * 10_000,
-            "device": np.tile(np.asarray(table["device"].to_pylist(), dtype=object), N_T).tolist(),
-            "interface": np.tile(np.asarray(table["interface"].to_pylist()), N_T).tolist(),
-            "link": np.tile(table["link"].to_numpy(), N_T),
-            "end": np.tile(table["end"].to_numpy(), N_T).astype(np.int8),
-            "seconds": np.full(n * N_T, 10.0),
-            "tx_bps": 0.5 * cap,
-            "rx_bps": 0.5 * cap,
-            "tx_pps": pps,
-            "rx_pps": pps,
-            "drops_ps": zeros,
-            "ecn_ps": np.tile(ecn_ratio, N_T) * pps,
-            "pfc_ps": zeros,
-            "fec_corrected_ps": zeros,
-            "fec_uncorrected_ps": zeros,
-            "up": np.ones(n * N_T),
-            "flaps": np.zeros(n * N_T, dtype=np.int32),
-            "speed_bps": cap,
-        },
-        schema=RATE_SCHEMA,
-    )
+    return half_rate_table(fabric, N_T, T0, ecn_ratio=np.tile(ecn_ratio, N_T))
 
 
 def _uplinks(fabric: OpsFabric) -> np.ndarray:

@@ -15,7 +15,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from clusterloom.ops import RATE_SCHEMA
 from clusterloom.ops.detect import Signal, counter_anomalies
 from clusterloom.ops.evaluate import (
     PACKET_KINDS,
@@ -31,6 +30,7 @@ from clusterloom.ops.localise import localise
 from clusterloom.ops.model import FaultKind, SuspectKind
 from clusterloom.ops.pauses import pause_chains
 from clusterloom.ops.synth import synthesize
+from helpers import half_rate_table
 
 T0 = 1_764_600_000_000
 N_T = 6
@@ -64,43 +64,16 @@ def _rates(
 ) -> pa.Table:
     """Every interface at half its rate for ``N_T`` intervals, no marks or pauses but those
     given: ``(link, end) -> (per second or per packet, from interval)``."""
-    table = f.interface_table()
-    n = table.num_rows
+    n = f.interface_table().num_rows
     nl = f.topology.n_links
-    cap = np.tile(table["capacity_bps"].to_numpy().astype(float), N_T)
-    pps = 0.5 * cap / 8 / 4096
     t = np.repeat(np.arange(N_T), n)
     row = np.tile(np.arange(n), N_T)
     pfc, ecn = np.zeros(n * N_T), np.zeros(n * N_T)
     for (link, end), (v, at) in pauses.items():
         pfc[(row == end * nl + link) & (t >= at)] = v
     for (link, end), (v, at) in marks.items():
-        sel = (row == end * nl + link) & (t >= at)
-        ecn[sel] = v * pps[sel]
-    zeros = np.zeros(n * N_T)
-    return pa.table(
-        {
-            "ts_ms": T0 + (t + 1) * 10_000,
-            "device": np.tile(np.asarray(table["device"].to_pylist(), dtype=object), N_T).tolist(),
-            "interface": np.tile(np.asarray(table["interface"].to_pylist()), N_T).tolist(),
-            "link": np.tile(table["link"].to_numpy(), N_T),
-            "end": np.tile(table["end"].to_numpy(), N_T).astype(np.int8),
-            "seconds": np.full(n * N_T, 10.0),
-            "tx_bps": 0.5 * cap,
-            "rx_bps": 0.5 * cap,
-            "tx_pps": pps,
-            "rx_pps": pps,
-            "drops_ps": zeros,
-            "ecn_ps": ecn,
-            "pfc_ps": pfc,
-            "fec_corrected_ps": zeros,
-            "fec_uncorrected_ps": zeros,
-            "up": np.ones(n * N_T),
-            "flaps": np.zeros(n * N_T, dtype=np.int32),
-            "speed_bps": cap,
-        },
-        schema=RATE_SCHEMA,
-    )
+        ecn[(row == end * nl + link) & (t >= at)] = v
+    return half_rate_table(f, N_T, T0, ecn_ratio=ecn, pfc_ps=pfc)
 
 
 def _case(f: OpsFabric, **over: object) -> pa.Table:
