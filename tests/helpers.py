@@ -6,6 +6,7 @@ Specs are built as plain dicts and dumped to YAML so that every test goes throug
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
@@ -365,3 +366,23 @@ def half_rate_table(
         },
         schema=RATE_SCHEMA,
     )
+
+
+def probe_keys(fabric: Any, offsets: Sequence[int], per_leaf: int) -> tuple[Any, ...]:
+    """Probe keys of every host to the hosts ``offsets`` ahead (on other leaves, ``per_leaf``
+    hosts a leaf) over four EVs: ``src, dst, port, ev`` and their paths out and back (the
+    reply takes the reverse path with the same EV)."""
+    import numpy as np
+
+    hosts = fabric.topology.plan.hosts
+    off, evs = np.asarray(offsets), 4
+    src = np.repeat(np.arange(hosts), off.size * evs)
+    dst = (src + np.tile(np.repeat(off, evs), hosts)) % hosts
+    ev = np.tile(np.arange(evs) * 7919 + 1000, hosts * off.size)
+    keep = src // per_leaf != dst // per_leaf
+    src, dst, ev = src[keep], dst[keep], ev[keep]
+    port = np.zeros_like(src)
+    paths = np.concatenate(
+        [fabric.paths(src, dst, port, ev), fabric.paths(dst, src, port, ev)], axis=1
+    )
+    return src, dst, port, ev, paths

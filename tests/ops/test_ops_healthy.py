@@ -29,6 +29,7 @@ from clusterloom.ops.localise import (
     localise,
 )
 from clusterloom.ops.model import PROBE_SCHEMA, FaultKind, Suspect, SuspectKind
+from helpers import probe_keys
 
 T0 = 1_764_600_000_000
 N_T = 6
@@ -39,19 +40,10 @@ def k8() -> OpsFabric:
     return small_design("fat-tree-k8")
 
 
-def _keys(f: OpsFabric) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _keys(f: OpsFabric) -> tuple[np.ndarray, ...]:
     """Every host to four others (other leaves) over four EVs: ``src, dst, port, ev`` and
     their paths out and back."""
-    hosts = f.topology.plan.hosts
-    offsets, evs = np.array([1, 9, 37, 70]), 4
-    src = np.repeat(np.arange(hosts), offsets.size * evs)
-    dst = (src + np.tile(np.repeat(offsets, evs), hosts)) % hosts
-    ev = np.tile(np.arange(evs) * 7919 + 1000, hosts * offsets.size)
-    keep = src // 4 != dst // 4
-    src, dst, ev = src[keep], dst[keep], ev[keep]
-    port = np.zeros_like(src)
-    paths = np.concatenate([f.paths(src, dst, port, ev), f.paths(dst, src, port, ev)], axis=1)
-    return src, dst, port, ev, paths
+    return probe_keys(f, (1, 9, 37, 70), 4)
 
 
 def _probes(f: OpsFabric, delay: dict[int, float], start: int = 0, seed: int = 0) -> pa.Table:

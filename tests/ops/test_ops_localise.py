@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from clusterloom.errors import SpecError
 from clusterloom.ops import PROBE_SCHEMA, FaultKind, SuspectKind, load_fabric
 from clusterloom.ops.localise import Localisation, localisation_dict, localise, tomography
+from helpers import probe_keys
 
 T0 = 1_764_600_000_000
 
@@ -109,18 +110,7 @@ def _mesh(
     or back; ``loss`` per directed link (in the intervals ``burst``, default all),
     ``dead_key`` a key losing all, ``delay`` microseconds per directed link."""
     rng = np.random.default_rng(seed)
-    hosts = fabric.topology.plan.hosts
-    offsets, evs = np.array([1, 37, 300, 555]), 4
-    src = np.repeat(np.arange(hosts), offsets.size * evs)
-    dst = (src + np.tile(np.repeat(offsets, evs), hosts)) % hosts
-    ev = np.tile(np.arange(evs) * 7919 + 1000, hosts * offsets.size)
-    keep = src // 8 != dst // 8
-    src, dst, ev = src[keep], dst[keep], ev[keep]
-    port = np.zeros_like(src)
-    # out and back (the reply takes the reverse path with the same EV)
-    paths = np.concatenate(
-        [fabric.paths(src, dst, port, ev), fabric.paths(dst, src, port, ev)], axis=1
-    )
+    src, dst, port, ev, paths = probe_keys(fabric, (1, 37, 300, 555), 8)
     k = np.tile(np.arange(src.size), intervals)
     t = np.repeat(np.arange(intervals), src.size)
     p = np.zeros(src.size)
