@@ -5,12 +5,15 @@ fails leaves the kernels on numba's JIT and is not tried again."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import inspect
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -184,31 +187,40 @@ def test_a_kernel_called_with_other_layouts_goes_to_the_jit_and_agrees() -> None
     assert (c[:, 0] >= 0).all()
 
 
+@contextlib.contextmanager
+def _one_kernel_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, kernel: str, body: str
+) -> Iterator[Any]:
+    """A module ``name`` of one exported kernel ``kernel(a)`` (an ``int64[::1]``), imported
+    from ``tmp_path`` with the extension cache there; its kernels, extension and status
+    forgotten afterwards. Its exports are known only to this process, so a child cannot
+    build it."""
+    (tmp_path / f"{name}.py").write_text(
+        f"from clusterloom.sim._aot import njit\n\n@njit(cache=False)\ndef {kernel}(a):\n{body}"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("CLUSTERLOOM_AOT_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CLUSTERLOOM_AOT", "1")
+    monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
+    monkeypatch.setitem(_aot.EXPORTS, name, {kernel: ("int64[::1]",)})
+    try:
+        yield importlib.import_module(name)
+    finally:
+        _aot._KERNELS.pop(name, None)
+        _aot._LOADED.pop(name, None)
+        _aot._WHY.pop(name, None)
+        sys.modules.pop(name, None)
+
+
 def test_a_failed_build_leaves_the_jit_and_is_not_tried_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A module the child cannot build (its exports are known only to this process): the
     failure is recorded once, the kernel still runs (numba's JIT), and a second load does not
     build again."""
-    mod = tmp_path / "pm3_tiny.py"
-    mod.write_text(
-        "from clusterloom.sim._aot import njit\n\n"
-        "@njit(cache=False)\n"
-        "def twice(a):\n"
-        "    s = 0\n"
-        "    for x in a:\n"
-        "        s += 2 * x\n"
-        "    return s\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("CLUSTERLOOM_AOT_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CLUSTERLOOM_AOT", "1")
-    monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
-    monkeypatch.setitem(_aot.EXPORTS, "pm3_tiny", {"twice": ("int64[::1]",)})
     monkeypatch.setattr(_aot, "_numba_loaded", lambda: False)  # as in a run without numba
-    import pm3_tiny
-
-    try:
+    body = "    s = 0\n    for x in a:\n        s += 2 * x\n    return s\n"
+    with _one_kernel_module(tmp_path, monkeypatch, "pm3_tiny", "twice", body) as pm3_tiny:
         assert pm3_tiny.twice(np.arange(5, dtype=np.int64)) == 20
         assert "build failed (" in _aot.status()["pm3_tiny"]
         failed = list((tmp_path / "cache").glob("_aot_pm3_tiny_*.failed"))
@@ -216,11 +228,6 @@ def test_a_failed_build_leaves_the_jit_and_is_not_tried_again(
         del _aot._LOADED["pm3_tiny"]  # a new process, as far as the cache can tell
         assert _aot._extension("pm3_tiny") is None
         assert "failed before" in _aot.status()["pm3_tiny"]
-    finally:
-        _aot._KERNELS.pop("pm3_tiny", None)
-        _aot._LOADED.pop("pm3_tiny", None)
-        _aot._WHY.pop("pm3_tiny", None)
-        sys.modules.pop("pm3_tiny", None)
 
 
 def test_a_process_with_numba_loaded_does_not_build(
@@ -228,28 +235,10 @@ def test_a_process_with_numba_loaded_does_not_build(
 ) -> None:
     """numba already imported (this process: a flow run's kernels are numba's): a missing
     extension is not built, the kernel runs under the JIT, and nothing is written."""
-    mod = tmp_path / "pm3_loaded.py"
-    mod.write_text(
-        "from clusterloom.sim._aot import njit\n\n"
-        "@njit(cache=False)\n"
-        "def thrice(a):\n"
-        "    return 3 * a.sum()\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("CLUSTERLOOM_AOT_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CLUSTERLOOM_AOT", "1")
-    monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
-    monkeypatch.setitem(_aot.EXPORTS, "pm3_loaded", {"thrice": ("int64[::1]",)})
     assert "numba" in sys.modules
-    import pm3_loaded
-
-    try:
+    body = "    return 3 * a.sum()\n"
+    with _one_kernel_module(tmp_path, monkeypatch, "pm3_loaded", "thrice", body) as pm3_loaded:
         assert pm3_loaded.thrice(np.arange(4, dtype=np.int64)) == 18
         assert _aot.status()["pm3_loaded"].startswith("numba's JIT (numba already loaded")
         cache = tmp_path / "cache"
         assert not cache.exists() or not any(cache.iterdir())
-    finally:
-        _aot._KERNELS.pop("pm3_loaded", None)
-        _aot._LOADED.pop("pm3_loaded", None)
-        _aot._WHY.pop("pm3_loaded", None)
-        sys.modules.pop("pm3_loaded", None)
